@@ -1,0 +1,47 @@
+#ifndef KILN_CODEGEN_PASSES_TD
+#define KILN_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "ModuleOp"> {
+  let summary = "Lower kiln graph ops to linalg, tensor, arith and math on tensors";
+  let description = [{
+    Every kiln op becomes destination-style linalg (named ops for matmul, conv
+    and pooling so that the CPU schedule can match them, linalg.generic for
+    elementwise ops and reductions) plus tensor reshapes and slices. Weights
+    stay dense_resource blobs on arith.constant.
+  }];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
+                           "arith::ArithDialect", "math::MathDialect"];
+}
+
+def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {
+  let summary = "Tile and vectorize matmul/conv with a transform-dialect schedule";
+  let description = [{
+    Builds a transform-dialect script for the target (vector width from the
+    target CPU features) and applies it in-process: matmuls and convolutions
+    are tiled to register-sized blocks and vectorized.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "f32 lanes of the widest vector register (16 = AVX-512, 8 = AVX2, 4 = NEON)">,
+  ];
+  let dependentDialects = ["transform::TransformDialect", "linalg::LinalgDialect",
+                           "scf::SCFDialect", "vector::VectorDialect", "tensor::TensorDialect"];
+}
+
+def KilnEmitEntryPoint : Pass<"kiln-emit-entry-point", "ModuleOp"> {
+  let summary = "Add the C-ABI entry `void <name>_entry(void **buffers)`";
+  let description = [{
+    Runs on the LLVM dialect after bare-pointer lowering of `@main`. The entry
+    loads one pointer per input and per output from `buffers` (inputs first)
+    and calls `@main`, so the runtime calls every model the same way.
+  }];
+  let options = [
+    Option<"symbolPrefix", "prefix", "std::string", "\"kiln_model\"",
+           "Prefix of the generated entry symbol">,
+  ];
+  let dependentDialects = ["LLVM::LLVMDialect"];
+}
+
+#endif

@@ -1,0 +1,116 @@
+//===- CpuPipeline.cpp - stages of the CPU pipeline -----------------------===//
+#include "codegen/cpu/CpuPipeline.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+std::optional<Stage> mlir::kiln::parseStage(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<Stage>>(name)
+      .Case("kiln", Stage::Kiln)
+      .Case("kiln-opt", Stage::KilnOpt)
+      .Case("linalg", Stage::Linalg)
+      .Case("bufferized", Stage::Bufferized)
+      .Case("llvm", Stage::LLVM)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef mlir::kiln::stageNames() { return "kiln, kiln-opt, linalg, bufferized, llvm"; }
+
+FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
+                                                  std::string &error) {
+  llvm::InitializeAllTargetInfos();
+  llvm::InitializeAllTargets();
+  llvm::InitializeAllTargetMCs();
+  llvm::InitializeAllAsmPrinters();
+  llvm::InitializeAllAsmParsers();
+
+  CpuTarget target;
+  llvm::Triple host(llvm::sys::getProcessTriple());
+  llvm::Triple tt(llvm::Triple::normalize(triple.empty() ? host.str() : triple.str()));
+  target.triple = tt.str();
+  const llvm::Target *backend = llvm::TargetRegistry::lookupTarget(tt, error);
+  if (!backend)
+    return failure();
+  if (tt.getArch() != llvm::Triple::x86_64 && tt.getArch() != llvm::Triple::aarch64) {
+    error = "unsupported target '" + target.triple + "' (supported: x86_64-linux-gnu, aarch64-linux-gnu)";
+    return failure();
+  }
+  bool native = tt.getArch() == host.getArch() && (cpu.empty() || cpu == "native");
+  if (native) {
+    target.cpu = llvm::sys::getHostCPUName().str();
+    std::vector<std::string> features;
+    for (auto &f : llvm::sys::getHostCPUFeatures())
+      features.push_back((f.second ? "+" : "-") + f.first().str());
+    target.features = llvm::join(features, ",");
+  } else {
+    target.cpu = cpu.empty() || cpu == "native" ? "generic" : cpu.str();
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      backend->createMCSubtargetInfo(tt, target.cpu, target.features));
+  if (!sti || !sti->isCPUStringValid(target.cpu)) {
+    error = "unknown CPU '" + target.cpu + "' for target '" + target.triple + "'";
+    return failure();
+  }
+  if (sti->checkFeatures("+avx512f"))
+    target.vectorWidthF32 = 16;
+  else if (sti->checkFeatures("+avx2"))
+    target.vectorWidthF32 = 8;
+  else
+    target.vectorWidthF32 = 4; // SSE2 / NEON
+  return target;
+}
+
+/// Upstream pass pipeline text for each step; kiln passes are registered too.
+static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::StringRef prefix) {
+  switch (to) {
+  case Stage::Kiln:
+    return "";
+  case Stage::KilnOpt:
+    return "canonicalize,cse";
+  case Stage::Linalg:
+    return "kiln-convert-to-linalg,canonicalize,linalg-fuse-elementwise-ops,canonicalize,cse";
+  case Stage::Bufferized:
+    return llvm::formatv(
+               "kiln-cpu-schedule{{vector-width={0}},canonicalize,cse,"
+               "eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
+               "one-shot-bufferize{{bufferize-function-boundaries "
+               "function-boundary-type-conversion=identity-layout-map},"
+               "buffer-results-to-out-params{{hoist-static-allocs},canonicalize,cse",
+               target.vectorWidthF32)
+        .str();
+  case Stage::LLVM:
+    return llvm::formatv(
+               "func.func(convert-linalg-to-loops),"
+               "func.func(math-polynomial-approximation),"
+               "convert-vector-to-scf,lower-affine,expand-strided-metadata,lower-affine,"
+               "convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
+               "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions},"
+               "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+               "convert-func-to-llvm{{use-bare-ptr-memref-call-conv},"
+               "reconcile-unrealized-casts,kiln-emit-entry-point{{prefix={0}},canonicalize",
+               prefix)
+        .str();
+  }
+  llvm_unreachable("unknown stage");
+}
+
+void mlir::kiln::buildPipeline(OpPassManager &pm, Stage from, Stage to,
+                               const CpuTarget &target, llvm::StringRef prefix) {
+  for (int s = static_cast<int>(from) + 1; s <= static_cast<int>(to); ++s) {
+    std::string text = stagePipeline(static_cast<Stage>(s), target, prefix);
+    if (text.empty())
+      continue;
+    if (failed(parsePassPipeline(text, pm)))
+      llvm::report_fatal_error("internal error: bad pass pipeline: " + llvm::Twine(text));
+  }
+}

@@ -1,0 +1,58 @@
+//===- CpuPipeline.h - kiln CPU compilation pipeline ------------*- C++ -*-===//
+#ifndef KILN_CODEGEN_CPU_CPUPIPELINE_H
+#define KILN_CODEGEN_CPU_CPUPIPELINE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringRef.h"
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::kiln {
+
+/// The stages of the pipeline, in order; `--stage=` names them.
+enum class Stage { Kiln, KilnOpt, Linalg, Bufferized, LLVM };
+std::optional<Stage> parseStage(llvm::StringRef name);
+llvm::StringRef stageNames(); // "kiln, kiln-opt, linalg, bufferized, llvm"
+
+/// What codegen needs to know about the machine it compiles for.
+struct CpuTarget {
+  std::string triple;   // normalized, e.g. x86_64-unknown-linux-gnu
+  std::string cpu;      // e.g. sapphirerapids, generic
+  std::string features; // LLVM feature string, e.g. +avx512f,...
+  int64_t vectorWidthF32 = 4;
+};
+
+/// Resolves `--target` / `--mcpu` into a CpuTarget (host CPU when `cpu` is
+/// empty and the triple is the host's; a generic CPU otherwise).
+FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
+                                      std::string &error);
+
+/// Adds the passes that take the module from stage `from` to stage `to`.
+void buildPipeline(OpPassManager &pm, Stage from, Stage to, const CpuTarget &target,
+                   llvm::StringRef symbolPrefix);
+
+/// The transform-dialect script used by kiln-cpu-schedule.
+std::string buildCpuScheduleScript(int64_t vectorWidth);
+
+/// Name, element type code (ONNX TensorProto.DataType) and shape of one
+/// model input or output, as the runtime sees it.
+struct TensorSignature {
+  std::string name;
+  int32_t dtype;
+  std::vector<int64_t> shape;
+};
+struct ModelSignature {
+  std::vector<TensorSignature> inputs, outputs;
+};
+
+/// Translates an LLVM-dialect module to an object file (or textual LLVM IR)
+/// for `target`, adding the `<prefix>_info` model descriptor.
+LogicalResult emitNative(ModuleOp module, const CpuTarget &target,
+                         const ModelSignature &signature, llvm::StringRef prefix,
+                         bool addMainAlias, bool emitLLVMIR, std::string &out);
+
+} // namespace mlir::kiln
+
+#endif

@@ -1,0 +1,143 @@
+//===- EmitObject.cpp - LLVM dialect -> optimized object file -------------===//
+#include "codegen/cpu/CpuPipeline.h"
+
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalAlias.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+/// Must match kiln_tensor_info / kiln_model_info in runtime/include/kiln/runtime.h.
+static constexpr uint32_t kAbiVersion = 1;
+
+static llvm::Constant *cString(llvm::Module &m, llvm::StringRef s, const llvm::Twine &name) {
+  llvm::Constant *data = llvm::ConstantDataArray::getString(m.getContext(), s);
+  auto *g = new llvm::GlobalVariable(m, data->getType(), /*isConstant=*/true,
+                                     llvm::GlobalValue::PrivateLinkage, data, name);
+  g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+  return g;
+}
+
+static llvm::Constant *tensorInfos(llvm::Module &m, llvm::StructType *infoType,
+                                   const std::vector<TensorSignature> &tensors,
+                                   llvm::StringRef prefix, llvm::StringRef what) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  std::vector<llvm::Constant *> infos;
+  for (auto [i, t] : llvm::enumerate(tensors)) {
+    std::string base = (prefix + "_" + what + llvm::Twine(i)).str();
+    auto *shapeData = llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<int64_t>(t.shape));
+    auto *shape = new llvm::GlobalVariable(m, shapeData->getType(), true,
+                                           llvm::GlobalValue::PrivateLinkage, shapeData,
+                                           base + "_shape");
+    infos.push_back(llvm::ConstantStruct::get(
+        infoType, {cString(m, t.name, base + "_name"),
+                   llvm::ConstantInt::get(i32, t.dtype),
+                   llvm::ConstantInt::get(i32, t.shape.size()), shape}));
+    (void)i64;
+  }
+  auto *arrayType = llvm::ArrayType::get(infoType, infos.size());
+  return new llvm::GlobalVariable(m, arrayType, true, llvm::GlobalValue::PrivateLinkage,
+                                  llvm::ConstantArray::get(arrayType, infos),
+                                  (prefix + "_" + what + "s").str());
+}
+
+/// Adds `const kiln_model_info <prefix>_info`, the descriptor the runtime
+/// reads: names, dtypes and shapes of inputs and outputs, and the entry.
+static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::StringRef prefix,
+                         bool addMainAlias) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *ptr = llvm::PointerType::get(ctx, 0);
+  auto *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *tensorInfo = llvm::StructType::create(ctx, {ptr, i32, i32, ptr}, "kiln_tensor_info");
+  auto *modelInfo =
+      llvm::StructType::create(ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr}, "kiln_model_info");
+  llvm::Function *entry = m.getFunction((prefix + "_entry").str());
+  auto *info = new llvm::GlobalVariable(
+      m, modelInfo, true, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantStruct::get(
+          modelInfo,
+          {llvm::ConstantInt::get(i32, kAbiVersion), llvm::ConstantInt::get(i32, 0),
+           cString(m, prefix, (prefix + "_model_name").str()),
+           llvm::ConstantInt::get(i32, sig.inputs.size()),
+           llvm::ConstantInt::get(i32, sig.outputs.size()),
+           tensorInfos(m, tensorInfo, sig.inputs, prefix, "input"),
+           tensorInfos(m, tensorInfo, sig.outputs, prefix, "output"), entry}),
+      (prefix + "_info").str());
+  if (addMainAlias)
+    llvm::GlobalAlias::create("kiln_main_model", info);
+}
+
+static void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+}
+
+LogicalResult mlir::kiln::emitNative(ModuleOp module, const CpuTarget &target,
+                                     const ModelSignature &signature, llvm::StringRef prefix,
+                                     bool addMainAlias, bool emitLLVMIR, std::string &out) {
+  DialectRegistry registry;
+  registerAllToLLVMIRTranslations(registry);
+  module->getContext()->appendDialectRegistry(registry);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, prefix);
+  if (!llvmModule)
+    return module.emitError("failed to translate the LLVM dialect to LLVM IR");
+
+  std::string error;
+  llvm::Triple triple(target.triple);
+  const llvm::Target *backend = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!backend)
+    return module.emitError(error);
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> tm(backend->createTargetMachine(
+      triple, target.cpu, target.features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+  for (llvm::Function &f : *llvmModule) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("target-cpu", target.cpu);
+    if (!target.features.empty())
+      f.addFnAttr("target-features", target.features);
+  }
+  addModelInfo(*llvmModule, signature, prefix, addMainAlias);
+  optimize(*llvmModule, *tm);
+
+  llvm::raw_string_ostream os(out);
+  if (emitLLVMIR) {
+    llvmModule->print(os, nullptr);
+    return success();
+  }
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream objStream(buffer);
+  llvm::legacy::PassManager codegen;
+  if (tm->addPassesToEmitFile(codegen, objStream, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return module.emitError("target '") << target.triple << "' cannot emit object files";
+  codegen.run(*llvmModule);
+  os << llvm::StringRef(buffer.data(), buffer.size());
+  return success();
+}

@@ -1,0 +1,381 @@
+//===- KilnOps.cpp - kiln op verifiers and folders ------------------------===//
+#include "dialects/kiln/KilnDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+#define GET_OP_CLASSES
+#include "dialects/kiln/KilnOps.cpp.inc"
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(
+      shape, os,
+      [&](int64_t d) { ShapedType::isDynamic(d) ? os << "?" : os << d; }, "x");
+  return s;
+}
+
+FailureOr<SmallVector<int64_t>> mlir::kiln::broadcastShapes(ArrayRef<int64_t> a,
+                                                            ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return failure();
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+/// Checks that `result` has the element type of `operand` and, if `expected`
+/// is given, exactly that shape.
+static LogicalResult verifyResult(Operation *op, Type resultType, Type elementType,
+                                  ArrayRef<int64_t> expected) {
+  auto result = cast<RankedTensorType>(resultType);
+  if (result.getElementType() != elementType)
+    return op->emitOpError("result element type ")
+           << result.getElementType() << " does not match operand element type "
+           << elementType;
+  if (result.getShape() != expected)
+    return op->emitOpError("result shape ")
+           << shapeStr(result.getShape()) << " does not match expected shape "
+           << shapeStr(expected);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult ConstantOp::verify() {
+  if (getValue().getType() != getType())
+    return emitOpError("value type ") << getValue().getType()
+                                      << " does not match result type " << getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyBinary(Operation *op) {
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  auto lt = cast<RankedTensorType>(lhs.getType());
+  auto rt = cast<RankedTensorType>(rhs.getType());
+  if (lt.getElementType() != rt.getElementType())
+    return op->emitOpError("operand element types differ: ")
+           << lt.getElementType() << " vs " << rt.getElementType();
+  auto shape = broadcastShapes(lt.getShape(), rt.getShape());
+  if (failed(shape))
+    return op->emitOpError("operand shapes ")
+           << shapeStr(lt.getShape()) << " and " << shapeStr(rt.getShape())
+           << " are not broadcast-compatible";
+  return verifyResult(op, op->getResult(0).getType(), lt.getElementType(), *shape);
+}
+
+LogicalResult AddOp::verify() { return verifyBinary(*this); }
+LogicalResult SubOp::verify() { return verifyBinary(*this); }
+LogicalResult MulOp::verify() { return verifyBinary(*this); }
+LogicalResult DivOp::verify() { return verifyBinary(*this); }
+LogicalResult PowOp::verify() { return verifyBinary(*this); }
+
+/// x op splat(identity) folds to x when no broadcasting changes x's shape.
+static OpFoldResult foldIdentityOperand(Operation *op, Attribute rhsAttr,
+                                        double identity) {
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(rhsAttr);
+  Value lhs = op->getOperand(0);
+  if (!splat || lhs.getType() != op->getResult(0).getType() ||
+      !isa<FloatType>(splat.getElementType()))
+    return {};
+  if (splat.getSplatValue<APFloat>().convertToDouble() != identity)
+    return {};
+  return lhs;
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldIdentityOperand(*this, adaptor.getRhs(), 0.0);
+}
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  return foldIdentityOperand(*this, adaptor.getRhs(), 1.0);
+}
+
+LogicalResult ClipOp::verify() {
+  if (getMin().convertToDouble() > getMax().convertToDouble())
+    return emitOpError("min ") << getMin().convertToDouble() << " is greater than max "
+                               << getMax().convertToDouble();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatMul / Gemm
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::verify() {
+  SmallVector<int64_t> a(shapeOf(getLhs())), b(shapeOf(getRhs()));
+  if (a.empty() || b.empty())
+    return emitOpError("operands must have rank >= 1");
+  // numpy promotes 1-D operands to matrices and drops the added dimension.
+  bool vecLhs = a.size() == 1, vecRhs = b.size() == 1;
+  if (vecLhs)
+    a.insert(a.begin(), 1);
+  if (vecRhs)
+    b.push_back(1);
+  int64_t k = a.back(), k2 = b[b.size() - 2];
+  if (k != k2)
+    return emitOpError("contraction dimensions differ: lhs has ")
+           << k << ", rhs has " << k2;
+  auto batch = broadcastShapes(ArrayRef(a).drop_back(2), ArrayRef(b).drop_back(2));
+  if (failed(batch))
+    return emitOpError("batch dimensions are not broadcast-compatible");
+  SmallVector<int64_t> expected(*batch);
+  if (!vecLhs)
+    expected.push_back(a[a.size() - 2]);
+  if (!vecRhs)
+    expected.push_back(b.back());
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getLhs().getType()),
+                      expected);
+}
+
+LogicalResult GemmOp::verify() {
+  ArrayRef<int64_t> a = shapeOf(getA()), b = shapeOf(getB());
+  if (a.size() != 2 || b.size() != 2)
+    return emitOpError("A and B must be 2-D");
+  int64_t m = getTransA() ? a[1] : a[0], ka = getTransA() ? a[0] : a[1];
+  int64_t kb = getTransB() ? b[1] : b[0], n = getTransB() ? b[0] : b[1];
+  if (ka != kb)
+    return emitOpError("contraction dimensions differ: A has ") << ka << ", B has " << kb;
+  if (getC()) {
+    auto bc = broadcastShapes({m, n}, shapeOf(getC()));
+    if (failed(bc) || (*bc)[0] != m || (*bc)[1] != n)
+      return emitOpError("C of shape ") << shapeStr(shapeOf(getC()))
+                                        << " does not broadcast to " << m << "x" << n;
+  }
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getA().getType()), {m, n});
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+static int64_t slidingOutput(int64_t in, int64_t padBefore, int64_t padAfter,
+                             int64_t kernel, int64_t stride, int64_t dilation) {
+  int64_t effective = dilation * (kernel - 1) + 1;
+  return (in + padBefore + padAfter - effective) / stride + 1;
+}
+
+static LogicalResult verifyWindow(Operation *op, ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+    return op->emitOpError("expects 2 strides, 2 dilations and 4 pads");
+  if (llvm::any_of(strides, [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(dilations, [](int64_t d) { return d < 1; }))
+    return op->emitOpError("strides and dilations must be >= 1");
+  if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return op->emitOpError("pads must be >= 0");
+  return success();
+}
+
+LogicalResult ConvOp::verify() {
+  ArrayRef<int64_t> x = shapeOf(getInput()), w = shapeOf(getFilter());
+  if (x.size() != 4 || w.size() != 4)
+    return emitOpError("only 2-D convolution (rank-4 NCHW input and FCHW filter) is supported");
+  if (failed(verifyWindow(*this, getStrides(), getDilations(), getPads())))
+    return failure();
+  int64_t g = getGroup();
+  if (g < 1 || x[1] % g != 0 || w[0] % g != 0)
+    return emitOpError("group ") << g << " does not divide input channels " << x[1]
+                                 << " and filter count " << w[0];
+  if (x[1] / g != w[1])
+    return emitOpError("filter expects ") << w[1] << " channels per group, input has "
+                                          << x[1] / g;
+  if (getBias() && shapeOf(getBias()) != ArrayRef<int64_t>{w[0]})
+    return emitOpError("bias must have shape ") << w[0];
+  auto s = getStrides(), d = getDilations(), p = getPads();
+  SmallVector<int64_t> expected = {x[0], w[0],
+                                   slidingOutput(x[2], p[0], p[2], w[2], s[0], d[0]),
+                                   slidingOutput(x[3], p[1], p[3], w[3], s[1], d[1])};
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()),
+                      expected);
+}
+
+LogicalResult BatchNormOp::verify() {
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  if (x.size() < 2)
+    return emitOpError("input must have rank >= 2");
+  for (Value v : {getScale(), getBias(), getMean(), getVariance()})
+    if (shapeOf(v) != ArrayRef<int64_t>{x[1]})
+      return emitOpError("scale, bias, mean and variance must have shape ") << x[1];
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()), x);
+}
+
+template <typename PoolOp>
+static LogicalResult verifyPool(PoolOp op, ArrayRef<int64_t> dilations) {
+  ArrayRef<int64_t> x = shapeOf(op.getInput());
+  if (x.size() != 4)
+    return op.emitOpError("only 2-D pooling (rank-4 NCHW input) is supported");
+  ArrayRef<int64_t> k = op.getKernel(), s = op.getStrides(), p = op.getPads();
+  if (k.size() != 2)
+    return op.emitOpError("expects 2 kernel sizes");
+  if (failed(verifyWindow(op, s, dilations, p)))
+    return failure();
+  // ceil_mode is resolved by the importer into extra bottom/right padding, so
+  // the output size is always the floor formula here.
+  SmallVector<int64_t> expected = {x[0], x[1],
+                                   slidingOutput(x[2], p[0], p[2], k[0], s[0], dilations[0]),
+                                   slidingOutput(x[3], p[1], p[3], k[1], s[1], dilations[1])};
+  return verifyResult(op, op.getType(), getElementTypeOrSelf(op.getInput().getType()),
+                      expected);
+}
+
+LogicalResult MaxPoolOp::verify() { return verifyPool(*this, getDilations()); }
+LogicalResult AveragePoolOp::verify() { return verifyPool(*this, {1, 1}); }
+
+LogicalResult GlobalAveragePoolOp::verify() {
+  SmallVector<int64_t> x(shapeOf(getInput()));
+  if (x.size() < 3)
+    return emitOpError("input must have rank >= 3");
+  std::fill(x.begin() + 2, x.end(), 1);
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()), x);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getType());
+  if (!in.hasStaticShape() || !out.hasStaticShape())
+    return emitOpError("requires static shapes");
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ") << in.getNumElements() << " elements ("
+                                          << shapeStr(in.getShape()) << ") into "
+                                          << shapeStr(out.getShape());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changed");
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+LogicalResult TransposeOp::verify() {
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  ArrayRef<int64_t> perm = getPerm();
+  if (perm.size() != x.size())
+    return emitOpError("perm has ") << perm.size() << " entries, input has rank " << x.size();
+  SmallVector<bool> seen(x.size(), false);
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= (int64_t)x.size() || seen[p])
+      return emitOpError("perm is not a permutation of 0..") << x.size() - 1;
+    seen[p] = true;
+    expected.push_back(x[p]);
+  }
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()),
+                      expected);
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [i, p] : llvm::enumerate(getPerm()))
+    if ((int64_t)i != p)
+      return {};
+  return getInput();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  SmallVector<int64_t> expected(shapeOf(getInputs().front()));
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= (int64_t)expected.size())
+    return emitOpError("axis ") << axis << " out of range for rank " << expected.size();
+  Type elementType = getElementTypeOrSelf(getInputs().front().getType());
+  for (Value v : getInputs().drop_front()) {
+    ArrayRef<int64_t> s = shapeOf(v);
+    if (s.size() != expected.size() || getElementTypeOrSelf(v.getType()) != elementType)
+      return emitOpError("inputs must have the same rank and element type");
+    for (size_t i = 0; i < s.size(); ++i)
+      if ((int64_t)i != axis && s[i] != expected[i])
+        return emitOpError("input shapes ") << shapeStr(shapeOf(getInputs().front()))
+                                            << " and " << shapeStr(s)
+                                            << " differ outside axis " << axis;
+    expected[axis] += s[axis];
+  }
+  return verifyResult(*this, getType(), elementType, expected);
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 && getInputs().front().getType() == getType())
+    return getInputs().front();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = shapeOf(getInput()).size();
+  if (getAxis() < 0 || getAxis() >= rank)
+    return emitOpError("axis ") << getAxis() << " out of range for rank " << rank;
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= (int64_t)x.size())
+    return emitOpError("axis ") << axis << " out of range for rank " << x.size();
+  ArrayRef<int64_t> normalized = x.drop_front(axis);
+  for (Value v : {getScale(), getBias()}) {
+    if (!v)
+      continue;
+    auto bc = broadcastShapes(normalized, shapeOf(v));
+    if (failed(bc) || ArrayRef<int64_t>(*bc) != normalized)
+      return emitOpError("scale/bias of shape ") << shapeStr(shapeOf(v))
+                                                 << " does not broadcast to "
+                                                 << shapeStr(normalized);
+  }
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()), x);
+}
+
+LogicalResult ReduceMeanOp::verify() {
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  SmallVector<bool> reduced(x.size(), false);
+  for (int64_t a : getAxes()) {
+    if (a < 0 || a >= (int64_t)x.size() || reduced[a])
+      return emitOpError("axes must be distinct and in [0, ") << x.size() << ")";
+    reduced[a] = true;
+  }
+  SmallVector<int64_t> expected;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!reduced[i])
+      expected.push_back(x[i]);
+    else if (getKeepdims())
+      expected.push_back(1);
+  }
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()),
+                      expected);
+}

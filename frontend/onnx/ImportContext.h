@@ -1,0 +1,92 @@
+//===- ImportContext.h - state shared by the ONNX op importers --*- C++ -*-===//
+#ifndef KILN_FRONTEND_ONNX_IMPORTCONTEXT_H
+#define KILN_FRONTEND_ONNX_IMPORTCONTEXT_H
+
+#include "dialects/kiln/KilnDialect.h"
+#include "mlir/IR/TypeUtilities.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+#include "onnx/onnx_pb.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::onnx_frontend {
+
+/// A tensor whose value is known at compile time (initializers, Constant
+/// nodes and shape arithmetic on static shapes). Small integer tensors are
+/// evaluated on the host so that Shape -> Slice -> Concat -> Reshape chains
+/// fold into static shapes.
+struct HostTensor {
+  int32_t dtype = 0; // onnx::TensorProto::DataType
+  std::vector<int64_t> shape;
+  std::vector<double> floats;  // for floating-point dtypes
+  std::vector<int64_t> ints;   // for integer and bool dtypes
+  bool isFloat() const;
+  int64_t numElements() const;
+};
+
+/// One named value of the graph: an SSA value, a host constant, or both.
+struct GraphValue {
+  mlir::Value value;
+  std::optional<HostTensor> host;
+};
+
+class ImportContext {
+public:
+  ImportContext(mlir::OpBuilder &builder, std::string file, int64_t opset)
+      : b(builder), file(std::move(file)), opset(opset) {}
+
+  mlir::OpBuilder &b;
+  std::string file;
+  int64_t opset;
+  const onnx::NodeProto *node = nullptr;
+  mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
+  llvm::StringMap<GraphValue> values;
+
+  /// Prints "<file>: node '<name>' (<op>, opset N): <message>"; returns failure.
+  mlir::LogicalResult fail(const llvm::Twine &message) const;
+
+  // Attributes of the current node.
+  bool hasAttr(llvm::StringRef name) const;
+  int64_t attrInt(llvm::StringRef name, int64_t fallback) const;
+  float attrFloat(llvm::StringRef name, float fallback) const;
+  std::vector<int64_t> attrInts(llvm::StringRef name, std::vector<int64_t> fallback = {}) const;
+
+  // Inputs of the current node (an empty name is an omitted optional input).
+  size_t numInputs() const;
+  bool hasInput(size_t i) const;
+  mlir::FailureOr<mlir::Value> input(size_t i);           // materializes constants
+  const HostTensor *hostInput(size_t i) const;             // null if not known
+  mlir::FailureOr<std::vector<int64_t>> hostInts(size_t i, llvm::StringRef what);
+  mlir::FailureOr<mlir::RankedTensorType> inputType(size_t i);
+
+  void setOutput(size_t i, mlir::Value v);
+  void setHostOutput(size_t i, HostTensor t);
+
+  /// A kiln.constant for a host tensor (a dense_resource blob when large).
+  mlir::FailureOr<mlir::Value> materialize(const HostTensor &t, llvm::StringRef name);
+  mlir::Value scalar(mlir::Type elementType, double value);
+
+  /// Normalizes a possibly negative axis against `rank`.
+  mlir::FailureOr<int64_t> axis(int64_t a, int64_t rank) const;
+};
+
+using ImportFn = std::function<mlir::LogicalResult(ImportContext &)>;
+using ImportTable = llvm::StringMap<ImportFn>;
+
+// One registration function per op family (ImportMath.cpp, ImportNN.cpp, ...).
+void registerMathOps(ImportTable &table);
+void registerNNOps(ImportTable &table);
+void registerTensorOps(ImportTable &table);
+
+/// kiln binary op result type under numpy broadcasting.
+mlir::FailureOr<mlir::RankedTensorType> broadcastType(ImportContext &ctx, mlir::Value a,
+                                                      mlir::Value b);
+
+} // namespace kiln::onnx_frontend
+
+#endif

@@ -1,0 +1,311 @@
+//===- ImportNN.cpp - ONNX linear algebra, conv, pooling, normalization ---===//
+#include "frontend/onnx/ImportContext.h"
+
+#include <cmath>
+
+using namespace mlir;
+namespace k = mlir::kiln;
+
+namespace kiln::onnx_frontend {
+
+static RankedTensorType withShape(RankedTensorType t, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, t.getElementType());
+}
+
+/// Spatial window attributes shared by Conv and the pools, resolved to
+/// explicit [top, left, bottom, right] pads.
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  std::vector<int64_t> outSize;
+};
+
+static FailureOr<Window> resolveWindow(ImportContext &ctx, ArrayRef<int64_t> inSpatial,
+                                       std::vector<int64_t> kernel, bool ceilMode) {
+  Window w;
+  w.kernel = std::move(kernel);
+  if (inSpatial.size() != 2 || w.kernel.size() != 2)
+    return ctx.fail("only 2-D windows (rank-4 NCHW inputs) are supported");
+  w.strides = ctx.attrInts("strides", {1, 1});
+  w.dilations = ctx.attrInts("dilations", {1, 1});
+  w.pads = ctx.attrInts("pads", {0, 0, 0, 0});
+  if (w.strides.size() != 2 || w.dilations.size() != 2 || w.pads.size() != 4)
+    return ctx.fail("strides, dilations and pads must have 2, 2 and 4 entries");
+  std::string autoPad = "NOTSET";
+  for (const auto &a : ctx.node->attribute())
+    if (a.name() == "auto_pad")
+      autoPad = a.s();
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = inSpatial[i], s = w.strides[i];
+    int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      int64_t out = (in + s - 1) / s;
+      int64_t total = std::max<int64_t>((out - 1) * s + eff - in, 0);
+      int64_t small = total / 2, large = total - small;
+      w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
+      w.pads[i + 2] = autoPad == "SAME_UPPER" ? large : small;
+    } else if (autoPad == "VALID") {
+      w.pads[i] = w.pads[i + 2] = 0;
+    } else if (autoPad != "NOTSET") {
+      return ctx.fail("unknown auto_pad '" + autoPad + "'");
+    }
+    int64_t span = in + w.pads[i] + w.pads[i + 2] - eff;
+    if (span < 0)
+      return ctx.fail("the window is larger than the padded input");
+    int64_t out = span / s + 1;
+    if (ceilMode && span % s != 0) {
+      // ceil_mode: one more output; make it explicit as bottom/right padding,
+      // but never start a window entirely in the padding.
+      if (out * s < in + w.pads[i]) {
+        ++out;
+        w.pads[i + 2] += (out - 1) * s + eff - (in + w.pads[i] + w.pads[i + 2]);
+      }
+    }
+    w.outSize.push_back(out);
+  }
+  return w;
+}
+
+static LogicalResult importConv(ImportContext &ctx) {
+  auto x = ctx.input(0), wt = ctx.input(1);
+  if (failed(x) || failed(wt))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType()), ft = cast<RankedTensorType>(wt->getType());
+  if (xt.getRank() != 4 || ft.getRank() != 4)
+    return ctx.fail("only 2-D convolution is supported (input rank " +
+                    llvm::Twine(xt.getRank()) + ")");
+  auto window = resolveWindow(ctx, xt.getShape().drop_front(2),
+                              ctx.attrInts("kernel_shape", {ft.getDimSize(2), ft.getDimSize(3)}),
+                              false);
+  if (failed(window))
+    return failure();
+  Value bias;
+  if (ctx.hasInput(2)) {
+    auto bv = ctx.input(2);
+    if (failed(bv))
+      return failure();
+    bias = *bv;
+  }
+  auto type = withShape(xt, {xt.getDimSize(0), ft.getDimSize(0), window->outSize[0],
+                             window->outSize[1]});
+  ctx.setOutput(0, k::ConvOp::create(ctx.b, ctx.loc, type, *x, *wt, bias, window->strides,
+                                     window->dilations, window->pads,
+                                     ctx.attrInt("group", 1)));
+  return success();
+}
+
+static LogicalResult importBatchNorm(ImportContext &ctx) {
+  if (ctx.attrInt("training_mode", 0))
+    return ctx.fail("training_mode BatchNormalization is not supported (inference only)");
+  SmallVector<Value> in;
+  for (size_t i = 0; i < 5; ++i) {
+    auto v = ctx.input(i);
+    if (failed(v))
+      return failure();
+    in.push_back(*v);
+  }
+  ctx.setOutput(0, k::BatchNormOp::create(ctx.b, ctx.loc, in[0].getType(), in[0], in[1], in[2],
+                                          in[3], in[4],
+                                          ctx.b.getF32FloatAttr(ctx.attrFloat("epsilon", 1e-5f))));
+  return success();
+}
+
+template <bool isMax>
+static LogicalResult importPool(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  if (isMax && ctx.node->output_size() > 1 && !ctx.node->output(1).empty())
+    return ctx.fail("the MaxPool Indices output is not supported");
+  if (isMax && ctx.attrInt("storage_order", 0) != 0)
+    return ctx.fail("MaxPool storage_order=1 is not supported");
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (xt.getRank() != 4)
+    return ctx.fail("only 2-D pooling (rank-4 NCHW input) is supported");
+  auto window = resolveWindow(ctx, xt.getShape().drop_front(2), ctx.attrInts("kernel_shape"),
+                              ctx.attrInt("ceil_mode", 0));
+  if (failed(window))
+    return failure();
+  if (!isMax && (window->dilations[0] != 1 || window->dilations[1] != 1))
+    return ctx.fail("AveragePool with dilations is not supported");
+  auto type = withShape(xt, {xt.getDimSize(0), xt.getDimSize(1), window->outSize[0],
+                             window->outSize[1]});
+  Value r;
+  if constexpr (isMax)
+    r = k::MaxPoolOp::create(ctx.b, ctx.loc, type, *x, window->kernel, window->strides,
+                             window->pads, window->dilations);
+  else
+    r = k::AveragePoolOp::create(ctx.b, ctx.loc, type, *x, window->kernel, window->strides,
+                                 window->pads, ctx.attrInt("count_include_pad", 0) != 0);
+  ctx.setOutput(0, r);
+  return success();
+}
+
+static LogicalResult importGlobalAveragePool(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (xt.getRank() < 3)
+    return ctx.fail("GlobalAveragePool needs an input of rank >= 3");
+  SmallVector<int64_t> shape(xt.getShape());
+  std::fill(shape.begin() + 2, shape.end(), 1);
+  ctx.setOutput(0, k::GlobalAveragePoolOp::create(ctx.b, ctx.loc, withShape(xt, shape), *x));
+  return success();
+}
+
+static LogicalResult importGemm(ImportContext &ctx) {
+  auto a = ctx.input(0), bm = ctx.input(1);
+  if (failed(a) || failed(bm))
+    return failure();
+  auto at = cast<RankedTensorType>(a->getType()), bt = cast<RankedTensorType>(bm->getType());
+  if (at.getRank() != 2 || bt.getRank() != 2)
+    return ctx.fail("Gemm operands must be 2-D");
+  bool ta = ctx.attrInt("transA", 0), tb = ctx.attrInt("transB", 0);
+  int64_t m = at.getDimSize(ta ? 1 : 0), n = bt.getDimSize(tb ? 0 : 1);
+  Value c;
+  if (ctx.hasInput(2)) {
+    auto cv = ctx.input(2);
+    if (failed(cv))
+      return failure();
+    c = *cv;
+  }
+  ctx.setOutput(0, k::GemmOp::create(ctx.b, ctx.loc, withShape(at, {m, n}), *a, *bm, c,
+                                     ctx.b.getF32FloatAttr(ctx.attrFloat("alpha", 1.0f)),
+                                     ctx.b.getF32FloatAttr(ctx.attrFloat("beta", 1.0f)),
+                                     ctx.b.getBoolAttr(ta), ctx.b.getBoolAttr(tb)));
+  return success();
+}
+
+static LogicalResult importMatMul(ImportContext &ctx) {
+  auto a = ctx.input(0), bm = ctx.input(1);
+  if (failed(a) || failed(bm))
+    return failure();
+  SmallVector<int64_t> as(cast<RankedTensorType>(a->getType()).getShape());
+  SmallVector<int64_t> bs(cast<RankedTensorType>(bm->getType()).getShape());
+  if (as.empty() || bs.empty())
+    return ctx.fail("MatMul operands must have rank >= 1");
+  bool vecA = as.size() == 1, vecB = bs.size() == 1;
+  if (vecA)
+    as.insert(as.begin(), 1);
+  if (vecB)
+    bs.push_back(1);
+  if (as.back() != bs[bs.size() - 2])
+    return ctx.fail("MatMul contraction dimensions differ (" + llvm::Twine(as.back()) + " vs " +
+                    llvm::Twine(bs[bs.size() - 2]) + ")");
+  auto batch = k::broadcastShapes(ArrayRef(as).drop_back(2), ArrayRef(bs).drop_back(2));
+  if (failed(batch))
+    return ctx.fail("MatMul batch dimensions are not broadcast-compatible");
+  SmallVector<int64_t> shape(*batch);
+  if (!vecA)
+    shape.push_back(as[as.size() - 2]);
+  if (!vecB)
+    shape.push_back(bs.back());
+  auto type = withShape(cast<RankedTensorType>(a->getType()), shape);
+  ctx.setOutput(0, k::MatMulOp::create(ctx.b, ctx.loc, type, *a, *bm));
+  return success();
+}
+
+/// Before opset 13, Softmax flattens the input to 2-D at `axis` (default 1).
+static LogicalResult importSoftmax(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank();
+  auto axis = ctx.axis(ctx.attrInt("axis", ctx.opset < 13 ? 1 : -1), rank);
+  if (failed(axis))
+    return failure();
+  if (ctx.opset >= 13 || *axis == rank - 1) {
+    ctx.setOutput(0, k::SoftmaxOp::create(ctx.b, ctx.loc, xt, *x, *axis));
+    return success();
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < *axis ? outer : inner) *= xt.getDimSize(i);
+  auto flat = withShape(xt, {outer, inner});
+  Value r = k::ReshapeOp::create(ctx.b, ctx.loc, flat, *x);
+  r = k::SoftmaxOp::create(ctx.b, ctx.loc, flat, r, 1);
+  ctx.setOutput(0, k::ReshapeOp::create(ctx.b, ctx.loc, xt, r));
+  return success();
+}
+
+static LogicalResult importLayerNorm(ImportContext &ctx) {
+  for (int i = 1; i < ctx.node->output_size(); ++i)
+    if (!ctx.node->output(i).empty())
+      return ctx.fail("the Mean and InvStdDev outputs of LayerNormalization are not supported");
+  auto x = ctx.input(0), scale = ctx.input(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto axis = ctx.axis(ctx.attrInt("axis", -1), xt.getRank());
+  if (failed(axis))
+    return failure();
+  Value bias;
+  if (ctx.hasInput(2)) {
+    auto bv = ctx.input(2);
+    if (failed(bv))
+      return failure();
+    bias = *bv;
+  }
+  ctx.setOutput(0, k::LayerNormOp::create(ctx.b, ctx.loc, xt, *x, *scale, bias, ctx.b.getI64IntegerAttr(*axis),
+                                          ctx.b.getF32FloatAttr(ctx.attrFloat("epsilon", 1e-5f))));
+  return success();
+}
+
+static LogicalResult importReduceMean(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  std::vector<int64_t> axes;
+  if (ctx.opset >= 18 && ctx.hasInput(1)) {
+    auto a = ctx.hostInts(1, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else {
+    axes = ctx.attrInts("axes");
+  }
+  if (axes.empty()) {
+    if (ctx.attrInt("noop_with_empty_axes", 0)) {
+      ctx.setOutput(0, *x);
+      return success();
+    }
+    for (int64_t i = 0; i < xt.getRank(); ++i)
+      axes.push_back(i);
+  }
+  for (int64_t &a : axes) {
+    auto n = ctx.axis(a, xt.getRank());
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  std::sort(axes.begin(), axes.end());
+  bool keep = ctx.attrInt("keepdims", 1);
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < xt.getRank(); ++i) {
+    bool reduced = std::binary_search(axes.begin(), axes.end(), i);
+    if (!reduced)
+      shape.push_back(xt.getDimSize(i));
+    else if (keep)
+      shape.push_back(1);
+  }
+  ctx.setOutput(0, k::ReduceMeanOp::create(ctx.b, ctx.loc, withShape(xt, shape), *x, axes,
+                                           keep));
+  return success();
+}
+
+void registerNNOps(ImportTable &t) {
+  t["Conv"] = importConv;
+  t["BatchNormalization"] = importBatchNorm;
+  t["MaxPool"] = importPool<true>;
+  t["AveragePool"] = importPool<false>;
+  t["GlobalAveragePool"] = importGlobalAveragePool;
+  t["Gemm"] = importGemm;
+  t["MatMul"] = importMatMul;
+  t["Softmax"] = importSoftmax;
+  t["LayerNormalization"] = importLayerNorm;
+  t["ReduceMean"] = importReduceMean;
+}
+
+} // namespace kiln::onnx_frontend

@@ -1,0 +1,435 @@
+//===- Importer.cpp - load an ONNX model and walk its graph ---------------===//
+#include "frontend/onnx/Importer.h"
+#include "frontend/onnx/ImportContext.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "onnx/checker.h"
+#include "onnx/shape_inference/implementation.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace kiln::onnx_frontend {
+
+bool HostTensor::isFloat() const {
+  return dtype == onnx::TensorProto::FLOAT || dtype == onnx::TensorProto::DOUBLE ||
+         dtype == onnx::TensorProto::FLOAT16;
+}
+
+int64_t HostTensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+LogicalResult ImportContext::fail(const llvm::Twine &message) const {
+  llvm::errs() << "error: " << file << ": node '" << (node ? node->name() : "") << "' ("
+               << (node ? node->op_type() : "") << ", opset " << opset << "): " << message
+               << "\n";
+  return failure();
+}
+
+static const onnx::AttributeProto *findAttr(const onnx::NodeProto *node, llvm::StringRef name) {
+  for (const auto &a : node->attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+bool ImportContext::hasAttr(llvm::StringRef name) const { return findAttr(node, name); }
+
+int64_t ImportContext::attrInt(llvm::StringRef name, int64_t fallback) const {
+  const auto *a = findAttr(node, name);
+  return a ? a->i() : fallback;
+}
+
+float ImportContext::attrFloat(llvm::StringRef name, float fallback) const {
+  const auto *a = findAttr(node, name);
+  return a ? a->f() : fallback;
+}
+
+std::vector<int64_t> ImportContext::attrInts(llvm::StringRef name,
+                                             std::vector<int64_t> fallback) const {
+  const auto *a = findAttr(node, name);
+  if (!a)
+    return fallback;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+size_t ImportContext::numInputs() const { return node->input_size(); }
+
+bool ImportContext::hasInput(size_t i) const {
+  return i < (size_t)node->input_size() && !node->input(i).empty();
+}
+
+const HostTensor *ImportContext::hostInput(size_t i) const {
+  if (!hasInput(i))
+    return nullptr;
+  auto it = values.find(node->input(i));
+  if (it == values.end() || !it->second.host)
+    return nullptr;
+  return &*it->second.host;
+}
+
+FailureOr<std::vector<int64_t>> ImportContext::hostInts(size_t i, llvm::StringRef what) {
+  const HostTensor *t = hostInput(i);
+  if (!t)
+    return fail("input '" + what + "' must be a compile-time constant");
+  if (t->isFloat())
+    return fail("input '" + what + "' must be an integer tensor");
+  return t->ints;
+}
+
+FailureOr<Value> ImportContext::input(size_t i) {
+  if (!hasInput(i))
+    return fail("missing input " + llvm::Twine(i));
+  auto it = values.find(node->input(i));
+  if (it == values.end())
+    return fail("input '" + node->input(i) + "' is not defined before use");
+  GraphValue &gv = it->second;
+  if (!gv.value) {
+    auto v = materialize(*gv.host, node->input(i));
+    if (failed(v))
+      return failure();
+    gv.value = *v;
+  }
+  return gv.value;
+}
+
+FailureOr<RankedTensorType> ImportContext::inputType(size_t i) {
+  auto v = input(i);
+  if (failed(v))
+    return failure();
+  return cast<RankedTensorType>(v->getType());
+}
+
+void ImportContext::setOutput(size_t i, Value v) {
+  if (i < (size_t)node->output_size() && !node->output(i).empty())
+    values[node->output(i)] = GraphValue{v, std::nullopt};
+}
+
+void ImportContext::setHostOutput(size_t i, HostTensor t) {
+  if (i < (size_t)node->output_size() && !node->output(i).empty())
+    values[node->output(i)] = GraphValue{Value(), std::move(t)};
+}
+
+FailureOr<int64_t> ImportContext::axis(int64_t a, int64_t rank) const {
+  int64_t normalized = a < 0 ? a + rank : a;
+  if (normalized < 0 || normalized >= std::max<int64_t>(rank, 1))
+    return fail("axis " + llvm::Twine(a) + " is out of range for rank " + llvm::Twine(rank));
+  return normalized;
+}
+
+Value ImportContext::scalar(Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  auto attr = DenseElementsAttr::get(type, b.getFloatAttr(elementType, value));
+  return mlir::kiln::ConstantOp::create(b, loc, type, attr);
+}
+
+FailureOr<Value> ImportContext::materialize(const HostTensor &t, llvm::StringRef name) {
+  if (t.dtype != onnx::TensorProto::FLOAT)
+    return fail("tensor '" + name + "' of ONNX data type " + llvm::Twine(t.dtype) +
+                " would need device support for non-float32 tensors, which kiln does not "
+                "have yet");
+  auto type = RankedTensorType::get(t.shape, b.getF32Type());
+  std::vector<float> data(t.floats.begin(), t.floats.end());
+  ElementsAttr attr;
+  // Weights become resource blobs: printed once at the end of the module and
+  // never uniqued as attributes.
+  if (data.size() > 16) {
+    auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(data));
+    std::string blobName = name.str();
+    for (char &c : blobName)
+      if (!isalnum((unsigned char)c) && c != '_' && c != '.')
+        c = '_';
+    attr = DenseResourceElementsAttr::get(type, blobName, std::move(blob));
+  } else {
+    attr = DenseElementsAttr::get(type, ArrayRef<float>(data));
+  }
+  return mlir::kiln::ConstantOp::create(b, loc, type, attr).getResult();
+}
+
+//===----------------------------------------------------------------------===//
+// Model loading
+//===----------------------------------------------------------------------===//
+
+static FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std::string &file) {
+  HostTensor t;
+  t.dtype = tp.data_type();
+  t.shape.assign(tp.dims().begin(), tp.dims().end());
+  int64_t n = t.numElements();
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    llvm::errs() << "error: " << file << ": tensor '" << tp.name()
+                 << "' uses external data, which kiln does not support yet\n";
+    return failure();
+  }
+  const std::string &raw = tp.raw_data();
+  auto fromRaw = [&](auto sample, auto &out) -> bool {
+    using T = decltype(sample);
+    if (raw.size() != n * sizeof(T))
+      return false;
+    out.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      T v;
+      std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+      out[i] = v;
+    }
+    return true;
+  };
+  bool ok = true;
+  switch (t.dtype) {
+  case onnx::TensorProto::FLOAT:
+    if (!raw.empty())
+      ok = fromRaw(float(), t.floats);
+    else
+      t.floats.assign(tp.float_data().begin(), tp.float_data().end());
+    break;
+  case onnx::TensorProto::DOUBLE:
+    if (!raw.empty())
+      ok = fromRaw(double(), t.floats);
+    else
+      t.floats.assign(tp.double_data().begin(), tp.double_data().end());
+    break;
+  case onnx::TensorProto::INT64:
+    if (!raw.empty())
+      ok = fromRaw(int64_t(), t.ints);
+    else
+      t.ints.assign(tp.int64_data().begin(), tp.int64_data().end());
+    break;
+  case onnx::TensorProto::INT32:
+    if (!raw.empty())
+      ok = fromRaw(int32_t(), t.ints);
+    else
+      t.ints.assign(tp.int32_data().begin(), tp.int32_data().end());
+    break;
+  case onnx::TensorProto::BOOL:
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT8:
+    if (!raw.empty())
+      ok = t.dtype == onnx::TensorProto::INT8 ? fromRaw(int8_t(), t.ints)
+                                              : fromRaw(uint8_t(), t.ints);
+    else
+      t.ints.assign(tp.int32_data().begin(), tp.int32_data().end());
+    break;
+  default:
+    llvm::errs() << "error: " << file << ": tensor '" << tp.name() << "' has ONNX data type "
+                 << t.dtype << ", which kiln does not support yet\n";
+    return failure();
+  }
+  int64_t have = t.isFloat() ? t.floats.size() : t.ints.size();
+  if (!ok || have != n) {
+    llvm::errs() << "error: " << file << ": tensor '" << tp.name() << "' holds " << have
+                 << " values but its shape needs " << n << "\n";
+    return failure();
+  }
+  return t;
+}
+
+LogicalResult importTensorProto(ImportContext &ctx, const onnx::TensorProto &tp) {
+  auto t = parseTensor(tp, ctx.file);
+  if (failed(t))
+    return failure();
+  ctx.setHostOutput(0, std::move(*t));
+  return success();
+}
+
+static FailureOr<onnx::ModelProto> loadModel(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    llvm::errs() << "error: cannot read '" << path << "': " << buffer.getError().message()
+                 << "\n";
+    return failure();
+  }
+  onnx::ModelProto model;
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (bytes.empty() || !model.ParseFromArray(bytes.data(), (int)bytes.size()) ||
+      !model.has_graph()) {
+    llvm::errs() << "error: " << path
+                 << ": not a valid ONNX model (the protobuf does not parse; the file may be "
+                    "truncated or not ONNX)\n";
+    return failure();
+  }
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    llvm::errs() << "error: " << path << ": the ONNX checker rejects the model: " << e.what()
+                 << "\n";
+    return failure();
+  }
+  return model;
+}
+
+static int64_t defaultOpset(const onnx::ModelProto &model) {
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      return o.version();
+  return 1;
+}
+
+static FailureOr<std::pair<int32_t, std::vector<int64_t>>>
+graphInputType(const onnx::ValueInfoProto &vi, const ImportOptions &options,
+               const std::string &file) {
+  const auto &tt = vi.type().tensor_type();
+  std::vector<int64_t> shape;
+  auto pinned = options.inputShapes.find(vi.name());
+  if (pinned != options.inputShapes.end()) {
+    shape = pinned->second;
+    if (tt.has_shape() && tt.shape().dim_size() != (int)shape.size()) {
+      llvm::errs() << "error: " << file << ": --input-shape " << vi.name() << " has rank "
+                   << shape.size() << " but the model's input has rank "
+                   << tt.shape().dim_size() << "\n";
+      return failure();
+    }
+    for (int i = 0; tt.has_shape() && i < tt.shape().dim_size(); ++i) {
+      const auto &d = tt.shape().dim(i);
+      if (d.has_dim_value() && d.dim_value() != shape[i]) {
+        llvm::errs() << "error: " << file << ": --input-shape " << vi.name() << " sets dimension "
+                     << i << " to " << shape[i] << " but the model fixes it to "
+                     << d.dim_value() << "\n";
+        return failure();
+      }
+    }
+    return std::make_pair(tt.elem_type(), shape);
+  }
+  if (!tt.has_shape()) {
+    llvm::errs() << "error: " << file << ": input '" << vi.name()
+                 << "' has no shape; pin it with --input-shape " << vi.name() << "=DxDx...\n";
+    return failure();
+  }
+  for (const auto &d : tt.shape().dim()) {
+    if (!d.has_dim_value()) {
+      llvm::errs() << "error: " << file << ": input '" << vi.name() << "' has dynamic dimension '"
+                   << (d.dim_param().empty() ? "?" : d.dim_param())
+                   << "'; pin it with --input-shape " << vi.name() << "=DxDx...\n";
+      return failure();
+    }
+    shape.push_back(d.dim_value());
+  }
+  return std::make_pair(tt.elem_type(), shape);
+}
+
+static const ImportTable &importTable() {
+  static ImportTable table = [] {
+    ImportTable t;
+    registerMathOps(t);
+    registerNNOps(t);
+    registerTensorOps(t);
+    return t;
+  }();
+  return table;
+}
+
+OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &options,
+                                  MLIRContext &context) {
+  context.loadDialect<mlir::kiln::KilnDialect, func::FuncDialect>();
+  auto model = loadModel(path);
+  if (failed(model))
+    return nullptr;
+  const onnx::GraphProto &graph = model->graph();
+  int64_t opset = defaultOpset(*model);
+  for (const auto &name : options.inputShapes.keys()) {
+    bool found = llvm::any_of(graph.input(), [&](const auto &vi) { return vi.name() == name; });
+    if (!found) {
+      llvm::errs() << "error: " << path << ": --input-shape names '" << name
+                   << "', which is not an input of the model\n";
+      return nullptr;
+    }
+  }
+
+  OpBuilder b(&context);
+  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  ImportContext ctx(b, path, opset);
+
+  // Initializers are constants; graph inputs that are also initializers are
+  // treated as constants too (the ONNX IR < 4 convention).
+  for (const auto &init : graph.initializer()) {
+    auto t = parseTensor(init, path);
+    if (failed(t))
+      return nullptr;
+    ctx.values[init.name()] = GraphValue{Value(), std::move(*t)};
+  }
+  SmallVector<Type> inputTypes;
+  SmallVector<std::string> inputNames;
+  for (const auto &vi : graph.input()) {
+    if (ctx.values.count(vi.name()))
+      continue;
+    auto type = graphInputType(vi, options, path);
+    if (failed(type))
+      return nullptr;
+    if (type->first != onnx::TensorProto::FLOAT) {
+      llvm::errs() << "error: " << path << ": input '" << vi.name() << "' has ONNX data type "
+                   << type->first << "; kiln supports float32 model inputs only for now\n";
+      return nullptr;
+    }
+    inputTypes.push_back(RankedTensorType::get(type->second, b.getF32Type()));
+    inputNames.push_back(vi.name());
+  }
+
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(inputTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(inputNames)) {
+    func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
+    ctx.values[name] = GraphValue{entry->getArgument(i), std::nullopt};
+  }
+  b.setInsertionPointToStart(entry);
+
+  const ImportTable &table = importTable();
+  for (const auto &node : graph.node()) {
+    ctx.node = &node;
+    ctx.loc = NameLoc::get(b.getStringAttr(node.name().empty() ? node.output(0) : node.name()),
+                           NameLoc::get(b.getStringAttr(node.op_type())));
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      (void)ctx.fail("operator domain '" + node.domain() + "' is not supported");
+      return nullptr;
+    }
+    auto it = table.find(node.op_type());
+    if (it == table.end()) {
+      (void)ctx.fail("unsupported operator '" + node.op_type() + "'");
+      return nullptr;
+    }
+    if (failed(it->second(ctx)))
+      return nullptr;
+  }
+
+  ctx.node = nullptr;
+  SmallVector<Value> results;
+  for (const auto &out : graph.output()) {
+    auto it = ctx.values.find(out.name());
+    if (it == ctx.values.end()) {
+      llvm::errs() << "error: " << path << ": graph output '" << out.name()
+                   << "' is never produced\n";
+      return nullptr;
+    }
+    if (!it->second.value) {
+      auto v = ctx.materialize(*it->second.host, out.name());
+      if (failed(v))
+        return nullptr;
+      it->second.value = *v;
+    }
+    results.push_back(it->second.value);
+  }
+  func::ReturnOp::create(b, fileLoc, results);
+  func.setFunctionType(b.getFunctionType(inputTypes, TypeRange(ValueRange(results))));
+  for (auto [i, out] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "kiln.name", b.getStringAttr(out.name()));
+  return module;
+}
+
+FailureOr<RankedTensorType> broadcastType(ImportContext &ctx, Value a, Value b) {
+  auto ta = cast<RankedTensorType>(a.getType()), tb = cast<RankedTensorType>(b.getType());
+  auto shape = mlir::kiln::broadcastShapes(ta.getShape(), tb.getShape());
+  if (failed(shape))
+    return ctx.fail("operand shapes are not broadcast-compatible");
+  return RankedTensorType::get(*shape, ta.getElementType());
+}
+
+} // namespace kiln::onnx_frontend

@@ -1,0 +1,93 @@
+/*===- kiln/runtime.h - the kiln runtime C ABI -----------------------------===
+ *
+ * A compiled model object defines one `const kiln_model_info <name>_info`.
+ * The runtime turns it into a runnable instance:
+ *
+ *   kiln_model *m = kiln_model_create(&mymodel_info);
+ *   const void *inputs[] = {x};      // in the order of info->inputs
+ *   void *outputs[] = {y};           // caller-allocated, info->outputs sizes
+ *   if (kiln_model_run(m, inputs, outputs) != 0) puts(kiln_model_error(m));
+ *   kiln_model_destroy(m);
+ *
+ * Buffers are dense, row-major, of the dtype and shape in the descriptor.
+ * The runtime has no MLIR or LLVM dependency.
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_ABI_VERSION 1
+
+/* Element types; the values are ONNX TensorProto.DataType codes. */
+typedef enum kiln_dtype {
+  KILN_FLOAT32 = 1,
+  KILN_UINT8 = 2,
+  KILN_INT8 = 3,
+  KILN_UINT16 = 4,
+  KILN_INT16 = 5,
+  KILN_INT32 = 6,
+  KILN_INT64 = 7,
+  KILN_BOOL = 9,
+  KILN_FLOAT16 = 10,
+  KILN_FLOAT64 = 11,
+  KILN_UINT32 = 12,
+  KILN_UINT64 = 13,
+  KILN_BFLOAT16 = 16
+} kiln_dtype;
+
+/* Name, element type and static shape of one model input or output. */
+typedef struct kiln_tensor_info {
+  const char *name;
+  int32_t dtype; /* kiln_dtype */
+  int32_t rank;
+  const int64_t *shape;
+} kiln_tensor_info;
+
+/* Emitted by kiln-compile into the model object (layout is ABI). */
+typedef struct kiln_model_info {
+  uint32_t abi_version;
+  uint32_t reserved;
+  const char *name;
+  uint32_t num_inputs;
+  uint32_t num_outputs;
+  const kiln_tensor_info *inputs;
+  const kiln_tensor_info *outputs;
+  /* buffers: inputs then outputs, one pointer each. */
+  void (*entry)(void **buffers);
+} kiln_model_info;
+
+typedef struct kiln_model kiln_model;
+
+/* Returns NULL if the descriptor's ABI version is not supported. */
+kiln_model *kiln_model_create(const kiln_model_info *info);
+/* Runs one inference. Returns 0 on success. Not reentrant per instance;
+ * use one instance per thread. */
+int kiln_model_run(kiln_model *model, const void *const *inputs, void *const *outputs);
+void kiln_model_destroy(kiln_model *model);
+const kiln_model_info *kiln_model_get_info(const kiln_model *model);
+/* Message of the last failed call on this instance ("" if none). */
+const char *kiln_model_error(const kiln_model *model);
+
+/* Bytes of intermediate memory the instance holds after its first run. */
+size_t kiln_model_arena_bytes(const kiln_model *model);
+
+/* Helpers for descriptors. */
+size_t kiln_dtype_size(int32_t dtype);      /* 0 if unknown */
+const char *kiln_dtype_name(int32_t dtype); /* "float32", ...; "unknown" */
+size_t kiln_tensor_num_elements(const kiln_tensor_info *info);
+/* Checks a caller tensor against a descriptor; writes a message and returns
+ * nonzero on mismatch. */
+int kiln_check_tensor(const kiln_tensor_info *expected, int32_t dtype, int32_t rank,
+                      const int64_t *shape, char *message, size_t message_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_H */

@@ -1,0 +1,230 @@
+/*===- main.c - command-line driver linked into compiled executables ------===*/
+#define _POSIX_C_SOURCE 200809L
+#include "kiln/runtime.h"
+#include "npy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+extern const kiln_model_info kiln_main_model;
+
+static const char *prog;
+
+static void print_tensor(FILE *out, const kiln_tensor_info *t) {
+  fprintf(out, "  %-24s %-8s [", t->name, kiln_dtype_name(t->dtype));
+  for (int32_t i = 0; i < t->rank; ++i)
+    fprintf(out, i ? ", %lld" : "%lld", (long long)t->shape[i]);
+  fprintf(out, "]\n");
+}
+
+static void usage(FILE *out) {
+  const kiln_model_info *info = &kiln_main_model;
+  fprintf(out,
+          "usage: %s [--input NAME=FILE.npy]... [FILE.npy]... [--output-dir DIR]\n"
+          "       %s --bench N [--threads T]\n\n"
+          "Runs the compiled model '%s' (kiln ABI %u).\n\n"
+          "  --input NAME=FILE.npy  value of input NAME (inputs may also be given\n"
+          "                         positionally, in the order listed below)\n"
+          "  --output-dir DIR       write DIR/<output>.npy per output (characters\n"
+          "                         outside [A-Za-z0-9_.-] in names become '_');\n"
+          "                         without it, outputs are summarized on stdout\n"
+          "  --bench N              time N runs on random inputs after a warm-up\n"
+          "                         and print p50/p90/p99 latency in milliseconds\n"
+          "  --threads T            threads per inference (this build runs kernels\n"
+          "                         on 1 thread; T > 1 is rejected)\n"
+          "  --help                 this text\n\nInputs:\n",
+          prog, prog, info->name, info->abi_version);
+  for (uint32_t i = 0; i < info->num_inputs; ++i)
+    print_tensor(out, &info->inputs[i]);
+  fprintf(out, "Outputs:\n");
+  for (uint32_t i = 0; i < info->num_outputs; ++i)
+    print_tensor(out, &info->outputs[i]);
+}
+
+static int fail(const char *fmt, const char *arg) {
+  fprintf(stderr, "%s: error: ", prog);
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n");
+  return 1;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int input_index(const char *name) {
+  for (uint32_t i = 0; i < kiln_main_model.num_inputs; ++i)
+    if (strcmp(kiln_main_model.inputs[i].name, name) == 0)
+      return (int)i;
+  return -1;
+}
+
+static void sanitize(char *s) {
+  for (; *s; ++s)
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+          *s == '_' || *s == '.' || *s == '-'))
+      *s = '_';
+}
+
+static void **alloc_buffers(const kiln_tensor_info *infos, uint32_t n) {
+  void **buffers = calloc(n ? n : 1, sizeof(void *));
+  for (uint32_t i = 0; buffers && i < n; ++i) {
+    size_t bytes = kiln_tensor_num_elements(&infos[i]) * kiln_dtype_size(infos[i].dtype);
+    buffers[i] = calloc(1, bytes ? bytes : 1);
+  }
+  return buffers;
+}
+
+static void fill_random(void *data, const kiln_tensor_info *t, unsigned *seed) {
+  size_t n = kiln_tensor_num_elements(t);
+  for (size_t i = 0; i < n; ++i) {
+    *seed = *seed * 1103515245u + 12345u;
+    double u = (double)((*seed >> 8) & 0xffff) / 65536.0;
+    switch (t->dtype) {
+    case KILN_FLOAT32: ((float *)data)[i] = (float)u; break;
+    case KILN_FLOAT64: ((double *)data)[i] = u; break;
+    default: break; /* integer inputs stay 0: always a valid index */
+    }
+  }
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int bench(kiln_model *model, long runs) {
+  const kiln_model_info *info = &kiln_main_model;
+  void **in = alloc_buffers(info->inputs, info->num_inputs);
+  void **out = alloc_buffers(info->outputs, info->num_outputs);
+  unsigned seed = 42;
+  for (uint32_t i = 0; i < info->num_inputs; ++i)
+    fill_random(in[i], &info->inputs[i], &seed);
+  long warmup = runs / 10 > 1 ? runs / 10 : 1;
+  for (long i = 0; i < warmup; ++i)
+    kiln_model_run(model, (const void *const *)in, out);
+  double *times = malloc((size_t)runs * sizeof(double)), total = 0;
+  for (long i = 0; i < runs; ++i) {
+    double t0 = now_ms();
+    kiln_model_run(model, (const void *const *)in, out);
+    times[i] = now_ms() - t0;
+    total += times[i];
+  }
+  qsort(times, (size_t)runs, sizeof(double), compare_double);
+#define PCT(p) times[(size_t)((runs - 1) * (p) / 100.0 + 0.5)]
+  printf("%s: %ld runs, 1 thread, arena %zu bytes\n", info->name, runs,
+         kiln_model_arena_bytes(model));
+  printf("latency ms: p50=%.4f p90=%.4f p99=%.4f min=%.4f mean=%.4f\n", PCT(50), PCT(90),
+         PCT(99), times[0], total / runs);
+  free(times);
+  return 0;
+}
+
+static void summarize(const kiln_tensor_info *t, const void *data) {
+  print_tensor(stdout, t);
+  size_t n = kiln_tensor_num_elements(t), shown = n < 16 ? n : 16;
+  printf("    values:");
+  for (size_t i = 0; i < shown; ++i) {
+    switch (t->dtype) {
+    case KILN_FLOAT32: printf(" %.6g", ((const float *)data)[i]); break;
+    case KILN_FLOAT64: printf(" %.6g", ((const double *)data)[i]); break;
+    case KILN_INT64: printf(" %lld", (long long)((const int64_t *)data)[i]); break;
+    case KILN_INT32: printf(" %d", ((const int32_t *)data)[i]); break;
+    default: printf(" ?"); break;
+    }
+  }
+  printf(n > shown ? " ...\n" : "\n");
+}
+
+int main(int argc, char **argv) {
+  prog = argv[0];
+  const kiln_model_info *info = &kiln_main_model;
+  const char **paths = calloc(info->num_inputs + 1, sizeof(char *));
+  const char *output_dir = NULL;
+  long bench_runs = 0, threads = 1;
+  uint32_t positional = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    int has_value = i + 1 < argc;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--input") && has_value) {
+      const char *spec = argv[++i], *eq = strchr(spec, '=');
+      if (!eq)
+        return fail("--input expects NAME=FILE.npy, got '%s'", spec);
+      char name[256];
+      snprintf(name, sizeof name, "%.*s", (int)(eq - spec), spec);
+      int idx = input_index(name);
+      if (idx < 0)
+        return fail("the model has no input named '%s' (see --help)", name);
+      paths[idx] = eq + 1;
+    } else if (!strcmp(a, "--output-dir") && has_value) {
+      output_dir = argv[++i];
+    } else if (!strcmp(a, "--bench") && has_value) {
+      bench_runs = strtol(argv[++i], NULL, 10);
+      if (bench_runs < 1)
+        return fail("--bench expects a positive run count, got '%s'", argv[i]);
+    } else if (!strcmp(a, "--threads") && has_value) {
+      threads = strtol(argv[++i], NULL, 10);
+      if (threads != 1)
+        return fail("--threads %s: this build runs kernels on 1 thread only", argv[i]);
+    } else if (a[0] == '-' && a[1] == '-') {
+      return fail("unknown or incomplete option '%s' (see --help)", a);
+    } else {
+      if (positional >= info->num_inputs)
+        return fail("too many positional inputs at '%s'", a);
+      paths[positional++] = a;
+    }
+  }
+  kiln_model *model = kiln_model_create(info);
+  if (!model)
+    return fail("%s", "model ABI version is not supported by this runtime");
+  if (bench_runs)
+    return bench(model, bench_runs);
+
+  void **in = calloc(info->num_inputs + 1, sizeof(void *));
+  kiln_npy *arrays = calloc(info->num_inputs + 1, sizeof(kiln_npy));
+  char msg[512];
+  for (uint32_t i = 0; i < info->num_inputs; ++i) {
+    if (!paths[i])
+      return fail("missing input '%s' (give --input NAME=FILE.npy; see --help)",
+                  info->inputs[i].name);
+    if (kiln_npy_read(paths[i], &arrays[i], msg, sizeof msg))
+      return fail("%s", msg);
+    if (kiln_check_tensor(&info->inputs[i], arrays[i].dtype, arrays[i].rank, arrays[i].shape,
+                          msg, sizeof msg))
+      return fail("%s", msg);
+    in[i] = arrays[i].data;
+  }
+  void **out = alloc_buffers(info->outputs, info->num_outputs);
+  double t0 = now_ms();
+  if (kiln_model_run(model, (const void *const *)in, out))
+    return fail("%s", kiln_model_error(model));
+  double elapsed = now_ms() - t0;
+
+  if (output_dir && mkdir(output_dir, 0777) != 0 && errno != EEXIST)
+    return fail("cannot create output directory '%s'", output_dir);
+  for (uint32_t i = 0; i < info->num_outputs; ++i) {
+    const kiln_tensor_info *t = &info->outputs[i];
+    if (!output_dir) {
+      summarize(t, out[i]);
+      continue;
+    }
+    char name[256], path[4096];
+    snprintf(name, sizeof name, "%s", t->name);
+    sanitize(name);
+    snprintf(path, sizeof path, "%s/%s.npy", output_dir, name);
+    if (kiln_npy_write(path, t->dtype, t->rank, t->shape, out[i], msg, sizeof msg))
+      return fail("%s", msg);
+  }
+  fprintf(stderr, "inference: %.3f ms\n", elapsed);
+  kiln_model_destroy(model);
+  return 0;
+}

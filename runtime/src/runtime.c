@@ -1,0 +1,231 @@
+/*===- runtime.c - model instances and the intermediate arena -------------===*/
+#include "kiln/runtime.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Intermediates are bump-allocated from one arena per instance. The first run
+ * discovers the size (growing by chunks); afterwards the chunks are merged
+ * into one block, so steady-state runs never call malloc. */
+typedef struct arena_chunk {
+  struct arena_chunk *next;
+  size_t size, used;
+  _Alignas(64) unsigned char data[];
+} arena_chunk;
+
+typedef struct arena {
+  arena_chunk *chunks;
+  size_t high_water; /* bytes requested by the largest run so far */
+  size_t in_use;
+} arena;
+
+struct kiln_model {
+  const kiln_model_info *info;
+  arena arena;
+  char error[512];
+};
+
+static _Thread_local arena *current_arena;
+
+static arena_chunk *chunk_new(size_t size) {
+  arena_chunk *c = malloc(sizeof(arena_chunk) + size);
+  if (!c)
+    return NULL;
+  c->next = NULL;
+  c->size = size;
+  c->used = 0;
+  return c;
+}
+
+static void arena_release(arena *a) {
+  while (a->chunks) {
+    arena_chunk *next = a->chunks->next;
+    free(a->chunks);
+    a->chunks = next;
+  }
+}
+
+/* Start of a run: one block big enough for the largest run seen. */
+static void arena_reset(arena *a) {
+  if (a->chunks && (a->chunks->next || a->chunks->size < a->high_water)) {
+    arena_release(a);
+  }
+  if (!a->chunks && a->high_water)
+    a->chunks = chunk_new(a->high_water);
+  for (arena_chunk *c = a->chunks; c; c = c->next)
+    c->used = 0;
+  a->in_use = 0;
+}
+
+static void *arena_alloc(arena *a, size_t size, size_t align) {
+  if (align < 64)
+    align = 64;
+  size = (size + 63) & ~(size_t)63;
+  for (arena_chunk *c = a->chunks; c; c = c->next) {
+    size_t start = (c->used + align - 1) & ~(align - 1);
+    if (start + size <= c->size) {
+      a->in_use += start + size - c->used;
+      c->used = start + size;
+      if (a->in_use > a->high_water)
+        a->high_water = a->in_use;
+      return c->data + start;
+    }
+  }
+  size_t want = size + align;
+  if (want < (1u << 20))
+    want = 1u << 20;
+  arena_chunk *c = chunk_new(want);
+  if (!c)
+    return NULL;
+  c->next = a->chunks;
+  a->chunks = c;
+  return arena_alloc(a, size, align);
+}
+
+/* Allocation hooks called by generated code (MLIR's generic memref
+ * allocation functions). Outside a run they fall back to malloc. */
+void *_mlir_memref_to_llvm_alloc(size_t size) {
+  if (current_arena)
+    return arena_alloc(current_arena, size, 64);
+  return malloc(size);
+}
+
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
+  if (current_arena)
+    return arena_alloc(current_arena, size, alignment);
+  return aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+}
+
+void _mlir_memref_to_llvm_free(void *ptr) {
+  if (!current_arena)
+    free(ptr);
+  /* Arena memory is reclaimed wholesale at the next run. */
+}
+
+static void set_error(kiln_model *m, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->error, sizeof m->error, fmt, ap);
+  va_end(ap);
+}
+
+kiln_model *kiln_model_create(const kiln_model_info *info) {
+  if (!info || info->abi_version != KILN_ABI_VERSION)
+    return NULL;
+  kiln_model *m = calloc(1, sizeof *m);
+  if (m)
+    m->info = info;
+  return m;
+}
+
+int kiln_model_run(kiln_model *m, const void *const *inputs, void *const *outputs) {
+  const kiln_model_info *info = m->info;
+  m->error[0] = 0;
+  for (uint32_t i = 0; i < info->num_inputs; ++i)
+    if (!inputs[i]) {
+      set_error(m, "input %u ('%s') is NULL", i, info->inputs[i].name);
+      return 1;
+    }
+  for (uint32_t i = 0; i < info->num_outputs; ++i)
+    if (!outputs[i]) {
+      set_error(m, "output %u ('%s') is NULL", i, info->outputs[i].name);
+      return 1;
+    }
+  void *stack_buffers[64];
+  size_t count = (size_t)info->num_inputs + info->num_outputs;
+  void **buffers = count <= 64 ? stack_buffers : malloc(count * sizeof(void *));
+  if (!buffers) {
+    set_error(m, "out of memory");
+    return 1;
+  }
+  for (uint32_t i = 0; i < info->num_inputs; ++i)
+    buffers[i] = (void *)inputs[i];
+  for (uint32_t i = 0; i < info->num_outputs; ++i)
+    buffers[info->num_inputs + i] = outputs[i];
+
+  arena_reset(&m->arena);
+  arena *saved = current_arena;
+  current_arena = &m->arena;
+  info->entry(buffers);
+  current_arena = saved;
+  if (buffers != stack_buffers)
+    free(buffers);
+  return 0;
+}
+
+void kiln_model_destroy(kiln_model *m) {
+  if (!m)
+    return;
+  arena_release(&m->arena);
+  free(m);
+}
+
+const kiln_model_info *kiln_model_get_info(const kiln_model *m) { return m->info; }
+const char *kiln_model_error(const kiln_model *m) { return m->error; }
+size_t kiln_model_arena_bytes(const kiln_model *m) { return m->arena.high_water; }
+
+size_t kiln_dtype_size(int32_t dtype) {
+  switch (dtype) {
+  case KILN_FLOAT32: case KILN_INT32: case KILN_UINT32: return 4;
+  case KILN_FLOAT64: case KILN_INT64: case KILN_UINT64: return 8;
+  case KILN_FLOAT16: case KILN_BFLOAT16: case KILN_INT16: case KILN_UINT16: return 2;
+  case KILN_INT8: case KILN_UINT8: case KILN_BOOL: return 1;
+  default: return 0;
+  }
+}
+
+const char *kiln_dtype_name(int32_t dtype) {
+  switch (dtype) {
+  case KILN_FLOAT32: return "float32";
+  case KILN_FLOAT64: return "float64";
+  case KILN_FLOAT16: return "float16";
+  case KILN_BFLOAT16: return "bfloat16";
+  case KILN_INT8: return "int8";
+  case KILN_INT16: return "int16";
+  case KILN_INT32: return "int32";
+  case KILN_INT64: return "int64";
+  case KILN_UINT8: return "uint8";
+  case KILN_UINT16: return "uint16";
+  case KILN_UINT32: return "uint32";
+  case KILN_UINT64: return "uint64";
+  case KILN_BOOL: return "bool";
+  default: return "unknown";
+  }
+}
+
+size_t kiln_tensor_num_elements(const kiln_tensor_info *t) {
+  size_t n = 1;
+  for (int32_t i = 0; i < t->rank; ++i)
+    n *= (size_t)t->shape[i];
+  return n;
+}
+
+static void format_shape(char *buf, size_t size, int32_t rank, const int64_t *shape) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (int32_t i = 0; i < rank && used < size; ++i)
+    used += (size_t)snprintf(buf + used, size - used, i ? ",%lld" : "%lld", (long long)shape[i]);
+  if (used < size)
+    snprintf(buf + used, size - used, "]");
+}
+
+int kiln_check_tensor(const kiln_tensor_info *t, int32_t dtype, int32_t rank,
+                      const int64_t *shape, char *msg, size_t size) {
+  if (dtype != t->dtype) {
+    snprintf(msg, size, "input '%s' must be %s, got %s", t->name, kiln_dtype_name(t->dtype),
+             kiln_dtype_name(dtype));
+    return 1;
+  }
+  int same = rank == t->rank;
+  for (int32_t i = 0; same && i < rank; ++i)
+    same = shape[i] == t->shape[i];
+  if (!same) {
+    char want[128], got[128];
+    format_shape(want, sizeof want, t->rank, t->shape);
+    format_shape(got, sizeof got, rank, shape);
+    snprintf(msg, size, "input '%s' must have shape %s, got %s", t->name, want, got);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,273 @@
+//===- kiln-compile.cpp - the kiln ahead-of-time compiler driver ----------===//
+//
+//   kiln-compile model.onnx -o model                 executable
+//   kiln-compile model.onnx --emit=static-lib -o libmodel.a   + model.h
+//   kiln-compile model.onnx --emit=object -o model.o
+//   kiln-compile model.onnx --emit=mlir --stage=linalg -o -
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Link.h"
+#include "codegen/Passes.h"
+#include "codegen/cpu/CpuPipeline.h"
+#include "dialects/kiln/KilnDialect.h"
+#include "frontend/onnx/Importer.h"
+#include "tools/kiln-compile/Header.h"
+
+#include "mlir/Debug/CLOptionsSetup.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using llvm::cl::opt;
+namespace cl = llvm::cl;
+using llvm::StringRef;
+using llvm::Twine;
+using llvm::SmallString;
+using llvm::SmallVector;
+using llvm::errs;
+namespace sys = llvm::sys;
+using namespace mlir;
+
+namespace {
+enum class Emit { Exe, StaticLib, Object, LLVMIR, MLIR };
+
+cl::OptionCategory category("kiln-compile options");
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
+                               cl::cat(category));
+cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout with text emits)"),
+                                cl::value_desc("file"), cl::cat(category));
+cl::opt<Emit> emit("emit", cl::desc("What to produce"), cl::init(Emit::Exe),
+                   cl::values(clEnumValN(Emit::Exe, "exe", "native executable (default)"),
+                              clEnumValN(Emit::StaticLib, "static-lib",
+                                         "static library plus a C header next to it"),
+                              clEnumValN(Emit::Object, "object", "object file"),
+                              clEnumValN(Emit::LLVMIR, "llvm-ir", "optimized LLVM IR"),
+                              clEnumValN(Emit::MLIR, "mlir", "MLIR after --stage")),
+                   cl::cat(category));
+cl::opt<std::string> stage("stage",
+                           cl::desc("With --emit=mlir: stop after this stage (kiln, kiln-opt, "
+                                    "linalg, bufferized, llvm)"),
+                           cl::init("llvm"), cl::cat(category));
+cl::opt<std::string> targetTriple("target",
+                                  cl::desc("Target triple: x86_64-linux-gnu (host default) "
+                                           "or aarch64-linux-gnu"),
+                                  cl::cat(category));
+cl::opt<std::string> mcpu("mcpu", cl::desc("Target CPU (default: the host CPU for host "
+                                           "targets, generic otherwise)"),
+                          cl::cat(category));
+cl::list<std::string> inputShapes("input-shape",
+                                  cl::desc("Pin an input's shape, e.g. x=1x3x224x224"),
+                                  cl::value_desc("NAME=DxDx..."), cl::cat(category));
+cl::opt<std::string> symbolName("name",
+                                cl::desc("C symbol prefix of the model (default: from -o)"),
+                                cl::cat(category));
+cl::opt<std::string> runtimeDir("runtime-dir",
+                                cl::desc("Directory holding <arch>/libkiln_runtime.a "
+                                         "(default: ../lib/kiln next to kiln-compile)"),
+                                cl::cat(category));
+} // namespace
+
+static int error(const Twine &message) {
+  errs() << "kiln-compile: error: " << message << "\n";
+  return 1;
+}
+
+static bool parseInputShapes(::kiln::onnx_frontend::ImportOptions &options) {
+  for (const std::string &spec : inputShapes) {
+    auto [name, dims] = StringRef(spec).split('=');
+    if (name.empty() || dims.empty()) {
+      error("--input-shape expects NAME=DxDx..., got '" + spec + "'");
+      return false;
+    }
+    std::vector<int64_t> shape;
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef p : parts) {
+      int64_t d;
+      if (p.getAsInteger(10, d) || d < 0) {
+        error("--input-shape " + spec + ": '" + p + "' is not a dimension size");
+        return false;
+      }
+      shape.push_back(d);
+    }
+    options.inputShapes[name] = shape;
+  }
+  return true;
+}
+
+/// A C identifier from a file stem: "libmodel.a" -> "model".
+static std::string defaultSymbolName(StringRef output) {
+  StringRef stem = sys::path::stem(output.empty() || output == "-" ? inputFile : output);
+  if (emit == Emit::StaticLib)
+    stem.consume_front("lib");
+  std::string name;
+  for (char c : stem)
+    name += isalnum((unsigned char)c) ? c : '_';
+  if (name.empty() || isdigit((unsigned char)name[0]))
+    name = "m_" + name;
+  return name;
+}
+
+static FailureOr<mlir::kiln::ModelSignature> signatureOf(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  mlir::kiln::ModelSignature sig;
+  auto describe = [](Type t, StringAttr name) {
+    auto tt = cast<RankedTensorType>(t);
+    // Model I/O is float32 today; see frontend's input checks.
+    return mlir::kiln::TensorSignature{name ? name.str() : "", 1,
+                                       std::vector<int64_t>(tt.getShape().begin(),
+                                                            tt.getShape().end())};
+  };
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    sig.inputs.push_back(describe(main.getArgumentTypes()[i],
+                                  main.getArgAttrOfType<StringAttr>(i, "kiln.name")));
+  for (unsigned i = 0; i < main.getNumResults(); ++i)
+    sig.outputs.push_back(describe(main.getResultTypes()[i],
+                                   main.getResultAttrOfType<StringAttr>(i, "kiln.name")));
+  for (Type t : main.getResultTypes())
+    if (!cast<RankedTensorType>(t).getElementType().isF32())
+      return failure();
+  return sig;
+}
+
+static bool writeFile(StringRef path, StringRef bytes) {
+  std::string message;
+  auto out = openOutputFile(path, &message);
+  if (!out) {
+    error(message);
+    return false;
+  }
+  out->os() << bytes;
+  out->keep();
+  return true;
+}
+
+static std::string runtimeRoot(const char *argv0) {
+  if (!runtimeDir.empty())
+    return runtimeDir;
+  std::string exe = sys::fs::getMainExecutable(argv0, (void *)&runtimeRoot);
+  SmallString<256> root(sys::path::parent_path(sys::path::parent_path(exe)));
+  sys::path::append(root, "lib", "kiln");
+  return std::string(root);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAllPasses();
+  mlir::kiln::registerKilnCodegenPasses();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerAsmPrinterCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  cl::HideUnrelatedOptions({&category});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "kiln-compile: ahead-of-time compiler from ONNX to native code\n\n"
+      "  kiln-compile model.onnx -o model                      executable\n"
+      "  kiln-compile model.onnx --emit=static-lib -o libm.a   library + m.h\n"
+      "  kiln-compile model.onnx --emit=mlir --stage=linalg -o -\n");
+
+  auto stageValue = mlir::kiln::parseStage(stage);
+  if (!stageValue)
+    return error("unknown --stage '" + stage + "' (expected one of " +
+                 mlir::kiln::stageNames() + ")");
+  if (emit != Emit::MLIR && stage.getNumOccurrences())
+    return error("--stage only applies to --emit=mlir");
+  if (outputFile.empty()) {
+    if (emit == Emit::MLIR || emit == Emit::LLVMIR)
+      outputFile = "-";
+    else
+      return error("no output file; pass -o FILE");
+  }
+
+  std::string targetError;
+  auto target = mlir::kiln::resolveCpuTarget(targetTriple, mcpu, targetError);
+  if (failed(target))
+    return error(targetError);
+
+  ::kiln::onnx_frontend::ImportOptions options;
+  if (!parseInputShapes(options))
+    return 1;
+
+  DialectRegistry registry;
+  registry.insert<mlir::kiln::KilnDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  OwningOpRef<ModuleOp> module = ::kiln::onnx_frontend::importModel(inputFile, options, context);
+  if (!module)
+    return 1;
+  if (failed(mlir::verify(*module)))
+    return error("the imported IR does not verify (see above)");
+  auto signature = signatureOf(*module);
+  if (failed(signature))
+    return error("model outputs must be float32 for now");
+
+  std::string prefix = symbolName.empty() ? defaultSymbolName(outputFile) : symbolName;
+  mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
+  PassManager pm(&context, ModuleOp::getOperationName());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return error("bad pass manager options");
+  mlir::kiln::buildPipeline(pm, mlir::kiln::Stage::Kiln, last, *target, prefix);
+  if (failed(pm.run(*module)))
+    return error("compilation failed (see above)");
+
+  if (emit == Emit::MLIR) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    return writeFile(outputFile, text) ? 0 : 1;
+  }
+
+  std::string native;
+  if (failed(mlir::kiln::emitNative(*module, *target, *signature, prefix,
+                                    /*addMainAlias=*/emit == Emit::Exe,
+                                    emit == Emit::LLVMIR, native)))
+    return 1;
+  if (emit == Emit::LLVMIR || emit == Emit::Object)
+    return writeFile(outputFile, native) ? 0 : 1;
+
+  ::kiln::RuntimeLocation runtime;
+  std::string message;
+  std::string arch = llvm::Triple(target->triple).getArchName().str();
+  if (!::kiln::findRuntime(runtimeRoot(argv[0]), arch, runtime, message))
+    return error(message);
+
+  if (emit == Emit::StaticLib) {
+    if (!::kiln::writeStaticLibrary(native, prefix + ".o", runtime, outputFile, message))
+      return error("writing " + outputFile + ": " + message);
+    SmallString<256> header(sys::path::parent_path(outputFile));
+    sys::path::append(header, prefix + ".h");
+    std::string text;
+    if (!::kiln::writeModelHeader(*signature, prefix, inputFile, runtimeRoot(argv[0]), text,
+                                message))
+      return error(message);
+    return writeFile(header, text) ? 0 : 1;
+  }
+
+  SmallString<128> object;
+  if (auto ec = sys::fs::createTemporaryFile("kiln-" + prefix, "o", object))
+    return error("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObject(object);
+  if (!writeFile(object, native))
+    return 1;
+  if (!::kiln::linkExecutable(object, runtime, target->triple, outputFile, message))
+    return error(message);
+  return 0;
+}

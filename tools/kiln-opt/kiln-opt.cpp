@@ -1,0 +1,20 @@
+//===- kiln-opt.cpp - run kiln and upstream passes on .mlir files ---------===//
+#include "codegen/Passes.h"
+#include "dialects/kiln/KilnDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+  mlir::kiln::registerKilnCodegenPasses();
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::kiln::KilnDialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "kiln optimizer driver\n", registry));
+}
