@@ -43,8 +43,9 @@ bool linkExecutable(StringRef object, const RuntimeLocation &runtime, StringRef 
   std::string driver = findLinkerDriver();
   Triple tt(triple);
   std::string targetFlag = "--target=" + tt.getArchName().str() + "-linux-gnu";
-  SmallVector<StringRef> args = {driver, targetFlag, object, runtime.mainArchive(),
-                                 runtime.runtimeArchive(), "-lm", "-lpthread", "-o", output};
+  std::string mainArchive = runtime.mainArchive(), runtimeArchive = runtime.runtimeArchive();
+  SmallVector<StringRef> args = {driver,         targetFlag, object, mainArchive,
+                                 runtimeArchive, "-lm",      "-lpthread", "-o", output};
   std::string message;
   int rc = sys::ExecuteAndWait(driver, args, std::nullopt, {}, 0, 0, &message);
   if (rc != 0) {

@@ -85,13 +85,13 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
                "eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
                "one-shot-bufferize{{bufferize-function-boundaries "
                "function-boundary-type-conversion=identity-layout-map},"
-               "buffer-results-to-out-params{{hoist-static-allocs},canonicalize,cse",
+               "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},canonicalize,cse",
                target.vectorWidthF32)
         .str();
   case Stage::LLVM:
     return llvm::formatv(
                "func.func(convert-linalg-to-loops),"
-               "func.func(math-polynomial-approximation),"
+               ""
                "convert-vector-to-scf,lower-affine,expand-strided-metadata,lower-affine,"
                "convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
                "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions},"

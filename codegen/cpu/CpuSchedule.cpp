@@ -41,7 +41,7 @@ module attributes {{transform.with_named_sequence} {
 
     %funcs = transform.structured.match ops{{["func.func"]} in %root
         : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %funcs {
+    transform.apply_patterns to %funcs {{
       transform.apply_patterns.canonicalization
     } : !transform.any_op
     transform.yield
