@@ -385,19 +385,22 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
     MLIRContext *ctx = rewriter.getContext();
     auto type = cast<RankedTensorType>(op.getType());
     Type et = type.getElementType();
-    AffineExpr m, n, k;
-    bindDims(ctx, m, n, k);
-    auto map = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(3, 0, e, ctx); };
-    SmallVector<Attribute> maps = {
-        AffineMapAttr::get(op.getTransA() ? map({k, m}) : map({m, k})),
-        AffineMapAttr::get(op.getTransB() ? map({n, k}) : map({k, n})),
-        AffineMapAttr::get(map({m, n}))};
+    // Transposed operands are materialized so that every matmul reaches the
+    // CPU schedule in the canonical [M,K]x[K,N] form.
+    auto transposed = [&](Value v, bool t) -> Value {
+      if (!t)
+        return v;
+      ArrayRef<int64_t> s = tensorType(v).getShape();
+      Value init = emptyTensor(rewriter, loc, {s[1], s[0]}, et);
+      return linalg::TransposeOp::create(rewriter, loc, v, init, ArrayRef<int64_t>{1, 0})
+          .getResult()[0];
+    };
     Value init = zeroFilled(rewriter, loc, type.getShape(), et);
     Value result =
         linalg::MatmulOp::create(rewriter, loc, TypeRange{type},
-                                 ValueRange{adaptor.getA(), adaptor.getB()}, init,
-                                 {rewriter.getNamedAttr("indexing_maps",
-                                                        rewriter.getArrayAttr(maps))})
+                                 ValueRange{transposed(adaptor.getA(), op.getTransA()),
+                                            transposed(adaptor.getB(), op.getTransB())},
+                                 init)
             .getResult(0);
     double alpha = op.getAlpha().convertToDouble(), beta = op.getBeta().convertToDouble();
     SmallVector<Value> operands = {result};

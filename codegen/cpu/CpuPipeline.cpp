@@ -61,9 +61,10 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
     error = "unknown CPU '" + target.cpu + "' for target '" + target.triple + "'";
     return failure();
   }
-  if (sti->checkFeatures("+avx512f"))
+  bool x86 = tt.getArch() == llvm::Triple::x86_64;
+  if (x86 && sti->checkFeatures("+avx512f"))
     target.vectorWidthF32 = 16;
-  else if (sti->checkFeatures("+avx2"))
+  else if (x86 && sti->checkFeatures("+avx2"))
     target.vectorWidthF32 = 8;
   else
     target.vectorWidthF32 = 4; // SSE2 / NEON

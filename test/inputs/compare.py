@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Compares every .npy in EXPECTED_DIR with the same file in ACTUAL_DIR.
+
+usage: compare.py EXPECTED_DIR ACTUAL_DIR [--rtol R] [--atol A]
+Prints one line per output with the worst error; exits 1 on a mismatch."""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+ap = argparse.ArgumentParser()
+ap.add_argument("expected")
+ap.add_argument("actual")
+ap.add_argument("--rtol", type=float, default=1e-4)
+ap.add_argument("--atol", type=float, default=1e-5)
+args = ap.parse_args()
+ok = True
+names = sorted(f for f in os.listdir(args.expected) if f.endswith(".npy"))
+if not names:
+    sys.exit("compare: no reference outputs in " + args.expected)
+for name in names:
+    want = np.load(os.path.join(args.expected, name))
+    got = np.load(os.path.join(args.actual, name))
+    if want.shape != got.shape:
+        print(f"MISMATCH {name}: shape {got.shape}, expected {want.shape}")
+        ok = False
+        continue
+    err = np.abs(got.astype(np.float64) - want)
+    close = np.allclose(got, want, rtol=args.rtol, atol=args.atol)
+    print(f"{'OK' if close else 'MISMATCH'} {name}: max_abs_err={err.max():.3g} "
+          f"(rtol={args.rtol}, atol={args.atol})")
+    ok &= close
+sys.exit(0 if ok else 1)

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Writes the small ONNX test models (and their inputs) used by lit tests.
+
+usage: make_models.py NAME OUT_DIR
+NAME is one of the builders below; OUT_DIR receives model.onnx and
+input_<i>.npy files. Weights come from a fixed seed, so runs are repeatable.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(1234)
+
+
+def weight(name, *shape, scale=0.1):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def const(name, values, dtype=np.int64):
+    return numpy_helper.from_array(np.array(values, dtype=dtype), name)
+
+
+def model(nodes, inputs, outputs, inits, opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def tensor(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def relu():
+    return model([helper.make_node("Relu", ["x"], ["y"], name="act")],
+                 [tensor("x", [2, 3])], [tensor("y", [2, 3])], []), [(2, 3)]
+
+
+def unsupported():
+    return model([helper.make_node("Mod", ["x", "x"], ["y"], name="the_mod")],
+                 [tensor("x", [2, 3])], [tensor("y", [2, 3])], []), [(2, 3)]
+
+
+def dynamic():
+    return model([helper.make_node("Relu", ["x"], ["y"], name="act")],
+                 [tensor("x", ["N", 3])], [tensor("y", ["N", 3])], []), [(4, 3)]
+
+
+def mlp():
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
+             helper.make_node("Relu", ["h1"], ["a1"], name="relu1"),
+             helper.make_node("Gemm", ["a1", "w2", "b2"], ["h2"], name="fc2"),
+             helper.make_node("Relu", ["h2"], ["a2"], name="relu2"),
+             helper.make_node("Gemm", ["a2", "w3", "b3"], ["logits"], name="fc3", alpha=0.5, beta=2.0)]
+    inits = [weight("w1", 64, 32), weight("b1", 64), weight("w2", 64, 48), weight("b2", 48),
+             weight("w3", 48, 10), weight("b3", 10)]
+    return model(nodes, [tensor("x", [4, 32])], [tensor("logits", [4, 10])], inits), [(4, 32)]
+
+
+def cnn():
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "c1w", "c1b"], ["c1"], name="conv1", pads=[1, 1, 1, 1], strides=[2, 2]),
+        n("BatchNormalization", ["c1", "bns", "bnb", "bnm", "bnv"], ["bn"], name="bn1", epsilon=1e-3),
+        n("Relu", ["bn"], ["r1"], name="relu1"),
+        n("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        n("Conv", ["p1", "dww"], ["dw"], name="dwconv", pads=[1, 1, 1, 1], group=16),
+        n("Conv", ["p1", "gw", "gb"], ["gc"], name="gconv", group=4, dilations=[1, 1], pads=[0, 0, 0, 0]),
+        n("Add", ["dw", "gc"], ["res"], name="residual"),
+        n("AveragePool", ["res"], ["ap"], name="avg", kernel_shape=[2, 2], strides=[1, 1],
+          pads=[0, 0, 1, 1]),
+        n("GlobalAveragePool", ["ap"], ["gap"], name="gap"),
+        n("Flatten", ["gap"], ["flat"], name="flatten"),
+        n("Gemm", ["flat", "fw", "fb"], ["logits"], name="fc", transB=1),
+        n("Softmax", ["logits"], ["probs"], name="softmax"),
+    ]
+    bnv = numpy_helper.from_array((rng.random(16) + 0.5).astype(np.float32), "bnv")
+    inits = [weight("c1w", 16, 3, 3, 3, scale=0.3), weight("c1b", 16), weight("bns", 16),
+             weight("bnb", 16), weight("bnm", 16), bnv, weight("dww", 16, 1, 3, 3, scale=0.3),
+             weight("gw", 16, 4, 1, 1, scale=0.3), weight("gb", 16), weight("fw", 5, 16, scale=1.0),
+             weight("fb", 5)]
+    return model(nodes, [tensor("x", [2, 3, 20, 24])], [tensor("probs", [2, 5])], inits), [(2, 3, 20, 24)]
+
+
+def transformer():
+    """One pre-LN encoder layer: 2 heads, d=32, seq 8, Erf-based GELU."""
+    n = helper.make_node
+    s, d, h = 8, 32, 2
+    nodes = [n("LayerNormalization", ["x", "ln1s", "ln1b"], ["ln1"], name="ln1", axis=-1, epsilon=1e-5)]
+    for p in "qkv":
+        nodes += [n("MatMul", ["ln1", f"w{p}"], [f"{p}0"], name=f"proj_{p}"),
+                  n("Add", [f"{p}0", f"b{p}"], [f"{p}1"], name=f"bias_{p}"),
+                  n("Reshape", [f"{p}1", "heads_shape"], [f"{p}2"], name=f"split_{p}"),
+                  n("Transpose", [f"{p}2"], [f"{p}h"], name=f"heads_{p}",
+                    perm=[0, 2, 3, 1] if p == "k" else [0, 2, 1, 3])]
+    nodes += [
+        n("MatMul", ["qh", "kh"], ["scores0"], name="qk"),
+        n("Div", ["scores0", "scale"], ["scores"], name="scale"),
+        n("Softmax", ["scores"], ["attn"], name="softmax", axis=-1),
+        n("MatMul", ["attn", "vh"], ["ctx0"], name="attn_v"),
+        n("Transpose", ["ctx0"], ["ctx1"], name="merge_t", perm=[0, 2, 1, 3]),
+        n("Reshape", ["ctx1", "model_shape"], ["ctx"], name="merge"),
+        n("MatMul", ["ctx", "wo"], ["o0"], name="proj_o"),
+        n("Add", ["o0", "x"], ["r1"], name="residual1"),
+        n("ReduceMean", ["r1"], ["mu"], name="mean", axes=[-1]),
+        n("Sub", ["r1", "mu"], ["xc"], name="center"),
+        n("Mul", ["xc", "xc"], ["sq"], name="square"),
+        n("ReduceMean", ["sq"], ["var"], name="var", axes=[-1]),
+        n("Add", ["var", "eps"], ["vareps"], name="var_eps"),
+        n("Sqrt", ["vareps"], ["std"], name="std"),
+        n("Div", ["xc", "std"], ["ln2"], name="norm"),
+        n("MatMul", ["ln2", "w1"], ["f0"], name="ffn1"),
+        n("Div", ["f0", "sqrt2"], ["g0"], name="gelu_div"),
+        n("Erf", ["g0"], ["g1"], name="gelu_erf"),
+        n("Add", ["g1", "one"], ["g2"], name="gelu_add"),
+        n("Mul", ["f0", "g2"], ["g3"], name="gelu_mul"),
+        n("Mul", ["g3", "half"], ["g4"], name="gelu_half"),
+        n("MatMul", ["g4", "w2"], ["f1"], name="ffn2"),
+        n("Add", ["f1", "r1"], ["y"], name="residual2"),
+    ]
+    scalar = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    inits = [weight("ln1s", d, scale=1.0), weight("ln1b", d)]
+    for p in "qkv":
+        inits += [weight(f"w{p}", d, d, scale=0.2), weight(f"b{p}", d)]
+    inits += [weight("wo", d, d, scale=0.2), weight("w1", d, 4 * d, scale=0.2),
+              weight("w2", 4 * d, d, scale=0.2), const("heads_shape", [1, s, h, d // h]),
+              const("model_shape", [1, s, d]), scalar("scale", np.sqrt(d // h)),
+              scalar("eps", 1e-5), scalar("sqrt2", np.sqrt(2.0)), scalar("one", 1.0),
+              scalar("half", 0.5)]
+    return model(nodes, [tensor("x", [1, s, d])], [tensor("y", [1, s, d])], inits), [(1, s, d)]
+
+
+BUILDERS = {f.__name__: f for f in [relu, unsupported, dynamic, mlp, cnn, transformer]}
+
+if __name__ == "__main__":
+    name, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    m, input_shapes = BUILDERS[name]()
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, "model.onnx"))
+    for i, shape in enumerate(input_shapes):
+        np.save(os.path.join(out, f"input_{i}.npy"), rng.standard_normal(shape).astype(np.float32))

@@ -1,0 +1,31 @@
+# lit configuration for kiln: FileCheck tests per pass/importer rule, driver
+# stage tests, and end-to-end tests compared against onnxruntime-node.
+import os
+import shutil
+
+import lit.formats
+
+config.name = "kiln"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["inputs", "lit.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
+
+bin_dir = os.path.join(config.kiln_obj_root, "bin")
+config.environment["PATH"] = os.pathsep.join(
+    [bin_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+
+python = "/usr/bin/python3"  # Debian's python, which has python3-onnx and numpy
+ort_modules = os.path.join(config.kiln_src_root, ".cache", "npm", "node_modules")
+config.substitutions.append(("%python", python))
+config.substitutions.append(("%models", os.path.join(config.kiln_src_root, "test", "inputs")))
+config.substitutions.append(("%examples", os.path.join(config.kiln_src_root, "examples")))
+config.substitutions.append(("%runtime", os.path.join(config.kiln_obj_root, "lib", "kiln")))
+config.environment["NODE_PATH"] = ort_modules
+
+if os.path.isdir(os.path.join(ort_modules, "onnxruntime-node")) and shutil.which("node"):
+    config.available_features.add("ort")
+if shutil.which("qemu-aarch64") and os.path.exists(
+        os.path.join(config.kiln_obj_root, "lib", "kiln", "aarch64", "libkiln_runtime.a")):
+    config.available_features.add("aarch64")
