@@ -86,17 +86,18 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
                "eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
                "one-shot-bufferize{{bufferize-function-boundaries "
                "function-boundary-type-conversion=identity-layout-map},"
-               "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},canonicalize,cse",
+               "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
+               "canonicalize,cse,canonicalize",
                target.vectorWidthF32)
         .str();
   case Stage::LLVM:
     return llvm::formatv(
                "func.func(convert-linalg-to-loops),"
                ""
-               "convert-vector-to-scf,lower-affine,expand-strided-metadata,lower-affine,"
+               "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
                "convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
                "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions},"
-               "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+               "convert-arith-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,convert-cf-to-llvm,"
                "convert-func-to-llvm{{use-bare-ptr-memref-call-conv},"
                "reconcile-unrealized-casts,kiln-emit-entry-point{{prefix={0}},canonicalize",
                prefix)

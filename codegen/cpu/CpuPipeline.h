@@ -33,8 +33,18 @@ FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cp
 void buildPipeline(OpPassManager &pm, Stage from, Stage to, const CpuTarget &target,
                    llvm::StringRef symbolPrefix);
 
-/// The transform-dialect script used by kiln-cpu-schedule.
-std::string buildCpuScheduleScript(int64_t vectorWidth);
+/// One register tile of a (batch) matmul: rows, columns, K steps.
+struct MatmulTile {
+  bool batched;
+  int64_t m, n, k;
+  bool operator==(const MatmulTile &o) const {
+    return batched == o.batched && m == o.m && n == o.n && k == o.k;
+  }
+};
+
+/// The transform-dialect script used by kiln-cpu-schedule: tiles and
+/// vectorizes the matmuls tagged `kiln.tile = array<i64: ...>`.
+std::string buildCpuScheduleScript(llvm::ArrayRef<MatmulTile> tiles);
 
 /// Name, element type code (ONNX TensorProto.DataType) and shape of one
 /// model input or output, as the runtime sees it.

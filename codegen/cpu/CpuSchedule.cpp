@@ -1,10 +1,9 @@
 //===- CpuSchedule.cpp - transform-dialect schedule for CPU kernels -------===//
 //
-// Matmuls that divide into whole tiles are tiled to an MxN register block (8 rows x two vector registers)
-// with a K step of 1 and vectorized with masks for the partial edge tiles.
-// The schedule is a transform-dialect script built for the target's vector
-// width and applied in-process, so it can also be printed and replayed with
-// `kiln-opt --transform-interpreter`.
+// Matmuls are tiled to register blocks (rows x vector registers x K steps)
+// and vectorized into vector.contract. The schedule is a transform-dialect
+// script generated for the tiles chosen for this module and the target's
+// vector width, applied in-process; `kiln-opt --kiln-cpu-schedule` replays it.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
@@ -23,52 +22,87 @@ namespace mlir::kiln {
 
 using namespace mlir;
 
-std::string mlir::kiln::buildCpuScheduleScript(int64_t vectorWidth) {
-  int64_t rows = 8, cols = 2 * vectorWidth;
+/// The largest divisor of `extent` that is at most `limit`: tiles then cover
+/// the iteration space exactly and vectorize without masks.
+static int64_t largestDivisorUpTo(int64_t extent, int64_t limit) {
+  for (int64_t d = std::min(extent, limit); d > 1; --d)
+    if (extent % d == 0)
+      return d;
+  return 1;
+}
+
+static std::string tileList(const mlir::kiln::MatmulTile &t) {
+  return llvm::formatv("{0}{1}, {2}, {3}", t.batched ? "1, " : "", t.m, t.n, t.k).str();
+}
+
+std::string mlir::kiln::buildCpuScheduleScript(ArrayRef<MatmulTile> tiles) {
+  std::string body;
+  for (auto [i, t] : llvm::enumerate(tiles)) {
+    std::string loops = t.batched ? "4" : "3";
+    std::string handles = t.batched ? ", !transform.any_op" : "";
+    body += llvm::formatv(R"mlir(
+    %op{0} = transform.structured.match ops{{["{1}"]} attributes{{kiln.tile = array<i64: {2}>} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tiled{0}, %loops{0}:{3} = transform.structured.tile_using_for %op{0} tile_sizes [{2}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op{4})
+    transform.structured.vectorize %tiled{0} : !transform.any_op
+)mlir",
+                          i, t.batched ? "linalg.batch_matmul" : "linalg.matmul", tileList(t),
+                          loops, handles)
+                .str();
+  }
   return llvm::formatv(R"mlir(
 module attributes {{transform.with_named_sequence} {
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}) {
-    %mm = transform.structured.match ops{{["linalg.matmul"]} attributes{{kiln.vectorize} in %root
-        : (!transform.any_op) -> !transform.any_op
-    %mm_tile, %mm_loops:3 = transform.structured.tile_using_for %mm tile_sizes [{0}, {1}, 1]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
-    transform.structured.vectorize %mm_tile vector_sizes [{0}, {1}, 1] : !transform.any_op
-
-    %bmm = transform.structured.match ops{{["linalg.batch_matmul"]} attributes{{kiln.vectorize} in %root
-        : (!transform.any_op) -> !transform.any_op
-    %bmm_tile, %bmm_loops:4 = transform.structured.tile_using_for %bmm tile_sizes [1, {0}, {1}, 1]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
-    transform.structured.vectorize %bmm_tile vector_sizes [1, {0}, {1}, 1] : !transform.any_op
-
+  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}) {{{0}
     %funcs = transform.structured.match ops{{["func.func"]} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %funcs {{
-      transform.apply_patterns.canonicalization
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+    } : !transform.any_op
+    transform.apply_patterns to %funcs {{
+      transform.apply_patterns.vector.lower_outerproduct
+    } : !transform.any_op
+    transform.apply_patterns to %funcs {{
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_1d"
+    } : !transform.any_op
+    transform.apply_patterns to %funcs {{
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
     } : !transform.any_op
     transform.yield
   }
 }
 )mlir",
-                       rows, cols)
+                       body)
       .str();
 }
 
 namespace {
-/// Marks the matmuls whose M and N divide into whole register tiles. Edge
-/// tiles would need masked vectorization, which MLIR 22 cannot lower for
-/// these contractions yet; the others stay scalar loops for now.
-void markVectorizable(ModuleOp module, int64_t vectorWidth) {
-  int64_t rows = 8, cols = 2 * vectorWidth;
+/// Chooses each matmul's register tile: up to 8 rows, up to two vector
+/// registers of columns and up to 8 steps of K, as divisors of the actual
+/// extents so that no tile is partial. The choice is recorded on the op as
+/// `kiln.tile`, which the schedule script matches.
+SmallVector<mlir::kiln::MatmulTile> chooseTiles(ModuleOp module, int64_t vectorWidth) {
+  SmallVector<mlir::kiln::MatmulTile> distinct;
   module.walk([&](linalg::LinalgOp op) {
     if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
       return;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    size_t m = ranges.size() - 3, n = ranges.size() - 2;
-    if (ShapedType::isDynamic(ranges[m]) || ShapedType::isDynamic(ranges[n]) ||
-        ranges[m] % rows != 0 || ranges[n] % cols != 0)
+    if (llvm::any_of(ranges, ShapedType::isDynamic))
       return;
-    op->setAttr("kiln.vectorize", UnitAttr::get(op->getContext()));
+    size_t m = ranges.size() - 3;
+    mlir::kiln::MatmulTile tile{isa<linalg::BatchMatmulOp>(op),
+                                largestDivisorUpTo(ranges[m], 8),
+                                largestDivisorUpTo(ranges[m + 1], 2 * vectorWidth),
+                                largestDivisorUpTo(ranges[m + 2], 8)};
+    SmallVector<int64_t> sizes;
+    if (tile.batched)
+      sizes.push_back(1);
+    sizes.append({tile.m, tile.n, tile.k});
+    op->setAttr("kiln.tile", DenseI64ArrayAttr::get(op->getContext(), sizes));
+    if (!llvm::is_contained(distinct, tile))
+      distinct.push_back(tile);
   });
+  return distinct;
 }
 
 struct KilnCpuSchedulePass : mlir::kiln::impl::KilnCpuScheduleBase<KilnCpuSchedulePass> {
@@ -76,8 +110,10 @@ struct KilnCpuSchedulePass : mlir::kiln::impl::KilnCpuScheduleBase<KilnCpuSchedu
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    markVectorizable(module, vectorWidth);
-    std::string script = mlir::kiln::buildCpuScheduleScript(vectorWidth);
+    SmallVector<mlir::kiln::MatmulTile> tiles = chooseTiles(module, vectorWidth);
+    if (tiles.empty())
+      return;
+    std::string script = mlir::kiln::buildCpuScheduleScript(tiles);
     OwningOpRef<ModuleOp> schedule =
         parseSourceString<ModuleOp>(script, ParserConfig(&getContext()));
     if (!schedule) {

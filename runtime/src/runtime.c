@@ -30,7 +30,8 @@ struct kiln_model {
 static _Thread_local arena *current_arena;
 
 static arena_chunk *chunk_new(size_t size) {
-  arena_chunk *c = malloc(sizeof(arena_chunk) + size);
+  size_t bytes = (sizeof(arena_chunk) + size + 63) & ~(size_t)63;
+  arena_chunk *c = aligned_alloc(64, bytes);
   if (!c)
     return NULL;
   c->next = NULL;
@@ -64,7 +65,9 @@ static void *arena_alloc(arena *a, size_t size, size_t align) {
     align = 64;
   size = (size + 63) & ~(size_t)63;
   for (arena_chunk *c = a->chunks; c; c = c->next) {
-    size_t start = (c->used + align - 1) & ~(align - 1);
+    /* Align the address, not the offset: chunks are only 64-byte aligned. */
+    uintptr_t base = (uintptr_t)c->data;
+    size_t start = (size_t)(((base + c->used + align - 1) & ~(uintptr_t)(align - 1)) - base);
     if (start + size <= c->size) {
       a->in_use += start + size - c->used;
       c->used = start + size;
