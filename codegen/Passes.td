@@ -30,6 +30,17 @@ def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {
                            "scf::SCFDialect", "vector::VectorDialect", "tensor::TensorDialect"];
 }
 
+def KilnHoistVectorTransfers : Pass<"kiln-hoist-vector-transfers", "func::FuncOp"> {
+  let summary = "Keep matmul accumulators in registers across the K loop";
+  let description = [{
+    After bufferization, the accumulator tile of a vectorized matmul is read
+    and written back on every K step. This pass hoists such loop-invariant
+    vector.transfer_read/write pairs out of their loops, so the tile lives in
+    vector registers for the whole reduction.
+  }];
+  let dependentDialects = ["vector::VectorDialect", "memref::MemRefDialect"];
+}
+
 def KilnEmitEntryPoint : Pass<"kiln-emit-entry-point", "ModuleOp"> {
   let summary = "Add the C-ABI entry `void <name>_entry(void **buffers)`";
   let description = [{

@@ -92,7 +92,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
         .str();
   case Stage::LLVM:
     return llvm::formatv(
-               "func.func(convert-linalg-to-loops),"
+               "func.func(loop-invariant-code-motion,kiln-hoist-vector-transfers,convert-linalg-to-loops),"
                ""
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
                "convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"

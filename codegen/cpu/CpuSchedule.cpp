@@ -45,7 +45,7 @@ std::string mlir::kiln::buildCpuScheduleScript(ArrayRef<MatmulTile> tiles) {
         : (!transform.any_op) -> !transform.any_op
     %tiled{0}, %loops{0}:{3} = transform.structured.tile_using_for %op{0} tile_sizes [{2}]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op{4})
-    transform.structured.vectorize %tiled{0} : !transform.any_op
+    transform.structured.vectorize %tiled{0} {{create_named_contraction} : !transform.any_op
 )mlir",
                           i, t.batched ? "linalg.batch_matmul" : "linalg.matmul", tileList(t),
                           loops, handles)
@@ -77,8 +77,9 @@ module attributes {{transform.with_named_sequence} {
 }
 
 namespace {
-/// Chooses each matmul's register tile: up to 8 rows, up to two vector
-/// registers of columns and up to 8 steps of K, as divisors of the actual
+/// Chooses each matmul's register tile: up to 8 rows by up to two vector
+/// registers of columns, one K step at a time (an outer product per step),
+/// as divisors of the actual
 /// extents so that no tile is partial. The choice is recorded on the op as
 /// `kiln.tile`, which the schedule script matches.
 SmallVector<mlir::kiln::MatmulTile> chooseTiles(ModuleOp module, int64_t vectorWidth) {
@@ -93,7 +94,7 @@ SmallVector<mlir::kiln::MatmulTile> chooseTiles(ModuleOp module, int64_t vectorW
     mlir::kiln::MatmulTile tile{isa<linalg::BatchMatmulOp>(op),
                                 largestDivisorUpTo(ranges[m], 8),
                                 largestDivisorUpTo(ranges[m + 1], 2 * vectorWidth),
-                                largestDivisorUpTo(ranges[m + 2], 8)};
+                                1};
     SmallVector<int64_t> sizes;
     if (tile.batched)
       sizes.push_back(1);
