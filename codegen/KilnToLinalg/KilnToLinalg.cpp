@@ -432,6 +432,48 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
+/// Unfolds a padded [1, C, H, W] input into the [C*KH*KW, OH*OW] matrix whose
+/// columns are the receptive fields (im2col), so a convolution becomes one
+/// matmul. 1x1 stride-1 convolutions need no copy: the input is the matrix.
+Value buildIm2Col(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> kernel,
+                  ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                  ArrayRef<int64_t> outSize) {
+  RankedTensorType type = tensorType(input);
+  Type et = type.getElementType();
+  int64_t c = type.getDimSize(1), kh = kernel[0], kw = kernel[1];
+  int64_t pixels = outSize[0] * outSize[1];
+  if (kh == 1 && kw == 1 && strides[0] == 1 && strides[1] == 1)
+    return reshapeTo(b, loc, input, RankedTensorType::get({c, pixels}, et));
+  auto colType = RankedTensorType::get({c * kh * kw, pixels}, et);
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(2, ctx)};
+  SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
+  Value init = emptyTensor(b, loc, colType.getShape(), et);
+  auto generic = linalg::GenericOp::create(
+      b, loc, colType, ValueRange{}, init, maps, iterators,
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
+        Value row = linalg::IndexOp::create(nb, l, 0), col = linalg::IndexOp::create(nb, l, 1);
+        Value window = idx(kh * kw);
+        Value channel = arith::DivUIOp::create(nb, l, row, window);
+        Value offset = arith::RemUIOp::create(nb, l, row, window);
+        Value ky = arith::DivUIOp::create(nb, l, offset, idx(kw));
+        Value kx = arith::RemUIOp::create(nb, l, offset, idx(kw));
+        Value oy = arith::DivUIOp::create(nb, l, col, idx(outSize[1]));
+        Value ox = arith::RemUIOp::create(nb, l, col, idx(outSize[1]));
+        auto coord = [&](Value o, Value k, int64_t stride, int64_t dilation) -> Value {
+          Value a = arith::MulIOp::create(nb, l, o, idx(stride));
+          Value d = arith::MulIOp::create(nb, l, k, idx(dilation));
+          return arith::AddIOp::create(nb, l, a, d);
+        };
+        Value y = coord(oy, ky, strides[0], dilations[0]);
+        Value x = coord(ox, kx, strides[1], dilations[1]);
+        Value v = tensor::ExtractOp::create(nb, l, input, ValueRange{idx(0), channel, y, x});
+        linalg::YieldOp::create(nb, l, v);
+      });
+  return generic.getResult(0);
+}
+
 struct ConvLowering : OpConversionPattern<ConvOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ConvOp op, OpAdaptor adaptor,
@@ -455,7 +497,18 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     auto strides = rewriter.getI64TensorAttr(op.getStrides());
     auto dilations = rewriter.getI64TensorAttr(op.getDilations());
     Value result;
-    if (group == 1) {
+    if (group == 1 && out[0] == 1) {
+      // Batch 1: filter [F, C*KH*KW] x im2col [C*KH*KW, OH*OW] on the matmul path.
+      Value col = buildIm2Col(rewriter, loc, input, {fs[2], fs[3]}, op.getStrides(),
+                              op.getDilations(), {out[2], out[3]});
+      Value w2d = reshapeTo(rewriter, loc, filter,
+                            RankedTensorType::get({fs[0], fs[1] * fs[2] * fs[3]}, et));
+      auto flat = RankedTensorType::get({out[1], out[2] * out[3]}, et);
+      Value mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{flat}, ValueRange{w2d, col},
+                                          reshapeTo(rewriter, loc, init, flat))
+                     .getResult(0);
+      result = reshapeTo(rewriter, loc, mm, type);
+    } else if (group == 1) {
       result = linalg::Conv2DNchwFchwOp::create(rewriter, loc, TypeRange{type},
                                                 ValueRange{input, filter}, init, strides,
                                                 dilations)

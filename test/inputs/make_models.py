@@ -58,7 +58,10 @@ def mlp():
     return model(nodes, [tensor("x", [4, 32])], [tensor("logits", [4, 10])], inits), [(4, 32)]
 
 
-def cnn():
+def cnn(batch=2):
+    """Conv/BN/Relu/MaxPool/depthwise+grouped conv/residual Add/AveragePool/
+    GlobalAveragePool/Gemm/Softmax. At batch 1 the dense convolutions take
+    the im2col + matmul path, at batch 2 the direct one."""
     n = helper.make_node
     nodes = [
         n("Conv", ["x", "c1w", "c1b"], ["c1"], name="conv1", pads=[1, 1, 1, 1], strides=[2, 2]),
@@ -67,7 +70,8 @@ def cnn():
         n("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
         n("Conv", ["p1", "dww"], ["dw"], name="dwconv", pads=[1, 1, 1, 1], group=16),
         n("Conv", ["p1", "gw", "gb"], ["gc"], name="gconv", group=4, dilations=[1, 1], pads=[0, 0, 0, 0]),
-        n("Add", ["dw", "gc"], ["res"], name="residual"),
+        n("Conv", ["gc", "dilw"], ["gc2"], name="dilated", dilations=[2, 2], pads=[2, 2, 2, 2]),
+        n("Add", ["dw", "gc2"], ["res"], name="residual"),
         n("AveragePool", ["res"], ["ap"], name="avg", kernel_shape=[2, 2], strides=[1, 1],
           pads=[0, 0, 1, 1]),
         n("GlobalAveragePool", ["ap"], ["gap"], name="gap"),
@@ -78,9 +82,15 @@ def cnn():
     bnv = numpy_helper.from_array((rng.random(16) + 0.5).astype(np.float32), "bnv")
     inits = [weight("c1w", 16, 3, 3, 3, scale=0.3), weight("c1b", 16), weight("bns", 16),
              weight("bnb", 16), weight("bnm", 16), bnv, weight("dww", 16, 1, 3, 3, scale=0.3),
-             weight("gw", 16, 4, 1, 1, scale=0.3), weight("gb", 16), weight("fw", 5, 16, scale=1.0),
+             weight("gw", 16, 4, 1, 1, scale=0.3), weight("gb", 16),
+             weight("dilw", 16, 16, 3, 3, scale=0.1), weight("fw", 5, 16, scale=1.0),
              weight("fb", 5)]
-    return model(nodes, [tensor("x", [2, 3, 20, 24])], [tensor("probs", [2, 5])], inits), [(2, 3, 20, 24)]
+    shape = (batch, 3, 20, 24)
+    return model(nodes, [tensor("x", list(shape))], [tensor("probs", [batch, 5])], inits), [shape]
+
+
+def cnn_b1():
+    return cnn(batch=1)
 
 
 def transformer():
@@ -131,7 +141,7 @@ def transformer():
     return model(nodes, [tensor("x", [1, s, d])], [tensor("y", [1, s, d])], inits), [(1, s, d)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, dynamic, mlp, cnn, transformer]}
+BUILDERS = {f.__name__: f for f in [relu, unsupported, dynamic, mlp, cnn, cnn_b1, transformer]}
 
 if __name__ == "__main__":
     name, out = sys.argv[1], sys.argv[2]
