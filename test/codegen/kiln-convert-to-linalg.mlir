@@ -1,0 +1,124 @@
+// RUN: kiln-opt %s --kiln-convert-to-linalg --split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @relu_add_broadcast
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel"]}
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK-NOT: kiln.
+func.func @relu_add_broadcast(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = kiln.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = kiln.relu %0 : tensor<2x3xf32>
+  return %1 : tensor<2x3xf32>
+}
+
+// -----
+
+// A rank-3 x rank-2 matmul folds the batch into the rows of one linalg.matmul.
+// CHECK-LABEL: func.func @matmul_rhs_2d
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1, 2]] : tensor<2x4x8xf32> into tensor<64xf32>
+// CHECK: linalg.fill
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x8xf32>, tensor<8x5xf32>) outs(%{{.*}} : tensor<8x5xf32>)
+func.func @matmul_rhs_2d(%a: tensor<2x4x8xf32>, %b: tensor<8x5xf32>) -> tensor<2x4x5xf32> {
+  %0 = kiln.matmul %a, %b : (tensor<2x4x8xf32>, tensor<8x5xf32>) -> tensor<2x4x5xf32>
+  return %0 : tensor<2x4x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @matmul_batched
+// CHECK: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<6x4x8xf32>, tensor<6x8x5xf32>)
+func.func @matmul_batched(%a: tensor<2x3x4x8xf32>, %b: tensor<2x3x8x5xf32>) -> tensor<2x3x4x5xf32> {
+  %0 = kiln.matmul %a, %b : (tensor<2x3x4x8xf32>, tensor<2x3x8x5xf32>) -> tensor<2x3x4x5xf32>
+  return %0 : tensor<2x3x4x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gemm_trans_b
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<5x8xf32>) outs(%{{.*}} : tensor<8x5xf32>) permutation = [1, 0]
+// CHECK: linalg.matmul
+// CHECK: linalg.generic
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @gemm_trans_b(%a: tensor<4x8xf32>, %b: tensor<5x8xf32>, %c: tensor<5xf32>) -> tensor<4x5xf32> {
+  %0 = kiln.gemm %a, %b, %c {alpha = 2.0 : f32, trans_b = true} : (tensor<4x8xf32>, tensor<5x8xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}
+
+// -----
+
+// Batch-1 convolution: im2col (a gather generic) and one matmul whose
+// accumulator starts as the broadcast bias.
+// CHECK-LABEL: func.func @conv_im2col
+// CHECK: tensor.pad
+// CHECK: linalg.generic
+// CHECK: tensor.extract
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x27xf32>, tensor<27x64xf32>)
+func.func @conv_im2col(%x: tensor<1x3x8x8xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x8x8xf32> {
+  %0 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
+  return %0 : tensor<1x8x8x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @conv_batched_depthwise_grouped
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+// CHECK: linalg.depthwise_conv_2d_nchw_chw
+// CHECK: linalg.conv_2d_ngchw_gfchw
+func.func @conv_batched_depthwise_grouped(%x: tensor<2x4x8x8xf32>, %w: tensor<4x4x3x3xf32>, %dw: tensor<4x1x3x3xf32>, %gw: tensor<4x2x1x1xf32>) -> (tensor<2x4x3x3xf32>, tensor<2x4x6x6xf32>, tensor<2x4x8x8xf32>) {
+  %0 = kiln.conv %x, %w {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64} : (tensor<2x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<2x4x3x3xf32>
+  %1 = kiln.conv %x, %dw {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 4 : i64} : (tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x6x6xf32>
+  %2 = kiln.conv %x, %gw {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64} : (tensor<2x4x8x8xf32>, tensor<4x2x1x1xf32>) -> tensor<2x4x8x8xf32>
+  return %0, %1, %2 : tensor<2x4x3x3xf32>, tensor<2x4x6x6xf32>, tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @pools
+// CHECK: tensor.pad
+// CHECK: linalg.pooling_nchw_max
+// CHECK: linalg.pooling_nchw_sum
+// CHECK: arith.constant dense<{{\[\[}}2.500000e-01, 0.166666672{{.*}}> : tensor<4x4xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]
+func.func @pools(%x: tensor<1x2x8x8xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>) {
+  %0 = kiln.max_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
+  %1 = kiln.average_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = false} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
+  %2 = kiln.global_average_pool %x : tensor<1x2x8x8xf32> -> tensor<1x2x1x1xf32>
+  return %0, %1, %2 : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softmax_layer_norm
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: math.rsqrt
+func.func @softmax_layer_norm(%x: tensor<2x8xf32>, %s: tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %0 = kiln.softmax %x {axis = 1 : i64} : tensor<2x8xf32>
+  %1 = kiln.layer_norm %x, %s {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return %0, %1 : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @data_movement
+// CHECK: tensor.expand_shape
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<2x3xf32>) outs(%{{.*}} : tensor<3x2xf32>) permutation = [1, 0]
+// CHECK: %[[W:.*]] = arith.constant dense_resource<w> : tensor<2x3xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [2, 3] [1, 1]
+// CHECK: tensor.insert_slice %[[W]] into %{{.*}}[2, 0] [2, 3] [1, 1]
+func.func @data_movement(%x: tensor<6xf32>) -> (tensor<3x2xf32>, tensor<4x3xf32>) {
+  %0 = kiln.reshape %x : tensor<6xf32> -> tensor<2x3xf32>
+  %1 = kiln.transpose %0 {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %w = kiln.constant dense_resource<w> : tensor<2x3xf32> -> tensor<2x3xf32>
+  %2 = kiln.concat %0, %w {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  return %1, %2 : tensor<3x2xf32>, tensor<4x3xf32>
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      w: "0x040000000000803F0000004000004040000080400000A0400000C040"
+    }
+  }
+#-}

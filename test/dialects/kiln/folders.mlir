@@ -1,0 +1,33 @@
+// RUN: kiln-opt %s --canonicalize | FileCheck %s
+
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK-NEXT: return %[[X]], %[[X]], %[[X]], %[[X]]
+func.func @identities(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %zero = kiln.constant dense<0.0> : tensor<f32> -> tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32> -> tensor<f32>
+  %0 = kiln.add %x, %zero : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %1 = kiln.mul %x, %one : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %2 = kiln.transpose %x {perm = array<i64: 0, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  %3 = kiln.reshape %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0, %1, %2, %3 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// Adding a zero that broadcasts x to a larger shape is not an identity.
+// CHECK-LABEL: func.func @broadcasting_zero
+// CHECK: kiln.add
+func.func @broadcasting_zero(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+  %zero = kiln.constant dense<0.0> : tensor<2x3xf32> -> tensor<2x3xf32>
+  %0 = kiln.add %x, %zero : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// Chained reshapes collapse into one.
+// CHECK-LABEL: func.func @reshape_chain
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %arg0 : tensor<2x3xf32> -> tensor<6xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @reshape_chain(%x: tensor<2x3xf32>) -> tensor<6xf32> {
+  %0 = kiln.reshape %x : tensor<2x3xf32> -> tensor<3x2xf32>
+  %1 = kiln.reshape %0 : tensor<3x2xf32> -> tensor<6xf32>
+  return %1 : tensor<6xf32>
+}
