@@ -141,7 +141,86 @@ def transformer():
     return model(nodes, [tensor("x", [1, s, d])], [tensor("y", [1, s, d])], inits), [(1, s, d)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, dynamic, mlp, cnn, cnn_b1, transformer]}
+def import_math():
+    """Every elementwise importer rule once (opset 17)."""
+    n = helper.make_node
+    nodes = [
+        n("Add", ["x", "row"], ["a"], name="add"),
+        n("Sub", ["a", "x"], ["b"], name="sub"),
+        n("Mul", ["b", "x"], ["c"], name="mul"),
+        n("Div", ["c", "two"], ["d"], name="div"),
+        n("Relu", ["d"], ["e"], name="relu"),
+        n("Add", ["e", "one"], ["e1"], name="add_one"),
+        n("Sqrt", ["e1"], ["f"], name="sqrt"),
+        n("Pow", ["f", "two"], ["g"], name="pow"),
+        n("Sigmoid", ["g"], ["h"], name="sigmoid"),
+        n("Tanh", ["x"], ["i"], name="tanh"),
+        n("Exp", ["i"], ["j"], name="exp"),
+        n("Erf", ["x"], ["k"], name="erf"),
+        n("Neg", ["k"], ["l"], name="neg"),
+        n("Clip", ["l", "lo", "hi"], ["m"], name="clip"),
+        n("HardSigmoid", ["x"], ["o"], name="hardsigmoid", alpha=0.3, beta=0.4),
+        n("Identity", ["o"], ["p"], name="identity"),
+        n("Dropout", ["p"], ["q"], name="dropout"),
+        n("Add", ["h", "j"], ["r"], name="sum1"),
+        n("Add", ["r", "m"], ["s"], name="sum2"),
+        n("Add", ["s", "q"], ["y"], name="sum3"),
+    ]
+    scalar = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    inits = [weight("row", 5), scalar("two", 2.0), scalar("one", 1.0), scalar("lo", -0.5),
+             scalar("hi", 0.25)]
+    return model(nodes, [tensor("x", [3, 5])], [tensor("y", [3, 5])], inits), [(3, 5)]
+
+
+def import_nn():
+    """Window, normalization and contraction rules, incl. auto_pad and ceil_mode (opset 11)."""
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w"], ["c"], name="conv_same", auto_pad="SAME_UPPER", strides=[2, 2]),
+        n("BatchNormalization", ["c", "s", "b", "m", "v"], ["bn"], name="bn"),
+        n("MaxPool", ["bn"], ["mp"], name="maxpool_ceil", kernel_shape=[2, 2], strides=[2, 2],
+          ceil_mode=1),
+        n("AveragePool", ["mp"], ["ap"], name="avgpool_pad", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+          count_include_pad=1),
+        n("Reshape", ["ap", "shape3"], ["r3"], name="to_rank3"),
+        n("Softmax", ["r3"], ["sm"], name="softmax_v11", axis=1),
+        n("ReduceMean", ["sm"], ["rm"], name="reduce_mean", axes=[2], keepdims=0),
+        n("MatMul", ["rm", "vec"], ["mv"], name="matvec"),
+    ]
+    inits = [weight("w", 4, 2, 3, 3, scale=0.3), weight("s", 4), weight("b", 4), weight("m", 4),
+             numpy_helper.from_array((rng.random(4) + 0.5).astype(np.float32), "v"),
+             const("shape3", [1, 4, -1]), weight("vec", 4)]
+    return (model(nodes, [tensor("x", [1, 2, 9, 11])], [tensor("mv", [1])], inits, opset=11),
+            [(1, 2, 9, 11)])
+
+
+def import_tensor():
+    """Shape arithmetic that folds at compile time, and data movement (opset 13)."""
+    n = helper.make_node
+    nodes = [
+        n("Shape", ["x"], ["shp"], name="shape"),
+        n("Gather", ["shp", "zero"], ["batch"], name="gather_batch", axis=0),
+        n("Unsqueeze", ["batch", "axes0"], ["batch1"], name="unsqueeze"),
+        n("Cast", ["batch1"], ["batch64"], name="cast", to=TensorProto.INT64),
+        n("Slice", ["shp", "starts", "ends"], ["hw"], name="slice_hw"),
+        n("Concat", ["batch64", "minus1", "hw"], ["newshape"], name="concat_shape", axis=0),
+        n("Reshape", ["x", "newshape"], ["r"], name="reshape"),
+        n("Transpose", ["r"], ["t"], name="transpose_default"),
+        n("Flatten", ["t"], ["f"], name="flatten", axis=0),
+        n("Squeeze", ["f", "axes0"], ["sq0"], name="squeeze"),
+        n("Unsqueeze", ["sq0", "axes0"], ["sq"], name="unsqueeze_again"),
+        n("Constant", [], ["k"], name="constant",
+          value=numpy_helper.from_array(np.full((1, 12), 0.5, np.float32))),
+        n("Concat", ["sq", "k"], ["y"], name="concat", axis=0),
+    ]
+    inits = [const("zero", 0), const("axes0", [0]), const("starts", [2]), const("ends", [4]),
+             const("minus1", [-1])]
+    return (model(nodes, [tensor("x", [1, 2, 3, 2])], [tensor("y", [2, 12])], inits, opset=13),
+            [(1, 2, 3, 2)])
+
+
+BUILDERS = {f.__name__: f for f in [relu, unsupported, dynamic, mlp, cnn, cnn_b1, transformer,
+                                        import_math, import_nn, import_tensor]}
 
 if __name__ == "__main__":
     name, out = sys.argv[1], sys.argv[2]
