@@ -382,7 +382,6 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
   LogicalResult matchAndRewrite(GemmOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto type = cast<RankedTensorType>(op.getType());
     Type et = type.getElementType();
     // Transposed operands are materialized so that every matmul reaches the

@@ -337,9 +337,9 @@ OpFoldResult ConcatOp::fold(FoldAdaptor) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult SoftmaxOp::verify() {
-  int64_t rank = shapeOf(getInput()).size();
-  if (getAxis() < 0 || getAxis() >= rank)
-    return emitOpError("axis ") << getAxis() << " out of range for rank " << rank;
+  int64_t rank = shapeOf(getInput()).size(), axis = getAxis();
+  if (axis < 0 || axis >= rank)
+    return emitOpError("axis ") << axis << " out of range for rank " << rank;
   return success();
 }
 

@@ -144,7 +144,7 @@ int kiln_model_run(kiln_model *m, const void *const *inputs, void *const *output
     return 1;
   }
   for (uint32_t i = 0; i < info->num_inputs; ++i)
-    buffers[i] = (void *)inputs[i];
+    buffers[i] = (void *)(uintptr_t)inputs[i]; /* generated code only reads inputs */
   for (uint32_t i = 0; i < info->num_outputs; ++i)
     buffers[info->num_inputs + i] = outputs[i];
 

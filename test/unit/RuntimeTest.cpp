@@ -1,0 +1,121 @@
+//===- RuntimeTest.cpp - unit tests of the C runtime ----------------------===//
+#include "kiln/runtime.h"
+
+extern "C" {
+#include "npy.h"
+void *_mlir_memref_to_llvm_alloc(size_t size);
+void memrefCopy(int64_t elemSize, void *src, void *dst);
+}
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+// A fake compiled model: y = x * 2 + (a 1 KiB scratch buffer from the arena),
+// with the descriptor layout kiln-compile emits.
+const int64_t kShape[] = {2, 3};
+const kiln_tensor_info kInputs[] = {{"x", KILN_FLOAT32, 2, kShape}};
+const kiln_tensor_info kOutputs[] = {{"y", KILN_FLOAT32, 2, kShape}};
+std::vector<void *> scratchSeen;
+
+void doubleEntry(void **buffers) {
+  auto *x = static_cast<const float *>(buffers[0]);
+  auto *y = static_cast<float *>(buffers[1]);
+  auto *scratch = static_cast<float *>(_mlir_memref_to_llvm_alloc(1024));
+  scratchSeen.push_back(scratch);
+  for (int i = 0; i < 6; ++i)
+    scratch[i] = x[i] * 2;
+  for (int i = 0; i < 6; ++i)
+    y[i] = scratch[i];
+}
+
+const kiln_model_info kModel = {KILN_ABI_VERSION, 0, "double", 1, 1, kInputs, kOutputs,
+                                doubleEntry};
+
+TEST(Runtime, RunsAndReusesOneArena) {
+  kiln_model *m = kiln_model_create(&kModel);
+  ASSERT_NE(m, nullptr);
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {};
+  const void *in[] = {x};
+  void *out[] = {y};
+  scratchSeen.clear();
+  for (int run = 0; run < 3; ++run)
+    ASSERT_EQ(kiln_model_run(m, in, out), 0);
+  EXPECT_FLOAT_EQ(y[5], 12.0f);
+  // Steady state: every run gets the same arena block, 64-byte aligned.
+  EXPECT_EQ(scratchSeen[1], scratchSeen[2]);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(scratchSeen[2]) % 64, 0u);
+  EXPECT_EQ(kiln_model_arena_bytes(m), 1024u);
+  kiln_model_destroy(m);
+}
+
+TEST(Runtime, RejectsNullBuffersAndOtherAbi) {
+  kiln_model *m = kiln_model_create(&kModel);
+  float y[6];
+  const void *in[] = {nullptr};
+  void *out[] = {y};
+  EXPECT_NE(kiln_model_run(m, in, out), 0);
+  EXPECT_STREQ(kiln_model_error(m), "input 0 ('x') is NULL");
+  kiln_model_destroy(m);
+  kiln_model_info other = kModel;
+  other.abi_version = KILN_ABI_VERSION + 1;
+  EXPECT_EQ(kiln_model_create(&other), nullptr);
+}
+
+TEST(Runtime, ChecksTensorsWithMessages) {
+  char msg[256];
+  const int64_t good[] = {2, 3}, bad[] = {3, 2};
+  EXPECT_EQ(kiln_check_tensor(&kInputs[0], KILN_FLOAT32, 2, good, msg, sizeof msg), 0);
+  EXPECT_NE(kiln_check_tensor(&kInputs[0], KILN_FLOAT32, 2, bad, msg, sizeof msg), 0);
+  EXPECT_STREQ(msg, "input 'x' must have shape [2,3], got [3,2]");
+  EXPECT_NE(kiln_check_tensor(&kInputs[0], KILN_INT64, 2, good, msg, sizeof msg), 0);
+  EXPECT_STREQ(msg, "input 'x' must be float32, got int64");
+  EXPECT_EQ(kiln_tensor_num_elements(&kInputs[0]), 6u);
+  EXPECT_EQ(kiln_dtype_size(KILN_BFLOAT16), 2u);
+}
+
+TEST(Npy, RoundTripsAndRejectsGarbage) {
+  std::string path = testing::TempDir() + "kiln_npy_test.npy";
+  const int64_t shape[] = {2, 2};
+  const double data[] = {1.5, -2, 3, 4.25};
+  char msg[256];
+  ASSERT_EQ(kiln_npy_write(path.c_str(), KILN_FLOAT64, 2, shape, data, msg, sizeof msg), 0);
+  kiln_npy npy;
+  ASSERT_EQ(kiln_npy_read(path.c_str(), &npy, msg, sizeof msg), 0) << msg;
+  EXPECT_EQ(npy.dtype, KILN_FLOAT64);
+  ASSERT_EQ(npy.rank, 2);
+  EXPECT_EQ(npy.shape[1], 2);
+  EXPECT_EQ(static_cast<double *>(npy.data)[3], 4.25);
+  kiln_npy_free(&npy);
+
+  FILE *f = std::fopen(path.c_str(), "wb");
+  std::fputs("not numpy", f);
+  std::fclose(f);
+  EXPECT_NE(kiln_npy_read(path.c_str(), &npy, msg, sizeof msg), 0);
+  EXPECT_EQ(std::string(msg), "'" + path + "' is not a .npy file");
+  std::remove(path.c_str());
+}
+
+TEST(MemrefCopy, CopiesStridedViews) {
+  // Copy the 2x2 top-left block of a 3x3 row-major matrix into a 2x2 buffer.
+  float src[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, dst[4] = {};
+  struct Desc {
+    float *allocated, *aligned;
+    int64_t offset, sizes[2], strides[2];
+  } s{src, src, 0, {2, 2}, {3, 1}}, d{dst, dst, 0, {2, 2}, {2, 1}};
+  struct Unranked {
+    int64_t rank;
+    void *descriptor;
+  } us{2, &s}, ud{2, &d};
+  memrefCopy(sizeof(float), &us, &ud);
+  EXPECT_EQ(dst[0], 0);
+  EXPECT_EQ(dst[1], 1);
+  EXPECT_EQ(dst[2], 3);
+  EXPECT_EQ(dst[3], 4);
+}
+
+} // namespace
