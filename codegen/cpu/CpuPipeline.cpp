@@ -55,12 +55,15 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
   } else {
     target.cpu = cpu.empty() || cpu == "native" ? "generic" : cpu.str();
   }
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(
-      backend->createMCSubtargetInfo(tt, target.cpu, target.features));
-  if (!sti || !sti->isCPUStringValid(target.cpu)) {
+  // Validate the CPU on a generic subtarget first: LLVM prints a warning of
+  // its own when a subtarget is created for an unknown CPU.
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(backend->createMCSubtargetInfo(tt, "", ""));
+  if (!generic || !generic->isCPUStringValid(target.cpu)) {
     error = "unknown CPU '" + target.cpu + "' for target '" + target.triple + "'";
     return failure();
   }
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      backend->createMCSubtargetInfo(tt, target.cpu, target.features));
   bool x86 = tt.getArch() == llvm::Triple::x86_64;
   if (x86 && sti->checkFeatures("+avx512f"))
     target.vectorWidthF32 = 16;

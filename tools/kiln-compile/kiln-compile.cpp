@@ -24,6 +24,8 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include <chrono>
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -75,6 +77,10 @@ cl::list<std::string> inputShapes("input-shape",
 cl::opt<std::string> symbolName("name",
                                 cl::desc("C symbol prefix of the model (default: from -o)"),
                                 cl::cat(category));
+cl::opt<bool> verbose("v",
+                      cl::desc("Print a progress line per phase with its time (default when "
+                               "stderr is a terminal)"),
+                      cl::cat(category));
 cl::opt<std::string> runtimeDir("runtime-dir",
                                 cl::desc("Directory holding <arch>/libkiln_runtime.a "
                                          "(default: ../lib/kiln next to kiln-compile)"),
@@ -85,6 +91,27 @@ static int error(const Twine &message) {
   errs() << "kiln-compile: error: " << message << "\n";
   return 1;
 }
+
+/// One line per finished phase: "kiln-compile: <phase> (<ms> ms)".
+class Progress {
+public:
+  Progress() : enabled(verbose || errs().is_displayed()), last(now()) {}
+  void done(const Twine &phase) {
+    double t = now();
+    if (enabled)
+      errs() << "kiln-compile: " << phase << " (" << llvm::format("%.0f", (t - last) * 1e3)
+             << " ms)\n";
+    last = t;
+  }
+
+private:
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  bool enabled;
+  double last;
+};
 
 static bool parseInputShapes(::kiln::onnx_frontend::ImportOptions &options) {
   for (const std::string &spec : inputShapes) {
@@ -210,9 +237,11 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
+  Progress progress;
   OwningOpRef<ModuleOp> module = ::kiln::onnx_frontend::importModel(inputFile, options, context);
   if (!module)
     return 1;
+  progress.done("imported " + inputFile);
   if (failed(mlir::verify(*module)))
     return error("the imported IR does not verify (see above)");
   auto signature = signatureOf(*module);
@@ -227,6 +256,7 @@ int main(int argc, char **argv) {
   mlir::kiln::buildPipeline(pm, mlir::kiln::Stage::Kiln, last, *target, prefix);
   if (failed(pm.run(*module)))
     return error("compilation failed (see above)");
+  progress.done("lowered to the " + (emit == Emit::MLIR ? stage.getValue() : "llvm") + " stage");
 
   if (emit == Emit::MLIR) {
     std::string text;
@@ -240,6 +270,7 @@ int main(int argc, char **argv) {
                                     /*addMainAlias=*/emit == Emit::Exe,
                                     emit == Emit::LLVMIR, native)))
     return 1;
+  progress.done("generated code for " + target->triple + " (" + target->cpu + ")");
   if (emit == Emit::LLVMIR || emit == Emit::Object)
     return writeFile(outputFile, native) ? 0 : 1;
 
@@ -258,7 +289,10 @@ int main(int argc, char **argv) {
     if (!::kiln::writeModelHeader(*signature, prefix, inputFile, runtimeRoot(argv[0]), text,
                                 message))
       return error(message);
-    return writeFile(header, text) ? 0 : 1;
+    if (!writeFile(header, text))
+      return 1;
+    progress.done("wrote " + outputFile + " and " + header);
+    return 0;
   }
 
   SmallString<128> object;
@@ -269,5 +303,6 @@ int main(int argc, char **argv) {
     return 1;
   if (!::kiln::linkExecutable(object, runtime, target->triple, outputFile, message))
     return error(message);
+  progress.done("linked " + outputFile);
   return 0;
 }
