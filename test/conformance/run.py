@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""ONNX conformance runner for kiln.
+
+Runs every test of the ONNX backend test data (Debian package
+libonnx-testdata: node, simple, pytorch-converted, pytorch-operator) through
+kiln-compile and the compiled executable, compares the outputs with the
+expected ones, writes docs/CONFORMANCE.md and prints a summary line.
+
+  test/conformance/run.py                       # all suites, writes the doc
+  test/conformance/run.py --filter 'test_relu'  # a subset, no doc
+  test/conformance/run.py --check-floor          # fail if passes < floor
+
+A test is applicable when its inputs and outputs are tensors, it does not use
+the training domain, and its outputs are not random (see NOT_APPLICABLE_OPS).
+"""
+import argparse
+import concurrent.futures as futures
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = "/usr/share/libonnx-testdata/data"
+SUITES = ["node", "simple", "pytorch-converted", "pytorch-operator"]
+FLOOR_FILE = os.path.join(ROOT, "test", "conformance", "floor.txt")
+
+# Ops whose outputs are random, or that only exist in training.
+NOT_APPLICABLE_OPS = {"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform",
+                      "RandomUniformLike", "Multinomial"}
+TRAINING_DOMAINS = {"ai.onnx.preview.training"}
+
+# Default tolerances, and the tests that need others (with the reason).
+RTOL, ATOL = 1e-3, 1e-5
+TOLERANCE_EXCEPTIONS = {
+    # name: (rtol, atol, why)
+}
+
+
+def sanitize(name):
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def not_applicable(model):
+    """The reason a test is outside the conformance target, or None."""
+    for node in model.graph.node:
+        if node.domain in TRAINING_DOMAINS:
+            return "training domain"
+        if node.op_type in NOT_APPLICABLE_OPS:
+            return f"random output ({node.op_type})"
+        if node.op_type == "Dropout" and len(node.input) > 2 and node.input[2]:
+            return "training-mode Dropout"
+    for vi in list(model.graph.input) + list(model.graph.output):
+        if not vi.type.HasField("tensor_type"):
+            return "non-tensor input or output"
+    return None
+
+
+def op_label(name, model):
+    """The operator a test is about, for the per-op table."""
+    ops = [n.op_type for n in model.graph.node if n.op_type != "Constant"]
+    short = name[len("test_"):].lower().replace("_", "")
+    for op in sorted(set(ops), key=len, reverse=True):
+        if short.startswith(op.lower()):
+            return op
+    if len(set(ops)) == 1:
+        return ops[0]
+    return "(model)"
+
+
+def first_line(text):
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return re.sub(r"/[^ ]*/", "", line)[:160]
+    return "no message"
+
+
+def run_test(kiln, suite, name, work):
+    """Returns (status, reason, op, seconds); status in pass/fail/unsupported/n/a."""
+    start = time.time()
+    test_dir = os.path.join(DATA, suite, name)
+    try:
+        model = onnx.load(os.path.join(test_dir, "model.onnx"))
+    except Exception as e:  # noqa: BLE001 - any load failure is a test failure
+        return "fail", f"cannot load model: {e}", "(model)", 0.0
+    op = op_label(name, model) if suite == "node" else "(model)"
+    reason = not_applicable(model)
+    if reason:
+        return "n/a", reason, op, 0.0
+    data_dir = os.path.join(test_dir, "test_data_set_0")
+    out_dir = os.path.join(work, suite, name)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = [vi.name for vi in model.graph.input if vi.name not in initializers]
+    args, run_args = [], []
+    for i, input_name in enumerate(inputs):
+        tensor = onnx.TensorProto()
+        with open(os.path.join(data_dir, f"input_{i}.pb"), "rb") as f:
+            tensor.ParseFromString(f.read())
+        array = numpy_helper.to_array(tensor)
+        path = os.path.join(out_dir, f"input_{i}.npy")
+        np.save(path, array)
+        if array.ndim > 0:
+            args += ["--input-shape", f"{input_name}=" + "x".join(map(str, array.shape))]
+        run_args += ["--input", f"{input_name}={path}"]
+    exe = os.path.join(out_dir, "model")
+    try:
+        compiled = subprocess.run([kiln, os.path.join(test_dir, "model.onnx"), "-o", exe] + args,
+                                  capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return "fail", "kiln-compile timed out", op, time.time() - start
+    if compiled.returncode != 0:
+        message = first_line(compiled.stderr)
+        crashed = compiled.returncode < 0 or "Stack dump" in compiled.stderr
+        if crashed:
+            return "fail", "kiln-compile crashed: " + message, op, time.time() - start
+        status = "unsupported" if re.search(r"unsupported|not supported", message) else "fail"
+        return status, message, op, time.time() - start
+    try:
+        ran = subprocess.run([exe] + run_args + ["--output-dir", os.path.join(out_dir, "out")],
+                             capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "fail", "executable timed out", op, time.time() - start
+    if ran.returncode != 0:
+        return "fail", "executable failed: " + first_line(ran.stderr), op, time.time() - start
+    rtol, atol, _ = TOLERANCE_EXCEPTIONS.get(name, (RTOL, ATOL, ""))
+    for i, vi in enumerate(model.graph.output):
+        tensor = onnx.TensorProto()
+        with open(os.path.join(data_dir, f"output_{i}.pb"), "rb") as f:
+            tensor.ParseFromString(f.read())
+        want = numpy_helper.to_array(tensor)
+        got = np.load(os.path.join(out_dir, "out", sanitize(vi.name) + ".npy"))
+        if got.shape != want.shape:
+            return "fail", f"output '{vi.name}' has shape {got.shape}, expected {want.shape}", \
+                op, time.time() - start
+        if got.dtype != want.dtype:
+            return "fail", f"output '{vi.name}' is {got.dtype}, expected {want.dtype}", op, \
+                time.time() - start
+        if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
+            err = np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))
+            return "fail", f"output '{vi.name}' differs (max abs error {err:.3g})", op, \
+                time.time() - start
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return "pass", "", op, time.time() - start
+
+
+def write_report(path, results, summary):
+    by_op = collections.defaultdict(list)
+    for (suite, name), (status, reason, op, _) in sorted(results.items()):
+        if suite == "node":
+            by_op[op].append((name, status, reason))
+    lines = ["# ONNX conformance", "",
+             "Generated by `test/conformance/run.py` from the ONNX backend test data",
+             "(Debian package libonnx-testdata). Do not edit by hand.", "",
+             f"**{summary}**", "",
+             f"Tolerances: rtol {RTOL}, atol {ATOL}"
+             + ("; exceptions: " + ", ".join(f"{k} ({v[2]})" for k, v in
+                                             TOLERANCE_EXCEPTIONS.items())
+                if TOLERANCE_EXCEPTIONS else "; no exceptions") + ".", "",
+             "## Per suite", "", "| suite | applicable | pass | fail | unsupported | n/a |",
+             "|---|---|---|---|---|---|"]
+    for suite in SUITES:
+        counts = collections.Counter(s for (su, _), (s, *_ ) in results.items() if su == suite)
+        if not sum(counts.values()):
+            continue
+        applicable = sum(counts.values()) - counts["n/a"]
+        lines.append(f"| {suite} | {applicable} | {counts['pass']} | {counts['fail']} | "
+                     f"{counts['unsupported']} | {counts['n/a']} |")
+    lines += ["", "## Node tests per operator", "",
+              "| op | pass | tests | status and first reason |", "|---|---|---|---|"]
+    for op, tests in sorted(by_op.items()):
+        applicable = [t for t in tests if t[1] != "n/a"]
+        passed = sum(1 for t in applicable if t[1] == "pass")
+        if not applicable:
+            state = "n/a: " + tests[0][2]
+        elif passed == len(applicable):
+            state = "pass"
+        else:
+            bad = next(t for t in applicable if t[1] != "pass")
+            state = f"{bad[1]}: {bad[2]} ({bad[0]})".replace("|", "\\|")
+        lines.append(f"| {op} | {passed} | {len(applicable)} | {state} |")
+    lines += ["", "## Other suites", "", "| suite | test | status | reason |", "|---|---|---|---|"]
+    for (suite, name), (status, reason, _, _) in sorted(results.items()):
+        if suite != "node":
+            lines.append(f"| {suite} | {name} | {status} | {reason.replace('|', '/')} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "bin", "kiln-compile"))
+    ap.add_argument("--work", default=os.path.join(ROOT, "build", "conformance"))
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--filter", help="only tests whose name matches this regex (no report)")
+    ap.add_argument("--report", default=os.path.join(ROOT, "docs", "CONFORMANCE.md"))
+    ap.add_argument("--check-floor", action="store_true",
+                    help=f"exit 1 if fewer tests pass than {os.path.relpath(FLOOR_FILE, ROOT)}")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every result")
+    args = ap.parse_args()
+
+    tests = [(suite, name) for suite in SUITES
+             for name in sorted(os.listdir(os.path.join(DATA, suite)))
+             if os.path.exists(os.path.join(DATA, suite, name, "model.onnx"))
+             and (not args.filter or re.search(args.filter, name))]
+    results = {}
+    start = time.time()
+    with futures.ThreadPoolExecutor(args.jobs) as pool:
+        jobs = {pool.submit(run_test, args.kiln, s, n, args.work): (s, n) for s, n in tests}
+        for done, job in enumerate(futures.as_completed(jobs), 1):
+            results[jobs[job]] = job.result()
+            if args.verbose:
+                status, reason, _, secs = results[jobs[job]]
+                print(f"{status:11} {jobs[job][0]}/{jobs[job][1]} ({secs:.2f}s) {reason}")
+            elif done % 100 == 0:
+                print(f"conformance: {done}/{len(tests)} tests run", file=sys.stderr)
+    counts = collections.Counter(r[0] for r in results.values())
+    node = collections.Counter(r[0] for (s, _), r in results.items() if s == "node")
+    node_applicable = sum(node.values()) - node["n/a"]
+    applicable = len(results) - counts["n/a"]
+    summary = (f"node tests: {node['pass']}/{node_applicable} applicable pass "
+               f"({100.0 * node['pass'] / max(node_applicable, 1):.1f}%); all suites: "
+               f"{counts['pass']} passed, {counts['fail']} failed, "
+               f"{counts['unsupported']} unsupported, {counts['n/a']} not applicable")
+    print(f"conformance: {summary} in {time.time() - start:.0f} s")
+    if not args.filter:
+        write_report(args.report, results, summary)
+    if args.check_floor:
+        floor = int(open(FLOOR_FILE).read().split()[0])
+        if counts["pass"] < floor:
+            print(f"conformance: FAILED: {counts['pass']} tests pass, the floor is {floor}")
+            return 1
+        print(f"conformance: {counts['pass']} tests pass (floor {floor})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
