@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
+#include "codegen/KilnToLinalg/Builders.h"
 #include "dialects/kiln/KilnDialect.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -22,207 +23,6 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
-
-using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
-
-RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
-
-Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType) {
-  return tensor::EmptyOp::create(b, loc, shape, elementType);
-}
-
-Value floatConst(OpBuilder &b, Location loc, Type type, double value) {
-  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
-}
-
-Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType,
-                   double value) {
-  Value init = emptyTensor(b, loc, shape, elementType);
-  Value scalar = floatConst(b, loc, elementType, value);
-  return linalg::FillOp::create(b, loc, scalar, init).getResult(0);
-}
-
-/// The map from an iteration space of `resultShape` to an operand of
-/// `operandShape` under numpy broadcasting (operand aligned to the right,
-/// size-1 dimensions pinned to index 0).
-AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
-                       ArrayRef<int64_t> resultShape) {
-  size_t offset = resultShape.size() - operandShape.size();
-  SmallVector<AffineExpr> exprs;
-  for (auto [i, dim] : llvm::enumerate(operandShape)) {
-    bool broadcast = dim == 1 && resultShape[i + offset] != 1;
-    exprs.push_back(broadcast ? getAffineConstantExpr(0, ctx)
-                              : getAffineDimExpr(i + offset, ctx));
-  }
-  return AffineMap::get(resultShape.size(), 0, exprs, ctx);
-}
-
-/// linalg.generic over `resultType` whose scalar body is `body(operands...)`;
-/// operands broadcast to the result shape.
-Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
-                       ValueRange operands, BodyFn body) {
-  MLIRContext *ctx = b.getContext();
-  ArrayRef<int64_t> shape = resultType.getShape();
-  SmallVector<AffineMap> maps;
-  for (Value v : operands)
-    maps.push_back(broadcastMap(ctx, tensorType(v).getShape(), shape));
-  maps.push_back(AffineMap::getMultiDimIdentityMap(shape.size(), ctx));
-  SmallVector<utils::IteratorType> iterators(shape.size(), utils::IteratorType::parallel);
-  Value init = emptyTensor(b, loc, shape, resultType.getElementType());
-  auto generic = linalg::GenericOp::create(
-      b, loc, resultType, operands, init, maps, iterators,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value r = body(nb, nloc, args.drop_back());
-        linalg::YieldOp::create(nb, nloc, r);
-      });
-  return generic.getResult(0);
-}
-
-/// Reduces `input` over `axes` with `combine`, starting from `identity`.
-/// The result keeps reduced dimensions as size 1.
-Value buildReduction(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
-                     double identity, BodyFn combine) {
-  MLIRContext *ctx = b.getContext();
-  RankedTensorType inType = tensorType(input);
-  SmallVector<int64_t> outShape(inType.getShape());
-  SmallVector<utils::IteratorType> iterators(outShape.size(), utils::IteratorType::parallel);
-  SmallVector<AffineExpr> outExprs;
-  for (size_t i = 0; i < outShape.size(); ++i)
-    outExprs.push_back(getAffineDimExpr(i, ctx));
-  for (int64_t a : axes) {
-    outShape[a] = 1;
-    iterators[a] = utils::IteratorType::reduction;
-    outExprs[a] = getAffineConstantExpr(0, ctx);
-  }
-  Type elementType = inType.getElementType();
-  Value init = filledTensor(b, loc, outShape, elementType, identity);
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(outShape.size(), ctx),
-                                 AffineMap::get(outShape.size(), 0, outExprs, ctx)};
-  auto generic = linalg::GenericOp::create(
-      b, loc, init.getType(), input, init, maps, iterators,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args));
-      });
-  return generic.getResult(0);
-}
-
-Value buildMean(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes) {
-  Value sum = buildReduction(b, loc, input, axes, 0.0,
-                             [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                               return arith::AddFOp::create(nb, l, a[0], a[1]);
-                             });
-  int64_t count = 1;
-  for (int64_t a : axes)
-    count *= tensorType(input).getDimSize(a);
-  double inv = 1.0 / static_cast<double>(count);
-  return buildElementwise(b, loc, tensorType(sum), sum,
-                          [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                            Value c = floatConst(nb, l, a[0].getType(), inv);
-                            return arith::MulFOp::create(nb, l, a[0], c);
-                          });
-}
-
-/// Reinterprets a static tensor with a new shape (row-major), via
-/// collapse_shape/expand_shape so that bufferization makes it a view.
-Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target) {
-  RankedTensorType source = tensorType(input);
-  if (source == target)
-    return input;
-  auto allDims = [](int64_t rank) {
-    ReassociationIndices all;
-    for (int64_t i = 0; i < rank; ++i)
-      all.push_back(i);
-    return SmallVector<ReassociationIndices>{all};
-  };
-  if (source.getRank() == 0)
-    return tensor::ExpandShapeOp::create(b, loc, target, input,
-                                         SmallVector<ReassociationIndices>{});
-  if (target.getRank() == 0)
-    return tensor::CollapseShapeOp::create(b, loc, target, input,
-                                           SmallVector<ReassociationIndices>{});
-  Value flat = input;
-  if (source.getRank() != 1)
-    flat = tensor::CollapseShapeOp::create(b, loc, input, allDims(source.getRank()));
-  if (target.getRank() == 1)
-    return flat;
-  return tensor::ExpandShapeOp::create(b, loc, target, flat, allDims(target.getRank()));
-}
-
-Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,
-                 double value) {
-  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
-    return input;
-  RankedTensorType type = tensorType(input);
-  SmallVector<int64_t> low = {0, 0, pads[0], pads[1]}, high = {0, 0, pads[2], pads[3]};
-  SmallVector<int64_t> shape(type.getShape());
-  for (int i = 2; i < 4; ++i)
-    shape[i] += low[i] + high[i];
-  auto padded = RankedTensorType::get(shape, type.getElementType());
-  Value padValue = floatConst(b, loc, type.getElementType(), value);
-  return tensor::PadOp::create(b, loc, padded, input, getAsIndexOpFoldResult(b.getContext(), low),
-                               getAsIndexOpFoldResult(b.getContext(), high), padValue);
-}
-
-//===----------------------------------------------------------------------===//
-// Elementwise
-//===----------------------------------------------------------------------===//
-
-template <typename KilnOp>
-struct ElementwiseLowering : OpConversionPattern<KilnOp> {
-  using OpConversionPattern<KilnOp>::OpConversionPattern;
-  using Adaptor = typename KilnOp::Adaptor;
-
-  virtual Value scalar(OpBuilder &b, Location loc, KilnOp op, ValueRange args) const = 0;
-
-  LogicalResult matchAndRewrite(KilnOp op, Adaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    auto type = cast<RankedTensorType>(op.getType());
-    if (!isa<FloatType>(type.getElementType()))
-      return rewriter.notifyMatchFailure(op, "only floating-point element types");
-    Value r = buildElementwise(rewriter, op.getLoc(), type, adaptor.getOperands(),
-                               [&](OpBuilder &b, Location l, ValueRange args) {
-                                 return scalar(b, l, op, args);
-                               });
-    rewriter.replaceOp(op, r);
-    return success();
-  }
-};
-
-/// An elementwise op whose scalar body is a single op of `ScalarOp`.
-template <typename KilnOp, typename ScalarOp>
-struct SimpleElementwise : ElementwiseLowering<KilnOp> {
-  using ElementwiseLowering<KilnOp>::ElementwiseLowering;
-  Value scalar(OpBuilder &b, Location loc, KilnOp, ValueRange args) const override {
-    return ScalarOp::create(b, loc, args);
-  }
-};
-
-struct ReluLowering : ElementwiseLowering<ReluOp> {
-  using ElementwiseLowering::ElementwiseLowering;
-  Value scalar(OpBuilder &b, Location loc, ReluOp, ValueRange args) const override {
-    return arith::MaximumFOp::create(b, loc, args[0], floatConst(b, loc, args[0].getType(), 0));
-  }
-};
-
-struct SigmoidLowering : ElementwiseLowering<SigmoidOp> {
-  using ElementwiseLowering::ElementwiseLowering;
-  Value scalar(OpBuilder &b, Location loc, SigmoidOp, ValueRange args) const override {
-    Type t = args[0].getType();
-    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, args[0]));
-    Value one = floatConst(b, loc, t, 1.0);
-    return arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, e));
-  }
-};
-
-struct ClipLowering : ElementwiseLowering<ClipOp> {
-  using ElementwiseLowering::ElementwiseLowering;
-  Value scalar(OpBuilder &b, Location loc, ClipOp op, ValueRange args) const override {
-    Type t = args[0].getType();
-    Value lo = floatConst(b, loc, t, op.getMin().convertToDouble());
-    Value hi = floatConst(b, loc, t, op.getMax().convertToDouble());
-    return arith::MinimumFOp::create(b, loc, arith::MaximumFOp::create(b, loc, args[0], lo), hi);
-  }
-};
 
 //===----------------------------------------------------------------------===//
 // Constants and shape manipulation
@@ -288,10 +88,6 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
 // MatMul and Gemm
 //===----------------------------------------------------------------------===//
 
-Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType) {
-  return filledTensor(b, loc, shape, elementType, 0.0);
-}
-
 /// [.., M, K] x [.., K, N] with identical batch dims (already broadcast).
 Value batchedMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                     RankedTensorType resultType) {
@@ -317,16 +113,6 @@ Value batchedMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                                            zeroFilled(b, loc, out3d.getShape(), et))
                  .getResult(0);
   return reshapeTo(b, loc, mm, resultType);
-}
-
-/// Materializes `v` broadcast to `shape` (numpy rules); no-op if equal.
-Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
-  RankedTensorType type = tensorType(v);
-  if (type.getShape() == shape)
-    return v;
-  auto target = RankedTensorType::get(shape, type.getElementType());
-  return buildElementwise(b, loc, target, v,
-                          [](OpBuilder &, Location, ValueRange a) { return a[0]; });
 }
 
 struct MatMulLowering : OpConversionPattern<MatMulOp> {
@@ -414,12 +200,12 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
                               [&](OpBuilder &b, Location l, ValueRange a) {
                                 Value v = a[0];
                                 if (alpha != 1.0)
-                                  v = arith::MulFOp::create(b, l, v, floatConst(b, l, et, alpha));
+                                  v = arith::MulFOp::create(b, l, v, scalarConst(b, l, et, alpha));
                                 if (a.size() < 2)
                                   return v;
                                 Value c = a[1];
                                 if (beta != 1.0)
-                                  c = arith::MulFOp::create(b, l, c, floatConst(b, l, et, beta));
+                                  c = arith::MulFOp::create(b, l, c, scalarConst(b, l, et, beta));
                                 return (Value)arith::AddFOp::create(b, l, v, c);
                               });
     rewriter.replaceOp(op, result);
@@ -555,7 +341,7 @@ struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
     double eps = op.getEpsilon().convertToDouble();
     Value r = buildElementwise(
         rewriter, loc, type, operands, [&](OpBuilder &b, Location l, ValueRange a) {
-          Value var = arith::AddFOp::create(b, l, a[4], floatConst(b, l, et, eps));
+          Value var = arith::AddFOp::create(b, l, a[4], scalarConst(b, l, et, eps));
           Value inv = math::RsqrtOp::create(b, l, var);
           Value x = arith::SubFOp::create(b, l, a[0], a[3]);
           Value s = arith::MulFOp::create(b, l, a[1], inv);
@@ -574,7 +360,7 @@ Value buildPool(ConversionPatternRewriter &rewriter, PoolOp op, Value input,
   Type et = type.getElementType();
   Value padded = padSpatial(rewriter, loc, input, op.getPads(), padValue);
   Value window = emptyTensor(rewriter, loc, op.getKernel(), et);
-  Value init = filledTensor(rewriter, loc, type.getShape(), et, padValue);
+  Value init = filledTensor(rewriter, loc, type.getShape(), scalarConst(rewriter, loc, et, padValue));
   return LinalgPoolOp::create(rewriter, loc, TypeRange{type}, ValueRange{padded, window},
                               init, rewriter.getI64TensorAttr(op.getStrides()),
                               rewriter.getI64TensorAttr(dilations))
@@ -674,32 +460,119 @@ struct ReduceMeanLowering : OpConversionPattern<ReduceMeanOp> {
   }
 };
 
-struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(SoftmaxOp op, OpAdaptor adaptor,
+/// softmax = exp(x - max) / sum; log_softmax = (x - max) - log(sum), with
+/// sum = sum(exp(x - max)) along the axis.
+template <typename OpTy, bool isLog>
+struct SoftmaxLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
     auto type = cast<RankedTensorType>(op.getType());
     int64_t axis = op.getAxis();
-    Value max = buildReduction(rewriter, loc, x, axis, -std::numeric_limits<double>::infinity(),
+    Value max = buildMax(rewriter, loc, x, axis);
+    Value shifted = buildElementwise(rewriter, loc, type, {x, max},
+                                     [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                       return arith::SubFOp::create(b, l, a[0], a[1]);
+                                     });
+    Value e = buildElementwise(rewriter, loc, type, shifted,
                                [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                 return arith::MaximumFOp::create(b, l, a[0], a[1]);
+                                 return math::ExpOp::create(b, l, a[0]);
                                });
-    Value e = buildElementwise(rewriter, loc, type, {x, max},
+    Value sum = buildSum(rewriter, loc, e, axis);
+    Value r = buildElementwise(rewriter, loc, type, {isLog ? shifted : e, sum},
                                [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                 return math::ExpOp::create(
-                                     b, l, arith::SubFOp::create(b, l, a[0], a[1]));
-                               });
-    Value sum = buildReduction(rewriter, loc, e, axis, 0.0,
-                               [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                 return arith::AddFOp::create(b, l, a[0], a[1]);
-                               });
-    Value r = buildElementwise(rewriter, loc, type, {e, sum},
-                               [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                 if (isLog)
+                                   return arith::SubFOp::create(b, l, a[0],
+                                                                math::LogOp::create(b, l, a[1]));
                                  return arith::DivFOp::create(b, l, a[0], a[1]);
                                });
     rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct ReduceLowering : OpConversionPattern<ReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    Type et = tensorType(x).getElementType();
+    StringRef kind = op.getKind();
+    bool isFloat = isa<FloatType>(et);
+    Value r;
+    if (kind == "sum") {
+      r = buildSum(rewriter, loc, x, op.getAxes());
+    } else if (kind == "max") {
+      r = buildMax(rewriter, loc, x, op.getAxes());
+    } else if (kind == "min") {
+      r = buildReduction(rewriter, loc, x, op.getAxes(), extremeConst(rewriter, loc, et, false),
+                         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                           if (isFloat)
+                             return arith::MinimumFOp::create(b, l, a[0], a[1]);
+                           return arith::MinSIOp::create(b, l, a[0], a[1]);
+                         });
+    } else {
+      r = buildReduction(rewriter, loc, x, op.getAxes(), scalarConst(rewriter, loc, et, 1.0),
+                         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                           if (isFloat)
+                             return arith::MulFOp::create(b, l, a[0], a[1]);
+                           return arith::MulIOp::create(b, l, a[0], a[1]);
+                         });
+    }
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, cast<RankedTensorType>(op.getType())));
+    return success();
+  }
+};
+
+/// ArgMax/ArgMin: one reduction carrying (best value, its index). Ties keep
+/// the first index, or the last with select_last_index.
+template <typename OpTy, bool isMax>
+struct ArgLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value x = adaptor.getInput();
+    RankedTensorType in = tensorType(x);
+    Type et = in.getElementType(), i64 = rewriter.getI64Type();
+    int64_t axis = op.getAxis(), rank = in.getRank();
+    bool last = op.getSelectLastIndex();
+    SmallVector<int64_t> keptShape(in.getShape());
+    keptShape[axis] = 1;
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    for (int64_t i = 0; i < rank; ++i)
+      outExprs.push_back(i == axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+    iterators[axis] = utils::IteratorType::reduction;
+    AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+    Value best = filledTensor(rewriter, loc, keptShape, extremeConst(rewriter, loc, et, isMax));
+    Value index = zeroFilled(rewriter, loc, keptShape, i64);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{best.getType(), index.getType()}, x, ValueRange{best, index},
+        SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, ctx), outMap, outMap},
+        iterators, [&](OpBuilder &b, Location l, ValueRange a) {
+          Value v = a[0], cur = a[1], curIndex = a[2];
+          Value better;
+          if (isa<FloatType>(et)) {
+            auto pred = isMax ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
+                              : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT);
+            better = arith::CmpFOp::create(b, l, pred, v, cur);
+          } else {
+            auto pred = isMax ? (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt)
+                              : (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt);
+            better = arith::CmpIOp::create(b, l, pred, v, cur);
+          }
+          Value pos = arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, axis));
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{arith::SelectOp::create(b, l, better, v, cur),
+                                             arith::SelectOp::create(b, l, better, pos, curIndex)});
+        });
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, generic.getResult(1),
+                                     cast<RankedTensorType>(op.getType())));
     return success();
   }
 };
@@ -730,7 +603,7 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
     Value r = buildElementwise(
         rewriter, loc, type, operands, [&](OpBuilder &b, Location l, ValueRange a) {
           Value inv = math::RsqrtOp::create(
-              b, l, arith::AddFOp::create(b, l, a[1], floatConst(b, l, et, eps)));
+              b, l, arith::AddFOp::create(b, l, a[1], scalarConst(b, l, et, eps)));
           Value y = arith::MulFOp::create(b, l, arith::MulFOp::create(b, l, a[0], inv), a[2]);
           return a.size() > 3 ? (Value)arith::AddFOp::create(b, l, y, a[3]) : y;
         });
@@ -754,17 +627,11 @@ struct ConvertKilnToLinalgPass
     patterns.add<ConstantLowering, ReshapeLowering, TransposeLowering, ConcatLowering,
                  MatMulLowering, GemmLowering, ConvLowering, BatchNormLowering,
                  MaxPoolLowering, AveragePoolLowering, GlobalAveragePoolLowering,
-                 ReduceMeanLowering, SoftmaxLowering, LayerNormLowering, ReluLowering,
-                 SigmoidLowering, ClipLowering, SimpleElementwise<AddOp, arith::AddFOp>,
-                 SimpleElementwise<SubOp, arith::SubFOp>,
-                 SimpleElementwise<MulOp, arith::MulFOp>,
-                 SimpleElementwise<DivOp, arith::DivFOp>,
-                 SimpleElementwise<PowOp, math::PowFOp>,
-                 SimpleElementwise<TanhOp, math::TanhOp>,
-                 SimpleElementwise<ExpOp, math::ExpOp>,
-                 SimpleElementwise<ErfOp, math::ErfOp>,
-                 SimpleElementwise<SqrtOp, math::SqrtOp>,
-                 SimpleElementwise<NegOp, arith::NegFOp>>(ctx);
+                 ReduceMeanLowering, SoftmaxLowering<SoftmaxOp, false>,
+                 SoftmaxLowering<LogSoftmaxOp, true>, ReduceLowering,
+                 ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>, LayerNormLowering>(
+        ctx);
+    populateElementwiseLowerings(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

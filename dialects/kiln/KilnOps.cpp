@@ -72,7 +72,9 @@ LogicalResult ConstantOp::verify() {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyBinary(Operation *op) {
+/// Operands of one element type, broadcast-compatible shapes; the result has
+/// the broadcast shape and `resultElement` (the operands' if null).
+static LogicalResult verifyBinary(Operation *op, Type resultElement = nullptr) {
   Value lhs = op->getOperand(0), rhs = op->getOperand(1);
   auto lt = cast<RankedTensorType>(lhs.getType());
   auto rt = cast<RankedTensorType>(rhs.getType());
@@ -84,7 +86,8 @@ static LogicalResult verifyBinary(Operation *op) {
     return op->emitOpError("operand shapes ")
            << shapeStr(lt.getShape()) << " and " << shapeStr(rt.getShape())
            << " are not broadcast-compatible";
-  return verifyResult(op, op->getResult(0).getType(), lt.getElementType(), *shape);
+  return verifyResult(op, op->getResult(0).getType(),
+                      resultElement ? resultElement : lt.getElementType(), *shape);
 }
 
 LogicalResult AddOp::verify() { return verifyBinary(*this); }
@@ -92,6 +95,45 @@ LogicalResult SubOp::verify() { return verifyBinary(*this); }
 LogicalResult MulOp::verify() { return verifyBinary(*this); }
 LogicalResult DivOp::verify() { return verifyBinary(*this); }
 LogicalResult PowOp::verify() { return verifyBinary(*this); }
+LogicalResult MaxOp::verify() { return verifyBinary(*this); }
+LogicalResult MinOp::verify() { return verifyBinary(*this); }
+LogicalResult ModOp::verify() { return verifyBinary(*this); }
+LogicalResult AndOp::verify() { return verifyBinary(*this); }
+LogicalResult OrOp::verify() { return verifyBinary(*this); }
+LogicalResult XorOp::verify() { return verifyBinary(*this); }
+
+static LogicalResult verifyCompare(Operation *op) {
+  return verifyBinary(op, IntegerType::get(op->getContext(), 1));
+}
+LogicalResult EqualOp::verify() { return verifyCompare(*this); }
+LogicalResult LessOp::verify() { return verifyCompare(*this); }
+LogicalResult LessEqualOp::verify() { return verifyCompare(*this); }
+LogicalResult GreaterOp::verify() { return verifyCompare(*this); }
+LogicalResult GreaterEqualOp::verify() { return verifyCompare(*this); }
+
+LogicalResult WhereOp::verify() {
+  if (!getElementTypeOrSelf(getCondition().getType()).isInteger(1))
+    return emitOpError("condition must be an i1 tensor");
+  Type et = getElementTypeOrSelf(getLhs().getType());
+  if (getElementTypeOrSelf(getRhs().getType()) != et)
+    return emitOpError("lhs and rhs element types differ");
+  auto shape = broadcastShapes(shapeOf(getCondition()), shapeOf(getLhs()));
+  if (succeeded(shape))
+    shape = broadcastShapes(*shape, shapeOf(getRhs()));
+  if (failed(shape))
+    return emitOpError("operand shapes are not broadcast-compatible");
+  return verifyResult(*this, getType(), et, *shape);
+}
+
+LogicalResult CastOp::verify() {
+  if (shapeOf(getInput()) != cast<RankedTensorType>(getType()).getShape())
+    return emitOpError("changes the shape");
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  return getInput().getType() == getType() ? getInput() : Value();
+}
 
 /// x op splat(identity) folds to x when no broadcasting changes x's shape.
 static OpFoldResult foldIdentityOperand(Operation *op, Attribute rhsAttr,
@@ -336,12 +378,15 @@ OpFoldResult ConcatOp::fold(FoldAdaptor) {
 // Normalization and reductions
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxOp::verify() {
-  int64_t rank = shapeOf(getInput()).size(), axis = getAxis();
+static LogicalResult verifyAxis(Operation *op, Value input, int64_t axis) {
+  int64_t rank = shapeOf(input).size();
   if (axis < 0 || axis >= rank)
-    return emitOpError("axis ") << axis << " out of range for rank " << rank;
+    return op->emitOpError("axis ") << axis << " out of range for rank " << rank;
   return success();
 }
+
+LogicalResult SoftmaxOp::verify() { return verifyAxis(*this, getInput(), getAxis()); }
+LogicalResult LogSoftmaxOp::verify() { return verifyAxis(*this, getInput(), getAxis()); }
 
 LogicalResult LayerNormOp::verify() {
   ArrayRef<int64_t> x = shapeOf(getInput());
@@ -361,21 +406,48 @@ LogicalResult LayerNormOp::verify() {
   return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()), x);
 }
 
-LogicalResult ReduceMeanOp::verify() {
-  ArrayRef<int64_t> x = shapeOf(getInput());
+/// The result of reducing `input` over `axes` has the input's shape with
+/// the axes removed (or kept as 1) and element type `resultElement`.
+static LogicalResult verifyReduction(Operation *op, Value input, ArrayRef<int64_t> axes,
+                                     bool keepdims, Type resultElement) {
+  ArrayRef<int64_t> x = shapeOf(input);
   SmallVector<bool> reduced(x.size(), false);
-  for (int64_t a : getAxes()) {
+  for (int64_t a : axes) {
     if (a < 0 || a >= (int64_t)x.size() || reduced[a])
-      return emitOpError("axes must be distinct and in [0, ") << x.size() << ")";
+      return op->emitOpError("axes must be distinct and in [0, ") << x.size() << ")";
     reduced[a] = true;
   }
   SmallVector<int64_t> expected;
   for (size_t i = 0; i < x.size(); ++i) {
     if (!reduced[i])
       expected.push_back(x[i]);
-    else if (getKeepdims())
+    else if (keepdims)
       expected.push_back(1);
   }
-  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()),
-                      expected);
+  return verifyResult(op, op->getResult(0).getType(), resultElement, expected);
 }
+
+LogicalResult ReduceMeanOp::verify() {
+  return verifyReduction(*this, getInput(), getAxes(), getKeepdims(),
+                         getElementTypeOrSelf(getInput().getType()));
+}
+
+LogicalResult ReduceOp::verify() {
+  StringRef kind = getKind();
+  if (kind != "sum" && kind != "prod" && kind != "max" && kind != "min")
+    return emitOpError("kind must be sum, prod, max or min, got '") << getKind() << "'";
+  return verifyReduction(*this, getInput(), getAxes(), getKeepdims(),
+                         getElementTypeOrSelf(getInput().getType()));
+}
+
+template <typename ArgOp>
+static LogicalResult verifyArg(ArgOp op) {
+  int64_t axis = op.getAxis();
+  if (failed(verifyAxis(op, op.getInput(), axis)))
+    return failure();
+  return verifyReduction(op, op.getInput(), {axis}, op.getKeepdims(),
+                         IntegerType::get(op.getContext(), 64));
+}
+
+LogicalResult ArgMaxOp::verify() { return verifyArg(*this); }
+LogicalResult ArgMinOp::verify() { return verifyArg(*this); }

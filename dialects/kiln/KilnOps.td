@@ -45,6 +45,47 @@ def Kiln_SubOp : Kiln_BinaryOp<"sub">;
 def Kiln_MulOp : Kiln_BinaryOp<"mul", [Commutative]> { let hasFolder = 1; }
 def Kiln_DivOp : Kiln_BinaryOp<"div">;
 def Kiln_PowOp : Kiln_BinaryOp<"pow">;
+def Kiln_MaxOp : Kiln_BinaryOp<"max", [Commutative]>;
+def Kiln_MinOp : Kiln_BinaryOp<"min", [Commutative]>;
+def Kiln_ModOp : Kiln_BinaryOp<"mod"> {
+  let summary = "Remainder: sign of the divisor (integers), or of the dividend with `fmod`";
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs, UnitAttr:$fmod);
+}
+def Kiln_AndOp : Kiln_BinaryOp<"and", [Commutative]>;
+def Kiln_OrOp : Kiln_BinaryOp<"or", [Commutative]>;
+def Kiln_XorOp : Kiln_BinaryOp<"xor", [Commutative]>;
+
+class Kiln_CompareOp<string mnemonic, list<Trait> traits = []>
+    : Kiln_BinaryOp<mnemonic, traits> {
+  let summary = "Elementwise " # mnemonic # " comparison with broadcasting; i1 result";
+}
+
+def Kiln_EqualOp : Kiln_CompareOp<"equal", [Commutative]>;
+def Kiln_LessOp : Kiln_CompareOp<"less">;
+def Kiln_LessEqualOp : Kiln_CompareOp<"less_equal">;
+def Kiln_GreaterOp : Kiln_CompareOp<"greater">;
+def Kiln_GreaterEqualOp : Kiln_CompareOp<"greater_equal">;
+
+def Kiln_WhereOp : Kiln_Op<"where"> {
+  let summary = "condition ? lhs : rhs, elementwise with three-way broadcasting";
+  let arguments = (ins Kiln_Tensor:$condition, Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_CastOp : Kiln_Op<"cast"> {
+  let summary = "Elementwise conversion to the result's element type (ONNX Cast)";
+  let description = [{
+    Floats to integers truncate toward zero; to bool, nonzero is true;
+    integers are treated as signed.
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
 
 class Kiln_UnaryOp<string mnemonic, string what>
     : Kiln_Op<mnemonic, [AllTypesMatch<["input", "result"]>]> {
@@ -61,6 +102,25 @@ def Kiln_ExpOp : Kiln_UnaryOp<"exp", "e^x">;
 def Kiln_ErfOp : Kiln_UnaryOp<"erf", "Gauss error function">;
 def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "square root">;
 def Kiln_NegOp : Kiln_UnaryOp<"neg", "-x">;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", "|x|">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "round up">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", "round down">;
+def Kiln_RoundOp : Kiln_UnaryOp<"round", "round half to even">;
+def Kiln_SignOp : Kiln_UnaryOp<"sign", "-1, 0 or 1">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", "natural logarithm">;
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "1 / x">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", "sine">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", "cosine">;
+def Kiln_TanOp : Kiln_UnaryOp<"tan", "tangent">;
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", "arc sine">;
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", "arc cosine">;
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", "arc tangent">;
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", "hyperbolic sine">;
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", "hyperbolic cosine">;
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", "inverse hyperbolic sine">;
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", "inverse hyperbolic cosine">;
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", "inverse hyperbolic tangent">;
+def Kiln_NotOp : Kiln_UnaryOp<"not", "logical not of an i1 tensor">;
 
 def Kiln_ClipOp : Kiln_Op<"clip", [AllTypesMatch<["input", "result"]>]> {
   let summary = "min(max(x, min), max)";
@@ -189,6 +249,14 @@ def Kiln_SoftmaxOp : Kiln_Op<"softmax", [AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
+def Kiln_LogSoftmaxOp : Kiln_Op<"log_softmax", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "x - max - log(sum(exp(x - max))) along one axis";
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Kiln_LayerNormOp : Kiln_Op<"layer_norm"> {
   let summary = "Normalize over the trailing dimensions from `axis`, then scale and shift";
   let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$scale, Optional<Kiln_Tensor>:$bias,
@@ -205,5 +273,26 @@ def Kiln_ReduceMeanOp : Kiln_Op<"reduce_mean"> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
+
+def Kiln_ReduceOp : Kiln_Op<"reduce"> {
+  let summary = "Sum, product, max or min over the given axes";
+  let arguments = (ins Kiln_Tensor:$input, StrAttr:$kind, DenseI64ArrayAttr:$axes,
+                   BoolAttr:$keepdims);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+class Kiln_ArgOp<string mnemonic, string what> : Kiln_Op<mnemonic> {
+  let summary = "Index (i64) of the " # what # " along one axis";
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, BoolAttr:$keepdims,
+                   UnitAttr:$select_last_index);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ArgMaxOp : Kiln_ArgOp<"arg_max", "maximum">;
+def Kiln_ArgMinOp : Kiln_ArgOp<"arg_min", "minimum">;
 
 #endif // KILN_OPS_TD
