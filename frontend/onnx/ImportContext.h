@@ -83,9 +83,16 @@ void registerMathOps(ImportTable &table);
 void registerNNOps(ImportTable &table);
 void registerTensorOps(ImportTable &table);
 
-/// kiln binary op result type under numpy broadcasting.
+/// kiln binary op result type under numpy broadcasting, with `a`'s element
+/// type unless `elementType` is given.
 mlir::FailureOr<mlir::RankedTensorType> broadcastType(ImportContext &ctx, mlir::Value a,
-                                                      mlir::Value b);
+                                                      mlir::Value b,
+                                                      mlir::Type elementType = nullptr);
+
+/// The MLIR element type of an ONNX data type; null if unsupported.
+mlir::Type elementTypeOf(mlir::Builder &b, int32_t dtype);
+/// "FLOAT", "INT64", ... for messages.
+std::string dtypeName(int32_t dtype);
 
 } // namespace kiln::onnx_frontend
 

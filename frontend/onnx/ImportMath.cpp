@@ -1,4 +1,10 @@
 //===- ImportMath.cpp - elementwise ONNX ops ------------------------------===//
+//
+// Arithmetic, comparisons, logic and activations. Activations without a kiln
+// op of their own are composed from kiln elementwise ops here; the
+// elementwise fusion in codegen merges the pieces again.
+//
+//===----------------------------------------------------------------------===//
 #include "frontend/onnx/ImportContext.h"
 
 #include <cmath>
@@ -8,70 +14,365 @@ namespace k = mlir::kiln;
 
 namespace kiln::onnx_frontend {
 
+namespace {
+
+/// Builds elementwise kiln ops at the current node, broadcasting operands.
+struct Emitter {
+  ImportContext &ctx;
+
+  template <typename Op>
+  FailureOr<Value> binary(Value a, Value b, Type resultElement = nullptr) {
+    auto type = broadcastType(ctx, a, b, resultElement);
+    if (failed(type))
+      return failure();
+    return Op::create(ctx.b, ctx.loc, *type, a, b).getResult();
+  }
+  template <typename Op>
+  Value unary(Value x) {
+    return Op::create(ctx.b, ctx.loc, x.getType(), x);
+  }
+  Value constant(Value like, double v) {
+    return ctx.scalar(getElementTypeOrSelf(like.getType()), v);
+  }
+};
+
 template <typename Op>
-static LogicalResult importBinary(ImportContext &ctx) {
+LogicalResult importBinary(ImportContext &ctx) {
   auto lhs = ctx.input(0), rhs = ctx.input(1);
   if (failed(lhs) || failed(rhs))
     return failure();
-  auto type = broadcastType(ctx, *lhs, *rhs);
-  if (failed(type))
+  auto r = Emitter{ctx}.binary<Op>(*lhs, *rhs);
+  if (failed(r))
     return failure();
-  ctx.setOutput(0, Op::create(ctx.b, ctx.loc, *type, *lhs, *rhs));
+  ctx.setOutput(0, *r);
   return success();
 }
 
 template <typename Op>
-static LogicalResult importUnary(ImportContext &ctx) {
-  auto x = ctx.input(0);
-  if (failed(x))
+LogicalResult importCompare(ImportContext &ctx) {
+  auto lhs = ctx.input(0), rhs = ctx.input(1);
+  if (failed(lhs) || failed(rhs))
     return failure();
-  ctx.setOutput(0, Op::create(ctx.b, ctx.loc, x->getType(), *x));
+  auto r = Emitter{ctx}.binary<Op>(*lhs, *rhs, ctx.b.getI1Type());
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-/// Clip takes min/max as attributes before opset 11 and as optional scalar
-/// constant inputs from 11 on.
-static LogicalResult importClip(ImportContext &ctx) {
+/// A unary op; `floatOnly` rejects integer inputs with a clear message.
+template <typename Op, bool floatOnly = true>
+LogicalResult importUnary(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
-  float lo = -INFINITY, hi = INFINITY;
-  if (ctx.opset < 11) {
-    lo = ctx.attrFloat("min", lo);
-    hi = ctx.attrFloat("max", hi);
-  } else {
-    for (size_t i : {1, 2}) {
-      if (!ctx.hasInput(i))
-        continue;
-      const HostTensor *t = ctx.hostInput(i);
-      if (!t || t->numElements() != 1 || !t->isFloat())
-        return ctx.fail(llvm::Twine(i == 1 ? "min" : "max") +
-                        " must be a compile-time float scalar");
-      (i == 1 ? lo : hi) = t->floats[0];
-    }
+  if (floatOnly && !isa<FloatType>(getElementTypeOrSelf(x->getType())))
+    return ctx.fail("element type " + llvm::Twine(getElementTypeOrSelf(x->getType()) ==
+                                                          ctx.b.getI1Type()
+                                                      ? "bool"
+                                                      : "integer") +
+                    " is not supported for this operator");
+  ctx.setOutput(0, Emitter{ctx}.unary<Op>(*x));
+  return success();
+}
+
+/// Max, Min, Sum: a left fold over any number of inputs; Mean divides the sum.
+template <typename Op, bool mean = false>
+LogicalResult importVariadic(ImportContext &ctx) {
+  auto acc = ctx.input(0);
+  if (failed(acc))
+    return failure();
+  Value r = *acc;
+  Emitter e{ctx};
+  for (size_t i = 1; i < ctx.numInputs(); ++i) {
+    auto v = ctx.input(i);
+    if (failed(v))
+      return failure();
+    auto next = e.binary<Op>(r, *v);
+    if (failed(next))
+      return failure();
+    r = *next;
   }
-  ctx.setOutput(0, k::ClipOp::create(ctx.b, ctx.loc, x->getType(), *x, ctx.b.getF32FloatAttr(lo),
-                                     ctx.b.getF32FloatAttr(hi)));
+  if (mean) {
+    auto d = e.binary<k::DivOp>(r, e.constant(r, (double)ctx.numInputs()));
+    if (failed(d))
+      return failure();
+    r = *d;
+  }
+  ctx.setOutput(0, r);
   return success();
 }
 
-/// HardSigmoid(x) = clip(alpha * x + beta, 0, 1).
-static LogicalResult importHardSigmoid(ImportContext &ctx) {
+LogicalResult importMod(ImportContext &ctx) {
+  auto lhs = ctx.input(0), rhs = ctx.input(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  bool fmod = ctx.attrInt("fmod", 0);
+  if (!fmod && isa<FloatType>(getElementTypeOrSelf(lhs->getType())))
+    return ctx.fail("Mod of floating-point tensors requires fmod=1");
+  auto type = broadcastType(ctx, *lhs, *rhs);
+  if (failed(type))
+    return failure();
+  ctx.setOutput(0, k::ModOp::create(ctx.b, ctx.loc, *type, *lhs, *rhs, fmod));
+  return success();
+}
+
+/// Pow's exponent may have another type than the base; the result has the
+/// base's type, so the exponent is converted first.
+LogicalResult importPow(ImportContext &ctx) {
+  auto base = ctx.input(0), exponent = ctx.input(1);
+  if (failed(base) || failed(exponent))
+    return failure();
+  Type et = getElementTypeOrSelf(base->getType());
+  Value exp = *exponent;
+  if (getElementTypeOrSelf(exp.getType()) != et) {
+    auto shape = cast<RankedTensorType>(exp.getType()).getShape();
+    exp = k::CastOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, et), exp);
+  }
+  auto r = Emitter{ctx}.binary<k::PowOp>(*base, exp);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+LogicalResult importWhere(ImportContext &ctx) {
+  auto c = ctx.input(0), x = ctx.input(1), y = ctx.input(2);
+  if (failed(c) || failed(x) || failed(y))
+    return failure();
+  auto xy = broadcastType(ctx, *x, *y);
+  if (failed(xy))
+    return failure();
+  auto shape = k::broadcastShapes(cast<RankedTensorType>(c->getType()).getShape(),
+                                  xy->getShape());
+  if (failed(shape))
+    return ctx.fail("operand shapes are not broadcast-compatible");
+  ctx.setOutput(0, k::WhereOp::create(ctx.b, ctx.loc,
+                                      RankedTensorType::get(*shape, xy->getElementType()), *c,
+                                      *x, *y));
+  return success();
+}
+
+/// Clip: constant float bounds become kiln.clip; tensor-valued or integer
+/// bounds become max/min.
+LogicalResult importClip(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
-  Type t = x->getType(), et = getElementTypeOrSelf(t);
-  Value alpha = ctx.scalar(et, ctx.attrFloat("alpha", 0.2f));
-  Value beta = ctx.scalar(et, ctx.attrFloat("beta", 0.5f));
-  Value scaled = k::MulOp::create(ctx.b, ctx.loc, t, *x, alpha);
-  Value shifted = k::AddOp::create(ctx.b, ctx.loc, t, scaled, beta);
-  ctx.setOutput(0, k::ClipOp::create(ctx.b, ctx.loc, t, shifted, ctx.b.getF32FloatAttr(0.0f),
-                                     ctx.b.getF32FloatAttr(1.0f)));
+  Type et = getElementTypeOrSelf(x->getType());
+  if (ctx.opset < 11) {
+    ctx.setOutput(0, k::ClipOp::create(ctx.b, ctx.loc, x->getType(), *x,
+                                       ctx.b.getF32FloatAttr(ctx.attrFloat("min", -INFINITY)),
+                                       ctx.b.getF32FloatAttr(ctx.attrFloat("max", INFINITY))));
+    return success();
+  }
+  bool constantBounds = isa<FloatType>(et);
+  for (size_t i : {1, 2})
+    if (ctx.hasInput(i)) {
+      const HostTensor *t = ctx.hostInput(i);
+      constantBounds &= t && t->numElements() == 1 && t->isFloat();
+    }
+  if (constantBounds) {
+    float lo = ctx.hasInput(1) ? ctx.hostInput(1)->floats[0] : -INFINITY;
+    float hi = ctx.hasInput(2) ? ctx.hostInput(2)->floats[0] : INFINITY;
+    ctx.setOutput(0, k::ClipOp::create(ctx.b, ctx.loc, x->getType(), *x,
+                                       ctx.b.getF32FloatAttr(lo), ctx.b.getF32FloatAttr(hi)));
+    return success();
+  }
+  Value r = *x;
+  Emitter e{ctx};
+  for (size_t i : {1, 2}) {
+    if (!ctx.hasInput(i))
+      continue;
+    auto bound = ctx.input(i);
+    if (failed(bound))
+      return failure();
+    auto next = i == 1 ? e.binary<k::MaxOp>(r, *bound) : e.binary<k::MinOp>(r, *bound);
+    if (failed(next))
+      return failure();
+    r = *next;
+  }
+  ctx.setOutput(0, r);
   return success();
+}
+
+/// Activations composed from kiln ops: f(x) built by `body`.
+using Composer = function_ref<FailureOr<Value>(Emitter &, Value)>;
+LogicalResult importComposed(ImportContext &ctx, Composer body) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  if (!isa<FloatType>(getElementTypeOrSelf(x->getType())))
+    return ctx.fail("only floating-point inputs are supported");
+  Emitter e{ctx};
+  auto r = body(e, *x);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+/// x < 0 ? negative(x) : positive(x)
+FailureOr<Value> piecewise(Emitter &e, Value x, Value negative, Value positive,
+                           double threshold = 0.0, bool strictlyAbove = false) {
+  auto cond = strictlyAbove ? e.binary<k::GreaterOp>(x, e.constant(x, threshold),
+                                                     e.ctx.b.getI1Type())
+                            : e.binary<k::LessOp>(x, e.constant(x, threshold),
+                                                  e.ctx.b.getI1Type());
+  if (failed(cond))
+    return failure();
+  Value a = strictlyAbove ? positive : negative, b = strictlyAbove ? negative : positive;
+  return k::WhereOp::create(e.ctx.b, e.ctx.loc, x.getType(), *cond, a, b).getResult();
+}
+
+LogicalResult importLeakyRelu(ImportContext &ctx) {
+  float alpha = ctx.attrFloat("alpha", 0.01f);
+  return importComposed(ctx, [&](Emitter &e, Value x) -> FailureOr<Value> {
+    auto scaled = e.binary<k::MulOp>(x, e.constant(x, alpha));
+    if (failed(scaled))
+      return failure();
+    return piecewise(e, x, *scaled, x);
+  });
+}
+
+LogicalResult importPRelu(ImportContext &ctx) {
+  auto slope = ctx.input(1);
+  if (failed(slope))
+    return failure();
+  return importComposed(ctx, [&](Emitter &e, Value x) -> FailureOr<Value> {
+    auto scaled = e.binary<k::MulOp>(x, *slope);
+    if (failed(scaled))
+      return failure();
+    if (cast<RankedTensorType>(scaled->getType()) != cast<RankedTensorType>(x.getType()))
+      return e.ctx.fail("slope must broadcast to the input shape");
+    return piecewise(e, x, *scaled, x);
+  });
+}
+
+/// alpha * (exp(x) - 1) for x < 0, optionally scaled by gamma (Selu).
+FailureOr<Value> expLinear(Emitter &e, Value x, double alpha, double gamma, double divide) {
+  Value in = x;
+  if (divide != 1.0) {
+    auto d = e.binary<k::DivOp>(x, e.constant(x, divide));
+    if (failed(d))
+      return failure();
+    in = *d;
+  }
+  Value ex = e.unary<k::ExpOp>(in);
+  auto m1 = e.binary<k::SubOp>(ex, e.constant(x, 1.0));
+  if (failed(m1))
+    return failure();
+  auto neg = e.binary<k::MulOp>(*m1, e.constant(x, alpha * gamma));
+  if (failed(neg))
+    return failure();
+  Value pos = x;
+  if (gamma != 1.0) {
+    auto p = e.binary<k::MulOp>(x, e.constant(x, gamma));
+    if (failed(p))
+      return failure();
+    pos = *p;
+  }
+  return piecewise(e, x, *neg, pos);
+}
+
+LogicalResult importElu(ImportContext &ctx) {
+  float alpha = ctx.attrFloat("alpha", 1.0f);
+  return importComposed(ctx, [&](Emitter &e, Value x) { return expLinear(e, x, alpha, 1.0, 1.0); });
+}
+
+LogicalResult importSelu(ImportContext &ctx) {
+  float alpha = ctx.attrFloat("alpha", 1.67326319217681884765625f);
+  float gamma = ctx.attrFloat("gamma", 1.05070102214813232421875f);
+  return importComposed(ctx,
+                        [&](Emitter &e, Value x) { return expLinear(e, x, alpha, gamma, 1.0); });
+}
+
+/// Celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+LogicalResult importCelu(ImportContext &ctx) {
+  float alpha = ctx.attrFloat("alpha", 1.0f);
+  return importComposed(ctx, [&](Emitter &e, Value x) { return expLinear(e, x, alpha, 1.0, alpha); });
+}
+
+LogicalResult importThresholdedRelu(ImportContext &ctx) {
+  float alpha = ctx.attrFloat("alpha", 1.0f);
+  return importComposed(ctx, [&](Emitter &e, Value x) -> FailureOr<Value> {
+    return piecewise(e, x, e.constant(x, 0.0), x, alpha, /*strictlyAbove=*/true);
+  });
+}
+
+/// Softplus(x) = log(exp(x) + 1).
+FailureOr<Value> softplus(Emitter &e, Value x) {
+  auto s = e.binary<k::AddOp>(e.unary<k::ExpOp>(x), e.constant(x, 1.0));
+  if (failed(s))
+    return failure();
+  return e.unary<k::LogOp>(*s);
+}
+
+LogicalResult importSoftplus(ImportContext &ctx) { return importComposed(ctx, softplus); }
+
+LogicalResult importSoftsign(ImportContext &ctx) {
+  return importComposed(ctx, [](Emitter &e, Value x) -> FailureOr<Value> {
+    auto d = e.binary<k::AddOp>(e.unary<k::AbsOp>(x), e.constant(x, 1.0));
+    if (failed(d))
+      return failure();
+    return e.binary<k::DivOp>(x, *d);
+  });
+}
+
+/// Mish(x) = x * tanh(softplus(x)).
+LogicalResult importMish(ImportContext &ctx) {
+  return importComposed(ctx, [](Emitter &e, Value x) -> FailureOr<Value> {
+    auto sp = softplus(e, x);
+    if (failed(sp))
+      return failure();
+    return e.binary<k::MulOp>(x, e.unary<k::TanhOp>(*sp));
+  });
+}
+
+/// clip(alpha * x + beta, 0, 1)
+FailureOr<Value> hardSigmoid(Emitter &e, Value x, float alpha, float beta) {
+  auto scaled = e.binary<k::MulOp>(x, e.constant(x, alpha));
+  if (failed(scaled))
+    return failure();
+  auto shifted = e.binary<k::AddOp>(*scaled, e.constant(x, beta));
+  if (failed(shifted))
+    return failure();
+  return k::ClipOp::create(e.ctx.b, e.ctx.loc, x.getType(), *shifted,
+                           e.ctx.b.getF32FloatAttr(0.0f), e.ctx.b.getF32FloatAttr(1.0f))
+      .getResult();
+}
+
+LogicalResult importHardSigmoid(ImportContext &ctx) {
+  float alpha = ctx.attrFloat("alpha", 0.2f), beta = ctx.attrFloat("beta", 0.5f);
+  return importComposed(ctx, [&](Emitter &e, Value x) { return hardSigmoid(e, x, alpha, beta); });
+}
+
+LogicalResult importHardSwish(ImportContext &ctx) {
+  return importComposed(ctx, [](Emitter &e, Value x) -> FailureOr<Value> {
+    auto hs = hardSigmoid(e, x, 1.0f / 6.0f, 0.5f);
+    if (failed(hs))
+      return failure();
+    return e.binary<k::MulOp>(x, *hs);
+  });
+}
+
+/// Shrink(x) = x < -lambd ? x + bias : (x > lambd ? x - bias : 0).
+LogicalResult importShrink(ImportContext &ctx) {
+  float lambd = ctx.attrFloat("lambd", 0.5f), bias = ctx.attrFloat("bias", 0.0f);
+  return importComposed(ctx, [&](Emitter &e, Value x) -> FailureOr<Value> {
+    auto plus = e.binary<k::AddOp>(x, e.constant(x, bias));
+    auto minus = e.binary<k::SubOp>(x, e.constant(x, bias));
+    if (failed(plus) || failed(minus))
+      return failure();
+    auto upper = piecewise(e, x, e.constant(x, 0.0), *minus, lambd, /*strictlyAbove=*/true);
+    if (failed(upper))
+      return failure();
+    return piecewise(e, x, *plus, *upper, -lambd);
+  });
 }
 
 /// Identity and inference-mode Dropout forward their input.
-static LogicalResult importIdentity(ImportContext &ctx) {
+LogicalResult importIdentity(ImportContext &ctx) {
   if (const HostTensor *t = ctx.hostInput(0)) {
     ctx.setHostOutput(0, *t);
     return success();
@@ -83,29 +384,86 @@ static LogicalResult importIdentity(ImportContext &ctx) {
   return success();
 }
 
-static LogicalResult importDropout(ImportContext &ctx) {
-  if (ctx.node->output_size() > 1 && !ctx.node->output(1).empty())
-    return ctx.fail("the Dropout mask output is not supported (inference only)");
-  if (ctx.hasInput(2))
-    return ctx.fail("training-mode Dropout is not supported (inference only)");
+LogicalResult importDropout(ImportContext &ctx) {
+  if (ctx.node->output_size() > 1 && !ctx.node->output(1).empty()) {
+    // The mask of an inference-mode Dropout is all true.
+    auto x = ctx.input(0);
+    if (failed(x))
+      return failure();
+    auto shape = cast<RankedTensorType>(x->getType()).getShape();
+    auto type = RankedTensorType::get(shape, ctx.b.getI1Type());
+    ctx.setOutput(1, mlir::kiln::ConstantOp::create(
+                         ctx.b, ctx.loc, type, DenseElementsAttr::get(type, true)));
+  }
+  if (ctx.hasInput(2)) {
+    const HostTensor *training = ctx.hostInput(2);
+    if (!training || training->ints.empty() || training->ints[0] != 0)
+      return ctx.fail("training-mode Dropout is not supported (inference only)");
+  }
   return importIdentity(ctx);
 }
+
+} // namespace
 
 void registerMathOps(ImportTable &t) {
   t["Add"] = importBinary<k::AddOp>;
   t["Sub"] = importBinary<k::SubOp>;
   t["Mul"] = importBinary<k::MulOp>;
   t["Div"] = importBinary<k::DivOp>;
-  t["Pow"] = importBinary<k::PowOp>;
-  t["Relu"] = importUnary<k::ReluOp>;
+  t["Pow"] = importPow;
+  t["Mod"] = importMod;
+  t["And"] = importBinary<k::AndOp>;
+  t["Or"] = importBinary<k::OrOp>;
+  t["Xor"] = importBinary<k::XorOp>;
+  t["Equal"] = importCompare<k::EqualOp>;
+  t["Less"] = importCompare<k::LessOp>;
+  t["LessOrEqual"] = importCompare<k::LessEqualOp>;
+  t["Greater"] = importCompare<k::GreaterOp>;
+  t["GreaterOrEqual"] = importCompare<k::GreaterEqualOp>;
+  t["Where"] = importWhere;
+  t["Max"] = importVariadic<k::MaxOp>;
+  t["Min"] = importVariadic<k::MinOp>;
+  t["Sum"] = importVariadic<k::AddOp>;
+  t["Mean"] = importVariadic<k::AddOp, true>;
+  t["Relu"] = importUnary<k::ReluOp, false>;
+  t["Neg"] = importUnary<k::NegOp, false>;
+  t["Abs"] = importUnary<k::AbsOp, false>;
+  t["Sign"] = importUnary<k::SignOp, false>;
+  t["Not"] = importUnary<k::NotOp, false>;
   t["Sigmoid"] = importUnary<k::SigmoidOp>;
   t["Tanh"] = importUnary<k::TanhOp>;
   t["Exp"] = importUnary<k::ExpOp>;
+  t["Log"] = importUnary<k::LogOp>;
   t["Erf"] = importUnary<k::ErfOp>;
   t["Sqrt"] = importUnary<k::SqrtOp>;
-  t["Neg"] = importUnary<k::NegOp>;
+  t["Reciprocal"] = importUnary<k::ReciprocalOp>;
+  t["Ceil"] = importUnary<k::CeilOp>;
+  t["Floor"] = importUnary<k::FloorOp>;
+  t["Round"] = importUnary<k::RoundOp>;
+  t["Sin"] = importUnary<k::SinOp>;
+  t["Cos"] = importUnary<k::CosOp>;
+  t["Tan"] = importUnary<k::TanOp>;
+  t["Asin"] = importUnary<k::AsinOp>;
+  t["Acos"] = importUnary<k::AcosOp>;
+  t["Atan"] = importUnary<k::AtanOp>;
+  t["Sinh"] = importUnary<k::SinhOp>;
+  t["Cosh"] = importUnary<k::CoshOp>;
+  t["Asinh"] = importUnary<k::AsinhOp>;
+  t["Acosh"] = importUnary<k::AcoshOp>;
+  t["Atanh"] = importUnary<k::AtanhOp>;
   t["Clip"] = importClip;
+  t["LeakyRelu"] = importLeakyRelu;
+  t["PRelu"] = importPRelu;
+  t["Elu"] = importElu;
+  t["Selu"] = importSelu;
+  t["Celu"] = importCelu;
+  t["ThresholdedRelu"] = importThresholdedRelu;
+  t["Softplus"] = importSoftplus;
+  t["Softsign"] = importSoftsign;
+  t["Mish"] = importMish;
   t["HardSigmoid"] = importHardSigmoid;
+  t["HardSwish"] = importHardSwish;
+  t["Shrink"] = importShrink;
   t["Identity"] = importIdentity;
   t["Dropout"] = importDropout;
 }

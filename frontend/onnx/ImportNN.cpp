@@ -205,7 +205,8 @@ static LogicalResult importMatMul(ImportContext &ctx) {
   return success();
 }
 
-/// Before opset 13, Softmax flattens the input to 2-D at `axis` (default 1).
+/// Before opset 13, (Log)Softmax flattens the input to 2-D at `axis` (default 1).
+template <typename SoftmaxOp>
 static LogicalResult importSoftmax(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
@@ -216,7 +217,7 @@ static LogicalResult importSoftmax(ImportContext &ctx) {
   if (failed(axis))
     return failure();
   if (ctx.opset >= 13 || *axis == rank - 1) {
-    ctx.setOutput(0, k::SoftmaxOp::create(ctx.b, ctx.loc, xt, *x, *axis));
+    ctx.setOutput(0, SoftmaxOp::create(ctx.b, ctx.loc, xt, *x, *axis));
     return success();
   }
   int64_t outer = 1, inner = 1;
@@ -224,7 +225,7 @@ static LogicalResult importSoftmax(ImportContext &ctx) {
     (i < *axis ? outer : inner) *= xt.getDimSize(i);
   auto flat = withShape(xt, {outer, inner});
   Value r = k::ReshapeOp::create(ctx.b, ctx.loc, flat, *x);
-  r = k::SoftmaxOp::create(ctx.b, ctx.loc, flat, r, 1);
+  r = SoftmaxOp::create(ctx.b, ctx.loc, flat, r, 1);
   ctx.setOutput(0, k::ReshapeOp::create(ctx.b, ctx.loc, xt, r));
   return success();
 }
@@ -252,46 +253,100 @@ static LogicalResult importLayerNorm(ImportContext &ctx) {
   return success();
 }
 
-static LogicalResult importReduceMean(ImportContext &ctx) {
-  auto x = ctx.input(0);
-  if (failed(x))
-    return failure();
-  auto xt = cast<RankedTensorType>(x->getType());
+/// The reduced axes of a Reduce* node (sorted, non-negative): from the
+/// `axes` input (ReduceSum from opset 13, the others from 18) or attribute;
+/// empty with noop_with_empty_axes means "no reduction" (returns nullopt).
+static FailureOr<std::optional<std::vector<int64_t>>> reduceAxes(ImportContext &ctx,
+                                                                 int64_t rank) {
+  bool axesInput = ctx.opset >= (ctx.node->op_type() == "ReduceSum" ? 13 : 18);
   std::vector<int64_t> axes;
-  if (ctx.opset >= 18 && ctx.hasInput(1)) {
+  if (axesInput && ctx.hasInput(1)) {
     auto a = ctx.hostInts(1, "axes");
     if (failed(a))
       return failure();
     axes = *a;
-  } else {
+  } else if (!axesInput) {
     axes = ctx.attrInts("axes");
   }
   if (axes.empty()) {
-    if (ctx.attrInt("noop_with_empty_axes", 0)) {
-      ctx.setOutput(0, *x);
-      return success();
-    }
-    for (int64_t i = 0; i < xt.getRank(); ++i)
+    if (ctx.attrInt("noop_with_empty_axes", 0))
+      return std::optional<std::vector<int64_t>>();
+    for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
   }
   for (int64_t &a : axes) {
-    auto n = ctx.axis(a, xt.getRank());
+    auto n = ctx.axis(a, rank);
     if (failed(n))
       return failure();
     a = *n;
   }
   std::sort(axes.begin(), axes.end());
+  return std::optional<std::vector<int64_t>>(axes);
+}
+
+/// Reduce* ops. `pre` transforms the input (abs, square, exp), `kind` is the
+/// kiln reduction ("mean" or a kiln.reduce kind), `post` the result (sqrt, log).
+template <typename Pre, typename Post>
+static LogicalResult importReduce(ImportContext &ctx, StringRef kind) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto axes = reduceAxes(ctx, xt.getRank());
+  if (failed(axes))
+    return failure();
+  Value in = *x;
+  if constexpr (!std::is_void_v<Pre>)
+    in = Pre::create(ctx.b, ctx.loc, in.getType(), in);
+  if (!*axes) {
+    ctx.setOutput(0, in);
+    return success();
+  }
   bool keep = ctx.attrInt("keepdims", 1);
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < xt.getRank(); ++i) {
-    bool reduced = std::binary_search(axes.begin(), axes.end(), i);
+    bool reduced = std::binary_search((*axes)->begin(), (*axes)->end(), i);
     if (!reduced)
       shape.push_back(xt.getDimSize(i));
     else if (keep)
       shape.push_back(1);
   }
-  ctx.setOutput(0, k::ReduceMeanOp::create(ctx.b, ctx.loc, withShape(xt, shape), *x, axes,
-                                           keep));
+  auto type = withShape(xt, shape);
+  Value r = kind == "mean"
+                ? (Value)k::ReduceMeanOp::create(ctx.b, ctx.loc, type, in, **axes, keep)
+                : (Value)k::ReduceOp::create(ctx.b, ctx.loc, type, in, kind, **axes, keep);
+  if constexpr (!std::is_void_v<Post>)
+    r = Post::create(ctx.b, ctx.loc, r.getType(), r);
+  ctx.setOutput(0, r);
+  return success();
+}
+
+/// x * x as a unary op class for importReduce.
+struct Square {
+  static Value create(OpBuilder &b, Location loc, Type type, Value x) {
+    return k::MulOp::create(b, loc, type, x, x);
+  }
+};
+
+template <typename ArgOp>
+static LogicalResult importArg(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto axis = ctx.axis(ctx.attrInt("axis", 0), xt.getRank());
+  if (failed(axis))
+    return failure();
+  bool keep = ctx.attrInt("keepdims", 1);
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < xt.getRank(); ++i)
+    if (i != *axis)
+      shape.push_back(xt.getDimSize(i));
+    else if (keep)
+      shape.push_back(1);
+  auto type = RankedTensorType::get(shape, ctx.b.getI64Type());
+  ctx.setOutput(0, ArgOp::create(ctx.b, ctx.loc, type, *x, *axis, keep,
+                                 ctx.attrInt("select_last_index", 0) != 0));
   return success();
 }
 
@@ -303,9 +358,23 @@ void registerNNOps(ImportTable &t) {
   t["GlobalAveragePool"] = importGlobalAveragePool;
   t["Gemm"] = importGemm;
   t["MatMul"] = importMatMul;
-  t["Softmax"] = importSoftmax;
+  t["Softmax"] = importSoftmax<k::SoftmaxOp>;
   t["LayerNormalization"] = importLayerNorm;
-  t["ReduceMean"] = importReduceMean;
+  t["ReduceMean"] = [](ImportContext &c) { return importReduce<void, void>(c, "mean"); };
+  t["ReduceSum"] = [](ImportContext &c) { return importReduce<void, void>(c, "sum"); };
+  t["ReduceMax"] = [](ImportContext &c) { return importReduce<void, void>(c, "max"); };
+  t["ReduceMin"] = [](ImportContext &c) { return importReduce<void, void>(c, "min"); };
+  t["ReduceProd"] = [](ImportContext &c) { return importReduce<void, void>(c, "prod"); };
+  t["ReduceL1"] = [](ImportContext &c) { return importReduce<k::AbsOp, void>(c, "sum"); };
+  t["ReduceL2"] = [](ImportContext &c) { return importReduce<Square, k::SqrtOp>(c, "sum"); };
+  t["ReduceSumSquare"] = [](ImportContext &c) { return importReduce<Square, void>(c, "sum"); };
+  t["ReduceLogSum"] = [](ImportContext &c) { return importReduce<void, k::LogOp>(c, "sum"); };
+  t["ReduceLogSumExp"] = [](ImportContext &c) {
+    return importReduce<k::ExpOp, k::LogOp>(c, "sum");
+  };
+  t["ArgMax"] = importArg<k::ArgMaxOp>;
+  t["ArgMin"] = importArg<k::ArgMinOp>;
+  t["LogSoftmax"] = importSoftmax<k::LogSoftmaxOp>;
 }
 
 } // namespace kiln::onnx_frontend

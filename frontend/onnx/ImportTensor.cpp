@@ -299,10 +299,23 @@ static LogicalResult importCast(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
-  if (to != onnx::TensorProto::FLOAT)
-    return ctx.fail("Cast of a run-time float32 tensor to ONNX data type " + llvm::Twine(to) +
-                    " is not supported yet");
-  ctx.setOutput(0, *x);
+  Type et = elementTypeOf(ctx.b, to);
+  if (!et)
+    return ctx.fail("Cast to " + dtypeName(to) + " is not supported");
+  auto shape = cast<RankedTensorType>(x->getType()).getShape();
+  ctx.setOutput(0, k::CastOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, et), *x));
+  return success();
+}
+
+/// CastLike: Cast to the element type of the second input.
+static LogicalResult importCastLike(ImportContext &ctx) {
+  auto like = ctx.inputType(1);
+  auto x = ctx.input(0);
+  if (failed(like) || failed(x))
+    return failure();
+  auto shape = cast<RankedTensorType>(x->getType()).getShape();
+  ctx.setOutput(0, k::CastOp::create(ctx.b, ctx.loc,
+                                     RankedTensorType::get(shape, like->getElementType()), *x));
   return success();
 }
 
@@ -431,6 +444,7 @@ void registerTensorOps(ImportTable &t) {
   t["Concat"] = importConcat;
   t["Shape"] = importShape;
   t["Cast"] = importCast;
+  t["CastLike"] = importCastLike;
   t["Slice"] = importSlice;
   t["Gather"] = importGather;
 }

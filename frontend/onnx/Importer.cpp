@@ -19,7 +19,7 @@ namespace kiln::onnx_frontend {
 
 bool HostTensor::isFloat() const {
   return dtype == onnx::TensorProto::FLOAT || dtype == onnx::TensorProto::DOUBLE ||
-         dtype == onnx::TensorProto::FLOAT16;
+         dtype == onnx::TensorProto::FLOAT16 || dtype == onnx::TensorProto::BFLOAT16;
 }
 
 int64_t HostTensor::numElements() const {
@@ -129,29 +129,65 @@ FailureOr<int64_t> ImportContext::axis(int64_t a, int64_t rank) const {
 
 Value ImportContext::scalar(Type elementType, double value) {
   auto type = RankedTensorType::get({}, elementType);
-  auto attr = DenseElementsAttr::get(type, b.getFloatAttr(elementType, value));
+  Attribute element = isa<FloatType>(elementType)
+                          ? (Attribute)b.getFloatAttr(elementType, value)
+                          : (Attribute)b.getIntegerAttr(elementType, (int64_t)value);
+  auto attr = DenseElementsAttr::get(type, element);
   return mlir::kiln::ConstantOp::create(b, loc, type, attr);
 }
 
+Type elementTypeOf(Builder &b, int32_t dtype) {
+  switch (dtype) {
+  case onnx::TensorProto::FLOAT: return b.getF32Type();
+  case onnx::TensorProto::DOUBLE: return b.getF64Type();
+  case onnx::TensorProto::FLOAT16: return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
+  case onnx::TensorProto::INT8: return b.getIntegerType(8);
+  case onnx::TensorProto::INT16: return b.getIntegerType(16);
+  case onnx::TensorProto::INT32: return b.getIntegerType(32);
+  case onnx::TensorProto::INT64: return b.getIntegerType(64);
+  case onnx::TensorProto::BOOL: return b.getIntegerType(1);
+  default: return nullptr; // unsigned, complex, string, float8...
+  }
+}
+
+std::string dtypeName(int32_t dtype) {
+  const auto *desc = onnx::TensorProto::DataType_descriptor();
+  const auto *value = desc->FindValueByNumber(dtype);
+  return value ? value->name() : "data type " + std::to_string(dtype);
+}
+
 FailureOr<Value> ImportContext::materialize(const HostTensor &t, llvm::StringRef name) {
-  if (t.dtype != onnx::TensorProto::FLOAT)
-    return fail("tensor '" + name + "' of ONNX data type " + llvm::Twine(t.dtype) +
-                " would need device support for non-float32 tensors, which kiln does not "
-                "have yet");
-  auto type = RankedTensorType::get(t.shape, b.getF32Type());
-  std::vector<float> data(t.floats.begin(), t.floats.end());
+  Type et = elementTypeOf(b, t.dtype);
+  if (!et)
+    return fail("tensor '" + name + "' has element type " + dtypeName(t.dtype) +
+                ", which is not supported");
+  auto type = RankedTensorType::get(t.shape, et);
   ElementsAttr attr;
-  // Weights become resource blobs: printed once at the end of the module and
-  // never uniqued as attributes.
-  if (data.size() > 16) {
+  if (t.dtype == onnx::TensorProto::FLOAT && t.floats.size() > 16) {
+    // Weights become resource blobs: printed once at the end of the module
+    // and never uniqued as attributes.
+    std::vector<float> data(t.floats.begin(), t.floats.end());
     auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(data));
     std::string blobName = name.str();
     for (char &c : blobName)
       if (!isalnum((unsigned char)c) && c != '_' && c != '.')
         c = '_';
     attr = DenseResourceElementsAttr::get(type, blobName, std::move(blob));
+  } else if (auto ft = dyn_cast<FloatType>(et)) {
+    SmallVector<APFloat> values;
+    for (double v : t.floats) {
+      APFloat f(v);
+      bool lost;
+      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      values.push_back(f);
+    }
+    attr = DenseElementsAttr::get(type, values);
   } else {
-    attr = DenseElementsAttr::get(type, ArrayRef<float>(data));
+    SmallVector<APInt> values;
+    for (int64_t v : t.ints)
+      values.push_back(APInt(et.getIntOrFloatBitWidth(), v, /*isSigned=*/true, true));
+    attr = DenseElementsAttr::get(type, values);
   }
   return mlir::kiln::ConstantOp::create(b, loc, type, attr).getResult();
 }
@@ -209,6 +245,29 @@ static FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std:
     else
       t.ints.assign(tp.int32_data().begin(), tp.int32_data().end());
     break;
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    if (!raw.empty())
+      ok = t.dtype == onnx::TensorProto::INT16 ? fromRaw(int16_t(), t.ints)
+                                               : fromRaw(uint16_t(), t.ints);
+    else
+      t.ints.assign(tp.int32_data().begin(), tp.int32_data().end());
+    break;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: {
+    // Stored as 16-bit patterns (raw, or one per int32_data entry).
+    std::vector<int64_t> bits;
+    if (!raw.empty())
+      ok = fromRaw(uint16_t(), bits);
+    else
+      bits.assign(tp.int32_data().begin(), tp.int32_data().end());
+    const llvm::fltSemantics &sem = t.dtype == onnx::TensorProto::FLOAT16
+                                        ? APFloat::IEEEhalf()
+                                        : APFloat::BFloat();
+    for (int64_t b : bits)
+      t.floats.push_back(APFloat(sem, APInt(16, b & 0xffff)).convertToDouble());
+    break;
+  }
   case onnx::TensorProto::BOOL:
   case onnx::TensorProto::UINT8:
   case onnx::TensorProto::INT8:
@@ -364,12 +423,13 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
     auto type = graphInputType(vi, options, path);
     if (failed(type))
       return nullptr;
-    if (type->first != onnx::TensorProto::FLOAT) {
-      llvm::errs() << "error: " << path << ": input '" << vi.name() << "' has ONNX data type "
-                   << type->first << "; kiln supports float32 model inputs only for now\n";
+    Type et = elementTypeOf(b, type->first);
+    if (!et) {
+      llvm::errs() << "error: " << path << ": input '" << vi.name() << "' has element type "
+                   << dtypeName(type->first) << ", which is not supported\n";
       return nullptr;
     }
-    inputTypes.push_back(RankedTensorType::get(type->second, b.getF32Type()));
+    inputTypes.push_back(RankedTensorType::get(type->second, et));
     inputNames.push_back(vi.name());
   }
 
@@ -424,12 +484,15 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
   return module;
 }
 
-FailureOr<RankedTensorType> broadcastType(ImportContext &ctx, Value a, Value b) {
+FailureOr<RankedTensorType> broadcastType(ImportContext &ctx, Value a, Value b,
+                                          Type elementType) {
   auto ta = cast<RankedTensorType>(a.getType()), tb = cast<RankedTensorType>(b.getType());
+  if (ta.getElementType() != tb.getElementType())
+    return ctx.fail("operand element types differ");
   auto shape = mlir::kiln::broadcastShapes(ta.getShape(), tb.getShape());
   if (failed(shape))
     return ctx.fail("operand shapes are not broadcast-compatible");
-  return RankedTensorType::get(*shape, ta.getElementType());
+  return RankedTensorType::get(*shape, elementType ? elementType : ta.getElementType());
 }
 
 } // namespace kiln::onnx_frontend

@@ -38,6 +38,11 @@ def relu():
 
 
 def unsupported():
+    return model([helper.make_node("Det", ["x"], ["y"], name="the_det")],
+                 [tensor("x", [2, 3, 3])], [tensor("y", [2])], []), [(2, 3, 3)]
+
+
+def float_mod():
     return model([helper.make_node("Mod", ["x", "x"], ["y"], name="the_mod")],
                  [tensor("x", [2, 3])], [tensor("y", [2, 3])], []), [(2, 3)]
 
@@ -219,7 +224,7 @@ def import_tensor():
             [(1, 2, 3, 2)])
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, dynamic, mlp, cnn, cnn_b1, transformer,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, mlp, cnn, cnn_b1, transformer,
                                         import_math, import_nn, import_tensor]}
 
 if __name__ == "__main__":

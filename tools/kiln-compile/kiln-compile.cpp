@@ -149,25 +149,46 @@ static std::string defaultSymbolName(StringRef output) {
   return name;
 }
 
+/// ONNX TensorProto.DataType code of an element type (0 if none).
+static int32_t dtypeCode(Type t) {
+  if (t.isF32()) return 1;
+  if (t.isF64()) return 11;
+  if (t.isF16()) return 10;
+  if (t.isBF16()) return 16;
+  if (t.isInteger(1)) return 9;
+  if (t.isInteger(8)) return 3;
+  if (t.isInteger(16)) return 5;
+  if (t.isInteger(32)) return 6;
+  if (t.isInteger(64)) return 7;
+  return 0;
+}
+
 static FailureOr<mlir::kiln::ModelSignature> signatureOf(ModuleOp module) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
   mlir::kiln::ModelSignature sig;
-  auto describe = [](Type t, StringAttr name) {
+  auto describe = [](Type t, StringAttr name) -> FailureOr<mlir::kiln::TensorSignature> {
     auto tt = cast<RankedTensorType>(t);
-    // Model I/O is float32 today; see frontend's input checks.
-    return mlir::kiln::TensorSignature{name ? name.str() : "", 1,
+    int32_t dtype = dtypeCode(tt.getElementType());
+    if (!dtype)
+      return failure();
+    return mlir::kiln::TensorSignature{name ? name.str() : "", dtype,
                                        std::vector<int64_t>(tt.getShape().begin(),
                                                             tt.getShape().end())};
   };
-  for (unsigned i = 0; i < main.getNumArguments(); ++i)
-    sig.inputs.push_back(describe(main.getArgumentTypes()[i],
-                                  main.getArgAttrOfType<StringAttr>(i, "kiln.name")));
-  for (unsigned i = 0; i < main.getNumResults(); ++i)
-    sig.outputs.push_back(describe(main.getResultTypes()[i],
-                                   main.getResultAttrOfType<StringAttr>(i, "kiln.name")));
-  for (Type t : main.getResultTypes())
-    if (!cast<RankedTensorType>(t).getElementType().isF32())
+  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+    auto t = describe(main.getArgumentTypes()[i],
+                      main.getArgAttrOfType<StringAttr>(i, "kiln.name"));
+    if (failed(t))
       return failure();
+    sig.inputs.push_back(*t);
+  }
+  for (unsigned i = 0; i < main.getNumResults(); ++i) {
+    auto t = describe(main.getResultTypes()[i],
+                      main.getResultAttrOfType<StringAttr>(i, "kiln.name"));
+    if (failed(t))
+      return failure();
+    sig.outputs.push_back(*t);
+  }
   return sig;
 }
 
@@ -246,7 +267,7 @@ int main(int argc, char **argv) {
     return error("the imported IR does not verify (see above)");
   auto signature = signatureOf(*module);
   if (failed(signature))
-    return error("model outputs must be float32 for now");
+    return error("a model input or output has an element type the runtime cannot describe");
 
   std::string prefix = symbolName.empty() ? defaultSymbolName(outputFile) : symbolName;
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
