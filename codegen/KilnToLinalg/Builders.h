@@ -55,6 +55,8 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads
 
 /// Patterns for elementwise kiln ops (Elementwise.cpp).
 void populateElementwiseLowerings(RewritePatternSet &patterns);
+/// Patterns for slice, gather, pad, expand and tile (DataMovement.cpp).
+void populateDataMovementLowerings(RewritePatternSet &patterns);
 
 } // namespace mlir::kiln
 

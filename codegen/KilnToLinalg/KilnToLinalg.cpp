@@ -632,6 +632,7 @@ struct ConvertKilnToLinalgPass
                  ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>, LayerNormLowering>(
         ctx);
     populateElementwiseLowerings(patterns);
+    populateDataMovementLowerings(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -374,6 +374,81 @@ OpFoldResult ConcatOp::fold(FoldAdaptor) {
   return {};
 }
 
+static LogicalResult verifyAxis(Operation *op, Value input, int64_t axis);
+
+LogicalResult SliceOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> out = cast<RankedTensorType>(getType()).getShape();
+  if (getStarts().size() != in.size() || getSteps().size() != in.size() || out.size() != in.size())
+    return emitOpError("starts, steps and result need one entry per input dimension");
+  for (size_t i = 0; i < in.size(); ++i) {
+    int64_t start = getStarts()[i], step = getSteps()[i];
+    if (step == 0)
+      return emitOpError("step must not be 0");
+    if (out[i] == 0)
+      continue;
+    int64_t last = start + (out[i] - 1) * step;
+    if (start < 0 || start >= in[i] || last < 0 || last >= in[i])
+      return emitOpError("dimension ") << i << " reads outside the input";
+  }
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
+  int64_t axis = getAxis();
+  if (failed(verifyAxis(*this, getData(), axis)))
+    return failure();
+  if (!isa<IntegerType>(getElementTypeOrSelf(getIndices().getType())))
+    return emitOpError("indices must be integers");
+  SmallVector<int64_t> expected(data.begin(), data.begin() + axis);
+  expected.append(indices.begin(), indices.end());
+  expected.append(data.begin() + axis + 1, data.end());
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getData().getType()), expected);
+}
+
+LogicalResult PadOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> pads = getPads();
+  StringRef mode = getMode();
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return emitOpError("mode must be constant, reflect or edge");
+  if (pads.size() != 2 * in.size())
+    return emitOpError("needs 2 pads per dimension");
+  SmallVector<int64_t> expected;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (pads[i] < 0 || pads[i + in.size()] < 0)
+      return emitOpError("pads must be >= 0 (negative pads are slices)");
+    if (mode == "reflect" && (pads[i] >= in[i] || pads[i + in.size()] >= in[i]))
+      return emitOpError("reflect pads must be smaller than the dimension");
+    expected.push_back(in[i] + pads[i] + pads[i + in.size()]);
+  }
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()), expected);
+}
+
+LogicalResult ExpandOp::verify() {
+  auto out = cast<RankedTensorType>(getType()).getShape();
+  auto bc = broadcastShapes(shapeOf(getInput()), out);
+  if (failed(bc) || ArrayRef<int64_t>(*bc) != out)
+    return emitOpError("input does not broadcast to the result shape");
+  return success();
+}
+
+OpFoldResult ExpandOp::fold(FoldAdaptor) {
+  return getInput().getType() == getType() ? getInput() : Value();
+}
+
+LogicalResult TileOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> out = cast<RankedTensorType>(getType()).getShape();
+  if (in.size() != out.size())
+    return emitOpError("changes the rank");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] == 0 ? out[i] != 0 : out[i] % in[i] != 0)
+      return emitOpError("result dimension ") << i << " is not a multiple of the input's";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization and reductions
 //===----------------------------------------------------------------------===//

@@ -237,6 +237,60 @@ def Kiln_ConcatOp : Kiln_Op<"concat"> {
   let hasFolder = 1;
 }
 
+def Kiln_SliceOp : Kiln_Op<"slice"> {
+  let summary = "Strided slice: result[i] = input[starts + i * steps] per dimension";
+  let description = [{
+    `starts` and `steps` have one entry per dimension; steps may be negative.
+    The result shape gives the number of elements taken per dimension.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$steps);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather"> {
+  let summary = "ONNX Gather: select slices of `data` along `axis` by integer indices";
+  let description = [{
+    result.shape = data.shape[:axis] + indices.shape + data.shape[axis+1:].
+    Negative indices count from the end. Out-of-range indices are clamped
+    (the compiled code never reads out of bounds).
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_Tensor:$indices, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_PadOp : Kiln_Op<"pad"> {
+  let summary = "Pad every dimension: constant, reflect or edge mode";
+  let description = [{
+    `pads` holds [begin_0, ..., begin_n, end_0, ..., end_n] (non-negative).
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$pads, StrAttr:$mode,
+                   F64Attr:$value);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ExpandOp : Kiln_Op<"expand"> {
+  let summary = "Broadcast the input to the result shape (numpy rules)";
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_TileOp : Kiln_Op<"tile"> {
+  let summary = "Repeat the input along every dimension (result = input.shape * repeats)";
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization and reductions
 //===----------------------------------------------------------------------===//

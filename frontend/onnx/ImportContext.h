@@ -89,6 +89,9 @@ mlir::FailureOr<mlir::RankedTensorType> broadcastType(ImportContext &ctx, mlir::
                                                       mlir::Value b,
                                                       mlir::Type elementType = nullptr);
 
+/// The values of an ONNX TensorProto (prints an error naming `file` on failure).
+mlir::FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std::string &file);
+
 /// The MLIR element type of an ONNX data type; null if unsupported.
 mlir::Type elementTypeOf(mlir::Builder &b, int32_t dtype);
 /// "FLOAT", "INT64", ... for messages.

@@ -12,7 +12,6 @@ namespace k = mlir::kiln;
 
 namespace kiln::onnx_frontend {
 
-LogicalResult importTensorProto(ImportContext &ctx, const onnx::TensorProto &tp);
 
 static HostTensor intTensor(std::vector<int64_t> values, std::vector<int64_t> shape) {
   HostTensor t;
@@ -33,7 +32,11 @@ static std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
 static LogicalResult importConstant(ImportContext &ctx) {
   for (const auto &a : ctx.node->attribute()) {
     if (a.name() == "value") {
-      return importTensorProto(ctx, a.t());
+      auto t = parseTensor(a.t(), ctx.file);
+      if (failed(t))
+        return failure();
+      ctx.setHostOutput(0, std::move(*t));
+      return success();
     }
     HostTensor t;
     if (a.name() == "value_float" || a.name() == "value_floats") {
@@ -320,11 +323,45 @@ static LogicalResult importCastLike(ImportContext &ctx) {
 }
 
 /// Slice on host tensors (shape arithmetic); run-time slicing is future work.
+/// Copies the strided box (begin + i * step, `size` elements per dimension)
+/// out of a host tensor.
+static HostTensor sliceHost(const HostTensor &t, ArrayRef<int64_t> begin, ArrayRef<int64_t> step,
+                            ArrayRef<int64_t> size) {
+  HostTensor r;
+  r.dtype = t.dtype;
+  r.shape.assign(size.begin(), size.end());
+  int64_t rank = t.shape.size(), n = r.numElements();
+  std::vector<int64_t> inStrides = stridesOf(t.shape), outStrides = stridesOf(size);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    int64_t src = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      src += (begin[d] + (flat / outStrides[d]) % size[d] * step[d]) * inStrides[d];
+    if (t.isFloat())
+      r.floats.push_back(t.floats[src]);
+    else
+      r.ints.push_back(t.ints[src]);
+  }
+  return r;
+}
+
+/// A strided slice of input 0, on the host when it is a compile-time
+/// tensor, else as kiln.slice.
+static LogicalResult emitSlice(ImportContext &ctx, size_t output, ArrayRef<int64_t> begin,
+                               ArrayRef<int64_t> step, ArrayRef<int64_t> size) {
+  if (const HostTensor *t = ctx.hostInput(0)) {
+    ctx.setHostOutput(output, sliceHost(*t, begin, step, size));
+    return success();
+  }
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto type = RankedTensorType::get(size, getElementTypeOrSelf(x->getType()));
+  ctx.setOutput(output, k::SliceOp::create(ctx.b, ctx.loc, type, *x, begin, step));
+  return success();
+}
+
 static LogicalResult importSlice(ImportContext &ctx) {
-  const HostTensor *t = ctx.hostInput(0);
-  if (!t)
-    return ctx.fail("Slice of a run-time tensor is not supported yet (only compile-time "
-                    "shape arithmetic)");
+  std::vector<int64_t> shape = shapeOfInput(ctx);
   std::vector<int64_t> starts, ends, axes, steps;
   if (ctx.opset < 10) {
     starts = ctx.attrInts("starts");
@@ -349,18 +386,21 @@ static LogicalResult importSlice(ImportContext &ctx) {
       steps = *st;
     }
   }
-  int64_t rank = t->shape.size();
+  int64_t rank = shape.size();
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i)
       axes.push_back(i);
   if (steps.empty())
     steps.assign(starts.size(), 1);
-  std::vector<int64_t> begin(rank, 0), step(rank, 1), size(t->shape);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return ctx.fail("starts, ends, axes and steps must have the same length");
+  std::vector<int64_t> begin(rank, 0), step(rank, 1), size(shape);
   for (size_t i = 0; i < axes.size(); ++i) {
     auto a = ctx.axis(axes[i], rank);
     if (failed(a))
       return failure();
-    int64_t dim = t->shape[*a], s = steps[i];
+    int64_t dim = shape[*a], s = steps[i];
     if (s == 0)
       return ctx.fail("Slice step must not be 0");
     int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
@@ -370,40 +410,74 @@ static LogicalResult importSlice(ImportContext &ctx) {
       e = std::clamp<int64_t>(e, 0, dim);
       size[*a] = std::max<int64_t>(0, (e - b + s - 1) / s);
     } else {
-      b = std::clamp<int64_t>(b, 0, dim - 1);
+      b = std::clamp<int64_t>(b, -1, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
       size[*a] = std::max<int64_t>(0, (b - e - s - 1) / -s);
     }
-    begin[*a] = b;
+    begin[*a] = size[*a] ? b : 0;
     step[*a] = s;
   }
-  HostTensor r;
-  r.dtype = t->dtype;
-  r.shape = size;
-  std::vector<int64_t> inStrides = stridesOf(t->shape);
-  int64_t n = r.numElements();
-  std::vector<int64_t> outStrides = stridesOf(size);
-  for (int64_t flat = 0; flat < n; ++flat) {
-    int64_t src = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      int64_t idx = (flat / outStrides[d]) % size[d];
-      src += (begin[d] + idx * step[d]) * inStrides[d];
-    }
-    if (t->isFloat())
-      r.floats.push_back(t->floats[src]);
-    else
-      r.ints.push_back(t->ints[src]);
+  return emitSlice(ctx, 0, begin, step, size);
+}
+
+/// Split into equal parts, or by the `split` sizes (input from opset 13).
+static LogicalResult importSplit(ImportContext &ctx) {
+  std::vector<int64_t> shape = shapeOfInput(ctx);
+  int64_t rank = shape.size();
+  auto axis = ctx.axis(ctx.attrInt("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  std::vector<int64_t> sizes;
+  if (ctx.opset >= 13 && ctx.hasInput(1)) {
+    auto s = ctx.hostInts(1, "split");
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  } else if (ctx.opset < 13) {
+    sizes = ctx.attrInts("split");
   }
-  ctx.setHostOutput(0, std::move(r));
+  int64_t outputs = ctx.node->output_size(), dim = shape[*axis];
+  if (sizes.empty()) {
+    int64_t parts = ctx.attrInt("num_outputs", outputs);
+    int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t i = 0; i < parts; ++i)
+      sizes.push_back(std::min(chunk, dim - i * chunk));
+  }
+  if ((int64_t)sizes.size() != outputs)
+    return ctx.fail("split has " + llvm::Twine(sizes.size()) + " parts for " +
+                    llvm::Twine(outputs) + " outputs");
+  std::vector<int64_t> begin(rank, 0), step(rank, 1), size(shape);
+  for (int64_t i = 0; i < outputs; ++i) {
+    size[*axis] = sizes[i];
+    if (failed(emitSlice(ctx, i, begin, step, size)))
+      return failure();
+    begin[*axis] += sizes[i];
+  }
+  if (begin[*axis] != dim)
+    return ctx.fail("split sizes do not add up to dimension " + llvm::Twine(dim));
   return success();
 }
 
 /// Gather on host tensors (e.g. picking one dimension out of Shape).
 static LogicalResult importGather(ImportContext &ctx) {
   const HostTensor *data = ctx.hostInput(0), *indices = ctx.hostInput(1);
-  if (!data || !indices)
-    return ctx.fail("Gather of run-time tensors is not supported yet (only compile-time "
-                    "shape arithmetic)");
+  if (!data || !indices) {
+    auto d = ctx.input(0), i = ctx.input(1);
+    if (failed(d) || failed(i))
+      return failure();
+    auto dt = cast<RankedTensorType>(d->getType());
+    auto it = cast<RankedTensorType>(i->getType());
+    auto axis = ctx.axis(ctx.attrInt("axis", 0), dt.getRank());
+    if (failed(axis))
+      return failure();
+    SmallVector<int64_t> shape(dt.getShape().begin(), dt.getShape().begin() + *axis);
+    shape.append(it.getShape().begin(), it.getShape().end());
+    shape.append(dt.getShape().begin() + *axis + 1, dt.getShape().end());
+    ctx.setOutput(0, k::GatherOp::create(ctx.b, ctx.loc,
+                                         RankedTensorType::get(shape, dt.getElementType()), *d,
+                                         *i, *axis));
+    return success();
+  }
   int64_t rank = data->shape.size();
   auto axis = ctx.axis(ctx.attrInt("axis", 0), rank);
   if (failed(axis))
@@ -434,7 +508,199 @@ static LogicalResult importGather(ImportContext &ctx) {
   return success();
 }
 
+/// Pad: pads (and the constant value) come from inputs from opset 11 on,
+/// from attributes before; `axes` (opset 18) selects the padded dimensions.
+static LogicalResult importPad(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank();
+  std::vector<int64_t> pads;
+  double value = 0.0;
+  if (ctx.opset < 11) {
+    pads = ctx.attrInts("pads");
+    value = ctx.attrFloat("value", 0.0f);
+  } else {
+    auto p = ctx.hostInts(1, "pads");
+    if (failed(p))
+      return failure();
+    pads = *p;
+    if (ctx.hasInput(2)) {
+      const HostTensor *v = ctx.hostInput(2);
+      if (!v || v->numElements() != 1)
+        return ctx.fail("constant_value must be a compile-time scalar");
+      value = v->isFloat() ? v->floats[0] : (double)v->ints[0];
+    }
+  }
+  if (ctx.hasInput(3)) { // axes: expand pads to every dimension
+    auto a = ctx.hostInts(3, "axes");
+    if (failed(a))
+      return failure();
+    std::vector<int64_t> full(2 * rank, 0);
+    for (size_t i = 0; i < a->size(); ++i) {
+      auto axis = ctx.axis((*a)[i], rank);
+      if (failed(axis))
+        return failure();
+      full[*axis] = pads[i];
+      full[*axis + rank] = pads[i + a->size()];
+    }
+    pads = full;
+  }
+  if ((int64_t)pads.size() != 2 * rank)
+    return ctx.fail("pads needs 2 entries per dimension");
+  std::string mode = "constant";
+  for (const auto &a : ctx.node->attribute())
+    if (a.name() == "mode")
+      mode = a.s();
+  if (mode == "wrap")
+    return ctx.fail("Pad mode 'wrap' is not supported");
+  if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return ctx.fail("negative pads are not supported");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i)
+    shape.push_back(xt.getDimSize(i) + pads[i] + pads[i + rank]);
+  ctx.setOutput(0, k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
+                                    *x, ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getStringAttr(mode), ctx.b.getF64FloatAttr(value)));
+  return success();
+}
+
+/// Expand broadcasts both ways: the result is broadcast(input, shape).
+static LogicalResult importExpand(ImportContext &ctx) {
+  auto shape = ctx.hostInts(1, "shape");
+  auto x = ctx.input(0);
+  if (failed(shape) || failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto out = k::broadcastShapes(xt.getShape(), *shape);
+  if (failed(out))
+    return ctx.fail("the input does not broadcast to the requested shape");
+  ctx.setOutput(0, k::ExpandOp::create(ctx.b, ctx.loc, RankedTensorType::get(*out, xt.getElementType()), *x));
+  return success();
+}
+
+static LogicalResult importTile(ImportContext &ctx) {
+  auto repeats = ctx.hostInts(1, "repeats");
+  auto x = ctx.input(0);
+  if (failed(repeats) || failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  if ((int64_t)repeats->size() != xt.getRank())
+    return ctx.fail("repeats needs one entry per dimension");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < xt.getRank(); ++i)
+    shape.push_back(xt.getDimSize(i) * (*repeats)[i]);
+  ctx.setOutput(0, k::TileOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()), *x));
+  return success();
+}
+
+static LogicalResult importConstantOfShape(ImportContext &ctx) {
+  auto shape = ctx.hostInts(0, "shape");
+  if (failed(shape))
+    return failure();
+  HostTensor r;
+  r.dtype = onnx::TensorProto::FLOAT;
+  r.shape = *shape;
+  double value = 0.0;
+  for (const auto &a : ctx.node->attribute())
+    if (a.name() == "value") {
+      r.dtype = a.t().data_type();
+      auto v = parseTensor(a.t(), ctx.file);
+      if (failed(v))
+        return failure();
+      if (v->numElements() != 1)
+        return ctx.fail("value must be a one-element tensor");
+      value = v->isFloat() ? v->floats[0] : (double)v->ints[0];
+    }
+  int64_t n = r.numElements();
+  if (r.isFloat())
+    r.floats.assign(n, value);
+  else
+    r.ints.assign(n, (int64_t)value);
+  ctx.setHostOutput(0, std::move(r));
+  return success();
+}
+
+/// Range with compile-time start, limit and delta.
+static LogicalResult importRange(ImportContext &ctx) {
+  const HostTensor *s = ctx.hostInput(0), *l = ctx.hostInput(1), *d = ctx.hostInput(2);
+  if (!s || !l || !d)
+    return ctx.fail("Range with run-time start, limit or delta needs dynamic shapes, which "
+                    "are not supported yet");
+  auto scalar = [](const HostTensor *t) { return t->isFloat() ? t->floats[0] : (double)t->ints[0]; };
+  double start = scalar(s), limit = scalar(l), delta = scalar(d);
+  if (delta == 0)
+    return ctx.fail("Range delta must not be 0");
+  int64_t n = std::max<int64_t>(0, (int64_t)std::ceil((limit - start) / delta));
+  HostTensor r;
+  r.dtype = s->dtype;
+  r.shape = {n};
+  for (int64_t i = 0; i < n; ++i) {
+    if (r.isFloat())
+      r.floats.push_back(start + i * delta);
+    else
+      r.ints.push_back((int64_t)start + i * (int64_t)delta);
+  }
+  ctx.setHostOutput(0, std::move(r));
+  return success();
+}
+
+static LogicalResult importSize(ImportContext &ctx) {
+  int64_t n = 1;
+  for (int64_t d : shapeOfInput(ctx))
+    n *= d;
+  ctx.setHostOutput(0, intTensor({n}, {}));
+  return success();
+}
+
+/// DepthToSpace / SpaceToDepth as reshape -> transpose -> reshape.
+template <bool toSpace>
+static LogicalResult importDepthSpace(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (xt.getRank() != 4)
+    return ctx.fail("only rank-4 NCHW inputs are supported");
+  int64_t bs = ctx.attrInt("blocksize", 0), n = xt.getDimSize(0), c = xt.getDimSize(1),
+          h = xt.getDimSize(2), w = xt.getDimSize(3);
+  if (bs < 1 || (toSpace ? c % (bs * bs) : h % bs + w % bs) != 0)
+    return ctx.fail("blocksize does not divide the input");
+  bool crd = false;
+  for (const auto &a : ctx.node->attribute())
+    if (a.name() == "mode")
+      crd = a.s() == "CRD";
+  Type et = xt.getElementType();
+  SmallVector<int64_t> split, perm, out;
+  if (toSpace) {
+    int64_t oc = c / (bs * bs);
+    split = crd ? SmallVector<int64_t>{n, oc, bs, bs, h, w} : SmallVector<int64_t>{n, bs, bs, oc, h, w};
+    perm = crd ? SmallVector<int64_t>{0, 1, 4, 2, 5, 3} : SmallVector<int64_t>{0, 3, 4, 1, 5, 2};
+    out = {n, oc, h * bs, w * bs};
+  } else {
+    split = {n, c, h / bs, bs, w / bs, bs};
+    perm = {0, 3, 5, 1, 2, 4};
+    out = {n, c * bs * bs, h / bs, w / bs};
+  }
+  Value r = k::ReshapeOp::create(ctx.b, ctx.loc, RankedTensorType::get(split, et), *x);
+  SmallVector<int64_t> permuted;
+  for (int64_t p : perm)
+    permuted.push_back(split[p]);
+  r = k::TransposeOp::create(ctx.b, ctx.loc, RankedTensorType::get(permuted, et), r, perm);
+  ctx.setOutput(0, k::ReshapeOp::create(ctx.b, ctx.loc, RankedTensorType::get(out, et), r));
+  return success();
+}
+
 void registerTensorOps(ImportTable &t) {
+  t["Split"] = importSplit;
+  t["Pad"] = importPad;
+  t["Expand"] = importExpand;
+  t["Tile"] = importTile;
+  t["ConstantOfShape"] = importConstantOfShape;
+  t["Range"] = importRange;
+  t["Size"] = importSize;
+  t["DepthToSpace"] = importDepthSpace<true>;
+  t["SpaceToDepth"] = importDepthSpace<false>;
   t["Constant"] = importConstant;
   t["Reshape"] = importReshape;
   t["Flatten"] = importFlatten;

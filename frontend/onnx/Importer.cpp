@@ -81,7 +81,8 @@ const HostTensor *ImportContext::hostInput(size_t i) const {
 FailureOr<std::vector<int64_t>> ImportContext::hostInts(size_t i, llvm::StringRef what) {
   const HostTensor *t = hostInput(i);
   if (!t)
-    return fail("input '" + what + "' must be a compile-time constant");
+    return fail("input '" + what + "' must be a compile-time constant (run-time values here "
+                "need dynamic shapes, which are not supported yet)");
   if (t->isFloat())
     return fail("input '" + what + "' must be an integer tensor");
   return t->ints;
@@ -196,7 +197,7 @@ FailureOr<Value> ImportContext::materialize(const HostTensor &t, llvm::StringRef
 // Model loading
 //===----------------------------------------------------------------------===//
 
-static FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std::string &file) {
+FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std::string &file) {
   HostTensor t;
   t.dtype = tp.data_type();
   t.shape.assign(tp.dims().begin(), tp.dims().end());
@@ -289,14 +290,6 @@ static FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std:
     return failure();
   }
   return t;
-}
-
-LogicalResult importTensorProto(ImportContext &ctx, const onnx::TensorProto &tp) {
-  auto t = parseTensor(tp, ctx.file);
-  if (failed(t))
-    return failure();
-  ctx.setHostOutput(0, std::move(*t));
-  return success();
 }
 
 static FailureOr<onnx::ModelProto> loadModel(const std::string &path) {

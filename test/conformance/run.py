@@ -206,6 +206,8 @@ def main():
     ap.add_argument("--check-floor", action="store_true",
                     help=f"exit 1 if fewer tests pass than {os.path.relpath(FLOOR_FILE, ROOT)}")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every result")
+    ap.add_argument("--results", default=os.path.join(ROOT, "build", "conformance", "results.tsv"),
+                    help="where to write every test's status and reason (TSV)")
     args = ap.parse_args()
 
     tests = [(suite, name) for suite in SUITES
@@ -232,6 +234,10 @@ def main():
                f"{counts['pass']} passed, {counts['fail']} failed, "
                f"{counts['unsupported']} unsupported, {counts['n/a']} not applicable")
     print(f"conformance: {summary} in {time.time() - start:.0f} s")
+    os.makedirs(os.path.dirname(args.results), exist_ok=True)
+    with open(args.results, "w") as f:
+        for (suite, name), (status, reason, op, secs) in sorted(results.items()):
+            f.write(f"{suite}\t{name}\t{op}\t{status}\t{secs:.2f}\t{reason}\n")
     if not args.filter:
         write_report(args.report, results, summary)
     if args.check_floor:
