@@ -68,6 +68,8 @@ Value clampIndex(OpBuilder &b, Location loc, Value i, int64_t size) {
   return arith::MinSIOp::create(b, loc, lo, indexConst(b, loc, size - 1));
 }
 
+Value normalizeIndex(OpBuilder &b, Location loc, Value raw, int64_t size);
+
 struct SliceLowering : OpConversionPattern<SliceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
@@ -108,17 +110,40 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
     Value r = gatherFrom(
         rewriter, loc, data, indices, {idxMap}, type,
         [&](OpBuilder &b, Location l, ValueRange in, ArrayRef<Value> out) {
-          // Negative indices count from the end; clamping keeps reads in bounds.
-          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), in[0]);
-          Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i,
-                                            indexConst(b, l, 0));
-          i = arith::SelectOp::create(b, l, neg,
-                                      arith::AddIOp::create(b, l, i, indexConst(b, l, dim)), i);
           SmallVector<Value> src(out.begin(), out.begin() + axis);
-          src.push_back(clampIndex(b, l, i, dim));
+          src.push_back(normalizeIndex(b, l, in[0], dim));
           src.append(out.begin() + axis + q, out.end());
           return src;
         });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// A run-time index into a dimension of `size`: negative counts from the
+/// end, and out-of-range values are clamped so reads stay in bounds.
+Value normalizeIndex(OpBuilder &b, Location loc, Value raw, int64_t size) {
+  Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, indexConst(b, loc, 0));
+  i = arith::SelectOp::create(b, loc, neg,
+                              arith::AddIOp::create(b, loc, i, indexConst(b, loc, size)), i);
+  return clampIndex(b, loc, i, size);
+}
+
+struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(GatherElementsOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    Value data = adaptor.getData();
+    int64_t axis = op.getAxis(), dim = tensorType(data).getDimSize(axis);
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), rewriter.getContext());
+    Value r = gatherFrom(rewriter, op.getLoc(), data, adaptor.getIndices(), {identity}, type,
+                         [&](OpBuilder &b, Location l, ValueRange in, ArrayRef<Value> out) {
+                           SmallVector<Value> src(out);
+                           src[axis] = normalizeIndex(b, l, in[0], dim);
+                           return src;
+                         });
     rewriter.replaceOp(op, r);
     return success();
   }
@@ -201,6 +226,6 @@ struct TileLowering : OpConversionPattern<TileOp> {
 } // namespace
 
 void mlir::kiln::populateDataMovementLowerings(RewritePatternSet &patterns) {
-  patterns.add<SliceLowering, GatherLowering, PadLowering, ExpandLowering, TileLowering>(
+  patterns.add<SliceLowering, GatherLowering, GatherElementsLowering, PadLowering, ExpandLowering, TileLowering>(
       patterns.getContext());
 }

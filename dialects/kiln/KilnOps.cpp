@@ -407,6 +407,17 @@ LogicalResult GatherOp::verify() {
   return verifyResult(*this, getType(), getElementTypeOrSelf(getData().getType()), expected);
 }
 
+LogicalResult GatherElementsOp::verify() {
+  ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
+  if (failed(verifyAxis(*this, getData(), getAxis())))
+    return failure();
+  if (data.size() != indices.size())
+    return emitOpError("data and indices must have the same rank");
+  if (!isa<IntegerType>(getElementTypeOrSelf(getIndices().getType())))
+    return emitOpError("indices must be integers");
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getData().getType()), indices);
+}
+
 LogicalResult PadOp::verify() {
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> pads = getPads();

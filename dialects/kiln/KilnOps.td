@@ -262,6 +262,18 @@ def Kiln_GatherOp : Kiln_Op<"gather"> {
   let hasVerifier = 1;
 }
 
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements"> {
+  let summary = "result[i] = data[i with i[axis] replaced by indices[i]] (ONNX GatherElements)";
+  let description = [{
+    The result has the shape of `indices`. Negative indices count from the
+    end; out-of-range indices are clamped.
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_Tensor:$indices, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_PadOp : Kiln_Op<"pad"> {
   let summary = "Pad every dimension: constant, reflect or edge mode";
   let description = [{

@@ -75,6 +75,34 @@ public:
   mlir::FailureOr<int64_t> axis(int64_t a, int64_t rank) const;
 };
 
+/// Builds kiln ops at the current node; binary ops broadcast their operands.
+struct Emitter {
+  ImportContext &ctx;
+
+  template <typename Op>
+  mlir::FailureOr<mlir::Value> binary(mlir::Value a, mlir::Value b,
+                                      mlir::Type resultElement = nullptr);
+  template <typename Op>
+  mlir::Value unary(mlir::Value x) {
+    return Op::create(ctx.b, ctx.loc, x.getType(), x);
+  }
+  /// A rank-0 constant of `like`'s element type.
+  mlir::Value constant(mlir::Value like, double v) {
+    return ctx.scalar(mlir::getElementTypeOrSelf(like.getType()), v);
+  }
+  mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
+    auto type = mlir::RankedTensorType::get(shape, mlir::getElementTypeOrSelf(x.getType()));
+    return mlir::kiln::ReshapeOp::create(ctx.b, ctx.loc, type, x);
+  }
+  mlir::Value castTo(mlir::Value x, mlir::Type elementType) {
+    auto shape = mlir::cast<mlir::RankedTensorType>(x.getType()).getShape();
+    return mlir::kiln::CastOp::create(ctx.b, ctx.loc,
+                                      mlir::RankedTensorType::get(shape, elementType), x);
+  }
+  /// Sum over all dimensions, as a rank-0 tensor.
+  mlir::Value sumAll(mlir::Value x);
+};
+
 using ImportFn = std::function<mlir::LogicalResult(ImportContext &)>;
 using ImportTable = llvm::StringMap<ImportFn>;
 
@@ -82,12 +110,22 @@ using ImportTable = llvm::StringMap<ImportFn>;
 void registerMathOps(ImportTable &table);
 void registerNNOps(ImportTable &table);
 void registerTensorOps(ImportTable &table);
+void registerLossOps(ImportTable &table);
 
 /// kiln binary op result type under numpy broadcasting, with `a`'s element
 /// type unless `elementType` is given.
 mlir::FailureOr<mlir::RankedTensorType> broadcastType(ImportContext &ctx, mlir::Value a,
                                                       mlir::Value b,
                                                       mlir::Type elementType = nullptr);
+
+template <typename Op>
+mlir::FailureOr<mlir::Value> Emitter::binary(mlir::Value a, mlir::Value b,
+                                             mlir::Type resultElement) {
+  auto type = broadcastType(ctx, a, b, resultElement);
+  if (mlir::failed(type))
+    return mlir::failure();
+  return Op::create(ctx.b, ctx.loc, *type, a, b).getResult();
+}
 
 /// The values of an ONNX TensorProto (prints an error naming `file` on failure).
 mlir::FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std::string &file);

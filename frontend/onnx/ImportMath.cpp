@@ -5,6 +5,7 @@
 // elementwise fusion in codegen merges the pieces again.
 //
 //===----------------------------------------------------------------------===//
+#include "frontend/onnx/HostEval.h"
 #include "frontend/onnx/ImportContext.h"
 
 #include <cmath>
@@ -16,28 +17,48 @@ namespace kiln::onnx_frontend {
 
 namespace {
 
-/// Builds elementwise kiln ops at the current node, broadcasting operands.
-struct Emitter {
-  ImportContext &ctx;
+/// Host evaluation of each binary kiln op (float and integer forms).
+template <typename Op>
+struct HostFn;
+#define KILN_HOST_FN(OP, EXPR)                                                               \
+  template <>                                                                                \
+  struct HostFn<OP> {                                                                        \
+    static double f(double a, double b) { return EXPR; }                                     \
+    static int64_t i(int64_t a, int64_t b) { return EXPR; }                                  \
+  };
+KILN_HOST_FN(k::AddOp, a + b)
+KILN_HOST_FN(k::SubOp, a - b)
+KILN_HOST_FN(k::MulOp, a * b)
+KILN_HOST_FN(k::DivOp, b == 0 ? 0 : a / b)
+KILN_HOST_FN(k::MaxOp, std::max(a, b))
+KILN_HOST_FN(k::MinOp, std::min(a, b))
+KILN_HOST_FN(k::EqualOp, a == b)
+KILN_HOST_FN(k::LessOp, a < b)
+KILN_HOST_FN(k::LessEqualOp, a <= b)
+KILN_HOST_FN(k::GreaterOp, a > b)
+KILN_HOST_FN(k::GreaterEqualOp, a >= b)
+KILN_HOST_FN(k::AndOp, a && b)
+KILN_HOST_FN(k::OrOp, a || b)
+KILN_HOST_FN(k::XorOp, (a != 0) != (b != 0))
+#undef KILN_HOST_FN
 
-  template <typename Op>
-  FailureOr<Value> binary(Value a, Value b, Type resultElement = nullptr) {
-    auto type = broadcastType(ctx, a, b, resultElement);
-    if (failed(type))
-      return failure();
-    return Op::create(ctx.b, ctx.loc, *type, a, b).getResult();
-  }
-  template <typename Op>
-  Value unary(Value x) {
-    return Op::create(ctx.b, ctx.loc, x.getType(), x);
-  }
-  Value constant(Value like, double v) {
-    return ctx.scalar(getElementTypeOrSelf(like.getType()), v);
-  }
-};
+/// Folds the node on the host when both inputs are compile-time tensors.
+template <typename Op>
+bool foldOnHost(ImportContext &ctx, int32_t resultDtype = 0) {
+  const HostTensor *a = ctx.hostInput(0), *b = ctx.hostInput(1);
+  if (!a || !b)
+    return false;
+  auto r = hostBinary(*a, *b, HostFn<Op>::f, HostFn<Op>::i, resultDtype);
+  if (!r)
+    return false;
+  ctx.setHostOutput(0, std::move(*r));
+  return true;
+}
 
 template <typename Op>
 LogicalResult importBinary(ImportContext &ctx) {
+  if (foldOnHost<Op>(ctx))
+    return success();
   auto lhs = ctx.input(0), rhs = ctx.input(1);
   if (failed(lhs) || failed(rhs))
     return failure();
@@ -50,6 +71,8 @@ LogicalResult importBinary(ImportContext &ctx) {
 
 template <typename Op>
 LogicalResult importCompare(ImportContext &ctx) {
+  if (foldOnHost<Op>(ctx, onnx::TensorProto::BOOL))
+    return success();
   auto lhs = ctx.input(0), rhs = ctx.input(1);
   if (failed(lhs) || failed(rhs))
     return failure();
@@ -60,9 +83,40 @@ LogicalResult importCompare(ImportContext &ctx) {
   return success();
 }
 
+/// Host evaluation of unary kiln ops used in shape arithmetic.
+template <typename Op>
+struct HostUnary {
+  static constexpr bool exists = false;
+  static double f(double) { return 0; }
+};
+#define KILN_HOST_UNARY(OP, EXPR)                                                            \
+  template <>                                                                                \
+  struct HostUnary<OP> {                                                                     \
+    static constexpr bool exists = true;                                                     \
+    static double f(double a) { return EXPR; }                                               \
+  };
+KILN_HOST_UNARY(k::NegOp, -a)
+KILN_HOST_UNARY(k::AbsOp, std::fabs(a))
+KILN_HOST_UNARY(k::NotOp, a == 0)
+KILN_HOST_UNARY(k::ReluOp, std::max(a, 0.0))
+KILN_HOST_UNARY(k::FloorOp, std::floor(a))
+KILN_HOST_UNARY(k::CeilOp, std::ceil(a))
+KILN_HOST_UNARY(k::SqrtOp, std::sqrt(a))
+KILN_HOST_UNARY(k::ReciprocalOp, 1.0 / a)
+#undef KILN_HOST_UNARY
+
 /// A unary op; `floatOnly` rejects integer inputs with a clear message.
 template <typename Op, bool floatOnly = true>
 LogicalResult importUnary(ImportContext &ctx) {
+  if (const HostTensor *t = ctx.hostInput(0); t && HostUnary<Op>::exists) {
+    HostTensor r = *t;
+    for (double &v : r.floats)
+      v = HostUnary<Op>::f(v);
+    for (int64_t &v : r.ints)
+      v = static_cast<int64_t>(HostUnary<Op>::f(static_cast<double>(v)));
+    ctx.setHostOutput(0, std::move(r));
+    return success();
+  }
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
@@ -79,6 +133,8 @@ LogicalResult importUnary(ImportContext &ctx) {
 /// Max, Min, Sum: a left fold over any number of inputs; Mean divides the sum.
 template <typename Op, bool mean = false>
 LogicalResult importVariadic(ImportContext &ctx) {
+  if (ctx.numInputs() == 2 && !mean && foldOnHost<Op>(ctx))
+    return success();
   auto acc = ctx.input(0);
   if (failed(acc))
     return failure();
@@ -137,6 +193,11 @@ LogicalResult importPow(ImportContext &ctx) {
 }
 
 LogicalResult importWhere(ImportContext &ctx) {
+  if (ctx.hostInput(0) && ctx.hostInput(1) && ctx.hostInput(2))
+    if (auto r = hostWhere(*ctx.hostInput(0), *ctx.hostInput(1), *ctx.hostInput(2))) {
+      ctx.setHostOutput(0, std::move(*r));
+      return success();
+    }
   auto c = ctx.input(0), x = ctx.input(1), y = ctx.input(2);
   if (failed(c) || failed(x) || failed(y))
     return failure();

@@ -230,10 +230,9 @@ static LogicalResult importSoftmax(ImportContext &ctx) {
   return success();
 }
 
+/// LayerNormalization. When the Mean or InvStdDev outputs are used, the
+/// normalization is composed from kiln ops so those values exist.
 static LogicalResult importLayerNorm(ImportContext &ctx) {
-  for (int i = 1; i < ctx.node->output_size(); ++i)
-    if (!ctx.node->output(i).empty())
-      return ctx.fail("the Mean and InvStdDev outputs of LayerNormalization are not supported");
   auto x = ctx.input(0), scale = ctx.input(1);
   if (failed(x) || failed(scale))
     return failure();
@@ -248,8 +247,106 @@ static LogicalResult importLayerNorm(ImportContext &ctx) {
       return failure();
     bias = *bv;
   }
-  ctx.setOutput(0, k::LayerNormOp::create(ctx.b, ctx.loc, xt, *x, *scale, bias, ctx.b.getI64IntegerAttr(*axis),
-                                          ctx.b.getF32FloatAttr(ctx.attrFloat("epsilon", 1e-5f))));
+  float epsilon = ctx.attrFloat("epsilon", 1e-5f);
+  bool statsUsed = false;
+  for (int i = 1; i < ctx.node->output_size(); ++i)
+    statsUsed |= !ctx.node->output(i).empty();
+  if (!statsUsed) {
+    ctx.setOutput(0, k::LayerNormOp::create(ctx.b, ctx.loc, xt, *x, *scale, bias,
+                                            ctx.b.getI64IntegerAttr(*axis),
+                                            ctx.b.getF32FloatAttr(epsilon)));
+    return success();
+  }
+  Emitter e{ctx};
+  SmallVector<int64_t> axes, statShape(xt.getShape());
+  for (int64_t i = *axis; i < xt.getRank(); ++i) {
+    axes.push_back(i);
+    statShape[i] = 1;
+  }
+  auto statType = RankedTensorType::get(statShape, xt.getElementType());
+  Value mean = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *x, axes, true);
+  auto centered = e.binary<k::SubOp>(*x, mean);
+  if (failed(centered))
+    return failure();
+  auto squared = e.binary<k::MulOp>(*centered, *centered);
+  if (failed(squared))
+    return failure();
+  Value var = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *squared, axes, true);
+  auto varEps = e.binary<k::AddOp>(var, e.constant(var, epsilon));
+  if (failed(varEps))
+    return failure();
+  Value invStd = e.unary<k::ReciprocalOp>(e.unary<k::SqrtOp>(*varEps));
+  auto normalized = e.binary<k::MulOp>(*centered, invStd);
+  if (failed(normalized))
+    return failure();
+  auto y = e.binary<k::MulOp>(*normalized, *scale);
+  if (failed(y))
+    return failure();
+  if (bias) {
+    y = e.binary<k::AddOp>(*y, bias);
+    if (failed(y))
+      return failure();
+  }
+  ctx.setOutput(0, *y);
+  ctx.setOutput(1, mean);
+  ctx.setOutput(2, invStd);
+  return success();
+}
+
+/// InstanceNormalization: normalize each (n, c) over the spatial dimensions,
+/// then apply the per-channel scale and bias.
+static LogicalResult importInstanceNorm(ImportContext &ctx) {
+  auto x = ctx.input(0), scale = ctx.input(1), bias = ctx.input(2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (xt.getRank() < 3)
+    return ctx.fail("InstanceNormalization needs an input of rank >= 3");
+  Emitter e{ctx};
+  SmallVector<int64_t> axes, statShape(xt.getShape()), channelShape(xt.getRank() - 1, 1);
+  for (int64_t i = 2; i < xt.getRank(); ++i) {
+    axes.push_back(i);
+    statShape[i] = 1;
+  }
+  channelShape[0] = xt.getDimSize(1);
+  auto statType = RankedTensorType::get(statShape, xt.getElementType());
+  Value mean = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *x, axes, true);
+  auto centered = e.binary<k::SubOp>(*x, mean);
+  if (failed(centered))
+    return failure();
+  auto squared = e.binary<k::MulOp>(*centered, *centered);
+  if (failed(squared))
+    return failure();
+  Value var = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *squared, axes, true);
+  auto varEps = e.binary<k::AddOp>(var, e.constant(var, ctx.attrFloat("epsilon", 1e-5f)));
+  if (failed(varEps))
+    return failure();
+  auto normalized = e.binary<k::DivOp>(*centered, e.unary<k::SqrtOp>(*varEps));
+  if (failed(normalized))
+    return failure();
+  auto y = e.binary<k::MulOp>(*normalized, e.reshape(*scale, channelShape));
+  if (failed(y))
+    return failure();
+  y = e.binary<k::AddOp>(*y, e.reshape(*bias, channelShape));
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
+/// GlobalMaxPool: max over all spatial dimensions, kept as size 1.
+static LogicalResult importGlobalMaxPool(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  SmallVector<int64_t> axes, shape(xt.getShape());
+  for (int64_t i = 2; i < xt.getRank(); ++i) {
+    axes.push_back(i);
+    shape[i] = 1;
+  }
+  ctx.setOutput(0, k::ReduceOp::create(ctx.b, ctx.loc, withShape(xt, shape), *x, "max", axes,
+                                       true));
   return success();
 }
 
@@ -360,6 +457,8 @@ void registerNNOps(ImportTable &t) {
   t["MatMul"] = importMatMul;
   t["Softmax"] = importSoftmax<k::SoftmaxOp>;
   t["LayerNormalization"] = importLayerNorm;
+  t["InstanceNormalization"] = importInstanceNorm;
+  t["GlobalMaxPool"] = importGlobalMaxPool;
   t["ReduceMean"] = [](ImportContext &c) { return importReduce<void, void>(c, "mean"); };
   t["ReduceSum"] = [](ImportContext &c) { return importReduce<void, void>(c, "sum"); };
   t["ReduceMax"] = [](ImportContext &c) { return importReduce<void, void>(c, "max"); };

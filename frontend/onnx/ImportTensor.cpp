@@ -691,7 +691,23 @@ static LogicalResult importDepthSpace(ImportContext &ctx) {
   return success();
 }
 
+static LogicalResult importGatherElements(ImportContext &ctx) {
+  auto d = ctx.input(0), i = ctx.input(1);
+  if (failed(d) || failed(i))
+    return failure();
+  auto dt = cast<RankedTensorType>(d->getType());
+  auto axis = ctx.axis(ctx.attrInt("axis", 0), dt.getRank());
+  if (failed(axis))
+    return failure();
+  auto shape = cast<RankedTensorType>(i->getType()).getShape();
+  ctx.setOutput(0, k::GatherElementsOp::create(
+                       ctx.b, ctx.loc, RankedTensorType::get(shape, dt.getElementType()), *d, *i,
+                       *axis));
+  return success();
+}
+
 void registerTensorOps(ImportTable &t) {
+  t["GatherElements"] = importGatherElements;
   t["Split"] = importSplit;
   t["Pad"] = importPad;
   t["Expand"] = importExpand;

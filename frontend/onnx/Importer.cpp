@@ -373,6 +373,7 @@ static const ImportTable &importTable() {
     registerMathOps(t);
     registerNNOps(t);
     registerTensorOps(t);
+    registerLossOps(t);
     return t;
   }();
   return table;
@@ -475,6 +476,16 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, "kiln.name", b.getStringAttr(out.name()));
   return module;
+}
+
+Value Emitter::sumAll(Value x) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> axes;
+  for (int64_t i = 0; i < xt.getRank(); ++i)
+    axes.push_back(i);
+  return mlir::kiln::ReduceOp::create(ctx.b, ctx.loc,
+                                      RankedTensorType::get({}, xt.getElementType()), x, "sum",
+                                      axes, false);
 }
 
 FailureOr<RankedTensorType> broadcastType(ImportContext &ctx, Value a, Value b,
