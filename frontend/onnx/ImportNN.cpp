@@ -19,15 +19,46 @@ struct Window {
   std::vector<int64_t> outSize;
 };
 
+/// A window attribute of a 1-D op read as the 2-D one over [1, W]: sizes gain
+/// a leading `neutral`, pads [b, e] become [0, b, 0, e].
+static std::vector<int64_t> liftedAttr(ImportContext &ctx, llvm::StringRef name,
+                                       std::vector<int64_t> fallback2d, int64_t neutral,
+                                       bool lifted) {
+  if (!lifted || !ctx.hasAttr(name))
+    return ctx.attrInts(name, fallback2d);
+  std::vector<int64_t> v = ctx.attrInts(name);
+  if (name == "pads")
+    return v.size() == 2 ? std::vector<int64_t>{0, v[0], 0, v[1]} : v;
+  return v.size() == 1 ? std::vector<int64_t>{neutral, v[0]} : v;
+}
+
+/// 1-D convolutions and pools run as 2-D ones over a [N, C, 1, W] view.
+static bool isLifted1d(RankedTensorType input) { return input.getRank() == 3; }
+
+static Value liftTo2d(ImportContext &ctx, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(t.getShape());
+  shape.insert(shape.begin() + 2, 1);
+  return k::ReshapeOp::create(ctx.b, ctx.loc, withShape(t, shape), v);
+}
+
+static Value dropLift(ImportContext &ctx, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(t.getShape());
+  shape.erase(shape.begin() + 2);
+  return k::ReshapeOp::create(ctx.b, ctx.loc, withShape(t, shape), v);
+}
+
 static FailureOr<Window> resolveWindow(ImportContext &ctx, ArrayRef<int64_t> inSpatial,
-                                       std::vector<int64_t> kernel, bool ceilMode) {
+                                       std::vector<int64_t> kernel, bool ceilMode,
+                                       bool lifted = false) {
   Window w;
   w.kernel = std::move(kernel);
   if (inSpatial.size() != 2 || w.kernel.size() != 2)
-    return ctx.fail("only 2-D windows (rank-4 NCHW inputs) are supported");
-  w.strides = ctx.attrInts("strides", {1, 1});
-  w.dilations = ctx.attrInts("dilations", {1, 1});
-  w.pads = ctx.attrInts("pads", {0, 0, 0, 0});
+    return ctx.fail("only 1-D and 2-D windows (rank-3 and rank-4 inputs) are supported");
+  w.strides = liftedAttr(ctx, "strides", {1, 1}, 1, lifted);
+  w.dilations = liftedAttr(ctx, "dilations", {1, 1}, 1, lifted);
+  w.pads = liftedAttr(ctx, "pads", {0, 0, 0, 0}, 0, lifted);
   if (w.strides.size() != 2 || w.dilations.size() != 2 || w.pads.size() != 4)
     return ctx.fail("strides, dilations and pads must have 2, 2 and 4 entries");
   std::string autoPad = "NOTSET";
@@ -69,13 +100,19 @@ static LogicalResult importConv(ImportContext &ctx) {
   auto x = ctx.input(0), wt = ctx.input(1);
   if (failed(x) || failed(wt))
     return failure();
+  bool lifted = isLifted1d(cast<RankedTensorType>(x->getType()));
+  if (lifted) {
+    *x = liftTo2d(ctx, *x);
+    *wt = liftTo2d(ctx, *wt);
+  }
   auto xt = cast<RankedTensorType>(x->getType()), ft = cast<RankedTensorType>(wt->getType());
   if (xt.getRank() != 4 || ft.getRank() != 4)
-    return ctx.fail("only 2-D convolution is supported (input rank " +
-                    llvm::Twine(xt.getRank()) + ")");
-  auto window = resolveWindow(ctx, xt.getShape().drop_front(2),
-                              ctx.attrInts("kernel_shape", {ft.getDimSize(2), ft.getDimSize(3)}),
-                              false);
+    return ctx.fail(llvm::Twine(xt.getRank() - 2) +
+                    "-D convolution is not supported (only 1-D and 2-D)");
+  auto window = resolveWindow(
+      ctx, xt.getShape().drop_front(2),
+      liftedAttr(ctx, "kernel_shape", {ft.getDimSize(2), ft.getDimSize(3)}, 1, lifted), false,
+      lifted);
   if (failed(window))
     return failure();
   Value bias;
@@ -87,9 +124,128 @@ static LogicalResult importConv(ImportContext &ctx) {
   }
   auto type = withShape(xt, {xt.getDimSize(0), ft.getDimSize(0), window->outSize[0],
                              window->outSize[1]});
-  ctx.setOutput(0, k::ConvOp::create(ctx.b, ctx.loc, type, *x, *wt, bias, window->strides,
-                                     window->dilations, window->pads,
-                                     ctx.attrInt("group", 1)));
+  Value r = k::ConvOp::create(ctx.b, ctx.loc, type, *x, *wt, bias, window->strides,
+                              window->dilations, window->pads, ctx.attrInt("group", 1));
+  ctx.setOutput(0, lifted ? dropLift(ctx, r) : r);
+  return success();
+}
+
+/// ConvTranspose as a stride-1 convolution: zero-insert the input by the
+/// stride, pad it by dilation*(k-1) minus the pads (cropping if negative),
+/// and convolve with the kernel flipped spatially and transposed per group.
+static LogicalResult importConvTranspose(ImportContext &ctx) {
+  auto x = ctx.input(0), wt = ctx.input(1);
+  if (failed(x) || failed(wt))
+    return failure();
+  bool lifted = isLifted1d(cast<RankedTensorType>(x->getType()));
+  if (lifted) {
+    *x = liftTo2d(ctx, *x);
+    *wt = liftTo2d(ctx, *wt);
+  }
+  auto xt = cast<RankedTensorType>(x->getType()), ft = cast<RankedTensorType>(wt->getType());
+  if (xt.getRank() != 4 || ft.getRank() != 4)
+    return ctx.fail(llvm::Twine(xt.getRank() - 2) +
+                    "-D ConvTranspose is not supported (only 1-D and 2-D)");
+  Emitter e{ctx};
+  Type et = xt.getElementType();
+  int64_t n = xt.getDimSize(0), cin = xt.getDimSize(1), g = ctx.attrInt("group", 1);
+  int64_t coutPerGroup = ft.getDimSize(1), cinPerGroup = cin / g;
+  std::vector<int64_t> kernel =
+      liftedAttr(ctx, "kernel_shape", {ft.getDimSize(2), ft.getDimSize(3)}, 1, lifted);
+  std::vector<int64_t> strides = liftedAttr(ctx, "strides", {1, 1}, 1, lifted);
+  std::vector<int64_t> dilations = liftedAttr(ctx, "dilations", {1, 1}, 1, lifted);
+  std::vector<int64_t> pads = liftedAttr(ctx, "pads", {0, 0, 0, 0}, 0, lifted);
+  std::vector<int64_t> outPad = liftedAttr(ctx, "output_padding", {0, 0}, 0, lifted);
+  std::vector<int64_t> outShape = liftedAttr(ctx, "output_shape", {}, 1, lifted);
+  std::string autoPad = "NOTSET";
+  for (const auto &a : ctx.node->attribute())
+    if (a.name() == "auto_pad")
+      autoPad = a.s();
+  SmallVector<int64_t> out(2);
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = xt.getDimSize(2 + i), eff = dilations[i] * (kernel[i] - 1) + 1;
+    int64_t full = strides[i] * (in - 1) + outPad[i] + eff;
+    int64_t target = !outShape.empty() ? outShape[outShape.size() - 2 + i]
+                     : autoPad.rfind("SAME", 0) == 0 ? in * strides[i]
+                                                     : -1;
+    if (target >= 0) {
+      int64_t total = full - target;
+      bool upper = autoPad == "SAME_UPPER" || (outShape.empty() ? false : autoPad != "SAME_LOWER");
+      pads[i] = upper ? total / 2 : total - total / 2;
+      pads[i + 2] = total - pads[i];
+    }
+    out[i] = full - pads[i] - pads[i + 2];
+  }
+
+  // 1. Zero insertion: [N,C,H,W] -> [N,C,H,1,W,1] -> pad to [N,C,H,sh,W,sw] -> view.
+  Value up = *x;
+  int64_t h = xt.getDimSize(2), w = xt.getDimSize(3), sh = strides[0], sw = strides[1];
+  if (sh > 1 || sw > 1) {
+    up = e.reshape(up, {n, cin, h, 1, w, 1});
+    SmallVector<int64_t> p6(12, 0);
+    p6[6 + 3] = sh - 1;
+    p6[6 + 5] = sw - 1;
+    up = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, cin, h, sh, w, sw}, et), up,
+                          ctx.b.getDenseI64ArrayAttr(p6), ctx.b.getStringAttr("constant"),
+                          ctx.b.getF64FloatAttr(0.0));
+    up = e.reshape(up, {n, cin, h * sh, w * sw});
+    int64_t uh = (h - 1) * sh + 1, uw = (w - 1) * sw + 1;
+    up = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, cin, uh, uw}, et), up,
+                            ArrayRef<int64_t>{0, 0, 0, 0}, ArrayRef<int64_t>{1, 1, 1, 1});
+  }
+  // 2. Border: dilation*(k-1) - pad on each side (+ output_padding at the end);
+  //    negative amounts crop.
+  auto ut = cast<RankedTensorType>(up.getType());
+  SmallVector<int64_t> before(2), after(2);
+  for (int i = 0; i < 2; ++i) {
+    int64_t border = dilations[i] * (kernel[i] - 1);
+    before[i] = border - pads[i];
+    after[i] = border - pads[i + 2] + outPad[i];
+  }
+  SmallVector<int64_t> padAmounts(8, 0), cropStart(4, 0), cropShape(ut.getShape());
+  SmallVector<int64_t> paddedShape(ut.getShape());
+  for (int i = 0; i < 2; ++i) {
+    padAmounts[2 + i] = std::max<int64_t>(before[i], 0);
+    padAmounts[6 + i] = std::max<int64_t>(after[i], 0);
+    paddedShape[2 + i] += padAmounts[2 + i] + padAmounts[6 + i];
+  }
+  if (llvm::any_of(padAmounts, [](int64_t p) { return p > 0; }))
+    up = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(paddedShape, et), up,
+                          ctx.b.getDenseI64ArrayAttr(padAmounts), ctx.b.getStringAttr("constant"),
+                          ctx.b.getF64FloatAttr(0.0));
+  cropShape = paddedShape;
+  bool crop = false;
+  for (int i = 0; i < 2; ++i) {
+    int64_t lo = std::max<int64_t>(-before[i], 0), hi = std::max<int64_t>(-after[i], 0);
+    cropStart[2 + i] = lo;
+    cropShape[2 + i] -= lo + hi;
+    crop |= lo || hi;
+  }
+  if (crop)
+    up = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get(cropShape, et), up, cropStart,
+                            ArrayRef<int64_t>{1, 1, 1, 1});
+
+  // 3. Kernel [g*cin_g, cout_g, kh, kw] -> [g*cout_g, cin_g, kh, kw], flipped.
+  int64_t kh = ft.getDimSize(2), kw = ft.getDimSize(3);
+  Value wk = e.reshape(*wt, {g, cinPerGroup, coutPerGroup, kh, kw});
+  wk = k::TransposeOp::create(ctx.b, ctx.loc,
+                              RankedTensorType::get({g, coutPerGroup, cinPerGroup, kh, kw}, et),
+                              wk, ArrayRef<int64_t>{0, 2, 1, 3, 4});
+  wk = e.reshape(wk, {g * coutPerGroup, cinPerGroup, kh, kw});
+  wk = k::SliceOp::create(ctx.b, ctx.loc, cast<RankedTensorType>(wk.getType()), wk,
+                          ArrayRef<int64_t>{0, 0, kh - 1, kw - 1},
+                          ArrayRef<int64_t>{1, 1, -1, -1});
+  Value bias;
+  if (ctx.hasInput(2)) {
+    auto bv = ctx.input(2);
+    if (failed(bv))
+      return failure();
+    bias = *bv;
+  }
+  auto type = RankedTensorType::get({n, g * coutPerGroup, out[0], out[1]}, et);
+  Value r = k::ConvOp::create(ctx.b, ctx.loc, type, up, wk, bias, ArrayRef<int64_t>{1, 1},
+                              dilations, ArrayRef<int64_t>{0, 0, 0, 0}, g);
+  ctx.setOutput(0, lifted ? dropLift(ctx, r) : r);
   return success();
 }
 
@@ -118,11 +274,16 @@ static LogicalResult importPool(ImportContext &ctx) {
     return ctx.fail("the MaxPool Indices output is not supported");
   if (isMax && ctx.attrInt("storage_order", 0) != 0)
     return ctx.fail("MaxPool storage_order=1 is not supported");
+  bool lifted = isLifted1d(cast<RankedTensorType>(x->getType()));
+  if (lifted)
+    *x = liftTo2d(ctx, *x);
   auto xt = cast<RankedTensorType>(x->getType());
   if (xt.getRank() != 4)
-    return ctx.fail("only 2-D pooling (rank-4 NCHW input) is supported");
-  auto window = resolveWindow(ctx, xt.getShape().drop_front(2), ctx.attrInts("kernel_shape"),
-                              ctx.attrInt("ceil_mode", 0));
+    return ctx.fail(llvm::Twine(xt.getRank() - 2) +
+                    "-D pooling is not supported (only 1-D and 2-D)");
+  auto window = resolveWindow(ctx, xt.getShape().drop_front(2),
+                              liftedAttr(ctx, "kernel_shape", {}, 1, lifted),
+                              ctx.attrInt("ceil_mode", 0), lifted);
   if (failed(window))
     return failure();
   if (!isMax && (window->dilations[0] != 1 || window->dilations[1] != 1))
@@ -136,7 +297,7 @@ static LogicalResult importPool(ImportContext &ctx) {
   else
     r = k::AveragePoolOp::create(ctx.b, ctx.loc, type, *x, window->kernel, window->strides,
                                  window->pads, ctx.attrInt("count_include_pad", 0) != 0);
-  ctx.setOutput(0, r);
+  ctx.setOutput(0, lifted ? dropLift(ctx, r) : r);
   return success();
 }
 
@@ -449,6 +610,7 @@ static LogicalResult importArg(ImportContext &ctx) {
 
 void registerNNOps(ImportTable &t) {
   t["Conv"] = importConv;
+  t["ConvTranspose"] = importConvTranspose;
   t["BatchNormalization"] = importBatchNorm;
   t["MaxPool"] = importPool<true>;
   t["AveragePool"] = importPool<false>;
