@@ -10,6 +10,7 @@
 #include "dialects/kiln/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -223,9 +224,173 @@ struct TileLowering : OpConversionPattern<TileOp> {
   }
 };
 
+struct TriluLowering : OpConversionPattern<TriluOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(TriluOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t rank = type.getRank();
+    bool upper = op.getUpper();
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                   AffineMap::get(rank, 0, {}, ctx),
+                                   AffineMap::getMultiDimIdentityMap(rank, ctx)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+    Value r = linalg::GenericOp::create(
+                  rewriter, loc, type, ValueRange{adaptor.getInput(), adaptor.getK()}, init, maps,
+                  iterators,
+                  [&](OpBuilder &b, Location l, ValueRange a) {
+                    auto i64 = [&](int64_t dim) -> Value {
+                      return arith::IndexCastOp::create(b, l, b.getI64Type(),
+                                                        linalg::IndexOp::create(b, l, dim));
+                    };
+                    Value diag = arith::SubIOp::create(b, l, i64(rank - 1), i64(rank - 2));
+                    Value keep = arith::CmpIOp::create(
+                        b, l, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle, diag,
+                        a[1]);
+                    Value zero = scalarConst(b, l, a[0].getType(), 0);
+                    Value v = arith::SelectOp::create(b, l, keep, a[0], zero);
+                    linalg::YieldOp::create(b, l, v);
+                  })
+                  .getResult(0);
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// The input coordinate (as f32) of output coordinate `x` along one axis.
+Value sourceCoordinate(OpBuilder &b, Location loc, StringRef mode, Value x, double scale,
+                       int64_t in, int64_t out) {
+  Type f32 = b.getF32Type();
+  auto c = [&](double v) { return scalarConst(b, loc, f32, v); };
+  Value xf = arith::SIToFPOp::create(
+      b, loc, f32, arith::IndexCastOp::create(b, loc, b.getI64Type(), x));
+  if (mode == "align_corners")
+    return out == 1 ? c(0)
+                    : (Value)arith::MulFOp::create(b, loc, xf, c(double(in - 1) / double(out - 1)));
+  if (mode == "asymmetric")
+    return arith::DivFOp::create(b, loc, xf, c(scale));
+  Value shifted = arith::DivFOp::create(b, loc, arith::AddFOp::create(b, loc, xf, c(0.5)), c(scale));
+  if (mode == "tf_half_pixel_for_nn")
+    return shifted;
+  if (mode == "pytorch_half_pixel" && out == 1)
+    return c(0);
+  return arith::SubFOp::create(b, loc, shifted, c(0.5)); // half_pixel
+}
+
+Value toIndex(OpBuilder &b, Location loc, Value f, int64_t size) {
+  Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                       arith::FPToSIOp::create(b, loc, b.getI64Type(), f));
+  return clampIndex(b, loc, i, size);
+}
+
+Value convertFloat(OpBuilder &b, Location loc, Value v, Type to) {
+  unsigned from = v.getType().getIntOrFloatBitWidth(), width = to.getIntOrFloatBitWidth();
+  if (v.getType() == to)
+    return v;
+  if (from < width)
+    return arith::ExtFOp::create(b, loc, to, v);
+  return arith::TruncFOp::create(b, loc, to, v);
+}
+
+struct ResizeLowering : OpConversionPattern<ResizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ResizeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Value input = adaptor.getInput();
+    ArrayRef<int64_t> in = tensorType(input).getShape(), out = type.getShape();
+    ArrayRef<double> scales = op.getScales();
+    StringRef coord = op.getCoordinateMode(), nearest = op.getNearestMode();
+    bool linear = op.getMode() == "linear";
+    int64_t rank = type.getRank();
+    MLIRContext *ctx = rewriter.getContext();
+    Value init = emptyTensor(rewriter, loc, out, type.getElementType());
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    Value r =
+        linalg::GenericOp::create(
+            rewriter, loc, type, ValueRange{}, init,
+            SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, ctx)}, iterators,
+            [&](OpBuilder &b, Location l, ValueRange) {
+              Type f32 = b.getF32Type();
+              // Per dimension: the lower source index, the upper one and the
+              // weight of the upper one (linear), or the one index (nearest).
+              SmallVector<Value> lo, hi, weight;
+              SmallVector<int64_t> resized;
+              for (int64_t d = 0; d < rank; ++d) {
+                Value x = linalg::IndexOp::create(b, l, d);
+                if (in[d] == out[d] && scales[d] == 1.0) {
+                  lo.push_back(x);
+                  hi.push_back(x);
+                  weight.push_back(nullptr);
+                  continue;
+                }
+                Value src = sourceCoordinate(b, l, coord, x, scales[d], in[d], out[d]);
+                if (!linear) {
+                  Value rounded;
+                  if (nearest == "floor")
+                    rounded = math::FloorOp::create(b, l, src);
+                  else if (nearest == "ceil")
+                    rounded = math::CeilOp::create(b, l, src);
+                  else if (nearest == "round_prefer_ceil")
+                    rounded = math::FloorOp::create(
+                        b, l, arith::AddFOp::create(b, l, src, scalarConst(b, l, f32, 0.5)));
+                  else
+                    rounded = math::CeilOp::create(
+                        b, l, arith::SubFOp::create(b, l, src, scalarConst(b, l, f32, 0.5)));
+                  lo.push_back(toIndex(b, l, rounded, in[d]));
+                  hi.push_back(lo.back());
+                  weight.push_back(nullptr);
+                  continue;
+                }
+                Value clamped = arith::MaximumFOp::create(b, l, src, scalarConst(b, l, f32, 0));
+                clamped = arith::MinimumFOp::create(b, l, clamped,
+                                                    scalarConst(b, l, f32, double(in[d] - 1)));
+                Value floor = math::FloorOp::create(b, l, clamped);
+                lo.push_back(toIndex(b, l, floor, in[d]));
+                hi.push_back(clampIndex(
+                    b, l, arith::AddIOp::create(b, l, lo.back(), indexConst(b, l, 1)), in[d]));
+                weight.push_back(arith::SubFOp::create(b, l, clamped, floor));
+                resized.push_back(d);
+              }
+              // Blend the 2^m corners of the m linearly resized dimensions.
+              Value acc;
+              for (int64_t corner = 0; corner < (int64_t(1) << resized.size()); ++corner) {
+                SmallVector<Value> at(lo);
+                Value w = scalarConst(b, l, f32, 1.0);
+                for (auto [bit, d] : llvm::enumerate(resized)) {
+                  bool upperCorner = corner >> bit & 1;
+                  at[d] = upperCorner ? hi[d] : lo[d];
+                  Value wd = upperCorner ? weight[d]
+                                         : (Value)arith::SubFOp::create(
+                                               b, l, scalarConst(b, l, f32, 1.0), weight[d]);
+                  w = arith::MulFOp::create(b, l, w, wd);
+                }
+                Value v = tensor::ExtractOp::create(b, l, input, at);
+                if (resized.empty()) {
+                  acc = v;
+                  break;
+                }
+                Value vf = convertFloat(b, l, v, f32);
+                Value term = arith::MulFOp::create(b, l, vf, w);
+                acc = acc ? (Value)arith::AddFOp::create(b, l, acc, term) : term;
+              }
+              acc = convertFloat(b, l, acc, type.getElementType());
+              linalg::YieldOp::create(b, l, acc);
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::kiln::populateDataMovementLowerings(RewritePatternSet &patterns) {
-  patterns.add<SliceLowering, GatherLowering, GatherElementsLowering, PadLowering, ExpandLowering, TileLowering>(
+  patterns.add<SliceLowering, GatherLowering, GatherElementsLowering, PadLowering, TriluLowering,
+               ResizeLowering, ExpandLowering, TileLowering>(
       patterns.getContext());
 }

@@ -418,6 +418,35 @@ LogicalResult GatherElementsOp::verify() {
   return verifyResult(*this, getType(), getElementTypeOrSelf(getData().getType()), indices);
 }
 
+LogicalResult TriluOp::verify() {
+  if (shapeOf(getInput()).size() < 2)
+    return emitOpError("input must have rank >= 2");
+  auto kt = cast<RankedTensorType>(getK().getType());
+  if (kt.getRank() != 0 || !kt.getElementType().isInteger(64))
+    return emitOpError("k must be a rank-0 i64 tensor");
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()),
+                      shapeOf(getInput()));
+}
+
+LogicalResult ResizeOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  if (getScales().size() != in.size() ||
+      cast<RankedTensorType>(getType()).getRank() != (int64_t)in.size())
+    return emitOpError("needs one scale per dimension and the input's rank");
+  if (getMode() != "nearest" && getMode() != "linear")
+    return emitOpError("mode must be nearest or linear");
+  StringRef c = getCoordinateMode();
+  if (c != "half_pixel" && c != "pytorch_half_pixel" && c != "align_corners" &&
+      c != "asymmetric" && c != "tf_half_pixel_for_nn")
+    return emitOpError("unknown coordinate_mode '") << c << "'";
+  StringRef n = getNearestMode();
+  if (n != "round_prefer_floor" && n != "round_prefer_ceil" && n != "floor" && n != "ceil")
+    return emitOpError("unknown nearest_mode '") << n << "'";
+  if (!isa<FloatType>(getElementTypeOrSelf(getInput().getType())) && getMode() == "linear")
+    return emitOpError("linear mode needs a floating-point input");
+  return success();
+}
+
 LogicalResult PadOp::verify() {
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> pads = getPads();

@@ -274,6 +274,33 @@ def Kiln_GatherElementsOp : Kiln_Op<"gather_elements"> {
   let hasVerifier = 1;
 }
 
+def Kiln_TriluOp : Kiln_Op<"trilu"> {
+  let summary = "Keep the upper or lower triangle of the last two dimensions";
+  let description = [{
+    Element (i, j) is kept when j - i >= k (upper) or j - i <= k (lower);
+    `k` is a rank-0 i64 tensor (it may be a run-time value).
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$k, BoolAttr:$upper);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input `,` $k attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ResizeOp : Kiln_Op<"resize"> {
+  let summary = "Nearest or (n-)linear resampling to the result shape (ONNX Resize)";
+  let description = [{
+    `scales` (one per dimension) maps output to input coordinates through
+    `coordinate_mode` (half_pixel, pytorch_half_pixel, align_corners,
+    asymmetric, tf_half_pixel_for_nn); `nearest_mode` rounds for
+    mode = "nearest" (round_prefer_floor, round_prefer_ceil, floor, ceil).
+  }];
+  let arguments = (ins Kiln_Tensor:$input, StrAttr:$mode, StrAttr:$coordinate_mode,
+                   StrAttr:$nearest_mode, DenseF64ArrayAttr:$scales);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Kiln_PadOp : Kiln_Op<"pad"> {
   let summary = "Pad every dimension: constant, reflect or edge mode";
   let description = [{

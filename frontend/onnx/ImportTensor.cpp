@@ -706,7 +706,100 @@ static LogicalResult importGatherElements(ImportContext &ctx) {
   return success();
 }
 
+static LogicalResult importTrilu(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  Value kv;
+  if (ctx.hasInput(1)) {
+    auto kIn = ctx.input(1);
+    if (failed(kIn))
+      return failure();
+    kv = *kIn;
+    auto kt = cast<RankedTensorType>(kv.getType());
+    if (kt.getNumElements() != 1 || !kt.getElementType().isInteger(64))
+      return ctx.fail("k must be a single int64 value");
+    if (kt.getRank() != 0)
+      kv = k::ReshapeOp::create(ctx.b, ctx.loc, RankedTensorType::get({}, kt.getElementType()),
+                                kv);
+  } else {
+    kv = ctx.scalar(ctx.b.getI64Type(), 0);
+  }
+  ctx.setOutput(0, k::TriluOp::create(ctx.b, ctx.loc, x->getType(), *x, kv,
+                                      ctx.b.getBoolAttr(ctx.attrInt("upper", 1) != 0)));
+  return success();
+}
+
+static std::string stringAttrOr(ImportContext &ctx, llvm::StringRef name, std::string fallback) {
+  for (const auto &a : ctx.node->attribute())
+    if (a.name() == name)
+      return a.s();
+  return fallback;
+}
+
+/// Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample.
+static LogicalResult importResize(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank();
+  bool v10 = ctx.node->op_type() == "Upsample" || ctx.opset < 11;
+  std::string mode = stringAttrOr(ctx, "mode", "nearest");
+  std::string coord = v10 ? "asymmetric"
+                          : stringAttrOr(ctx, "coordinate_transformation_mode", "half_pixel");
+  std::string nearest = v10 ? "floor" : stringAttrOr(ctx, "nearest_mode", "round_prefer_floor");
+  if (mode == "cubic")
+    return ctx.fail("Resize mode 'cubic' is not supported");
+  if (coord == "tf_crop_and_resize" || coord == "half_pixel_symmetric")
+    return ctx.fail("coordinate_transformation_mode '" + coord + "' is not supported");
+  if (ctx.attrInt("antialias", 0))
+    return ctx.fail("Resize with antialias is not supported");
+  if (ctx.hasAttr("axes") || stringAttrOr(ctx, "keep_aspect_ratio_policy", "stretch") != "stretch")
+    return ctx.fail("Resize axes and keep_aspect_ratio_policy are not supported");
+  std::vector<double> scales(rank, 1.0);
+  SmallVector<int64_t> shape(xt.getShape());
+  size_t scalesInput = v10 ? 1 : 2, sizesInput = 3;
+  if (ctx.node->op_type() == "Upsample" && ctx.opset < 9) {
+    for (const auto &a : ctx.node->attribute())
+      if (a.name() == "scales")
+        scales.assign(a.floats().begin(), a.floats().end());
+  } else if (ctx.hasInput(sizesInput)) {
+    auto sizes = ctx.hostInts(sizesInput, "sizes");
+    if (failed(sizes))
+      return failure();
+    if ((int64_t)sizes->size() != rank)
+      return ctx.fail("sizes needs one entry per dimension");
+    for (int64_t d = 0; d < rank; ++d) {
+      shape[d] = (*sizes)[d];
+      scales[d] = double(shape[d]) / double(xt.getDimSize(d));
+    }
+  } else if (ctx.hasInput(scalesInput)) {
+    const HostTensor *s = ctx.hostInput(scalesInput);
+    if (!s || !s->isFloat())
+      return ctx.fail("scales must be a compile-time float tensor");
+    if ((int64_t)s->floats.size() != rank)
+      return ctx.fail("scales needs one entry per dimension");
+    scales = s->floats;
+  } else {
+    return ctx.fail("Resize needs scales or sizes");
+  }
+  if (mode == "linear" && v10)
+    coord = "asymmetric";
+  for (int64_t d = 0; d < rank; ++d)
+    if (!ctx.hasInput(sizesInput) || v10)
+      shape[d] = static_cast<int64_t>(std::floor(xt.getDimSize(d) * (float)scales[d]));
+  ctx.setOutput(0, k::ResizeOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
+                                       *x, ctx.b.getStringAttr(mode), ctx.b.getStringAttr(coord),
+                                       ctx.b.getStringAttr(nearest),
+                                       ctx.b.getDenseF64ArrayAttr(scales)));
+  return success();
+}
+
 void registerTensorOps(ImportTable &t) {
+  t["Trilu"] = importTrilu;
+  t["Resize"] = importResize;
+  t["Upsample"] = importResize;
   t["GatherElements"] = importGatherElements;
   t["Split"] = importSplit;
   t["Pad"] = importPad;

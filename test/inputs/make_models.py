@@ -224,7 +224,29 @@ def import_tensor():
             [(1, 2, 3, 2)])
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, mlp, cnn, cnn_b1, transformer,
+def resize():
+    """Resize with compile-time scales/sizes in each supported mode (opset 13)."""
+    n = helper.make_node
+    f = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    nodes = [
+        n("Resize", ["x", "", "s_up"], ["nearest"], name="nearest_half_pixel", mode="nearest"),
+        n("Resize", ["x", "", "", "sz_down"], ["linear_ac"], name="linear_align_corners",
+          mode="linear", coordinate_transformation_mode="align_corners"),
+        n("Resize", ["x", "", "s_mixed"], ["linear_hp"], name="linear_half_pixel", mode="linear"),
+        n("Resize", ["x", "", "s_up"], ["nearest_asym"], name="nearest_asymmetric_ceil",
+          mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="ceil"),
+        n("Resize", ["x", "", "", "sz_down"], ["linear_pt"], name="linear_pytorch",
+          mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+    ]
+    inits = [f("s_up", [1, 1, 2, 1.5]), f("s_mixed", [1, 1, 0.6, 2]),
+             const("sz_down", [1, 2, 7, 3])]
+    outs = [tensor("nearest", [1, 2, 8, 7]), tensor("linear_ac", [1, 2, 7, 3]),
+            tensor("linear_hp", [1, 2, 2, 10]), tensor("nearest_asym", [1, 2, 8, 7]),
+            tensor("linear_pt", [1, 2, 7, 3])]
+    return model(nodes, [tensor("x", [1, 2, 4, 5])], outs, inits, opset=13), [(1, 2, 4, 5)]
+
+
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, transformer,
                                         import_math, import_nn, import_tensor]}
 
 if __name__ == "__main__":
