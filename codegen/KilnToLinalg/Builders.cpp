@@ -16,14 +16,22 @@ Value scalarConst(OpBuilder &b, Location loc, Type type, double value) {
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
 }
 
-Value extremeConst(OpBuilder &b, Location loc, Type type, bool lowest) {
+RankedTensorType signlessType(Type t) {
+  auto tt = cast<RankedTensorType>(t);
+  if (auto it = dyn_cast<IntegerType>(tt.getElementType()); it && !it.isSignless())
+    return RankedTensorType::get(tt.getShape(),
+                                 IntegerType::get(t.getContext(), it.getWidth()));
+  return tt;
+}
+
+Value extremeConst(OpBuilder &b, Location loc, Type type, bool lowest, bool isUnsigned) {
   if (auto ft = dyn_cast<FloatType>(type))
     return arith::ConstantOp::create(
         b, loc, b.getFloatAttr(type, APFloat::getInf(ft.getFloatSemantics(), lowest)));
   unsigned width = type.getIntOrFloatBitWidth();
-  APInt v = width == 1 ? APInt(1, lowest ? 0 : 1)
-                       : (lowest ? APInt::getSignedMinValue(width)
-                                 : APInt::getSignedMaxValue(width));
+  APInt v = width == 1 || isUnsigned
+                 ? (lowest ? APInt::getMinValue(width) : APInt::getMaxValue(width))
+                 : (lowest ? APInt::getSignedMinValue(width) : APInt::getSignedMaxValue(width));
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v));
 }
 
@@ -106,12 +114,16 @@ Value buildSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes) 
                         });
 }
 
-Value buildMax(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes) {
+Value buildMax(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+               bool isUnsigned) {
   Type et = tensorType(input).getElementType();
-  return buildReduction(b, loc, input, axes, extremeConst(b, loc, et, /*lowest=*/true),
-                        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+  return buildReduction(b, loc, input, axes,
+                        extremeConst(b, loc, et, /*lowest=*/true, isUnsigned),
+                        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                           if (isa<FloatType>(a[0].getType()))
                             return arith::MaximumFOp::create(nb, l, a[0], a[1]);
+                          if (isUnsigned)
+                            return arith::MaxUIOp::create(nb, l, a[0], a[1]);
                           return arith::MaxSIOp::create(nb, l, a[0], a[1]);
                         });
 }

@@ -13,13 +13,20 @@ using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 inline RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
+/// kiln tensors may hold unsigned integers (ui8...); linalg/arith work on
+/// signless integers, with the signedness picked per op. This is the
+/// signless form of a kiln tensor type.
+RankedTensorType signlessType(Type t);
+/// Whether a kiln value holds unsigned integers.
+inline bool isUnsigned(Value v) { return getElementTypeOrSelf(v.getType()).isUnsignedInteger(); }
+
 Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType);
 
 /// A scalar constant of a float or integer type (i1: value != 0).
 Value scalarConst(OpBuilder &b, Location loc, Type type, double value);
 /// The most negative (lowest = true) or most positive value of `type`:
-/// -inf/+inf for floats, the signed minimum/maximum for integers.
-Value extremeConst(OpBuilder &b, Location loc, Type type, bool lowest);
+/// -inf/+inf for floats, the minimum/maximum integer (signed or unsigned).
+Value extremeConst(OpBuilder &b, Location loc, Type type, bool lowest, bool isUnsigned = false);
 
 /// tensor.empty + linalg.fill with `value`.
 Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value value);
@@ -40,7 +47,8 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
 Value buildReduction(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
                      Value init, BodyFn combine);
 Value buildSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes);
-Value buildMax(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes);
+Value buildMax(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+               bool isUnsigned = false);
 Value buildMean(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes);
 
 /// Reinterprets a static tensor with a new shape (row-major), as views.

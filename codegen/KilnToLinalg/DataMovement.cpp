@@ -76,7 +76,7 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
   LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     ArrayRef<int64_t> starts = op.getStarts(), steps = op.getSteps();
     MLIRContext *ctx = rewriter.getContext();
     if (llvm::all_of(steps, [](int64_t s) { return s > 0; })) {
@@ -100,7 +100,7 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Value data = adaptor.getData(), indices = adaptor.getIndices();
     int64_t axis = op.getAxis(), q = tensorType(indices).getRank();
     int64_t dim = tensorType(data).getDimSize(axis);
@@ -135,7 +135,7 @@ struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(GatherElementsOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Value data = adaptor.getData();
     int64_t axis = op.getAxis(), dim = tensorType(data).getDimSize(axis);
     AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), rewriter.getContext());
@@ -156,7 +156,7 @@ struct PadLowering : OpConversionPattern<PadOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Value input = adaptor.getInput();
     ArrayRef<int64_t> in = tensorType(input).getShape();
     int64_t rank = in.size();
@@ -202,7 +202,7 @@ struct ExpandLowering : OpConversionPattern<ExpandOp> {
   LogicalResult matchAndRewrite(ExpandOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, broadcastTo(rewriter, op.getLoc(), adaptor.getInput(),
-                                       cast<RankedTensorType>(op.getType()).getShape()));
+                                       signlessType(op.getType()).getShape()));
     return success();
   }
 };
@@ -212,7 +212,7 @@ struct TileLowering : OpConversionPattern<TileOp> {
   LogicalResult matchAndRewrite(TileOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     MLIRContext *ctx = rewriter.getContext();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     ArrayRef<int64_t> in = tensorType(adaptor.getInput()).getShape();
     SmallVector<AffineExpr> exprs;
     for (size_t i = 0; i < in.size(); ++i)
@@ -230,7 +230,7 @@ struct TriluLowering : OpConversionPattern<TriluOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     int64_t rank = type.getRank();
     bool upper = op.getUpper();
     SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
@@ -300,7 +300,7 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
   LogicalResult matchAndRewrite(ResizeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Value input = adaptor.getInput();
     ArrayRef<int64_t> in = tensorType(input).getShape(), out = type.getShape();
     ArrayRef<double> scales = op.getScales();

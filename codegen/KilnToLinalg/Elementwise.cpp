@@ -34,7 +34,7 @@ struct ElementwiseLowering : OpConversionPattern<KilnOp> {
     Type et = getElementTypeOrSelf(operands.back().getType());
     if (!supports(et))
       return rewriter.notifyMatchFailure(op, "unsupported element type");
-    Value r = buildElementwise(rewriter, op.getLoc(), cast<RankedTensorType>(op.getType()),
+    Value r = buildElementwise(rewriter, op.getLoc(), signlessType(op.getType()),
                                operands, [&](OpBuilder &b, Location l, ValueRange args) {
                                  return scalar(b, l, op, args);
                                });
@@ -43,40 +43,61 @@ struct ElementwiseLowering : OpConversionPattern<KilnOp> {
   }
 };
 
-/// One scalar op for floats and/or one for integers (void: not available).
-template <typename KilnOp, typename FloatOp, typename IntOp = void>
+/// One scalar op for floats, one for signed and one for unsigned integers
+/// (void: not available; the unsigned one defaults to the signed one).
+template <typename KilnOp, typename FloatOp, typename IntOp = void, typename UIntOp = IntOp>
 struct ArithLowering : ElementwiseLowering<KilnOp> {
   using ElementwiseLowering<KilnOp>::ElementwiseLowering;
   bool supports(Type et) const override {
     return isFloat(et) ? !std::is_void_v<FloatOp> : !std::is_void_v<IntOp>;
   }
-  Value scalar(OpBuilder &b, Location loc, KilnOp, ValueRange args) const override {
+  Value scalar(OpBuilder &b, Location loc, KilnOp op, ValueRange args) const override {
     if constexpr (!std::is_void_v<FloatOp>)
       if (isFloat(args[0].getType()))
         return FloatOp::create(b, loc, args);
-    if constexpr (!std::is_void_v<IntOp>)
+    if constexpr (!std::is_void_v<IntOp>) {
+      if (isUnsigned(op->getOperand(0)))
+        return UIntOp::create(b, loc, args);
       return IntOp::create(b, loc, args);
+    }
     llvm_unreachable("filtered by supports()");
   }
 };
 
-template <typename KilnOp, arith::CmpFPredicate fp, arith::CmpIPredicate ip>
+template <typename KilnOp, arith::CmpFPredicate fp, arith::CmpIPredicate ip,
+          arith::CmpIPredicate up>
 struct CompareLowering : ElementwiseLowering<KilnOp> {
   using ElementwiseLowering<KilnOp>::ElementwiseLowering;
-  Value scalar(OpBuilder &b, Location loc, KilnOp, ValueRange a) const override {
+  Value scalar(OpBuilder &b, Location loc, KilnOp op, ValueRange a) const override {
     if (isFloat(a[0].getType()))
       return arith::CmpFOp::create(b, loc, fp, a[0], a[1]);
-    return arith::CmpIOp::create(b, loc, ip, a[0], a[1]);
+    return arith::CmpIOp::create(b, loc, isUnsigned(op.getLhs()) ? up : ip, a[0], a[1]);
   }
 };
 
+/// The identity on unsigned integers (Relu, Abs).
+Value unsignedIdentity(Value x) { return x; }
+
 struct ReluLowering : ElementwiseLowering<ReluOp> {
   using ElementwiseLowering::ElementwiseLowering;
-  Value scalar(OpBuilder &b, Location loc, ReluOp, ValueRange a) const override {
+  Value scalar(OpBuilder &b, Location loc, ReluOp op, ValueRange a) const override {
     Value zero = scalarConst(b, loc, a[0].getType(), 0);
     if (isFloat(a[0].getType()))
       return arith::MaximumFOp::create(b, loc, a[0], zero);
+    if (isUnsigned(op.getInput()))
+      return unsignedIdentity(a[0]);
     return arith::MaxSIOp::create(b, loc, a[0], zero);
+  }
+};
+
+struct AbsLowering : ElementwiseLowering<AbsOp> {
+  using ElementwiseLowering::ElementwiseLowering;
+  Value scalar(OpBuilder &b, Location loc, AbsOp op, ValueRange a) const override {
+    if (isFloat(a[0].getType()))
+      return math::AbsFOp::create(b, loc, a[0]);
+    if (isUnsigned(op.getInput()))
+      return unsignedIdentity(a[0]);
+    return math::AbsIOp::create(b, loc, a[0]);
   }
 };
 
@@ -91,8 +112,12 @@ struct NegLowering : ElementwiseLowering<NegOp> {
 
 struct SignLowering : ElementwiseLowering<SignOp> {
   using ElementwiseLowering::ElementwiseLowering;
-  Value scalar(OpBuilder &b, Location loc, SignOp, ValueRange a) const override {
+  Value scalar(OpBuilder &b, Location loc, SignOp op, ValueRange a) const override {
     Type t = a[0].getType();
+    if (isUnsigned(op.getInput()))
+      return arith::ExtUIOp::create(
+          b, loc, t,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, a[0], scalarConst(b, loc, t, 0)));
     Value zero = scalarConst(b, loc, t, 0), one = scalarConst(b, loc, t, 1),
           minusOne = scalarConst(b, loc, t, -1);
     Value pos, neg;
@@ -161,6 +186,8 @@ struct ModLowering : ElementwiseLowering<ModOp> {
   Value scalar(OpBuilder &b, Location loc, ModOp op, ValueRange a) const override {
     if (isFloat(a[0].getType()))
       return arith::RemFOp::create(b, loc, a[0], a[1]);
+    if (isUnsigned(op.getLhs()))
+      return arith::RemUIOp::create(b, loc, a[0], a[1]);
     Value r = arith::RemSIOp::create(b, loc, a[0], a[1]);
     if (op.getFmod())
       return r;
@@ -182,12 +209,14 @@ struct WhereLowering : ElementwiseLowering<WhereOp> {
 };
 
 /// ONNX Cast: float -> int truncates; anything -> bool is "nonzero";
-/// bool -> number is 0/1; integers are signed.
+/// bool -> number is 0/1; integer signedness comes from the kiln types.
 struct CastLowering : ElementwiseLowering<CastOp> {
   using ElementwiseLowering::ElementwiseLowering;
   Value scalar(OpBuilder &b, Location loc, CastOp op, ValueRange a) const override {
     Value x = a[0];
-    Type from = x.getType(), to = getElementTypeOrSelf(op.getType());
+    Type from = x.getType(), to = getElementTypeOrSelf(signlessType(op.getType()));
+    bool fromUnsigned = isUnsigned(op.getInput()) || from.isInteger(1);
+    bool toUnsigned = isUnsigned(op.getResult());
     if (from == to)
       return x;
     if (to.isInteger(1)) {
@@ -201,13 +230,14 @@ struct CastLowering : ElementwiseLowering<CastOp> {
       return fromWidth < toWidth ? (Value)arith::ExtFOp::create(b, loc, to, x)
                                  : (Value)arith::TruncFOp::create(b, loc, to, x);
     if (isFloat(from))
-      return arith::FPToSIOp::create(b, loc, to, x);
+      return toUnsigned ? (Value)arith::FPToUIOp::create(b, loc, to, x)
+                        : (Value)arith::FPToSIOp::create(b, loc, to, x);
     if (isFloat(to))
-      return from.isInteger(1) ? (Value)arith::UIToFPOp::create(b, loc, to, x)
-                               : (Value)arith::SIToFPOp::create(b, loc, to, x);
+      return fromUnsigned ? (Value)arith::UIToFPOp::create(b, loc, to, x)
+                          : (Value)arith::SIToFPOp::create(b, loc, to, x);
     if (fromWidth < toWidth)
-      return from.isInteger(1) ? (Value)arith::ExtUIOp::create(b, loc, to, x)
-                               : (Value)arith::ExtSIOp::create(b, loc, to, x);
+      return fromUnsigned ? (Value)arith::ExtUIOp::create(b, loc, to, x)
+                          : (Value)arith::ExtSIOp::create(b, loc, to, x);
     return arith::TruncIOp::create(b, loc, to, x);
   }
 };
@@ -221,12 +251,11 @@ void mlir::kiln::populateElementwiseLowerings(RewritePatternSet &patterns) {
       ArithLowering<AddOp, arith::AddFOp, arith::AddIOp>,
       ArithLowering<SubOp, arith::SubFOp, arith::SubIOp>,
       ArithLowering<MulOp, arith::MulFOp, arith::MulIOp>,
-      ArithLowering<DivOp, arith::DivFOp, arith::DivSIOp>,
-      ArithLowering<MaxOp, arith::MaximumFOp, arith::MaxSIOp>,
-      ArithLowering<MinOp, arith::MinimumFOp, arith::MinSIOp>,
+      ArithLowering<DivOp, arith::DivFOp, arith::DivSIOp, arith::DivUIOp>,
+      ArithLowering<MaxOp, arith::MaximumFOp, arith::MaxSIOp, arith::MaxUIOp>,
+      ArithLowering<MinOp, arith::MinimumFOp, arith::MinSIOp, arith::MinUIOp>,
       ArithLowering<AndOp, void, arith::AndIOp>, ArithLowering<OrOp, void, arith::OrIOp>,
       ArithLowering<XorOp, void, arith::XOrIOp>,
-      ArithLowering<AbsOp, math::AbsFOp, math::AbsIOp>,
       ArithLowering<CeilOp, math::CeilOp>, ArithLowering<FloorOp, math::FloorOp>,
       ArithLowering<RoundOp, math::RoundEvenOp>, ArithLowering<ExpOp, math::ExpOp>,
       ArithLowering<LogOp, math::LogOp>, ArithLowering<SqrtOp, math::SqrtOp>,
@@ -237,10 +266,12 @@ void mlir::kiln::populateElementwiseLowerings(RewritePatternSet &patterns) {
       ArithLowering<SinhOp, math::SinhOp>, ArithLowering<CoshOp, math::CoshOp>,
       ArithLowering<AsinhOp, math::AsinhOp>, ArithLowering<AcoshOp, math::AcoshOp>,
       ArithLowering<AtanhOp, math::AtanhOp>,
-      CompareLowering<EqualOp, CF::OEQ, CI::eq>, CompareLowering<LessOp, CF::OLT, CI::slt>,
-      CompareLowering<LessEqualOp, CF::OLE, CI::sle>,
-      CompareLowering<GreaterOp, CF::OGT, CI::sgt>,
-      CompareLowering<GreaterEqualOp, CF::OGE, CI::sge>, ReluLowering, NegLowering,
+      CompareLowering<EqualOp, CF::OEQ, CI::eq, CI::eq>,
+      CompareLowering<LessOp, CF::OLT, CI::slt, CI::ult>,
+      CompareLowering<LessEqualOp, CF::OLE, CI::sle, CI::ule>,
+      CompareLowering<GreaterOp, CF::OGT, CI::sgt, CI::ugt>,
+      CompareLowering<GreaterEqualOp, CF::OGE, CI::sge, CI::uge>, ReluLowering, AbsLowering,
+      NegLowering,
       SignLowering, SigmoidLowering, ReciprocalLowering, NotLowering, ClipLowering,
       PowLowering, ModLowering, WhereLowering, CastLowering>(patterns.getContext());
 }

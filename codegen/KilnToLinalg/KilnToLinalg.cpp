@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::kiln {
@@ -32,7 +34,12 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ConstantOp op, OpAdaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, cast<TypedAttr>(op.getValue()));
+    Attribute value = op.getValue();
+    // arith works on signless integers: reinterpret unsigned constants.
+    auto type = signlessType(op.getType());
+    if (type != op.getType())
+      value = cast<DenseElementsAttr>(value).bitcast(type.getElementType());
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, cast<TypedAttr>(value));
     return success();
   }
 };
@@ -42,7 +49,7 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   LogicalResult matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), adaptor.getInput(),
-                                     cast<RankedTensorType>(op.getType())));
+                                     signlessType(op.getType())));
     return success();
   }
 };
@@ -51,7 +58,7 @@ struct TransposeLowering : OpConversionPattern<TransposeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Value init = emptyTensor(rewriter, op.getLoc(), type.getShape(), type.getElementType());
     auto t = linalg::TransposeOp::create(rewriter, op.getLoc(), adaptor.getInput(), init,
                                          op.getPerm());
@@ -64,7 +71,7 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Location loc = op.getLoc();
     Value result = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
     int64_t axis = op.getAxis(), offset = 0;
@@ -121,7 +128,7 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
-    auto resultType = cast<RankedTensorType>(op.getType());
+    auto resultType = signlessType(op.getType());
     Type et = resultType.getElementType();
     // Promote 1-D operands to matrices, as numpy does.
     SmallVector<int64_t> ls(tensorType(lhs).getShape()), rs(tensorType(rhs).getShape());
@@ -168,7 +175,7 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
   LogicalResult matchAndRewrite(GemmOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Type et = type.getElementType();
     // Transposed operands are materialized so that every matmul reaches the
     // CPU schedule in the canonical [M,K]x[K,N] form.
@@ -264,7 +271,7 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
   LogicalResult matchAndRewrite(ConvOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Type et = type.getElementType();
     ArrayRef<int64_t> out = type.getShape();
     Value input = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), 0.0);
@@ -328,7 +335,7 @@ struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
   LogicalResult matchAndRewrite(BatchNormOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Type et = type.getElementType();
     // Per-channel parameters as [C, 1, ...] so they broadcast over dim 1.
     SmallVector<int64_t> paramShape(type.getRank() - 1, 1);
@@ -356,7 +363,7 @@ template <typename PoolOp, typename LinalgPoolOp>
 Value buildPool(ConversionPatternRewriter &rewriter, PoolOp op, Value input,
                 ArrayRef<int64_t> dilations, double padValue) {
   Location loc = op.getLoc();
-  auto type = cast<RankedTensorType>(op.getType());
+  auto type = signlessType(op.getType());
   Type et = type.getElementType();
   Value padded = padSpatial(rewriter, loc, input, op.getPads(), padValue);
   Value window = emptyTensor(rewriter, loc, op.getKernel(), et);
@@ -396,7 +403,7 @@ struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
   LogicalResult matchAndRewrite(AveragePoolOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Type et = type.getElementType();
     Value sum = buildPool<AveragePoolOp, linalg::PoolingNchwSumOp>(
         rewriter, op, adaptor.getInput(), {1, 1}, 0.0);
@@ -455,7 +462,7 @@ struct ReduceMeanLowering : OpConversionPattern<ReduceMeanOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Value mean = buildMean(rewriter, op.getLoc(), adaptor.getInput(), op.getAxes());
     rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), mean,
-                                     cast<RankedTensorType>(op.getType())));
+                                     signlessType(op.getType())));
     return success();
   }
 };
@@ -469,7 +476,7 @@ struct SoftmaxLowering : OpConversionPattern<OpTy> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     int64_t axis = op.getAxis();
     Value max = buildMax(rewriter, loc, x, axis);
     Value shifted = buildElementwise(rewriter, loc, type, {x, max},
@@ -506,12 +513,16 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
     if (kind == "sum") {
       r = buildSum(rewriter, loc, x, op.getAxes());
     } else if (kind == "max") {
-      r = buildMax(rewriter, loc, x, op.getAxes());
+      r = buildMax(rewriter, loc, x, op.getAxes(), isUnsigned(op.getInput()));
     } else if (kind == "min") {
-      r = buildReduction(rewriter, loc, x, op.getAxes(), extremeConst(rewriter, loc, et, false),
+      bool isU = isUnsigned(op.getInput());
+      r = buildReduction(rewriter, loc, x, op.getAxes(),
+                         extremeConst(rewriter, loc, et, false, isU),
                          [&](OpBuilder &b, Location l, ValueRange a) -> Value {
                            if (isFloat)
                              return arith::MinimumFOp::create(b, l, a[0], a[1]);
+                           if (isU)
+                             return arith::MinUIOp::create(b, l, a[0], a[1]);
                            return arith::MinSIOp::create(b, l, a[0], a[1]);
                          });
     } else {
@@ -522,7 +533,7 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
                            return arith::MulIOp::create(b, l, a[0], a[1]);
                          });
     }
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, cast<RankedTensorType>(op.getType())));
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, signlessType(op.getType())));
     return success();
   }
 };
@@ -549,7 +560,9 @@ struct ArgLowering : OpConversionPattern<OpTy> {
       outExprs.push_back(i == axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
     iterators[axis] = utils::IteratorType::reduction;
     AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
-    Value best = filledTensor(rewriter, loc, keptShape, extremeConst(rewriter, loc, et, isMax));
+    bool isU = isUnsigned(op.getInput());
+    Value best =
+        filledTensor(rewriter, loc, keptShape, extremeConst(rewriter, loc, et, isMax, isU));
     Value index = zeroFilled(rewriter, loc, keptShape, i64);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{best.getType(), index.getType()}, x, ValueRange{best, index},
@@ -562,8 +575,9 @@ struct ArgLowering : OpConversionPattern<OpTy> {
                               : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT);
             better = arith::CmpFOp::create(b, l, pred, v, cur);
           } else {
-            auto pred = isMax ? (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt)
-                              : (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt);
+            using P = arith::CmpIPredicate;
+            auto pred = isMax ? (last ? (isU ? P::uge : P::sge) : (isU ? P::ugt : P::sgt))
+                              : (last ? (isU ? P::ule : P::sle) : (isU ? P::ult : P::slt));
             better = arith::CmpIOp::create(b, l, pred, v, cur);
           }
           Value pos = arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, axis));
@@ -572,7 +586,7 @@ struct ArgLowering : OpConversionPattern<OpTy> {
                                              arith::SelectOp::create(b, l, better, pos, curIndex)});
         });
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, generic.getResult(1),
-                                     cast<RankedTensorType>(op.getType())));
+                                     signlessType(op.getType())));
     return success();
   }
 };
@@ -582,7 +596,7 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   LogicalResult matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
+    auto type = signlessType(op.getType());
     Type et = type.getElementType();
     Value x = adaptor.getInput();
     SmallVector<int64_t> axes = trailingAxes(op.getAxis(), type.getRank());
@@ -623,7 +637,18 @@ struct ConvertKilnToLinalgPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     target.addIllegalDialect<KilnDialect>();
 
+    // Unsigned kiln tensors become signless at function boundaries too.
+    TypeConverter types;
+    types.addConversion([](Type t) { return t; });
+    types.addConversion([](RankedTensorType t) -> Type { return signlessType(t); });
+    target.addDynamicallyLegalOp<func::FuncOp>(
+        [&](func::FuncOp f) { return types.isSignatureLegal(f.getFunctionType()); });
+    target.addDynamicallyLegalOp<func::ReturnOp>(
+        [&](func::ReturnOp r) { return types.isLegal(r.getOperandTypes()); });
+
     RewritePatternSet patterns(ctx);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, types);
+    populateReturnOpTypeConversionPattern(patterns, types);
     patterns.add<ConstantLowering, ReshapeLowering, TransposeLowering, ConcatLowering,
                  MatMulLowering, GemmLowering, ConvLowering, BatchNormLowering,
                  MaxPoolLowering, AveragePoolLowering, GlobalAveragePoolLowering,

@@ -148,7 +148,11 @@ Type elementTypeOf(Builder &b, int32_t dtype) {
   case onnx::TensorProto::INT32: return b.getIntegerType(32);
   case onnx::TensorProto::INT64: return b.getIntegerType(64);
   case onnx::TensorProto::BOOL: return b.getIntegerType(1);
-  default: return nullptr; // unsigned, complex, string, float8...
+  case onnx::TensorProto::UINT8: return b.getIntegerType(8, false);
+  case onnx::TensorProto::UINT16: return b.getIntegerType(16, false);
+  case onnx::TensorProto::UINT32: return b.getIntegerType(32, false);
+  case onnx::TensorProto::UINT64: return b.getIntegerType(64, false);
+  default: return nullptr; // complex, string, float8...
   }
 }
 
@@ -187,7 +191,8 @@ FailureOr<Value> ImportContext::materialize(const HostTensor &t, llvm::StringRef
   } else {
     SmallVector<APInt> values;
     for (int64_t v : t.ints)
-      values.push_back(APInt(et.getIntOrFloatBitWidth(), v, /*isSigned=*/true, true));
+      values.push_back(APInt(et.getIntOrFloatBitWidth(), v, /*isSigned=*/!et.isUnsignedInteger(),
+                             /*implicitTrunc=*/true));
     attr = DenseElementsAttr::get(type, values);
   }
   return mlir::kiln::ConstantOp::create(b, loc, type, attr).getResult();
@@ -245,6 +250,14 @@ FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std::string
       ok = fromRaw(int32_t(), t.ints);
     else
       t.ints.assign(tp.int32_data().begin(), tp.int32_data().end());
+    break;
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+    if (!raw.empty())
+      ok = t.dtype == onnx::TensorProto::UINT32 ? fromRaw(uint32_t(), t.ints)
+                                                : fromRaw(uint64_t(), t.ints);
+    else
+      t.ints.assign(tp.uint64_data().begin(), tp.uint64_data().end());
     break;
   case onnx::TensorProto::INT16:
   case onnx::TensorProto::UINT16:

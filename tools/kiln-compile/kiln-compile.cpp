@@ -156,6 +156,10 @@ static int32_t dtypeCode(Type t) {
   if (t.isF16()) return 10;
   if (t.isBF16()) return 16;
   if (t.isInteger(1)) return 9;
+  if (t.isUnsignedInteger(8)) return 2;
+  if (t.isUnsignedInteger(16)) return 4;
+  if (t.isUnsignedInteger(32)) return 12;
+  if (t.isUnsignedInteger(64)) return 13;
   if (t.isInteger(8)) return 3;
   if (t.isInteger(16)) return 5;
   if (t.isInteger(32)) return 6;
