@@ -591,6 +591,50 @@ struct ArgLowering : OpConversionPattern<OpTy> {
   }
 };
 
+/// CumSum as a masked contraction along the axis: out[..i..] = sum over j of
+/// x[..j..] where j precedes i (per exclusive/reverse). Quadratic in the axis
+/// length, but one vectorizable generic.
+struct CumSumLowering : OpConversionPattern<CumSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CumSumOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto type = signlessType(op.getType());
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    bool exclusive = op.getExclusive(), reverse = op.getReverse();
+    // Dimensions: the result's, then j (the reduced position along axis).
+    SmallVector<AffineExpr> inExprs, outExprs;
+    for (int64_t d = 0; d < rank; ++d) {
+      outExprs.push_back(getAffineDimExpr(d, ctx));
+      inExprs.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(rank + 1, 0, inExprs, ctx),
+                                   AffineMap::get(rank + 1, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iterators(rank + 1, utils::IteratorType::parallel);
+    iterators[rank] = utils::IteratorType::reduction;
+    Value init = zeroFilled(rewriter, loc, type.getShape(), type.getElementType());
+    Value r = linalg::GenericOp::create(
+                  rewriter, loc, type, adaptor.getInput(), init, maps, iterators,
+                  [&](OpBuilder &b, Location l, ValueRange a) {
+                    Value i = linalg::IndexOp::create(b, l, axis);
+                    Value j = linalg::IndexOp::create(b, l, rank);
+                    using P = arith::CmpIPredicate;
+                    P pred = reverse ? (exclusive ? P::ugt : P::uge) : (exclusive ? P::ult : P::ule);
+                    Value take = arith::CmpIOp::create(b, l, pred, j, i);
+                    Value zero = scalarConst(b, l, a[0].getType(), 0);
+                    Value v = arith::SelectOp::create(b, l, take, a[0], zero);
+                    Value sum = isa<FloatType>(v.getType())
+                                    ? (Value)arith::AddFOp::create(b, l, a[1], v)
+                                    : (Value)arith::AddIOp::create(b, l, a[1], v);
+                    linalg::YieldOp::create(b, l, sum);
+                  })
+                  .getResult(0);
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
@@ -654,7 +698,8 @@ struct ConvertKilnToLinalgPass
                  MaxPoolLowering, AveragePoolLowering, GlobalAveragePoolLowering,
                  ReduceMeanLowering, SoftmaxLowering<SoftmaxOp, false>,
                  SoftmaxLowering<LogSoftmaxOp, true>, ReduceLowering,
-                 ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>, LayerNormLowering>(
+                 ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>, LayerNormLowering,
+                 CumSumLowering>(
         ctx);
     populateElementwiseLowerings(patterns);
     populateDataMovementLowerings(patterns);

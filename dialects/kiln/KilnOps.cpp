@@ -101,6 +101,8 @@ LogicalResult ModOp::verify() { return verifyBinary(*this); }
 LogicalResult AndOp::verify() { return verifyBinary(*this); }
 LogicalResult OrOp::verify() { return verifyBinary(*this); }
 LogicalResult XorOp::verify() { return verifyBinary(*this); }
+LogicalResult ShiftLeftOp::verify() { return verifyBinary(*this); }
+LogicalResult ShiftRightOp::verify() { return verifyBinary(*this); }
 
 static LogicalResult verifyCompare(Operation *op) {
   return verifyBinary(op, IntegerType::get(op->getContext(), 1));
@@ -446,6 +448,8 @@ LogicalResult ResizeOp::verify() {
     return emitOpError("linear mode needs a floating-point input");
   return success();
 }
+
+LogicalResult CumSumOp::verify() { return verifyAxis(*this, getInput(), getAxis()); }
 
 LogicalResult PadOp::verify() {
   ArrayRef<int64_t> in = shapeOf(getInput());

@@ -54,6 +54,10 @@ def Kiln_ModOp : Kiln_BinaryOp<"mod"> {
 def Kiln_AndOp : Kiln_BinaryOp<"and", [Commutative]>;
 def Kiln_OrOp : Kiln_BinaryOp<"or", [Commutative]>;
 def Kiln_XorOp : Kiln_BinaryOp<"xor", [Commutative]>;
+def Kiln_ShiftLeftOp : Kiln_BinaryOp<"shift_left">;
+def Kiln_ShiftRightOp : Kiln_BinaryOp<"shift_right"> {
+  let summary = "Logical shift right of unsigned integers with broadcasting";
+}
 
 class Kiln_CompareOp<string mnemonic, list<Trait> traits = []>
     : Kiln_BinaryOp<mnemonic, traits> {
@@ -298,6 +302,17 @@ def Kiln_ResizeOp : Kiln_Op<"resize"> {
                    StrAttr:$nearest_mode, DenseF64ArrayAttr:$scales);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_CumSumOp : Kiln_Op<"cumsum", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Running sum along one axis (ONNX CumSum)";
+  let description = [{
+    `exclusive` leaves out the element itself; `reverse` sums from the end.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 

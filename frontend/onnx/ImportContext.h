@@ -111,6 +111,7 @@ void registerMathOps(ImportTable &table);
 void registerNNOps(ImportTable &table);
 void registerTensorOps(ImportTable &table);
 void registerLossOps(ImportTable &table);
+void registerQuantOps(ImportTable &table);
 
 /// kiln binary op result type under numpy broadcasting, with `a`'s element
 /// type unless `elementType` is given.
@@ -132,6 +133,8 @@ mlir::FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std::
 
 /// The MLIR element type of an ONNX data type; null if unsupported.
 mlir::Type elementTypeOf(mlir::Builder &b, int32_t dtype);
+/// The ONNX data type code of an element type (0 if none).
+int32_t dtypeCodeOf(mlir::Type t);
 /// "FLOAT", "INT64", ... for messages.
 std::string dtypeName(int32_t dtype);
 

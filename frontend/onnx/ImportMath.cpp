@@ -41,6 +41,16 @@ KILN_HOST_FN(k::AndOp, a && b)
 KILN_HOST_FN(k::OrOp, a || b)
 KILN_HOST_FN(k::XorOp, (a != 0) != (b != 0))
 #undef KILN_HOST_FN
+template <>
+struct HostFn<k::ShiftLeftOp> {
+  static double f(double a, double) { return a; }
+  static int64_t i(int64_t a, int64_t b) { return (int64_t)((uint64_t)a << b); }
+};
+template <>
+struct HostFn<k::ShiftRightOp> {
+  static double f(double a, double) { return a; }
+  static int64_t i(int64_t a, int64_t b) { return (int64_t)((uint64_t)a >> b); }
+};
 
 /// Folds the node on the host when both inputs are compile-time tensors.
 template <typename Op>
@@ -464,9 +474,67 @@ LogicalResult importDropout(ImportContext &ctx) {
   return importIdentity(ctx);
 }
 
+LogicalResult importBitShift(ImportContext &ctx) {
+  std::string direction;
+  for (const auto &a : ctx.node->attribute())
+    if (a.name() == "direction")
+      direction = a.s();
+  if (direction == "LEFT")
+    return importBinary<k::ShiftLeftOp>(ctx);
+  if (direction == "RIGHT")
+    return importBinary<k::ShiftRightOp>(ctx);
+  return ctx.fail("direction must be LEFT or RIGHT");
+}
+
+/// IsNaN(x) = !(x == x).
+LogicalResult importIsNaN(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  Emitter e{ctx};
+  auto same = e.binary<k::EqualOp>(*x, *x, ctx.b.getI1Type());
+  if (failed(same))
+    return failure();
+  ctx.setOutput(0, e.unary<k::NotOp>(*same));
+  return success();
+}
+
+/// IsInf(x) = x == +inf (detect_positive) or x == -inf (detect_negative).
+LogicalResult importIsInf(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  Emitter e{ctx};
+  Value r;
+  for (auto [attr, sign] : {std::pair{"detect_positive", 1.0}, std::pair{"detect_negative", -1.0}}) {
+    if (!ctx.attrInt(attr, 1))
+      continue;
+    auto hit = e.binary<k::EqualOp>(*x, e.constant(*x, sign * INFINITY), ctx.b.getI1Type());
+    if (failed(hit))
+      return failure();
+    if (r) {
+      hit = e.binary<k::OrOp>(r, *hit);
+      if (failed(hit))
+        return failure();
+    }
+    r = *hit;
+  }
+  if (!r) { // neither sign: all false
+    auto f = e.binary<k::EqualOp>(*x, e.constant(*x, NAN), ctx.b.getI1Type());
+    if (failed(f))
+      return failure();
+    r = *f;
+  }
+  ctx.setOutput(0, r);
+  return success();
+}
+
 } // namespace
 
 void registerMathOps(ImportTable &t) {
+  t["BitShift"] = importBitShift;
+  t["IsNaN"] = importIsNaN;
+  t["IsInf"] = importIsInf;
   t["Add"] = importBinary<k::AddOp>;
   t["Sub"] = importBinary<k::SubOp>;
   t["Mul"] = importBinary<k::MulOp>;

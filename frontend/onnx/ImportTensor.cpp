@@ -796,7 +796,172 @@ static LogicalResult importResize(ImportContext &ctx) {
   return success();
 }
 
+/// CumSum. The axis input may be a run-time value: it does not change the
+/// result shape, so every possible axis is computed and the one asked for is
+/// selected (a rank-1 input has only one).
+static LogicalResult importCumSum(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank();
+  bool exclusive = ctx.attrInt("exclusive", 0), reverse = ctx.attrInt("reverse", 0);
+  auto along = [&](int64_t axis) -> Value {
+    return k::CumSumOp::create(ctx.b, ctx.loc, xt, *x, axis, exclusive, reverse);
+  };
+  if (const HostTensor *a = ctx.hostInput(1)) {
+    if (a->numElements() != 1 || a->isFloat())
+      return ctx.fail("axis must be an integer scalar");
+    auto axis = ctx.axis(a->ints[0], rank);
+    if (failed(axis))
+      return failure();
+    ctx.setOutput(0, along(*axis));
+    return success();
+  }
+  auto axisValue = ctx.input(1);
+  if (failed(axisValue))
+    return failure();
+  Emitter e{ctx};
+  Value axisScalar = e.reshape(e.castTo(*axisValue, ctx.b.getI64Type()), {});
+  Value r = along(rank - 1);
+  for (int64_t d = rank - 2; d >= 0; --d) {
+    auto isD = e.binary<k::EqualOp>(axisScalar, e.constant(axisScalar, (double)d),
+                                    ctx.b.getI1Type());
+    auto isNeg = e.binary<k::EqualOp>(axisScalar, e.constant(axisScalar, (double)(d - rank)),
+                                      ctx.b.getI1Type());
+    if (failed(isD) || failed(isNeg))
+      return failure();
+    auto pick = e.binary<k::OrOp>(*isD, *isNeg);
+    if (failed(pick))
+      return failure();
+    r = k::WhereOp::create(ctx.b, ctx.loc, xt, *pick, along(d), r);
+  }
+  ctx.setOutput(0, r);
+  return success();
+}
+
+/// 0..n-1 along `axis` of a rank-`rank` tensor (other dimensions 1).
+static Value iota(ImportContext &ctx, int64_t n, int64_t axis, int64_t rank) {
+  HostTensor t = intTensor({}, std::vector<int64_t>(rank, 1));
+  t.shape[axis] = n;
+  for (int64_t i = 0; i < n; ++i)
+    t.ints.push_back(i);
+  return *ctx.materialize(t, "iota");
+}
+
+/// Hardmax: one-hot of the (first) argmax along the axis. Before opset 13
+/// the axis splits a 2-D view, as for Softmax.
+static LogicalResult importHardmax(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  Emitter e{ctx};
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto axis = ctx.axis(ctx.attrInt("axis", ctx.opset < 13 ? 1 : -1), xt.getRank());
+  if (failed(axis))
+    return failure();
+  Value in = *x;
+  int64_t a = *axis;
+  if (ctx.opset < 13 && a != xt.getRank() - 1) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < xt.getRank(); ++i)
+      (i < a ? outer : inner) *= xt.getDimSize(i);
+    in = e.reshape(in, {outer, inner});
+    a = 1;
+  }
+  auto it = cast<RankedTensorType>(in.getType());
+  SmallVector<int64_t> kept(it.getShape());
+  kept[a] = 1;
+  Value am = k::ArgMaxOp::create(ctx.b, ctx.loc, RankedTensorType::get(kept, ctx.b.getI64Type()),
+                                 in, a, true, false);
+  auto hot = e.binary<k::EqualOp>(am, iota(ctx, it.getDimSize(a), a, it.getRank()),
+                                  ctx.b.getI1Type());
+  if (failed(hot))
+    return failure();
+  Value r = e.castTo(*hot, it.getElementType());
+  ctx.setOutput(0, r.getType() == xt ? r : e.reshape(r, xt.getShape()));
+  return success();
+}
+
+/// OneHot(indices, depth, values=[off, on]): the depth dimension is
+/// inserted at `axis`; negative indices count from the end.
+static LogicalResult importOneHot(ImportContext &ctx) {
+  auto indices = ctx.input(0), values = ctx.input(2);
+  const HostTensor *depthT = ctx.hostInput(1);
+  if (failed(indices) || failed(values))
+    return failure();
+  if (!depthT || depthT->numElements() != 1)
+    return ctx.fail("depth must be a compile-time scalar (a run-time depth needs dynamic "
+                    "shapes, which are not supported yet)");
+  int64_t depth = depthT->isFloat() ? (int64_t)depthT->floats[0] : depthT->ints[0];
+  Emitter e{ctx};
+  auto itype = cast<RankedTensorType>(indices->getType());
+  Value idx = e.castTo(*indices, ctx.b.getI64Type());
+  auto axis = ctx.axis(ctx.attrInt("axis", -1), itype.getRank() + 1);
+  if (failed(axis))
+    return failure();
+  auto neg = e.binary<k::LessOp>(idx, e.constant(idx, 0), ctx.b.getI1Type());
+  auto wrapped = e.binary<k::AddOp>(idx, e.constant(idx, (double)depth));
+  if (failed(neg) || failed(wrapped))
+    return failure();
+  idx = k::WhereOp::create(ctx.b, ctx.loc, idx.getType(), *neg, *wrapped, idx);
+  SmallVector<int64_t> shape(itype.getShape());
+  shape.insert(shape.begin() + *axis, 1);
+  auto hot = e.binary<k::EqualOp>(e.reshape(idx, shape),
+                                  iota(ctx, depth, *axis, shape.size()), ctx.b.getI1Type());
+  if (failed(hot))
+    return failure();
+  auto vt = cast<RankedTensorType>(values->getType());
+  auto scalarType = RankedTensorType::get({1}, vt.getElementType());
+  Value off = e.reshape(k::SliceOp::create(ctx.b, ctx.loc, scalarType, *values,
+                                           ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1}),
+                        {});
+  Value on = e.reshape(k::SliceOp::create(ctx.b, ctx.loc, scalarType, *values,
+                                          ArrayRef<int64_t>{1}, ArrayRef<int64_t>{1}),
+                       {});
+  auto outShape = cast<RankedTensorType>(hot->getType()).getShape();
+  ctx.setOutput(0, k::WhereOp::create(ctx.b, ctx.loc,
+                                      RankedTensorType::get(outShape, vt.getElementType()), *hot,
+                                      on, off));
+  return success();
+}
+
+/// EyeLike: ones on diagonal k of a 2-D tensor shaped like the input.
+static LogicalResult importEyeLike(ImportContext &ctx) {
+  std::vector<int64_t> shape = shapeOfInput(ctx);
+  if (shape.size() != 2)
+    return ctx.fail("EyeLike needs a 2-D input");
+  HostTensor r;
+  r.dtype = ctx.attrInt("dtype", 0);
+  if (!r.dtype) {
+    if (const HostTensor *t = ctx.hostInput(0)) {
+      r.dtype = t->dtype;
+    } else {
+      auto type = ctx.inputType(0);
+      if (failed(type))
+        return failure();
+      r.dtype = dtypeCodeOf(type->getElementType());
+    }
+  }
+  r.shape = shape;
+  int64_t diag = ctx.attrInt("k", 0);
+  for (int64_t i = 0; i < shape[0]; ++i)
+    for (int64_t j = 0; j < shape[1]; ++j) {
+      bool one = j - i == diag;
+      if (r.isFloat())
+        r.floats.push_back(one);
+      else
+        r.ints.push_back(one);
+    }
+  ctx.setHostOutput(0, std::move(r));
+  return success();
+}
+
 void registerTensorOps(ImportTable &t) {
+  t["CumSum"] = importCumSum;
+  t["Hardmax"] = importHardmax;
+  t["OneHot"] = importOneHot;
+  t["EyeLike"] = importEyeLike;
   t["Trilu"] = importTrilu;
   t["Resize"] = importResize;
   t["Upsample"] = importResize;

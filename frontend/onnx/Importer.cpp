@@ -156,6 +156,20 @@ Type elementTypeOf(Builder &b, int32_t dtype) {
   }
 }
 
+int32_t dtypeCodeOf(Type t) {
+  for (int32_t code : {onnx::TensorProto::FLOAT, onnx::TensorProto::DOUBLE,
+                       onnx::TensorProto::FLOAT16, onnx::TensorProto::BFLOAT16,
+                       onnx::TensorProto::INT8, onnx::TensorProto::INT16, onnx::TensorProto::INT32,
+                       onnx::TensorProto::INT64, onnx::TensorProto::BOOL, onnx::TensorProto::UINT8,
+                       onnx::TensorProto::UINT16, onnx::TensorProto::UINT32,
+                       onnx::TensorProto::UINT64}) {
+    Builder b(t.getContext());
+    if (elementTypeOf(b, code) == t)
+      return code;
+  }
+  return 0;
+}
+
 std::string dtypeName(int32_t dtype) {
   const auto *desc = onnx::TensorProto::DataType_descriptor();
   const auto *value = desc->FindValueByNumber(dtype);
@@ -387,6 +401,7 @@ static const ImportTable &importTable() {
     registerNNOps(t);
     registerTensorOps(t);
     registerLossOps(t);
+    registerQuantOps(t);
     return t;
   }();
   return table;

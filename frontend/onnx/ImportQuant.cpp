@@ -1,0 +1,164 @@
+//===- ImportQuant.cpp - ONNX quantization ops -----------------------------===//
+//
+// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, composed from
+// kiln elementwise ops in float: q = saturate(round_half_even(x / scale) + zp),
+// x = (q - zp) * scale. Per-axis scales and zero points broadcast along axis.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/onnx/ImportContext.h"
+
+using namespace mlir;
+namespace k = mlir::kiln;
+
+namespace kiln::onnx_frontend {
+
+namespace {
+
+/// A per-axis parameter (1-D of the axis' size) reshaped to broadcast over
+/// `like` along `axis`; scalars pass through.
+Value alongAxis(Emitter &e, Value param, RankedTensorType like, int64_t axis) {
+  auto pt = cast<RankedTensorType>(param.getType());
+  if (pt.getRank() != 1 || like.getRank() == 0)
+    return param;
+  SmallVector<int64_t> shape(like.getRank(), 1);
+  shape[axis] = pt.getDimSize(0);
+  return e.reshape(param, shape);
+}
+
+/// The quantization axis; only checked when the scale is per-axis (1-D).
+FailureOr<int64_t> quantAxis(ImportContext &ctx, RankedTensorType x, Value scale) {
+  int64_t axis = ctx.attrInt("axis", 1);
+  if (cast<RankedTensorType>(scale.getType()).getRank() != 1)
+    return axis;
+  return ctx.axis(axis, x.getRank());
+}
+
+/// The integer range of a quantized element type.
+std::pair<double, double> quantRange(Type t) {
+  unsigned w = t.getIntOrFloatBitWidth();
+  if (t.isUnsignedInteger())
+    return {0.0, std::ldexp(1.0, w) - 1};
+  return {-std::ldexp(1.0, w - 1), std::ldexp(1.0, w - 1) - 1};
+}
+
+/// saturate(round(x / scale) + zp) as element type `qt`; x, scale float.
+FailureOr<Value> quantize(Emitter &e, Value x, Value scale, Value zeroPoint, Type qt) {
+  auto div = e.binary<k::DivOp>(x, scale);
+  if (failed(div))
+    return failure();
+  Value q = e.unary<k::RoundOp>(*div);
+  if (zeroPoint) {
+    auto shifted = e.binary<k::AddOp>(q, e.castTo(zeroPoint, getElementTypeOrSelf(x.getType())));
+    if (failed(shifted))
+      return failure();
+    q = *shifted;
+  }
+  auto [lo, hi] = quantRange(qt);
+  q = k::ClipOp::create(e.ctx.b, e.ctx.loc, q.getType(), q, e.ctx.b.getF32FloatAttr(lo),
+                        e.ctx.b.getF32FloatAttr(hi));
+  return e.castTo(q, qt);
+}
+
+LogicalResult importQuantize(ImportContext &ctx) {
+  auto x = ctx.input(0), scale = ctx.input(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto axis = quantAxis(ctx, xt, *scale);
+  if (failed(axis))
+    return failure();
+  Emitter e{ctx};
+  Value zp;
+  Type qt = ctx.b.getIntegerType(8, false);
+  if (ctx.hasInput(2)) {
+    auto z = ctx.input(2);
+    if (failed(z))
+      return failure();
+    zp = alongAxis(e, *z, xt, *axis);
+    qt = getElementTypeOrSelf(z->getType());
+  }
+  if (!isa<IntegerType>(qt) || qt.getIntOrFloatBitWidth() > 16)
+    return ctx.fail("only 8- and 16-bit integer quantization is supported");
+  auto q = quantize(e, *x, alongAxis(e, *scale, xt, *axis), zp, qt);
+  if (failed(q))
+    return failure();
+  ctx.setOutput(0, *q);
+  return success();
+}
+
+LogicalResult importDequantize(ImportContext &ctx) {
+  auto x = ctx.input(0), scale = ctx.input(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto axis = quantAxis(ctx, xt, *scale);
+  if (failed(axis))
+    return failure();
+  Emitter e{ctx};
+  Type ft = getElementTypeOrSelf(scale->getType());
+  Value v = e.castTo(*x, ft);
+  if (ctx.hasInput(2)) {
+    auto z = ctx.input(2);
+    if (failed(z))
+      return failure();
+    auto centered = e.binary<k::SubOp>(v, e.castTo(alongAxis(e, *z, xt, *axis), ft));
+    if (failed(centered))
+      return failure();
+    v = *centered;
+  }
+  auto y = e.binary<k::MulOp>(v, alongAxis(e, *scale, xt, *axis));
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
+/// DynamicQuantizeLinear: uint8 with scale and zero point from the data
+/// range (always including 0).
+LogicalResult importDynamicQuantize(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  Emitter e{ctx};
+  SmallVector<int64_t> all;
+  for (int64_t i = 0; i < xt.getRank(); ++i)
+    all.push_back(i);
+  auto scalarType = RankedTensorType::get({}, xt.getElementType());
+  Value minv = k::ReduceOp::create(ctx.b, ctx.loc, scalarType, *x, "min", all, false);
+  Value maxv = k::ReduceOp::create(ctx.b, ctx.loc, scalarType, *x, "max", all, false);
+  auto lo = e.binary<k::MinOp>(minv, e.constant(minv, 0.0));
+  auto hi = e.binary<k::MaxOp>(maxv, e.constant(maxv, 0.0));
+  if (failed(lo) || failed(hi))
+    return failure();
+  auto range = e.binary<k::SubOp>(*hi, *lo);
+  if (failed(range))
+    return failure();
+  auto scale = e.binary<k::DivOp>(*range, e.constant(*range, 255.0));
+  if (failed(scale))
+    return failure();
+  Type u8 = ctx.b.getIntegerType(8, false);
+  auto zpFloat = e.binary<k::DivOp>(e.unary<k::NegOp>(*lo), *scale);
+  if (failed(zpFloat))
+    return failure();
+  Value zpRounded = k::ClipOp::create(ctx.b, ctx.loc, scalarType, e.unary<k::RoundOp>(*zpFloat),
+                                      ctx.b.getF32FloatAttr(0), ctx.b.getF32FloatAttr(255));
+  Value zp = e.castTo(zpRounded, u8);
+  auto y = quantize(e, *x, *scale, zp, u8);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  ctx.setOutput(1, *scale);
+  ctx.setOutput(2, zp);
+  return success();
+}
+
+} // namespace
+
+void registerQuantOps(ImportTable &t) {
+  t["QuantizeLinear"] = importQuantize;
+  t["DequantizeLinear"] = importDequantize;
+  t["DynamicQuantizeLinear"] = importDynamicQuantize;
+}
+
+} // namespace kiln::onnx_frontend
