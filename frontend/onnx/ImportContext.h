@@ -107,7 +107,13 @@ using ImportFn = std::function<mlir::LogicalResult(ImportContext &)>;
 using ImportTable = llvm::StringMap<ImportFn>;
 
 // One registration function per op family (ImportMath.cpp, ImportNN.cpp, ...).
+/// Imports the nodes of `graph` (the main graph or an inlined subgraph) at
+/// the builder's insertion point; names resolve through ctx.values.
+mlir::LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph);
+
 void registerMathOps(ImportTable &table);
+void registerControlFlowOps(ImportTable &table);
+void registerRNNOps(ImportTable &table);
 void registerNNOps(ImportTable &table);
 void registerTensorOps(ImportTable &table);
 void registerLossOps(ImportTable &table);

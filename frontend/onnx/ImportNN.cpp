@@ -107,8 +107,8 @@ static LogicalResult importConv(ImportContext &ctx) {
   }
   auto xt = cast<RankedTensorType>(x->getType()), ft = cast<RankedTensorType>(wt->getType());
   if (xt.getRank() != 4 || ft.getRank() != 4)
-    return ctx.fail(llvm::Twine(xt.getRank() - 2) +
-                    "-D convolution is not supported (only 1-D and 2-D)");
+    return ctx.fail(llvm::Twine(xt.getRank() - 2) + "-D convolution (input of rank " +
+                    llvm::Twine(xt.getRank()) + ") is not supported (only 1-D and 2-D)");
   auto window = resolveWindow(
       ctx, xt.getShape().drop_front(2),
       liftedAttr(ctx, "kernel_shape", {ft.getDimSize(2), ft.getDimSize(3)}, 1, lifted), false,

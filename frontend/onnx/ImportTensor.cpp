@@ -207,22 +207,42 @@ static LogicalResult importSqueeze(ImportContext &ctx) {
 }
 
 static LogicalResult importTranspose(ImportContext &ctx) {
+  std::vector<int64_t> in = shapeOfInput(ctx);
+  int64_t rank = in.size();
+  std::vector<int64_t> perm = ctx.attrInts("perm");
+  if (perm.empty())
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  if ((int64_t)perm.size() != rank)
+    return ctx.fail("Transpose perm has the wrong length");
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank)
+      return ctx.fail("Transpose perm entry out of range");
+    shape.push_back(in[p]);
+  }
+  if (const HostTensor *t = ctx.hostInput(0)) {
+    // A transpose is a strided walk: output dim i steps by the input stride of perm[i].
+    std::vector<int64_t> inStrides = stridesOf(in), outStrides = stridesOf(shape);
+    HostTensor r;
+    r.dtype = t->dtype;
+    r.shape.assign(shape.begin(), shape.end());
+    for (int64_t flat = 0, n = r.numElements(); flat < n; ++flat) {
+      int64_t src = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        src += (flat / outStrides[d]) % shape[d] * inStrides[perm[d]];
+      if (t->isFloat())
+        r.floats.push_back(t->floats[src]);
+      else
+        r.ints.push_back(t->ints[src]);
+    }
+    ctx.setHostOutput(0, std::move(r));
+    return success();
+  }
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
-  std::vector<int64_t> perm = ctx.attrInts("perm");
-  if (perm.empty())
-    for (int64_t i = xt.getRank() - 1; i >= 0; --i)
-      perm.push_back(i);
-  if ((int64_t)perm.size() != xt.getRank())
-    return ctx.fail("Transpose perm has the wrong length");
-  SmallVector<int64_t> shape;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= xt.getRank())
-      return ctx.fail("Transpose perm entry out of range");
-    shape.push_back(xt.getDimSize(p));
-  }
   ctx.setOutput(0, k::TransposeOp::create(ctx.b, ctx.loc,
                                           RankedTensorType::get(shape, xt.getElementType()),
                                           *x, perm));

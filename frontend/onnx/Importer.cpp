@@ -402,9 +402,39 @@ static const ImportTable &importTable() {
     registerTensorOps(t);
     registerLossOps(t);
     registerQuantOps(t);
+    registerControlFlowOps(t);
+    registerRNNOps(t);
     return t;
   }();
   return table;
+}
+
+LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph) {
+  const ImportTable &table = importTable();
+  const onnx::NodeProto *outer = ctx.node;
+  Location outerLoc = ctx.loc;
+  for (const auto &init : graph.initializer()) { // subgraphs may have their own
+    auto t = parseTensor(init, ctx.file);
+    if (failed(t))
+      return failure();
+    ctx.values[init.name()] = GraphValue{Value(), std::move(*t)};
+  }
+  for (const auto &node : graph.node()) {
+    ctx.node = &node;
+    ctx.loc = NameLoc::get(
+        ctx.b.getStringAttr(node.name().empty() ? node.output(0) : node.name()),
+        NameLoc::get(ctx.b.getStringAttr(node.op_type())));
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      return ctx.fail("operator domain '" + node.domain() + "' is not supported");
+    auto it = table.find(node.op_type());
+    if (it == table.end())
+      return ctx.fail("unsupported operator '" + node.op_type() + "'");
+    if (failed(it->second(ctx)))
+      return failure();
+  }
+  ctx.node = outer;
+  ctx.loc = outerLoc;
+  return success();
 }
 
 OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &options,
@@ -464,24 +494,8 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
   }
   b.setInsertionPointToStart(entry);
 
-  const ImportTable &table = importTable();
-  for (const auto &node : graph.node()) {
-    ctx.node = &node;
-    ctx.loc = NameLoc::get(b.getStringAttr(node.name().empty() ? node.output(0) : node.name()),
-                           NameLoc::get(b.getStringAttr(node.op_type())));
-    if (!node.domain().empty() && node.domain() != "ai.onnx") {
-      (void)ctx.fail("operator domain '" + node.domain() + "' is not supported");
-      return nullptr;
-    }
-    auto it = table.find(node.op_type());
-    if (it == table.end()) {
-      (void)ctx.fail("unsupported operator '" + node.op_type() + "'");
-      return nullptr;
-    }
-    if (failed(it->second(ctx)))
-      return nullptr;
-  }
-
+  if (failed(importNodes(ctx, graph)))
+    return nullptr;
   ctx.node = nullptr;
   SmallVector<Value> results;
   for (const auto &out : graph.output()) {
