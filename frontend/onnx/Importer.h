@@ -15,6 +15,9 @@ namespace kiln::onnx_frontend {
 struct ImportOptions {
   /// Shapes pinned by --input-shape NAME=1x3x224x224.
   llvm::StringMap<std::vector<int64_t>> inputShapes;
+  /// Inputs bound to a constant by --input-value NAME=V: every element is V
+  /// and the input disappears from the compiled model's signature.
+  llvm::StringMap<double> inputValues;
 };
 
 /// Loads, checks and imports an ONNX model into a module holding one

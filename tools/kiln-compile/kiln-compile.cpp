@@ -74,6 +74,10 @@ cl::opt<std::string> mcpu("mcpu", cl::desc("Target CPU (default: the host CPU fo
 cl::list<std::string> inputShapes("input-shape",
                                   cl::desc("Pin an input's shape, e.g. x=1x3x224x224"),
                                   cl::value_desc("NAME=DxDx..."), cl::cat(category));
+cl::list<std::string> inputValues("input-value",
+                                  cl::desc("Bind an input to a constant (every element), e.g. "
+                                           "sr=16000; it leaves the compiled signature"),
+                                  cl::value_desc("NAME=VALUE"), cl::cat(category));
 cl::opt<std::string> symbolName("name",
                                 cl::desc("C symbol prefix of the model (default: from -o)"),
                                 cl::cat(category));
@@ -132,6 +136,15 @@ static bool parseInputShapes(::kiln::onnx_frontend::ImportOptions &options) {
       shape.push_back(d);
     }
     options.inputShapes[name] = shape;
+  }
+  for (const std::string &spec : inputValues) {
+    auto [name, text] = StringRef(spec).split('=');
+    double value;
+    if (name.empty() || text.getAsDouble(value)) {
+      error("--input-value expects NAME=NUMBER, got '" + spec + "'");
+      return false;
+    }
+    options.inputValues[name] = value;
   }
   return true;
 }
