@@ -122,3 +122,112 @@ func.func @data_movement(%x: tensor<6xf32>) -> (tensor<3x2xf32>, tensor<4x3xf32>
     }
   }
 #-}
+
+// -----
+
+// Integer and unsigned elementwise ops pick signed or unsigned arith ops; the
+// function boundary becomes signless.
+// CHECK-LABEL: func.func @integers
+// CHECK-SAME: (%{{.*}}: tensor<4xi32>, %{{.*}}: tensor<4xi8>) -> (tensor<4xi32>, tensor<4xi8>, tensor<4xi1>, tensor<4xi1>)
+// CHECK: arith.divsi
+// CHECK: arith.divui
+// CHECK: arith.cmpi slt
+// CHECK: arith.cmpi ult
+func.func @integers(%a: tensor<4xi32>, %u: tensor<4xui8>) -> (tensor<4xi32>, tensor<4xui8>, tensor<4xi1>, tensor<4xi1>) {
+  %0 = kiln.div %a, %a : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %1 = kiln.div %u, %u : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %2 = kiln.less %a, %a : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>
+  %3 = kiln.less %u, %u : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  return %0, %1, %2, %3 : tensor<4xi32>, tensor<4xui8>, tensor<4xi1>, tensor<4xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @casts_and_where
+// CHECK: arith.fptosi
+// CHECK: arith.uitofp
+// CHECK: arith.cmpf une
+// CHECK: arith.select
+func.func @casts_and_where(%f: tensor<3xf32>, %u: tensor<3xui16>, %c: tensor<3xi1>) -> (tensor<3xi64>, tensor<3xf32>, tensor<3xi1>, tensor<3xf32>) {
+  %0 = kiln.cast %f : tensor<3xf32> -> tensor<3xi64>
+  %1 = kiln.cast %u : tensor<3xui16> -> tensor<3xf32>
+  %2 = kiln.cast %f : tensor<3xf32> -> tensor<3xi1>
+  %3 = kiln.where %c, %f, %f : (tensor<3xi1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0, %1, %2, %3 : tensor<3xi64>, tensor<3xf32>, tensor<3xi1>, tensor<3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reductions
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maxui
+// A single generic carries (value, index) for arg_max.
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.cmpf ogt
+// CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, i64
+func.func @reductions(%u: tensor<2x5xui32>, %f: tensor<2x5xf32>) -> (tensor<2xui32>, tensor<2x1xi64>) {
+  %0 = kiln.reduce %u {kind = "max", axes = array<i64: 1>, keepdims = false} : tensor<2x5xui32> -> tensor<2xui32>
+  %1 = kiln.arg_max %f {axis = 1 : i64, keepdims = true} : tensor<2x5xf32> -> tensor<2x1xi64>
+  return %0, %1 : tensor<2xui32>, tensor<2x1xi64>
+}
+
+// -----
+
+// Positive steps are views; negative steps read through an affine map.
+// CHECK-LABEL: func.func @slices
+// CHECK: tensor.extract_slice %{{.*}}[1, 0] [2, 2] [1, 2]
+// CHECK: linalg.generic {indexing_maps = [#[[REV:.*]], #{{.*}}]
+func.func @slices(%x: tensor<4x4xf32>) -> (tensor<2x2xf32>, tensor<4x4xf32>) {
+  %0 = kiln.slice %x {starts = array<i64: 1, 0>, steps = array<i64: 1, 2>} : tensor<4x4xf32> -> tensor<2x2xf32>
+  %1 = kiln.slice %x {starts = array<i64: 3, 0>, steps = array<i64: -1, 1>} : tensor<4x4xf32> -> tensor<4x4xf32>
+  return %0, %1 : tensor<2x2xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// Data-dependent addresses extract inside the generic, with clamped indices.
+// CHECK-LABEL: func.func @gathers
+// CHECK: linalg.generic
+// CHECK: arith.index_cast
+// CHECK: arith.minsi
+// CHECK: tensor.extract
+// CHECK: linalg.generic
+// CHECK: tensor.extract
+func.func @gathers(%d: tensor<5x3xf32>, %i: tensor<2xi64>, %j: tensor<5x3xi64>) -> (tensor<2x3xf32>, tensor<5x3xf32>) {
+  %0 = kiln.gather %d, %i {axis = 0 : i64} : (tensor<5x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  %1 = kiln.gather_elements %d, %j {axis = 0 : i64} : (tensor<5x3xf32>, tensor<5x3xi64>) -> tensor<5x3xf32>
+  return %0, %1 : tensor<2x3xf32>, tensor<5x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @pad_expand_tile
+// CHECK: tensor.pad
+// CHECK: linalg.generic
+// CHECK: tensor.extract
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}]
+// CHECK: linalg.generic {indexing_maps = [#[[MOD:.*]], #{{.*}}]
+func.func @pad_expand_tile(%x: tensor<2x3xf32>) -> (tensor<4x7xf32>, tensor<4x7xf32>, tensor<4x2x3xf32>, tensor<4x6xf32>) {
+  %0 = kiln.pad %x {pads = array<i64: 1, 2, 1, 2>, mode = "constant", value = 0.5 : f64} : tensor<2x3xf32> -> tensor<4x7xf32>
+  %1 = kiln.pad %x {pads = array<i64: 1, 2, 1, 2>, mode = "edge", value = 0.0 : f64} : tensor<2x3xf32> -> tensor<4x7xf32>
+  %2 = kiln.expand %x : tensor<2x3xf32> -> tensor<4x2x3xf32>
+  %3 = kiln.tile %x : tensor<2x3xf32> -> tensor<4x6xf32>
+  return %0, %1, %2, %3 : tensor<4x7xf32>, tensor<4x7xf32>, tensor<4x2x3xf32>, tensor<4x6xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @cumsum_trilu_resize
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.cmpi ule
+// CHECK: linalg.generic
+// CHECK: arith.cmpi sge
+// CHECK: linalg.generic
+// CHECK: math.floor
+// CHECK: tensor.extract
+func.func @cumsum_trilu_resize(%x: tensor<3x4xf32>, %k: tensor<i64>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<6x8xf32>) {
+  %0 = kiln.cumsum %x {axis = 1 : i64} : tensor<3x4xf32>
+  %1 = kiln.trilu %x, %k {upper = true} : (tensor<3x4xf32>, tensor<i64>) -> tensor<3x4xf32>
+  %2 = kiln.resize %x {mode = "linear", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 2.0, 2.0>} : tensor<3x4xf32> -> tensor<6x8xf32>
+  return %0, %1, %2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<6x8xf32>
+}

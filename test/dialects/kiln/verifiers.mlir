@@ -37,3 +37,51 @@ func.func @conv_groups(%x: tensor<1x6x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tens
   %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 4 : i64} : (tensor<1x6x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+func.func @compare_result(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'kiln.less' op result element type 'f32' does not match operand element type 'i1'}}
+  %0 = kiln.less %a, %a : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @slice_bounds(%a: tensor<4xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'kiln.slice' op dimension 0 reads outside the input}}
+  %0 = kiln.slice %a {starts = array<i64: 2>, steps = array<i64: 1>} : tensor<4xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @gather_indices(%d: tensor<4x2xf32>, %i: tensor<3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{'kiln.gather' op indices must be integers}}
+  %0 = kiln.gather %d, %i {axis = 0 : i64} : (tensor<4x2xf32>, tensor<3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @reduce_kind(%a: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'kiln.reduce' op kind must be sum, prod, max or min, got 'mean'}}
+  %0 = kiln.reduce %a {kind = "mean", axes = array<i64: 0>, keepdims = false} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @pad_mode(%a: tensor<4xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'kiln.pad' op reflect pads must be smaller than the dimension}}
+  %0 = kiln.pad %a {pads = array<i64: 4, 0>, mode = "reflect", value = 0.0 : f64} : tensor<4xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @resize_mode(%a: tensor<4xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'kiln.resize' op mode must be nearest or linear}}
+  %0 = kiln.resize %a {mode = "cubic", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 2.0>} : tensor<4xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
