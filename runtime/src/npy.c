@@ -18,6 +18,8 @@ static const struct {
 };
 
 static const char *descr_of(int32_t dtype) {
+  if (dtype == KILN_BFLOAT16) /* .npy has no bfloat16: its bit patterns as uint16 */
+    return "<u2";
   for (size_t i = 0; i < sizeof descrs / sizeof descrs[0]; ++i)
     if (descrs[i].dtype == dtype)
       return descrs[i].descr;
