@@ -635,6 +635,71 @@ struct CumSumLowering : OpConversionPattern<CumSumOp> {
   }
 };
 
+/// Einsum as one linalg.generic: a loop per letter (output letters first,
+/// summed ones after), each operand read through its letters' map.
+struct EinsumLowering : OpConversionPattern<EinsumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(EinsumOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<int64_t> ranks;
+    for (Value v : adaptor.getInputs())
+      ranks.push_back(tensorType(v).getRank());
+    std::string message;
+    auto spec = parseEinsum(op.getEquation(), ranks, message);
+    if (failed(spec))
+      return rewriter.notifyMatchFailure(op, message);
+    std::string letters = spec->output;
+    for (const std::string &in : spec->inputs)
+      for (char c : in)
+        if (letters.find(c) == std::string::npos)
+          letters += c;
+    auto mapOf = [&](StringRef used) {
+      SmallVector<AffineExpr> exprs;
+      for (char c : used)
+        exprs.push_back(getAffineDimExpr(letters.find(c), ctx));
+      return AffineMap::get(letters.size(), 0, exprs, ctx);
+    };
+    SmallVector<AffineMap> maps;
+    for (auto [letters2, v] : llvm::zip(spec->inputs, adaptor.getInputs())) {
+      // Size-1 operand dimensions broadcast: read them at index 0.
+      AffineMap m = mapOf(letters2);
+      SmallVector<AffineExpr> exprs(m.getResults());
+      ArrayRef<int64_t> shape = tensorType(v).getShape();
+      auto out = signlessType(op.getType());
+      for (auto [i, c] : llvm::enumerate(letters2)) {
+        size_t at = spec->output.find(c);
+        if (shape[i] == 1 && at != std::string::npos && out.getDimSize(at) != 1)
+          exprs[i] = getAffineConstantExpr(0, ctx);
+      }
+      maps.push_back(AffineMap::get(letters.size(), 0, exprs, ctx));
+    }
+    maps.push_back(mapOf(spec->output));
+    SmallVector<utils::IteratorType> iterators;
+    for (size_t i = 0; i < letters.size(); ++i)
+      iterators.push_back(i < spec->output.size() ? utils::IteratorType::parallel
+                                                  : utils::IteratorType::reduction);
+    auto type = signlessType(op.getType());
+    Value init = zeroFilled(rewriter, loc, type.getShape(), type.getElementType());
+    Value r = linalg::GenericOp::create(
+                  rewriter, loc, type, adaptor.getInputs(), init, maps, iterators,
+                  [&](OpBuilder &b, Location l, ValueRange a) {
+                    bool isF = isa<FloatType>(a[0].getType());
+                    Value prod = a[0];
+                    for (Value v : a.drop_front().drop_back())
+                      prod = isF ? (Value)arith::MulFOp::create(b, l, prod, v)
+                                 : (Value)arith::MulIOp::create(b, l, prod, v);
+                    Value sum = isF ? (Value)arith::AddFOp::create(b, l, a.back(), prod)
+                                    : (Value)arith::AddIOp::create(b, l, a.back(), prod);
+                    linalg::YieldOp::create(b, l, sum);
+                  })
+                  .getResult(0);
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
@@ -699,7 +764,7 @@ struct ConvertKilnToLinalgPass
                  ReduceMeanLowering, SoftmaxLowering<SoftmaxOp, false>,
                  SoftmaxLowering<LogSoftmaxOp, true>, ReduceLowering,
                  ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>, LayerNormLowering,
-                 CumSumLowering>(
+                 CumSumLowering, EinsumLowering>(
         ctx);
     populateElementwiseLowerings(patterns);
     populateDataMovementLowerings(patterns);

@@ -20,6 +20,20 @@ namespace mlir::kiln {
 /// numpy broadcasting of two static shapes; failure if incompatible.
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
                                                 ArrayRef<int64_t> b);
+/// An einsum equation with `...` expanded and the output made explicit: one
+/// letter string per operand and one for the result.
+struct EinsumSpec {
+  SmallVector<std::string> inputs;
+  std::string output;
+};
+/// Parses `equation` for operands of the given ranks; the message says why not.
+FailureOr<EinsumSpec> parseEinsum(StringRef equation, ArrayRef<int64_t> ranks,
+                                  std::string &message);
+/// The result shape of an einsum over operands of these shapes.
+FailureOr<SmallVector<int64_t>> einsumShape(const EinsumSpec &spec,
+                                            ArrayRef<ArrayRef<int64_t>> shapes,
+                                            std::string &message);
+
 } // namespace mlir::kiln
 
 #endif

@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/STLExtras.h"
+#include <map>
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -192,6 +193,104 @@ LogicalResult MatMulOp::verify() {
     expected.push_back(b.back());
   return verifyResult(*this, getType(), getElementTypeOrSelf(getLhs().getType()),
                       expected);
+}
+
+FailureOr<EinsumSpec> mlir::kiln::parseEinsum(StringRef equation, ArrayRef<int64_t> ranks,
+                                              std::string &message) {
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ')
+      eq += c;
+  auto [lhs, rhs] = StringRef(eq).split("->");
+  bool explicitOutput = StringRef(eq).contains("->");
+  SmallVector<StringRef> terms;
+  lhs.split(terms, ',');
+  if (terms.size() != ranks.size()) {
+    message = "equation has " + std::to_string(terms.size()) + " operands, got " +
+              std::to_string(ranks.size());
+    return failure();
+  }
+  // `...` becomes letters that cannot clash with the user's (digits).
+  int64_t ellipsisRank = 0;
+  for (auto [term, rank] : llvm::zip(terms, ranks))
+    if (term.contains("..."))
+      ellipsisRank = std::max<int64_t>(ellipsisRank, rank - ((int64_t)term.size() - 3));
+  auto expand = [&](StringRef term, int64_t rank) -> std::string {
+    size_t at = term.find("...");
+    if (at == StringRef::npos)
+      return term.str();
+    int64_t n = rank - ((int64_t)term.size() - 3);
+    std::string dots;
+    for (int64_t i = ellipsisRank - n; i < ellipsisRank; ++i)
+      dots += char('0' + i);
+    return (term.take_front(at) + dots + term.drop_front(at + 3)).str();
+  };
+  EinsumSpec spec;
+  std::map<char, int> counts;
+  for (auto [term, rank] : llvm::zip(terms, ranks)) {
+    spec.inputs.push_back(expand(term, rank));
+    if ((int64_t)spec.inputs.back().size() != rank) {
+      message = "operand '" + term.str() + "' does not match rank " + std::to_string(rank);
+      return failure();
+    }
+    for (char c : spec.inputs.back())
+      ++counts[c];
+  }
+  if (explicitOutput) {
+    spec.output = expand(rhs, ellipsisRank + (int64_t)rhs.size() - 3);
+  } else {
+    for (int64_t i = 0; i < ellipsisRank; ++i)
+      spec.output += char('0' + i);
+    for (auto [c, n] : counts)
+      if (n == 1 && !isdigit(c))
+        spec.output += c;
+  }
+  for (char c : spec.output)
+    if (!counts.count(c)) {
+      message = std::string("output letter '") + c + "' is not an operand letter";
+      return failure();
+    }
+  return spec;
+}
+
+FailureOr<SmallVector<int64_t>> mlir::kiln::einsumShape(const EinsumSpec &spec,
+                                                        ArrayRef<ArrayRef<int64_t>> shapes,
+                                                        std::string &message) {
+  std::map<char, int64_t> sizes;
+  for (auto [letters, shape] : llvm::zip(spec.inputs, shapes))
+    for (auto [c, d] : llvm::zip(letters, shape)) {
+      auto [it, inserted] = sizes.insert({c, d});
+      if (!inserted && it->second != d) {
+        if (it->second == 1)
+          it->second = d;
+        else if (d != 1) {
+          message = std::string("letter '") + c + "' has sizes " + std::to_string(it->second) +
+                    " and " + std::to_string(d);
+          return failure();
+        }
+      }
+    }
+  SmallVector<int64_t> out;
+  for (char c : spec.output)
+    out.push_back(sizes[c]);
+  return out;
+}
+
+LogicalResult EinsumOp::verify() {
+  SmallVector<int64_t> ranks;
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : getInputs()) {
+    shapes.push_back(shapeOf(v));
+    ranks.push_back(shapes.back().size());
+  }
+  std::string message;
+  auto spec = parseEinsum(getEquation(), ranks, message);
+  if (failed(spec))
+    return emitOpError("invalid equation: ") << message;
+  auto shape = einsumShape(*spec, shapes, message);
+  if (failed(shape))
+    return emitOpError(message);
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getInputs()[0].getType()), *shape);
 }
 
 LogicalResult GemmOp::verify() {

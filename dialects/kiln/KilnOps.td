@@ -147,6 +147,19 @@ def Kiln_MatMulOp : Kiln_Op<"matmul"> {
   let hasVerifier = 1;
 }
 
+def Kiln_EinsumOp : Kiln_Op<"einsum"> {
+  let summary = "Einstein summation (ONNX Einsum), e.g. \"bij,bjk->bik\"";
+  let description = [{
+    Letters shared by operands are multiplied; letters missing from the
+    output are summed. `...` stands for the leading broadcast dimensions.
+    Without `->`, the output holds the letters used once, alphabetically.
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, StrAttr:$equation);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_GemmOp : Kiln_Op<"gemm"> {
   let summary = "alpha * op(A) * op(B) + beta * C (ONNX Gemm)";
   let arguments = (ins Kiln_Tensor:$a, Kiln_Tensor:$b, Optional<Kiln_Tensor>:$c,

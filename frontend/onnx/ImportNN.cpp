@@ -608,7 +608,38 @@ static LogicalResult importArg(ImportContext &ctx) {
   return success();
 }
 
+static LogicalResult importEinsum(ImportContext &ctx) {
+  SmallVector<Value> inputs;
+  SmallVector<int64_t> ranks;
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (size_t i = 0; i < ctx.numInputs(); ++i) {
+    auto v = ctx.input(i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  for (Value v : inputs) {
+    shapes.push_back(cast<RankedTensorType>(v.getType()).getShape());
+    ranks.push_back(shapes.back().size());
+  }
+  std::string equation, message;
+  for (const auto &a : ctx.node->attribute())
+    if (a.name() == "equation")
+      equation = a.s();
+  auto spec = k::parseEinsum(equation, ranks, message);
+  if (failed(spec))
+    return ctx.fail("invalid equation '" + equation + "': " + message);
+  auto shape = k::einsumShape(*spec, shapes, message);
+  if (failed(shape))
+    return ctx.fail(message);
+  auto et = getElementTypeOrSelf(inputs[0].getType());
+  ctx.setOutput(0, k::EinsumOp::create(ctx.b, ctx.loc, RankedTensorType::get(*shape, et), inputs,
+                                       equation));
+  return success();
+}
+
 void registerNNOps(ImportTable &t) {
+  t["Einsum"] = importEinsum;
   t["Conv"] = importConv;
   t["ConvTranspose"] = importConvTranspose;
   t["BatchNormalization"] = importBatchNorm;

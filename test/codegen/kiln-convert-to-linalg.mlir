@@ -231,3 +231,15 @@ func.func @cumsum_trilu_resize(%x: tensor<3x4xf32>, %k: tensor<i64>) -> (tensor<
   %2 = kiln.resize %x {mode = "linear", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 2.0, 2.0>} : tensor<3x4xf32> -> tensor<6x8xf32>
   return %0, %1, %2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<6x8xf32>
 }
+
+// -----
+
+// Einsum: one generic with a loop per letter; summed letters reduce.
+// CHECK-LABEL: func.func @einsum
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @einsum(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5xf32> {
+  %0 = kiln.einsum %a, %b {equation = "bij,bjk->bik"} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
