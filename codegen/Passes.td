@@ -12,7 +12,7 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "ModuleOp"> {
     stay dense_resource blobs on arith.constant.
   }];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
-                           "arith::ArithDialect", "math::MathDialect"];
+                           "arith::ArithDialect", "math::MathDialect", "scf::SCFDialect"];
 }
 
 def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -387,10 +388,130 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
   }
 };
 
+struct GatherNDLowering : OpConversionPattern<GatherNDOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(GatherNDOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = signlessType(op.getType());
+    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    ArrayRef<int64_t> ds = tensorType(data).getShape(), is = tensorType(indices).getShape();
+    int64_t b = op.getBatchDims(), q = is.size(), k = is.back();
+    Value r = gatherFrom(rewriter, op.getLoc(), data, {}, {}, type,
+                         [&](OpBuilder &nb, Location l, ValueRange, ArrayRef<Value> out) {
+                           SmallVector<Value> at(out.begin(), out.begin() + q - 1), src;
+                           src.append(out.begin(), out.begin() + b);
+                           for (int64_t j = 0; j < k; ++j) {
+                             at.push_back(indexConst(nb, l, j));
+                             Value raw = tensor::ExtractOp::create(nb, l, indices, at);
+                             at.pop_back();
+                             src.push_back(normalizeIndex(nb, l, raw, ds[b + j]));
+                           }
+                           src.append(out.begin() + q - 1, out.end());
+                           return src;
+                         });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// Combines the current value with an update per the scatter reduction.
+Value combine(OpBuilder &b, Location loc, StringRef reduction, Value old, Value update,
+              bool isUnsignedInt) {
+  bool isF = isa<FloatType>(old.getType());
+  if (reduction == "add")
+    return isF ? (Value)arith::AddFOp::create(b, loc, old, update)
+               : (Value)arith::AddIOp::create(b, loc, old, update);
+  if (reduction == "mul")
+    return isF ? (Value)arith::MulFOp::create(b, loc, old, update)
+               : (Value)arith::MulIOp::create(b, loc, old, update);
+  if (reduction == "max")
+    return isF ? (Value)arith::MaximumFOp::create(b, loc, old, update)
+               : isUnsignedInt ? (Value)arith::MaxUIOp::create(b, loc, old, update)
+                               : (Value)arith::MaxSIOp::create(b, loc, old, update);
+  if (reduction == "min")
+    return isF ? (Value)arith::MinimumFOp::create(b, loc, old, update)
+               : isUnsignedInt ? (Value)arith::MinUIOp::create(b, loc, old, update)
+                               : (Value)arith::MinSIOp::create(b, loc, old, update);
+  return update;
+}
+
+/// Scatter as a sequential loop over the updates (ONNX applies them in
+/// order), inserting into a copy of data carried by the loop.
+Value scatterLoop(OpBuilder &b, Location loc, Value data, Value updates, StringRef reduction,
+                  bool isUnsignedInt,
+                  function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<Value>)> target) {
+  ArrayRef<int64_t> us = tensorType(updates).getShape();
+  int64_t n = 1;
+  for (int64_t d : us)
+    n *= d;
+  auto loop = scf::ForOp::create(
+      b, loc, indexConst(b, loc, 0), indexConst(b, loc, n), indexConst(b, loc, 1), data,
+      [&](OpBuilder &nb, Location l, Value i, ValueRange acc) {
+        SmallVector<Value> coords(us.size());
+        Value rem = i;
+        for (int64_t d = us.size() - 1; d >= 0; --d) {
+          coords[d] = arith::RemUIOp::create(nb, l, rem, indexConst(nb, l, us[d]));
+          rem = arith::DivUIOp::create(nb, l, rem, indexConst(nb, l, us[d]));
+        }
+        Value update = tensor::ExtractOp::create(nb, l, updates, coords);
+        SmallVector<Value> at = target(nb, l, coords);
+        Value old = tensor::ExtractOp::create(nb, l, acc[0], at);
+        Value v = combine(nb, l, reduction, old, update, isUnsignedInt);
+        Value next = tensor::InsertOp::create(nb, l, v, acc[0], at);
+        scf::YieldOp::create(nb, l, next);
+      });
+  return loop.getResult(0);
+}
+
+struct ScatterElementsLowering : OpConversionPattern<ScatterElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ScatterElementsOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Value indices = adaptor.getIndices();
+    int64_t axis = op.getAxis(), dim = tensorType(adaptor.getData()).getDimSize(axis);
+    Value r = scatterLoop(rewriter, op.getLoc(), adaptor.getData(), adaptor.getUpdates(),
+                          op.getReduction(), isUnsigned(op.getData()),
+                          [&](OpBuilder &b, Location l, ArrayRef<Value> c) {
+                            SmallVector<Value> at(c);
+                            Value raw = tensor::ExtractOp::create(b, l, indices, c);
+                            at[axis] = normalizeIndex(b, l, raw, dim);
+                            return at;
+                          });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct ScatterNDLowering : OpConversionPattern<ScatterNDOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ScatterNDOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Value indices = adaptor.getIndices();
+    ArrayRef<int64_t> ds = tensorType(adaptor.getData()).getShape();
+    ArrayRef<int64_t> is = tensorType(indices).getShape();
+    int64_t q = is.size(), k = is.back();
+    Value r = scatterLoop(rewriter, op.getLoc(), adaptor.getData(), adaptor.getUpdates(),
+                          op.getReduction(), isUnsigned(op.getData()),
+                          [&](OpBuilder &b, Location l, ArrayRef<Value> c) {
+                            SmallVector<Value> at(c.begin(), c.begin() + q - 1), target;
+                            for (int64_t j = 0; j < k; ++j) {
+                              at.push_back(indexConst(b, l, j));
+                              Value raw = tensor::ExtractOp::create(b, l, indices, at);
+                              at.pop_back();
+                              target.push_back(normalizeIndex(b, l, raw, ds[j]));
+                            }
+                            target.append(c.begin() + q - 1, c.end());
+                            return target;
+                          });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::kiln::populateDataMovementLowerings(RewritePatternSet &patterns) {
   patterns.add<SliceLowering, GatherLowering, GatherElementsLowering, PadLowering, TriluLowering,
-               ResizeLowering, ExpandLowering, TileLowering>(
+               ResizeLowering, GatherNDLowering, ScatterElementsLowering, ScatterNDLowering, ExpandLowering, TileLowering>(
       patterns.getContext());
 }

@@ -550,6 +550,49 @@ LogicalResult ResizeOp::verify() {
 
 LogicalResult CumSumOp::verify() { return verifyAxis(*this, getInput(), getAxis()); }
 
+LogicalResult GatherNDOp::verify() {
+  ArrayRef<int64_t> data = shapeOf(getData()), idx = shapeOf(getIndices());
+  int64_t b = getBatchDims();
+  if (idx.empty() || b < 0 || b >= (int64_t)idx.size() || b > (int64_t)data.size())
+    return emitOpError("batch_dims out of range");
+  int64_t k = idx.back();
+  if (k < 1 || b + k > (int64_t)data.size())
+    return emitOpError("index tuples of length ") << k << " do not fit data of rank "
+                                                  << data.size();
+  SmallVector<int64_t> expected(idx.begin(), idx.end() - 1);
+  expected.append(data.begin() + b + k, data.end());
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getData().getType()), expected);
+}
+
+static LogicalResult verifyScatter(Operation *op, Value data, Value updates, StringRef reduction) {
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    return op->emitOpError("reduction must be none, add, mul, max or min");
+  if (getElementTypeOrSelf(updates.getType()) != getElementTypeOrSelf(data.getType()))
+    return op->emitOpError("updates and data element types differ");
+  return verifyResult(op, op->getResult(0).getType(), getElementTypeOrSelf(data.getType()),
+                      shapeOf(data));
+}
+
+LogicalResult ScatterElementsOp::verify() {
+  if (shapeOf(getIndices()) != shapeOf(getUpdates()))
+    return emitOpError("indices and updates must have the same shape");
+  if (failed(verifyAxis(*this, getData(), getAxis())))
+    return failure();
+  return verifyScatter(*this, getData(), getUpdates(), getReduction());
+}
+
+LogicalResult ScatterNDOp::verify() {
+  ArrayRef<int64_t> data = shapeOf(getData()), idx = shapeOf(getIndices());
+  if (idx.empty() || idx.back() > (int64_t)data.size())
+    return emitOpError("index tuples are longer than the data rank");
+  SmallVector<int64_t> expected(idx.begin(), idx.end() - 1);
+  expected.append(data.begin() + idx.back(), data.end());
+  if (shapeOf(getUpdates()) != ArrayRef<int64_t>(expected))
+    return emitOpError("updates shape does not match indices and data");
+  return verifyScatter(*this, getData(), getUpdates(), getReduction());
+}
+
 LogicalResult PadOp::verify() {
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> pads = getPads();

@@ -329,6 +329,38 @@ def Kiln_CumSumOp : Kiln_Op<"cumsum", [AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
+def Kiln_GatherNDOp : Kiln_Op<"gather_nd"> {
+  let summary = "ONNX GatherND: index tuples (last dim of indices) select slices of data";
+  let arguments = (ins Kiln_Tensor:$data, Kiln_Tensor:$indices, I64Attr:$batch_dims);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class Kiln_ScatterOp<string mnemonic, string what> : Kiln_Op<mnemonic> {
+  let summary = what;
+  let description = [{
+    Updates are applied in order (later ones win, or combine by `reduction`:
+    none, add, mul, max, min). Negative indices count from the end;
+    out-of-range indices are clamped.
+  }];
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices `,` $updates attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ScatterElementsOp : Kiln_ScatterOp<"scatter_elements",
+    "Write updates into a copy of data at positions with `axis` replaced by indices"> {
+  let arguments = (ins Kiln_Tensor:$data, Kiln_Tensor:$indices, Kiln_Tensor:$updates,
+                   I64Attr:$axis, StrAttr:$reduction);
+}
+
+def Kiln_ScatterNDOp : Kiln_ScatterOp<"scatter_nd",
+    "Write update slices into a copy of data at index tuples (last dim of indices)"> {
+  let arguments = (ins Kiln_Tensor:$data, Kiln_Tensor:$indices, Kiln_Tensor:$updates,
+                   StrAttr:$reduction);
+}
+
 def Kiln_PadOp : Kiln_Op<"pad"> {
   let summary = "Pad every dimension: constant, reflect or edge mode";
   let description = [{

@@ -977,7 +977,47 @@ static LogicalResult importEyeLike(ImportContext &ctx) {
   return success();
 }
 
+static LogicalResult importGatherND(ImportContext &ctx) {
+  auto d = ctx.input(0), i = ctx.input(1);
+  if (failed(d) || failed(i))
+    return failure();
+  auto dt = cast<RankedTensorType>(d->getType());
+  auto it = cast<RankedTensorType>(i->getType());
+  int64_t b = ctx.attrInt("batch_dims", 0), k = it.getShape().back();
+  if (b + k > dt.getRank())
+    return ctx.fail("index tuples do not fit the data rank");
+  SmallVector<int64_t> shape(it.getShape().drop_back());
+  shape.append(dt.getShape().begin() + b + k, dt.getShape().end());
+  ctx.setOutput(0, k::GatherNDOp::create(ctx.b, ctx.loc,
+                                         RankedTensorType::get(shape, dt.getElementType()), *d,
+                                         *i, b));
+  return success();
+}
+
+template <bool nd>
+static LogicalResult importScatter(ImportContext &ctx) {
+  auto d = ctx.input(0), i = ctx.input(1), u = ctx.input(2);
+  if (failed(d) || failed(i) || failed(u))
+    return failure();
+  std::string reduction = stringAttrOr(ctx, "reduction", "none");
+  if constexpr (nd) {
+    ctx.setOutput(0, k::ScatterNDOp::create(ctx.b, ctx.loc, d->getType(), *d, *i, *u,
+                                            reduction));
+  } else {
+    auto axis = ctx.axis(ctx.attrInt("axis", 0), cast<RankedTensorType>(d->getType()).getRank());
+    if (failed(axis))
+      return failure();
+    ctx.setOutput(0, k::ScatterElementsOp::create(ctx.b, ctx.loc, d->getType(), *d, *i, *u,
+                                                  *axis, reduction));
+  }
+  return success();
+}
+
 void registerTensorOps(ImportTable &t) {
+  t["GatherND"] = importGatherND;
+  t["ScatterElements"] = importScatter<false>;
+  t["Scatter"] = importScatter<false>;
+  t["ScatterND"] = importScatter<true>;
   t["CumSum"] = importCumSum;
   t["Hardmax"] = importHardmax;
   t["OneHot"] = importOneHot;

@@ -243,3 +243,19 @@ func.func @einsum(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5x
   %0 = kiln.einsum %a, %b {equation = "bij,bjk->bik"} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
   return %0 : tensor<2x3x5xf32>
 }
+
+// -----
+
+// Scatter applies updates in order: a loop carrying the data tensor.
+// CHECK-LABEL: func.func @scatter_gather_nd
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: tensor.extract
+// CHECK: arith.addf
+// CHECK: tensor.insert
+// CHECK: linalg.generic
+// CHECK: tensor.extract
+func.func @scatter_gather_nd(%d: tensor<3x3xf32>, %i: tensor<1x2xi64>, %u: tensor<1x2xf32>, %j: tensor<2x2xi64>) -> (tensor<3x3xf32>, tensor<2xf32>) {
+  %0 = kiln.scatter_elements %d, %i, %u {axis = 1 : i64, reduction = "add"} : (tensor<3x3xf32>, tensor<1x2xi64>, tensor<1x2xf32>) -> tensor<3x3xf32>
+  %1 = kiln.gather_nd %d, %j {batch_dims = 0 : i64} : (tensor<3x3xf32>, tensor<2x2xi64>) -> tensor<2xf32>
+  return %0, %1 : tensor<3x3xf32>, tensor<2xf32>
+}
