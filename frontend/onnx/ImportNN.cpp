@@ -96,16 +96,15 @@ static FailureOr<Window> resolveWindow(ImportContext &ctx, ArrayRef<int64_t> inS
   return w;
 }
 
-static LogicalResult importConv(ImportContext &ctx) {
-  auto x = ctx.input(0), wt = ctx.input(1);
-  if (failed(x) || failed(wt))
-    return failure();
-  bool lifted = isLifted1d(cast<RankedTensorType>(x->getType()));
+/// A convolution of the current node's attributes on x, w (and bias), for
+/// Conv and the integer/quantized convolutions.
+static FailureOr<Value> emitConv(ImportContext &ctx, Value x, Value w, Value bias) {
+  bool lifted = isLifted1d(cast<RankedTensorType>(x.getType()));
   if (lifted) {
-    *x = liftTo2d(ctx, *x);
-    *wt = liftTo2d(ctx, *wt);
+    x = liftTo2d(ctx, x);
+    w = liftTo2d(ctx, w);
   }
-  auto xt = cast<RankedTensorType>(x->getType()), ft = cast<RankedTensorType>(wt->getType());
+  auto xt = cast<RankedTensorType>(x.getType()), ft = cast<RankedTensorType>(w.getType());
   if (xt.getRank() != 4 || ft.getRank() != 4)
     return ctx.fail(llvm::Twine(xt.getRank() - 2) + "-D convolution (input of rank " +
                     llvm::Twine(xt.getRank()) + ") is not supported (only 1-D and 2-D)");
@@ -115,18 +114,124 @@ static LogicalResult importConv(ImportContext &ctx) {
       lifted);
   if (failed(window))
     return failure();
-  Value bias;
-  if (ctx.hasInput(2)) {
-    auto bv = ctx.input(2);
-    if (failed(bv))
-      return failure();
-    bias = *bv;
-  }
   auto type = withShape(xt, {xt.getDimSize(0), ft.getDimSize(0), window->outSize[0],
                              window->outSize[1]});
-  Value r = k::ConvOp::create(ctx.b, ctx.loc, type, *x, *wt, bias, window->strides,
+  Value r = k::ConvOp::create(ctx.b, ctx.loc, type, x, w, bias, window->strides,
                               window->dilations, window->pads, ctx.attrInt("group", 1));
-  ctx.setOutput(0, lifted ? dropLift(ctx, r) : r);
+  return lifted ? dropLift(ctx, r) : r;
+}
+
+static Value optionalInput(ImportContext &ctx, size_t i) {
+  if (!ctx.hasInput(i))
+    return nullptr;
+  auto v = ctx.input(i);
+  return failed(v) ? nullptr : *v;
+}
+
+static LogicalResult importConv(ImportContext &ctx) {
+  auto x = ctx.input(0), wt = ctx.input(1);
+  if (failed(x) || failed(wt))
+    return failure();
+  auto r = emitConv(ctx, *x, *wt, optionalInput(ctx, 2));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+static FailureOr<Value> emitMatMul(ImportContext &ctx, Value a, Value b);
+
+/// x - zero_point in i32 (zero_point may be absent, scalar or per channel
+/// along `axis`).
+static FailureOr<Value> centeredI32(ImportContext &ctx, Value x, Value zeroPoint, int64_t axis) {
+  Emitter e{ctx};
+  Type i32 = ctx.b.getI32Type();
+  Value v = e.castTo(x, i32);
+  if (!zeroPoint)
+    return v;
+  Value zp = e.castTo(zeroPoint, i32);
+  auto zt = cast<RankedTensorType>(zp.getType());
+  if (zt.getRank() == 1 && zt.getDimSize(0) > 1) {
+    SmallVector<int64_t> shape(cast<RankedTensorType>(x.getType()).getRank(), 1);
+    shape[axis] = zt.getDimSize(0);
+    zp = e.reshape(zp, shape);
+  }
+  return e.binary<k::SubOp>(v, zp);
+}
+
+/// ConvInteger / MatMulInteger: int32 results of zero-point-centered inputs.
+template <bool conv>
+static LogicalResult importInteger(ImportContext &ctx) {
+  auto a = ctx.input(0), b = ctx.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  auto ac = centeredI32(ctx, *a, optionalInput(ctx, 2), conv ? 1 : 0);
+  auto bc = centeredI32(ctx, *b, optionalInput(ctx, 3), conv ? 0 : 1);
+  if (failed(ac) || failed(bc))
+    return failure();
+  FailureOr<Value> r;
+  if constexpr (conv) {
+    r = emitConv(ctx, *ac, *bc, nullptr);
+  } else {
+    r = emitMatMul(ctx, *ac, *bc);
+  }
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+/// QLinearConv / QLinearMatMul: the integer product, rescaled by
+/// a_scale * b_scale / y_scale and requantized around y_zero_point.
+template <bool conv>
+static LogicalResult importQLinear(ImportContext &ctx) {
+  auto a = ctx.input(0), aScale = ctx.input(1), b = ctx.input(3), bScale = ctx.input(4),
+       yScale = ctx.input(6);
+  if (failed(a) || failed(aScale) || failed(b) || failed(bScale) || failed(yScale))
+    return failure();
+  auto ac = centeredI32(ctx, *a, optionalInput(ctx, 2), 1);
+  auto bc = centeredI32(ctx, *b, optionalInput(ctx, 5), conv ? 0 : 1);
+  if (failed(ac) || failed(bc))
+    return failure();
+  Value bias = conv ? optionalInput(ctx, 8) : nullptr;
+  auto acc = conv ? emitConv(ctx, *ac, *bc, bias) : emitMatMul(ctx, *ac, *bc);
+  if (failed(acc))
+    return failure();
+  Emitter e{ctx};
+  Type f32 = ctx.b.getF32Type();
+  Value sum = e.castTo(*acc, f32);
+  // Per-channel b scales multiply along the output channel / column axis.
+  Value bs = *bScale;
+  auto bst = cast<RankedTensorType>(bs.getType());
+  if (bst.getRank() == 1 && bst.getDimSize(0) > 1 && conv) {
+    SmallVector<int64_t> shape(cast<RankedTensorType>(sum.getType()).getRank(), 1);
+    shape[1] = bst.getDimSize(0);
+    bs = e.reshape(bs, shape);
+  }
+  auto scale = e.binary<k::MulOp>(*aScale, bs);
+  if (failed(scale))
+    return failure();
+  auto ratio = e.binary<k::DivOp>(*scale, *yScale);
+  if (failed(ratio))
+    return failure();
+  auto scaled = e.binary<k::MulOp>(sum, *ratio);
+  if (failed(scaled))
+    return failure();
+  Value q = e.unary<k::RoundOp>(*scaled);
+  Value yzp = optionalInput(ctx, 7);
+  Type qt = yzp ? getElementTypeOrSelf(yzp.getType()) : ctx.b.getIntegerType(8, false);
+  if (yzp) {
+    auto shifted = e.binary<k::AddOp>(q, e.castTo(yzp, f32));
+    if (failed(shifted))
+      return failure();
+    q = *shifted;
+  }
+  unsigned w = qt.getIntOrFloatBitWidth();
+  double lo = qt.isUnsignedInteger() ? 0 : -std::ldexp(1.0, w - 1);
+  double hi = qt.isUnsignedInteger() ? std::ldexp(1.0, w) - 1 : std::ldexp(1.0, w - 1) - 1;
+  q = k::ClipOp::create(ctx.b, ctx.loc, q.getType(), q, ctx.b.getF32FloatAttr(lo),
+                        ctx.b.getF32FloatAttr(hi));
+  ctx.setOutput(0, e.castTo(q, qt));
   return success();
 }
 
@@ -337,12 +442,9 @@ static LogicalResult importGemm(ImportContext &ctx) {
   return success();
 }
 
-static LogicalResult importMatMul(ImportContext &ctx) {
-  auto a = ctx.input(0), bm = ctx.input(1);
-  if (failed(a) || failed(bm))
-    return failure();
-  SmallVector<int64_t> as(cast<RankedTensorType>(a->getType()).getShape());
-  SmallVector<int64_t> bs(cast<RankedTensorType>(bm->getType()).getShape());
+static FailureOr<Value> emitMatMul(ImportContext &ctx, Value a, Value b) {
+  SmallVector<int64_t> as(cast<RankedTensorType>(a.getType()).getShape());
+  SmallVector<int64_t> bs(cast<RankedTensorType>(b.getType()).getShape());
   if (as.empty() || bs.empty())
     return ctx.fail("MatMul operands must have rank >= 1");
   bool vecA = as.size() == 1, vecB = bs.size() == 1;
@@ -361,8 +463,18 @@ static LogicalResult importMatMul(ImportContext &ctx) {
     shape.push_back(as[as.size() - 2]);
   if (!vecB)
     shape.push_back(bs.back());
-  auto type = withShape(cast<RankedTensorType>(a->getType()), shape);
-  ctx.setOutput(0, k::MatMulOp::create(ctx.b, ctx.loc, type, *a, *bm));
+  auto type = withShape(cast<RankedTensorType>(a.getType()), shape);
+  return k::MatMulOp::create(ctx.b, ctx.loc, type, a, b).getResult();
+}
+
+static LogicalResult importMatMul(ImportContext &ctx) {
+  auto a = ctx.input(0), b = ctx.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  auto r = emitMatMul(ctx, *a, *b);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
@@ -639,6 +751,10 @@ static LogicalResult importEinsum(ImportContext &ctx) {
 }
 
 void registerNNOps(ImportTable &t) {
+  t["ConvInteger"] = importInteger<true>;
+  t["MatMulInteger"] = importInteger<false>;
+  t["QLinearConv"] = importQLinear<true>;
+  t["QLinearMatMul"] = importQLinear<false>;
   t["Einsum"] = importEinsum;
   t["Conv"] = importConv;
   t["ConvTranspose"] = importConvTranspose;
