@@ -107,6 +107,11 @@ using ImportFn = std::function<mlir::LogicalResult(ImportContext &)>;
 using ImportTable = llvm::StringMap<ImportFn>;
 
 // One registration function per op family (ImportMath.cpp, ImportNN.cpp, ...).
+/// saturate(round_half_even(scaled) + zero_point) as the integer type `qt`
+/// (ImportQuant.cpp; shared by the quantized convolutions and matmuls).
+mlir::FailureOr<mlir::Value> requantize(Emitter &e, mlir::Value scaled, mlir::Value zeroPoint,
+                                        mlir::Type qt);
+
 /// Imports the nodes of `graph` (the main graph or an inlined subgraph) at
 /// the builder's insertion point; names resolve through ctx.values.
 mlir::LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph);

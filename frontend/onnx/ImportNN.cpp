@@ -217,21 +217,12 @@ static LogicalResult importQLinear(ImportContext &ctx) {
   auto scaled = e.binary<k::MulOp>(sum, *ratio);
   if (failed(scaled))
     return failure();
-  Value q = e.unary<k::RoundOp>(*scaled);
   Value yzp = optionalInput(ctx, 7);
   Type qt = yzp ? getElementTypeOrSelf(yzp.getType()) : ctx.b.getIntegerType(8, false);
-  if (yzp) {
-    auto shifted = e.binary<k::AddOp>(q, e.castTo(yzp, f32));
-    if (failed(shifted))
-      return failure();
-    q = *shifted;
-  }
-  unsigned w = qt.getIntOrFloatBitWidth();
-  double lo = qt.isUnsignedInteger() ? 0 : -std::ldexp(1.0, w - 1);
-  double hi = qt.isUnsignedInteger() ? std::ldexp(1.0, w) - 1 : std::ldexp(1.0, w - 1) - 1;
-  q = k::ClipOp::create(ctx.b, ctx.loc, q.getType(), q, ctx.b.getF32FloatAttr(lo),
-                        ctx.b.getF32FloatAttr(hi));
-  ctx.setOutput(0, e.castTo(q, qt));
+  auto q = requantize(e, *scaled, yzp, qt);
+  if (failed(q))
+    return failure();
+  ctx.setOutput(0, *q);
   return success();
 }
 

@@ -41,14 +41,13 @@ std::pair<double, double> quantRange(Type t) {
   return {-std::ldexp(1.0, w - 1), std::ldexp(1.0, w - 1) - 1};
 }
 
-/// saturate(round(x / scale) + zp) as element type `qt`; x, scale float.
-FailureOr<Value> quantize(Emitter &e, Value x, Value scale, Value zeroPoint, Type qt) {
-  auto div = e.binary<k::DivOp>(x, scale);
-  if (failed(div))
-    return failure();
-  Value q = e.unary<k::RoundOp>(*div);
+} // namespace
+
+FailureOr<Value> requantize(Emitter &e, Value scaled, Value zeroPoint, Type qt) {
+  Value q = e.unary<k::RoundOp>(scaled);
   if (zeroPoint) {
-    auto shifted = e.binary<k::AddOp>(q, e.castTo(zeroPoint, getElementTypeOrSelf(x.getType())));
+    auto shifted =
+        e.binary<k::AddOp>(q, e.castTo(zeroPoint, getElementTypeOrSelf(scaled.getType())));
     if (failed(shifted))
       return failure();
     q = *shifted;
@@ -57,6 +56,16 @@ FailureOr<Value> quantize(Emitter &e, Value x, Value scale, Value zeroPoint, Typ
   q = k::ClipOp::create(e.ctx.b, e.ctx.loc, q.getType(), q, e.ctx.b.getF32FloatAttr(lo),
                         e.ctx.b.getF32FloatAttr(hi));
   return e.castTo(q, qt);
+}
+
+namespace {
+
+/// saturate(round(x / scale) + zp) as element type `qt`; x, scale float.
+FailureOr<Value> quantize(Emitter &e, Value x, Value scale, Value zeroPoint, Type qt) {
+  auto div = e.binary<k::DivOp>(x, scale);
+  if (failed(div))
+    return failure();
+  return requantize(e, *div, zeroPoint, qt);
 }
 
 LogicalResult importQuantize(ImportContext &ctx) {
