@@ -598,6 +598,95 @@ static LogicalResult importInstanceNorm(ImportContext &ctx) {
   return success();
 }
 
+/// MeanVarianceNormalization: (x - mean) / sqrt(var + 1e-9) over `axes`.
+static LogicalResult importMVN(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  std::vector<int64_t> axes = ctx.attrInts("axes", {0, 2, 3});
+  SmallVector<int64_t> statShape(xt.getShape()), normalized;
+  for (int64_t a : axes) {
+    auto n = ctx.axis(a, xt.getRank());
+    if (failed(n))
+      return failure();
+    normalized.push_back(*n);
+    statShape[*n] = 1;
+  }
+  llvm::sort(normalized);
+  Emitter e{ctx};
+  auto statType = RankedTensorType::get(statShape, xt.getElementType());
+  Value mean = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *x, normalized, true);
+  auto centered = e.binary<k::SubOp>(*x, mean);
+  if (failed(centered))
+    return failure();
+  auto squared = e.binary<k::MulOp>(*centered, *centered);
+  if (failed(squared))
+    return failure();
+  Value var = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *squared, normalized, true);
+  auto varEps = e.binary<k::AddOp>(var, e.constant(var, 1e-9));
+  if (failed(varEps))
+    return failure();
+  auto y = e.binary<k::DivOp>(*centered, e.unary<k::SqrtOp>(*varEps));
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
+/// LRN: x / (bias + alpha / size * sum of x^2 over `size` neighbouring
+/// channels)^beta, the window sum built from shifted channel slices.
+static LogicalResult importLRN(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t size = ctx.attrInt("size", 0), rank = xt.getRank();
+  if (size < 1 || rank < 3)
+    return ctx.fail("LRN needs size >= 1 and an input of rank >= 3");
+  Emitter e{ctx};
+  auto squared = e.binary<k::MulOp>(*x, *x);
+  if (failed(squared))
+    return failure();
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  SmallVector<int64_t> pads(2 * rank, 0), paddedShape(xt.getShape());
+  pads[1] = before;
+  pads[rank + 1] = after;
+  paddedShape[1] += size - 1;
+  Value padded = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(paddedShape, xt.getElementType()),
+                                  *squared, ctx.b.getDenseI64ArrayAttr(pads),
+                                  ctx.b.getStringAttr("constant"), ctx.b.getF64FloatAttr(0.0));
+  Value sum;
+  SmallVector<int64_t> steps(rank, 1);
+  for (int64_t i = 0; i < size; ++i) {
+    SmallVector<int64_t> starts(rank, 0);
+    starts[1] = i;
+    Value shifted = k::SliceOp::create(ctx.b, ctx.loc, xt, padded, starts, steps);
+    if (sum) {
+      auto added = e.binary<k::AddOp>(sum, shifted);
+      if (failed(added))
+        return failure();
+      sum = *added;
+    } else {
+      sum = shifted;
+    }
+  }
+  auto scaled = e.binary<k::MulOp>(sum, e.constant(sum, ctx.attrFloat("alpha", 1e-4f) / size));
+  if (failed(scaled))
+    return failure();
+  auto base = e.binary<k::AddOp>(*scaled, e.constant(sum, ctx.attrFloat("bias", 1.0f)));
+  if (failed(base))
+    return failure();
+  auto denom = e.binary<k::PowOp>(*base, e.constant(sum, ctx.attrFloat("beta", 0.75f)));
+  if (failed(denom))
+    return failure();
+  auto y = e.binary<k::DivOp>(*x, *denom);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
 /// GlobalMaxPool: max over all spatial dimensions, kept as size 1.
 static LogicalResult importGlobalMaxPool(ImportContext &ctx) {
   auto x = ctx.input(0);
@@ -759,6 +848,8 @@ void registerNNOps(ImportTable &t) {
   t["LayerNormalization"] = importLayerNorm;
   t["InstanceNormalization"] = importInstanceNorm;
   t["GlobalMaxPool"] = importGlobalMaxPool;
+  t["MeanVarianceNormalization"] = importMVN;
+  t["LRN"] = importLRN;
   t["ReduceMean"] = [](ImportContext &c) { return importReduce<void, void>(c, "mean"); };
   t["ReduceSum"] = [](ImportContext &c) { return importReduce<void, void>(c, "sum"); };
   t["ReduceMax"] = [](ImportContext &c) { return importReduce<void, void>(c, "max"); };

@@ -1013,7 +1013,47 @@ static LogicalResult importScatter(ImportContext &ctx) {
   return success();
 }
 
+/// ReverseSequence: within each batch entry, the first sequence_lens[b] time
+/// steps are reversed. Built as a GatherElements along the time axis with
+/// index t < len ? len - 1 - t : t.
+static LogicalResult importReverseSequence(ImportContext &ctx) {
+  auto x = ctx.input(0), lens = ctx.input(1);
+  if (failed(x) || failed(lens))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank();
+  auto timeAxis = ctx.axis(ctx.attrInt("time_axis", 0), rank);
+  auto batchAxis = ctx.axis(ctx.attrInt("batch_axis", 1), rank);
+  if (failed(timeAxis) || failed(batchAxis))
+    return failure();
+  Emitter e{ctx};
+  Type i1 = ctx.b.getI1Type();
+  SmallVector<int64_t> lenShape(rank, 1);
+  lenShape[*batchAxis] = xt.getDimSize(*batchAxis);
+  Value len = e.reshape(e.castTo(*lens, ctx.b.getI64Type()), lenShape);
+  Value t = iota(ctx, xt.getDimSize(*timeAxis), *timeAxis, rank);
+  auto inPrefix = e.binary<k::LessOp>(t, len, i1);
+  auto reversed = e.binary<k::SubOp>(len, t);
+  if (failed(inPrefix) || failed(reversed))
+    return failure();
+  auto reversedIdx = e.binary<k::SubOp>(*reversed, e.constant(*reversed, 1.0));
+  if (failed(reversedIdx))
+    return failure();
+  auto idxType = cast<RankedTensorType>(reversedIdx->getType());
+  auto tFull = k::ExpandOp::create(ctx.b, ctx.loc, idxType, t);
+  Value idx = k::WhereOp::create(ctx.b, ctx.loc, idxType,
+                                 k::ExpandOp::create(ctx.b, ctx.loc,
+                                                     RankedTensorType::get(idxType.getShape(), i1),
+                                                     *inPrefix),
+                                 *reversedIdx, tFull);
+  auto full = RankedTensorType::get(xt.getShape(), ctx.b.getI64Type());
+  idx = k::ExpandOp::create(ctx.b, ctx.loc, full, idx);
+  ctx.setOutput(0, k::GatherElementsOp::create(ctx.b, ctx.loc, xt, *x, idx, *timeAxis));
+  return success();
+}
+
 void registerTensorOps(ImportTable &t) {
+  t["ReverseSequence"] = importReverseSequence;
   t["GatherND"] = importGatherND;
   t["ScatterElements"] = importScatter<false>;
   t["Scatter"] = importScatter<false>;
