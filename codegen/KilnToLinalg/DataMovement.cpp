@@ -508,10 +508,138 @@ struct ScatterNDLowering : OpConversionPattern<ScatterNDOp> {
   }
 };
 
+/// GridSample: per output pixel, the grid's (x, y) becomes an input
+/// coordinate (align_corners decides the mapping), is clamped or reflected
+/// per padding_mode, and the input is read at the nearest pixel or blended
+/// bilinearly from its four neighbours.
+struct GridSampleLowering : OpConversionPattern<GridSampleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(GridSampleOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = signlessType(op.getType());
+    Value input = adaptor.getInput(), grid = adaptor.getGrid();
+    ArrayRef<int64_t> in = tensorType(input).getShape();
+    bool alignCorners = op.getAlignCorners(), bilinear = op.getMode() == "bilinear";
+    StringRef padding = op.getPaddingMode();
+    Type et = type.getElementType();
+    MLIRContext *ctx = rewriter.getContext();
+    Location loc = op.getLoc();
+    Value init = emptyTensor(rewriter, loc, type.getShape(), et);
+    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, type, ValueRange{}, init,
+            SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(4, ctx)}, iterators,
+            [&](OpBuilder &b, Location l, ValueRange) {
+              Type f32 = b.getF32Type();
+              auto c = [&](double v) { return scalarConst(b, l, f32, v); };
+              SmallVector<Value> o;
+              for (int64_t d = 0; d < 4; ++d)
+                o.push_back(linalg::IndexOp::create(b, l, d));
+              auto gridAt = [&](int64_t comp) {
+                Value v = tensor::ExtractOp::create(
+                    b, l, grid, ValueRange{o[0], o[2], o[3], indexConst(b, l, comp)});
+                return convertFloat(b, l, v, f32);
+              };
+              // Normalized [-1, 1] -> pixel coordinate, then padding.
+              auto pixel = [&](Value g, int64_t size) -> Value {
+                Value p = alignCorners
+                              ? (Value)arith::MulFOp::create(
+                                    b, l, arith::AddFOp::create(b, l, g, c(1)), c((size - 1) / 2.0))
+                              : (Value)arith::DivFOp::create(
+                                    b, l,
+                                    arith::SubFOp::create(
+                                        b, l,
+                                        arith::MulFOp::create(
+                                            b, l, arith::AddFOp::create(b, l, g, c(1)), c(size)),
+                                        c(1)),
+                                    c(2));
+                if (padding == "border")
+                  return arith::MinimumFOp::create(
+                      b, l, arith::MaximumFOp::create(b, l, p, c(0)), c(size - 1));
+                if (padding == "reflection") {
+                  double lo = alignCorners ? 0 : -0.5, hi = alignCorners ? size - 1 : size - 0.5;
+                  double range = hi - lo;
+                  if (range <= 0)
+                    return c(0);
+                  // Fold p into [lo, hi] by reflecting at the borders.
+                  Value below = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, p, c(lo));
+                  Value dist = arith::SelectOp::create(b, l, below,
+                                                       arith::SubFOp::create(b, l, c(lo), p),
+                                                       arith::SubFOp::create(b, l, p, c(hi)));
+                  Value outside = arith::OrIOp::create(
+                      b, l, below, arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, p, c(hi)));
+                  Value n = math::FloorOp::create(b, l, arith::DivFOp::create(b, l, dist, c(range)));
+                  Value rem = arith::SubFOp::create(b, l, dist, arith::MulFOp::create(b, l, n, c(range)));
+                  Value odd = arith::CmpFOp::create(
+                      b, l, arith::CmpFPredicate::ONE,
+                      arith::RemFOp::create(b, l, n, c(2)), c(0));
+                  // even folds from the near border, odd from the far one
+                  Value fromLo = arith::AddFOp::create(b, l, c(lo), rem);
+                  Value fromHi = arith::SubFOp::create(b, l, c(hi), rem);
+                  Value folded = arith::SelectOp::create(
+                      b, l, below, arith::SelectOp::create(b, l, odd, fromHi, fromLo),
+                      arith::SelectOp::create(b, l, odd, fromLo, fromHi));
+                  return arith::SelectOp::create(b, l, outside, folded, p);
+                }
+                return p;
+              };
+              Value x = pixel(gridAt(0), in[3]), y = pixel(gridAt(1), in[2]);
+              // Reads input[n, c, iy, ix]; zeros padding reads 0 outside.
+              auto read = [&](Value fy, Value fx) -> Value {
+                Value iy = arith::FPToSIOp::create(b, l, b.getI64Type(), fy);
+                Value ix = arith::FPToSIOp::create(b, l, b.getI64Type(), fx);
+                auto inside = [&](Value i, int64_t size) {
+                  Value zero = scalarConst(b, l, b.getI64Type(), 0);
+                  Value lim = scalarConst(b, l, b.getI64Type(), size);
+                  return arith::AndIOp::create(
+                      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, i, zero),
+                      arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, lim));
+                };
+                Value ok = arith::AndIOp::create(b, l, inside(iy, in[2]), inside(ix, in[3]));
+                auto idx = [&](Value i, int64_t size) {
+                  return clampIndex(b, l, arith::IndexCastOp::create(b, l, b.getIndexType(), i),
+                                    size);
+                };
+                Value v = tensor::ExtractOp::create(
+                    b, l, input, ValueRange{o[0], o[1], idx(iy, in[2]), idx(ix, in[3])});
+                v = convertFloat(b, l, v, f32);
+                if (padding == "zeros")
+                  v = arith::SelectOp::create(b, l, ok, v, c(0));
+                return v;
+              };
+              Value v;
+              if (!bilinear) {
+                v = read(math::RoundEvenOp::create(b, l, y), math::RoundEvenOp::create(b, l, x));
+              } else {
+                Value x0 = math::FloorOp::create(b, l, x), y0 = math::FloorOp::create(b, l, y);
+                Value x1 = arith::AddFOp::create(b, l, x0, c(1));
+                Value y1 = arith::AddFOp::create(b, l, y0, c(1));
+                Value wx = arith::SubFOp::create(b, l, x, x0), wy = arith::SubFOp::create(b, l, y, y0);
+                Value ux = arith::SubFOp::create(b, l, c(1), wx), uy = arith::SubFOp::create(b, l, c(1), wy);
+                auto term = [&](Value fy, Value fx, Value w1, Value w2) -> Value {
+                  return arith::MulFOp::create(b, l, read(fy, fx),
+                                               arith::MulFOp::create(b, l, w1, w2));
+                };
+                v = arith::AddFOp::create(
+                    b, l,
+                    arith::AddFOp::create(b, l, term(y0, x0, uy, ux), term(y0, x1, uy, wx)),
+                    arith::AddFOp::create(b, l, term(y1, x0, wy, ux), term(y1, x1, wy, wx)));
+              }
+              v = convertFloat(b, l, v, et);
+              linalg::YieldOp::create(b, l, v);
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::kiln::populateDataMovementLowerings(RewritePatternSet &patterns) {
   patterns.add<SliceLowering, GatherLowering, GatherElementsLowering, PadLowering, TriluLowering,
-               ResizeLowering, GatherNDLowering, ScatterElementsLowering, ScatterNDLowering, ExpandLowering, TileLowering>(
+               ResizeLowering, GatherNDLowering, ScatterElementsLowering, ScatterNDLowering,
+               GridSampleLowering, ExpandLowering, TileLowering>(
       patterns.getContext());
 }

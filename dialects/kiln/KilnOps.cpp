@@ -593,6 +593,19 @@ LogicalResult ScatterNDOp::verify() {
   return verifyScatter(*this, getData(), getUpdates(), getReduction());
 }
 
+LogicalResult GridSampleOp::verify() {
+  ArrayRef<int64_t> x = shapeOf(getInput()), g = shapeOf(getGrid());
+  if (x.size() != 4 || g.size() != 4 || g[3] != 2 || g[0] != x[0])
+    return emitOpError("expects an NCHW input and an [N, Ho, Wo, 2] grid");
+  if (getMode() != "bilinear" && getMode() != "nearest")
+    return emitOpError("mode must be bilinear or nearest");
+  StringRef p = getPaddingMode();
+  if (p != "zeros" && p != "border" && p != "reflection")
+    return emitOpError("padding_mode must be zeros, border or reflection");
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()),
+                      {x[0], x[1], g[1], g[2]});
+}
+
 LogicalResult PadOp::verify() {
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> pads = getPads();

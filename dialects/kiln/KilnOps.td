@@ -361,6 +361,20 @@ def Kiln_ScatterNDOp : Kiln_ScatterOp<"scatter_nd",
                    StrAttr:$reduction);
 }
 
+def Kiln_GridSampleOp : Kiln_Op<"grid_sample"> {
+  let summary = "Sample an NCHW input at normalized grid locations (ONNX GridSample)";
+  let description = [{
+    grid is [N, Ho, Wo, 2] holding (x, y) in [-1, 1]; the result is
+    [N, C, Ho, Wo]. mode: bilinear or nearest; padding_mode: zeros, border
+    or reflection.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$grid, StrAttr:$mode,
+                   StrAttr:$padding_mode, BoolAttr:$align_corners);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input `,` $grid attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_PadOp : Kiln_Op<"pad"> {
   let summary = "Pad every dimension: constant, reflect or edge mode";
   let description = [{

@@ -345,9 +345,55 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
   return success();
 }
 
+/// BatchNormalization with training_mode=1: normalize with the batch
+/// statistics and also return the updated running mean and variance.
+static LogicalResult importBatchNormTraining(ImportContext &ctx, ArrayRef<Value> in) {
+  auto xt = cast<RankedTensorType>(in[0].getType());
+  Emitter e{ctx};
+  SmallVector<int64_t> axes, statShape(xt.getRank(), 1), channelShape(xt.getRank() - 1, 1);
+  for (int64_t i = 0; i < xt.getRank(); ++i)
+    if (i != 1)
+      axes.push_back(i);
+  statShape[1] = channelShape[0] = xt.getDimSize(1);
+  auto statType = RankedTensorType::get(statShape, xt.getElementType());
+  Value mean = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, in[0], axes, true);
+  auto centered = e.binary<k::SubOp>(in[0], mean);
+  if (failed(centered))
+    return failure();
+  auto squared = e.binary<k::MulOp>(*centered, *centered);
+  if (failed(squared))
+    return failure();
+  Value var = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *squared, axes, true);
+  auto varEps = e.binary<k::AddOp>(var, e.constant(var, ctx.attrFloat("epsilon", 1e-5f)));
+  if (failed(varEps))
+    return failure();
+  auto normalized = e.binary<k::DivOp>(*centered, e.unary<k::SqrtOp>(*varEps));
+  if (failed(normalized))
+    return failure();
+  auto y = e.binary<k::MulOp>(*normalized, e.reshape(in[1], channelShape));
+  if (failed(y))
+    return failure();
+  y = e.binary<k::AddOp>(*y, e.reshape(in[2], channelShape));
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  // running = input * momentum + batch * (1 - momentum)
+  float momentum = ctx.attrFloat("momentum", 0.9f);
+  for (auto [output, running, batch] : {std::tuple{1, in[3], mean}, std::tuple{2, in[4], var}}) {
+    auto kept = e.binary<k::MulOp>(running, e.constant(running, momentum));
+    auto fresh = e.binary<k::MulOp>(e.reshape(batch, {xt.getDimSize(1)}),
+                                    e.constant(running, 1.0 - momentum));
+    if (failed(kept) || failed(fresh))
+      return failure();
+    auto updated = e.binary<k::AddOp>(*kept, *fresh);
+    if (failed(updated))
+      return failure();
+    ctx.setOutput(output, *updated);
+  }
+  return success();
+}
+
 static LogicalResult importBatchNorm(ImportContext &ctx) {
-  if (ctx.attrInt("training_mode", 0))
-    return ctx.fail("training_mode BatchNormalization is not supported (inference only)");
   SmallVector<Value> in;
   for (size_t i = 0; i < 5; ++i) {
     auto v = ctx.input(i);
@@ -355,6 +401,8 @@ static LogicalResult importBatchNorm(ImportContext &ctx) {
       return failure();
     in.push_back(*v);
   }
+  if (ctx.attrInt("training_mode", 0))
+    return importBatchNormTraining(ctx, in);
   ctx.setOutput(0, k::BatchNormOp::create(ctx.b, ctx.loc, in[0].getType(), in[0], in[1], in[2],
                                           in[3], in[4],
                                           ctx.b.getF32FloatAttr(ctx.attrFloat("epsilon", 1e-5f))));

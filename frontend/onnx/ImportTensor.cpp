@@ -1052,7 +1052,33 @@ static LogicalResult importReverseSequence(ImportContext &ctx) {
   return success();
 }
 
+static LogicalResult importGridSample(ImportContext &ctx) {
+  auto x = ctx.input(0), grid = ctx.input(1);
+  if (failed(x) || failed(grid))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto gt = cast<RankedTensorType>(grid->getType());
+  if (xt.getRank() != 4 || gt.getRank() != 4 || gt.getDimSize(3) != 2)
+    return ctx.fail("only 2-D GridSample (NCHW input, [N, Ho, Wo, 2] grid) is supported");
+  if (!isa<FloatType>(xt.getElementType()))
+    return ctx.fail("GridSample needs a floating-point input");
+  std::string mode = stringAttrOr(ctx, "mode", "bilinear");
+  if (mode == "linear")
+    mode = "bilinear"; // opset 20 spelling
+  if (mode != "bilinear" && mode != "nearest")
+    return ctx.fail("GridSample mode '" + mode + "' is not supported");
+  auto type = RankedTensorType::get(
+      {xt.getDimSize(0), xt.getDimSize(1), gt.getDimSize(1), gt.getDimSize(2)},
+      xt.getElementType());
+  ctx.setOutput(0, k::GridSampleOp::create(ctx.b, ctx.loc, type, *x, *grid,
+                                           ctx.b.getStringAttr(mode),
+                                           ctx.b.getStringAttr(stringAttrOr(ctx, "padding_mode", "zeros")),
+                                           ctx.b.getBoolAttr(ctx.attrInt("align_corners", 0) != 0)));
+  return success();
+}
+
 void registerTensorOps(ImportTable &t) {
+  t["GridSample"] = importGridSample;
   t["ReverseSequence"] = importReverseSequence;
   t["GatherND"] = importGatherND;
   t["ScatterElements"] = importScatter<false>;

@@ -259,3 +259,16 @@ func.func @scatter_gather_nd(%d: tensor<3x3xf32>, %i: tensor<1x2xi64>, %u: tenso
   %1 = kiln.gather_nd %d, %j {batch_dims = 0 : i64} : (tensor<3x3xf32>, tensor<2x2xi64>) -> tensor<2xf32>
   return %0, %1 : tensor<3x3xf32>, tensor<2xf32>
 }
+
+// -----
+
+// GridSample reads the grid and blends four input pixels per output pixel.
+// CHECK-LABEL: func.func @grid_sample
+// CHECK: linalg.generic
+// CHECK-COUNT-2: tensor.extract %{{.*}} : tensor<1x4x5x2xf32>
+// CHECK: math.floor
+// CHECK-COUNT-4: tensor.extract %{{.*}} : tensor<1x2x3x3xf32>
+func.func @grid_sample(%x: tensor<1x2x3x3xf32>, %g: tensor<1x4x5x2xf32>) -> tensor<1x2x4x5xf32> {
+  %0 = kiln.grid_sample %x, %g {mode = "bilinear", padding_mode = "zeros", align_corners = false} : (tensor<1x2x3x3xf32>, tensor<1x4x5x2xf32>) -> tensor<1x2x4x5xf32>
+  return %0 : tensor<1x2x4x5xf32>
+}
