@@ -1,8 +1,9 @@
-//===- ImportControlFlow.cpp - ONNX If --------------------------------------===//
+//===- ImportControlFlow.cpp - ONNX If and Scan -----------------------------===//
 //
 // If with a compile-time condition inlines the taken branch. With a run-time
 // condition both branches are inlined (they have no side effects) and each
 // output is selected with kiln.where, which needs matching branch types.
+// Scan over a static sequence is unrolled.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/ImportContext.h"
@@ -88,8 +89,114 @@ LogicalResult importIf(ImportContext &ctx) {
   return success();
 }
 
+/// Scan with a static sequence length is unrolled: the body is imported once
+/// per step with its state and scan-input slices bound, and the per-step scan
+/// outputs are stacked. Opset 8's leading batch axis is supported for batch 1.
+LogicalResult importScan(ImportContext &ctx) {
+  const onnx::GraphProto *body = branch(ctx, "body");
+  if (!body)
+    return ctx.fail("Scan needs a body");
+  const onnx::NodeProto *node = ctx.node;
+  bool v8 = ctx.opset < 9;
+  size_t first = v8 ? 1 : 0; // opset 8: sequence_lens comes first
+  if (v8 && ctx.hasInput(0))
+    return ctx.fail("Scan sequence_lens is not supported");
+  int64_t numScan = ctx.attrInt("num_scan_inputs", 0);
+  int64_t numState = (int64_t)ctx.numInputs() - first - numScan;
+  if (numScan < 1 || numState < 0 || body->input_size() != numState + numScan)
+    return ctx.fail("Scan inputs do not match its body");
+  for (const char *attr : {"scan_input_axes", "scan_output_axes", "scan_input_directions",
+                           "scan_output_directions", "directions"})
+    for (int64_t v : ctx.attrInts(attr))
+      if (v != 0)
+        return ctx.fail(llvm::Twine("Scan attribute '") + attr + "' other than 0 is not supported");
+  Emitter e{ctx};
+  // Drop opset 8's batch axis (batch 1 only).
+  auto unbatch = [&](Value v) -> FailureOr<Value> {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (!v8)
+      return v;
+    if (t.getRank() == 0 || t.getDimSize(0) != 1)
+      return ctx.fail("opset-8 Scan is supported for batch 1 only");
+    return e.reshape(v, t.getShape().drop_front());
+  };
+  SmallVector<Value> state, scans;
+  for (int64_t i = 0; i < numState + numScan; ++i) {
+    auto v = ctx.input(first + i);
+    if (failed(v))
+      return failure();
+    auto u = unbatch(*v);
+    if (failed(u))
+      return failure();
+    (i < numState ? state : scans).push_back(*u);
+  }
+  int64_t steps = cast<RankedTensorType>(scans[0].getType()).getDimSize(0);
+  SmallVector<SmallVector<Value>> scanOutputs(body->output_size() - numState);
+  for (int64_t t = 0; t < steps; ++t) {
+    for (int64_t i = 0; i < numState; ++i)
+      ctx.values[body->input(i).name()] = GraphValue{state[i], std::nullopt};
+    for (int64_t j = 0; j < numScan; ++j) {
+      auto st = cast<RankedTensorType>(scans[j].getType());
+      SmallVector<int64_t> starts(st.getRank(), 0), steps1(st.getRank(), 1), size(st.getShape());
+      starts[0] = t;
+      size[0] = 1;
+      Value slice = k::SliceOp::create(ctx.b, ctx.loc,
+                                       RankedTensorType::get(size, st.getElementType()), scans[j],
+                                       starts, steps1);
+      ctx.values[body->input(numState + j).name()] =
+          GraphValue{e.reshape(slice, st.getShape().drop_front()), std::nullopt};
+    }
+    auto outs = importBranch(ctx, *body);
+    if (failed(outs))
+      return failure();
+    ctx.node = node;
+    for (auto [i, gv] : llvm::enumerate(*outs)) {
+      Value v = gv.value;
+      if (!v) {
+        auto m = ctx.materialize(*gv.host, "scan");
+        if (failed(m))
+          return failure();
+        v = *m;
+      }
+      if ((int64_t)i < numState)
+        state[i] = v;
+      else
+        scanOutputs[i - numState].push_back(v);
+    }
+  }
+  auto rebatch = [&](Value v) -> Value {
+    if (!v8)
+      return v;
+    SmallVector<int64_t> shape(cast<RankedTensorType>(v.getType()).getShape());
+    shape.insert(shape.begin(), 1);
+    return e.reshape(v, shape);
+  };
+  for (int64_t i = 0; i < numState; ++i)
+    ctx.setOutput(i, rebatch(state[i]));
+  for (auto [i, parts] : llvm::enumerate(scanOutputs)) {
+    auto pt = cast<RankedTensorType>(parts[0].getType());
+    SmallVector<int64_t> one(pt.getShape());
+    one.insert(one.begin(), 1);
+    SmallVector<Value> stacked;
+    for (Value p : parts)
+      stacked.push_back(e.reshape(p, one));
+    SmallVector<int64_t> all(one);
+    all[0] = stacked.size();
+    Value r = stacked.size() == 1
+                  ? stacked[0]
+                  : (Value)k::ConcatOp::create(ctx.b, ctx.loc,
+                                               RankedTensorType::get(all, pt.getElementType()),
+                                               stacked, 0);
+    ctx.setOutput(numState + i, rebatch(r));
+  }
+  return success();
+}
+
 } // namespace
 
-void registerControlFlowOps(ImportTable &t) { t["If"] = importIf; }
+void registerControlFlowOps(ImportTable &t) {
+  t["If"] = importIf;
+  t["Scan"] = importScan;
+}
 
 } // namespace kiln::onnx_frontend
