@@ -128,11 +128,85 @@ static Value optionalInput(ImportContext &ctx, size_t i) {
   return failed(v) ? nullptr : *v;
 }
 
+/// 3-D convolution as a sum of 2-D ones: output depth plane od is the sum
+/// over kd of conv2d(input plane od*stride + kd*dilation, kernel plane kd).
+/// The number of 2-D convolutions is D_out * KD: fine for small depths.
+static FailureOr<Value> emitConv3d(ImportContext &ctx, Value x, Value w, Value bias) {
+  auto xt = cast<RankedTensorType>(x.getType()), ft = cast<RankedTensorType>(w.getType());
+  Emitter e{ctx};
+  Type et = xt.getElementType();
+  std::vector<int64_t> strides = ctx.attrInts("strides", {1, 1, 1});
+  std::vector<int64_t> dilations = ctx.attrInts("dilations", {1, 1, 1});
+  std::vector<int64_t> pads = ctx.attrInts("pads", {0, 0, 0, 0, 0, 0});
+  for (const auto &a : ctx.node->attribute())
+    if (a.name() == "auto_pad" && a.s() != "NOTSET" && a.s() != "VALID")
+      return ctx.fail("3-D convolution with auto_pad '" + a.s() + "' is not supported");
+  if (strides.size() != 3 || dilations.size() != 3 || pads.size() != 6)
+    return ctx.fail("3-D convolution needs 3 strides, 3 dilations and 6 pads");
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), d = xt.getDimSize(2),
+          h = xt.getDimSize(3), wd = xt.getDimSize(4);
+  int64_t f = ft.getDimSize(0), cg = ft.getDimSize(1), kd = ft.getDimSize(2),
+          kh = ft.getDimSize(3), kw = ft.getDimSize(4);
+  int64_t dPad = d + pads[0] + pads[3];
+  int64_t dOut = (dPad - dilations[0] * (kd - 1) - 1) / strides[0] + 1;
+  if (dOut < 1)
+    return ctx.fail("the kernel is deeper than the padded input");
+  Value padded = x;
+  if (pads[0] || pads[3]) {
+    SmallVector<int64_t> p(10, 0);
+    p[2] = pads[0];
+    p[7] = pads[3];
+    padded = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, c, dPad, h, wd}, et), x,
+                              ctx.b.getDenseI64ArrayAttr(p), ctx.b.getStringAttr("constant"),
+                              ctx.b.getF64FloatAttr(0.0));
+  }
+  auto plane = [&](Value v, int64_t at, int64_t dim1, int64_t dimH, int64_t dimW,
+                   int64_t dim0) -> Value {
+    Value s = k::SliceOp::create(ctx.b, ctx.loc,
+                                 RankedTensorType::get({dim0, dim1, 1, dimH, dimW}, et), v,
+                                 ArrayRef<int64_t>{0, 0, at, 0, 0},
+                                 ArrayRef<int64_t>{1, 1, 1, 1, 1});
+    return e.reshape(s, {dim0, dim1, dimH, dimW});
+  };
+  SmallVector<int64_t> s2 = {strides[1], strides[2]}, d2 = {dilations[1], dilations[2]},
+                       p2 = {pads[1], pads[2], pads[4], pads[5]};
+  int64_t oh = (h + p2[0] + p2[2] - d2[0] * (kh - 1) - 1) / s2[0] + 1;
+  int64_t ow = (wd + p2[1] + p2[3] - d2[1] * (kw - 1) - 1) / s2[1] + 1;
+  auto planeType = RankedTensorType::get({n, f, oh, ow}, et);
+  SmallVector<Value> planes;
+  for (int64_t od = 0; od < dOut; ++od) {
+    Value acc;
+    for (int64_t z = 0; z < kd; ++z) {
+      Value conv = k::ConvOp::create(
+          ctx.b, ctx.loc, planeType,
+          plane(padded, od * strides[0] + z * dilations[0], c, h, wd, n),
+          plane(w, z, cg, kh, kw, f), (z == 0 ? bias : Value()), s2, d2, p2,
+          ctx.attrInt("group", 1));
+      if (acc) {
+        auto sum = e.binary<k::AddOp>(acc, conv);
+        if (failed(sum))
+          return failure();
+        acc = *sum;
+      } else {
+        acc = conv;
+      }
+    }
+    planes.push_back(e.reshape(acc, {n, f, 1, oh, ow}));
+  }
+  if (planes.size() == 1)
+    return planes[0];
+  return k::ConcatOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, f, dOut, oh, ow}, et),
+                             planes, 2)
+      .getResult();
+}
+
 static LogicalResult importConv(ImportContext &ctx) {
   auto x = ctx.input(0), wt = ctx.input(1);
   if (failed(x) || failed(wt))
     return failure();
-  auto r = emitConv(ctx, *x, *wt, optionalInput(ctx, 2));
+  auto r = cast<RankedTensorType>(x->getType()).getRank() == 5
+               ? emitConv3d(ctx, *x, *wt, optionalInput(ctx, 2))
+               : emitConv(ctx, *x, *wt, optionalInput(ctx, 2));
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);
