@@ -419,32 +419,57 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
   return success();
 }
 
-/// BatchNormalization with training_mode=1: normalize with the batch
-/// statistics and also return the updated running mean and variance.
-static LogicalResult importBatchNormTraining(ImportContext &ctx, ArrayRef<Value> in) {
-  auto xt = cast<RankedTensorType>(in[0].getType());
-  Emitter e{ctx};
-  SmallVector<int64_t> axes, statShape(xt.getRank(), 1), channelShape(xt.getRank() - 1, 1);
-  for (int64_t i = 0; i < xt.getRank(); ++i)
-    if (i != 1)
-      axes.push_back(i);
-  statShape[1] = channelShape[0] = xt.getDimSize(1);
+/// x normalized over `axes`: the statistics are kept with size-1 axes so
+/// they broadcast back (shared by the normalization ops).
+struct Normalized {
+  Value mean;     // E[x]
+  Value variance; // E[(x - E[x])^2]
+  Value invStd;   // 1 / sqrt(variance + epsilon)
+  Value value;    // (x - mean) * invStd
+};
+
+static FailureOr<Normalized> normalize(ImportContext &ctx, Value x, ArrayRef<int64_t> axes,
+                                       double epsilon) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> statShape(xt.getShape());
+  for (int64_t a : axes)
+    statShape[a] = 1;
   auto statType = RankedTensorType::get(statShape, xt.getElementType());
-  Value mean = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, in[0], axes, true);
-  auto centered = e.binary<k::SubOp>(in[0], mean);
+  Emitter e{ctx};
+  Normalized n;
+  n.mean = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, x, axes, true);
+  auto centered = e.binary<k::SubOp>(x, n.mean);
   if (failed(centered))
     return failure();
   auto squared = e.binary<k::MulOp>(*centered, *centered);
   if (failed(squared))
     return failure();
-  Value var = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *squared, axes, true);
-  auto varEps = e.binary<k::AddOp>(var, e.constant(var, ctx.attrFloat("epsilon", 1e-5f)));
+  n.variance = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *squared, axes, true);
+  auto varEps = e.binary<k::AddOp>(n.variance, e.constant(n.variance, epsilon));
   if (failed(varEps))
     return failure();
-  auto normalized = e.binary<k::DivOp>(*centered, e.unary<k::SqrtOp>(*varEps));
-  if (failed(normalized))
+  n.invStd = e.unary<k::ReciprocalOp>(e.unary<k::SqrtOp>(*varEps));
+  auto value = e.binary<k::MulOp>(*centered, n.invStd);
+  if (failed(value))
     return failure();
-  auto y = e.binary<k::MulOp>(*normalized, e.reshape(in[1], channelShape));
+  n.value = *value;
+  return n;
+}
+
+/// BatchNormalization with training_mode=1: normalize with the batch
+/// statistics and also return the updated running mean and variance.
+static LogicalResult importBatchNormTraining(ImportContext &ctx, ArrayRef<Value> in) {
+  auto xt = cast<RankedTensorType>(in[0].getType());
+  Emitter e{ctx};
+  SmallVector<int64_t> axes, channelShape(xt.getRank() - 1, 1);
+  for (int64_t i = 0; i < xt.getRank(); ++i)
+    if (i != 1)
+      axes.push_back(i);
+  channelShape[0] = xt.getDimSize(1);
+  auto norm = normalize(ctx, in[0], axes, ctx.attrFloat("epsilon", 1e-5f));
+  if (failed(norm))
+    return failure();
+  auto y = e.binary<k::MulOp>(norm->value, e.reshape(in[1], channelShape));
   if (failed(y))
     return failure();
   y = e.binary<k::AddOp>(*y, e.reshape(in[2], channelShape));
@@ -453,7 +478,8 @@ static LogicalResult importBatchNormTraining(ImportContext &ctx, ArrayRef<Value>
   ctx.setOutput(0, *y);
   // running = input * momentum + batch * (1 - momentum)
   float momentum = ctx.attrFloat("momentum", 0.9f);
-  for (auto [output, running, batch] : {std::tuple{1, in[3], mean}, std::tuple{2, in[4], var}}) {
+  for (auto [output, running, batch] :
+       {std::tuple{1, in[3], norm->mean}, std::tuple{2, in[4], norm->variance}}) {
     auto kept = e.binary<k::MulOp>(running, e.constant(running, momentum));
     auto fresh = e.binary<k::MulOp>(e.reshape(batch, {xt.getDimSize(1)}),
                                     e.constant(running, 1.0 - momentum));
@@ -644,28 +670,13 @@ static LogicalResult importLayerNorm(ImportContext &ctx) {
     return success();
   }
   Emitter e{ctx};
-  SmallVector<int64_t> axes, statShape(xt.getShape());
-  for (int64_t i = *axis; i < xt.getRank(); ++i) {
+  SmallVector<int64_t> axes;
+  for (int64_t i = *axis; i < xt.getRank(); ++i)
     axes.push_back(i);
-    statShape[i] = 1;
-  }
-  auto statType = RankedTensorType::get(statShape, xt.getElementType());
-  Value mean = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *x, axes, true);
-  auto centered = e.binary<k::SubOp>(*x, mean);
-  if (failed(centered))
+  auto norm = normalize(ctx, *x, axes, epsilon);
+  if (failed(norm))
     return failure();
-  auto squared = e.binary<k::MulOp>(*centered, *centered);
-  if (failed(squared))
-    return failure();
-  Value var = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *squared, axes, true);
-  auto varEps = e.binary<k::AddOp>(var, e.constant(var, epsilon));
-  if (failed(varEps))
-    return failure();
-  Value invStd = e.unary<k::ReciprocalOp>(e.unary<k::SqrtOp>(*varEps));
-  auto normalized = e.binary<k::MulOp>(*centered, invStd);
-  if (failed(normalized))
-    return failure();
-  auto y = e.binary<k::MulOp>(*normalized, *scale);
+  auto y = e.binary<k::MulOp>(norm->value, *scale);
   if (failed(y))
     return failure();
   if (bias) {
@@ -674,8 +685,8 @@ static LogicalResult importLayerNorm(ImportContext &ctx) {
       return failure();
   }
   ctx.setOutput(0, *y);
-  ctx.setOutput(1, mean);
-  ctx.setOutput(2, invStd);
+  ctx.setOutput(1, norm->mean);
+  ctx.setOutput(2, norm->invStd);
   return success();
 }
 
@@ -689,28 +700,14 @@ static LogicalResult importInstanceNorm(ImportContext &ctx) {
   if (xt.getRank() < 3)
     return ctx.fail("InstanceNormalization needs an input of rank >= 3");
   Emitter e{ctx};
-  SmallVector<int64_t> axes, statShape(xt.getShape()), channelShape(xt.getRank() - 1, 1);
-  for (int64_t i = 2; i < xt.getRank(); ++i) {
+  SmallVector<int64_t> axes, channelShape(xt.getRank() - 1, 1);
+  for (int64_t i = 2; i < xt.getRank(); ++i)
     axes.push_back(i);
-    statShape[i] = 1;
-  }
   channelShape[0] = xt.getDimSize(1);
-  auto statType = RankedTensorType::get(statShape, xt.getElementType());
-  Value mean = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *x, axes, true);
-  auto centered = e.binary<k::SubOp>(*x, mean);
-  if (failed(centered))
+  auto norm = normalize(ctx, *x, axes, ctx.attrFloat("epsilon", 1e-5f));
+  if (failed(norm))
     return failure();
-  auto squared = e.binary<k::MulOp>(*centered, *centered);
-  if (failed(squared))
-    return failure();
-  Value var = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *squared, axes, true);
-  auto varEps = e.binary<k::AddOp>(var, e.constant(var, ctx.attrFloat("epsilon", 1e-5f)));
-  if (failed(varEps))
-    return failure();
-  auto normalized = e.binary<k::DivOp>(*centered, e.unary<k::SqrtOp>(*varEps));
-  if (failed(normalized))
-    return failure();
-  auto y = e.binary<k::MulOp>(*normalized, e.reshape(*scale, channelShape));
+  auto y = e.binary<k::MulOp>(norm->value, e.reshape(*scale, channelShape));
   if (failed(y))
     return failure();
   y = e.binary<k::AddOp>(*y, e.reshape(*bias, channelShape));
@@ -727,32 +724,18 @@ static LogicalResult importMVN(ImportContext &ctx) {
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
   std::vector<int64_t> axes = ctx.attrInts("axes", {0, 2, 3});
-  SmallVector<int64_t> statShape(xt.getShape()), normalized;
+  SmallVector<int64_t> normalized;
   for (int64_t a : axes) {
     auto n = ctx.axis(a, xt.getRank());
     if (failed(n))
       return failure();
     normalized.push_back(*n);
-    statShape[*n] = 1;
   }
   llvm::sort(normalized);
-  Emitter e{ctx};
-  auto statType = RankedTensorType::get(statShape, xt.getElementType());
-  Value mean = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *x, normalized, true);
-  auto centered = e.binary<k::SubOp>(*x, mean);
-  if (failed(centered))
+  auto norm = normalize(ctx, *x, normalized, 1e-9);
+  if (failed(norm))
     return failure();
-  auto squared = e.binary<k::MulOp>(*centered, *centered);
-  if (failed(squared))
-    return failure();
-  Value var = k::ReduceMeanOp::create(ctx.b, ctx.loc, statType, *squared, normalized, true);
-  auto varEps = e.binary<k::AddOp>(var, e.constant(var, 1e-9));
-  if (failed(varEps))
-    return failure();
-  auto y = e.binary<k::DivOp>(*centered, e.unary<k::SqrtOp>(*varEps));
-  if (failed(y))
-    return failure();
-  ctx.setOutput(0, *y);
+  ctx.setOutput(0, norm->value);
   return success();
 }
 
