@@ -49,23 +49,23 @@ static Value dropLift(ImportContext &ctx, Value v) {
   return k::ReshapeOp::create(ctx.b, ctx.loc, withShape(t, shape), v);
 }
 
-static FailureOr<Window> resolveWindow(ImportContext &ctx, ArrayRef<int64_t> inSpatial,
-                                       std::vector<int64_t> kernel, bool ceilMode,
-                                       bool lifted = false) {
-  Window w;
-  w.kernel = std::move(kernel);
-  if (inSpatial.size() != 2 || w.kernel.size() != 2)
-    return ctx.fail("only 1-D and 2-D windows (rank-3 and rank-4 inputs) are supported");
-  w.strides = liftedAttr(ctx, "strides", {1, 1}, 1, lifted);
-  w.dilations = liftedAttr(ctx, "dilations", {1, 1}, 1, lifted);
-  w.pads = liftedAttr(ctx, "pads", {0, 0, 0, 0}, 0, lifted);
-  if (w.strides.size() != 2 || w.dilations.size() != 2 || w.pads.size() != 4)
-    return ctx.fail("strides, dilations and pads must have 2, 2 and 4 entries");
+/// Resolves auto_pad and ceil_mode into explicit pads and output sizes for
+/// any number of spatial dimensions (pads: all begins, then all ends).
+static FailureOr<Window> windowFrom(ImportContext &ctx, ArrayRef<int64_t> inSpatial,
+                                    std::vector<int64_t> kernel, std::vector<int64_t> strides,
+                                    std::vector<int64_t> dilations, std::vector<int64_t> pads,
+                                    bool ceilMode) {
+  size_t n = inSpatial.size();
+  Window w{std::move(kernel), std::move(strides), std::move(dilations), std::move(pads), {}};
+  if (w.kernel.size() != n || w.strides.size() != n || w.dilations.size() != n ||
+      w.pads.size() != 2 * n)
+    return ctx.fail("kernel_shape, strides, dilations and pads do not match the " +
+                    llvm::Twine(n) + " spatial dimensions");
   std::string autoPad = "NOTSET";
   for (const auto &a : ctx.node->attribute())
     if (a.name() == "auto_pad")
       autoPad = a.s();
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     int64_t in = inSpatial[i], s = w.strides[i];
     int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
     if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
@@ -73,27 +73,38 @@ static FailureOr<Window> resolveWindow(ImportContext &ctx, ArrayRef<int64_t> inS
       int64_t total = std::max<int64_t>((out - 1) * s + eff - in, 0);
       int64_t small = total / 2, large = total - small;
       w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
-      w.pads[i + 2] = autoPad == "SAME_UPPER" ? large : small;
+      w.pads[i + n] = autoPad == "SAME_UPPER" ? large : small;
     } else if (autoPad == "VALID") {
-      w.pads[i] = w.pads[i + 2] = 0;
+      w.pads[i] = w.pads[i + n] = 0;
     } else if (autoPad != "NOTSET") {
       return ctx.fail("unknown auto_pad '" + autoPad + "'");
     }
-    int64_t span = in + w.pads[i] + w.pads[i + 2] - eff;
+    int64_t span = in + w.pads[i] + w.pads[i + n] - eff;
     if (span < 0)
       return ctx.fail("the window is larger than the padded input");
     int64_t out = span / s + 1;
     if (ceilMode && span % s != 0) {
-      // ceil_mode: one more output; make it explicit as bottom/right padding,
-      // but never start a window entirely in the padding.
+      // ceil_mode: one more output; make it explicit as end padding, but
+      // never start a window entirely in the padding.
       if (out * s < in + w.pads[i]) {
         ++out;
-        w.pads[i + 2] += (out - 1) * s + eff - (in + w.pads[i] + w.pads[i + 2]);
+        w.pads[i + n] += (out - 1) * s + eff - (in + w.pads[i] + w.pads[i + n]);
       }
     }
     w.outSize.push_back(out);
   }
   return w;
+}
+
+static FailureOr<Window> resolveWindow(ImportContext &ctx, ArrayRef<int64_t> inSpatial,
+                                       std::vector<int64_t> kernel, bool ceilMode,
+                                       bool lifted = false) {
+  if (inSpatial.size() != 2)
+    return ctx.fail("only 1-D and 2-D windows (rank-3 and rank-4 inputs) are supported");
+  return windowFrom(ctx, inSpatial, std::move(kernel),
+                    liftedAttr(ctx, "strides", {1, 1}, 1, lifted),
+                    liftedAttr(ctx, "dilations", {1, 1}, 1, lifted),
+                    liftedAttr(ctx, "pads", {0, 0, 0, 0}, 0, lifted), ceilMode);
 }
 
 /// A convolution of the current node's attributes on x, w (and bias), for
@@ -509,6 +520,73 @@ static LogicalResult importBatchNorm(ImportContext &ctx) {
   return success();
 }
 
+/// 3-D pooling from 2-D pools of the input depth planes: an output plane
+/// combines (max, or mean) the 2-D pools of the planes its depth window
+/// covers inside the input; padding planes are skipped, which matches
+/// max pooling and count_include_pad=0 averaging.
+template <bool isMax>
+static FailureOr<Value> emitPool3d(ImportContext &ctx, Value x) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  Emitter e{ctx};
+  Type et = xt.getElementType();
+  std::vector<int64_t> kernel = ctx.attrInts("kernel_shape");
+  auto w = windowFrom(ctx, xt.getShape().drop_front(2), kernel,
+                      ctx.attrInts("strides", {1, 1, 1}), ctx.attrInts("dilations", {1, 1, 1}),
+                      ctx.attrInts("pads", {0, 0, 0, 0, 0, 0}), ctx.attrInt("ceil_mode", 0));
+  if (failed(w))
+    return failure();
+  if (!isMax && ctx.attrInt("count_include_pad", 0) &&
+      llvm::any_of(w->pads, [](int64_t p) { return p != 0; }))
+    return ctx.fail("3-D AveragePool with count_include_pad and padding is not supported");
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), d = xt.getDimSize(2),
+          h = xt.getDimSize(3), wd = xt.getDimSize(4);
+  SmallVector<int64_t> k2 = {w->kernel[1], w->kernel[2]}, s2 = {w->strides[1], w->strides[2]},
+                       p2 = {w->pads[1], w->pads[2], w->pads[4], w->pads[5]},
+                       d2 = {w->dilations[1], w->dilations[2]};
+  auto planeType = RankedTensorType::get({n, c, w->outSize[1], w->outSize[2]}, et);
+  SmallVector<Value> planes;
+  for (int64_t od = 0; od < w->outSize[0]; ++od) {
+    SmallVector<Value> pooled;
+    for (int64_t z = 0; z < w->kernel[0]; ++z) {
+      int64_t at = od * w->strides[0] + z * w->dilations[0] - w->pads[0];
+      if (at < 0 || at >= d)
+        continue;
+      Value s = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, c, 1, h, wd}, et),
+                                   x, ArrayRef<int64_t>{0, 0, at, 0, 0},
+                                   ArrayRef<int64_t>{1, 1, 1, 1, 1});
+      Value plane = e.reshape(s, {n, c, h, wd});
+      if constexpr (isMax)
+        pooled.push_back(k::MaxPoolOp::create(ctx.b, ctx.loc, planeType, plane, k2, s2, p2, d2));
+      else
+        pooled.push_back(k::AveragePoolOp::create(ctx.b, ctx.loc, planeType, plane, k2, s2, p2,
+                                                  false));
+    }
+    if (pooled.empty())
+      return ctx.fail("a pooling window lies entirely in the padding");
+    Value acc = pooled[0];
+    for (Value p : ArrayRef(pooled).drop_front()) {
+      auto next = isMax ? e.binary<k::MaxOp>(acc, p) : e.binary<k::AddOp>(acc, p);
+      if (failed(next))
+        return failure();
+      acc = *next;
+    }
+    if (!isMax && pooled.size() > 1) {
+      auto mean = e.binary<k::DivOp>(acc, e.constant(acc, (double)pooled.size()));
+      if (failed(mean))
+        return failure();
+      acc = *mean;
+    }
+    planes.push_back(e.reshape(acc, {n, c, 1, w->outSize[1], w->outSize[2]}));
+  }
+  if (planes.size() == 1)
+    return planes[0];
+  return k::ConcatOp::create(
+             ctx.b, ctx.loc,
+             RankedTensorType::get({n, c, w->outSize[0], w->outSize[1], w->outSize[2]}, et),
+             planes, 2)
+      .getResult();
+}
+
 template <bool isMax>
 static LogicalResult importPool(ImportContext &ctx) {
   auto x = ctx.input(0);
@@ -518,13 +596,20 @@ static LogicalResult importPool(ImportContext &ctx) {
     return ctx.fail("the MaxPool Indices output is not supported");
   if (isMax && ctx.attrInt("storage_order", 0) != 0)
     return ctx.fail("MaxPool storage_order=1 is not supported");
+  if (cast<RankedTensorType>(x->getType()).getRank() == 5) {
+    auto r = emitPool3d<isMax>(ctx, *x);
+    if (failed(r))
+      return failure();
+    ctx.setOutput(0, *r);
+    return success();
+  }
   bool lifted = isLifted1d(cast<RankedTensorType>(x->getType()));
   if (lifted)
     *x = liftTo2d(ctx, *x);
   auto xt = cast<RankedTensorType>(x->getType());
   if (xt.getRank() != 4)
     return ctx.fail(llvm::Twine(xt.getRank() - 2) +
-                    "-D pooling is not supported (only 1-D and 2-D)");
+                    "-D pooling is not supported (only 1-D to 3-D)");
   auto window = resolveWindow(ctx, xt.getShape().drop_front(2),
                               liftedAttr(ctx, "kernel_shape", {}, 1, lifted),
                               ctx.attrInt("ceil_mode", 0), lifted);
