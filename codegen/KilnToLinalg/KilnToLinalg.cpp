@@ -386,6 +386,66 @@ struct MaxPoolLowering : OpConversionPattern<MaxPoolOp> {
   }
 };
 
+/// Indices of MaxPool: a window reduction carrying (max, flat NCHW index);
+/// positions in the padding read -inf and are never chosen.
+struct MaxPoolIndicesLowering : OpConversionPattern<MaxPoolIndicesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(MaxPoolIndicesOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto type = signlessType(op.getType());
+    ArrayRef<int64_t> in = tensorType(adaptor.getInput()).getShape();
+    Type et = tensorType(adaptor.getInput()).getElementType(), i64 = rewriter.getI64Type();
+    ArrayRef<int64_t> k = op.getKernel(), s = op.getStrides(), p = op.getPads(),
+                      d = op.getDilations();
+    double lowest = -std::numeric_limits<double>::infinity();
+    Value padded = padSpatial(rewriter, loc, adaptor.getInput(), p, lowest);
+    // Loops: n, c, oh, ow (parallel), kh, kw (reduction).
+    AffineExpr n, c, oh, ow, kh, kw;
+    bindDims(ctx, n, c, oh, ow, kh, kw);
+    // The window operand only gives kh/kw their extents, as in linalg pooling.
+    Value window = emptyTensor(rewriter, loc, k, et);
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(6, 0, {n, c, oh * s[0] + kh * d[0], ow * s[1] + kw * d[1]}, ctx),
+        AffineMap::get(6, 0, {kh, kw}, ctx), AffineMap::get(6, 0, {n, c, oh, ow}, ctx),
+        AffineMap::get(6, 0, {n, c, oh, ow}, ctx)};
+    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+    iterators.append(2, utils::IteratorType::reduction);
+    Value best = filledTensor(rewriter, loc, type.getShape(), scalarConst(rewriter, loc, et, lowest));
+    Value index = zeroFilled(rewriter, loc, type.getShape(), i64);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{best.getType(), index.getType()}, ValueRange{padded, window},
+        ValueRange{best, index}, maps, iterators, [&](OpBuilder &b, Location l, ValueRange a) {
+          auto dim = [&](int64_t i) {
+            return arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, i));
+          };
+          auto cst = [&](int64_t v) { return scalarConst(b, l, i64, (double)v); };
+          auto coord = [&](int64_t o, int64_t kk, int64_t stride, int64_t dil, int64_t pad) {
+            Value v = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, dim(o), cst(stride)),
+                                            arith::MulIOp::create(b, l, dim(kk), cst(dil)));
+            return arith::SubIOp::create(b, l, v, cst(pad));
+          };
+          Value h = coord(2, 4, s[0], d[0], p[0]), w = coord(3, 5, s[1], d[1], p[1]);
+          Value flat = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, dim(0), cst(in[1])),
+                                             dim(1));
+          bool colMajor = op.getColumnMajor();
+          Value outer = colMajor ? w : h, inner = colMajor ? h : w;
+          int64_t outerSize = colMajor ? in[3] : in[2], innerSize = colMajor ? in[2] : in[3];
+          flat = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, flat, cst(outerSize)),
+                                       outer);
+          flat = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, flat, cst(innerSize)),
+                                       inner);
+          Value better = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, a[0], a[2]);
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{arith::SelectOp::create(b, l, better, a[0], a[2]),
+                                             arith::SelectOp::create(b, l, better, flat, a[3])});
+        });
+    rewriter.replaceOp(op, generic.getResult(1));
+    return success();
+  }
+};
+
 /// Number of non-padding input elements under each output window position
 /// along one spatial axis.
 SmallVector<int64_t> windowCounts(int64_t in, int64_t padBefore, int64_t kernel,
@@ -765,7 +825,7 @@ struct ConvertKilnToLinalgPass
                  ReduceMeanLowering, SoftmaxLowering<SoftmaxOp, false>,
                  SoftmaxLowering<LogSoftmaxOp, true>, ReduceLowering,
                  ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>, LayerNormLowering,
-                 CumSumLowering, EinsumLowering>(
+                 CumSumLowering, EinsumLowering, MaxPoolIndicesLowering>(
         ctx);
     populateElementwiseLowerings(patterns);
     populateDataMovementLowerings(patterns);

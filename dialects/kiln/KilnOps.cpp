@@ -366,7 +366,8 @@ LogicalResult BatchNormOp::verify() {
 }
 
 template <typename PoolOp>
-static LogicalResult verifyPool(PoolOp op, ArrayRef<int64_t> dilations) {
+static LogicalResult verifyPool(PoolOp op, ArrayRef<int64_t> dilations,
+                                Type resultElement = nullptr) {
   ArrayRef<int64_t> x = shapeOf(op.getInput());
   if (x.size() != 4)
     return op.emitOpError("only 2-D pooling (rank-4 NCHW input) is supported");
@@ -380,11 +381,16 @@ static LogicalResult verifyPool(PoolOp op, ArrayRef<int64_t> dilations) {
   SmallVector<int64_t> expected = {x[0], x[1],
                                    slidingOutput(x[2], p[0], p[2], k[0], s[0], dilations[0]),
                                    slidingOutput(x[3], p[1], p[3], k[1], s[1], dilations[1])};
-  return verifyResult(op, op.getType(), getElementTypeOrSelf(op.getInput().getType()),
+  return verifyResult(op, op.getType(),
+                      resultElement ? resultElement
+                                    : getElementTypeOrSelf(op.getInput().getType()),
                       expected);
 }
 
 LogicalResult MaxPoolOp::verify() { return verifyPool(*this, getDilations()); }
+LogicalResult MaxPoolIndicesOp::verify() {
+  return verifyPool(*this, getDilations(), IntegerType::get(getContext(), 64));
+}
 LogicalResult AveragePoolOp::verify() { return verifyPool(*this, {1, 1}); }
 
 LogicalResult GlobalAveragePoolOp::verify() {

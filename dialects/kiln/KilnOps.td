@@ -209,6 +209,21 @@ def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool", "2-D max pooling"> {
                    DenseI64ArrayAttr:$dilations);
 }
 
+def Kiln_MaxPoolIndicesOp : Kiln_Op<"max_pool_indices"> {
+  let summary = "Flat NCHW index (i64) of the first maximum in each 2-D max-pool window";
+  let description = [{
+    Same window attributes as kiln.max_pool; padding is never chosen. With
+    `column_major` the spatial part of the index is w * H + h (ONNX
+    storage_order = 1).
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$kernel,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations, UnitAttr:$column_major);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Kiln_AveragePoolOp : Kiln_PoolOp<"average_pool", "2-D average pooling"> {
   let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$kernel,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,

@@ -592,10 +592,6 @@ static LogicalResult importPool(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
-  if (isMax && ctx.node->output_size() > 1 && !ctx.node->output(1).empty())
-    return ctx.fail("the MaxPool Indices output is not supported");
-  if (isMax && ctx.attrInt("storage_order", 0) != 0)
-    return ctx.fail("MaxPool storage_order=1 is not supported");
   if (cast<RankedTensorType>(x->getType()).getRank() == 5) {
     auto r = emitPool3d<isMax>(ctx, *x);
     if (failed(r))
@@ -620,10 +616,19 @@ static LogicalResult importPool(ImportContext &ctx) {
   auto type = withShape(xt, {xt.getDimSize(0), xt.getDimSize(1), window->outSize[0],
                              window->outSize[1]});
   Value r;
-  if constexpr (isMax)
+  bool wantIndices = ctx.node->output_size() > 1 && !ctx.node->output(1).empty();
+  if (wantIndices && (lifted || xt.getRank() != 4))
+    return ctx.fail("the MaxPool Indices output is supported for 2-D pooling only");
+  if constexpr (isMax) {
     r = k::MaxPoolOp::create(ctx.b, ctx.loc, type, *x, window->kernel, window->strides,
                              window->pads, window->dilations);
-  else
+    if (wantIndices)
+      ctx.setOutput(1, k::MaxPoolIndicesOp::create(
+                           ctx.b, ctx.loc, RankedTensorType::get(type.getShape(), ctx.b.getI64Type()),
+                           *x, window->kernel, window->strides, window->pads, window->dilations,
+                           ctx.attrInt("storage_order", 0) != 0));
+  }
+  if constexpr (!isMax)
     r = k::AveragePoolOp::create(ctx.b, ctx.loc, type, *x, window->kernel, window->strides,
                                  window->pads, ctx.attrInt("count_include_pad", 0) != 0);
   ctx.setOutput(0, lifted ? dropLift(ctx, r) : r);

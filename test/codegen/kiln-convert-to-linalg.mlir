@@ -272,3 +272,18 @@ func.func @grid_sample(%x: tensor<1x2x3x3xf32>, %g: tensor<1x4x5x2xf32>) -> tens
   %0 = kiln.grid_sample %x, %g {mode = "bilinear", padding_mode = "zeros", align_corners = false} : (tensor<1x2x3x3xf32>, tensor<1x4x5x2xf32>) -> tensor<1x2x4x5xf32>
   return %0 : tensor<1x2x4x5xf32>
 }
+
+// -----
+
+// MaxPool indices: a window reduction carrying (max, flat index); the empty
+// window operand gives the kernel loops their extent.
+// CHECK-LABEL: func.func @max_pool_indices
+// CHECK: tensor.pad
+// CHECK: tensor.empty() : tensor<2x2xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+// CHECK: arith.cmpf ogt
+// CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, i64
+func.func @max_pool_indices(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xi64> {
+  %0 = kiln.max_pool_indices %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x1x4x4xf32> -> tensor<1x1x2x2xi64>
+  return %0 : tensor<1x1x2x2xi64>
+}
