@@ -55,11 +55,13 @@ public:
   int64_t attrInt(llvm::StringRef name, int64_t fallback) const;
   float attrFloat(llvm::StringRef name, float fallback) const;
   std::vector<int64_t> attrInts(llvm::StringRef name, std::vector<int64_t> fallback = {}) const;
+  std::string attrString(llvm::StringRef name, std::string fallback = "") const;
 
   // Inputs of the current node (an empty name is an omitted optional input).
   size_t numInputs() const;
   bool hasInput(size_t i) const;
   mlir::FailureOr<mlir::Value> input(size_t i);           // materializes constants
+  mlir::Value optionalInput(size_t i);                     // null if omitted or failed
   const HostTensor *hostInput(size_t i) const;             // null if not known
   mlir::FailureOr<std::vector<int64_t>> hostInts(size_t i, llvm::StringRef what);
   mlir::FailureOr<mlir::RankedTensorType> inputType(size_t i);

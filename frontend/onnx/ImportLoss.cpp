@@ -14,13 +14,6 @@ namespace kiln::onnx_frontend {
 
 namespace {
 
-std::string stringAttr(ImportContext &ctx, llvm::StringRef name, std::string fallback) {
-  for (const auto &a : ctx.node->attribute())
-    if (a.name() == name)
-      return a.s();
-  return fallback;
-}
-
 /// NLL of log-probabilities `x` [N, C, d...] against integer `target`
 /// [N, d...] with optional class `weight` [C].
 FailureOr<Value> nllLoss(ImportContext &ctx, Value x, Value target, Value weight) {
@@ -30,7 +23,7 @@ FailureOr<Value> nllLoss(ImportContext &ctx, Value x, Value target, Value weight
   if (xt.getRank() < 2 || tt.getRank() != xt.getRank() - 1)
     return ctx.fail("target must have the input's shape without the class dimension");
   Type ft = xt.getElementType(), i1 = ctx.b.getI1Type();
-  std::string reduction = stringAttr(ctx, "reduction", "mean");
+  std::string reduction = ctx.attrString("reduction", "mean");
   bool ignoring = ctx.hasAttr("ignore_index");
 
   // Ignored targets read class 0 and are masked out below.
@@ -81,18 +74,11 @@ FailureOr<Value> nllLoss(ImportContext &ctx, Value x, Value target, Value weight
   return e.binary<k::DivOp>(sum, count);
 }
 
-Value optionalInput(ImportContext &ctx, size_t i) {
-  if (!ctx.hasInput(i))
-    return nullptr;
-  auto v = ctx.input(i);
-  return failed(v) ? nullptr : *v;
-}
-
 LogicalResult importNLL(ImportContext &ctx) {
   auto x = ctx.input(0), target = ctx.input(1);
   if (failed(x) || failed(target))
     return failure();
-  auto loss = nllLoss(ctx, *x, *target, optionalInput(ctx, 2));
+  auto loss = nllLoss(ctx, *x, *target, ctx.optionalInput(2));
   if (failed(loss))
     return failure();
   ctx.setOutput(0, *loss);
@@ -104,7 +90,7 @@ LogicalResult importSoftmaxCrossEntropy(ImportContext &ctx) {
   if (failed(x) || failed(target))
     return failure();
   Value logProb = k::LogSoftmaxOp::create(ctx.b, ctx.loc, x->getType(), *x, 1);
-  auto loss = nllLoss(ctx, logProb, *target, optionalInput(ctx, 2));
+  auto loss = nllLoss(ctx, logProb, *target, ctx.optionalInput(2));
   if (failed(loss))
     return failure();
   ctx.setOutput(0, *loss);

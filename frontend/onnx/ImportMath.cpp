@@ -475,10 +475,7 @@ LogicalResult importDropout(ImportContext &ctx) {
 }
 
 LogicalResult importBitShift(ImportContext &ctx) {
-  std::string direction;
-  for (const auto &a : ctx.node->attribute())
-    if (a.name() == "direction")
-      direction = a.s();
+  std::string direction = ctx.attrString("direction");
   if (direction == "LEFT")
     return importBinary<k::ShiftLeftOp>(ctx);
   if (direction == "RIGHT")

@@ -61,10 +61,7 @@ static FailureOr<Window> windowFrom(ImportContext &ctx, ArrayRef<int64_t> inSpat
       w.pads.size() != 2 * n)
     return ctx.fail("kernel_shape, strides, dilations and pads do not match the " +
                     llvm::Twine(n) + " spatial dimensions");
-  std::string autoPad = "NOTSET";
-  for (const auto &a : ctx.node->attribute())
-    if (a.name() == "auto_pad")
-      autoPad = a.s();
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   for (size_t i = 0; i < n; ++i) {
     int64_t in = inSpatial[i], s = w.strides[i];
     int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
@@ -132,13 +129,6 @@ static FailureOr<Value> emitConv(ImportContext &ctx, Value x, Value w, Value bia
   return lifted ? dropLift(ctx, r) : r;
 }
 
-static Value optionalInput(ImportContext &ctx, size_t i) {
-  if (!ctx.hasInput(i))
-    return nullptr;
-  auto v = ctx.input(i);
-  return failed(v) ? nullptr : *v;
-}
-
 /// 3-D convolution as a sum of 2-D ones: output depth plane od is the sum
 /// over kd of conv2d(input plane od*stride + kd*dilation, kernel plane kd).
 /// The number of 2-D convolutions is D_out * KD: fine for small depths.
@@ -149,9 +139,9 @@ static FailureOr<Value> emitConv3d(ImportContext &ctx, Value x, Value w, Value b
   std::vector<int64_t> strides = ctx.attrInts("strides", {1, 1, 1});
   std::vector<int64_t> dilations = ctx.attrInts("dilations", {1, 1, 1});
   std::vector<int64_t> pads = ctx.attrInts("pads", {0, 0, 0, 0, 0, 0});
-  for (const auto &a : ctx.node->attribute())
-    if (a.name() == "auto_pad" && a.s() != "NOTSET" && a.s() != "VALID")
-      return ctx.fail("3-D convolution with auto_pad '" + a.s() + "' is not supported");
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID")
+    return ctx.fail("3-D convolution with auto_pad '" + autoPad + "' is not supported");
   if (strides.size() != 3 || dilations.size() != 3 || pads.size() != 6)
     return ctx.fail("3-D convolution needs 3 strides, 3 dilations and 6 pads");
   int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), d = xt.getDimSize(2),
@@ -216,8 +206,8 @@ static LogicalResult importConv(ImportContext &ctx) {
   if (failed(x) || failed(wt))
     return failure();
   auto r = cast<RankedTensorType>(x->getType()).getRank() == 5
-               ? emitConv3d(ctx, *x, *wt, optionalInput(ctx, 2))
-               : emitConv(ctx, *x, *wt, optionalInput(ctx, 2));
+               ? emitConv3d(ctx, *x, *wt, ctx.optionalInput(2))
+               : emitConv(ctx, *x, *wt, ctx.optionalInput(2));
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);
@@ -250,8 +240,8 @@ static LogicalResult importInteger(ImportContext &ctx) {
   auto a = ctx.input(0), b = ctx.input(1);
   if (failed(a) || failed(b))
     return failure();
-  auto ac = centeredI32(ctx, *a, optionalInput(ctx, 2), conv ? 1 : 0);
-  auto bc = centeredI32(ctx, *b, optionalInput(ctx, 3), conv ? 0 : 1);
+  auto ac = centeredI32(ctx, *a, ctx.optionalInput(2), conv ? 1 : 0);
+  auto bc = centeredI32(ctx, *b, ctx.optionalInput(3), conv ? 0 : 1);
   if (failed(ac) || failed(bc))
     return failure();
   FailureOr<Value> r;
@@ -274,11 +264,11 @@ static LogicalResult importQLinear(ImportContext &ctx) {
        yScale = ctx.input(6);
   if (failed(a) || failed(aScale) || failed(b) || failed(bScale) || failed(yScale))
     return failure();
-  auto ac = centeredI32(ctx, *a, optionalInput(ctx, 2), 1);
-  auto bc = centeredI32(ctx, *b, optionalInput(ctx, 5), conv ? 0 : 1);
+  auto ac = centeredI32(ctx, *a, ctx.optionalInput(2), 1);
+  auto bc = centeredI32(ctx, *b, ctx.optionalInput(5), conv ? 0 : 1);
   if (failed(ac) || failed(bc))
     return failure();
-  Value bias = conv ? optionalInput(ctx, 8) : nullptr;
+  Value bias = conv ? ctx.optionalInput(8) : nullptr;
   auto acc = conv ? emitConv(ctx, *ac, *bc, bias) : emitMatMul(ctx, *ac, *bc);
   if (failed(acc))
     return failure();
@@ -302,7 +292,7 @@ static LogicalResult importQLinear(ImportContext &ctx) {
   auto scaled = e.binary<k::MulOp>(sum, *ratio);
   if (failed(scaled))
     return failure();
-  Value yzp = optionalInput(ctx, 7);
+  Value yzp = ctx.optionalInput(7);
   Type qt = yzp ? getElementTypeOrSelf(yzp.getType()) : ctx.b.getIntegerType(8, false);
   auto q = requantize(e, *scaled, yzp, qt);
   if (failed(q))
@@ -338,10 +328,7 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
   std::vector<int64_t> pads = liftedAttr(ctx, "pads", {0, 0, 0, 0}, 0, lifted);
   std::vector<int64_t> outPad = liftedAttr(ctx, "output_padding", {0, 0}, 0, lifted);
   std::vector<int64_t> outShape = liftedAttr(ctx, "output_shape", {}, 1, lifted);
-  std::string autoPad = "NOTSET";
-  for (const auto &a : ctx.node->attribute())
-    if (a.name() == "auto_pad")
-      autoPad = a.s();
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   SmallVector<int64_t> out(2);
   for (int i = 0; i < 2; ++i) {
     int64_t in = xt.getDimSize(2 + i), eff = dilations[i] * (kernel[i] - 1) + 1;
@@ -1009,10 +996,7 @@ static LogicalResult importEinsum(ImportContext &ctx) {
     shapes.push_back(cast<RankedTensorType>(v.getType()).getShape());
     ranks.push_back(shapes.back().size());
   }
-  std::string equation, message;
-  for (const auto &a : ctx.node->attribute())
-    if (a.name() == "equation")
-      equation = a.s();
+  std::string equation = ctx.attrString("equation"), message;
   auto spec = k::parseEinsum(equation, ranks, message);
   if (failed(spec))
     return ctx.fail("invalid equation '" + equation + "': " + message);

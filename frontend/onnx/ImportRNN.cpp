@@ -101,10 +101,7 @@ LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
   if (!hidden)
     hidden = wt.getDimSize(1) / gates;
   int64_t dirs = wt.getDimSize(0);
-  std::string direction = "forward";
-  for (const auto &a : ctx.node->attribute())
-    if (a.name() == "direction")
-      direction = a.s();
+  std::string direction = ctx.attrString("direction", "forward");
   if ((direction == "bidirectional") != (dirs == 2))
     return ctx.fail("direction does not match the number of weight sets");
   if (ctx.attrInt("input_forget", 0))

@@ -569,10 +569,7 @@ static LogicalResult importPad(ImportContext &ctx) {
   }
   if ((int64_t)pads.size() != 2 * rank)
     return ctx.fail("pads needs 2 entries per dimension");
-  std::string mode = "constant";
-  for (const auto &a : ctx.node->attribute())
-    if (a.name() == "mode")
-      mode = a.s();
+  std::string mode = ctx.attrString("mode", "constant");
   if (mode == "wrap")
     return ctx.fail("Pad mode 'wrap' is not supported");
   if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
@@ -686,10 +683,7 @@ static LogicalResult importDepthSpace(ImportContext &ctx) {
           h = xt.getDimSize(2), w = xt.getDimSize(3);
   if (bs < 1 || (toSpace ? c % (bs * bs) : h % bs + w % bs) != 0)
     return ctx.fail("blocksize does not divide the input");
-  bool crd = false;
-  for (const auto &a : ctx.node->attribute())
-    if (a.name() == "mode")
-      crd = a.s() == "CRD";
+  bool crd = ctx.attrString("mode") == "CRD";
   Type et = xt.getElementType();
   SmallVector<int64_t> split, perm, out;
   if (toSpace) {
@@ -750,13 +744,6 @@ static LogicalResult importTrilu(ImportContext &ctx) {
   return success();
 }
 
-static std::string stringAttrOr(ImportContext &ctx, llvm::StringRef name, std::string fallback) {
-  for (const auto &a : ctx.node->attribute())
-    if (a.name() == name)
-      return a.s();
-  return fallback;
-}
-
 /// Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample.
 static LogicalResult importResize(ImportContext &ctx) {
   auto x = ctx.input(0);
@@ -765,17 +752,17 @@ static LogicalResult importResize(ImportContext &ctx) {
   auto xt = cast<RankedTensorType>(x->getType());
   int64_t rank = xt.getRank();
   bool v10 = ctx.node->op_type() == "Upsample" || ctx.opset < 11;
-  std::string mode = stringAttrOr(ctx, "mode", "nearest");
+  std::string mode = ctx.attrString("mode", "nearest");
   std::string coord = v10 ? "asymmetric"
-                          : stringAttrOr(ctx, "coordinate_transformation_mode", "half_pixel");
-  std::string nearest = v10 ? "floor" : stringAttrOr(ctx, "nearest_mode", "round_prefer_floor");
+                          : ctx.attrString("coordinate_transformation_mode", "half_pixel");
+  std::string nearest = v10 ? "floor" : ctx.attrString("nearest_mode", "round_prefer_floor");
   if (mode == "cubic")
     return ctx.fail("Resize mode 'cubic' is not supported");
   if (coord == "tf_crop_and_resize" || coord == "half_pixel_symmetric")
     return ctx.fail("coordinate_transformation_mode '" + coord + "' is not supported");
   if (ctx.attrInt("antialias", 0))
     return ctx.fail("Resize with antialias is not supported");
-  if (ctx.hasAttr("axes") || stringAttrOr(ctx, "keep_aspect_ratio_policy", "stretch") != "stretch")
+  if (ctx.hasAttr("axes") || ctx.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
     return ctx.fail("Resize axes and keep_aspect_ratio_policy are not supported");
   std::vector<double> scales(rank, 1.0);
   SmallVector<int64_t> shape(xt.getShape());
@@ -999,7 +986,7 @@ static LogicalResult importScatter(ImportContext &ctx) {
   auto d = ctx.input(0), i = ctx.input(1), u = ctx.input(2);
   if (failed(d) || failed(i) || failed(u))
     return failure();
-  std::string reduction = stringAttrOr(ctx, "reduction", "none");
+  std::string reduction = ctx.attrString("reduction", "none");
   if constexpr (nd) {
     ctx.setOutput(0, k::ScatterNDOp::create(ctx.b, ctx.loc, d->getType(), *d, *i, *u,
                                             reduction));
@@ -1062,7 +1049,7 @@ static LogicalResult importGridSample(ImportContext &ctx) {
     return ctx.fail("only 2-D GridSample (NCHW input, [N, Ho, Wo, 2] grid) is supported");
   if (!isa<FloatType>(xt.getElementType()))
     return ctx.fail("GridSample needs a floating-point input");
-  std::string mode = stringAttrOr(ctx, "mode", "bilinear");
+  std::string mode = ctx.attrString("mode", "bilinear");
   if (mode == "linear")
     mode = "bilinear"; // opset 20 spelling
   if (mode != "bilinear" && mode != "nearest")
@@ -1072,7 +1059,7 @@ static LogicalResult importGridSample(ImportContext &ctx) {
       xt.getElementType());
   ctx.setOutput(0, k::GridSampleOp::create(ctx.b, ctx.loc, type, *x, *grid,
                                            ctx.b.getStringAttr(mode),
-                                           ctx.b.getStringAttr(stringAttrOr(ctx, "padding_mode", "zeros")),
+                                           ctx.b.getStringAttr(ctx.attrString("padding_mode", "zeros")),
                                            ctx.b.getBoolAttr(ctx.attrInt("align_corners", 0) != 0)));
   return success();
 }

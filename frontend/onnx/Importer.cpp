@@ -63,6 +63,11 @@ std::vector<int64_t> ImportContext::attrInts(llvm::StringRef name,
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
+std::string ImportContext::attrString(llvm::StringRef name, std::string fallback) const {
+  const auto *a = findAttr(node, name);
+  return a ? a->s() : fallback;
+}
+
 size_t ImportContext::numInputs() const { return node->input_size(); }
 
 bool ImportContext::hasInput(size_t i) const {
@@ -102,6 +107,13 @@ FailureOr<Value> ImportContext::input(size_t i) {
     gv.value = *v;
   }
   return gv.value;
+}
+
+Value ImportContext::optionalInput(size_t i) {
+  if (!hasInput(i))
+    return nullptr;
+  auto v = input(i);
+  return failed(v) ? nullptr : *v;
 }
 
 FailureOr<RankedTensorType> ImportContext::inputType(size_t i) {
