@@ -478,18 +478,18 @@ struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
       rows = windowCounts(in[2], p[0], k[0], s[0], oh);
       cols = windowCounts(in[3], p[1], k[1], s[1], ow);
     }
-    SmallVector<float> inverse;
+    // The table has the input's element type, so f16/f64 pools stay consistent.
+    SmallVector<Attribute> inverse;
     for (int64_t r : rows)
       for (int64_t c : cols)
-        inverse.push_back(r * c ? 1.0f / float(r * c) : 0.0f);
-    auto tableType = RankedTensorType::get({oh, ow}, rewriter.getF32Type());
-    Value table = arith::ConstantOp::create(
-        rewriter, loc, DenseElementsAttr::get(tableType, ArrayRef<float>(inverse)));
+        inverse.push_back(rewriter.getFloatAttr(et, r * c ? 1.0 / double(r * c) : 0.0));
+    auto tableType = RankedTensorType::get({oh, ow}, et);
+    Value table =
+        arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(tableType, inverse));
     Value r = buildElementwise(rewriter, loc, type, {sum, table},
                                [](OpBuilder &b, Location l, ValueRange a) -> Value {
                                  return arith::MulFOp::create(b, l, a[0], a[1]);
                                });
-    (void)et;
     rewriter.replaceOp(op, r);
     return success();
   }

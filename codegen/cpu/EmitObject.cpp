@@ -33,7 +33,6 @@ static llvm::Constant *tensorInfos(llvm::Module &m, llvm::StructType *infoType,
                                    llvm::StringRef prefix, llvm::StringRef what) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *i32 = llvm::Type::getInt32Ty(ctx);
-  auto *i64 = llvm::Type::getInt64Ty(ctx);
   std::vector<llvm::Constant *> infos;
   for (auto [i, t] : llvm::enumerate(tensors)) {
     std::string base = (prefix + "_" + what + llvm::Twine(i)).str();
@@ -45,7 +44,6 @@ static llvm::Constant *tensorInfos(llvm::Module &m, llvm::StructType *infoType,
         infoType, {cString(m, t.name, base + "_name"),
                    llvm::ConstantInt::get(i32, t.dtype),
                    llvm::ConstantInt::get(i32, t.shape.size()), shape}));
-    (void)i64;
   }
   auto *arrayType = llvm::ArrayType::get(infoType, infos.size());
   return new llvm::GlobalVariable(m, arrayType, true, llvm::GlobalValue::PrivateLinkage,
