@@ -311,6 +311,15 @@ LogicalResult importPRelu(ImportContext &ctx) {
   if (failed(slope))
     return failure();
   return importComposed(ctx, [&](Emitter &e, Value x) -> FailureOr<Value> {
+    // Before opset 7 a 1-D slope holds one value per channel (axis 1), not a
+    // numpy-broadcast trailing axis.
+    auto xShape = cast<RankedTensorType>(x.getType()).getShape();
+    auto slopeShape = cast<RankedTensorType>(slope->getType()).getShape();
+    if (ctx.opset < 7 && slopeShape.size() == 1 && xShape.size() > 2 && slopeShape[0] > 1) {
+      SmallVector<int64_t> perChannel(xShape.size() - 1, 1);
+      perChannel[0] = slopeShape[0];
+      *slope = e.reshape(*slope, perChannel);
+    }
     auto scaled = e.binary<k::MulOp>(x, *slope);
     if (failed(scaled))
       return failure();

@@ -177,6 +177,13 @@ def import_math():
     return model(nodes, [tensor("x", [3, 5])], [tensor("y", [3, 5])], inits), [(3, 5)]
 
 
+def prelu_opset6():
+    """PRelu before opset 7: a 1-D slope holds one value per channel (axis 1)."""
+    nodes = [helper.make_node("PRelu", ["x", "slope"], ["y"])]
+    return model(nodes, [tensor("x", [2, 3, 4])], [tensor("y", [2, 3, 4])],
+                 [weight("slope", 3)], opset=6), [(2, 3, 4)]
+
+
 def import_nn():
     """Window, normalization and contraction rules, incl. auto_pad and ceil_mode (opset 11)."""
     n = helper.make_node
@@ -247,7 +254,7 @@ def resize():
 
 
 BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, transformer,
-                                        import_math, import_nn, import_tensor]}
+                                        import_math, prelu_opset6, import_nn, import_tensor]}
 
 if __name__ == "__main__":
     name, out = sys.argv[1], sys.argv[2]
