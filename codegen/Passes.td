@@ -41,6 +41,37 @@ def KilnHoistVectorTransfers : Pass<"kiln-hoist-vector-transfers", "func::FuncOp
   let dependentDialects = ["vector::VectorDialect", "memref::MemRefDialect"];
 }
 
+def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "ModuleOp"> {
+  let summary = "Outline outermost scf.parallel loops into tasks for the runtime's thread pool";
+  let description = [{
+    Runs on buffers, before loops are lowered to branches. Each outermost
+    `scf.parallel` of a function whose estimated work reaches `min-work`
+    becomes a private function `@<func>_task<N>(%begin, %end, captures...)`
+    that runs the linearized iterations [begin, end), tagged
+    `kiln.parallel_task`, and the loop becomes one call of it over the whole
+    range. Until `kiln-lower-parallel-calls` turns that call into a thread-pool
+    dispatch, the program is unchanged and serial. Pure view ops and constants
+    feeding the body are cloned into it, so captures are plain buffers and
+    scalars. Loops that allocate, or carry reductions, stay serial.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", "32768",
+           "Smallest estimated op count (ops x enclosed trip counts) worth a dispatch">,
+  ];
+  let dependentDialects = ["func::FuncDialect", "scf::SCFDialect", "arith::ArithDialect"];
+}
+
+def KilnLowerParallelCalls : Pass<"kiln-lower-parallel-calls", "ModuleOp"> {
+  let summary = "Turn calls of kiln.parallel_task functions into kiln_parallel_for dispatches";
+  let description = [{
+    Runs on the LLVM dialect. A call `@task(0, n, captures...)` becomes: the
+    captures stored to a stack struct, and `kiln_parallel_for(@task_thunk,
+    &struct, n)`, where the thunk loads the captures and calls the task on the
+    sub-range [begin, end) the runtime hands to each thread.
+  }];
+  let dependentDialects = ["LLVM::LLVMDialect"];
+}
+
 def KilnEmitEntryPoint : Pass<"kiln-emit-entry-point", "ModuleOp"> {
   let summary = "Add the C-ABI entry `void <name>_entry(void **buffers)`";
   let description = [{

@@ -95,13 +95,17 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
         .str();
   case Stage::LLVM:
     return llvm::formatv(
-               "func.func(loop-invariant-code-motion,kiln-hoist-vector-transfers,convert-linalg-to-loops),"
-               ""
+               "scf-forall-to-parallel,"
+               // Folding views into the transfers gives the accumulator read and
+               // write one base and equal indices, which hoisting needs.
+               "func.func(fold-memref-alias-ops,canonicalize,cse,loop-invariant-code-motion,"
+               "kiln-hoist-vector-transfers,"
+               "convert-linalg-to-parallel-loops),kiln-outline-parallel-loops,"
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
                "convert-math-to-funcs,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
                "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions},"
                "convert-arith-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,convert-cf-to-llvm,"
-               "convert-func-to-llvm{{use-bare-ptr-memref-call-conv},"
+               "convert-func-to-llvm{{use-bare-ptr-memref-call-conv},kiln-lower-parallel-calls,"
                "reconcile-unrealized-casts,kiln-emit-entry-point{{prefix={0}},canonicalize",
                prefix)
         .str();

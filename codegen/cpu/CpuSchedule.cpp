@@ -35,20 +35,32 @@ static std::string tileList(const mlir::kiln::MatmulTile &t) {
   return llvm::formatv("{0}{1}, {2}, {3}", t.batched ? "1, " : "", t.m, t.n, t.k).str();
 }
 
+/// The register tile over the parallel dims only (the scf.forall's tile sizes).
+static std::string parallelTileList(const mlir::kiln::MatmulTile &t) {
+  return llvm::formatv("{0}{1}, {2}", t.batched ? "1, " : "", t.m, t.n).str();
+}
+
+/// Tile sizes of the K loop inside one register tile.
+static std::string reductionTileList(const mlir::kiln::MatmulTile &t) {
+  return llvm::formatv("{0}0, 0, {1}", t.batched ? "0, " : "", t.k).str();
+}
+
 std::string mlir::kiln::buildCpuScheduleScript(ArrayRef<MatmulTile> tiles) {
   std::string body;
   for (auto [i, t] : llvm::enumerate(tiles)) {
-    std::string loops = t.batched ? "4" : "3";
-    std::string handles = t.batched ? ", !transform.any_op" : "";
+    // Register tiles form an scf.forall (run on the thread pool after
+    // kiln-outline-parallel-loops); each tile loops over K in steps of t.k.
     body += llvm::formatv(R"mlir(
     %op{0} = transform.structured.match ops{{["{1}"]} attributes{{kiln.tile = array<i64: {2}>} in %root
         : (!transform.any_op) -> !transform.any_op
-    %tiled{0}, %loops{0}:{3} = transform.structured.tile_using_for %op{0} tile_sizes [{2}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op{4})
+    %tile{0}, %forall{0} = transform.structured.tile_using_forall %op{0} tile_sizes [{3}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %tiled{0}, %k{0} = transform.structured.tile_using_for %tile{0} tile_sizes [{4}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.structured.vectorize %tiled{0} {{create_named_contraction} : !transform.any_op
 )mlir",
                           i, t.batched ? "linalg.batch_matmul" : "linalg.matmul", tileList(t),
-                          loops, handles)
+                          parallelTileList(t), reductionTileList(t))
                 .str();
   }
   return llvm::formatv(R"mlir(

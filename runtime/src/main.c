@@ -36,8 +36,8 @@ static void usage(FILE *out) {
           "                         written as uint16 bit patterns\n"
           "  --bench N              time N runs on random inputs after a warm-up\n"
           "                         and print p50/p90/p99 latency in milliseconds\n"
-          "  --threads T            threads per inference (this build runs kernels\n"
-          "                         on 1 thread; T > 1 is rejected)\n"
+          "  --threads T            threads per inference (default: KILN_NUM_THREADS\n"
+          "                         when set, else every CPU this process may use)\n"
           "  --help                 this text\n\nInputs:\n",
           prog, prog, info->name, info->abi_version);
   for (uint32_t i = 0; i < info->num_inputs; ++i)
@@ -120,8 +120,9 @@ static int bench(kiln_model *model, long runs) {
   }
   qsort(times, (size_t)runs, sizeof(double), compare_double);
 #define PCT(p) times[(size_t)((runs - 1) * (p) / 100.0 + 0.5)]
-  printf("%s: %ld runs, 1 thread, arena %zu bytes\n", info->name, runs,
-         kiln_model_arena_bytes(model));
+  int threads = kiln_model_num_threads(model);
+  printf("%s: %ld runs, %d thread%s, arena %zu bytes\n", info->name, runs, threads,
+         threads == 1 ? "" : "s", kiln_model_arena_bytes(model));
   printf("latency ms: p50=%.4f p90=%.4f p99=%.4f min=%.4f mean=%.4f\n", PCT(50), PCT(90),
          PCT(99), times[0], total / runs);
   free(times);
@@ -149,7 +150,7 @@ int main(int argc, char **argv) {
   const kiln_model_info *info = &kiln_main_model;
   const char **paths = calloc(info->num_inputs + 1, sizeof(char *));
   const char *output_dir = NULL;
-  long bench_runs = 0, threads = 1;
+  long bench_runs = 0, threads = 0;
   uint32_t positional = 0;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
@@ -174,9 +175,10 @@ int main(int argc, char **argv) {
       if (bench_runs < 1)
         return fail("--bench expects a positive run count, got '%s'", argv[i]);
     } else if (!strcmp(a, "--threads") && has_value) {
-      threads = strtol(argv[++i], NULL, 10);
-      if (threads != 1)
-        return fail("--threads %s: this build runs kernels on 1 thread only", argv[i]);
+      char *end;
+      threads = strtol(argv[++i], &end, 10);
+      if (*end || threads < 1 || threads > KILN_MAX_THREADS)
+        return fail("--threads expects a count from 1 to 1024, got '%s'", argv[i]);
     } else if (a[0] == '-' && a[1] == '-') {
       return fail("unknown or incomplete option '%s' (see --help)", a);
     } else {
@@ -188,6 +190,8 @@ int main(int argc, char **argv) {
   kiln_model *model = kiln_model_create(info);
   if (!model)
     return fail("%s", "model ABI version is not supported by this runtime");
+  if (kiln_model_set_num_threads(model, (int)threads))
+    return fail("%s", kiln_model_error(model));
   if (bench_runs)
     return bench(model, bench_runs);
 

@@ -1,5 +1,6 @@
 /*===- runtime.c - model instances and the intermediate arena -------------===*/
 #include "kiln/runtime.h"
+#include "threads.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@ typedef struct arena {
 struct kiln_model {
   const kiln_model_info *info;
   arena arena;
+  int num_threads;
+  kiln_pool *pool; /* started by the first run that needs it */
   char error[512];
 };
 
@@ -118,10 +121,28 @@ kiln_model *kiln_model_create(const kiln_model_info *info) {
   if (!info || info->abi_version != KILN_ABI_VERSION)
     return NULL;
   kiln_model *m = calloc(1, sizeof *m);
-  if (m)
-    m->info = info;
+  if (!m)
+    return NULL;
+  m->info = info;
+  m->num_threads = kiln_default_num_threads();
   return m;
 }
+
+int kiln_model_set_num_threads(kiln_model *m, int num_threads) {
+  if (num_threads < 0 || num_threads > KILN_MAX_THREADS) {
+    set_error(m, "thread count %d is outside 0..%d", num_threads, KILN_MAX_THREADS);
+    return 1;
+  }
+  int wanted = num_threads ? num_threads : kiln_default_num_threads();
+  if (wanted != m->num_threads) {
+    kiln_pool_destroy(m->pool);
+    m->pool = NULL;
+    m->num_threads = wanted;
+  }
+  return 0;
+}
+
+int kiln_model_num_threads(const kiln_model *m) { return m->num_threads; }
 
 int kiln_model_run(kiln_model *m, const void *const *inputs, void *const *outputs) {
   const kiln_model_info *info = m->info;
@@ -148,10 +169,14 @@ int kiln_model_run(kiln_model *m, const void *const *inputs, void *const *output
   for (uint32_t i = 0; i < info->num_outputs; ++i)
     buffers[info->num_inputs + i] = outputs[i];
 
+  if (m->num_threads > 1 && !m->pool)
+    m->pool = kiln_pool_create(m->num_threads); /* NULL (no memory): run serially */
   arena_reset(&m->arena);
   arena *saved = current_arena;
   current_arena = &m->arena;
+  kiln_pool *saved_pool = kiln_pool_enter(m->pool);
   info->entry(buffers);
+  kiln_pool_enter(saved_pool);
   current_arena = saved;
   if (buffers != stack_buffers)
     free(buffers);
@@ -162,6 +187,7 @@ void kiln_model_destroy(kiln_model *m) {
   if (!m)
     return;
   arena_release(&m->arena);
+  kiln_pool_destroy(m->pool);
   free(m);
 }
 

@@ -1,10 +1,10 @@
 // RUN: kiln-opt %s --kiln-cpu-schedule=vector-width=16 | FileCheck %s
 
-// 16x64x32: register tile of 8 rows x 32 columns (two 16-lane vectors), one
-// K step per iteration, lowered to outer-product FMAs.
+// 16x64x32: register tiles of 8 rows x 32 columns (two 16-lane vectors) form
+// an scf.forall (the thread pool's unit of work); each tile loops over K one
+// step at a time, lowered to outer-product FMAs.
 // CHECK-LABEL: func.func @matmul
-// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 2) shared_outs
 // CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1
 // CHECK: vector.transfer_read {{.*}} vector<8x32xf32>
 // CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
@@ -18,8 +18,8 @@ func.func @matmul(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>, %c: tensor<16x64
 // Extents that do not divide 8x32 get exact divisor tiles instead of masks:
 // 6 rows -> 6, 20 columns -> 20.
 // CHECK-LABEL: func.func @odd_sizes
-// CHECK: scf.for %{{.*}} = %c0 to %c6 step %c6
-// CHECK: scf.for %{{.*}} = %c0 to %c20 step %c20
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (1, 1)
+// CHECK: scf.for %{{.*}} = %c0 to %c5 step %c1
 // CHECK-COUNT-6: vector.fma {{.*}} : vector<20xf32>
 func.func @odd_sizes(%a: tensor<6x5xf32>, %b: tensor<5x20xf32>, %c: tensor<6x20xf32>) -> tensor<6x20xf32> {
   %0 = linalg.matmul ins(%a, %b : tensor<6x5xf32>, tensor<5x20xf32>) outs(%c : tensor<6x20xf32>) -> tensor<6x20xf32>
@@ -27,7 +27,8 @@ func.func @odd_sizes(%a: tensor<6x5xf32>, %b: tensor<5x20xf32>, %c: tensor<6x20x
 }
 
 // CHECK-LABEL: func.func @batch_matmul
-// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (3, 1, 1)
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
 // CHECK: vector.fma {{.*}} : vector<16xf32>
 func.func @batch_matmul(%a: tensor<3x8x4xf32>, %b: tensor<3x4x16xf32>, %c: tensor<3x8x16xf32>) -> tensor<3x8x16xf32> {
   %0 = linalg.batch_matmul ins(%a, %b : tensor<3x8x4xf32>, tensor<3x4x16xf32>) outs(%c : tensor<3x8x16xf32>) -> tensor<3x8x16xf32>

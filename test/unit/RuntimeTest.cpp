@@ -9,8 +9,13 @@ void memrefCopy(int64_t elemSize, void *src, void *dst);
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
 #include <cstdio>
+#include <cstdlib>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -76,6 +81,85 @@ TEST(Runtime, ChecksTensorsWithMessages) {
   EXPECT_STREQ(msg, "input 'x' must be float32, got int64");
   EXPECT_EQ(kiln_tensor_num_elements(&kInputs[0]), 6u);
   EXPECT_EQ(kiln_dtype_size(KILN_BFLOAT16), 2u);
+}
+
+// A fake model whose entry is one parallel loop: every index of [0, 1000)
+// is counted, and the threads that ran a share are recorded.
+std::atomic<int> hits[1000];
+std::mutex threadsMutex;
+std::set<std::thread::id> threadsSeen;
+int nestedCalls;
+
+void countRange(void *, int64_t begin, int64_t end) {
+  {
+    std::lock_guard<std::mutex> lock(threadsMutex);
+    threadsSeen.insert(std::this_thread::get_id());
+  }
+  for (int64_t i = begin; i < end; ++i)
+    hits[i]++;
+}
+
+void countNested(void *, int64_t, int64_t) { ++nestedCalls; }
+
+void countIgnoringCtx(void *ctx, int64_t begin, int64_t end) {
+  // A parallel loop inside a task runs serially on the task's thread.
+  if (begin == 0)
+    kiln_parallel_for(countNested, ctx, 8);
+  countRange(ctx, begin, end);
+}
+
+void parallelEntry(void **) { kiln_parallel_for(countIgnoringCtx, nullptr, 1000); }
+
+const kiln_model_info kParallelModel = {KILN_ABI_VERSION, 0, "parallel", 1, 1, kInputs, kOutputs,
+                                        parallelEntry};
+
+void runParallelModel(int threads) {
+  for (auto &h : hits)
+    h = 0;
+  threadsSeen.clear();
+  nestedCalls = 0;
+  kiln_model *m = kiln_model_create(&kParallelModel);
+  ASSERT_EQ(kiln_model_set_num_threads(m, threads), 0);
+  EXPECT_EQ(kiln_model_num_threads(m), threads);
+  float x[6] = {}, y[6] = {};
+  const void *in[] = {x};
+  void *out[] = {y};
+  ASSERT_EQ(kiln_model_run(m, in, out), 0);
+  kiln_model_destroy(m);
+}
+
+TEST(Threads, ParallelForCoversTheRangeOnce) {
+  for (int threads : {1, 2, 3, 7}) {
+    runParallelModel(threads);
+    for (auto &h : hits)
+      ASSERT_EQ(h, 1) << threads << " threads";
+    EXPECT_EQ(threadsSeen.size(), static_cast<size_t>(threads));
+    EXPECT_EQ(nestedCalls, 1); // the nested loop ran as one serial call
+  }
+}
+
+TEST(Threads, OutsideARunLoopsAreSerial) {
+  for (auto &h : hits)
+    h = 0;
+  threadsSeen.clear();
+  kiln_parallel_for(countRange, nullptr, 1000);
+  EXPECT_EQ(hits[999], 1);
+  EXPECT_EQ(threadsSeen.size(), 1u);
+}
+
+TEST(Threads, CountsAndDefaults) {
+  kiln_model *m = kiln_model_create(&kModel);
+  EXPECT_NE(kiln_model_set_num_threads(m, -1), 0);
+  EXPECT_STREQ(kiln_model_error(m), "thread count -1 is outside 0..1024");
+  EXPECT_NE(kiln_model_set_num_threads(m, 1025), 0);
+  setenv("KILN_NUM_THREADS", "3", 1);
+  EXPECT_EQ(kiln_model_set_num_threads(m, 0), 0);
+  EXPECT_EQ(kiln_model_num_threads(m), 3);
+  kiln_model_destroy(m);
+  kiln_model *fresh = kiln_model_create(&kModel);
+  EXPECT_EQ(kiln_model_num_threads(fresh), 3);
+  kiln_model_destroy(fresh);
+  unsetenv("KILN_NUM_THREADS");
 }
 
 TEST(Npy, RoundTripsAndRejectsGarbage) {

@@ -74,6 +74,20 @@ const kiln_model_info *kiln_model_get_info(const kiln_model *model);
 /* Message of the last failed call on this instance ("" if none). */
 const char *kiln_model_error(const kiln_model *model);
 
+/* Threads one inference of this instance may use (the caller's included).
+ * 0 picks the default: KILN_NUM_THREADS when set to a count, else the CPUs
+ * this process may run on. Worker threads start at the next run, sleep
+ * between parallel loops, and end with kiln_model_destroy. Returns 0 on
+ * success, nonzero (with kiln_model_error) for a count outside 0..1024. */
+#define KILN_MAX_THREADS 1024
+int kiln_model_set_num_threads(kiln_model *model, int num_threads);
+int kiln_model_num_threads(const kiln_model *model);
+
+/* Called by generated code: runs fn(ctx, begin, end) on disjoint sub-ranges
+ * covering [0, n), on the threads of the instance being run. */
+typedef void (*kiln_task_fn)(void *ctx, int64_t begin, int64_t end);
+void kiln_parallel_for(kiln_task_fn fn, void *ctx, int64_t n);
+
 /* Bytes of intermediate memory the instance holds after its first run. */
 size_t kiln_model_arena_bytes(const kiln_model *model);
 

@@ -1,0 +1,158 @@
+/*===- threads.c - the thread pool that runs generated parallel loops -----===*/
+#define _GNU_SOURCE
+#include "threads.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* One job at a time: the caller posts (fn, ctx, n), every thread of the pool
+ * (the caller is thread 0) runs its own contiguous share of [0, n), and the
+ * caller waits for all shares. Workers sleep on a condition variable between
+ * jobs, so an idle pool costs no CPU. */
+struct kiln_pool {
+  int size; /* threads, the caller included */
+  pthread_t *workers;
+  pthread_mutex_t mutex;
+  pthread_cond_t posted, finished;
+  unsigned long generation; /* bumped for every job */
+  int stop;
+  kiln_task_fn fn;
+  void *ctx;
+  int64_t n;
+  int unfinished; /* shares of the current job still running */
+};
+
+typedef struct {
+  kiln_pool *pool;
+  int index;
+} worker_arg;
+
+static _Thread_local kiln_pool *current_pool;
+static _Thread_local int inside_task;
+
+static void run_share(kiln_pool *p, kiln_task_fn fn, void *ctx, int64_t n, int index) {
+  int64_t begin = n * index / p->size, end = n * (index + 1) / p->size;
+  if (begin < end) {
+    inside_task = 1;
+    fn(ctx, begin, end);
+    inside_task = 0;
+  }
+}
+
+static void *worker_main(void *raw) {
+  worker_arg arg = *(worker_arg *)raw;
+  free(raw);
+  kiln_pool *p = arg.pool;
+  unsigned long seen = 0;
+  pthread_mutex_lock(&p->mutex);
+  for (;;) {
+    while (!p->stop && p->generation == seen)
+      pthread_cond_wait(&p->posted, &p->mutex);
+    if (p->stop)
+      break;
+    seen = p->generation;
+    kiln_task_fn fn = p->fn;
+    void *ctx = p->ctx;
+    int64_t n = p->n;
+    pthread_mutex_unlock(&p->mutex);
+    run_share(p, fn, ctx, n, arg.index);
+    pthread_mutex_lock(&p->mutex);
+    if (--p->unfinished == 0)
+      pthread_cond_signal(&p->finished);
+  }
+  pthread_mutex_unlock(&p->mutex);
+  return NULL;
+}
+
+kiln_pool *kiln_pool_create(int size) {
+  kiln_pool *p = calloc(1, sizeof *p);
+  if (!p)
+    return NULL;
+  p->size = 1;
+  pthread_mutex_init(&p->mutex, NULL);
+  pthread_cond_init(&p->posted, NULL);
+  pthread_cond_init(&p->finished, NULL);
+  p->workers = calloc(size > 1 ? (size_t)size - 1 : 1, sizeof(pthread_t));
+  if (!p->workers) {
+    kiln_pool_destroy(p);
+    return NULL;
+  }
+  /* If a thread cannot be started, the pool runs with the ones it has. */
+  for (int i = 1; i < size; ++i) {
+    worker_arg *arg = malloc(sizeof *arg);
+    if (!arg)
+      break;
+    arg->pool = p;
+    arg->index = i;
+    if (pthread_create(&p->workers[i - 1], NULL, worker_main, arg) != 0) {
+      free(arg);
+      break;
+    }
+    p->size = i + 1;
+  }
+  return p;
+}
+
+void kiln_pool_destroy(kiln_pool *p) {
+  if (!p)
+    return;
+  pthread_mutex_lock(&p->mutex);
+  p->stop = 1;
+  pthread_cond_broadcast(&p->posted);
+  pthread_mutex_unlock(&p->mutex);
+  for (int i = 1; i < p->size; ++i)
+    pthread_join(p->workers[i - 1], NULL);
+  pthread_cond_destroy(&p->posted);
+  pthread_cond_destroy(&p->finished);
+  pthread_mutex_destroy(&p->mutex);
+  free(p->workers);
+  free(p);
+}
+
+int kiln_pool_size(const kiln_pool *p) { return p ? p->size : 1; }
+
+kiln_pool *kiln_pool_enter(kiln_pool *p) {
+  kiln_pool *previous = current_pool;
+  current_pool = p;
+  return previous;
+}
+
+void kiln_parallel_for(kiln_task_fn fn, void *ctx, int64_t n) {
+  kiln_pool *p = current_pool;
+  if (!p || p->size == 1 || n < 2 || inside_task) {
+    fn(ctx, 0, n);
+    return;
+  }
+  pthread_mutex_lock(&p->mutex);
+  p->fn = fn;
+  p->ctx = ctx;
+  p->n = n;
+  p->unfinished = p->size - 1;
+  ++p->generation;
+  pthread_cond_broadcast(&p->posted);
+  pthread_mutex_unlock(&p->mutex);
+
+  run_share(p, fn, ctx, n, 0);
+
+  pthread_mutex_lock(&p->mutex);
+  while (p->unfinished > 0)
+    pthread_cond_wait(&p->finished, &p->mutex);
+  pthread_mutex_unlock(&p->mutex);
+}
+
+int kiln_default_num_threads(void) {
+  const char *env = getenv("KILN_NUM_THREADS");
+  if (env && *env) {
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (*end == 0 && v >= 1 && v <= KILN_MAX_THREADS)
+      return (int)v;
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set) < KILN_MAX_THREADS ? CPU_COUNT(&set) : KILN_MAX_THREADS;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online < 1 ? 1 : online < KILN_MAX_THREADS ? (int)online : KILN_MAX_THREADS;
+}

@@ -1,0 +1,64 @@
+// RUN: kiln-opt %s --kiln-outline-parallel-loops=min-work=1000 | FileCheck %s
+
+// A 2-D loop with enough work becomes a task over its 32 x 64 iterations,
+// linearized row-major; the subview and the constant it uses are cloned into
+// the task, so only %x and %y are captured.
+// CHECK-LABEL: func.func private @scale_task0(
+// CHECK-SAME: %[[BEGIN:.*]]: index, %[[END:.*]]: index, %[[X:.*]]: memref<32x64xf32>, %[[Y:.*]]: memref<64x64xf32>)
+// CHECK-SAME: attributes {kiln.parallel_task}
+// CHECK: %[[TWO:.*]] = arith.constant 2.0
+// CHECK: %[[VIEW:.*]] = memref.subview %[[Y]][0, 0] [32, 64] [1, 1]
+// CHECK: scf.for %[[I:.*]] = %[[BEGIN]] to %[[END]] step
+// CHECK: %[[COL:.*]] = arith.remui %[[I]], %c64
+// CHECK: %[[ROW:.*]] = arith.divui %[[I]], %c64
+// CHECK: memref.load %[[X]][%{{.*}}, %{{.*}}]
+// CHECK: arith.mulf %{{.*}}, %[[TWO]]
+// CHECK: memref.store %{{.*}}, %[[VIEW]][%{{.*}}, %{{.*}}]
+// CHECK-LABEL: func.func @scale(
+// CHECK-NOT: scf.parallel
+// CHECK: call @scale_task0(%c0{{.*}}, %c2048{{.*}}, %arg0, %arg1)
+func.func @scale(%x: memref<32x64xf32>, %y: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %two = arith.constant 2.0 : f32
+  %view = memref.subview %y[0, 0] [32, 64] [1, 1] : memref<64x64xf32> to memref<32x64xf32, strided<[64, 1]>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c32, %c64) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<32x64xf32>
+    %d = arith.mulf %v, %two : f32
+    memref.store %d, %view[%i, %j] : memref<32x64xf32, strided<[64, 1]>>
+  }
+  return
+}
+
+// Too little work (16 iterations of 3 ops) stays a serial loop.
+// CHECK-LABEL: func.func @small(
+// CHECK: scf.parallel
+func.func @small(%x: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    %v = memref.load %x[%i] : memref<16xf32>
+    %d = arith.addf %v, %v : f32
+    memref.store %d, %x[%i] : memref<16xf32>
+  }
+  return
+}
+
+// A loop that allocates stays serial: the arena belongs to the calling thread.
+// CHECK-LABEL: func.func @allocates(
+// CHECK: scf.parallel
+// CHECK: memref.alloc
+func.func @allocates(%x: memref<4096xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4096 = arith.constant 4096 : index
+  scf.parallel (%i) = (%c0) to (%c4096) step (%c1) {
+    %t = memref.alloc() : memref<1xf32>
+    %v = memref.load %x[%i] : memref<4096xf32>
+    memref.store %v, %t[%c0] : memref<1xf32>
+  }
+  return
+}
