@@ -2,6 +2,7 @@
 #ifndef KILN_CODEGEN_PASSES_H
 #define KILN_CODEGEN_PASSES_H
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

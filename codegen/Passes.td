@@ -15,6 +15,19 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "ModuleOp"> {
                            "arith::ArithDialect", "math::MathDialect", "scf::SCFDialect"];
 }
 
+def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "ModuleOp"> {
+  let summary = "Fuse elementwise linalg ops and fold reshapes, keeping contractions named";
+  let description = [{
+    Upstream elementwise fusion (producer/consumer fusion of linalg.generic,
+    reshape folding by expansion, constant folding), except that no fusion
+    touches a named structured op such as linalg.matmul or linalg.fill:
+    folding a reshape into a matmul would turn it into a linalg.generic that
+    the CPU schedule no longer recognizes, leaving a scalar loop nest.
+  }];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
+                           "affine::AffineDialect"];
+}
+
 def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {
   let summary = "Tile and vectorize matmul/conv with a transform-dialect schedule";
   let description = [{

@@ -82,7 +82,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
   case Stage::KilnOpt:
     return "canonicalize,cse";
   case Stage::Linalg:
-    return "kiln-convert-to-linalg,canonicalize,linalg-fuse-elementwise-ops,canonicalize,cse";
+    return "kiln-convert-to-linalg,canonicalize,kiln-fuse-elementwise,canonicalize,cse";
   case Stage::Bufferized:
     return llvm::formatv(
                "kiln-cpu-schedule{{vector-width={0}},canonicalize,cse,"
@@ -96,11 +96,14 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
   case Stage::LLVM:
     return llvm::formatv(
                "scf-forall-to-parallel,"
+               "func.func(convert-linalg-to-parallel-loops),kiln-outline-parallel-loops,"
                // Folding views into the transfers gives the accumulator read and
-               // write one base and equal indices, which hoisting needs.
+               // write one base and equal indices, which hoisting needs. Hoisting
+               // after outlining also helps: upstream gives up on a buffer with
+               // view users anywhere in the function, and in a task the buffer
+               // is an argument whose other views stayed behind in @main.
                "func.func(fold-memref-alias-ops,canonicalize,cse,loop-invariant-code-motion,"
-               "kiln-hoist-vector-transfers,"
-               "convert-linalg-to-parallel-loops),kiln-outline-parallel-loops,"
+               "kiln-hoist-vector-transfers),"
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
                "convert-math-to-funcs,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
                "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions},"

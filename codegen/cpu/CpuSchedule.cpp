@@ -31,6 +31,16 @@ static int64_t largestDivisorUpTo(int64_t extent, int64_t limit) {
   return 1;
 }
 
+/// Columns per register tile: two or one whole vector registers when they
+/// divide the extent; otherwise the largest divisor that fits one register
+/// (wider odd tiles split into mixed-width vectors and spill).
+static int64_t chooseColumns(int64_t extent, int64_t vectorWidth) {
+  for (int64_t regs : {2, 1})
+    if (extent % (regs * vectorWidth) == 0)
+      return regs * vectorWidth;
+  return largestDivisorUpTo(extent, vectorWidth);
+}
+
 static std::string tileList(const mlir::kiln::MatmulTile &t) {
   return llvm::formatv("{0}{1}, {2}, {3}", t.batched ? "1, " : "", t.m, t.n, t.k).str();
 }
@@ -105,7 +115,7 @@ SmallVector<mlir::kiln::MatmulTile> chooseTiles(ModuleOp module, int64_t vectorW
     size_t m = ranges.size() - 3;
     mlir::kiln::MatmulTile tile{isa<linalg::BatchMatmulOp>(op),
                                 largestDivisorUpTo(ranges[m], 8),
-                                largestDivisorUpTo(ranges[m + 1], 2 * vectorWidth),
+                                chooseColumns(ranges[m + 1], vectorWidth),
                                 1};
     SmallVector<int64_t> sizes;
     if (tile.batched)

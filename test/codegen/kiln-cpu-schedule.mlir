@@ -16,11 +16,12 @@ func.func @matmul(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>, %c: tensor<16x64
 }
 
 // Extents that do not divide 8x32 get exact divisor tiles instead of masks:
-// 6 rows -> 6, 20 columns -> 20.
+// 6 rows -> 6; 20 columns are no whole number of 16-lane registers, so the
+// tile is the largest divisor that fits one register: 10.
 // CHECK-LABEL: func.func @odd_sizes
-// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (1, 1)
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (1, 2)
 // CHECK: scf.for %{{.*}} = %c0 to %c5 step %c1
-// CHECK-COUNT-6: vector.fma {{.*}} : vector<20xf32>
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<10xf32>
 func.func @odd_sizes(%a: tensor<6x5xf32>, %b: tensor<5x20xf32>, %c: tensor<6x20xf32>) -> tensor<6x20xf32> {
   %0 = linalg.matmul ins(%a, %b : tensor<6x5xf32>, tensor<5x20xf32>) outs(%c : tensor<6x20xf32>) -> tensor<6x20xf32>
   return %0 : tensor<6x20xf32>
@@ -33,4 +34,13 @@ func.func @odd_sizes(%a: tensor<6x5xf32>, %b: tensor<5x20xf32>, %c: tensor<6x20x
 func.func @batch_matmul(%a: tensor<3x8x4xf32>, %b: tensor<3x4x16xf32>, %c: tensor<3x8x16xf32>) -> tensor<3x8x16xf32> {
   %0 = linalg.batch_matmul ins(%a, %b : tensor<3x8x4xf32>, tensor<3x4x16xf32>) outs(%c : tensor<3x8x16xf32>) -> tensor<3x8x16xf32>
   return %0 : tensor<3x8x16xf32>
+}
+
+// 48 columns: 32 does not divide them but one 16-lane register does.
+// CHECK-LABEL: func.func @whole_registers
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (1, 3)
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<16xf32>
+func.func @whole_registers(%a: tensor<8x4xf32>, %b: tensor<4x48xf32>, %c: tensor<8x48xf32>) -> tensor<8x48xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<8x4xf32>, tensor<4x48xf32>) outs(%c : tensor<8x48xf32>) -> tensor<8x48xf32>
+  return %0 : tensor<8x48xf32>
 }

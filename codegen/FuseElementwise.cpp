@@ -1,0 +1,42 @@
+//===- FuseElementwise.cpp - elementwise fusion that spares contractions --===//
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNFUSEELEMENTWISE
+#include "codegen/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+
+/// Named structured ops (matmul, batch_matmul, fill, transpose, ...) keep
+/// their identity: the CPU schedule and bufferization look for them by name.
+static bool isNamedStructuredOp(Operation *op) {
+  return op && isa<linalg::LinalgOp>(op) && !isa<linalg::GenericOp>(op);
+}
+
+namespace {
+struct KilnFuseElementwisePass
+    : mlir::kiln::impl::KilnFuseElementwiseBase<KilnFuseElementwisePass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    linalg::ControlFusionFn control = [](OpOperand *fused) {
+      return !isNamedStructuredOp(fused->get().getDefiningOp()) &&
+             !isNamedStructuredOp(fused->getOwner());
+    };
+    RewritePatternSet patterns(ctx);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
+    linalg::populateConstantFoldLinalgOperations(patterns, control);
+    affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+} // namespace
