@@ -15,7 +15,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Transforms/DialectConversion.h"
+
+#include <cstring>
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_CONVERTKILNTOLINALG
@@ -171,6 +174,42 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
   }
 };
 
+/// The raw row-major bytes of a dense or dense-resource constant, if any.
+static std::optional<ArrayRef<char>> rawConstantData(ElementsAttr attr) {
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr); dense && !dense.isSplat())
+    return dense.getRawData();
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr))
+    if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
+      return blob->getData();
+  return std::nullopt;
+}
+
+/// Transposes a 2-D float weight at compile time, so that a transposed Gemm
+/// operand costs nothing per inference. Returns null if `v` is not such a
+/// constant.
+static Value transposedConstant(OpBuilder &b, Location loc, Value original) {
+  auto constant = original.getDefiningOp<ConstantOp>();
+  auto type = dyn_cast<RankedTensorType>(original.getType());
+  if (!constant || !type || type.getRank() != 2 || !isa<FloatType>(type.getElementType()))
+    return {};
+  std::optional<ArrayRef<char>> data = rawConstantData(constant.getValue());
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  size_t width = type.getElementTypeBitWidth() / 8;
+  if (!data || data->size() != rows * cols * width)
+    return {};
+  std::vector<char> transposed(data->size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      std::memcpy(&transposed[(c * rows + r) * width], &(*data)[(r * cols + c) * width], width);
+  auto newType = RankedTensorType::get({cols, rows}, type.getElementType());
+  if (isa<DenseElementsAttr>(constant.getValue()))
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::getFromRawBuffer(newType, transposed));
+  auto attr = DenseResourceElementsAttr::get(
+      newType, "transposed_weight",
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(transposed, alignof(double)));
+  return arith::ConstantOp::create(b, loc, attr);
+}
+
 struct GemmLowering : OpConversionPattern<GemmOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(GemmOp op, OpAdaptor adaptor,
@@ -180,9 +219,11 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
     Type et = type.getElementType();
     // Transposed operands are materialized so that every matmul reaches the
     // CPU schedule in the canonical [M,K]x[K,N] form.
-    auto transposed = [&](Value v, bool t) -> Value {
+    auto transposed = [&](Value v, Value original, bool t) -> Value {
       if (!t)
         return v;
+      if (Value folded = transposedConstant(rewriter, loc, original))
+        return folded;
       ArrayRef<int64_t> s = tensorType(v).getShape();
       Value init = emptyTensor(rewriter, loc, {s[1], s[0]}, et);
       return linalg::TransposeOp::create(rewriter, loc, v, init, ArrayRef<int64_t>{1, 0})
@@ -191,8 +232,8 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
     Value init = zeroFilled(rewriter, loc, type.getShape(), et);
     Value result =
         linalg::MatmulOp::create(rewriter, loc, TypeRange{type},
-                                 ValueRange{transposed(adaptor.getA(), op.getTransA()),
-                                            transposed(adaptor.getB(), op.getTransB())},
+                                 ValueRange{transposed(adaptor.getA(), op.getA(), op.getTransA()),
+                                            transposed(adaptor.getB(), op.getB(), op.getTransB())},
                                  init)
             .getResult(0);
     double alpha = op.getAlpha().convertToDouble(), beta = op.getBeta().convertToDouble();

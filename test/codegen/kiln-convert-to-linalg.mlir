@@ -47,6 +47,20 @@ func.func @gemm_trans_b(%a: tensor<4x8xf32>, %b: tensor<5x8xf32>, %c: tensor<5xf
 
 // -----
 
+// A constant transposed operand is transposed at compile time: no
+// linalg.transpose runs per inference.
+// CHECK-LABEL: func.func @gemm_constant_trans_b
+// CHECK: %[[W:.*]] = arith.constant dense<{{\[}}[1.000000e+00, 3.000000e+00], [2.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.matmul ins(%{{.*}}, %[[W]] : tensor<1x2xf32>, tensor<2x2xf32>)
+func.func @gemm_constant_trans_b(%a: tensor<1x2xf32>) -> tensor<1x2xf32> {
+  %b = kiln.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32> -> tensor<2x2xf32>
+  %0 = kiln.gemm %a, %b {trans_b = true} : (tensor<1x2xf32>, tensor<2x2xf32>) -> tensor<1x2xf32>
+  return %0 : tensor<1x2xf32>
+}
+
+// -----
+
 // Batch-1 convolution: im2col (a gather generic) and one matmul whose
 // accumulator starts as the broadcast bias.
 // CHECK-LABEL: func.func @conv_im2col
