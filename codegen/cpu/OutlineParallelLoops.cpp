@@ -28,6 +28,18 @@ static std::optional<int64_t> tripCount(Value lb, Value ub, Value step) {
   return *u > *l ? (*u - *l + *s - 1) / *s : 0;
 }
 
+/// Iterations of all dimensions of `loop` together, when its bounds are constants.
+static std::optional<int64_t> iterationCount(scf::ParallelOp loop) {
+  int64_t total = 1;
+  for (auto [lb, ub, st] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> trips = tripCount(lb, ub, st);
+    if (!trips)
+      return std::nullopt;
+    total *= *trips;
+  }
+  return total;
+}
+
 /// Estimated number of operations executed by `loop`: each op counts once per
 /// iteration of the loops around it, up to and including `loop`.
 static int64_t estimateWork(scf::ParallelOp loop) {
@@ -41,8 +53,7 @@ static int64_t estimateWork(scf::ParallelOp loop) {
       if (auto f = dyn_cast<scf::ForOp>(p))
         weight *= tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep()).value_or(unknownTrips);
       if (auto par = dyn_cast<scf::ParallelOp>(p))
-        for (auto [lb, ub, st] : llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep()))
-          weight *= tripCount(lb, ub, st).value_or(unknownTrips);
+        weight *= iterationCount(par).value_or(unknownTrips);
       if (p == loop)
         break;
     }
@@ -88,11 +99,8 @@ static void partitionCaptures(scf::ParallelOp loop, SmallVectorImpl<Operation *>
 
 /// Whether `loop` can run as independent chunks on several threads.
 static bool canOutline(scf::ParallelOp loop, ArrayRef<Value> captures) {
-  if (loop.getNumReductions() != 0)
+  if (loop.getNumReductions() != 0 || !iterationCount(loop))
     return false;
-  for (auto [lb, ub, st] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
-    if (!tripCount(lb, ub, st))
-      return false;
   // Allocation goes through the run's arena, which belongs to the calling thread.
   bool allocates = loop.getBody()
                        ->walk([](Operation *op) {
@@ -179,9 +187,7 @@ struct KilnOutlineParallelLoopsPass
     partitionCaptures(loop, cloned, captures);
     if (!canOutline(loop, captures) || estimateWork(loop) < minWork)
       return false;
-    int64_t total = 1;
-    for (auto [lb, ub, st] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
-      total *= *tripCount(lb, ub, st);
+    int64_t total = *iterationCount(loop);
     if (total < 2)
       return false;
     func::FuncOp task = buildTask(loop, name, cloned, captures);

@@ -47,6 +47,9 @@ static void usage(FILE *out) {
     print_tensor(out, &info->outputs[i]);
 }
 
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+
 static int fail(const char *fmt, const char *arg) {
   fprintf(stderr, "%s: error: ", prog);
   fprintf(stderr, fmt, arg);
@@ -178,7 +181,8 @@ int main(int argc, char **argv) {
       char *end;
       threads = strtol(argv[++i], &end, 10);
       if (*end || threads < 1 || threads > KILN_MAX_THREADS)
-        return fail("--threads expects a count from 1 to 1024, got '%s'", argv[i]);
+        return fail("--threads expects a count from 1 to " STRINGIFY(KILN_MAX_THREADS) ", got '%s'",
+                    argv[i]);
     } else if (a[0] == '-' && a[1] == '-') {
       return fail("unknown or incomplete option '%s' (see --help)", a);
     } else {

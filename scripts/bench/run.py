@@ -80,7 +80,7 @@ def count_flops(model):
     return flops
 
 
-def random_inputs(model, path, directory, values):
+def random_inputs(model, directory, values):
     """One .npy per graph input for onnxruntime (fixed values where given)."""
     os.makedirs(directory, exist_ok=True)
     rng = np.random.default_rng(7)
@@ -189,7 +189,7 @@ def main():
         flops = count_flops(model)
         exe, compile_s = compile_model(name, path, shapes, values)
         log(f"{name}: compiled in {compile_s:.1f} s, {flops / 1e6:.1f} MFLOP per inference")
-        inputs = random_inputs(model, path, os.path.join(BENCH, "inputs", name), values)
+        inputs = random_inputs(model, os.path.join(BENCH, "inputs", name), values)
         first = kiln_round(exe, 3, 1)
         runs = max(3, min(500, int(args.seconds * 1000 / max(first, 1e-3))))
         for threads in thread_counts:
