@@ -28,12 +28,35 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "ModuleOp"> {
                            "affine::AffineDialect"];
 }
 
+def KilnPackMatmul : Pass<"kiln-pack-matmul", "ModuleOp"> {
+  let summary = "Rewrite static matmuls as contractions on operands packed into register panels";
+  let description = [{
+    Chooses each static `linalg.matmul`'s register tile (mr rows x nr
+    columns, as kiln-cpu-schedule would) and rewrites it as a
+    `linalg.contract` over (column panel, row panel, k, row, column): B
+    packed into [N/nr][K][nr] and a constant A into [M/mr][K][mr], so that
+    the K loop of a tile reads contiguous memory. Constant operands are
+    packed at compile time; a non-constant B with more than one panel is
+    packed by a linalg.generic copy. C is a view [M/mr][mr][N/nr][nr] of the
+    original. The contraction is tagged `kiln.packed` and
+    `kiln.tile = array<i64: mr, nr>` for kiln-cpu-schedule.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "f32 lanes of the widest vector register (16 = AVX-512, 8 = AVX2, 4 = NEON)">,
+  ];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
+                           "arith::ArithDialect"];
+}
+
 def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {
   let summary = "Tile and vectorize matmul/conv with a transform-dialect schedule";
   let description = [{
     Builds a transform-dialect script for the target (vector width from the
     target CPU features) and applies it in-process: matmuls and convolutions
-    are tiled to register-sized blocks and vectorized.
+    are tiled to register-sized blocks and vectorized. Contractions packed by
+    kiln-pack-matmul are tiled one register tile per (column panel, row
+    panel) and vectorized the same way.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
@@ -43,26 +66,18 @@ def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {
                            "scf::SCFDialect", "vector::VectorDialect", "tensor::TensorDialect"];
 }
 
-def KilnHoistVectorTransfers : Pass<"kiln-hoist-vector-transfers", "func::FuncOp"> {
-  let summary = "Keep matmul accumulators in registers across the K loop";
-  let description = [{
-    After bufferization, the accumulator tile of a vectorized matmul is read
-    and written back on every K step. This pass hoists such loop-invariant
-    vector.transfer_read/write pairs out of their loops, so the tile lives in
-    vector registers for the whole reduction.
-  }];
-  let dependentDialects = ["vector::VectorDialect", "memref::MemRefDialect"];
-}
-
 def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "ModuleOp"> {
   let summary = "Outline outermost scf.parallel loops into tasks for the runtime's thread pool";
   let description = [{
     Runs on buffers, before loops are lowered to branches. Each outermost
     `scf.parallel` of a function whose estimated work reaches `min-work`
     becomes a private function `@<func>_task<N>(%begin, %end, captures...)`
-    that runs the linearized iterations [begin, end), tagged
-    `kiln.parallel_task`, and the loop becomes one call of it over the whole
-    range. Until `kiln-lower-parallel-calls` turns that call into a thread-pool
+    that runs the linearized iterations [begin, end) of the loop's leading
+    dimensions, tagged `kiln.parallel_task`, and the loop becomes one call of
+    it over the whole range. Only the fewest leading dimensions that give
+    `min-chunks` iterations are linearized; the rest stay an inner
+    `scf.parallel`, so the index arithmetic of the linearization runs once per
+    chunk iteration, not once per element. Until `kiln-lower-parallel-calls` turns that call into a thread-pool
     dispatch, the program is unchanged and serial. Pure view ops and constants
     feeding the body are cloned into it, so captures are plain buffers and
     scalars. Loops that allocate, or carry reductions, stay serial.
@@ -70,6 +85,8 @@ def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "ModuleOp"> {
   let options = [
     Option<"minWork", "min-work", "int64_t", "32768",
            "Smallest estimated op count (ops x enclosed trip counts) worth a dispatch">,
+    Option<"minChunks", "min-chunks", "int64_t", "64",
+           "Iterations the distributed leading dimensions should have, for load balance">,
   ];
   let dependentDialects = ["func::FuncDialect", "scf::SCFDialect", "arith::ArithDialect"];
 }

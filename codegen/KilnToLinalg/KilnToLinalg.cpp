@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 #include "codegen/KilnToLinalg/Builders.h"
+#include "codegen/ConstantData.h"
 #include "dialects/kiln/KilnDialect.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -15,10 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Transforms/DialectConversion.h"
-
-#include <cstring>
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_CONVERTKILNTOLINALG
@@ -174,16 +172,6 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
   }
 };
 
-/// The raw row-major bytes of a dense or dense-resource constant, if any.
-static std::optional<ArrayRef<char>> rawConstantData(ElementsAttr attr) {
-  if (auto dense = dyn_cast<DenseElementsAttr>(attr); dense && !dense.isSplat())
-    return dense.getRawData();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr))
-    if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
-      return blob->getData();
-  return std::nullopt;
-}
-
 /// Transposes a 2-D float weight at compile time, so that a transposed Gemm
 /// operand costs nothing per inference. Returns null if `v` is not such a
 /// constant.
@@ -192,22 +180,12 @@ static Value transposedConstant(OpBuilder &b, Location loc, Value original) {
   auto type = dyn_cast<RankedTensorType>(original.getType());
   if (!constant || !type || type.getRank() != 2 || !isa<FloatType>(type.getElementType()))
     return {};
-  std::optional<ArrayRef<char>> data = rawConstantData(constant.getValue());
   int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-  size_t width = type.getElementTypeBitWidth() / 8;
-  if (!data || data->size() != rows * cols * width)
-    return {};
-  std::vector<char> transposed(data->size());
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      std::memcpy(&transposed[(c * rows + r) * width], &(*data)[(r * cols + c) * width], width);
-  auto newType = RankedTensorType::get({cols, rows}, type.getElementType());
-  if (isa<DenseElementsAttr>(constant.getValue()))
-    return arith::ConstantOp::create(b, loc, DenseElementsAttr::getFromRawBuffer(newType, transposed));
-  auto attr = DenseResourceElementsAttr::get(
-      newType, "transposed_weight",
-      HeapAsmResourceBlob::allocateAndCopyWithAlign(transposed, alignof(double)));
-  return arith::ConstantOp::create(b, loc, attr);
+  auto transposed = RankedTensorType::get({cols, rows}, type.getElementType());
+  return relayoutConstant(b, loc, constant.getValue(), transposed, [&](int64_t i) {
+    int64_t c = i / rows, r = i % rows;
+    return r * cols + c;
+  });
 }
 
 struct GemmLowering : OpConversionPattern<GemmOp> {
@@ -268,7 +246,10 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
 
 /// Unfolds a padded [1, C, H, W] input into the [C*KH*KW, OH*OW] matrix whose
 /// columns are the receptive fields (im2col), so a convolution becomes one
-/// matmul. 1x1 stride-1 convolutions need no copy: the input is the matrix.
+/// matmul. The unfold is a copy over (c, ky, kx, oy, ox) whose input map
+/// carries the strides and dilations, so it needs no index arithmetic per
+/// element and its inner loop reads a row of the input. 1x1 stride-1
+/// convolutions need no copy: the input is the matrix.
 Value buildIm2Col(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> kernel,
                   ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
                   ArrayRef<int64_t> outSize) {
@@ -278,34 +259,23 @@ Value buildIm2Col(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> ker
   int64_t pixels = outSize[0] * outSize[1];
   if (kh == 1 && kw == 1 && strides[0] == 1 && strides[1] == 1)
     return reshapeTo(b, loc, input, RankedTensorType::get({c, pixels}, et));
-  auto colType = RankedTensorType::get({c * kh * kw, pixels}, et);
   MLIRContext *ctx = b.getContext();
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(2, ctx)};
-  SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
-  Value init = emptyTensor(b, loc, colType.getShape(), et);
-  auto generic = linalg::GenericOp::create(
-      b, loc, colType, ValueRange{}, init, maps, iterators,
-      [&](OpBuilder &nb, Location l, ValueRange) {
-        auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
-        Value row = linalg::IndexOp::create(nb, l, 0), col = linalg::IndexOp::create(nb, l, 1);
-        Value window = idx(kh * kw);
-        Value channel = arith::DivUIOp::create(nb, l, row, window);
-        Value offset = arith::RemUIOp::create(nb, l, row, window);
-        Value ky = arith::DivUIOp::create(nb, l, offset, idx(kw));
-        Value kx = arith::RemUIOp::create(nb, l, offset, idx(kw));
-        Value oy = arith::DivUIOp::create(nb, l, col, idx(outSize[1]));
-        Value ox = arith::RemUIOp::create(nb, l, col, idx(outSize[1]));
-        auto coord = [&](Value o, Value k, int64_t stride, int64_t dilation) -> Value {
-          Value a = arith::MulIOp::create(nb, l, o, idx(stride));
-          Value d = arith::MulIOp::create(nb, l, k, idx(dilation));
-          return arith::AddIOp::create(nb, l, a, d);
-        };
-        Value y = coord(oy, ky, strides[0], dilations[0]);
-        Value x = coord(ox, kx, strides[1], dilations[1]);
-        Value v = tensor::ExtractOp::create(nb, l, input, ValueRange{idx(0), channel, y, x});
-        linalg::YieldOp::create(nb, l, v);
-      });
-  return generic.getResult(0);
+  AffineExpr ch, ky, kx, oy, ox;
+  bindDims(ctx, ch, ky, kx, oy, ox);
+  AffineMap inputMap = AffineMap::get(
+      5, 0,
+      {getAffineConstantExpr(0, ctx), ch, oy * strides[0] + ky * dilations[0],
+       ox * strides[1] + kx * dilations[1]},
+      ctx);
+  SmallVector<AffineMap> maps = {inputMap, AffineMap::getMultiDimIdentityMap(5, ctx)};
+  SmallVector<int64_t> unfoldedShape = {c, kh, kw, outSize[0], outSize[1]};
+  auto unfoldedType = RankedTensorType::get(unfoldedShape, et);
+  SmallVector<utils::IteratorType> iterators(5, utils::IteratorType::parallel);
+  auto unfold = linalg::GenericOp::create(
+      b, loc, unfoldedType, input, emptyTensor(b, loc, unfoldedShape, et), maps, iterators,
+      [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); });
+  return reshapeTo(b, loc, unfold.getResult(0),
+                   RankedTensorType::get({c * kh * kw, pixels}, et));
 }
 
 struct ConvLowering : OpConversionPattern<ConvOp> {

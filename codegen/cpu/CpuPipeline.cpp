@@ -85,10 +85,13 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
     return "kiln-convert-to-linalg,canonicalize,kiln-fuse-elementwise,canonicalize,cse";
   case Stage::Bufferized:
     return llvm::formatv(
-               "kiln-cpu-schedule{{vector-width={0}},canonicalize,cse,"
+               "kiln-pack-matmul{{vector-width={0}},canonicalize,cse,"
+               // Subset hoisting turns each tile's accumulator into a vector
+               // carried by its K loop, so it stays in registers.
+               "kiln-cpu-schedule{{vector-width={0}},canonicalize,cse,loop-invariant-subset-hoisting,"
                "eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
                "one-shot-bufferize{{bufferize-function-boundaries "
-               "function-boundary-type-conversion=identity-layout-map},"
+               "function-boundary-type-conversion=identity-layout-map},canonicalize,"
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
                "canonicalize,cse,canonicalize",
                target.vectorWidthF32)
@@ -97,13 +100,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
     return llvm::formatv(
                "scf-forall-to-parallel,"
                "func.func(convert-linalg-to-parallel-loops),kiln-outline-parallel-loops,"
-               // Folding views into the transfers gives the accumulator read and
-               // write one base and equal indices, which hoisting needs. Hoisting
-               // after outlining also helps: upstream gives up on a buffer with
-               // view users anywhere in the function, and in a task the buffer
-               // is an argument whose other views stayed behind in @main.
-               "func.func(fold-memref-alias-ops,canonicalize,cse,loop-invariant-code-motion,"
-               "kiln-hoist-vector-transfers),"
+               "func.func(fold-memref-alias-ops,canonicalize,cse,loop-invariant-code-motion),"
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
                "convert-math-to-funcs,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
                "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions},"

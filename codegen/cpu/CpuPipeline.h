@@ -42,9 +42,15 @@ struct MatmulTile {
   }
 };
 
+/// The register tile of an M x N (batch) matmul for `vectorWidth` f32 lanes:
+/// up to 8 rows by one or two whole vector registers of columns, one K step,
+/// as exact divisors of M and N so that no tile is partial.
+MatmulTile chooseRegisterTile(bool batched, int64_t m, int64_t n, int64_t vectorWidth);
+
 /// The transform-dialect script used by kiln-cpu-schedule: tiles and
-/// vectorizes the matmuls tagged `kiln.tile = array<i64: ...>`.
-std::string buildCpuScheduleScript(llvm::ArrayRef<MatmulTile> tiles);
+/// vectorizes the matmuls tagged `kiln.tile = array<i64: ...>`, and the
+/// contractions tagged `kiln.packed` when `packed` is set.
+std::string buildCpuScheduleScript(llvm::ArrayRef<MatmulTile> tiles, bool packed);
 
 /// Name, element type code (ONNX TensorProto.DataType) and shape of one
 /// model input or output, as the runtime sees it.

@@ -55,8 +55,25 @@ static std::string reductionTileList(const mlir::kiln::MatmulTile &t) {
   return llvm::formatv("{0}0, 0, {1}", t.batched ? "0, " : "", t.k).str();
 }
 
-std::string mlir::kiln::buildCpuScheduleScript(ArrayRef<MatmulTile> tiles) {
-  std::string body;
+mlir::kiln::MatmulTile mlir::kiln::chooseRegisterTile(bool batched, int64_t m, int64_t n,
+                                                      int64_t vectorWidth) {
+  return {batched, largestDivisorUpTo(m, 8), chooseColumns(n, vectorWidth), 1};
+}
+
+/// Packed contractions (kiln-pack-matmul): one register tile per (column
+/// panel, row panel), then the K loop, as for plain matmuls.
+static constexpr const char *packedSchedule = R"mlir(
+    %packed = transform.structured.match ops{["linalg.contract"]} attributes{kiln.packed} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %packedTile, %packedForall = transform.structured.tile_using_forall %packed tile_sizes [1, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %packedK, %packedLoop = transform.structured.tile_using_for %packedTile tile_sizes [0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %packedK {create_named_contraction} : !transform.any_op
+)mlir";
+
+std::string mlir::kiln::buildCpuScheduleScript(ArrayRef<MatmulTile> tiles, bool packed) {
+  std::string body = packed ? packedSchedule : "";
   for (auto [i, t] : llvm::enumerate(tiles)) {
     // Register tiles form an scf.forall (run on the thread pool after
     // kiln-outline-parallel-loops); each tile loops over K in steps of t.k.
@@ -79,6 +96,10 @@ module attributes {{transform.with_named_sequence} {
     %funcs = transform.structured.match ops{{["func.func"]} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %funcs {{
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
+    } : !transform.any_op
+    transform.apply_patterns to %funcs {{
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
     } : !transform.any_op
     transform.apply_patterns to %funcs {{
@@ -99,10 +120,8 @@ module attributes {{transform.with_named_sequence} {
 }
 
 namespace {
-/// Chooses each matmul's register tile: up to 8 rows by up to two vector
-/// registers of columns, one K step at a time (an outer product per step),
-/// as divisors of the actual
-/// extents so that no tile is partial. The choice is recorded on the op as
+/// Chooses each matmul's register tile (chooseRegisterTile): one K step at a
+/// time, an outer product per step. The choice is recorded on the op as
 /// `kiln.tile`, which the schedule script matches.
 SmallVector<mlir::kiln::MatmulTile> chooseTiles(ModuleOp module, int64_t vectorWidth) {
   SmallVector<mlir::kiln::MatmulTile> distinct;
@@ -113,10 +132,8 @@ SmallVector<mlir::kiln::MatmulTile> chooseTiles(ModuleOp module, int64_t vectorW
     if (llvm::any_of(ranges, ShapedType::isDynamic))
       return;
     size_t m = ranges.size() - 3;
-    mlir::kiln::MatmulTile tile{isa<linalg::BatchMatmulOp>(op),
-                                largestDivisorUpTo(ranges[m], 8),
-                                chooseColumns(ranges[m + 1], vectorWidth),
-                                1};
+    mlir::kiln::MatmulTile tile = mlir::kiln::chooseRegisterTile(
+        isa<linalg::BatchMatmulOp>(op), ranges[m], ranges[m + 1], vectorWidth);
     SmallVector<int64_t> sizes;
     if (tile.batched)
       sizes.push_back(1);
@@ -134,9 +151,15 @@ struct KilnCpuSchedulePass : mlir::kiln::impl::KilnCpuScheduleBase<KilnCpuSchedu
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<mlir::kiln::MatmulTile> tiles = chooseTiles(module, vectorWidth);
-    if (tiles.empty())
+    bool packed = module
+                      .walk([](linalg::ContractOp op) {
+                        return op->hasAttr("kiln.packed") ? WalkResult::interrupt()
+                                                          : WalkResult::advance();
+                      })
+                      .wasInterrupted();
+    if (tiles.empty() && !packed)
       return;
-    std::string script = mlir::kiln::buildCpuScheduleScript(tiles);
+    std::string script = mlir::kiln::buildCpuScheduleScript(tiles, packed);
     OwningOpRef<ModuleOp> schedule =
         parseSourceString<ModuleOp>(script, ParserConfig(&getContext()));
     if (!schedule) {

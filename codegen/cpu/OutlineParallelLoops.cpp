@@ -1,8 +1,9 @@
 //===- OutlineParallelLoops.cpp - parallel loops become pool tasks --------===//
 //
 // An outermost scf.parallel with enough work is moved into a private task
-// function over a linearized iteration range, so that the runtime can hand
-// sub-ranges to its threads (see LowerParallelCalls.cpp for the dispatch).
+// function over the linearized range of its leading dimensions, so that the
+// runtime can hand sub-ranges to its threads (see LowerParallelCalls.cpp for
+// the dispatch). Its remaining dimensions stay a loop nest inside the task.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
@@ -28,16 +29,29 @@ static std::optional<int64_t> tripCount(Value lb, Value ub, Value step) {
   return *u > *l ? (*u - *l + *s - 1) / *s : 0;
 }
 
-/// Iterations of all dimensions of `loop` together, when its bounds are constants.
-static std::optional<int64_t> iterationCount(scf::ParallelOp loop) {
+/// Iterations of the first `dims` dimensions of `loop` together (all by
+/// default), when their bounds are constants.
+static std::optional<int64_t> iterationCount(scf::ParallelOp loop,
+                                             std::optional<unsigned> dims = std::nullopt) {
   int64_t total = 1;
-  for (auto [lb, ub, st] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    std::optional<int64_t> trips = tripCount(lb, ub, st);
+  unsigned count = dims.value_or(loop.getNumLoops());
+  for (unsigned d = 0; d < count; ++d) {
+    std::optional<int64_t> trips =
+        tripCount(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]);
     if (!trips)
       return std::nullopt;
     total *= *trips;
   }
   return total;
+}
+
+/// The fewest leading dimensions of `loop` with at least `minChunks`
+/// iterations together (all of them when the whole loop has fewer).
+static unsigned distributedDims(scf::ParallelOp loop, int64_t minChunks) {
+  unsigned dims = 1;
+  while (dims < loop.getNumLoops() && *iterationCount(loop, dims) < minChunks)
+    ++dims;
+  return dims;
 }
 
 /// Estimated number of operations executed by `loop`: each op counts once per
@@ -111,10 +125,23 @@ static bool canOutline(scf::ParallelOp loop, ArrayRef<Value> captures) {
   return !allocates && llvm::all_of(captures, [](Value v) { return isPassable(v.getType()); });
 }
 
+/// Index of dimension `d` of `loop` for its 0-based iteration number `n`.
+static Value dimIndex(OpBuilder &b, Location loc, scf::ParallelOp loop, unsigned d, Value n) {
+  // The bounds are constants (see canOutline); rebuild them inside the task.
+  int64_t step = *getConstantIntValue(loop.getStep()[d]);
+  int64_t lb = *getConstantIntValue(loop.getLowerBound()[d]);
+  if (step != 1)
+    n = arith::MulIOp::create(b, loc, n, arith::ConstantIndexOp::create(b, loc, step));
+  if (lb != 0)
+    n = arith::AddIOp::create(b, loc, n, arith::ConstantIndexOp::create(b, loc, lb));
+  return n;
+}
+
 /// Builds `func.func private @name(%begin, %end, captures...)` running the
-/// iterations [begin, end) of `loop`, linearized row-major over its dimensions.
-static func::FuncOp buildTask(scf::ParallelOp loop, StringRef name, ArrayRef<Operation *> cloned,
-                              ArrayRef<Value> captures) {
+/// iterations [begin, end) of the first `distributed` dimensions of `loop`,
+/// linearized row-major, each over the whole of the remaining dimensions.
+static func::FuncOp buildTask(scf::ParallelOp loop, unsigned distributed, StringRef name,
+                              ArrayRef<Operation *> cloned, ArrayRef<Value> captures) {
   OpBuilder b(loop->getParentOfType<func::FuncOp>());
   Location loc = loop.getLoc();
   SmallVector<Type> argTypes(2, b.getIndexType());
@@ -138,26 +165,31 @@ static func::FuncOp buildTask(scf::ParallelOp loop, StringRef name, ArrayRef<Ope
 
   b.setInsertionPointToStart(chunk.getBody());
   Value rest = chunk.getInductionVar();
-  SmallVector<Value> ivs(loop.getNumLoops());
-  for (int64_t d = loop.getNumLoops() - 1; d >= 0; --d) {
-    Value lb = loop.getLowerBound()[d], step = loop.getStep()[d];
-    Value index = rest;
+  for (int64_t d = distributed - 1; d >= 0; --d) {
+    Value n = rest;
     if (d != 0) {
-      Value extent =
-          arith::ConstantIndexOp::create(b, loc, *tripCount(lb, loop.getUpperBound()[d], step));
-      index = arith::RemUIOp::create(b, loc, rest, extent);
+      Value extent = arith::ConstantIndexOp::create(b, loc, *iterationCount(loop, d + 1) /
+                                                               *iterationCount(loop, d));
+      n = arith::RemUIOp::create(b, loc, rest, extent);
       rest = arith::DivUIOp::create(b, loc, rest, extent);
     }
-    // The bounds are constants (see canOutline); rebuild them inside the task.
-    int64_t stepValue = *getConstantIntValue(step), lbValue = *getConstantIntValue(lb);
-    if (stepValue != 1)
-      index = arith::MulIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, stepValue));
-    if (lbValue != 0)
-      index = arith::AddIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, lbValue));
-    ivs[d] = index;
+    map.map(loop.getInductionVars()[d], dimIndex(b, loc, loop, d, n));
   }
-  for (auto [iv, value] : llvm::zip(loop.getInductionVars(), ivs))
-    map.map(iv, value);
+  if (distributed < loop.getNumLoops()) {
+    auto constants = [&](OperandRange values) {
+      return llvm::map_to_vector(values.drop_front(distributed), [&](Value v) -> Value {
+        return arith::ConstantIndexOp::create(b, loc, *getConstantIntValue(v));
+      });
+    };
+    auto inner = scf::ParallelOp::create(b, loc, constants(loop.getLowerBound()),
+                                         constants(loop.getUpperBound()),
+                                         constants(loop.getStep()));
+    for (auto [iv, innerIv] :
+         llvm::zip(ArrayRef<Value>(loop.getInductionVars()).drop_front(distributed),
+                   inner.getInductionVars()))
+      map.map(iv, innerIv);
+    b.setInsertionPoint(inner.getBody()->getTerminator());
+  }
   for (Operation &op : loop.getBody()->without_terminator())
     b.clone(op, map);
   return task;
@@ -187,10 +219,11 @@ struct KilnOutlineParallelLoopsPass
     partitionCaptures(loop, cloned, captures);
     if (!canOutline(loop, captures) || estimateWork(loop) < minWork)
       return false;
-    int64_t total = *iterationCount(loop);
+    unsigned distributed = distributedDims(loop, minChunks);
+    int64_t total = *iterationCount(loop, distributed);
     if (total < 2)
       return false;
-    func::FuncOp task = buildTask(loop, name, cloned, captures);
+    func::FuncOp task = buildTask(loop, distributed, name, cloned, captures);
     OpBuilder b(loop);
     SmallVector<Value> operands{arith::ConstantIndexOp::create(b, loop.getLoc(), 0),
                                 arith::ConstantIndexOp::create(b, loop.getLoc(), total)};

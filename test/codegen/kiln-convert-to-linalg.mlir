@@ -61,12 +61,18 @@ func.func @gemm_constant_trans_b(%a: tensor<1x2xf32>) -> tensor<1x2xf32> {
 
 // -----
 
-// Batch-1 convolution: im2col (a gather generic) and one matmul whose
-// accumulator starts as the broadcast bias.
+// Batch-1 convolution: im2col and one matmul whose accumulator starts as the
+// broadcast bias. The im2col is a copy over (c, ky, kx, oy, ox) whose input
+// map carries the stride and dilation: no index arithmetic per element.
+// CHECK-DAG: #[[UNFOLD:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (0, d0, d1 + d3, d2 + d4)>
+// CHECK-DAG: #[[ID5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
 // CHECK-LABEL: func.func @conv_im2col
-// CHECK: tensor.pad
-// CHECK: linalg.generic
-// CHECK: tensor.extract
+// CHECK: %[[PADDED:.*]] = tensor.pad
+// CHECK: %[[COL:.*]] = linalg.generic {indexing_maps = [#[[UNFOLD]], #[[ID5]]]
+// CHECK-SAME: ins(%[[PADDED]] : tensor<1x3x10x10xf32>) outs(%{{.*}} : tensor<3x3x3x8x8xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: linalg.yield %[[IN]]
+// CHECK: tensor.collapse_shape %[[COL]]
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x27xf32>, tensor<27x64xf32>)
 func.func @conv_im2col(%x: tensor<1x3x8x8xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x8x8xf32> {
   %0 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>

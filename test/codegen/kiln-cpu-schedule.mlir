@@ -44,3 +44,22 @@ func.func @whole_registers(%a: tensor<8x4xf32>, %b: tensor<4x48xf32>, %c: tensor
   %0 = linalg.matmul ins(%a, %b : tensor<8x4xf32>, tensor<4x48xf32>) outs(%c : tensor<8x48xf32>) -> tensor<8x48xf32>
   return %0 : tensor<8x48xf32>
 }
+
+// A contraction packed by kiln-pack-matmul (B panels [N/nr][K][nr]): one
+// register tile per (column panel, row panel), column panels outermost, and
+// the same outer-product FMAs over one contiguous panel row per K step.
+// CHECK-LABEL: func.func @packed
+// CHECK: scf.forall (%[[J:.*]], %[[I:.*]]) in (2, 2) shared_outs
+// CHECK: tensor.extract_slice %{{.*}}[%[[J]], 0, 0] [1, 32, 32] [1, 1, 1] : tensor<2x32x32xf32> to tensor<1x32x32xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1
+// CHECK: vector.transfer_read {{.*}} : tensor<1x1x32xf32>, vector<32xf32>
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
+// CHECK-NOT: linalg.contract
+#pa = affine_map<(d0, d1, d2, d3, d4) -> (d1, d3, d2)>
+#pb = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d4)>
+#pc = affine_map<(d0, d1, d2, d3, d4) -> (d1, d3, d0, d4)>
+func.func @packed(%a: tensor<2x8x32xf32>, %b: tensor<2x32x32xf32>, %c: tensor<2x8x2x32xf32>) -> tensor<2x8x2x32xf32> {
+  %0 = linalg.contract indexing_maps = [#pa, #pb, #pc] {kiln.packed, kiln.tile = array<i64: 8, 32>}
+      ins(%a, %b : tensor<2x8x32xf32>, tensor<2x32x32xf32>) outs(%c : tensor<2x8x2x32xf32>) -> tensor<2x8x2x32xf32>
+  return %0 : tensor<2x8x2x32xf32>
+}

@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s --kiln-outline-parallel-loops=min-work=1000 | FileCheck %s
 
-// A 2-D loop with enough work becomes a task over its 32 x 64 iterations,
+// A 2-D loop with enough work becomes a task over its 32 x 64 iterations (32
+// rows are fewer than min-chunks, so both dimensions are distributed),
 // linearized row-major; the subview and the constant it uses are cloned into
 // the task, so only %x and %y are captured.
 // CHECK-LABEL: func.func private @scale_task0(
@@ -59,6 +60,32 @@ func.func @allocates(%x: memref<4096xf32>) {
     %t = memref.alloc() : memref<1xf32>
     %v = memref.load %x[%i] : memref<4096xf32>
     memref.store %v, %t[%c0] : memref<1xf32>
+  }
+  return
+}
+
+// Only the fewest leading dimensions with at least min-chunks (64) iterations
+// are linearized: the 64 channels here. The 8 x 16 inner dimensions stay a
+// loop nest inside the task, with no division per element.
+// CHECK-LABEL: func.func private @planes_task0(
+// CHECK-SAME: %[[BEGIN:.*]]: index, %[[END:.*]]: index, %[[X:.*]]: memref<64x8x16xf32>)
+// CHECK: scf.for %[[C:.*]] = %[[BEGIN]] to %[[END]] step
+// CHECK-NOT: arith.divui
+// CHECK-NOT: arith.remui
+// CHECK: scf.parallel (%[[Y:.*]], %[[W:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c8{{.*}}, %c16{{.*}})
+// CHECK: memref.load %[[X]][%[[C]], %[[Y]], %[[W]]]
+// CHECK-LABEL: func.func @planes(
+// CHECK: call @planes_task0(%c0{{.*}}, %c64{{.*}}, %arg0)
+func.func @planes(%x: memref<64x8x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  scf.parallel (%c, %y, %w) = (%c0, %c0, %c0) to (%c64, %c8, %c16) step (%c1, %c1, %c1) {
+    %v = memref.load %x[%c, %y, %w] : memref<64x8x16xf32>
+    %d = arith.addf %v, %v : f32
+    memref.store %d, %x[%c, %y, %w] : memref<64x8x16xf32>
   }
   return
 }

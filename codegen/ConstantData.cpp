@@ -1,0 +1,50 @@
+//===- ConstantData.cpp - compile-time re-layout of weights ---------------===//
+#include "codegen/ConstantData.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+std::optional<ArrayRef<char>> mlir::kiln::rawConstantData(ElementsAttr attr) {
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr); dense && !dense.isSplat())
+    return dense.getRawData();
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr))
+    if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
+      return blob->getData();
+  return std::nullopt;
+}
+
+ElementsAttr mlir::kiln::constantBehindReshapes(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(def)) {
+      v = def->getOperand(0);
+      continue;
+    }
+    auto constant = dyn_cast<arith::ConstantOp>(def);
+    auto attr = constant ? dyn_cast<ElementsAttr>(constant.getValue()) : ElementsAttr();
+    return attr && rawConstantData(attr) ? attr : ElementsAttr();
+  }
+  return {};
+}
+
+Value mlir::kiln::relayoutConstant(OpBuilder &b, Location loc, ElementsAttr source,
+                                   RankedTensorType type,
+                                   function_ref<int64_t(int64_t)> sourceIndex) {
+  std::optional<ArrayRef<char>> data = rawConstantData(source);
+  size_t width = type.getElementTypeBitWidth() / 8;
+  int64_t count = type.getNumElements();
+  if (!data || width == 0 || data->size() != count * width)
+    return {};
+  std::vector<char> relaid(data->size());
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(&relaid[i * width], &(*data)[sourceIndex(i) * width], width);
+  if (isa<DenseElementsAttr>(source))
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::getFromRawBuffer(type, relaid));
+  auto attr = DenseResourceElementsAttr::get(
+      type, "relaid_weight", HeapAsmResourceBlob::allocateAndCopyWithAlign(relaid, alignof(double)));
+  return arith::ConstantOp::create(b, loc, attr);
+}
