@@ -66,6 +66,18 @@ def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {
                            "scf::SCFDialect", "vector::VectorDialect", "tensor::TensorDialect"];
 }
 
+def KilnCopiesToLoops : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
+  let summary = "Turn memref.copy between non-contiguous buffers into linalg.copy";
+  let description = [{
+    Runs on buffers. A strided memref.copy (such as padding, which writes
+    into the interior of a larger buffer) would lower to the runtime's
+    element-by-element memrefCopy; as a linalg.copy it becomes a parallel
+    loop nest that kiln-outline-parallel-loops can hand to the thread pool
+    and LLVM can vectorize. Copies between contiguous buffers stay memcpy.
+  }];
+  let dependentDialects = ["linalg::LinalgDialect"];
+}
+
 def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "ModuleOp"> {
   let summary = "Outline outermost scf.parallel loops into tasks for the runtime's thread pool";
   let description = [{

@@ -99,7 +99,8 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
   case Stage::LLVM:
     return llvm::formatv(
                "scf-forall-to-parallel,"
-               "func.func(convert-linalg-to-parallel-loops),kiln-outline-parallel-loops,"
+               "func.func(kiln-copies-to-loops,convert-linalg-to-parallel-loops),"
+               "kiln-outline-parallel-loops,"
                "func.func(fold-memref-alias-ops,canonicalize,cse,loop-invariant-code-motion),"
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
                "convert-math-to-funcs,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
