@@ -1,5 +1,6 @@
 //===- ConstantData.cpp - compile-time re-layout of weights ---------------===//
 #include "codegen/ConstantData.h"
+#include "dialects/kiln/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -9,15 +10,6 @@
 
 using namespace mlir;
 
-std::optional<ArrayRef<char>> mlir::kiln::rawConstantData(ElementsAttr attr) {
-  if (auto dense = dyn_cast<DenseElementsAttr>(attr); dense && !dense.isSplat())
-    return dense.getRawData();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr))
-    if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
-      return blob->getData();
-  return std::nullopt;
-}
-
 ElementsAttr mlir::kiln::constantBehindReshapes(Value v) {
   while (Operation *def = v.getDefiningOp()) {
     if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(def)) {
@@ -26,7 +18,7 @@ ElementsAttr mlir::kiln::constantBehindReshapes(Value v) {
     }
     auto constant = dyn_cast<arith::ConstantOp>(def);
     auto attr = constant ? dyn_cast<ElementsAttr>(constant.getValue()) : ElementsAttr();
-    return attr && rawConstantData(attr) ? attr : ElementsAttr();
+    return attr && rawElementsData(attr) ? attr : ElementsAttr();
   }
   return {};
 }
@@ -34,7 +26,7 @@ ElementsAttr mlir::kiln::constantBehindReshapes(Value v) {
 Value mlir::kiln::relayoutConstant(OpBuilder &b, Location loc, ElementsAttr source,
                                    RankedTensorType type,
                                    function_ref<int64_t(int64_t)> sourceIndex) {
-  std::optional<ArrayRef<char>> data = rawConstantData(source);
+  std::optional<ArrayRef<char>> data = rawElementsData(source);
   size_t width = type.getElementTypeBitWidth() / 8;
   int64_t count = type.getNumElements();
   if (!data || width == 0 || data->size() != count * width)

@@ -14,9 +14,6 @@
 
 namespace mlir::kiln {
 
-/// The raw row-major bytes of a non-splat dense or dense-resource constant.
-std::optional<ArrayRef<char>> rawConstantData(ElementsAttr attr);
-
 /// The constant `v` holds, looking through reshapes (which keep row-major
 /// data as it is); null when `v` is not a constant with raw data.
 ElementsAttr constantBehindReshapes(Value v);

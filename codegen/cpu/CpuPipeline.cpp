@@ -75,12 +75,15 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
 }
 
 /// Upstream pass pipeline text for each step; kiln passes are registered too.
-static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::StringRef prefix) {
+static std::string stagePipeline(Stage to, const CpuTarget &target,
+                                 const PipelineOptions &options) {
   switch (to) {
   case Stage::Kiln:
     return "";
   case Stage::KilnOpt:
-    return "canonicalize,cse";
+    return llvm::formatv("canonicalize,kiln-fold-batch-norm{{report={0}},canonicalize,cse",
+                         options.reportFusion)
+        .str();
   case Stage::Linalg:
     return "kiln-convert-to-linalg,canonicalize,kiln-fuse-elementwise,canonicalize,cse";
   case Stage::Bufferized:
@@ -108,16 +111,16 @@ static std::string stagePipeline(Stage to, const CpuTarget &target, llvm::String
                "convert-arith-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,convert-cf-to-llvm,"
                "convert-func-to-llvm{{use-bare-ptr-memref-call-conv},kiln-lower-parallel-calls,"
                "reconcile-unrealized-casts,kiln-emit-entry-point{{prefix={0}},canonicalize",
-               prefix)
+               options.symbolPrefix)
         .str();
   }
   llvm_unreachable("unknown stage");
 }
 
 void mlir::kiln::buildPipeline(OpPassManager &pm, Stage from, Stage to,
-                               const CpuTarget &target, llvm::StringRef prefix) {
+                               const CpuTarget &target, const PipelineOptions &options) {
   for (int s = static_cast<int>(from) + 1; s <= static_cast<int>(to); ++s) {
-    std::string text = stagePipeline(static_cast<Stage>(s), target, prefix);
+    std::string text = stagePipeline(static_cast<Stage>(s), target, options);
     if (text.empty())
       continue;
     if (failed(parsePassPipeline(text, pm)))

@@ -29,9 +29,15 @@ struct CpuTarget {
 FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
                                       std::string &error);
 
+/// The choices of one compilation that are not about the target.
+struct PipelineOptions {
+  std::string symbolPrefix; // C symbol prefix of the model
+  bool reportFusion = false; // fusion passes emit a "fusion: " remark per decision
+};
+
 /// Adds the passes that take the module from stage `from` to stage `to`.
 void buildPipeline(OpPassManager &pm, Stage from, Stage to, const CpuTarget &target,
-                   llvm::StringRef symbolPrefix);
+                   const PipelineOptions &options);
 
 /// One register tile of a (batch) matmul: rows, columns, K steps.
 struct MatmulTile {

@@ -1,6 +1,10 @@
 //===- KilnDialect.cpp - kiln dialect registration ------------------------===//
 #include "dialects/kiln/KilnDialect.h"
 
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cstring>
+
 using namespace mlir;
 using namespace mlir::kiln;
 
@@ -19,4 +23,27 @@ Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
   if (!elements || elements.getType() != type)
     return nullptr;
   return ConstantOp::create(builder, loc, type, elements);
+}
+
+std::optional<ArrayRef<char>> mlir::kiln::rawElementsData(ElementsAttr attr) {
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr); dense && !dense.isSplat())
+    return dense.getRawData();
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr))
+    if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
+      return blob->getData();
+  return std::nullopt;
+}
+
+std::optional<std::vector<float>> mlir::kiln::f32Elements(ElementsAttr attr) {
+  if (!attr.getElementType().isF32())
+    return std::nullopt;
+  size_t count = attr.getNumElements();
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr); dense && dense.isSplat())
+    return std::vector<float>(count, dense.getSplatValue<float>());
+  std::optional<ArrayRef<char>> data = rawElementsData(attr);
+  if (!data || data->size() != count * sizeof(float))
+    return std::nullopt;
+  std::vector<float> values(count);
+  std::memcpy(values.data(), data->data(), data->size());
+  return values;
 }

@@ -34,6 +34,12 @@ FailureOr<SmallVector<int64_t>> einsumShape(const EinsumSpec &spec,
                                             ArrayRef<ArrayRef<int64_t>> shapes,
                                             std::string &message);
 
+/// The raw row-major bytes of a non-splat dense or dense-resource attribute.
+std::optional<ArrayRef<char>> rawElementsData(ElementsAttr attr);
+/// The elements of an f32 attribute, splats expanded; nullopt for another
+/// element type or when the data is not available.
+std::optional<std::vector<float>> f32Elements(ElementsAttr attr);
+
 } // namespace mlir::kiln
 
 #endif

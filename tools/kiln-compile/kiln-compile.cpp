@@ -9,6 +9,7 @@
 #include "codegen/Link.h"
 #include "codegen/Passes.h"
 #include "codegen/cpu/CpuPipeline.h"
+#include "passes/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
 #include "frontend/onnx/Importer.h"
 #include "tools/kiln-compile/Header.h"
@@ -46,6 +47,7 @@ using namespace mlir;
 
 namespace {
 enum class Emit { Exe, StaticLib, Object, LLVMIR, MLIR };
+enum class Report { Fusion };
 
 cl::OptionCategory category("kiln-compile options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
@@ -89,11 +91,40 @@ cl::opt<std::string> runtimeDir("runtime-dir",
                                 cl::desc("Directory holding <arch>/libkiln_runtime.a "
                                          "(default: ../lib/kiln next to kiln-compile)"),
                                 cl::cat(category));
+cl::list<Report> reports("report",
+                         cl::desc("Print what the compiler decided (comma-separated)"),
+                         cl::values(clEnumValN(Report::Fusion, "fusion",
+                                               "what was fused or folded, and what was not "
+                                               "and why")),
+                         cl::CommaSeparated, cl::cat(category));
 } // namespace
 
 static int error(const Twine &message) {
   errs() << "kiln-compile: error: " << message << "\n";
   return 1;
+}
+
+/// "name (OpType)" for the location of an imported ONNX node.
+static std::string describeNode(Location loc) {
+  auto node = dyn_cast<NameLoc>(loc);
+  if (!node)
+    return "?";
+  std::string text = node.getName().str();
+  if (auto opType = dyn_cast<NameLoc>(node.getChildLoc()))
+    text += " (" + opType.getName().str() + ")";
+  return text;
+}
+
+/// Prints the report remarks of passes ("<kind>: message") to stdout as
+/// "<kind>: <node>: message"; other diagnostics go on to the default handler.
+static LogicalResult printReportRemark(Diagnostic &diag) {
+  std::string message = diag.str();
+  StringRef kind = StringRef(message).split(": ").first;
+  if (diag.getSeverity() != DiagnosticSeverity::Remark || kind != "fusion")
+    return failure();
+  llvm::outs() << kind << ": " << describeNode(diag.getLocation()) << ": "
+               << StringRef(message).drop_front(kind.size() + 2) << "\n";
+  return success();
 }
 
 /// One line per finished phase: "kiln-compile: <phase> (<ms> ms)".
@@ -234,6 +265,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
   mlir::kiln::registerKilnCodegenPasses();
+  mlir::kiln::registerKilnGraphPasses();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerAsmPrinterCLOptions();
@@ -287,11 +319,14 @@ int main(int argc, char **argv) {
     return error("a model input or output has an element type the runtime cannot describe");
 
   std::string prefix = symbolName.empty() ? defaultSymbolName(outputFile) : symbolName;
+  mlir::kiln::PipelineOptions pipelineOptions{prefix,
+                                              llvm::is_contained(reports, Report::Fusion)};
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
     return error("bad pass manager options");
-  mlir::kiln::buildPipeline(pm, mlir::kiln::Stage::Kiln, last, *target, prefix);
+  mlir::kiln::buildPipeline(pm, mlir::kiln::Stage::Kiln, last, *target, pipelineOptions);
+  ScopedDiagnosticHandler reportPrinter(&context, printReportRemark);
   if (failed(pm.run(*module)))
     return error("compilation failed (see above)");
   progress.done("lowered to the " + (emit == Emit::MLIR ? stage.getValue() : "llvm") + " stage");

@@ -1,6 +1,7 @@
 //===- kiln-opt.cpp - run kiln and upstream passes on .mlir files ---------===//
 #include "codegen/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -11,6 +12,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::kiln::registerKilnCodegenPasses();
+  mlir::kiln::registerKilnGraphPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::kiln::KilnDialect>();
   mlir::registerAllDialects(registry);
