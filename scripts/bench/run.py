@@ -210,14 +210,16 @@ def main():
 # the generated page says why the targets are not met yet.
 KNOWN_LIMITS = """## What limits kiln today
 
-- Convolutions (resnet18, PaddleOCR det/rec): dense batch-1 convolutions run as
-  im2col (a scalar gather) plus a register-tiled matmul without packing, so
-  the im2col matrix streams from L2/L3 once per row of tiles; BatchNormalization
-  is not folded into the weights; depthwise and grouped convolutions and
-  pooling are scalar loops (parallel, not vectorized).
-- Matmuls (matmul1024, bert2): 8-row x 32-column register tiles with the
-  accumulators in registers, but no cache blocking or operand packing;
-  OpenBLAS packs both operands into cache-sized panels.
+- Convolutions (resnet18, PaddleOCR det/rec): a dense batch-1 convolution
+  copies its input three times before the matmul (padding, im2col, packing
+  into column panels), and bias, ReLU and the residual Add are separate
+  passes over the output (no epilogue fusion yet). BatchNormalization is
+  folded into the weights (`kiln-fold-batch-norm`). Depthwise and grouped
+  convolutions and pooling are scalar loops (parallel, not vectorized).
+- Matmuls (matmul1024, bert2): operands packed into register panels (weights
+  at compile time) and 8 x 32 register tiles with the accumulators in
+  registers, but no cache blocking along K, and the activation operand is
+  not packed.
 - Everything that is not a matmul (Softmax, LayerNormalization, the GELU chain
   in bert2; activations everywhere) becomes plain loops that kiln does not
   vectorize itself, and the attention batch_matmuls read head-transposed copies.
