@@ -4,11 +4,11 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <cstring>
 
 using namespace mlir;
+using namespace mlir::kiln;
 
 ElementsAttr mlir::kiln::constantBehindReshapes(Value v) {
   while (Operation *def = v.getDefiningOp()) {
@@ -36,7 +36,5 @@ Value mlir::kiln::relayoutConstant(OpBuilder &b, Location loc, ElementsAttr sour
     std::memcpy(&relaid[i * width], &(*data)[sourceIndex(i) * width], width);
   if (isa<DenseElementsAttr>(source))
     return arith::ConstantOp::create(b, loc, DenseElementsAttr::getFromRawBuffer(type, relaid));
-  auto attr = DenseResourceElementsAttr::get(
-      type, "relaid_weight", HeapAsmResourceBlob::allocateAndCopyWithAlign(relaid, alignof(double)));
-  return arith::ConstantOp::create(b, loc, attr);
+  return arith::ConstantOp::create(b, loc, blobElements(type, "relaid_weight", relaid));
 }

@@ -10,7 +10,6 @@
 #include "dialects/kiln/KilnDialect.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <cmath>
 
@@ -36,9 +35,7 @@ Value f32Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   auto type = RankedTensorType::get(shape, b.getF32Type());
   ArrayRef<char> bytes(reinterpret_cast<const char *>(values.data()),
                        values.size() * sizeof(float));
-  auto attr = DenseResourceElementsAttr::get(
-      type, name, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(float)));
-  return ConstantOp::create(b, loc, type, attr);
+  return ConstantOp::create(b, loc, type, blobElements(type, name, bytes));
 }
 
 /// Folds `bn` into the conv feeding it, or returns why it cannot.

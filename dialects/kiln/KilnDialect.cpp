@@ -34,6 +34,14 @@ std::optional<ArrayRef<char>> mlir::kiln::rawElementsData(ElementsAttr attr) {
   return std::nullopt;
 }
 
+DenseResourceElementsAttr mlir::kiln::blobElements(ShapedType type, StringRef name,
+                                                   ArrayRef<char> bytes) {
+  // Aligned to the element size, as the elements are read in place.
+  size_t align = std::max<size_t>(1, type.getElementTypeBitWidth() / 8);
+  return DenseResourceElementsAttr::get(
+      type, name, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, align));
+}
+
 std::optional<std::vector<float>> mlir::kiln::f32Elements(ElementsAttr attr) {
   if (!attr.getElementType().isF32())
     return std::nullopt;

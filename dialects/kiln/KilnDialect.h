@@ -36,6 +36,10 @@ FailureOr<SmallVector<int64_t>> einsumShape(const EinsumSpec &spec,
 
 /// The raw row-major bytes of a non-splat dense or dense-resource attribute.
 std::optional<ArrayRef<char>> rawElementsData(ElementsAttr attr);
+/// A dense_resource attribute of `type` holding a copy of the row-major
+/// `bytes`. Weights live in such blobs: printed once at the end of a module
+/// and never uniqued as attributes.
+DenseResourceElementsAttr blobElements(ShapedType type, StringRef name, ArrayRef<char> bytes);
 /// The elements of an f32 attribute, splats expanded; nullopt for another
 /// element type or when the data is not available.
 std::optional<std::vector<float>> f32Elements(ElementsAttr attr);

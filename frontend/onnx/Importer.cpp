@@ -5,7 +5,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -199,12 +198,13 @@ FailureOr<Value> ImportContext::materialize(const HostTensor &t, llvm::StringRef
     // Weights become resource blobs: printed once at the end of the module
     // and never uniqued as attributes.
     std::vector<float> data(t.floats.begin(), t.floats.end());
-    auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(data));
     std::string blobName = name.str();
     for (char &c : blobName)
       if (!isalnum((unsigned char)c) && c != '_' && c != '.')
         c = '_';
-    attr = DenseResourceElementsAttr::get(type, blobName, std::move(blob));
+    attr = mlir::kiln::blobElements(
+        type, blobName,
+        ArrayRef<char>(reinterpret_cast<const char *>(data.data()), data.size() * sizeof(float)));
   } else if (auto ft = dyn_cast<FloatType>(et)) {
     SmallVector<APFloat> values;
     for (double v : t.floats) {
