@@ -33,6 +33,25 @@ FailureOr<int64_t> quantAxis(ImportContext &ctx, RankedTensorType x, Value scale
   return ctx.axis(axis, x.getRank());
 }
 
+/// What QuantizeLinear and DequantizeLinear both read first: the data x, its
+/// scale, and the axis of a per-axis scale.
+struct LinearQuantOperands {
+  Value x, scale;
+  RankedTensorType type; // of x
+  int64_t axis;
+};
+
+FailureOr<LinearQuantOperands> linearQuantOperands(ImportContext &ctx) {
+  auto x = ctx.input(0), scale = ctx.input(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto axis = quantAxis(ctx, xt, *scale);
+  if (failed(axis))
+    return failure();
+  return LinearQuantOperands{*x, *scale, xt, *axis};
+}
+
 /// The integer range of a quantized element type.
 std::pair<double, double> quantRange(Type t) {
   unsigned w = t.getIntOrFloatBitWidth();
@@ -69,13 +88,10 @@ FailureOr<Value> quantize(Emitter &e, Value x, Value scale, Value zeroPoint, Typ
 }
 
 LogicalResult importQuantize(ImportContext &ctx) {
-  auto x = ctx.input(0), scale = ctx.input(1);
-  if (failed(x) || failed(scale))
+  auto operands = linearQuantOperands(ctx);
+  if (failed(operands))
     return failure();
-  auto xt = cast<RankedTensorType>(x->getType());
-  auto axis = quantAxis(ctx, xt, *scale);
-  if (failed(axis))
-    return failure();
+  auto [x, scale, xt, axis] = *operands;
   Emitter e{ctx};
   Value zp;
   Type qt = ctx.b.getIntegerType(8, false);
@@ -83,12 +99,12 @@ LogicalResult importQuantize(ImportContext &ctx) {
     auto z = ctx.input(2);
     if (failed(z))
       return failure();
-    zp = alongAxis(e, *z, xt, *axis);
+    zp = alongAxis(e, *z, xt, axis);
     qt = getElementTypeOrSelf(z->getType());
   }
   if (!isa<IntegerType>(qt) || qt.getIntOrFloatBitWidth() > 16)
     return ctx.fail("only 8- and 16-bit integer quantization is supported");
-  auto q = quantize(e, *x, alongAxis(e, *scale, xt, *axis), zp, qt);
+  auto q = quantize(e, x, alongAxis(e, scale, xt, axis), zp, qt);
   if (failed(q))
     return failure();
   ctx.setOutput(0, *q);
@@ -96,26 +112,23 @@ LogicalResult importQuantize(ImportContext &ctx) {
 }
 
 LogicalResult importDequantize(ImportContext &ctx) {
-  auto x = ctx.input(0), scale = ctx.input(1);
-  if (failed(x) || failed(scale))
+  auto operands = linearQuantOperands(ctx);
+  if (failed(operands))
     return failure();
-  auto xt = cast<RankedTensorType>(x->getType());
-  auto axis = quantAxis(ctx, xt, *scale);
-  if (failed(axis))
-    return failure();
+  auto [x, scale, xt, axis] = *operands;
   Emitter e{ctx};
-  Type ft = getElementTypeOrSelf(scale->getType());
-  Value v = e.castTo(*x, ft);
+  Type ft = getElementTypeOrSelf(scale.getType());
+  Value v = e.castTo(x, ft);
   if (ctx.hasInput(2)) {
     auto z = ctx.input(2);
     if (failed(z))
       return failure();
-    auto centered = e.binary<k::SubOp>(v, e.castTo(alongAxis(e, *z, xt, *axis), ft));
+    auto centered = e.binary<k::SubOp>(v, e.castTo(alongAxis(e, *z, xt, axis), ft));
     if (failed(centered))
       return failure();
     v = *centered;
   }
-  auto y = e.binary<k::MulOp>(v, alongAxis(e, *scale, xt, *axis));
+  auto y = e.binary<k::MulOp>(v, alongAxis(e, scale, xt, axis));
   if (failed(y))
     return failure();
   ctx.setOutput(0, *y);
