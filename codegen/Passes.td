@@ -9,10 +9,12 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "ModuleOp"> {
     Every kiln op becomes destination-style linalg (named ops for matmul, conv
     and pooling so that the CPU schedule can match them, linalg.generic for
     elementwise ops and reductions) plus tensor reshapes and slices. Weights
-    stay dense_resource blobs on arith.constant.
+    stay dense_resource blobs on arith.constant. A kiln.assert becomes an
+    scf.if that calls the runtime's `kiln_check_failed` with its message.
   }];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
-                           "arith::ArithDialect", "math::MathDialect", "scf::SCFDialect"];
+                           "arith::ArithDialect", "math::MathDialect", "scf::SCFDialect",
+                           "memref::MemRefDialect", "func::FuncDialect"];
 }
 
 def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "ModuleOp"> {

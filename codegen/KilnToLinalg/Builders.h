@@ -65,6 +65,8 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads
 void populateElementwiseLowerings(RewritePatternSet &patterns);
 /// Patterns for slice, gather, pad, expand and tile (DataMovement.cpp).
 void populateDataMovementLowerings(RewritePatternSet &patterns);
+/// The pattern for kiln.assert (Assert.cpp).
+void populateAssertLowering(RewritePatternSet &patterns);
 
 } // namespace mlir::kiln
 

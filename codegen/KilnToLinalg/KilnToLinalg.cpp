@@ -840,6 +840,7 @@ struct ConvertKilnToLinalgPass
         ctx);
     populateElementwiseLowerings(patterns);
     populateDataMovementLowerings(patterns);
+    populateAssertLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

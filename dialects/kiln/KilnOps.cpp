@@ -731,3 +731,11 @@ static LogicalResult verifyArg(ArgOp op) {
 
 LogicalResult ArgMaxOp::verify() { return verifyArg(*this); }
 LogicalResult ArgMinOp::verify() { return verifyArg(*this); }
+
+LogicalResult AssertOp::verify() {
+  if (!getElementTypeOrSelf(getCondition().getType()).isInteger(1))
+    return emitOpError("condition must be an i1 tensor, got ") << getCondition().getType();
+  if (getMessage().empty())
+    return emitOpError("needs a message saying what failed");
+  return success();
+}

@@ -477,4 +477,24 @@ class Kiln_ArgOp<string mnemonic, string what> : Kiln_Op<mnemonic> {
 def Kiln_ArgMaxOp : Kiln_ArgOp<"arg_max", "maximum">;
 def Kiln_ArgMinOp : Kiln_ArgOp<"arg_min", "minimum">;
 
+//===----------------------------------------------------------------------===//
+// Run-time checks
+//===----------------------------------------------------------------------===//
+
+// Not Pure: a check must survive dead-code elimination, and it writes the
+// instance's error state when it fails.
+def Kiln_AssertOp : Op<Kiln_Dialect, "assert", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Ends the inference with an error unless every element is true";
+  let description = [{
+    Emitted where the compiler specialised the model on a fact it cannot
+    prove at compile time, e.g. a shape operand whose value only arrives at
+    run time. When any element of `condition` (an i1 tensor of any shape) is
+    false, the run stops and `kiln_model_run` returns nonzero with `message`
+    as the instance's error.
+  }];
+  let arguments = (ins Kiln_Tensor:$condition, StrAttr:$message);
+  let assemblyFormat = "$condition `,` $message attr-dict `:` type($condition)";
+  let hasVerifier = 1;
+}
+
 #endif // KILN_OPS_TD

@@ -46,6 +46,9 @@ public:
   const onnx::NodeProto *node = nullptr;
   mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
   llvm::StringMap<GraphValue> values;
+  /// Static shapes the model declares for graph outputs and value_info
+  /// entries (used to specialise shape operands known only at run time).
+  llvm::StringMap<std::vector<int64_t>> declaredShapes;
 
   /// Prints "<file>: node '<name>' (<op>, opset N): <message>"; returns failure.
   mlir::LogicalResult fail(const llvm::Twine &message) const;

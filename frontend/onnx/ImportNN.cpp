@@ -1,5 +1,6 @@
 //===- ImportNN.cpp - ONNX linear algebra, conv, pooling, normalization ---===//
 #include "frontend/onnx/ImportContext.h"
+#include "frontend/onnx/ShapeOperands.h"
 
 #include <cmath>
 
@@ -885,15 +886,87 @@ static LogicalResult importGlobalMaxPool(ImportContext &ctx) {
   return success();
 }
 
+/// The axes a Reduce* node with keepdims removes from `in` to give `out`;
+/// nullopt when more than one set of axes would.
+static std::optional<std::vector<int64_t>> removedAxes(ArrayRef<int64_t> in,
+                                                       ArrayRef<int64_t> out) {
+  // Match `out` into `in` from the left and from the right; a unique answer
+  // has both agree.
+  auto match = [&](bool fromLeft) -> std::optional<std::vector<bool>> {
+    std::vector<bool> kept(in.size(), false);
+    int64_t j = fromLeft ? 0 : (int64_t)out.size() - 1;
+    for (int64_t k = 0; k < (int64_t)in.size(); ++k) {
+      int64_t i = fromLeft ? k : (int64_t)in.size() - 1 - k;
+      if (j >= 0 && j < (int64_t)out.size() && in[i] == out[j]) {
+        kept[i] = true;
+        j += fromLeft ? 1 : -1;
+      }
+    }
+    if (j != (fromLeft ? (int64_t)out.size() : -1))
+      return std::nullopt;
+    return kept;
+  };
+  auto left = match(true), right = match(false);
+  if (!left || left != right)
+    return std::nullopt;
+  std::vector<int64_t> removed;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!(*left)[i])
+      removed.push_back(i);
+  return removed;
+}
+
+/// A Reduce* node's `axes` at run time, from its declared output shape: with
+/// keepdims, the axes where it has 1 and the input does not (size-1 input
+/// axes may be named too, reducing them changes nothing); without, the axes
+/// it drops, when they are unambiguous.
+static FailureOr<std::vector<int64_t>> runtimeReduceAxes(ImportContext &ctx,
+                                                         ArrayRef<int64_t> in) {
+  auto declared = declaredShape(ctx, 0);
+  auto axesType = ctx.inputType(1);
+  if (failed(axesType))
+    return failure();
+  int64_t n = axesType->getNumElements(), rank = in.size();
+  if (n == 0)
+    return std::vector<int64_t>{};
+  if (!declared)
+    return failRuntimeOperand(ctx, "axes", "the node's output has no declared static shape");
+  std::vector<int64_t> required, allowed;
+  if (ctx.attrInt("keepdims", 1)) {
+    bool fits = (int64_t)declared->size() == rank;
+    for (int64_t d = 0; fits && d < rank; ++d) {
+      fits = (*declared)[d] == in[d] || (*declared)[d] == 1;
+      if ((*declared)[d] == 1)
+        allowed.push_back(d);
+      if ((*declared)[d] == 1 && in[d] != 1)
+        required.push_back(d);
+    }
+    if (!fits || (int64_t)required.size() > n || (int64_t)allowed.size() < n)
+      return failRuntimeOperand(ctx, "axes", "the declared output shape does not follow from "
+                                             "the input shape by reducing " +
+                                                 llvm::Twine(n) + " axes");
+  } else {
+    auto removed = removedAxes(in, *declared);
+    if (!removed || (int64_t)removed->size() != n)
+      return failRuntimeOperand(ctx, "axes", "the declared output shape does not tell which " +
+                                                 llvm::Twine(n) + " axes are reduced");
+    required = allowed = *removed;
+  }
+  if (failed(guardAxes(ctx, 1, "axes", rank, required, allowed)))
+    return failure();
+  return required.empty() ? allowed : required;
+}
+
 /// The reduced axes of a Reduce* node (sorted, non-negative): from the
 /// `axes` input (ReduceSum from opset 13, the others from 18) or attribute;
 /// empty with noop_with_empty_axes means "no reduction" (returns nullopt).
 static FailureOr<std::optional<std::vector<int64_t>>> reduceAxes(ImportContext &ctx,
-                                                                 int64_t rank) {
+                                                                 ArrayRef<int64_t> in) {
+  int64_t rank = in.size();
   bool axesInput = ctx.opset >= (ctx.node->op_type() == "ReduceSum" ? 13 : 18);
   std::vector<int64_t> axes;
   if (axesInput && ctx.hasInput(1)) {
-    auto a = ctx.hostInts(1, "axes");
+    auto a = ctx.hostInput(1) ? ctx.hostInts(1, "axes") : runtimeReduceAxes(ctx, in);
     if (failed(a))
       return failure();
     axes = *a;
@@ -924,7 +997,7 @@ static LogicalResult importReduce(ImportContext &ctx, StringRef kind) {
   if (failed(x))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
-  auto axes = reduceAxes(ctx, xt.getRank());
+  auto axes = reduceAxes(ctx, xt.getShape());
   if (failed(axes))
     return failure();
   Value in = *x;

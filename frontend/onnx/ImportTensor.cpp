@@ -6,6 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/ImportContext.h"
+#include "frontend/onnx/ShapeOperands.h"
+
+#include <numeric>
 
 using namespace mlir;
 namespace k = mlir::kiln;
@@ -126,11 +129,49 @@ static std::vector<int64_t> shapeOfInput(ImportContext &ctx) {
   return std::vector<int64_t>(type->getShape().begin(), type->getShape().end());
 }
 
+/// Length of the 1-D run-time operand `input`, if the node's output has a
+/// declared shape to specialise on (otherwise the error is printed).
+static FailureOr<std::vector<int64_t>> declaredFor(ImportContext &ctx, StringRef what) {
+  auto declared = declaredShape(ctx, 0);
+  if (!declared)
+    return failRuntimeOperand(ctx, what, "the node's output has no declared static shape");
+  return *declared;
+}
+
+static FailureOr<int64_t> operandLength(ImportContext &ctx, size_t input) {
+  auto type = ctx.inputType(input);
+  if (failed(type))
+    return failure();
+  return type->getNumElements();
+}
+
+/// Reshape's `shape` at run time: the declared output shape, where each
+/// entry may also arrive as -1, or as 0 when that copies an equal input
+/// dimension.
+static FailureOr<std::vector<int64_t>> runtimeReshapeSpec(ImportContext &ctx,
+                                                          ArrayRef<int64_t> in, bool allowZero) {
+  auto declared = declaredFor(ctx, "shape");
+  auto length = operandLength(ctx, 1);
+  if (failed(declared) || failed(length))
+    return failure();
+  if (*length != (int64_t)declared->size())
+    return failRuntimeOperand(ctx, "shape", "its length differs from the declared output rank");
+  std::vector<int64_t> inferred(declared->size(), -1), copied(*declared);
+  for (size_t i = 0; i < declared->size() && i < in.size(); ++i)
+    if (!allowZero && in[i] == (*declared)[i])
+      copied[i] = 0;
+  if (failed(guardElements(ctx, 1, "shape", {*declared, inferred, copied})))
+    return failure();
+  return *declared;
+}
+
 static LogicalResult importReshape(ImportContext &ctx) {
-  auto spec = ctx.hostInts(1, "shape");
+  std::vector<int64_t> in = shapeOfInput(ctx);
+  bool allowZero = ctx.attrInt("allowzero", 0);
+  auto spec = ctx.hostInput(1) ? ctx.hostInts(1, "shape") : runtimeReshapeSpec(ctx, in, allowZero);
   if (failed(spec))
     return failure();
-  auto shape = resolveReshape(ctx, shapeOfInput(ctx), *spec, ctx.attrInt("allowzero", 0));
+  auto shape = resolveReshape(ctx, in, *spec, allowZero);
   if (failed(shape))
     return failure();
   return reshapeTo(ctx, *shape);
@@ -150,15 +191,35 @@ static LogicalResult importFlatten(ImportContext &ctx) {
   return reshapeTo(ctx, {outer, inner});
 }
 
-static FailureOr<std::vector<int64_t>> unsqueezeAxes(ImportContext &ctx) {
-  if (ctx.opset >= 13)
-    return ctx.hostInts(1, "axes");
-  return ctx.attrInts("axes");
+/// Squeeze's or Unsqueeze's `axes` at run time: the size-1 dimensions that
+/// the declared output shape removes from (or adds to) the input's.
+static FailureOr<std::vector<int64_t>> runtimeUnitAxes(ImportContext &ctx, ArrayRef<int64_t> in,
+                                                       bool squeeze) {
+  auto declared = declaredFor(ctx, "axes");
+  auto length = operandLength(ctx, 1);
+  if (failed(declared) || failed(length))
+    return failure();
+  ArrayRef<int64_t> longer = squeeze ? in : ArrayRef<int64_t>(*declared);
+  ArrayRef<int64_t> shorter = squeeze ? ArrayRef<int64_t>(*declared) : in;
+  auto axes = unitDimsBetween(longer, shorter);
+  if (!axes || (int64_t)axes->size() != *length)
+    return failRuntimeOperand(ctx, "axes", "the declared output shape does not follow from "
+                                           "the input shape by " +
+                                               llvm::Twine(*length) + " size-1 dimensions");
+  if (failed(guardAxes(ctx, 1, "axes", longer.size(), *axes, *axes)))
+    return failure();
+  return *axes;
+}
+
+static FailureOr<std::vector<int64_t>> unsqueezeAxes(ImportContext &ctx, ArrayRef<int64_t> in) {
+  if (ctx.opset < 13)
+    return ctx.attrInts("axes");
+  return ctx.hostInput(1) ? ctx.hostInts(1, "axes") : runtimeUnitAxes(ctx, in, false);
 }
 
 static LogicalResult importUnsqueeze(ImportContext &ctx) {
   std::vector<int64_t> in = shapeOfInput(ctx);
-  auto axes = unsqueezeAxes(ctx);
+  auto axes = unsqueezeAxes(ctx, in);
   if (failed(axes))
     return failure();
   int64_t rank = in.size() + axes->size();
@@ -180,7 +241,7 @@ static LogicalResult importSqueeze(ImportContext &ctx) {
   std::vector<int64_t> in = shapeOfInput(ctx);
   std::vector<int64_t> axes;
   if (ctx.opset >= 13 && ctx.hasInput(1)) {
-    auto a = ctx.hostInts(1, "axes");
+    auto a = ctx.hostInput(1) ? ctx.hostInts(1, "axes") : runtimeUnitAxes(ctx, in, true);
     if (failed(a))
       return failure();
     axes = *a;
@@ -440,6 +501,27 @@ static LogicalResult importSlice(ImportContext &ctx) {
   return emitSlice(ctx, 0, begin, step, size);
 }
 
+/// Split's `split` sizes at run time: the declared sizes of the outputs
+/// along `axis`.
+static FailureOr<std::vector<int64_t>> runtimeSplitSizes(ImportContext &ctx, int64_t axis) {
+  std::vector<int64_t> sizes;
+  for (int i = 0, e = ctx.node->output_size(); i < e; ++i) {
+    auto declared = declaredShape(ctx, i);
+    if (!declared || (int64_t)declared->size() <= axis)
+      return failRuntimeOperand(ctx, "split", "output " + llvm::Twine(i) +
+                                                  " has no declared static shape");
+    sizes.push_back((*declared)[axis]);
+  }
+  auto length = operandLength(ctx, 1);
+  if (failed(length))
+    return failure();
+  if (*length != (int64_t)sizes.size())
+    return failRuntimeOperand(ctx, "split", "its length differs from the number of outputs");
+  if (failed(guardElements(ctx, 1, "split", {sizes})))
+    return failure();
+  return sizes;
+}
+
 /// Split into equal parts, or by the `split` sizes (input from opset 13).
 static LogicalResult importSplit(ImportContext &ctx) {
   std::vector<int64_t> shape = shapeOfInput(ctx);
@@ -449,7 +531,7 @@ static LogicalResult importSplit(ImportContext &ctx) {
     return failure();
   std::vector<int64_t> sizes;
   if (ctx.opset >= 13 && ctx.hasInput(1)) {
-    auto s = ctx.hostInts(1, "split");
+    auto s = ctx.hostInput(1) ? ctx.hostInts(1, "split") : runtimeSplitSizes(ctx, *axis);
     if (failed(s))
       return failure();
     sizes = *s;
@@ -583,8 +665,32 @@ static LogicalResult importPad(ImportContext &ctx) {
 }
 
 /// Expand broadcasts both ways: the result is broadcast(input, shape).
+/// Expand's `shape` at run time: the trailing dimensions of the declared
+/// output shape; an entry may also be 1 where the input dimension it meets
+/// already has the declared size.
+static FailureOr<std::vector<int64_t>> runtimeExpandShape(ImportContext &ctx) {
+  std::vector<int64_t> in = shapeOfInput(ctx);
+  auto declared = declaredFor(ctx, "shape");
+  auto length = operandLength(ctx, 1);
+  if (failed(declared) || failed(length))
+    return failure();
+  int64_t rank = declared->size(), n = *length, inRank = in.size();
+  if (n > rank || std::max(n, inRank) != rank)
+    return failRuntimeOperand(ctx, "shape", "its length does not fit the declared output rank");
+  std::vector<int64_t> shape, ones;
+  for (int64_t p = rank - n; p < rank; ++p) {
+    int64_t q = p - (rank - inRank);
+    int64_t met = q >= 0 ? in[q] : 1;
+    shape.push_back((*declared)[p]);
+    ones.push_back(met == (*declared)[p] ? 1 : (*declared)[p]);
+  }
+  if (failed(guardElements(ctx, 1, "shape", {shape, ones})))
+    return failure();
+  return shape;
+}
+
 static LogicalResult importExpand(ImportContext &ctx) {
-  auto shape = ctx.hostInts(1, "shape");
+  auto shape = ctx.hostInput(1) ? ctx.hostInts(1, "shape") : runtimeExpandShape(ctx);
   auto x = ctx.input(0);
   if (failed(shape) || failed(x))
     return failure();
@@ -596,8 +702,30 @@ static LogicalResult importExpand(ImportContext &ctx) {
   return success();
 }
 
+/// Tile's `repeats` at run time: declared output size / input size per
+/// dimension.
+static FailureOr<std::vector<int64_t>> runtimeRepeats(ImportContext &ctx) {
+  std::vector<int64_t> in = shapeOfInput(ctx);
+  auto declared = declaredFor(ctx, "repeats");
+  if (failed(declared))
+    return failure();
+  std::vector<int64_t> repeats;
+  for (size_t i = 0; i < in.size() && declared->size() == in.size(); ++i)
+    if (in[i] > 0 && (*declared)[i] % in[i] == 0)
+      repeats.push_back((*declared)[i] / in[i]);
+  auto length = operandLength(ctx, 1);
+  if (failed(length))
+    return failure();
+  if (repeats.size() != in.size() || *length != (int64_t)in.size())
+    return failRuntimeOperand(ctx, "repeats", "the declared output shape is not a whole "
+                                              "multiple of the input shape");
+  if (failed(guardElements(ctx, 1, "repeats", {repeats})))
+    return failure();
+  return repeats;
+}
+
 static LogicalResult importTile(ImportContext &ctx) {
-  auto repeats = ctx.hostInts(1, "repeats");
+  auto repeats = ctx.hostInput(1) ? ctx.hostInts(1, "repeats") : runtimeRepeats(ctx);
   auto x = ctx.input(0);
   if (failed(repeats) || failed(x))
     return failure();
@@ -611,8 +739,21 @@ static LogicalResult importTile(ImportContext &ctx) {
   return success();
 }
 
+/// ConstantOfShape's `input` at run time: the declared output shape.
+static FailureOr<std::vector<int64_t>> runtimeConstantShape(ImportContext &ctx) {
+  auto declared = declaredFor(ctx, "input");
+  auto length = operandLength(ctx, 0);
+  if (failed(declared) || failed(length))
+    return failure();
+  if (*length != (int64_t)declared->size())
+    return failRuntimeOperand(ctx, "input", "its length differs from the declared output rank");
+  if (failed(guardElements(ctx, 0, "input", {*declared})))
+    return failure();
+  return *declared;
+}
+
 static LogicalResult importConstantOfShape(ImportContext &ctx) {
-  auto shape = ctx.hostInts(0, "shape");
+  auto shape = ctx.hostInput(0) ? ctx.hostInts(0, "input") : runtimeConstantShape(ctx);
   if (failed(shape))
     return failure();
   HostTensor r;
@@ -638,12 +779,52 @@ static LogicalResult importConstantOfShape(ImportContext &ctx) {
   return success();
 }
 
+/// Range whose start, limit or delta arrive at run time: the declared length
+/// n, the values start + i * delta computed at run time, and a check that
+/// n = max(ceil((limit - start) / delta), 0).
+static LogicalResult runtimeRange(ImportContext &ctx) {
+  auto declared = declaredFor(ctx, "limit");
+  auto start = ctx.input(0), limit = ctx.input(1), delta = ctx.input(2);
+  if (failed(declared) || failed(start) || failed(limit) || failed(delta))
+    return failure();
+  if (declared->size() != 1)
+    return ctx.fail("Range's declared output shape must be 1-D");
+  int64_t n = (*declared)[0];
+  Emitter e{ctx};
+  Type et = getElementTypeOrSelf(start->getType());
+  std::vector<int64_t> steps(n);
+  std::iota(steps.begin(), steps.end(), 0);
+  auto iotaValue = ctx.materialize(intTensor(steps, {n}), "range");
+  if (failed(iotaValue))
+    return failure();
+  auto offsets = e.binary<k::MulOp>(e.castTo(*iotaValue, et), *delta);
+  if (failed(offsets))
+    return failure();
+  auto values = e.binary<k::AddOp>(*offsets, *start);
+  Type f64 = ctx.b.getF64Type();
+  auto span = e.binary<k::SubOp>(e.castTo(*limit, f64), e.castTo(*start, f64));
+  if (failed(values) || failed(span))
+    return failure();
+  auto count = e.binary<k::DivOp>(*span, e.castTo(*delta, f64));
+  if (failed(count))
+    return failure();
+  auto clamped = e.binary<k::MaxOp>(e.unary<k::CeilOp>(*count), ctx.scalar(f64, 0));
+  if (failed(clamped))
+    return failure();
+  auto fits = e.binary<k::EqualOp>(*clamped, ctx.scalar(f64, (double)n), ctx.b.getI1Type());
+  if (failed(fits))
+    return failure();
+  guard(ctx, *fits, "limit",
+        "must give max(ceil((limit - start) / delta), 0) = " + llvm::Twine(n) + " elements");
+  ctx.setOutput(0, *values);
+  return success();
+}
+
 /// Range with compile-time start, limit and delta.
 static LogicalResult importRange(ImportContext &ctx) {
   const HostTensor *s = ctx.hostInput(0), *l = ctx.hostInput(1), *d = ctx.hostInput(2);
   if (!s || !l || !d)
-    return ctx.fail("Range with run-time start, limit or delta needs dynamic shapes, which "
-                    "are not supported yet");
+    return runtimeRange(ctx);
   auto scalar = [](const HostTensor *t) { return t->isFloat() ? t->floats[0] : (double)t->ints[0]; };
   double start = scalar(s), limit = scalar(l), delta = scalar(d);
   if (delta == 0)
@@ -890,6 +1071,27 @@ static LogicalResult importHardmax(ImportContext &ctx) {
   return success();
 }
 
+static FailureOr<int64_t> oneHotDepth(ImportContext &ctx, const HostTensor &t) {
+  if (t.numElements() != 1)
+    return ctx.fail("depth must hold exactly one value");
+  return t.isFloat() ? (int64_t)t.floats[0] : t.ints[0];
+}
+
+/// OneHot's `depth` at run time: the declared size of the output's `axis`.
+static FailureOr<int64_t> runtimeOneHotDepth(ImportContext &ctx, int64_t axis) {
+  auto declared = declaredFor(ctx, "depth");
+  auto length = operandLength(ctx, 1);
+  if (failed(declared) || failed(length))
+    return failure();
+  if (*length != 1 || (int64_t)declared->size() <= axis)
+    return failRuntimeOperand(ctx, "depth", "it is not one value or the declared output rank "
+                                            "is too small");
+  int64_t depth = (*declared)[axis];
+  if (failed(guardElements(ctx, 1, "depth", {{depth}})))
+    return failure();
+  return depth;
+}
+
 /// OneHot(indices, depth, values=[off, on]): the depth dimension is
 /// inserted at `axis`; negative indices count from the end.
 static LogicalResult importOneHot(ImportContext &ctx) {
@@ -897,25 +1099,24 @@ static LogicalResult importOneHot(ImportContext &ctx) {
   const HostTensor *depthT = ctx.hostInput(1);
   if (failed(indices) || failed(values))
     return failure();
-  if (!depthT || depthT->numElements() != 1)
-    return ctx.fail("depth must be a compile-time scalar (a run-time depth needs dynamic "
-                    "shapes, which are not supported yet)");
-  int64_t depth = depthT->isFloat() ? (int64_t)depthT->floats[0] : depthT->ints[0];
-  Emitter e{ctx};
   auto itype = cast<RankedTensorType>(indices->getType());
-  Value idx = e.castTo(*indices, ctx.b.getI64Type());
   auto axis = ctx.axis(ctx.attrInt("axis", -1), itype.getRank() + 1);
   if (failed(axis))
     return failure();
+  auto depth = depthT ? oneHotDepth(ctx, *depthT) : runtimeOneHotDepth(ctx, *axis);
+  if (failed(depth))
+    return failure();
+  Emitter e{ctx};
+  Value idx = e.castTo(*indices, ctx.b.getI64Type());
   auto neg = e.binary<k::LessOp>(idx, e.constant(idx, 0), ctx.b.getI1Type());
-  auto wrapped = e.binary<k::AddOp>(idx, e.constant(idx, (double)depth));
+  auto wrapped = e.binary<k::AddOp>(idx, e.constant(idx, (double)*depth));
   if (failed(neg) || failed(wrapped))
     return failure();
   idx = k::WhereOp::create(ctx.b, ctx.loc, idx.getType(), *neg, *wrapped, idx);
   SmallVector<int64_t> shape(itype.getShape());
   shape.insert(shape.begin() + *axis, 1);
   auto hot = e.binary<k::EqualOp>(e.reshape(idx, shape),
-                                  iota(ctx, depth, *axis, shape.size()), ctx.b.getI1Type());
+                                  iota(ctx, *depth, *axis, shape.size()), ctx.b.getI1Type());
   if (failed(hot))
     return failure();
   auto vt = cast<RankedTensorType>(values->getType());

@@ -406,6 +406,27 @@ graphInputType(const onnx::ValueInfoProto &vi, const ImportOptions &options,
   return std::make_pair(tt.elem_type(), shape);
 }
 
+/// The fully static shapes among the graph's outputs and value_info.
+static void recordDeclaredShapes(const onnx::GraphProto &graph,
+                                 llvm::StringMap<std::vector<int64_t>> &shapes) {
+  auto record = [&](const onnx::ValueInfoProto &vi) {
+    const auto &tt = vi.type().tensor_type();
+    if (!vi.type().has_tensor_type() || !tt.has_shape())
+      return;
+    std::vector<int64_t> shape;
+    for (const auto &d : tt.shape().dim()) {
+      if (!d.has_dim_value())
+        return;
+      shape.push_back(d.dim_value());
+    }
+    shapes[vi.name()] = std::move(shape);
+  };
+  for (const auto &vi : graph.value_info())
+    record(vi);
+  for (const auto &vi : graph.output())
+    record(vi);
+}
+
 static const ImportTable &importTable() {
   static ImportTable table = [] {
     ImportTable t;
@@ -474,6 +495,7 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   ImportContext ctx(b, path, opset);
+  recordDeclaredShapes(graph, ctx.declaredShapes);
 
   // Initializers are constants; graph inputs that are also initializers are
   // treated as constants too (the ONNX IR < 4 convention).

@@ -113,7 +113,8 @@ static int bench(kiln_model *model, long runs) {
     fill_random(in[i], &info->inputs[i], &seed);
   long warmup = runs / 10 > 1 ? runs / 10 : 1;
   for (long i = 0; i < warmup; ++i)
-    kiln_model_run(model, (const void *const *)in, out);
+    if (kiln_model_run(model, (const void *const *)in, out))
+      return fail("%s (--bench feeds random inputs)", kiln_model_error(model));
   double *times = malloc((size_t)runs * sizeof(double)), total = 0;
   for (long i = 0; i < runs; ++i) {
     double t0 = now_ms();

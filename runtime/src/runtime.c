@@ -2,6 +2,7 @@
 #include "kiln/runtime.h"
 #include "threads.h"
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,13 @@ struct kiln_model {
 };
 
 static _Thread_local arena *current_arena;
+
+/* The run in progress on this thread, for kiln_check_failed. */
+typedef struct run_state {
+  kiln_model *model;
+  jmp_buf unwind;
+} run_state;
+static _Thread_local run_state *current_run;
 
 static arena_chunk *chunk_new(size_t size) {
   size_t bytes = (sizeof(arena_chunk) + size + 63) & ~(size_t)63;
@@ -144,6 +152,32 @@ int kiln_model_set_num_threads(kiln_model *m, int num_threads) {
 
 int kiln_model_num_threads(const kiln_model *m) { return m->num_threads; }
 
+void kiln_check_failed(const char *message) {
+  run_state *run = current_run;
+  if (!run) {
+    fprintf(stderr, "kiln: run-time check failed outside kiln_model_run: %s\n", message);
+    abort();
+  }
+  set_error(run->model, "run-time check failed: %s", message);
+  longjmp(run->unwind, 1);
+}
+
+/* Calls the generated entry; returns nonzero when a check failed. Kept apart
+ * from kiln_model_run so that no local of that function lives across the
+ * longjmp. */
+static int run_entry(kiln_model *m, void **buffers) {
+  run_state run = {.model = m};
+  run_state *saved = current_run;
+  current_run = &run;
+  if (setjmp(run.unwind) != 0) {
+    current_run = saved;
+    return 1;
+  }
+  m->info->entry(buffers);
+  current_run = saved;
+  return 0;
+}
+
 int kiln_model_run(kiln_model *m, const void *const *inputs, void *const *outputs) {
   const kiln_model_info *info = m->info;
   m->error[0] = 0;
@@ -175,12 +209,12 @@ int kiln_model_run(kiln_model *m, const void *const *inputs, void *const *output
   arena *saved = current_arena;
   current_arena = &m->arena;
   kiln_pool *saved_pool = kiln_pool_enter(m->pool);
-  info->entry(buffers);
+  int failed = run_entry(m, buffers);
   kiln_pool_enter(saved_pool);
   current_arena = saved;
   if (buffers != stack_buffers)
     free(buffers);
-  return 0;
+  return failed;
 }
 
 void kiln_model_destroy(kiln_model *m) {

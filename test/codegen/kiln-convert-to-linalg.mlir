@@ -306,3 +306,26 @@ func.func @max_pool_indices(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xi64> {
   %0 = kiln.max_pool_indices %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x1x4x4xf32> -> tensor<1x1x2x2xi64>
   return %0 : tensor<1x1x2x2xi64>
 }
+
+// -----
+
+// kiln.assert: all elements and-reduced, then a guarded call that hands the
+// runtime the message as a NUL-terminated constant global.
+// CHECK: memref.global "private" constant @kiln_check_message_0 : memref<20xi8> = dense<[115, 104, 97, 112, 101, 32, 109, 117, 115, 116, 32, 98, 101, 32, 91, 52, 44, 54, 93, 0]>
+// CHECK: func.func private @kiln_check_failed(i64)
+// CHECK-LABEL: func.func @guard
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK: arith.andi
+// CHECK: %[[OK:.*]] = tensor.extract
+// CHECK: %[[FAILED:.*]] = arith.xori %[[OK]], %true
+// CHECK: scf.if %[[FAILED]] {
+// CHECK-NEXT: %[[MSG:.*]] = memref.get_global @kiln_check_message_0 : memref<20xi8>
+// CHECK-NEXT: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %[[MSG]]
+// CHECK-NEXT: %[[ADDR:.*]] = arith.index_cast %[[PTR]] : index to i64
+// CHECK-NEXT: func.call @kiln_check_failed(%[[ADDR]]) : (i64) -> ()
+func.func @guard(%shape: tensor<2xi64>) {
+  %c = kiln.constant dense<[4, 6]> : tensor<2xi64> -> tensor<2xi64>
+  %eq = kiln.equal %shape, %c : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi1>
+  kiln.assert %eq, "shape must be [4,6]" : tensor<2xi1>
+  return
+}

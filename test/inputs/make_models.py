@@ -253,8 +253,20 @@ def resize():
     return model(nodes, [tensor("x", [1, 2, 4, 5])], outs, inits, opset=13), [(1, 2, 4, 5)]
 
 
+def shape_operands():
+    """Shape operands that arrive as graph inputs; the declared outputs fix them."""
+    ints = lambda name, n: helper.make_tensor_value_info(name, TensorProto.INT64, [n])
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["reshaped"], name="reshape"),
+             helper.make_node("ReduceSum", ["x", "axes"], ["summed"], name="sum"),
+             helper.make_node("Unsqueeze", ["x", "new_axes"], ["unsqueezed"], name="unsqueeze")]
+    return model(nodes, [tensor("x", [2, 3, 4]), ints("shape", 2), ints("axes", 1), ints("new_axes", 1)],
+                 [tensor("reshaped", [4, 6]), tensor("summed", [2, 1, 4]),
+                  tensor("unsqueezed", [2, 3, 4, 1])], []), [(2, 3, 4)]
+
+
 BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, transformer,
-                                        import_math, prelu_opset6, import_nn, import_tensor]}
+                                        import_math, prelu_opset6, import_nn, import_tensor,
+                                        shape_operands]}
 
 if __name__ == "__main__":
     name, out = sys.argv[1], sys.argv[2]

@@ -58,6 +58,38 @@ TEST(Runtime, RunsAndReusesOneArena) {
   kiln_model_destroy(m);
 }
 
+// A fake model whose generated check fails when x[0] is negative, after it
+// has taken arena memory (as a guard after a computation would).
+void checkedEntry(void **buffers) {
+  auto *x = static_cast<const float *>(buffers[0]);
+  auto *y = static_cast<float *>(buffers[1]);
+  _mlir_memref_to_llvm_alloc(256);
+  if (x[0] < 0)
+    kiln_check_failed("x[0] must not be negative");
+  y[0] = x[0];
+}
+
+const kiln_model_info kCheckedModel = {KILN_ABI_VERSION, 0, "checked", 1, 1, kInputs,
+                                       kOutputs, checkedEntry};
+
+TEST(Runtime, FailedCheckEndsTheRunWithItsMessage) {
+  kiln_model *m = kiln_model_create(&kCheckedModel);
+  ASSERT_NE(m, nullptr);
+  float good[6] = {1}, bad[6] = {-1}, y[6] = {};
+  void *out[] = {y};
+  const void *badIn[] = {bad};
+  EXPECT_EQ(kiln_model_run(m, badIn, out), 1);
+  EXPECT_STREQ(kiln_model_error(m), "run-time check failed: x[0] must not be negative");
+  EXPECT_EQ(y[0], 0.0f);
+  // The instance stays usable: the next run succeeds and clears the error.
+  const void *goodIn[] = {good};
+  EXPECT_EQ(kiln_model_run(m, goodIn, out), 0);
+  EXPECT_STREQ(kiln_model_error(m), "");
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(kiln_model_run(m, badIn, out), 1);
+  kiln_model_destroy(m);
+}
+
 TEST(Runtime, RejectsNullBuffersAndOtherAbi) {
   kiln_model *m = kiln_model_create(&kModel);
   float y[6];

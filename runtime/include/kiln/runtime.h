@@ -88,6 +88,13 @@ int kiln_model_num_threads(const kiln_model *model);
 typedef void (*kiln_task_fn)(void *ctx, int64_t begin, int64_t end);
 void kiln_parallel_for(kiln_task_fn fn, void *ctx, int64_t n);
 
+/* Called by generated code when a run-time check fails (e.g. a shape
+ * operand that disagrees with the shape the model was compiled for): the
+ * current kiln_model_run stops and returns nonzero with "run-time check
+ * failed: <message>" as the error. Only valid on the thread running
+ * kiln_model_run, outside parallel loops. */
+void kiln_check_failed(const char *message);
+
 /* Bytes of intermediate memory the instance holds after its first run. */
 size_t kiln_model_arena_bytes(const kiln_model *model);
 

@@ -85,3 +85,19 @@ func.func @resize_mode(%a: tensor<4xf32>) -> tensor<8xf32> {
   %0 = kiln.resize %a {mode = "cubic", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 2.0>} : tensor<4xf32> -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+func.func @assert_not_i1(%x: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.assert' op condition must be an i1 tensor, got 'tensor<2xi64>'}}
+  kiln.assert %x, "x" : tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @assert_without_message(%x: tensor<2xi1>) {
+  // expected-error @+1 {{'kiln.assert' op needs a message saying what failed}}
+  kiln.assert %x, "" : tensor<2xi1>
+  return
+}

@@ -1,0 +1,52 @@
+//===- ShapeOperands.h - shape operands known only at run time --*- C++ -*-===//
+//
+// kiln compiles static shapes. When an operand that decides a node's output
+// shape (Reshape's `shape`, Squeeze's `axes`, ...) is a graph input rather
+// than a constant, the importer takes the output shape the model declares
+// (graph outputs, value_info), derives the operand value that produces it,
+// compiles the node for that value, and emits a kiln.assert that checks the
+// actual operand at run time. A run with any other value fails with a
+// message instead of computing with the wrong shape.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_ONNX_SHAPEOPERANDS_H
+#define KILN_FRONTEND_ONNX_SHAPEOPERANDS_H
+
+#include "frontend/onnx/ImportContext.h"
+
+namespace kiln::onnx_frontend {
+
+/// The static shape the model declares for output `i` of the current node.
+std::optional<std::vector<int64_t>> declaredShape(const ImportContext &ctx, size_t output);
+
+/// The error for a run-time operand the importer cannot specialise; `why`
+/// says what is missing.
+mlir::LogicalResult failRuntimeOperand(ImportContext &ctx, llvm::StringRef what,
+                                       const llvm::Twine &why);
+
+/// Emits a kiln.assert of `condition` whose message names the node, the
+/// operand `what` and the `requirement` it breaks.
+void guard(ImportContext &ctx, mlir::Value condition, llvm::StringRef what,
+           const llvm::Twine &requirement);
+
+/// Checks at run time that element j of integer input `input` equals
+/// accepted[k][j] for some row k. accepted[0] is the value compiled for.
+mlir::LogicalResult guardElements(ImportContext &ctx, size_t input, llvm::StringRef what,
+                                  llvm::ArrayRef<std::vector<int64_t>> accepted);
+
+/// Checks at run time that the axes in integer input `input` (negative ones
+/// count from the end of `rank`) are distinct, all in `allowed`, and name
+/// every axis in `required`.
+mlir::LogicalResult guardAxes(ImportContext &ctx, size_t input, llvm::StringRef what,
+                              int64_t rank, llvm::ArrayRef<int64_t> required,
+                              llvm::ArrayRef<int64_t> allowed);
+
+/// The positions of `longer` that are not matched when `shorter` is matched
+/// into it as a subsequence, leftmost first; each such position must hold 1.
+/// nullopt when `shorter` is not `longer` with size-1 dimensions removed.
+std::optional<std::vector<int64_t>> unitDimsBetween(llvm::ArrayRef<int64_t> longer,
+                                                    llvm::ArrayRef<int64_t> shorter);
+
+} // namespace kiln::onnx_frontend
+
+#endif
