@@ -72,6 +72,17 @@ Value clampIndex(OpBuilder &b, Location loc, Value i, int64_t size) {
 
 Value normalizeIndex(OpBuilder &b, Location loc, Value raw, int64_t size);
 
+/// Reflect padding's source coordinate: -i before the start, 2(n-1) - i past
+/// the end (one reflection; callers clamp the rest).
+Value reflectIndex(OpBuilder &b, Location l, Value i, int64_t size) {
+  Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, indexConst(b, l, 0));
+  Value mirrored = arith::SubIOp::create(b, l, indexConst(b, l, 0), i);
+  i = arith::SelectOp::create(b, l, neg, mirrored, i);
+  Value past = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, i, indexConst(b, l, size));
+  Value back = arith::SubIOp::create(b, l, indexConst(b, l, 2 * (size - 1)), i);
+  return arith::SelectOp::create(b, l, past, back, i);
+}
+
 struct SliceLowering : OpConversionPattern<SliceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
@@ -177,23 +188,72 @@ struct PadLowering : OpConversionPattern<PadOp> {
                            for (int64_t d = 0; d < rank; ++d) {
                              Value i = arith::SubIOp::create(b, l, out[d],
                                                              indexConst(b, l, pads[d]));
-                             if (reflect) {
-                               // -i before the start, 2(n-1) - i past the end.
-                               Value neg = arith::CmpIOp::create(
-                                   b, l, arith::CmpIPredicate::slt, i, indexConst(b, l, 0));
-                               Value mirrored = arith::SubIOp::create(b, l, indexConst(b, l, 0), i);
-                               i = arith::SelectOp::create(b, l, neg, mirrored, i);
-                               Value past = arith::CmpIOp::create(
-                                   b, l, arith::CmpIPredicate::sge, i, indexConst(b, l, in[d]));
-                               Value back = arith::SubIOp::create(
-                                   b, l, indexConst(b, l, 2 * (in[d] - 1)), i);
-                               i = arith::SelectOp::create(b, l, past, back, i);
-                             }
+                             if (reflect)
+                               i = reflectIndex(b, l, i, in[d]);
                              src.push_back(clampIndex(b, l, i, in[d]));
                            }
                            return src;
                          });
     rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// A generic over the result whose body reads input[start + i * step]. A
+/// position outside the input reads the padding value ("constant"), the
+/// nearest edge ("edge") or its mirror image ("reflect"). Coordinates are
+/// clamped before the read, so no lane ever reads out of bounds.
+struct WindowLowering : OpConversionPattern<WindowOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(WindowOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = signlessType(op.getType());
+    Value input = adaptor.getInput();
+    ArrayRef<int64_t> in = tensorType(input).getShape();
+    StringRef mode = op.getMode();
+    Value padding = tensor::ExtractOp::create(rewriter, loc, adaptor.getPadding(), ValueRange{});
+    if (llvm::is_contained(in, 0)) { // nothing to read: all padding
+      rewriter.replaceOp(op, filledTensor(rewriter, loc, type.getShape(), padding));
+      return success();
+    }
+    auto scalarAt = [&](Value vector, int64_t d) -> Value {
+      Value v = tensor::ExtractOp::create(rewriter, loc, vector, ValueRange{indexConst(rewriter, loc, d)});
+      return arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), v);
+    };
+    SmallVector<Value> starts, steps;
+    for (int64_t d = 0; d < (int64_t)in.size(); ++d) {
+      starts.push_back(scalarAt(adaptor.getStarts(), d));
+      steps.push_back(scalarAt(adaptor.getSteps(), d));
+    }
+    int64_t rank = type.getRank();
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    Value init = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{}, init,
+        SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, getContext())},
+        iterators, [&](OpBuilder &b, Location l, ValueRange) {
+          Value inside = arith::ConstantIntOp::create(b, l, 1, 1);
+          SmallVector<Value> src;
+          for (int64_t d = 0; d < rank; ++d) {
+            Value i = linalg::IndexOp::create(b, l, d);
+            Value p = arith::AddIOp::create(b, l, starts[d],
+                                            arith::MulIOp::create(b, l, i, steps[d]));
+            Value low = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, p,
+                                              indexConst(b, l, 0));
+            Value high = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, p,
+                                               indexConst(b, l, in[d]));
+            inside = arith::AndIOp::create(b, l, inside, arith::AndIOp::create(b, l, low, high));
+            if (mode == "reflect")
+              p = reflectIndex(b, l, p, in[d]);
+            src.push_back(clampIndex(b, l, p, in[d]));
+          }
+          Value v = tensor::ExtractOp::create(b, l, input, src);
+          if (mode == "constant")
+            v = arith::SelectOp::create(b, l, inside, v, padding);
+          linalg::YieldOp::create(b, l, v);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
     return success();
   }
 };
@@ -638,7 +698,7 @@ struct GridSampleLowering : OpConversionPattern<GridSampleOp> {
 } // namespace
 
 void mlir::kiln::populateDataMovementLowerings(RewritePatternSet &patterns) {
-  patterns.add<SliceLowering, GatherLowering, GatherElementsLowering, PadLowering, TriluLowering,
+  patterns.add<SliceLowering, WindowLowering, GatherLowering, GatherElementsLowering, PadLowering, TriluLowering,
                ResizeLowering, GatherNDLowering, ScatterElementsLowering, ScatterNDLowering,
                GridSampleLowering, ExpandLowering, TileLowering>(
       patterns.getContext());

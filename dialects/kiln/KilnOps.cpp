@@ -739,3 +739,23 @@ LogicalResult AssertOp::verify() {
     return emitOpError("needs a message saying what failed");
   return success();
 }
+
+LogicalResult WindowOp::verify() {
+  if (getMode() != "constant" && getMode() != "edge" && getMode() != "reflect")
+    return emitOpError("mode must be constant, edge or reflect, got '") << getMode() << "'";
+  auto input = cast<RankedTensorType>(getInput().getType());
+  int64_t rank = input.getRank();
+  for (Value v : {getStarts(), getSteps()}) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != rank || !t.getElementType().isInteger(64))
+      return emitOpError("starts and steps must be tensor<") << rank << "xi64>, got " << t;
+  }
+  auto padding = cast<RankedTensorType>(getPadding().getType());
+  if (padding.getRank() != 0 || padding.getElementType() != input.getElementType())
+    return emitOpError("padding must be a rank-0 tensor of the input's element type, got ")
+           << padding;
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (result.getRank() != rank || result.getElementType() != input.getElementType())
+    return emitOpError("result must have the input's rank and element type");
+  return success();
+}

@@ -402,6 +402,24 @@ def Kiln_PadOp : Kiln_Op<"pad"> {
   let hasVerifier = 1;
 }
 
+def Kiln_WindowOp : Kiln_Op<"window"> {
+  let summary = "Strided window whose origin and steps arrive at run time";
+  let description = [{
+    result[i] = input[starts + i * steps], per dimension, where `starts` and
+    `steps` are i64 tensors with one entry per dimension whose values are
+    known only at run time. Positions outside the input read, by `mode`,
+    `padding` (a rank-0 tensor; "constant"), the nearest edge ("edge") or
+    their mirror image across the edge ("reflect"). The result shape is
+    static. Slice and Pad import to this op when their offsets are graph
+    inputs.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$starts, Kiln_Tensor:$steps,
+                   Kiln_Tensor:$padding, StrAttr:$mode);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_ExpandOp : Kiln_Op<"expand"> {
   let summary = "Broadcast the input to the result shape (numpy rules)";
   let arguments = (ins Kiln_Tensor:$input);

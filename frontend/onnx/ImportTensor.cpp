@@ -449,6 +449,9 @@ static LogicalResult importSlice(ImportContext &ctx) {
     ends = ctx.attrInts("ends");
     axes = ctx.attrInts("axes");
   } else {
+    for (size_t i = 1; i <= 4; ++i)
+      if (ctx.hasInput(i) && !ctx.hostInput(i))
+        return importRuntimeSlice(ctx);
     auto s = ctx.hostInts(1, "starts"), e = ctx.hostInts(2, "ends");
     if (failed(s) || failed(e))
       return failure();
@@ -624,6 +627,8 @@ static LogicalResult importPad(ImportContext &ctx) {
     pads = ctx.attrInts("pads");
     value = ctx.attrFloat("value", 0.0f);
   } else {
+    if (!ctx.hostInput(1) || (ctx.hasInput(2) && !ctx.hostInput(2)))
+      return importRuntimePad(ctx);
     auto p = ctx.hostInts(1, "pads");
     if (failed(p))
       return failure();

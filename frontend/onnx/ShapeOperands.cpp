@@ -146,6 +146,167 @@ LogicalResult guardAxes(ImportContext &ctx, size_t input, StringRef what, int64_
   return success();
 }
 
+namespace {
+/// Elementwise i64 arithmetic on small run-time tensors, as kiln ops. Every
+/// operand is i64, so the broadcasting builders cannot fail.
+struct IntMath {
+  ImportContext &ctx;
+  Emitter e{ctx};
+
+  Value constant(ArrayRef<int64_t> values, ArrayRef<int64_t> shape) {
+    return int64Constant(ctx, values, shape);
+  }
+  Value scalar(int64_t v) { return constant({v}, {}); }
+  template <typename Op> Value apply(Value a, Value b) { return *e.binary<Op>(a, b); }
+  template <typename Op> Value test(Value a, Value b) { return compare<Op>(ctx, a, b); }
+  Value add(Value a, Value b) { return apply<k::AddOp>(a, b); }
+  Value sub(Value a, Value b) { return apply<k::SubOp>(a, b); }
+  Value mul(Value a, Value b) { return apply<k::MulOp>(a, b); }
+  Value clamp(Value v, Value lo, Value hi) {
+    return apply<k::MinOp>(apply<k::MaxOp>(v, lo), hi);
+  }
+  /// cond ? a : b, all of one shape.
+  Value select(Value cond, Value a, Value b) {
+    return k::WhereOp::create(ctx.b, ctx.loc, a.getType(), cond, a, b);
+  }
+  /// Python-style index: negative values count from `size`.
+  Value wrap(Value v, Value size) {
+    return select(test<k::LessOp>(v, scalar(0)), add(v, size), v);
+  }
+  Value sumAlong(Value v, int64_t axis) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape.erase(shape.begin() + axis);
+    return k::ReduceOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, type.getElementType()),
+                               v, "sum", ArrayRef<int64_t>{axis}, false);
+  }
+  Value toInt(Value i1) { return e.castTo(i1, ctx.b.getI64Type()); }
+};
+
+std::vector<int64_t> iotaValues(int64_t n) {
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = i;
+  return v;
+}
+
+Value window(ImportContext &ctx, Value x, ArrayRef<int64_t> shape, Value starts, Value steps,
+             Value padding, StringRef mode = "constant") {
+  auto type = RankedTensorType::get(shape, getElementTypeOrSelf(x.getType()));
+  return k::WindowOp::create(ctx.b, ctx.loc, type, x, starts, steps, padding, mode);
+}
+} // namespace
+
+LogicalResult importRuntimeSlice(ImportContext &ctx) {
+  auto declared = declaredShape(ctx, 0);
+  if (!declared)
+    return failRuntimeOperand(ctx, "starts", "the node's output has no declared static shape");
+  auto x = ctx.input(0);
+  auto starts = int64Operand(ctx, 1, "starts"), ends = int64Operand(ctx, 2, "ends");
+  if (failed(x) || failed(starts) || failed(ends))
+    return failure();
+  ArrayRef<int64_t> in = cast<RankedTensorType>(x->getType()).getShape();
+  int64_t rank = in.size(), n = cast<RankedTensorType>(starts->getType()).getNumElements();
+  if ((int64_t)declared->size() != rank)
+    return ctx.fail("the declared output rank differs from the input rank");
+  IntMath m{ctx};
+  FailureOr<Value> axes = ctx.hasInput(3) ? int64Operand(ctx, 3, "axes")
+                                          : FailureOr<Value>(m.constant(iotaValues(n), {n}));
+  FailureOr<Value> steps = ctx.hasInput(4) ? int64Operand(ctx, 4, "steps")
+                                           : FailureOr<Value>(m.constant(std::vector<int64_t>(n, 1), {n}));
+  if (failed(axes) || failed(steps))
+    return failure();
+  for (Value v : {*ends, *axes, *steps})
+    if (cast<RankedTensorType>(v.getType()).getNumElements() != n)
+      return ctx.fail("starts, ends, axes and steps must have the same length");
+
+  // onehot[j][d]: entry j slices dimension d.
+  Value axis = m.wrap(*axes, m.scalar(rank));
+  Value onehot = m.toInt(m.test<k::EqualOp>(m.e.reshape(axis, {n, 1}),
+                                            m.constant(iotaValues(rank), {1, rank})));
+  Value dim = m.sumAlong(m.mul(onehot, m.constant(in, {1, rank})), 1);
+  Value forward = m.test<k::GreaterOp>(*steps, m.scalar(0));
+  Value zero = m.scalar(0), last = m.sub(dim, m.scalar(1));
+  // ONNX clamps to [0, dim] going forward and to [0, dim-1] / [-1, dim-1]
+  // going backward.
+  Value begin = m.wrap(*starts, dim);
+  begin = m.select(forward, m.clamp(begin, zero, dim), m.clamp(begin, zero, last));
+  Value end = m.wrap(*ends, dim);
+  end = m.select(forward, m.clamp(end, zero, dim), m.clamp(end, m.scalar(-1), last));
+  Type f64 = ctx.b.getF64Type();
+  Value count = *m.e.binary<k::DivOp>(m.e.castTo(m.sub(end, begin), f64), m.e.castTo(*steps, f64));
+  count = *m.e.binary<k::MaxOp>(m.e.unary<k::CeilOp>(count), ctx.scalar(f64, 0));
+  Value wanted = m.sumAlong(m.mul(onehot, m.constant(*declared, {1, rank})), 1);
+  std::string requirement = "(with 'ends', 'axes' and 'steps') must select a window of that shape";
+  guard(ctx, m.test<k::EqualOp>(m.e.castTo(count, ctx.b.getI64Type()), wanted), "starts",
+        requirement);
+  guard(ctx, m.e.unary<k::NotOp>(m.test<k::EqualOp>(*steps, zero)), "steps",
+        "must not hold 0");
+  // Each dimension is sliced at most once; the others keep their size.
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < rank; ++d)
+    kept.push_back((*declared)[d] == in[d]);
+  Value named = m.sumAlong(onehot, 0);
+  Value once = m.test<k::EqualOp>(named, m.scalar(1));
+  Value untouched = m.test<k::AndOp>(m.test<k::EqualOp>(named, zero),
+                                     m.test<k::EqualOp>(m.constant(kept, {rank}), m.scalar(1)));
+  guard(ctx, m.test<k::OrOp>(once, untouched), "axes", "must name each sliced dimension once");
+
+  Value origin = m.sumAlong(m.mul(onehot, m.e.reshape(begin, {n, 1})), 0);
+  Value stride =
+      m.add(m.sumAlong(m.mul(onehot, m.e.reshape(m.sub(*steps, m.scalar(1)), {n, 1})), 0),
+            m.scalar(1));
+  Value padding = ctx.scalar(getElementTypeOrSelf(x->getType()), 0);
+  ctx.setOutput(0, window(ctx, *x, *declared, origin, stride, padding));
+  return success();
+}
+
+LogicalResult importRuntimePad(ImportContext &ctx) {
+  std::string mode = ctx.attrString("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return ctx.fail("Pad mode '" + mode + "' is not supported");
+  if (ctx.hasInput(3))
+    return failRuntimeOperand(ctx, "pads", "run-time pads with an 'axes' input are not "
+                                           "supported");
+  auto declared = declaredShape(ctx, 0);
+  if (!declared)
+    return failRuntimeOperand(ctx, "pads", "the node's output has no declared static shape");
+  auto x = ctx.input(0);
+  auto pads = int64Operand(ctx, 1, "pads");
+  if (failed(x) || failed(pads))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank();
+  if (cast<RankedTensorType>(pads->getType()).getNumElements() != 2 * rank ||
+      (int64_t)declared->size() != rank)
+    return ctx.fail("pads needs 2 entries per dimension");
+  IntMath m{ctx};
+  auto half = RankedTensorType::get({rank}, ctx.b.getI64Type());
+  Value begin = k::SliceOp::create(ctx.b, ctx.loc, half, *pads, ArrayRef<int64_t>{0},
+                                   ArrayRef<int64_t>{1});
+  Value end = k::SliceOp::create(ctx.b, ctx.loc, half, *pads, ArrayRef<int64_t>{rank},
+                                 ArrayRef<int64_t>{1});
+  std::vector<int64_t> growth;
+  for (int64_t d = 0; d < rank; ++d)
+    growth.push_back((*declared)[d] - xt.getDimSize(d));
+  guard(ctx, m.test<k::EqualOp>(m.add(begin, end), m.constant(growth, {rank})), "pads",
+        "must grow each dimension by " + listText(growth));
+  Value padding = ctx.scalar(xt.getElementType(), 0);
+  if (ctx.hasInput(2)) {
+    auto value = ctx.input(2);
+    if (failed(value))
+      return failure();
+    auto vt = cast<RankedTensorType>(value->getType());
+    if (vt.getNumElements() != 1 || vt.getElementType() != xt.getElementType())
+      return ctx.fail("constant_value must be one value of the input's element type");
+    padding = m.e.reshape(*value, {});
+  }
+  Value origin = m.sub(m.scalar(0), begin);
+  Value stride = m.constant(std::vector<int64_t>(rank, 1), {rank});
+  ctx.setOutput(0, window(ctx, *x, *declared, origin, stride, padding, mode));
+  return success();
+}
+
 std::optional<std::vector<int64_t>> unitDimsBetween(ArrayRef<int64_t> longer,
                                                     ArrayRef<int64_t> shorter) {
   std::vector<int64_t> unmatched;

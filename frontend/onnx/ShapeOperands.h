@@ -41,6 +41,16 @@ mlir::LogicalResult guardAxes(ImportContext &ctx, size_t input, llvm::StringRef 
                               int64_t rank, llvm::ArrayRef<int64_t> required,
                               llvm::ArrayRef<int64_t> allowed);
 
+/// Slice whose starts, ends, axes or steps arrive at run time: a kiln.window
+/// of the declared output shape whose origin and steps are computed at run
+/// time, with a check that the operands select a window of that shape.
+mlir::LogicalResult importRuntimeSlice(ImportContext &ctx);
+
+/// Pad (any mode but wrap) whose pads or constant_value arrive at run time: a
+/// kiln.window starting at -pads_begin, with a check that the pads add up to
+/// the declared growth of each dimension.
+mlir::LogicalResult importRuntimePad(ImportContext &ctx);
+
 /// The positions of `longer` that are not matched when `shorter` is matched
 /// into it as a subsequence, leftmost first; each such position must hold 1.
 /// nullopt when `shorter` is not `longer` with size-1 dimensions removed.

@@ -329,3 +329,44 @@ func.func @guard(%shape: tensor<2xi64>) {
   kiln.assert %eq, "shape must be [4,6]" : tensor<2xi1>
   return
 }
+
+// -----
+
+// kiln.window: origin and steps are read once, outside the loop nest; each
+// element tests and clamps its source coordinates, then reads the input or
+// the padding value.
+// CHECK-LABEL: func.func @window
+// CHECK: %[[PAD:.*]] = tensor.extract %arg3[] : tensor<f32>
+// CHECK: %[[S0:.*]] = tensor.extract %arg1[%c0] : tensor<2xi64>
+// CHECK: %[[START0:.*]] = arith.index_cast %[[S0]] : i64 to index
+// CHECK: %[[T0:.*]] = tensor.extract %arg2[%c0{{.*}}] : tensor<2xi64>
+// CHECK: %[[STEP0:.*]] = arith.index_cast %[[T0]] : i64 to index
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]} outs(
+// CHECK: %[[I:.*]] = linalg.index 0 : index
+// CHECK: %[[M:.*]] = arith.muli %[[I]], %[[STEP0]] : index
+// CHECK: %[[P:.*]] = arith.addi %[[START0]], %[[M]] : index
+// CHECK: arith.cmpi sge, %[[P]]
+// CHECK: arith.cmpi slt, %[[P]], %c3
+// CHECK: arith.maxsi %[[P]]
+// CHECK: arith.minsi %{{.*}}, %c2
+// CHECK: %[[V:.*]] = tensor.extract %arg0[
+// CHECK: %[[R:.*]] = arith.select %{{.*}}, %[[V]], %[[PAD]] : f32
+// CHECK: linalg.yield %[[R]] : f32
+func.func @window(%x: tensor<3x4xf32>, %starts: tensor<2xi64>, %steps: tensor<2xi64>, %pad: tensor<f32>) -> tensor<2x5xf32> {
+  %0 = kiln.window %x, %starts, %steps, %pad {mode = "constant"} : (tensor<3x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<f32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// kiln.window in reflect mode mirrors the coordinate and reads it unmasked.
+// CHECK-LABEL: func.func @window_reflect
+// CHECK: linalg.generic
+// CHECK: arith.subi %c0{{.*}}, %{{.*}} : index
+// CHECK: arith.subi %c4{{.*}}, %{{.*}} : index
+// CHECK: %[[V:.*]] = tensor.extract %arg0[
+// CHECK-NEXT: linalg.yield %[[V]] : f32
+func.func @window_reflect(%x: tensor<3x4xf32>, %starts: tensor<2xi64>, %steps: tensor<2xi64>, %pad: tensor<f32>) -> tensor<2x5xf32> {
+  %0 = kiln.window %x, %starts, %steps, %pad {mode = "reflect"} : (tensor<3x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<f32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}

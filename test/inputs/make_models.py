@@ -264,9 +264,19 @@ def shape_operands():
                   tensor("unsqueezed", [2, 3, 4, 1])], []), [(2, 3, 4)]
 
 
+def window_operands():
+    """Slice and Pad whose offsets (and pad value) arrive as graph inputs."""
+    ints = lambda name, n: helper.make_tensor_value_info(name, TensorProto.INT64, [n])
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["sliced"], name="slice"),
+             helper.make_node("Pad", ["x", "pads", "value"], ["padded"], name="pad")]
+    inputs = [tensor("x", [2, 3, 4]), ints("starts", 1), ints("ends", 1), ints("axes", 1), ints("steps", 1),
+              ints("pads", 6), tensor("value", [])]
+    return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
+
+
 BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, transformer,
                                         import_math, prelu_opset6, import_nn, import_tensor,
-                                        shape_operands]}
+                                        shape_operands, window_operands]}
 
 if __name__ == "__main__":
     name, out = sys.argv[1], sys.argv[2]

@@ -101,3 +101,19 @@ func.func @assert_without_message(%x: tensor<2xi1>) {
   kiln.assert %x, "" : tensor<2xi1>
   return
 }
+
+// -----
+
+func.func @window_starts(%x: tensor<3x4xf32>, %starts: tensor<3xi64>, %steps: tensor<2xi64>, %pad: tensor<f32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'kiln.window' op starts and steps must be tensor<2xi64>, got 'tensor<3xi64>'}}
+  %0 = kiln.window %x, %starts, %steps, %pad {mode = "constant"} : (tensor<3x4xf32>, tensor<3xi64>, tensor<2xi64>, tensor<f32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @window_mode(%x: tensor<3x4xf32>, %starts: tensor<2xi64>, %pad: tensor<f32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'kiln.window' op mode must be constant, edge or reflect, got 'wrap'}}
+  %0 = kiln.window %x, %starts, %starts, %pad {mode = "wrap"} : (tensor<3x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<f32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
