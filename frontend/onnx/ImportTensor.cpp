@@ -8,6 +8,7 @@
 #include "frontend/onnx/ImportContext.h"
 #include "frontend/onnx/ShapeOperands.h"
 
+#include <cmath>
 #include <numeric>
 
 using namespace mlir;
@@ -930,6 +931,19 @@ static LogicalResult importTrilu(ImportContext &ctx) {
   return success();
 }
 
+/// Resize's `sizes` at run time: the declared output shape.
+static FailureOr<std::vector<int64_t>> runtimeResizeSizes(ImportContext &ctx, size_t input) {
+  auto declared = declaredFor(ctx, "sizes");
+  auto length = operandLength(ctx, input);
+  if (failed(declared) || failed(length))
+    return failure();
+  if (*length != (int64_t)declared->size())
+    return failRuntimeOperand(ctx, "sizes", "its length differs from the declared output rank");
+  if (failed(guardElements(ctx, input, "sizes", {*declared})))
+    return failure();
+  return *declared;
+}
+
 /// Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample.
 static LogicalResult importResize(ImportContext &ctx) {
   auto x = ctx.input(0);
@@ -958,7 +972,8 @@ static LogicalResult importResize(ImportContext &ctx) {
       if (a.name() == "scales")
         scales.assign(a.floats().begin(), a.floats().end());
   } else if (ctx.hasInput(sizesInput)) {
-    auto sizes = ctx.hostInts(sizesInput, "sizes");
+    auto sizes = ctx.hostInput(sizesInput) ? ctx.hostInts(sizesInput, "sizes")
+                                           : runtimeResizeSizes(ctx, sizesInput);
     if (failed(sizes))
       return failure();
     if ((int64_t)sizes->size() != rank)
@@ -1270,7 +1285,53 @@ static LogicalResult importGridSample(ImportContext &ctx) {
   return success();
 }
 
+/// HannWindow, HammingWindow and BlackmanWindow: the generalized cosine
+/// window a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), with N = size
+/// (periodic) or size - 1 (symmetric), computed at compile time. A run-time
+/// size is the declared output length, checked at run time.
+static LogicalResult importCosineWindow(ImportContext &ctx, double a0, double a1, double a2) {
+  int64_t size;
+  if (const HostTensor *t = ctx.hostInput(0)) {
+    if (t->numElements() != 1 || t->isFloat())
+      return ctx.fail("size must be one integer");
+    size = t->ints[0];
+  } else {
+    auto declared = declaredFor(ctx, "size");
+    if (failed(declared))
+      return failure();
+    if (declared->size() != 1)
+      return ctx.fail("the declared output shape of a window must be 1-D");
+    size = (*declared)[0];
+    if (failed(guardElements(ctx, 0, "size", {{size}})))
+      return failure();
+  }
+  if (size < 0)
+    return ctx.fail("size must not be negative");
+  HostTensor r;
+  r.dtype = ctx.attrInt("output_datatype", onnx::TensorProto::FLOAT);
+  r.shape = {size};
+  double n = ctx.attrInt("periodic", 1) ? size : size - 1;
+  for (int64_t i = 0; i < size; ++i) {
+    double phase = n > 0 ? 2 * M_PI * i / n : 0;
+    double v = a0 - a1 * std::cos(phase) + a2 * std::cos(2 * phase);
+    if (r.isFloat())
+      r.floats.push_back(v);
+    else
+      r.ints.push_back((int64_t)v);
+  }
+  ctx.setHostOutput(0, std::move(r));
+  return success();
+}
+
 void registerTensorOps(ImportTable &t) {
+  t["HannWindow"] = [](ImportContext &ctx) { return importCosineWindow(ctx, 0.5, 0.5, 0); };
+  // ONNX's Hamming coefficients: alpha = 25/46, beta = 1 - alpha.
+  t["HammingWindow"] = [](ImportContext &ctx) {
+    return importCosineWindow(ctx, 25.0 / 46, 21.0 / 46, 0);
+  };
+  t["BlackmanWindow"] = [](ImportContext &ctx) {
+    return importCosineWindow(ctx, 0.42, 0.5, 0.08);
+  };
   t["GridSample"] = importGridSample;
   t["ReverseSequence"] = importReverseSequence;
   t["GatherND"] = importGatherND;
