@@ -80,6 +80,29 @@ def KilnCopiesToLoops : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
   let dependentDialects = ["linalg::LinalgDialect"];
 }
 
+def KilnDistinctResults : Pass<"kiln-distinct-results", "func::FuncOp"> {
+  let summary = "Give every returned tensor a buffer of its own";
+  let description = [{
+    Runs on tensors, right before bufferization. A value returned more than
+    once (a graph output that is also returned through Identity, or the
+    empty tensors of zero-size outputs) gets a bufferization.alloc_tensor
+    copy for each repeat, so each result has its own buffer when results
+    become caller-allocated out-parameters.
+  }];
+  let dependentDialects = ["bufferization::BufferizationDialect"];
+}
+
+def KilnFlattenEmptyArguments : Pass<"kiln-flatten-empty-arguments", "func::FuncOp"> {
+  let summary = "Give zero-element memref arguments the type memref<0xT>";
+  let description = [{
+    Runs on buffers, before bare-pointer function lowering, which rejects
+    shapes such as 3x0x5 (their strides include 0). A zero-element argument
+    is never read or written, so the argument becomes memref<0xT> and its
+    uses read a zero-byte alloca of the original type instead. The model's
+    signature keeps the original shape.
+  }];
+}
+
 def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "ModuleOp"> {
   let summary = "Outline outermost scf.parallel loops into tasks for the runtime's thread pool";
   let description = [{

@@ -91,6 +91,10 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
     auto type = signlessType(op.getType());
     ArrayRef<int64_t> starts = op.getStarts(), steps = op.getSteps();
     MLIRContext *ctx = rewriter.getContext();
+    if (type.getNumElements() == 0) { // its offsets may lie past the input's end
+      rewriter.replaceOp(op, emptyTensor(rewriter, loc, type.getShape(), type.getElementType()));
+      return success();
+    }
     if (llvm::all_of(steps, [](int64_t s) { return s > 0; })) {
       rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
           op, type, adaptor.getInput(), getAsIndexOpFoldResult(ctx, starts),

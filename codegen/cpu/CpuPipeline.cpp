@@ -92,7 +92,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                // Subset hoisting turns each tile's accumulator into a vector
                // carried by its K loop, so it stays in registers.
                "kiln-cpu-schedule{{vector-width={0}},canonicalize,cse,loop-invariant-subset-hoisting,"
-               "eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
+               "func.func(kiln-distinct-results),eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
                "one-shot-bufferize{{bufferize-function-boundaries "
                "function-boundary-type-conversion=identity-layout-map},canonicalize,"
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
@@ -102,7 +102,8 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
   case Stage::LLVM:
     return llvm::formatv(
                "scf-forall-to-parallel,"
-               "func.func(kiln-copies-to-loops,convert-linalg-to-parallel-loops),"
+               "func.func(kiln-flatten-empty-arguments,kiln-copies-to-loops,"
+               "convert-linalg-to-parallel-loops),"
                "kiln-outline-parallel-loops,"
                "func.func(fold-memref-alias-ops,canonicalize,cse,loop-invariant-code-motion),"
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
