@@ -146,17 +146,27 @@ static FailureOr<int64_t> operandLength(ImportContext &ctx, size_t input) {
   return type->getNumElements();
 }
 
+/// The declared output shape, for a run-time operand that spells out one
+/// entry per output dimension.
+static FailureOr<std::vector<int64_t>> declaredPerDimension(ImportContext &ctx, size_t input,
+                                                            StringRef what) {
+  auto declared = declaredFor(ctx, what);
+  auto length = operandLength(ctx, input);
+  if (failed(declared) || failed(length))
+    return failure();
+  if (*length != (int64_t)declared->size())
+    return failRuntimeOperand(ctx, what, "its length differs from the declared output rank");
+  return *declared;
+}
+
 /// Reshape's `shape` at run time: the declared output shape, where each
 /// entry may also arrive as -1, or as 0 when that copies an equal input
 /// dimension.
 static FailureOr<std::vector<int64_t>> runtimeReshapeSpec(ImportContext &ctx,
                                                           ArrayRef<int64_t> in, bool allowZero) {
-  auto declared = declaredFor(ctx, "shape");
-  auto length = operandLength(ctx, 1);
-  if (failed(declared) || failed(length))
+  auto declared = declaredPerDimension(ctx, 1, "shape");
+  if (failed(declared))
     return failure();
-  if (*length != (int64_t)declared->size())
-    return failRuntimeOperand(ctx, "shape", "its length differs from the declared output rank");
   std::vector<int64_t> inferred(declared->size(), -1), copied(*declared);
   for (size_t i = 0; i < declared->size() && i < in.size(); ++i)
     if (!allowZero && in[i] == (*declared)[i])
@@ -747,13 +757,8 @@ static LogicalResult importTile(ImportContext &ctx) {
 
 /// ConstantOfShape's `input` at run time: the declared output shape.
 static FailureOr<std::vector<int64_t>> runtimeConstantShape(ImportContext &ctx) {
-  auto declared = declaredFor(ctx, "input");
-  auto length = operandLength(ctx, 0);
-  if (failed(declared) || failed(length))
-    return failure();
-  if (*length != (int64_t)declared->size())
-    return failRuntimeOperand(ctx, "input", "its length differs from the declared output rank");
-  if (failed(guardElements(ctx, 0, "input", {*declared})))
+  auto declared = declaredPerDimension(ctx, 0, "input");
+  if (failed(declared) || failed(guardElements(ctx, 0, "input", {*declared})))
     return failure();
   return *declared;
 }
@@ -933,13 +938,8 @@ static LogicalResult importTrilu(ImportContext &ctx) {
 
 /// Resize's `sizes` at run time: the declared output shape.
 static FailureOr<std::vector<int64_t>> runtimeResizeSizes(ImportContext &ctx, size_t input) {
-  auto declared = declaredFor(ctx, "sizes");
-  auto length = operandLength(ctx, input);
-  if (failed(declared) || failed(length))
-    return failure();
-  if (*length != (int64_t)declared->size())
-    return failRuntimeOperand(ctx, "sizes", "its length differs from the declared output rank");
-  if (failed(guardElements(ctx, input, "sizes", {*declared})))
+  auto declared = declaredPerDimension(ctx, input, "sizes");
+  if (failed(declared) || failed(guardElements(ctx, input, "sizes", {*declared})))
     return failure();
   return *declared;
 }
