@@ -759,3 +759,21 @@ LogicalResult WindowOp::verify() {
     return emitOpError("result must have the input's rank and element type");
   return success();
 }
+
+/// A check that cannot fail is dropped: a constant all-true condition, or a
+/// condition an earlier check in the same block already tested.
+LogicalResult AssertOp::canonicalize(AssertOp op, PatternRewriter &rewriter) {
+  DenseElementsAttr constant;
+  if (matchPattern(op.getCondition(), m_Constant(&constant)) &&
+      llvm::all_of(constant.getValues<bool>(), [](bool v) { return v; })) {
+    rewriter.eraseOp(op);
+    return success();
+  }
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode())
+    if (auto earlier = dyn_cast<AssertOp>(prev);
+        earlier && earlier.getCondition() == op.getCondition()) {
+      rewriter.eraseOp(op);
+      return success();
+    }
+  return failure();
+}

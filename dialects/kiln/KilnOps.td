@@ -513,6 +513,7 @@ def Kiln_AssertOp : Op<Kiln_Dialect, "assert", [MemoryEffects<[MemWrite]>]> {
   let arguments = (ins Kiln_Tensor:$condition, StrAttr:$message);
   let assemblyFormat = "$condition `,` $message attr-dict `:` type($condition)";
   let hasVerifier = 1;
+  let hasCanonicalizeMethod = 1;
 }
 
 #endif // KILN_OPS_TD

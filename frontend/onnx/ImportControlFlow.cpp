@@ -1,12 +1,14 @@
-//===- ImportControlFlow.cpp - ONNX If and Scan -----------------------------===//
+//===- ImportControlFlow.cpp - ONNX If, Scan and Loop ----------------------===//
 //
 // If with a compile-time condition inlines the taken branch. With a run-time
 // condition both branches are inlined (they have no side effects) and each
 // output is selected with kiln.where, which needs matching branch types.
-// Scan over a static sequence is unrolled.
+// Scan over a static sequence and Loop over a trip count known at compile
+// time are unrolled.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/ImportContext.h"
+#include "frontend/onnx/ShapeOperands.h"
 
 using namespace mlir;
 namespace k = mlir::kiln;
@@ -34,6 +36,13 @@ FailureOr<SmallVector<GraphValue>> importBranch(ImportContext &ctx, const onnx::
     outs.push_back(it->second);
   }
   return outs;
+}
+
+/// A branch output as an SSA value (host constants are materialized).
+FailureOr<Value> valueOf(ImportContext &ctx, const GraphValue &gv, StringRef name) {
+  if (gv.value)
+    return gv.value;
+  return ctx.materialize(*gv.host, name);
 }
 
 LogicalResult importIf(ImportContext &ctx) {
@@ -73,12 +82,7 @@ LogicalResult importIf(ImportContext &ctx) {
   Emitter e{ctx};
   Value c = e.reshape(*cond, {});
   for (size_t i = 0; i < thenOuts->size() && i < (size_t)node->output_size(); ++i) {
-    auto value = [&](GraphValue &gv, llvm::StringRef name) -> FailureOr<Value> {
-      if (gv.value)
-        return gv.value;
-      return ctx.materialize(*gv.host, name);
-    };
-    auto t = value((*thenOuts)[i], "then"), f = value((*elseOuts)[i], "else");
+    auto t = valueOf(ctx, (*thenOuts)[i], "then"), f = valueOf(ctx, (*elseOuts)[i], "else");
     if (failed(t) || failed(f))
       return failure();
     if (t->getType() != f->getType())
@@ -87,6 +91,23 @@ LogicalResult importIf(ImportContext &ctx) {
     ctx.setOutput(i, k::WhereOp::create(ctx.b, ctx.loc, t->getType(), c, *t, *f));
   }
   return success();
+}
+
+/// The per-iteration values `parts` stacked along a new leading axis.
+Value stack(ImportContext &ctx, ArrayRef<Value> parts) {
+  Emitter e{ctx};
+  auto pt = cast<RankedTensorType>(parts[0].getType());
+  SmallVector<int64_t> one(pt.getShape());
+  one.insert(one.begin(), 1);
+  SmallVector<Value> stacked;
+  for (Value p : parts)
+    stacked.push_back(e.reshape(p, one));
+  if (stacked.size() == 1)
+    return stacked[0];
+  SmallVector<int64_t> all(one);
+  all[0] = stacked.size();
+  return k::ConcatOp::create(ctx.b, ctx.loc, RankedTensorType::get(all, pt.getElementType()),
+                             stacked, 0);
 }
 
 /// Scan with a static sequence length is unrolled: the body is imported once
@@ -151,17 +172,13 @@ LogicalResult importScan(ImportContext &ctx) {
       return failure();
     ctx.node = node;
     for (auto [i, gv] : llvm::enumerate(*outs)) {
-      Value v = gv.value;
-      if (!v) {
-        auto m = ctx.materialize(*gv.host, "scan");
-        if (failed(m))
-          return failure();
-        v = *m;
-      }
+      auto v = valueOf(ctx, gv, "scan");
+      if (failed(v))
+        return failure();
       if ((int64_t)i < numState)
-        state[i] = v;
+        state[i] = *v;
       else
-        scanOutputs[i - numState].push_back(v);
+        scanOutputs[i - numState].push_back(*v);
     }
   }
   auto rebatch = [&](Value v) -> Value {
@@ -173,22 +190,137 @@ LogicalResult importScan(ImportContext &ctx) {
   };
   for (int64_t i = 0; i < numState; ++i)
     ctx.setOutput(i, rebatch(state[i]));
-  for (auto [i, parts] : llvm::enumerate(scanOutputs)) {
-    auto pt = cast<RankedTensorType>(parts[0].getType());
-    SmallVector<int64_t> one(pt.getShape());
-    one.insert(one.begin(), 1);
-    SmallVector<Value> stacked;
-    for (Value p : parts)
-      stacked.push_back(e.reshape(p, one));
-    SmallVector<int64_t> all(one);
-    all[0] = stacked.size();
-    Value r = stacked.size() == 1
-                  ? stacked[0]
-                  : (Value)k::ConcatOp::create(ctx.b, ctx.loc,
-                                               RankedTensorType::get(all, pt.getElementType()),
-                                               stacked, 0);
-    ctx.setOutput(numState + i, rebatch(r));
+  for (auto [i, parts] : llvm::enumerate(scanOutputs))
+    ctx.setOutput(numState + i, rebatch(stack(ctx, parts)));
+  return success();
+}
+
+/// The body of Loop, imported once per iteration: it sees the iteration
+/// number as a constant, the condition and the carried values.
+struct LoopState {
+  GraphValue cond;
+  SmallVector<GraphValue> carried;
+  SmallVector<SmallVector<Value>> scans;
+};
+
+/// Whether a host condition is true; nullopt for a run-time one.
+std::optional<bool> knownCondition(const GraphValue &cond) {
+  if (!cond.host)
+    return std::nullopt;
+  const HostTensor &t = *cond.host;
+  return t.isFloat() ? t.floats.at(0) != 0 : t.ints.at(0) != 0;
+}
+
+/// Loop is unrolled over a trip count known at compile time: a constant M,
+/// or the length the model declares for its first scan output (a run-time M
+/// is then checked against it). A run-time condition is checked to hold for
+/// every iteration the unrolled code runs; a constant false one ends the
+/// loop early.
+LogicalResult importLoop(ImportContext &ctx) {
+  const onnx::GraphProto *body = branch(ctx, "body");
+  if (!body)
+    return ctx.fail("Loop needs a body");
+  const onnx::NodeProto *node = ctx.node;
+  int64_t numCarried = (int64_t)ctx.numInputs() - 2;
+  int64_t numScans = body->output_size() - 1 - numCarried;
+  if (numCarried < 0 || body->input_size() != numCarried + 2 || numScans < 0)
+    return ctx.fail("Loop inputs do not match its body");
+  const HostTensor *m = ctx.hostInput(0);
+  std::optional<std::vector<int64_t>> scanShape =
+      numScans ? declaredShape(ctx, numCarried) : std::nullopt;
+  int64_t trips;
+  std::string source;
+  if (m) {
+    trips = m->ints.at(0);
+    source = "the trip count M";
+  } else if (scanShape && !scanShape->empty()) {
+    trips = (*scanShape)[0];
+    source = "the trip count the declared shape of scan output '" +
+             node->output(numCarried) + "' implies";
+  } else {
+    return ctx.fail("Loop needs a trip count known at compile time: a constant M, or a "
+                    "declared static shape for its first scan output (run-time trip counts "
+                    "need dynamic shapes, which are not supported yet)");
   }
+  Emitter e{ctx};
+  auto condTrue = [&](Value c) -> Value {
+    auto t = cast<RankedTensorType>(c.getType());
+    return t.getElementType().isInteger(1) ? c : e.castTo(c, ctx.b.getI1Type());
+  };
+  if (ctx.hasInput(0) && !m) {
+    auto count = ctx.input(0);
+    if (failed(count))
+      return failure();
+    HostTensor expected;
+    expected.dtype = onnx::TensorProto::INT64;
+    expected.ints = {trips};
+    auto eq = e.binary<k::EqualOp>(*count, *ctx.materialize(expected, "trips"),
+                                   ctx.b.getI1Type());
+    if (failed(eq))
+      return failure();
+    assertAtRunTime(ctx, *eq, "input 'M' must be " + llvm::Twine(trips) + ", " + source);
+  }
+
+  LoopState state;
+  HostTensor alwaysTrue;
+  alwaysTrue.dtype = onnx::TensorProto::BOOL;
+  alwaysTrue.ints = {1};
+  state.cond = ctx.hasInput(1) ? ctx.values[node->input(1)] : GraphValue{Value(), alwaysTrue};
+  for (int64_t i = 0; i < numCarried; ++i)
+    state.carried.push_back(ctx.values[node->input(2 + i)]);
+  state.scans.resize(numScans);
+  int64_t ran = 0;
+  for (; ran < trips; ++ran) {
+    std::optional<bool> known = knownCondition(state.cond);
+    if (known == false)
+      break;
+    if (!known)
+      assertAtRunTime(ctx, condTrue(state.cond.value),
+                      "the loop condition must hold for all " + llvm::Twine(trips) +
+                          " iterations, " + source);
+    HostTensor iteration;
+    iteration.dtype = onnx::TensorProto::INT64;
+    iteration.ints = {ran};
+    ctx.values[body->input(0).name()] = GraphValue{Value(), iteration};
+    ctx.values[body->input(1).name()] = state.cond;
+    for (int64_t i = 0; i < numCarried; ++i)
+      ctx.values[body->input(2 + i).name()] = state.carried[i];
+    auto outs = importBranch(ctx, *body);
+    ctx.node = node;
+    if (failed(outs))
+      return failure();
+    state.cond = (*outs)[0];
+    for (int64_t i = 0; i < numCarried; ++i)
+      state.carried[i] = (*outs)[1 + i];
+    for (int64_t j = 0; j < numScans; ++j) {
+      auto v = valueOf(ctx, (*outs)[1 + numCarried + j], "scan");
+      if (failed(v))
+        return failure();
+      state.scans[j].push_back(*v);
+    }
+  }
+  if (numScans && ran != (scanShape ? (*scanShape)[0] : ran))
+    return ctx.fail("the loop stops after " + llvm::Twine(ran) +
+                    " iterations but its first scan output is declared with " +
+                    llvm::Twine((*scanShape)[0]));
+  if (numScans && ran == 0)
+    return ctx.fail("a Loop that runs no iteration has empty scan outputs, which are not "
+                    "supported");
+  if (!ctx.hasInput(0)) { // only the condition ends the loop
+    std::optional<bool> known = knownCondition(state.cond);
+    if (known == true)
+      return ctx.fail("the loop condition is still true after " + llvm::Twine(ran) +
+                      " iterations, " + source);
+    if (!known)
+      assertAtRunTime(ctx, e.unary<k::NotOp>(condTrue(state.cond.value)),
+                      "the loop condition must turn false after " + llvm::Twine(trips) +
+                          " iterations, " + source);
+  }
+  for (int64_t i = 0; i < numCarried; ++i)
+    if (i < node->output_size() && !node->output(i).empty())
+      ctx.values[node->output(i)] = state.carried[i];
+  for (int64_t j = 0; j < numScans; ++j)
+    ctx.setOutput(numCarried + j, stack(ctx, state.scans[j]));
   return success();
 }
 
@@ -197,6 +329,7 @@ LogicalResult importScan(ImportContext &ctx) {
 void registerControlFlowOps(ImportTable &t) {
   t["If"] = importIf;
   t["Scan"] = importScan;
+  t["Loop"] = importLoop;
 }
 
 } // namespace kiln::onnx_frontend

@@ -32,14 +32,14 @@ static std::string listText(ArrayRef<int64_t> values) {
   return s;
 }
 
-/// "node 'n' (Op): input 'what' <requirement>, as the declared output shape [..] implies".
+/// "input 'what' <requirement>, as the declared output shape [..] implies".
 static std::string guardMessage(const ImportContext &ctx, StringRef what,
                                 const llvm::Twine &requirement) {
   std::string declared = "?";
   if (auto shape = declaredShape(ctx, 0))
     declared = listText(*shape);
-  return ("node '" + ctx.node->name() + "' (" + ctx.node->op_type() + "): input '" + what +
-          "' " + requirement + ", as the declared output shape " + declared + " implies")
+  return ("input '" + what + "' " + requirement + ", as the declared output shape " + declared +
+          " implies")
       .str();
 }
 
@@ -74,12 +74,14 @@ static Value compare(ImportContext &ctx, Value a, Value b) {
   return *e.binary<Op>(a, b, ctx.b.getI1Type());
 }
 
-static void assertAll(ImportContext &ctx, Value condition, const std::string &message) {
-  k::AssertOp::create(ctx.b, ctx.loc, condition, ctx.b.getStringAttr(message));
+void assertAtRunTime(ImportContext &ctx, Value condition, const llvm::Twine &message) {
+  std::string text =
+      ("node '" + ctx.node->name() + "' (" + ctx.node->op_type() + "): " + message).str();
+  k::AssertOp::create(ctx.b, ctx.loc, condition, ctx.b.getStringAttr(text));
 }
 
 void guard(ImportContext &ctx, Value condition, StringRef what, const llvm::Twine &requirement) {
-  assertAll(ctx, condition, guardMessage(ctx, what, requirement));
+  assertAtRunTime(ctx, condition, guardMessage(ctx, what, requirement));
 }
 
 LogicalResult guardElements(ImportContext &ctx, size_t input, StringRef what,
@@ -94,7 +96,7 @@ LogicalResult guardElements(ImportContext &ctx, size_t input, StringRef what,
     Value eq = compare<k::EqualOp>(ctx, *v, int64Constant(ctx, row, {n}));
     ok = ok ? compare<k::OrOp>(ctx, ok, eq) : eq;
   }
-  assertAll(ctx, ok, guardMessage(ctx, what, "must be " + listText(accepted[0])));
+  assertAtRunTime(ctx, ok, guardMessage(ctx, what, "must be " + listText(accepted[0])));
   return success();
 }
 
@@ -127,20 +129,20 @@ LogicalResult guardAxes(ImportContext &ctx, size_t input, StringRef what, int64_
   }
   if (!inAllowed)
     return ctx.fail("input '" + what + "' names axes but none may be reduced");
-  assertAll(ctx, inAllowed, message);
+  assertAtRunTime(ctx, inAllowed, message);
   // ... named once (each row of axes == axes^T has exactly one match) ...
   if (n > 1) {
     Value pairs = compare<k::EqualOp>(ctx, e.reshape(axes, {n, 1}), e.reshape(axes, {1, n}));
     Value counts = k::ReduceOp::create(
         ctx.b, ctx.loc, RankedTensorType::get({n}, ctx.b.getI64Type()),
         e.castTo(pairs, ctx.b.getI64Type()), "sum", ArrayRef<int64_t>{1}, false);
-    assertAll(ctx, compare<k::EqualOp>(ctx, counts, int64Constant(ctx, {1}, {})), message);
+    assertAtRunTime(ctx, compare<k::EqualOp>(ctx, counts, int64Constant(ctx, {1}, {})), message);
   }
   // ... and every required axis is present.
   for (int64_t r : required) {
     Value hits = e.castTo(compare<k::EqualOp>(ctx, axes, int64Constant(ctx, {r}, {})),
                           ctx.b.getI64Type());
-    assertAll(ctx, compare<k::EqualOp>(ctx, e.sumAll(hits), int64Constant(ctx, {1}, {})),
+    assertAtRunTime(ctx, compare<k::EqualOp>(ctx, e.sumAll(hits), int64Constant(ctx, {1}, {})),
               message);
   }
   return success();

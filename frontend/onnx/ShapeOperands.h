@@ -24,6 +24,10 @@ std::optional<std::vector<int64_t>> declaredShape(const ImportContext &ctx, size
 mlir::LogicalResult failRuntimeOperand(ImportContext &ctx, llvm::StringRef what,
                                        const llvm::Twine &why);
 
+/// Emits a kiln.assert of `condition` with the message
+/// "node '<name>' (<op>): <message>".
+void assertAtRunTime(ImportContext &ctx, mlir::Value condition, const llvm::Twine &message);
+
 /// Emits a kiln.assert of `condition` whose message names the node, the
 /// operand `what` and the `requirement` it breaks.
 void guard(ImportContext &ctx, mlir::Value condition, llvm::StringRef what,

@@ -31,3 +31,18 @@ func.func @reshape_chain(%x: tensor<2x3xf32>) -> tensor<6xf32> {
   %1 = kiln.reshape %0 : tensor<3x2xf32> -> tensor<6xf32>
   return %1 : tensor<6xf32>
 }
+
+// A check of a constant true condition, or of a condition already checked
+// earlier in the block, is dropped; the first check of each condition stays.
+// CHECK-LABEL: func.func @asserts
+// CHECK-NEXT: kiln.assert %arg0, "first" : tensor<2xi1>
+// CHECK-NEXT: kiln.assert %arg1, "other" : tensor<i1>
+// CHECK-NEXT: return
+func.func @asserts(%c: tensor<2xi1>, %d: tensor<i1>) {
+  %true = kiln.constant dense<true> : tensor<2xi1> -> tensor<2xi1>
+  kiln.assert %true, "always" : tensor<2xi1>
+  kiln.assert %c, "first" : tensor<2xi1>
+  kiln.assert %d, "other" : tensor<i1>
+  kiln.assert %c, "again" : tensor<2xi1>
+  return
+}
