@@ -666,6 +666,80 @@ struct ArgLowering : OpConversionPattern<OpTy> {
 /// CumSum as a masked contraction along the axis: out[..i..] = sum over j of
 /// x[..j..] where j precedes i (per exclusive/reverse). Quadratic in the axis
 /// length, but one vectorizable generic.
+/// TopK in two linalg.generic passes over each slice along the axis: the
+/// rank of every element (how many elements beat it; of equal ones the lower
+/// index wins), then, for each output slot p < k, the element of rank p.
+/// Quadratic in the axis length, but branch-free and with no sorting state.
+struct TopKLowering : OpConversionPattern<TopKOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(TopKOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value x = adaptor.getInput();
+    RankedTensorType in = tensorType(x);
+    Type et = in.getElementType(), i64 = rewriter.getI64Type();
+    int64_t axis = op.getAxis(), rank = in.getRank();
+    bool largest = op.getLargest(), isU = isUnsigned(op.getInput());
+    // Loops: the tensor's dimensions, then one more that walks the axis.
+    SmallVector<AffineExpr> own, along;
+    for (int64_t d = 0; d < rank; ++d) {
+      own.push_back(getAffineDimExpr(d, ctx));
+      along.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
+    }
+    AffineMap ownMap = AffineMap::get(rank + 1, 0, own, ctx);
+    AffineMap alongMap = AffineMap::get(rank + 1, 0, along, ctx);
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    auto beats = [&](OpBuilder &b, Location l, Value v, Value w) -> Value { // v before w?
+      if (isa<FloatType>(et))
+        return arith::CmpFOp::create(
+            b, l, largest ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, v, w);
+      using P = arith::CmpIPredicate;
+      return arith::CmpIOp::create(
+          b, l, largest ? (isU ? P::ugt : P::sgt) : (isU ? P::ult : P::slt), v, w);
+    };
+    auto equal = [&](OpBuilder &b, Location l, Value v, Value w) -> Value {
+      if (isa<FloatType>(et))
+        return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, v, w);
+      return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, v, w);
+    };
+    Value ranks =
+        linalg::GenericOp::create(
+            rewriter, loc, RankedTensorType::get(in.getShape(), i64), ValueRange{x, x},
+            zeroFilled(rewriter, loc, in.getShape(), i64),
+            SmallVector<AffineMap>{ownMap, alongMap, ownMap}, iterators,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value i = linalg::IndexOp::create(b, l, axis), j = linalg::IndexOp::create(b, l, rank);
+              Value tieBreak = arith::AndIOp::create(
+                  b, l, equal(b, l, a[1], a[0]),
+                  arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, j, i));
+              Value before = arith::OrIOp::create(b, l, beats(b, l, a[1], a[0]), tieBreak);
+              linalg::YieldOp::create(
+                  b, l, arith::AddIOp::create(b, l, a[2], arith::ExtUIOp::create(b, l, i64, before))
+                            .getResult());
+            })
+            .getResult(0);
+    auto valuesType = signlessType(op.getValues().getType());
+    Value values = zeroFilled(rewriter, loc, valuesType.getShape(), et);
+    Value indices = zeroFilled(rewriter, loc, valuesType.getShape(), i64);
+    auto select = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{valuesType, indices.getType()}, ValueRange{x, ranks},
+        ValueRange{values, indices},
+        SmallVector<AffineMap>{alongMap, alongMap, ownMap, ownMap}, iterators,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value slot = arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, axis));
+          Value from = arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, rank));
+          Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a[1], slot);
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{arith::SelectOp::create(b, l, hit, a[0], a[2]),
+                                             arith::SelectOp::create(b, l, hit, from, a[3])});
+        });
+    rewriter.replaceOp(op, select.getResults());
+    return success();
+  }
+};
+
 struct CumSumLowering : OpConversionPattern<CumSumOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(CumSumOp op, OpAdaptor adaptor,
@@ -836,7 +910,7 @@ struct ConvertKilnToLinalgPass
                  ReduceMeanLowering, SoftmaxLowering<SoftmaxOp, false>,
                  SoftmaxLowering<LogSoftmaxOp, true>, ReduceLowering,
                  ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>, LayerNormLowering,
-                 CumSumLowering, EinsumLowering, MaxPoolIndicesLowering>(
+                 CumSumLowering, EinsumLowering, MaxPoolIndicesLowering, TopKLowering>(
         ctx);
     populateElementwiseLowerings(patterns);
     populateDataMovementLowerings(patterns);

@@ -777,3 +777,22 @@ LogicalResult AssertOp::canonicalize(AssertOp op, PatternRewriter &rewriter) {
     }
   return failure();
 }
+
+LogicalResult TopKOp::verify() {
+  int64_t axis = getAxis();
+  if (failed(verifyAxis(*this, getInput(), axis)))
+    return failure();
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto values = cast<RankedTensorType>(getValues().getType());
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  if (values.getElementType() != in.getElementType() ||
+      !indices.getElementType().isInteger(64) || values.getShape() != indices.getShape())
+    return emitOpError("values must have the input's element type and indices i64, both of one "
+                       "shape");
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    if (d != axis && values.getDimSize(d) != in.getDimSize(d))
+      return emitOpError("result dimension ") << d << " differs from the input's";
+  if (values.getRank() != in.getRank() || values.getDimSize(axis) > in.getDimSize(axis))
+    return emitOpError("k must not exceed the input's size along the axis");
+  return success();
+}

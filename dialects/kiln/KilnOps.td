@@ -492,6 +492,19 @@ class Kiln_ArgOp<string mnemonic, string what> : Kiln_Op<mnemonic> {
   let hasVerifier = 1;
 }
 
+def Kiln_TopKOp : Kiln_Op<"top_k"> {
+  let summary = "The k largest (or smallest) elements along one axis, sorted, with their indices";
+  let description = [{
+    Along `axis`, the result holds the k largest elements (`largest`) or the
+    k smallest, best first; of equal elements the one with the lower index
+    comes first. `indices` are their positions (i64) in the input.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, BoolAttr:$largest);
+  let results = (outs Kiln_Tensor:$values, Kiln_Tensor:$indices);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($values) `,` type($indices)";
+  let hasVerifier = 1;
+}
+
 def Kiln_ArgMaxOp : Kiln_ArgOp<"arg_max", "maximum">;
 def Kiln_ArgMinOp : Kiln_ArgOp<"arg_min", "minimum">;
 

@@ -1082,6 +1082,44 @@ static LogicalResult importEinsum(ImportContext &ctx) {
   return success();
 }
 
+/// TopK: k from the attribute (opset 1), a constant K input, or a run-time
+/// K checked against the declared output shape.
+static LogicalResult importTopK(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto axis = ctx.axis(ctx.attrInt("axis", -1), xt.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t k;
+  if (ctx.opset < 10) {
+    k = ctx.attrInt("k", -1);
+  } else if (const HostTensor *t = ctx.hostInput(1)) {
+    if (t->numElements() != 1 || t->isFloat())
+      return ctx.fail("K must be one integer");
+    k = t->ints[0];
+  } else {
+    auto declared = declaredShape(ctx, 0);
+    if (!declared || (int64_t)declared->size() != xt.getRank())
+      return failRuntimeOperand(ctx, "K", "the node's output has no declared static shape");
+    k = (*declared)[*axis];
+    if (failed(guardElements(ctx, 1, "K", {{k}})))
+      return failure();
+  }
+  if (k < 0 || k > xt.getDimSize(*axis))
+    return ctx.fail("k = " + llvm::Twine(k) + " is outside 0.." +
+                    llvm::Twine(xt.getDimSize(*axis)));
+  SmallVector<int64_t> shape(xt.getShape());
+  shape[*axis] = k;
+  auto op = k::TopKOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
+                              RankedTensorType::get(shape, ctx.b.getI64Type()), *x, *axis,
+                              ctx.attrInt("largest", 1) != 0);
+  ctx.setOutput(0, op.getValues());
+  ctx.setOutput(1, op.getIndices());
+  return success();
+}
+
 void registerNNOps(ImportTable &t) {
   t["ConvInteger"] = importInteger<true>;
   t["MatMulInteger"] = importInteger<false>;
@@ -1115,6 +1153,7 @@ void registerNNOps(ImportTable &t) {
     return importReduce<k::ExpOp, k::LogOp>(c, "sum");
   };
   t["ArgMax"] = importArg<k::ArgMaxOp>;
+  t["TopK"] = importTopK;
   t["ArgMin"] = importArg<k::ArgMinOp>;
   t["LogSoftmax"] = importSoftmax<k::LogSoftmaxOp>;
 }

@@ -370,3 +370,23 @@ func.func @window_reflect(%x: tensor<3x4xf32>, %starts: tensor<2xi64>, %steps: t
   %0 = kiln.window %x, %starts, %steps, %pad {mode = "reflect"} : (tensor<3x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<f32>) -> tensor<2x5xf32>
   return %0 : tensor<2x5xf32>
 }
+
+// -----
+
+// kiln.top_k: first each element's rank (how many elements beat it, equal
+// ones at lower indices included), then slot p takes the element of rank p.
+// CHECK-DAG: #[[OWN:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[ALONG:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func.func @top_k
+// CHECK: %[[RANKS:.*]] = linalg.generic {indexing_maps = [#[[OWN]], #[[ALONG]], #[[OWN]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg0 : tensor<2x5xf32>, tensor<2x5xf32>) outs(%{{.*}} : tensor<2x5xi64>)
+// CHECK: arith.cmpf oeq
+// CHECK: arith.cmpi ult
+// CHECK: arith.cmpf ogt
+// CHECK: arith.extui
+// CHECK: %[[SEL:.*]]:2 = linalg.generic {indexing_maps = [#[[ALONG]], #[[ALONG]], #[[OWN]], #[[OWN]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %[[RANKS]] : tensor<2x5xf32>, tensor<2x5xi64>) outs(%{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<2x3xi64>)
+// CHECK: arith.cmpi eq
+// CHECK: return %[[SEL]]#0, %[[SEL]]#1
+func.func @top_k(%x: tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi64>) {
+  %v, %i = kiln.top_k %x {axis = 1 : i64, largest = true} : tensor<2x5xf32> -> tensor<2x3xf32>, tensor<2x3xi64>
+  return %v, %i : tensor<2x3xf32>, tensor<2x3xi64>
+}

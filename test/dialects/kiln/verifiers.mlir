@@ -117,3 +117,11 @@ func.func @window_mode(%x: tensor<3x4xf32>, %starts: tensor<2xi64>, %pad: tensor
   %0 = kiln.window %x, %starts, %starts, %pad {mode = "wrap"} : (tensor<3x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<f32>) -> tensor<2x2xf32>
   return %0 : tensor<2x2xf32>
 }
+
+// -----
+
+func.func @top_k_too_many(%x: tensor<2x5xf32>) -> (tensor<2x6xf32>, tensor<2x6xi64>) {
+  // expected-error @+1 {{'kiln.top_k' op k must not exceed the input's size along the axis}}
+  %v, %i = kiln.top_k %x {axis = 1 : i64, largest = true} : tensor<2x5xf32> -> tensor<2x6xf32>, tensor<2x6xi64>
+  return %v, %i : tensor<2x6xf32>, tensor<2x6xi64>
+}
