@@ -326,18 +326,22 @@ struct TriluLowering : OpConversionPattern<TriluOp> {
 };
 
 /// The input coordinate (as f32) of output coordinate `x` along one axis.
-Value sourceCoordinate(OpBuilder &b, Location loc, StringRef mode, Value x, double scale,
+Value sourceCoordinate(OpBuilder &b, Location loc, StringRef mode, Value x, Value scale,
                        int64_t in, int64_t out) {
   Type f32 = b.getF32Type();
   auto c = [&](double v) { return scalarConst(b, loc, f32, v); };
   Value xf = arith::SIToFPOp::create(
       b, loc, f32, arith::IndexCastOp::create(b, loc, b.getI64Type(), x));
-  if (mode == "align_corners")
-    return out == 1 ? c(0)
-                    : (Value)arith::MulFOp::create(b, loc, xf, c(double(in - 1) / double(out - 1)));
+  if (mode == "align_corners") {
+    // ONNX divides by the unrounded resized length, in * scale - 1.
+    if (out == 1)
+      return c(0);
+    Value resized = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, c(in), scale), c(1));
+    return arith::MulFOp::create(b, loc, xf, arith::DivFOp::create(b, loc, c(in - 1), resized));
+  }
   if (mode == "asymmetric")
-    return arith::DivFOp::create(b, loc, xf, c(scale));
-  Value shifted = arith::DivFOp::create(b, loc, arith::AddFOp::create(b, loc, xf, c(0.5)), c(scale));
+    return arith::DivFOp::create(b, loc, xf, scale);
+  Value shifted = arith::DivFOp::create(b, loc, arith::AddFOp::create(b, loc, xf, c(0.5)), scale);
   if (mode == "tf_half_pixel_for_nn")
     return shifted;
   if (mode == "pytorch_half_pixel" && out == 1)
@@ -373,6 +377,12 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
     bool linear = op.getMode() == "linear";
     int64_t rank = type.getRank();
     MLIRContext *ctx = rewriter.getContext();
+    // Scales read at run time are extracted once, outside the loop nest.
+    SmallVector<Value> runtimeScales;
+    if (Value runtime = adaptor.getRuntimeScales())
+      for (int64_t d = 0; d < rank; ++d)
+        runtimeScales.push_back(
+            tensor::ExtractOp::create(rewriter, loc, runtime, ValueRange{indexConst(rewriter, loc, d)}));
     Value init = emptyTensor(rewriter, loc, out, type.getElementType());
     SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
     Value r =
@@ -387,13 +397,15 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
               SmallVector<int64_t> resized;
               for (int64_t d = 0; d < rank; ++d) {
                 Value x = linalg::IndexOp::create(b, l, d);
-                if (in[d] == out[d] && scales[d] == 1.0) {
+                if (in[d] == out[d] && scales[d] == 1.0 && runtimeScales.empty()) {
                   lo.push_back(x);
                   hi.push_back(x);
                   weight.push_back(nullptr);
                   continue;
                 }
-                Value src = sourceCoordinate(b, l, coord, x, scales[d], in[d], out[d]);
+                Value scale = runtimeScales.empty() ? scalarConst(b, l, f32, scales[d])
+                                                    : runtimeScales[d];
+                Value src = sourceCoordinate(b, l, coord, x, scale, in[d], out[d]);
                 if (!linear) {
                   Value rounded;
                   if (nearest == "floor")

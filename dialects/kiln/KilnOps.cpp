@@ -551,6 +551,11 @@ LogicalResult ResizeOp::verify() {
     return emitOpError("unknown nearest_mode '") << n << "'";
   if (!isa<FloatType>(getElementTypeOrSelf(getInput().getType())) && getMode() == "linear")
     return emitOpError("linear mode needs a floating-point input");
+  if (Value runtime = getRuntimeScales()) {
+    auto t = cast<RankedTensorType>(runtime.getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != (int64_t)in.size() || !t.getElementType().isF32())
+      return emitOpError("runtime scales must be tensor<") << in.size() << "xf32>, got " << t;
+  }
   return success();
 }
 

@@ -325,11 +325,17 @@ def Kiln_ResizeOp : Kiln_Op<"resize"> {
     `coordinate_mode` (half_pixel, pytorch_half_pixel, align_corners,
     asymmetric, tf_half_pixel_for_nn); `nearest_mode` rounds for
     mode = "nearest" (round_prefer_floor, round_prefer_ceil, floor, ceil).
+    With `runtime_scales` (an f32 tensor, one entry per dimension), the
+    scales are read from it at run time instead.
   }];
-  let arguments = (ins Kiln_Tensor:$input, StrAttr:$mode, StrAttr:$coordinate_mode,
-                   StrAttr:$nearest_mode, DenseF64ArrayAttr:$scales);
+  let arguments = (ins Kiln_Tensor:$input, Optional<Kiln_Tensor>:$runtime_scales,
+                   StrAttr:$mode, StrAttr:$coordinate_mode, StrAttr:$nearest_mode,
+                   DenseF64ArrayAttr:$scales);
   let results = (outs Kiln_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = [{
+    $input (`scales` `(` $runtime_scales^ `:` type($runtime_scales) `)`)? attr-dict `:`
+    type($input) `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 

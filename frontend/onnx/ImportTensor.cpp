@@ -944,6 +944,44 @@ static FailureOr<std::vector<int64_t>> runtimeResizeSizes(ImportContext &ctx, si
   return *declared;
 }
 
+/// Resize's `scales` at run time: the output has the declared shape, the
+/// scales themselves are read at run time (they place the samples), and a
+/// check confirms that floor(input size * scale) is the declared size.
+/// `shape` and `scales` receive the declared shape and the ratios it implies.
+static FailureOr<Value> runtimeResizeScales(ImportContext &ctx, size_t input,
+                                            ArrayRef<int64_t> in, SmallVectorImpl<int64_t> &shape,
+                                            std::vector<double> &scales) {
+  auto declared = declaredPerDimension(ctx, input, "scales");
+  auto given = ctx.input(input);
+  if (failed(declared) || failed(given))
+    return failure();
+  if (!isa<FloatType>(getElementTypeOrSelf(given->getType())))
+    return ctx.fail("scales must be a float tensor");
+  int64_t rank = in.size();
+  Emitter e{ctx};
+  Value f = e.reshape(e.castTo(*given, ctx.b.getF32Type()), {rank});
+  auto floats = [&](ArrayRef<int64_t> values) {
+    HostTensor t;
+    t.dtype = onnx::TensorProto::FLOAT;
+    t.shape = {rank};
+    t.floats.assign(values.begin(), values.end());
+    return *ctx.materialize(t, "resize");
+  };
+  auto sizes = e.binary<k::MulOp>(f, floats(in));
+  if (failed(sizes))
+    return failure();
+  auto fits = e.binary<k::EqualOp>(e.unary<k::FloorOp>(*sizes), floats(*declared),
+                                   ctx.b.getI1Type());
+  if (failed(fits))
+    return failure();
+  guard(ctx, *fits, "scales", "must give floor(input size * scale) = the declared size");
+  for (int64_t d = 0; d < rank; ++d) {
+    shape[d] = (*declared)[d];
+    scales[d] = in[d] ? double(shape[d]) / double(in[d]) : 1.0;
+  }
+  return f;
+}
+
 /// Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample.
 static LogicalResult importResize(ImportContext &ctx) {
   auto x = ctx.input(0);
@@ -967,6 +1005,7 @@ static LogicalResult importResize(ImportContext &ctx) {
   std::vector<double> scales(rank, 1.0);
   SmallVector<int64_t> shape(xt.getShape());
   size_t scalesInput = v10 ? 1 : 2, sizesInput = 3;
+  Value runtimeScales;
   if (ctx.node->op_type() == "Upsample" && ctx.opset < 9) {
     for (const auto &a : ctx.node->attribute())
       if (a.name() == "scales")
@@ -982,10 +1021,15 @@ static LogicalResult importResize(ImportContext &ctx) {
       shape[d] = (*sizes)[d];
       scales[d] = double(shape[d]) / double(xt.getDimSize(d));
     }
+  } else if (ctx.hasInput(scalesInput) && !ctx.hostInput(scalesInput)) {
+    auto r = runtimeResizeScales(ctx, scalesInput, xt.getShape(), shape, scales);
+    if (failed(r))
+      return failure();
+    runtimeScales = *r;
   } else if (ctx.hasInput(scalesInput)) {
     const HostTensor *s = ctx.hostInput(scalesInput);
-    if (!s || !s->isFloat())
-      return ctx.fail("scales must be a compile-time float tensor");
+    if (!s->isFloat())
+      return ctx.fail("scales must be a float tensor");
     if ((int64_t)s->floats.size() != rank)
       return ctx.fail("scales needs one entry per dimension");
     scales = s->floats;
@@ -994,11 +1038,11 @@ static LogicalResult importResize(ImportContext &ctx) {
   }
   if (mode == "linear" && v10)
     coord = "asymmetric";
-  for (int64_t d = 0; d < rank; ++d)
+  for (int64_t d = 0; d < rank && !runtimeScales; ++d)
     if (!ctx.hasInput(sizesInput) || v10)
       shape[d] = static_cast<int64_t>(std::floor(xt.getDimSize(d) * (float)scales[d]));
   ctx.setOutput(0, k::ResizeOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
-                                       *x, ctx.b.getStringAttr(mode), ctx.b.getStringAttr(coord),
+                                       *x, runtimeScales, ctx.b.getStringAttr(mode), ctx.b.getStringAttr(coord),
                                        ctx.b.getStringAttr(nearest),
                                        ctx.b.getDenseF64ArrayAttr(scales)));
   return success();

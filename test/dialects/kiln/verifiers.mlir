@@ -125,3 +125,11 @@ func.func @top_k_too_many(%x: tensor<2x5xf32>) -> (tensor<2x6xf32>, tensor<2x6xi
   %v, %i = kiln.top_k %x {axis = 1 : i64, largest = true} : tensor<2x5xf32> -> tensor<2x6xf32>, tensor<2x6xi64>
   return %v, %i : tensor<2x6xf32>, tensor<2x6xi64>
 }
+
+// -----
+
+func.func @resize_runtime_scales(%a: tensor<4xf32>, %s: tensor<2xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'kiln.resize' op runtime scales must be tensor<1xf32>, got 'tensor<2xf32>'}}
+  %0 = kiln.resize %a scales(%s : tensor<2xf32>) {mode = "linear", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 2.0>} : tensor<4xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
