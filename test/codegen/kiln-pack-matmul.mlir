@@ -57,6 +57,32 @@ func.func @constant_lhs(%b: tensor<2x2xf32>, %c: tensor<4x2xf32>) -> tensor<4x2x
 
 // -----
 
+// N = 3 has no whole-vector divisor but M = 4 does (a late convolution: many
+// channels, few pixels), so C^T = B^T A^T is computed, vectorized along M:
+// B [K = 2][N = 3] is only viewed as [K][N/mr = 1][mr = 3], the constant A
+// [4 x 2] is packed transposed into [1][K][4], the fill is redone for C^T,
+// and one transpose at the end gives C.
+// CHECK-DAG: #[[LT:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d1, d3)>
+// CHECK-LABEL: func.func @transposed
+// CHECK: %[[BV:.*]] = tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [2, 1, 3]
+// CHECK: %[[AT:.*]] = arith.constant dense<{{\[\[\[}}1.000000e+00, 3.000000e+00, 5.000000e+00, 7.000000e+00], [2.000000e+00, 4.000000e+00, 6.000000e+00, 8.000000e+00]]]> : tensor<1x2x4xf32>
+// CHECK: %[[CT:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3x4xf32>)
+// CHECK: %[[CTV:.*]] = tensor.expand_shape %[[CT]] {{\[\[}}0, 1], [2, 3]] output_shape [1, 3, 1, 4]
+// CHECK: %[[R:.*]] = linalg.contract indexing_maps = [#[[LT]], #{{.*}}, #{{.*}}] {kiln.packed, kiln.tile = array<i64: 3, 4>} ins(%[[BV]], %[[AT]] : tensor<2x1x3xf32>, tensor<1x2x4xf32>) outs(%[[CTV]] : tensor<1x3x1x4xf32>)
+// CHECK: %[[RC:.*]] = tensor.collapse_shape %[[R]] {{\[\[}}0, 1], [2, 3]] : tensor<1x3x1x4xf32> into tensor<3x4xf32>
+// CHECK: %[[OUT:.*]] = linalg.transpose ins(%[[RC]] : tensor<3x4xf32>) outs(%{{.*}} : tensor<4x3xf32>) permutation = [1, 0]
+// CHECK: return %[[OUT]]
+func.func @transposed(%b: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  %w = arith.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %0 = linalg.matmul ins(%w, %b : tensor<4x2xf32>, tensor<2x3xf32>) outs(%c : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
 // Dynamic shapes are left to the generic schedule.
 // CHECK-LABEL: func.func @dynamic
 // CHECK: linalg.matmul
