@@ -105,7 +105,11 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "func.func(kiln-flatten-empty-arguments,kiln-copies-to-loops,"
                "convert-linalg-to-parallel-loops),"
                "kiln-outline-parallel-loops,"
-               "func.func(fold-memref-alias-ops,canonicalize,cse,loop-invariant-code-motion),"
+               // Views become strided metadata first: folding a collapse_shape
+               // into its loads would delinearize every address (div/mod per
+               // element) where the collapsed buffer is plainly contiguous.
+               "func.func(expand-strided-metadata,fold-memref-alias-ops,canonicalize,cse,"
+               "loop-invariant-code-motion),"
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
                "convert-math-to-funcs,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
                "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions},"
