@@ -212,10 +212,13 @@ KNOWN_LIMITS = """## What limits kiln today
 
 - Convolutions (resnet18, PaddleOCR det/rec): a dense batch-1 convolution
   copies its input three times before the matmul (padding, im2col, packing
-  into column panels), and bias, ReLU and the residual Add are separate
-  passes over the output (no epilogue fusion yet). BatchNormalization is
-  folded into the weights (`kiln-fold-batch-norm`). Depthwise and grouped
-  convolutions and pooling are scalar loops (parallel, not vectorized).
+  into column panels; late layers with few pixels skip the packing by
+  computing the transposed product), and bias, ReLU and the residual Add are
+  separate passes over the output (no epilogue fusion yet). In resnet18's
+  first layers the im2col and panel copies (7 MB each per convolution, past
+  L2) cost about as much as the matmul. BatchNormalization is folded into the
+  weights (`kiln-fold-batch-norm`). Depthwise and grouped convolutions and
+  pooling are scalar loops (parallel, not vectorized).
 - Matmuls (matmul1024, bert2): operands packed into register panels (weights
   at compile time) and 8 x 32 register tiles with the accumulators in
   registers, but no cache blocking along K, and the activation operand is
