@@ -663,9 +663,6 @@ struct ArgLowering : OpConversionPattern<OpTy> {
   }
 };
 
-/// CumSum as a masked contraction along the axis: out[..i..] = sum over j of
-/// x[..j..] where j precedes i (per exclusive/reverse). Quadratic in the axis
-/// length, but one vectorizable generic.
 /// TopK in two linalg.generic passes over each slice along the axis: the
 /// rank of every element (how many elements beat it; of equal ones the lower
 /// index wins), then, for each output slot p < k, the element of rank p.
@@ -740,6 +737,9 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
   }
 };
 
+/// CumSum as a masked contraction along the axis: out[..i..] = sum over j of
+/// x[..j..] where j precedes i (per exclusive/reverse). Quadratic in the axis
+/// length, but one vectorizable generic.
 struct CumSumLowering : OpConversionPattern<CumSumOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(CumSumOp op, OpAdaptor adaptor,

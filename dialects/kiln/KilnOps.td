@@ -498,6 +498,9 @@ class Kiln_ArgOp<string mnemonic, string what> : Kiln_Op<mnemonic> {
   let hasVerifier = 1;
 }
 
+def Kiln_ArgMaxOp : Kiln_ArgOp<"arg_max", "maximum">;
+def Kiln_ArgMinOp : Kiln_ArgOp<"arg_min", "minimum">;
+
 def Kiln_TopKOp : Kiln_Op<"top_k"> {
   let summary = "The k largest (or smallest) elements along one axis, sorted, with their indices";
   let description = [{
@@ -510,9 +513,6 @@ def Kiln_TopKOp : Kiln_Op<"top_k"> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($values) `,` type($indices)";
   let hasVerifier = 1;
 }
-
-def Kiln_ArgMaxOp : Kiln_ArgOp<"arg_max", "maximum">;
-def Kiln_ArgMinOp : Kiln_ArgOp<"arg_min", "minimum">;
 
 //===----------------------------------------------------------------------===//
 // Run-time checks
