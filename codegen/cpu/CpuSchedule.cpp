@@ -61,7 +61,10 @@ mlir::kiln::MatmulTile mlir::kiln::chooseRegisterTile(bool batched, int64_t m, i
 }
 
 /// Packed contractions (kiln-pack-matmul): one register tile per (column
-/// panel, row panel), then the K loop, as for plain matmuls.
+/// panel, row panel), then the K loop, as for plain matmuls. The copies that
+/// pack B move one panel row (a whole vector or two) per step, in parallel
+/// over panels; as scalar loops LLVM could not vectorize them (the source
+/// and the panel buffer may alias).
 static constexpr const char *packedSchedule = R"mlir(
     %packed = transform.structured.match ops{["linalg.contract"]} attributes{kiln.packed} in %root
         : (!transform.any_op) -> !transform.any_op
@@ -70,6 +73,13 @@ static constexpr const char *packedSchedule = R"mlir(
     %packedK, %packedLoop = transform.structured.tile_using_for %packedTile tile_sizes [0, 0, 1]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.structured.vectorize %packedK {create_named_contraction} : !transform.any_op
+    %pack = transform.structured.match ops{["linalg.generic"]} attributes{kiln.pack} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %packPanel, %packForall = transform.structured.tile_using_forall %pack tile_sizes [1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %packRow, %packLoop = transform.structured.tile_using_for %packPanel tile_sizes [0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %packRow : !transform.any_op
 )mlir";
 
 std::string mlir::kiln::buildCpuScheduleScript(ArrayRef<MatmulTile> tiles, bool packed) {
@@ -152,9 +162,10 @@ struct KilnCpuSchedulePass : mlir::kiln::impl::KilnCpuScheduleBase<KilnCpuSchedu
     ModuleOp module = getOperation();
     SmallVector<mlir::kiln::MatmulTile> tiles = chooseTiles(module, vectorWidth);
     bool packed = module
-                      .walk([](linalg::ContractOp op) {
-                        return op->hasAttr("kiln.packed") ? WalkResult::interrupt()
-                                                          : WalkResult::advance();
+                      .walk([](linalg::LinalgOp op) {
+                        return op->hasAttr("kiln.packed") || op->hasAttr("kiln.pack")
+                                   ? WalkResult::interrupt()
+                                   : WalkResult::advance();
                       })
                       .wasInterrupted();
     if (tiles.empty() && !packed)

@@ -99,18 +99,25 @@ struct Packer {
         return packed;
     if (n == nr && !transposed)
       return expand(bv, {1, k, n}, {{0, 1}, {2}});
+    // The copy reads a view of the source split into panels, so that its
+    // input map is a permutation (which tiles and vectorizes).
     AffineExpr panel, row, col;
     bindDims(ctx, panel, row, col);
-    AffineMap read = transposed ? AffineMap::get(3, 0, {panel * nr + col, row}, ctx)
-                                : AffineMap::get(3, 0, {row, panel * nr + col}, ctx);
+    Value panels = transposed ? expand(bv, {n / nr, nr, k}, {{0, 1}, {2}})
+                              : expand(bv, {k, n / nr, nr}, {{0}, {1, 2}});
+    AffineMap read = transposed ? AffineMap::get(3, 0, {panel, col, row}, ctx)
+                                : AffineMap::get(3, 0, {row, panel, col}, ctx);
     SmallVector<AffineMap> maps = {read, AffineMap::getMultiDimIdentityMap(3, ctx)};
     SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
     Value init = tensor::EmptyOp::create(b, loc, packedType.getShape(), elementType);
-    return linalg::GenericOp::create(b, loc, packedType, bv, init, maps, iterators,
-                                     [](OpBuilder &nb, Location l, ValueRange args) {
-                                       linalg::YieldOp::create(nb, l, args[0]);
-                                     })
-        .getResult(0);
+    auto copy = linalg::GenericOp::create(b, loc, packedType, panels, init, maps, iterators,
+                                          [](OpBuilder &nb, Location l, ValueRange args) {
+                                            linalg::YieldOp::create(nb, l, args[0]);
+                                          });
+    // Rows of B copy to panel rows in whole vectors (kiln-cpu-schedule).
+    if (!transposed)
+      copy->setAttr("kiln.pack", b.getUnitAttr());
+    return copy.getResult(0);
   }
 };
 

@@ -63,3 +63,22 @@ func.func @packed(%a: tensor<2x8x32xf32>, %b: tensor<2x32x32xf32>, %c: tensor<2x
       ins(%a, %b : tensor<2x8x32xf32>, tensor<2x32x32xf32>) outs(%c : tensor<2x8x2x32xf32>) -> tensor<2x8x2x32xf32>
   return %0 : tensor<2x8x2x32xf32>
 }
+
+// The copy that packs B into panels (kiln.pack) runs in parallel over panels
+// and moves one panel row per step as a whole vector.
+#read = affine_map<(d0, d1, d2) -> (d1, d0, d2)>
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @pack
+// CHECK: scf.forall (%[[P:.*]]) in (2)
+// CHECK: scf.for
+// CHECK: %[[ROW:.*]] = vector.transfer_read {{.*}} : tensor<1x1x16xf32>, vector<16xf32>
+// CHECK: vector.transfer_write %[[ROW]], {{.*}} : vector<16xf32>, tensor<1x1x16xf32>
+func.func @pack(%b: tensor<3x32xf32>) -> tensor<2x3x16xf32> {
+  %panels = tensor.expand_shape %b [[0], [1, 2]] output_shape [3, 2, 16] : tensor<3x32xf32> into tensor<3x2x16xf32>
+  %init = tensor.empty() : tensor<2x3x16xf32>
+  %0 = linalg.generic {indexing_maps = [#read, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%panels : tensor<3x2x16xf32>) outs(%init : tensor<2x3x16xf32>) attrs = {kiln.pack} {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x3x16xf32>
+  return %0 : tensor<2x3x16xf32>
+}
