@@ -17,6 +17,26 @@ static std::string identifier(const std::string &name) {
   return id;
 }
 
+/// The C element type and dtype name of an ONNX data type code (kiln_dtype).
+static std::pair<const char *, const char *> cType(int32_t dtype) {
+  switch (dtype) {
+  case 1: return {"float", "float32"};
+  case 2: return {"uint8_t", "uint8"};
+  case 3: return {"int8_t", "int8"};
+  case 4: return {"uint16_t", "uint16"};
+  case 5: return {"int16_t", "int16"};
+  case 6: return {"int32_t", "int32"};
+  case 7: return {"int64_t", "int64"};
+  case 9: return {"uint8_t", "bool (one byte, 0 or 1)"};
+  case 10: return {"uint16_t", "float16 (IEEE half bit patterns)"};
+  case 11: return {"double", "float64"};
+  case 12: return {"uint32_t", "uint32"};
+  case 13: return {"uint64_t", "uint64"};
+  case 16: return {"uint16_t", "bfloat16 (bit patterns)"};
+  default: return {"void", "unknown"};
+  }
+}
+
 static std::string upper(std::string s) {
   for (char &c : s)
     c = (char)toupper((unsigned char)c);
@@ -42,9 +62,9 @@ bool writeModelHeader(const mlir::kiln::ModelSignature &sig, const std::string &
      << " *   if (" << prefix << "_run(m, <inputs...>, <outputs...>) != 0)\n"
      << " *     fprintf(stderr, \"%s\\n\", kiln_model_error(m));\n"
      << " *   " << prefix << "_destroy(m);\n *\n"
-     << " * Buffers are dense row-major float32 arrays owned by the caller; their\n"
-     << " * sizes in elements are the *_SIZE macros below. An instance is not\n"
-     << " * reentrant: use one per thread.\n */\n"
+     << " * Buffers are dense row-major arrays of the element types below, owned\n"
+     << " * by the caller; their sizes in elements are the *_SIZE macros. An\n"
+     << " * instance is not reentrant: use one per thread.\n */\n"
      << "#ifndef " << P << "_MODEL_H\n#define " << P << "_MODEL_H\n\n"
      << "/* ---- kiln runtime ABI (same as kiln/runtime.h) ---- */\n"
      << (*runtime)->getBuffer() << "\n/* ---- model '" << prefix << "' ---- */\n\n"
@@ -60,7 +80,8 @@ bool writeModelHeader(const mlir::kiln::ModelSignature &sig, const std::string &
       n *= d;
       dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     }
-    os << "/* " << kind << " " << i << ": '" << t.name << "' float32 [" << dims << "] */\n"
+    os << "/* " << kind << " " << i << ": '" << t.name << "' " << cType(t.dtype).second << " ["
+       << dims << "] */\n"
        << "#define " << base << "_NAME \"" << t.name << "\"\n"
        << "#define " << base << "_RANK " << t.shape.size() << "\n"
        << "#define " << base << "_SIZE " << n << "\n";
@@ -73,12 +94,19 @@ bool writeModelHeader(const mlir::kiln::ModelSignature &sig, const std::string &
   os << "\n/* Creates an instance of the model; NULL if out of memory. */\n"
      << "static inline kiln_model *" << prefix << "_create(void) {\n"
      << "  return kiln_model_create(&" << prefix << "_info);\n}\n\n"
+     << "/* Creates an instance whose inferences use `num_threads` threads (0: the\n"
+     << " * default, KILN_NUM_THREADS or every CPU); NULL if out of memory or the\n"
+     << " * count is outside 0..KILN_MAX_THREADS. */\n"
+     << "static inline kiln_model *" << prefix << "_create_threads(int num_threads) {\n"
+     << "  kiln_model *model = kiln_model_create(&" << prefix << "_info);\n"
+     << "  if (model && kiln_model_set_num_threads(model, num_threads) != 0) {\n"
+     << "    kiln_model_destroy(model);\n    return NULL;\n  }\n  return model;\n}\n\n"
      << "/* Runs one inference; returns 0 on success, else see kiln_model_error. */\n"
      << "static inline int " << prefix << "_run(kiln_model *model";
   for (const auto &t : sig.inputs)
-    os << ", const float *" << identifier(t.name);
+    os << ", const " << cType(t.dtype).first << " *" << identifier(t.name);
   for (const auto &t : sig.outputs)
-    os << ", float *" << identifier(t.name);
+    os << ", " << cType(t.dtype).first << " *" << identifier(t.name);
   os << ") {\n  const void *inputs[] = {";
   for (size_t i = 0; i < sig.inputs.size(); ++i)
     os << (i ? ", " : "") << identifier(sig.inputs[i].name);
