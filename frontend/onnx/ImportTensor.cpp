@@ -1368,6 +1368,8 @@ static LogicalResult importCosineWindow(ImportContext &ctx, double a0, double a1
 }
 
 void registerTensorOps(ImportTable &t) {
+  t["Compress"] = importCompress;
+  t["NonZero"] = importNonZero;
   t["HannWindow"] = [](ImportContext &ctx) { return importCosineWindow(ctx, 0.5, 0.5, 0); };
   // ONNX's Hamming coefficients: alpha = 25/46, beta = 1 - alpha.
   t["HammingWindow"] = [](ImportContext &ctx) {

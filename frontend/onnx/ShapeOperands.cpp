@@ -309,6 +309,103 @@ LogicalResult importRuntimePad(ImportContext &ctx) {
   return success();
 }
 
+namespace {
+/// The positions (i64 [count]) of the true elements of the 1-D i1 `mask`, in
+/// order, after a run-time check that there are exactly `count` of them:
+/// element i is the j-th true one when it is true and j true ones precede it.
+FailureOr<Value> truePositions(ImportContext &ctx, Value mask, int64_t count, StringRef what) {
+  IntMath m{ctx};
+  int64_t n = cast<RankedTensorType>(mask.getType()).getDimSize(0);
+  Value ones = m.toInt(mask);
+  guard(ctx, m.test<k::EqualOp>(m.e.sumAll(ones), m.scalar(count)), what,
+        "must hold " + llvm::Twine(count) + " true (nonzero) elements");
+  Value before = k::CumSumOp::create(ctx.b, ctx.loc, ones.getType(), ones, 0,
+                                     /*exclusive=*/true, /*reverse=*/false);
+  Value slot = m.test<k::AndOp>(
+      m.test<k::EqualOp>(m.e.reshape(before, {n, 1}), m.constant(iotaValues(count), {1, count})),
+      m.e.reshape(mask, {n, 1}));
+  return m.sumAlong(m.mul(m.toInt(slot), m.constant(iotaValues(n), {n, 1})), 0);
+}
+
+Value nonzeroMask(ImportContext &ctx, Value x) {
+  Emitter e{ctx};
+  auto type = cast<RankedTensorType>(x.getType());
+  Value flat = e.reshape(x, {type.getNumElements()});
+  if (type.getElementType().isInteger(1))
+    return flat;
+  return e.unary<k::NotOp>(*e.binary<k::EqualOp>(flat, e.constant(flat, 0), ctx.b.getI1Type()));
+}
+} // namespace
+
+LogicalResult importCompress(ImportContext &ctx) {
+  auto declared = declaredShape(ctx, 0);
+  if (!declared)
+    return ctx.fail("Compress needs a declared static output shape (its size depends on the "
+                    "condition; run-time shapes need dynamic shapes, which are not supported "
+                    "yet)");
+  auto x = ctx.input(0), cond = ctx.input(1);
+  if (failed(x) || failed(cond))
+    return failure();
+  Emitter e{ctx};
+  Value data = *x;
+  auto xt = cast<RankedTensorType>(data.getType());
+  int64_t axis = 0;
+  if (ctx.hasAttr("axis")) {
+    auto a = ctx.axis(ctx.attrInt("axis", 0), xt.getRank());
+    if (failed(a))
+      return failure();
+    axis = *a;
+  } else {
+    data = e.reshape(data, {xt.getNumElements()});
+  }
+  auto dt = cast<RankedTensorType>(data.getType());
+  if ((int64_t)declared->size() != dt.getRank())
+    return ctx.fail("the declared output rank differs from the input's");
+  int64_t count = (*declared)[axis];
+  if (cast<RankedTensorType>(cond->getType()).getNumElements() > dt.getDimSize(axis))
+    return ctx.fail("condition is longer than the input along the axis");
+  auto positions = truePositions(ctx, nonzeroMask(ctx, *cond), count, "condition");
+  if (failed(positions))
+    return failure();
+  SmallVector<int64_t> shape(dt.getShape());
+  shape[axis] = count;
+  ctx.setOutput(0, k::GatherOp::create(ctx.b, ctx.loc,
+                                       RankedTensorType::get(shape, dt.getElementType()), data,
+                                       *positions, axis));
+  return success();
+}
+
+LogicalResult importNonZero(ImportContext &ctx) {
+  auto declared = declaredShape(ctx, 0);
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank();
+  if (!declared || declared->size() != 2 || (*declared)[0] != rank)
+    return ctx.fail("NonZero needs a declared static output shape [rank, count] (its size "
+                    "depends on the data; run-time shapes need dynamic shapes, which are not "
+                    "supported yet)");
+  int64_t count = (*declared)[1];
+  auto positions = truePositions(ctx, nonzeroMask(ctx, *x), count, "X");
+  if (failed(positions))
+    return failure();
+  // Flat positions to coordinates, one row per dimension.
+  IntMath m{ctx};
+  SmallVector<Value> rows;
+  int64_t stride = xt.getNumElements();
+  for (int64_t d = 0; d < rank; ++d) {
+    stride /= std::max<int64_t>(xt.getDimSize(d), 1);
+    Value coordinate = *m.e.binary<k::DivOp>(*positions, m.scalar(stride));
+    coordinate = *m.e.binary<k::ModOp>(coordinate, m.scalar(xt.getDimSize(d)));
+    rows.push_back(m.e.reshape(coordinate, {1, count}));
+  }
+  auto type = RankedTensorType::get({rank, count}, ctx.b.getI64Type());
+  ctx.setOutput(0, rows.size() == 1 ? rows[0]
+                                    : (Value)k::ConcatOp::create(ctx.b, ctx.loc, type, rows, 0));
+  return success();
+}
+
 std::optional<std::vector<int64_t>> unitDimsBetween(ArrayRef<int64_t> longer,
                                                     ArrayRef<int64_t> shorter) {
   std::vector<int64_t> unmatched;

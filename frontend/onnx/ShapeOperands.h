@@ -55,6 +55,12 @@ mlir::LogicalResult importRuntimeSlice(ImportContext &ctx);
 /// the declared growth of each dimension.
 mlir::LogicalResult importRuntimePad(ImportContext &ctx);
 
+/// Compress and NonZero, whose output size is the number of true (nonzero)
+/// elements: compiled for the declared output length, with a run-time check
+/// of the count; the positions themselves are found at run time.
+mlir::LogicalResult importCompress(ImportContext &ctx);
+mlir::LogicalResult importNonZero(ImportContext &ctx);
+
 /// The positions of `longer` that are not matched when `shorter` is matched
 /// into it as a subsequence, leftmost first; each such position must hold 1.
 /// nullopt when `shorter` is not `longer` with size-1 dimensions removed.
