@@ -364,8 +364,91 @@ Value convertFloat(OpBuilder &b, Location loc, Value v, Type to) {
   return arith::TruncFOp::create(b, loc, to, v);
 }
 
+/// One input sample a resized element reads along one dimension: its index
+/// and its weight (null: 1).
+struct Tap {
+  Value index, weight;
+};
+
+/// Keys' cubic kernel weights for the taps at offsets -1, 0, 1, 2 from
+/// floor(x), with s = x - floor(x) and parameter a (ONNX cubic_coeff_a).
+SmallVector<Value> cubicWeights(OpBuilder &b, Location l, Value s, double a) {
+  Type f32 = b.getF32Type();
+  auto c = [&](double v) { return scalarConst(b, l, f32, v); };
+  auto mul = [&](Value x, Value y) { return arith::MulFOp::create(b, l, x, y).getResult(); };
+  auto add = [&](Value x, Value y) { return arith::AddFOp::create(b, l, x, y).getResult(); };
+  auto sub = [&](Value x, Value y) { return arith::SubFOp::create(b, l, x, y).getResult(); };
+  // |t| in [1, 2): ((a t - 5a) t + 8a) t - 4a;  |t| < 1: ((a + 2) t - (a + 3)) t^2 + 1.
+  auto far = [&](Value t) {
+    return sub(mul(add(mul(sub(mul(c(a), t), c(5 * a)), t), c(8 * a)), t), c(4 * a));
+  };
+  auto near = [&](Value t) {
+    return add(mul(sub(mul(c(a + 2), t), c(a + 3)), mul(t, t)), c(1));
+  };
+  Value r = sub(c(1), s);
+  return {far(add(s, c(1))), near(s), near(r), far(add(r, c(1)))};
+}
+
 struct ResizeLowering : OpConversionPattern<ResizeOp> {
   using OpConversionPattern::OpConversionPattern;
+
+  /// The taps of output coordinate `x` along dimension d.
+  SmallVector<Tap> taps(OpBuilder &b, Location l, ResizeOp op, Value x, Value scale, int64_t in,
+                        int64_t out) const {
+    Type f32 = b.getF32Type();
+    Value src = sourceCoordinate(b, l, op.getCoordinateMode(), x, scale, in, out);
+    StringRef mode = op.getMode();
+    if (mode == "nearest") {
+      StringRef nearest = op.getNearestMode();
+      Value rounded;
+      if (nearest == "floor")
+        rounded = math::FloorOp::create(b, l, src);
+      else if (nearest == "ceil")
+        rounded = math::CeilOp::create(b, l, src);
+      else if (nearest == "round_prefer_ceil")
+        rounded = math::FloorOp::create(
+            b, l, arith::AddFOp::create(b, l, src, scalarConst(b, l, f32, 0.5)));
+      else
+        rounded = math::CeilOp::create(
+            b, l, arith::SubFOp::create(b, l, src, scalarConst(b, l, f32, 0.5)));
+      return {{toIndex(b, l, rounded, in), nullptr}};
+    }
+    if (mode == "linear") {
+      Value clamped = arith::MaximumFOp::create(b, l, src, scalarConst(b, l, f32, 0));
+      clamped = arith::MinimumFOp::create(b, l, clamped, scalarConst(b, l, f32, double(in - 1)));
+      Value floor = math::FloorOp::create(b, l, clamped);
+      Value lo = toIndex(b, l, floor, in);
+      Value hi = clampIndex(b, l, arith::AddIOp::create(b, l, lo, indexConst(b, l, 1)), in);
+      Value w = arith::SubFOp::create(b, l, clamped, floor);
+      return {{lo, arith::SubFOp::create(b, l, scalarConst(b, l, f32, 1), w)}, {hi, w}};
+    }
+    // Cubic: four taps around floor(src); outside the input they repeat the
+    // edge, or with exclude_outside get no weight and the rest renormalize.
+    Value floor = math::FloorOp::create(b, l, src);
+    Value s = arith::SubFOp::create(b, l, src, floor);
+    Value base = arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                            arith::FPToSIOp::create(b, l, b.getI64Type(), floor));
+    SmallVector<Value> weights = cubicWeights(b, l, s, op.getCubicCoeffA().convertToDouble());
+    SmallVector<Tap> result;
+    Value total = scalarConst(b, l, f32, 0);
+    for (int64_t t = 0; t < 4; ++t) {
+      Value i = arith::AddIOp::create(b, l, base, indexConst(b, l, t - 1));
+      Value w = weights[t];
+      if (op.getExcludeOutside()) {
+        Value inside = arith::AndIOp::create(
+            b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, i, indexConst(b, l, 0)),
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, indexConst(b, l, in)));
+        w = arith::SelectOp::create(b, l, inside, w, scalarConst(b, l, f32, 0));
+        total = arith::AddFOp::create(b, l, total, w);
+      }
+      result.push_back({clampIndex(b, l, i, in), w});
+    }
+    if (op.getExcludeOutside())
+      for (Tap &tap : result)
+        tap.weight = arith::DivFOp::create(b, l, tap.weight, total);
+    return result;
+  }
+
   LogicalResult matchAndRewrite(ResizeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -373,8 +456,6 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
     Value input = adaptor.getInput();
     ArrayRef<int64_t> in = tensorType(input).getShape(), out = type.getShape();
     ArrayRef<double> scales = op.getScales();
-    StringRef coord = op.getCoordinateMode(), nearest = op.getNearestMode();
-    bool linear = op.getMode() == "linear";
     int64_t rank = type.getRank();
     MLIRContext *ctx = rewriter.getContext();
     // Scales read at run time are extracted once, outside the loop nest.
@@ -391,71 +472,44 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
             SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, ctx)}, iterators,
             [&](OpBuilder &b, Location l, ValueRange) {
               Type f32 = b.getF32Type();
-              // Per dimension: the lower source index, the upper one and the
-              // weight of the upper one (linear), or the one index (nearest).
-              SmallVector<Value> lo, hi, weight;
-              SmallVector<int64_t> resized;
+              SmallVector<SmallVector<Tap>> perDim;
+              bool weighted = false;
               for (int64_t d = 0; d < rank; ++d) {
                 Value x = linalg::IndexOp::create(b, l, d);
                 if (in[d] == out[d] && scales[d] == 1.0 && runtimeScales.empty()) {
-                  lo.push_back(x);
-                  hi.push_back(x);
-                  weight.push_back(nullptr);
+                  perDim.push_back({{x, nullptr}});
                   continue;
                 }
                 Value scale = runtimeScales.empty() ? scalarConst(b, l, f32, scales[d])
                                                     : runtimeScales[d];
-                Value src = sourceCoordinate(b, l, coord, x, scale, in[d], out[d]);
-                if (!linear) {
-                  Value rounded;
-                  if (nearest == "floor")
-                    rounded = math::FloorOp::create(b, l, src);
-                  else if (nearest == "ceil")
-                    rounded = math::CeilOp::create(b, l, src);
-                  else if (nearest == "round_prefer_ceil")
-                    rounded = math::FloorOp::create(
-                        b, l, arith::AddFOp::create(b, l, src, scalarConst(b, l, f32, 0.5)));
-                  else
-                    rounded = math::CeilOp::create(
-                        b, l, arith::SubFOp::create(b, l, src, scalarConst(b, l, f32, 0.5)));
-                  lo.push_back(toIndex(b, l, rounded, in[d]));
-                  hi.push_back(lo.back());
-                  weight.push_back(nullptr);
-                  continue;
-                }
-                Value clamped = arith::MaximumFOp::create(b, l, src, scalarConst(b, l, f32, 0));
-                clamped = arith::MinimumFOp::create(b, l, clamped,
-                                                    scalarConst(b, l, f32, double(in[d] - 1)));
-                Value floor = math::FloorOp::create(b, l, clamped);
-                lo.push_back(toIndex(b, l, floor, in[d]));
-                hi.push_back(clampIndex(
-                    b, l, arith::AddIOp::create(b, l, lo.back(), indexConst(b, l, 1)), in[d]));
-                weight.push_back(arith::SubFOp::create(b, l, clamped, floor));
-                resized.push_back(d);
+                perDim.push_back(taps(b, l, op, x, scale, in[d], out[d]));
+                weighted |= perDim.back().size() > 1;
               }
-              // Blend the 2^m corners of the m linearly resized dimensions.
+              // Sum over every combination of one tap per dimension.
+              int64_t combinations = 1;
+              for (const auto &t : perDim)
+                combinations *= t.size();
               Value acc;
-              for (int64_t corner = 0; corner < (int64_t(1) << resized.size()); ++corner) {
-                SmallVector<Value> at(lo);
-                Value w = scalarConst(b, l, f32, 1.0);
-                for (auto [bit, d] : llvm::enumerate(resized)) {
-                  bool upperCorner = corner >> bit & 1;
-                  at[d] = upperCorner ? hi[d] : lo[d];
-                  Value wd = upperCorner ? weight[d]
-                                         : (Value)arith::SubFOp::create(
-                                               b, l, scalarConst(b, l, f32, 1.0), weight[d]);
-                  w = arith::MulFOp::create(b, l, w, wd);
+              for (int64_t c = 0; c < combinations; ++c) {
+                SmallVector<Value> at;
+                Value w;
+                for (int64_t d = 0, rest = c; d < rank; ++d) {
+                  const Tap &tap = perDim[d][rest % perDim[d].size()];
+                  rest /= perDim[d].size();
+                  at.push_back(tap.index);
+                  if (tap.weight)
+                    w = w ? (Value)arith::MulFOp::create(b, l, w, tap.weight) : tap.weight;
                 }
                 Value v = tensor::ExtractOp::create(b, l, input, at);
-                if (resized.empty()) {
+                if (!weighted) {
                   acc = v;
                   break;
                 }
-                Value vf = convertFloat(b, l, v, f32);
-                Value term = arith::MulFOp::create(b, l, vf, w);
+                Value term = arith::MulFOp::create(b, l, convertFloat(b, l, v, f32), w);
                 acc = acc ? (Value)arith::AddFOp::create(b, l, acc, term) : term;
               }
-              acc = convertFloat(b, l, acc, type.getElementType());
+              if (weighted)
+                acc = convertFloat(b, l, acc, type.getElementType());
               linalg::YieldOp::create(b, l, acc);
             })
             .getResult(0);

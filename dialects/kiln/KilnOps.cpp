@@ -540,8 +540,8 @@ LogicalResult ResizeOp::verify() {
   if (getScales().size() != in.size() ||
       cast<RankedTensorType>(getType()).getRank() != (int64_t)in.size())
     return emitOpError("needs one scale per dimension and the input's rank");
-  if (getMode() != "nearest" && getMode() != "linear")
-    return emitOpError("mode must be nearest or linear");
+  if (getMode() != "nearest" && getMode() != "linear" && getMode() != "cubic")
+    return emitOpError("mode must be nearest, linear or cubic");
   StringRef c = getCoordinateMode();
   if (c != "half_pixel" && c != "pytorch_half_pixel" && c != "align_corners" &&
       c != "asymmetric" && c != "tf_half_pixel_for_nn")
@@ -549,8 +549,8 @@ LogicalResult ResizeOp::verify() {
   StringRef n = getNearestMode();
   if (n != "round_prefer_floor" && n != "round_prefer_ceil" && n != "floor" && n != "ceil")
     return emitOpError("unknown nearest_mode '") << n << "'";
-  if (!isa<FloatType>(getElementTypeOrSelf(getInput().getType())) && getMode() == "linear")
-    return emitOpError("linear mode needs a floating-point input");
+  if (!isa<FloatType>(getElementTypeOrSelf(getInput().getType())) && getMode() != "nearest")
+    return emitOpError(getMode()) << " mode needs a floating-point input";
   if (Value runtime = getRuntimeScales()) {
     auto t = cast<RankedTensorType>(runtime.getType());
     if (t.getRank() != 1 || t.getDimSize(0) != (int64_t)in.size() || !t.getElementType().isF32())

@@ -319,18 +319,23 @@ def Kiln_TriluOp : Kiln_Op<"trilu"> {
 }
 
 def Kiln_ResizeOp : Kiln_Op<"resize"> {
-  let summary = "Nearest or (n-)linear resampling to the result shape (ONNX Resize)";
+  let summary = "Nearest, (n-)linear or cubic resampling to the result shape (ONNX Resize)";
   let description = [{
     `scales` (one per dimension) maps output to input coordinates through
     `coordinate_mode` (half_pixel, pytorch_half_pixel, align_corners,
     asymmetric, tf_half_pixel_for_nn); `nearest_mode` rounds for
     mode = "nearest" (round_prefer_floor, round_prefer_ceil, floor, ceil).
+    mode = "cubic" blends 4 taps per dimension with Keys' kernel of parameter
+    `cubic_coeff_a`; with `exclude_outside`, taps outside the input get no
+    weight (the rest renormalized), else they repeat the edge.
     With `runtime_scales` (an f32 tensor, one entry per dimension), the
     scales are read from it at run time instead.
   }];
   let arguments = (ins Kiln_Tensor:$input, Optional<Kiln_Tensor>:$runtime_scales,
                    StrAttr:$mode, StrAttr:$coordinate_mode, StrAttr:$nearest_mode,
-                   DenseF64ArrayAttr:$scales);
+                   DenseF64ArrayAttr:$scales,
+                   DefaultValuedAttr<F64Attr, "-0.75">:$cubic_coeff_a,
+                   UnitAttr:$exclude_outside);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = [{
     $input (`scales` `(` $runtime_scales^ `:` type($runtime_scales) `)`)? attr-dict `:`

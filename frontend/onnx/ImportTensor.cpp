@@ -994,8 +994,6 @@ static LogicalResult importResize(ImportContext &ctx) {
   std::string coord = v10 ? "asymmetric"
                           : ctx.attrString("coordinate_transformation_mode", "half_pixel");
   std::string nearest = v10 ? "floor" : ctx.attrString("nearest_mode", "round_prefer_floor");
-  if (mode == "cubic")
-    return ctx.fail("Resize mode 'cubic' is not supported");
   if (coord == "tf_crop_and_resize" || coord == "half_pixel_symmetric")
     return ctx.fail("coordinate_transformation_mode '" + coord + "' is not supported");
   if (ctx.attrInt("antialias", 0))
@@ -1042,9 +1040,9 @@ static LogicalResult importResize(ImportContext &ctx) {
     if (!ctx.hasInput(sizesInput) || v10)
       shape[d] = static_cast<int64_t>(std::floor(xt.getDimSize(d) * (float)scales[d]));
   ctx.setOutput(0, k::ResizeOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
-                                       *x, runtimeScales, ctx.b.getStringAttr(mode), ctx.b.getStringAttr(coord),
-                                       ctx.b.getStringAttr(nearest),
-                                       ctx.b.getDenseF64ArrayAttr(scales)));
+                                       *x, runtimeScales, mode, coord, nearest, scales,
+                                       APFloat((double)ctx.attrFloat("cubic_coeff_a", -0.75f)),
+                                       ctx.attrInt("exclude_outside", 0) != 0));
   return success();
 }
 

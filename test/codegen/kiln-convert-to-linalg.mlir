@@ -390,3 +390,25 @@ func.func @top_k(%x: tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi64>) {
   %v, %i = kiln.top_k %x {axis = 1 : i64, largest = true} : tensor<2x5xf32> -> tensor<2x3xf32>, tensor<2x3xi64>
   return %v, %i : tensor<2x3xf32>, tensor<2x3xi64>
 }
+
+// -----
+
+// Cubic resize: four taps along each resized dimension with Keys' weights
+// (a = -0.5: 5a = -2.5, 8a = -4, 4a = -2, a + 2 = 1.5, a + 3 = 2.5); with
+// exclude_outside, taps outside the input are zeroed and the rest
+// renormalized before the blend reads the four samples.
+// CHECK-LABEL: func.func @resize_cubic
+// CHECK: linalg.generic
+// CHECK: math.floor
+// CHECK-DAG: arith.constant -2.500000e+00 : f32
+// CHECK-DAG: arith.constant -4.000000e+00 : f32
+// CHECK-DAG: arith.constant 1.500000e+00 : f32
+// CHECK-DAG: arith.constant 2.500000e+00 : f32
+// CHECK-COUNT-4: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+// CHECK-COUNT-4: arith.divf
+// CHECK-COUNT-4: tensor.extract %arg0
+// CHECK: linalg.yield
+func.func @resize_cubic(%x: tensor<1x4xf32>) -> tensor<1x8xf32> {
+  %0 = kiln.resize %x {mode = "cubic", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 1.0, 2.0>, cubic_coeff_a = -5.000000e-01 : f64, exclude_outside} : tensor<1x4xf32> -> tensor<1x8xf32>
+  return %0 : tensor<1x8xf32>
+}

@@ -81,8 +81,8 @@ func.func @pad_mode(%a: tensor<4xf32>) -> tensor<8xf32> {
 // -----
 
 func.func @resize_mode(%a: tensor<4xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'kiln.resize' op mode must be nearest or linear}}
-  %0 = kiln.resize %a {mode = "cubic", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 2.0>} : tensor<4xf32> -> tensor<8xf32>
+  // expected-error @+1 {{'kiln.resize' op mode must be nearest, linear or cubic}}
+  %0 = kiln.resize %a {mode = "lanczos", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 2.0>} : tensor<4xf32> -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
 
