@@ -2,7 +2,9 @@
 #include "frontend/onnx/ImportContext.h"
 #include "frontend/onnx/ShapeOperands.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 using namespace mlir;
 namespace k = mlir::kiln;
@@ -1120,6 +1122,119 @@ static LogicalResult importTopK(ImportContext &ctx) {
   return success();
 }
 
+/// MaxUnpool: X scattered into zeros at the flat indices I (as MaxPool's
+/// Indices output computes them, over the inferred shape (in - 1) * stride -
+/// pads + kernel). An output_shape (constant, or at run time checked against
+/// the declared shape) may be larger; coordinates keep their place in it.
+static LogicalResult importMaxUnpool(ImportContext &ctx) {
+  auto x = ctx.input(0), indices = ctx.input(1);
+  if (failed(x) || failed(indices))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank(), spatial = rank - 2;
+  std::vector<int64_t> kernel = ctx.attrInts("kernel_shape");
+  std::vector<int64_t> strides = ctx.attrInts("strides", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads = ctx.attrInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  if ((int64_t)kernel.size() != spatial || (int64_t)strides.size() != spatial ||
+      (int64_t)pads.size() != 2 * spatial)
+    return ctx.fail("kernel_shape, strides and pads need one entry per spatial dimension");
+  std::vector<int64_t> shape(xt.getShape().begin(), xt.getShape().end());
+  for (int64_t d = 0; d < spatial; ++d)
+    shape[2 + d] = (shape[2 + d] - 1) * strides[d] - pads[d] - pads[spatial + d] + kernel[d];
+  std::vector<int64_t> inferred = shape;
+  if (ctx.hasInput(2)) {
+    if (const HostTensor *t = ctx.hostInput(2)) {
+      shape = t->ints;
+    } else {
+      auto declared = declaredShape(ctx, 0);
+      if (!declared)
+        return failRuntimeOperand(ctx, "output_shape",
+                                  "the node's output has no declared static shape");
+      shape = *declared;
+      if (failed(guardElements(ctx, 2, "output_shape", {shape})))
+        return failure();
+    }
+    if ((int64_t)shape.size() != rank)
+      return ctx.fail("output_shape needs one entry per dimension");
+  }
+  int64_t total = 1;
+  for (int64_t d : shape)
+    total *= d;
+  Emitter e{ctx};
+  Value zeros = k::ConstantOp::create(
+      ctx.b, ctx.loc, RankedTensorType::get({total}, xt.getElementType()),
+      DenseElementsAttr::get(RankedTensorType::get({total}, xt.getElementType()),
+                             ctx.b.getZeroAttr(xt.getElementType())));
+  Value flatIndices = e.reshape(e.castTo(*indices, ctx.b.getI64Type()), {xt.getNumElements()});
+  if (shape != inferred) {
+    // The indices address the inferred shape: move each coordinate into the
+    // larger output shape.
+    Value moved;
+    int64_t inStride = 1, outStride = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      Value coord = *e.binary<k::DivOp>(flatIndices, e.constant(flatIndices, (double)inStride));
+      coord = *e.binary<k::ModOp>(coord, e.constant(flatIndices, (double)inferred[d]));
+      Value term = *e.binary<k::MulOp>(coord, e.constant(flatIndices, (double)outStride));
+      moved = moved ? *e.binary<k::AddOp>(moved, term) : term;
+      inStride *= inferred[d];
+      outStride *= shape[d];
+    }
+    flatIndices = moved;
+  }
+  Value scattered = k::ScatterElementsOp::create(ctx.b, ctx.loc, zeros.getType(), zeros,
+                                                 flatIndices, e.reshape(*x, {xt.getNumElements()}),
+                                                 0, "none");
+  ctx.setOutput(0, e.reshape(scattered, shape));
+  return success();
+}
+
+/// Det of the trailing n x n matrices by the permutation (Leibniz) expansion:
+/// exact in structure, and cheap for the small matrices models carry; larger
+/// ones are refused.
+static LogicalResult importDet(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank();
+  if (rank < 2 || xt.getDimSize(rank - 1) != xt.getDimSize(rank - 2))
+    return ctx.fail("Det needs square matrices in the last two dimensions");
+  int64_t n = xt.getDimSize(rank - 1);
+  if (n > 5)
+    return ctx.fail("Det of " + llvm::Twine(n) + "x" + llvm::Twine(n) +
+                    " matrices is not supported (up to 5x5)");
+  Emitter e{ctx};
+  SmallVector<int64_t> batch(xt.getShape().drop_back(2));
+  auto element = [&](int64_t i, int64_t j) -> Value {
+    SmallVector<int64_t> starts(rank, 0), steps(rank, 1), size(xt.getShape());
+    starts[rank - 2] = i;
+    starts[rank - 1] = j;
+    size[rank - 2] = size[rank - 1] = 1;
+    Value slice = k::SliceOp::create(ctx.b, ctx.loc,
+                                     RankedTensorType::get(size, xt.getElementType()), *x,
+                                     starts, steps);
+    return e.reshape(slice, batch);
+  };
+  SmallVector<int64_t> perm(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  Value sum;
+  do {
+    int64_t inversions = 0;
+    for (int64_t a = 0; a < n; ++a)
+      for (int64_t b = a + 1; b < n; ++b)
+        inversions += perm[a] > perm[b];
+    Value term = element(0, perm[0]);
+    for (int64_t r = 1; r < n; ++r)
+      term = *e.binary<k::MulOp>(term, element(r, perm[r]));
+    if (!sum)
+      sum = inversions % 2 ? e.unary<k::NegOp>(term) : term;
+    else
+      sum = inversions % 2 ? *e.binary<k::SubOp>(sum, term) : *e.binary<k::AddOp>(sum, term);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  ctx.setOutput(0, sum);
+  return success();
+}
+
 void registerNNOps(ImportTable &t) {
   t["ConvInteger"] = importInteger<true>;
   t["MatMulInteger"] = importInteger<false>;
@@ -1154,6 +1269,8 @@ void registerNNOps(ImportTable &t) {
   };
   t["ArgMax"] = importArg<k::ArgMaxOp>;
   t["TopK"] = importTopK;
+  t["MaxUnpool"] = importMaxUnpool;
+  t["Det"] = importDet;
   t["ArgMin"] = importArg<k::ArgMinOp>;
   t["LogSoftmax"] = importSoftmax<k::LogSoftmaxOp>;
 }

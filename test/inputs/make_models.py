@@ -38,8 +38,8 @@ def relu():
 
 
 def unsupported():
-    return model([helper.make_node("Det", ["x"], ["y"], name="the_det")],
-                 [tensor("x", [2, 3, 3])], [tensor("y", [2])], []), [(2, 3, 3)]
+    return model([helper.make_node("Unique", ["x"], ["y"], name="the_unique")],
+                 [tensor("x", [6])], [tensor("y", [6])], []), [(6,)]
 
 
 def float_mod():
