@@ -888,49 +888,47 @@ static LogicalResult importGlobalMaxPool(ImportContext &ctx) {
   return success();
 }
 
-/// The axes a Reduce* node with keepdims removes from `in` to give `out`;
-/// nullopt when more than one set of axes would.
-static std::optional<std::vector<int64_t>> removedAxes(ArrayRef<int64_t> in,
-                                                       ArrayRef<int64_t> out) {
-  // Match `out` into `in` from the left and from the right; a unique answer
-  // has both agree.
-  auto match = [&](bool fromLeft) -> std::optional<std::vector<bool>> {
-    std::vector<bool> kept(in.size(), false);
-    int64_t j = fromLeft ? 0 : (int64_t)out.size() - 1;
-    for (int64_t k = 0; k < (int64_t)in.size(); ++k) {
-      int64_t i = fromLeft ? k : (int64_t)in.size() - 1 - k;
-      if (j >= 0 && j < (int64_t)out.size() && in[i] == out[j]) {
-        kept[i] = true;
-        j += fromLeft ? 1 : -1;
-      }
-    }
-    if (j != (fromLeft ? (int64_t)out.size() : -1))
-      return std::nullopt;
-    return kept;
-  };
-  auto left = match(true), right = match(false);
-  if (!left || left != right)
-    return std::nullopt;
-  std::vector<int64_t> removed;
-  for (size_t i = 0; i < in.size(); ++i)
-    if (!(*left)[i])
-      removed.push_back(i);
-  return removed;
+/// Every set of `n` axes whose removal turns `in` into `out`, in
+/// lexicographic order.
+static std::vector<std::vector<int64_t>> removalsGiving(ArrayRef<int64_t> in,
+                                                        ArrayRef<int64_t> out, int64_t n) {
+  std::vector<std::vector<int64_t>> sets;
+  int64_t rank = in.size();
+  if (n < 0 || n > rank || (int64_t)out.size() != rank - n)
+    return sets;
+  std::vector<bool> pick(rank, false);
+  std::fill(pick.begin(), pick.begin() + n, true);
+  do {
+    std::vector<int64_t> removed, kept;
+    for (int64_t d = 0; d < rank; ++d)
+      (pick[d] ? removed : kept).push_back(pick[d] ? d : in[d]);
+    if (kept == std::vector<int64_t>(out.begin(), out.end()))
+      sets.push_back(removed);
+  } while (std::prev_permutation(pick.begin(), pick.end()));
+  return sets;
 }
+
+/// One way a Reduce* node reduces: over `axes` (sorted), taken when `when`
+/// holds at run time (null: always).
+struct ReduceChoice {
+  std::vector<int64_t> axes;
+  Value when;
+};
 
 /// A Reduce* node's `axes` at run time, from its declared output shape: with
 /// keepdims, the axes where it has 1 and the input does not (size-1 input
 /// axes may be named too, reducing them changes nothing); without, the axes
-/// it drops, when they are unambiguous.
-static FailureOr<std::vector<int64_t>> runtimeReduceAxes(ImportContext &ctx,
-                                                         ArrayRef<int64_t> in) {
+/// it drops. When several sets of axes would drop to the declared shape
+/// (2x3x3 to 2x3), each is a choice taken when the run-time axes name it.
+static FailureOr<SmallVector<ReduceChoice>> runtimeReduceAxes(ImportContext &ctx,
+                                                              ArrayRef<int64_t> in) {
   auto declared = declaredShape(ctx, 0);
   auto axesType = ctx.inputType(1);
   if (failed(axesType))
     return failure();
   int64_t n = axesType->getNumElements(), rank = in.size();
   if (n == 0)
-    return std::vector<int64_t>{};
+    return SmallVector<ReduceChoice>{{}};
   if (!declared)
     return failRuntimeOperand(ctx, "axes", "the node's output has no declared static shape");
   std::vector<int64_t> required, allowed;
@@ -947,50 +945,78 @@ static FailureOr<std::vector<int64_t>> runtimeReduceAxes(ImportContext &ctx,
       return failRuntimeOperand(ctx, "axes", "the declared output shape does not follow from "
                                              "the input shape by reducing " +
                                                  llvm::Twine(n) + " axes");
-  } else {
-    auto removed = removedAxes(in, *declared);
-    if (!removed || (int64_t)removed->size() != n)
-      return failRuntimeOperand(ctx, "axes", "the declared output shape does not tell which " +
-                                                 llvm::Twine(n) + " axes are reduced");
-    required = allowed = *removed;
+    if (failed(guardAxes(ctx, 1, "axes", rank, required, allowed)))
+      return failure();
+    return SmallVector<ReduceChoice>{{required.empty() ? allowed : required, nullptr}};
   }
-  if (failed(guardAxes(ctx, 1, "axes", rank, required, allowed)))
+  std::vector<std::vector<int64_t>> sets = removalsGiving(in, *declared, n);
+  if (sets.empty())
+    return failRuntimeOperand(ctx, "axes", "no " + llvm::Twine(n) +
+                                               " axes reduce the input to the declared shape");
+  if (sets.size() == 1) {
+    if (failed(guardAxes(ctx, 1, "axes", rank, sets[0], sets[0])))
+      return failure();
+    return SmallVector<ReduceChoice>{{sets[0], nullptr}};
+  }
+  std::vector<int64_t> any;
+  for (const auto &set : sets)
+    any.insert(any.end(), set.begin(), set.end());
+  llvm::sort(any);
+  any.erase(std::unique(any.begin(), any.end()), any.end());
+  if (failed(guardAxes(ctx, 1, "axes", rank, {}, any)))
     return failure();
-  return required.empty() ? allowed : required;
+  SmallVector<ReduceChoice> choices;
+  Value named;
+  for (const auto &set : sets) {
+    Value when = axesWithin(ctx, 1, rank, set);
+    named = named ? k::OrOp::create(ctx.b, ctx.loc, when.getType(), named, when) : when;
+    choices.push_back({set, when});
+  }
+  guard(ctx, named, "axes", "must name axes that reduce the input to that shape");
+  return choices;
 }
-
-/// The reduced axes of a Reduce* node (sorted, non-negative): from the
-/// `axes` input (ReduceSum from opset 13, the others from 18) or attribute;
-/// empty with noop_with_empty_axes means "no reduction" (returns nullopt).
-static FailureOr<std::optional<std::vector<int64_t>>> reduceAxes(ImportContext &ctx,
-                                                                 ArrayRef<int64_t> in) {
+/// The ways a Reduce* node reduces (each over sorted, non-negative axes):
+/// from the `axes` input (ReduceSum from opset 13, the others from 18) or
+/// attribute; none with noop_with_empty_axes and no axes (the input passes
+/// through).
+static FailureOr<SmallVector<ReduceChoice>> reduceAxes(ImportContext &ctx,
+                                                       ArrayRef<int64_t> in) {
   int64_t rank = in.size();
   bool axesInput = ctx.opset >= (ctx.node->op_type() == "ReduceSum" ? 13 : 18);
-  std::vector<int64_t> axes;
+  SmallVector<ReduceChoice> choices = {{}};
   if (axesInput && ctx.hasInput(1)) {
-    auto a = ctx.hostInput(1) ? ctx.hostInts(1, "axes") : runtimeReduceAxes(ctx, in);
-    if (failed(a))
-      return failure();
-    axes = *a;
+    if (ctx.hostInput(1)) {
+      auto a = ctx.hostInts(1, "axes");
+      if (failed(a))
+        return failure();
+      choices[0].axes = *a;
+    } else {
+      auto c = runtimeReduceAxes(ctx, in);
+      if (failed(c))
+        return failure();
+      choices = *c;
+    }
   } else if (!axesInput) {
-    axes = ctx.attrInts("axes");
+    choices[0].axes = ctx.attrInts("axes");
   }
-  if (axes.empty()) {
-    if (ctx.attrInt("noop_with_empty_axes", 0))
-      return std::optional<std::vector<int64_t>>();
-    for (int64_t i = 0; i < rank; ++i)
-      axes.push_back(i);
+  for (ReduceChoice &choice : choices) {
+    std::vector<int64_t> &axes = choice.axes;
+    if (axes.empty()) {
+      if (ctx.attrInt("noop_with_empty_axes", 0))
+        return SmallVector<ReduceChoice>{};
+      for (int64_t i = 0; i < rank; ++i)
+        axes.push_back(i);
+    }
+    for (int64_t &a : axes) {
+      auto n = ctx.axis(a, rank);
+      if (failed(n))
+        return failure();
+      a = *n;
+    }
+    std::sort(axes.begin(), axes.end());
   }
-  for (int64_t &a : axes) {
-    auto n = ctx.axis(a, rank);
-    if (failed(n))
-      return failure();
-    a = *n;
-  }
-  std::sort(axes.begin(), axes.end());
-  return std::optional<std::vector<int64_t>>(axes);
+  return choices;
 }
-
 /// Reduce* ops. `pre` transforms the input (abs, square, exp), `kind` is the
 /// kiln reduction ("mean" or a kiln.reduce kind), `post` the result (sqrt, log).
 template <typename Pre, typename Post>
@@ -999,32 +1025,43 @@ static LogicalResult importReduce(ImportContext &ctx, StringRef kind) {
   if (failed(x))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
-  auto axes = reduceAxes(ctx, xt.getShape());
-  if (failed(axes))
+  auto choices = reduceAxes(ctx, xt.getShape());
+  if (failed(choices))
     return failure();
   Value in = *x;
   if constexpr (!std::is_void_v<Pre>)
     in = Pre::create(ctx.b, ctx.loc, in.getType(), in);
-  if (!*axes) {
+  if (choices->empty()) {
     ctx.setOutput(0, in);
     return success();
   }
   bool keep = ctx.attrInt("keepdims", 1);
-  SmallVector<int64_t> shape;
-  for (int64_t i = 0; i < xt.getRank(); ++i) {
-    bool reduced = std::binary_search((*axes)->begin(), (*axes)->end(), i);
-    if (!reduced)
-      shape.push_back(xt.getDimSize(i));
-    else if (keep)
-      shape.push_back(1);
+  auto reduceOver = [&](ArrayRef<int64_t> axes) -> Value {
+    SmallVector<int64_t> shape;
+    for (int64_t i = 0; i < xt.getRank(); ++i) {
+      bool reduced = std::binary_search(axes.begin(), axes.end(), i);
+      if (!reduced)
+        shape.push_back(xt.getDimSize(i));
+      else if (keep)
+        shape.push_back(1);
+    }
+    auto type = withShape(xt, shape);
+    Value r = kind == "mean"
+                  ? (Value)k::ReduceMeanOp::create(ctx.b, ctx.loc, type, in, axes, keep)
+                  : (Value)k::ReduceOp::create(ctx.b, ctx.loc, type, in, kind, axes, keep);
+    if constexpr (!std::is_void_v<Post>)
+      r = Post::create(ctx.b, ctx.loc, r.getType(), r);
+    return r;
+  };
+  // Axes chosen at run time: every candidate is computed, the named one kept.
+  Value result;
+  for (const ReduceChoice &choice : llvm::reverse(*choices)) {
+    Value r = reduceOver(choice.axes);
+    result = result ? (Value)k::WhereOp::create(ctx.b, ctx.loc, r.getType(), choice.when, r,
+                                                result)
+                    : r;
   }
-  auto type = withShape(xt, shape);
-  Value r = kind == "mean"
-                ? (Value)k::ReduceMeanOp::create(ctx.b, ctx.loc, type, in, **axes, keep)
-                : (Value)k::ReduceOp::create(ctx.b, ctx.loc, type, in, kind, **axes, keep);
-  if constexpr (!std::is_void_v<Post>)
-    r = Post::create(ctx.b, ctx.loc, r.getType(), r);
-  ctx.setOutput(0, r);
+  ctx.setOutput(0, result);
   return success();
 }
 

@@ -106,8 +106,10 @@ LogicalResult guardAxes(ImportContext &ctx, size_t input, StringRef what, int64_
   if (failed(v))
     return failure();
   int64_t n = cast<RankedTensorType>(v->getType()).getDimSize(0);
-  std::string requirement = "must name the axes " + listText(required);
-  if (allowed.size() > required.size())
+  std::string requirement = required.empty() ? "must name distinct axes among " +
+                                                   listText(allowed)
+                                             : "must name the axes " + listText(required);
+  if (!required.empty() && allowed.size() > required.size())
     requirement += " (and may name others of " + listText(allowed) + ")";
   std::string message = guardMessage(ctx, what, requirement);
   Emitter e{ctx};
@@ -404,6 +406,18 @@ LogicalResult importNonZero(ImportContext &ctx) {
   ctx.setOutput(0, rows.size() == 1 ? rows[0]
                                     : (Value)k::ConcatOp::create(ctx.b, ctx.loc, type, rows, 0));
   return success();
+}
+
+Value axesWithin(ImportContext &ctx, size_t input, int64_t rank, ArrayRef<int64_t> set) {
+  IntMath m{ctx};
+  Value axes = m.wrap(*int64Operand(ctx, input, "axes"), m.scalar(rank));
+  int64_t n = cast<RankedTensorType>(axes.getType()).getDimSize(0);
+  Value in;
+  for (int64_t a : set) {
+    Value eq = m.test<k::EqualOp>(axes, m.scalar(a));
+    in = in ? m.test<k::OrOp>(in, eq) : eq;
+  }
+  return m.test<k::EqualOp>(m.e.sumAll(m.toInt(in)), m.scalar(n));
 }
 
 std::optional<std::vector<int64_t>> unitDimsBetween(ArrayRef<int64_t> longer,

@@ -61,6 +61,12 @@ mlir::LogicalResult importRuntimePad(ImportContext &ctx);
 mlir::LogicalResult importCompress(ImportContext &ctx);
 mlir::LogicalResult importNonZero(ImportContext &ctx);
 
+/// A rank-0 i1 value: whether every axis in integer input `input` (negative
+/// ones counting from the end of `rank`) is in `set`. With distinct axes (see
+/// guardAxes) as many as `set` holds, this tests that they are exactly `set`.
+mlir::Value axesWithin(ImportContext &ctx, size_t input, int64_t rank,
+                       llvm::ArrayRef<int64_t> set);
+
 /// The positions of `longer` that are not matched when `shorter` is matched
 /// into it as a subsequence, leftmost first; each such position must hold 1.
 /// nullopt when `shorter` is not `longer` with size-1 dimensions removed.
