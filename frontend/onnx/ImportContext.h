@@ -128,6 +128,7 @@ void registerNNOps(ImportTable &table);
 void registerTensorOps(ImportTable &table);
 void registerLossOps(ImportTable &table);
 void registerQuantOps(ImportTable &table);
+void registerSignalOps(ImportTable &table);
 
 /// kiln binary op result type under numpy broadcasting, with `a`'s element
 /// type unless `elementType` is given.

@@ -1327,55 +1327,9 @@ static LogicalResult importGridSample(ImportContext &ctx) {
   return success();
 }
 
-/// HannWindow, HammingWindow and BlackmanWindow: the generalized cosine
-/// window a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), with N = size
-/// (periodic) or size - 1 (symmetric), computed at compile time. A run-time
-/// size is the declared output length, checked at run time.
-static LogicalResult importCosineWindow(ImportContext &ctx, double a0, double a1, double a2) {
-  int64_t size;
-  if (const HostTensor *t = ctx.hostInput(0)) {
-    if (t->numElements() != 1 || t->isFloat())
-      return ctx.fail("size must be one integer");
-    size = t->ints[0];
-  } else {
-    auto declared = declaredFor(ctx, "size");
-    if (failed(declared))
-      return failure();
-    if (declared->size() != 1)
-      return ctx.fail("the declared output shape of a window must be 1-D");
-    size = (*declared)[0];
-    if (failed(guardElements(ctx, 0, "size", {{size}})))
-      return failure();
-  }
-  if (size < 0)
-    return ctx.fail("size must not be negative");
-  HostTensor r;
-  r.dtype = ctx.attrInt("output_datatype", onnx::TensorProto::FLOAT);
-  r.shape = {size};
-  double n = ctx.attrInt("periodic", 1) ? size : size - 1;
-  for (int64_t i = 0; i < size; ++i) {
-    double phase = n > 0 ? 2 * M_PI * i / n : 0;
-    double v = a0 - a1 * std::cos(phase) + a2 * std::cos(2 * phase);
-    if (r.isFloat())
-      r.floats.push_back(v);
-    else
-      r.ints.push_back((int64_t)v);
-  }
-  ctx.setHostOutput(0, std::move(r));
-  return success();
-}
-
 void registerTensorOps(ImportTable &t) {
   t["Compress"] = importCompress;
   t["NonZero"] = importNonZero;
-  t["HannWindow"] = [](ImportContext &ctx) { return importCosineWindow(ctx, 0.5, 0.5, 0); };
-  // ONNX's Hamming coefficients: alpha = 25/46, beta = 1 - alpha.
-  t["HammingWindow"] = [](ImportContext &ctx) {
-    return importCosineWindow(ctx, 25.0 / 46, 21.0 / 46, 0);
-  };
-  t["BlackmanWindow"] = [](ImportContext &ctx) {
-    return importCosineWindow(ctx, 0.42, 0.5, 0.08);
-  };
   t["GridSample"] = importGridSample;
   t["ReverseSequence"] = importReverseSequence;
   t["GatherND"] = importGatherND;

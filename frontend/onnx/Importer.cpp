@@ -435,6 +435,7 @@ static const ImportTable &importTable() {
     registerTensorOps(t);
     registerLossOps(t);
     registerQuantOps(t);
+    registerSignalOps(t);
     registerControlFlowOps(t);
     registerRNNOps(t);
     return t;

@@ -1,0 +1,180 @@
+//===- ImportSignal.cpp - ONNX signal ops: DFT and the cosine windows -----===//
+//
+// DFT is two matmuls with constant cosine and sine matrices along the signal
+// axis (O(n^2) per signal, which is what small audio frames need). The
+// windows are computed at compile time.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/onnx/ImportContext.h"
+#include "frontend/onnx/ShapeOperands.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+namespace k = mlir::kiln;
+
+namespace kiln::onnx_frontend {
+
+namespace {
+
+/// A [rows x cols] host matrix of the element type `dtype` with entries f(r, c).
+HostTensor matrix(int32_t dtype, int64_t rows, int64_t cols,
+                  llvm::function_ref<double(int64_t, int64_t)> f) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = {rows, cols};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      t.floats.push_back(f(r, c));
+  return t;
+}
+
+/// DFT (opset 17) along `axis` of a real ([..., 1]) or complex ([..., 2])
+/// signal: X[k] = sum_j x[j] e^(-+2 pi i jk / n), the inverse scaled by 1/n,
+/// the first n/2 + 1 bins when onesided.
+LogicalResult importDFT(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank(), parts = xt.getDimSize(rank - 1);
+  int32_t dtype = dtypeCodeOf(xt.getElementType());
+  if (!isa<FloatType>(xt.getElementType()) || (parts != 1 && parts != 2) || rank < 3)
+    return ctx.fail("DFT needs a float signal [batch, ..., length, 1 or 2]");
+  if (ctx.opset >= 20)
+    return ctx.fail("DFT from opset 20 (axis as an input) is not supported");
+  auto axis = ctx.axis(ctx.attrInt("axis", 1), rank - 1);
+  if (failed(axis))
+    return failure();
+  int64_t n = xt.getDimSize(*axis);
+  if (ctx.hasInput(1)) {
+    const HostTensor *length = ctx.hostInput(1);
+    if (!length || length->ints.size() != 1 || length->ints[0] != n)
+      return ctx.fail("dft_length other than the signal length is not supported");
+  }
+  bool inverse = ctx.attrInt("inverse", 0), onesided = ctx.attrInt("onesided", 0);
+  int64_t bins = onesided ? n / 2 + 1 : n;
+  double scale = inverse ? 1.0 / n : 1.0, sign = inverse ? 1.0 : -1.0;
+  auto angle = [&](int64_t j, int64_t kk) { return 2 * M_PI * double((j * kk) % n) / n; };
+  auto cosM = ctx.materialize(
+      matrix(dtype, n, bins, [&](int64_t j, int64_t kk) { return scale * std::cos(angle(j, kk)); }),
+      "dft_cos");
+  auto sinM = ctx.materialize(matrix(dtype, n, bins,
+                                     [&](int64_t j, int64_t kk) {
+                                       return sign * scale * std::sin(angle(j, kk));
+                                     }),
+                              "dft_sin");
+  if (failed(cosM) || failed(sinM))
+    return failure();
+
+  // Each part as rows of signals: the signal axis last, the rest flattened.
+  Emitter e{ctx};
+  SmallVector<int64_t> perm, moved;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != *axis)
+      perm.push_back(d);
+  perm.push_back(*axis);
+  for (int64_t d : perm)
+    moved.push_back(xt.getDimSize(d));
+  int64_t rows = xt.getNumElements() / parts / n;
+  auto part = [&](int64_t p) -> Value {
+    SmallVector<int64_t> starts(rank, 0), steps(rank, 1), size(xt.getShape());
+    starts[rank - 1] = p;
+    size[rank - 1] = 1;
+    Value s = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get(size, xt.getElementType()),
+                                 *x, starts, steps);
+    s = e.reshape(s, xt.getShape().drop_back());
+    s = k::TransposeOp::create(ctx.b, ctx.loc, RankedTensorType::get(moved, xt.getElementType()),
+                               s, perm);
+    return e.reshape(s, {rows, n});
+  };
+  auto matmul = [&](Value a, Value m) -> Value {
+    return k::MatMulOp::create(ctx.b, ctx.loc,
+                               RankedTensorType::get({rows, bins}, xt.getElementType()), a, m);
+  };
+  // (a + bi)(cos + i sin) = (a cos - b sin) + i (a sin + b cos)
+  Value re = part(0);
+  Value realPart = matmul(re, *cosM), imagPart = matmul(re, *sinM);
+  if (parts == 2) {
+    Value im = part(1);
+    realPart = *e.binary<k::SubOp>(realPart, matmul(im, *sinM));
+    imagPart = *e.binary<k::AddOp>(imagPart, matmul(im, *cosM));
+  }
+  // Back to the input's dimension order, with the complex pair last.
+  SmallVector<int64_t> movedOut(moved);
+  movedOut.back() = bins;
+  SmallVector<int64_t> inverseOrder(rank - 1), outShape(xt.getShape());
+  for (int64_t i = 0; i < rank - 1; ++i)
+    inverseOrder[perm[i]] = i;
+  outShape[*axis] = bins;
+  SmallVector<int64_t> single(outShape);
+  single.back() = 1;
+  auto restore = [&](Value v) -> Value {
+    v = e.reshape(v, movedOut);
+    SmallVector<int64_t> unmoved(outShape.begin(), outShape.end() - 1);
+    v = k::TransposeOp::create(ctx.b, ctx.loc, RankedTensorType::get(unmoved, xt.getElementType()),
+                               v, inverseOrder);
+    return e.reshape(v, single);
+  };
+  outShape.back() = 2;
+  ctx.setOutput(0, k::ConcatOp::create(ctx.b, ctx.loc,
+                                       RankedTensorType::get(outShape, xt.getElementType()),
+                                       ValueRange{restore(realPart), restore(imagPart)},
+                                       rank - 1));
+  return success();
+}
+
+/// HannWindow, HammingWindow and BlackmanWindow: the generalized cosine
+/// window a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), with N = size
+/// (periodic) or size - 1 (symmetric), computed at compile time. A run-time
+/// size is the declared output length, checked at run time.
+LogicalResult importCosineWindow(ImportContext &ctx, double a0, double a1, double a2) {
+  int64_t size;
+  if (const HostTensor *t = ctx.hostInput(0)) {
+    if (t->numElements() != 1 || t->isFloat())
+      return ctx.fail("size must be one integer");
+    size = t->ints[0];
+  } else {
+    auto declared = declaredShape(ctx, 0);
+    if (!declared)
+      return failRuntimeOperand(ctx, "size", "the node's output has no declared static shape");
+    if (declared->size() != 1)
+      return ctx.fail("the declared output shape of a window must be 1-D");
+    size = (*declared)[0];
+    if (failed(guardElements(ctx, 0, "size", {{size}})))
+      return failure();
+  }
+  if (size < 0)
+    return ctx.fail("size must not be negative");
+  HostTensor r;
+  r.dtype = ctx.attrInt("output_datatype", onnx::TensorProto::FLOAT);
+  r.shape = {size};
+  double n = ctx.attrInt("periodic", 1) ? size : size - 1;
+  for (int64_t i = 0; i < size; ++i) {
+    double phase = n > 0 ? 2 * M_PI * i / n : 0;
+    double v = a0 - a1 * std::cos(phase) + a2 * std::cos(2 * phase);
+    if (r.isFloat())
+      r.floats.push_back(v);
+    else
+      r.ints.push_back((int64_t)v);
+  }
+  ctx.setHostOutput(0, std::move(r));
+  return success();
+}
+
+} // namespace
+
+void registerSignalOps(ImportTable &t) {
+  t["DFT"] = importDFT;
+  t["HannWindow"] = [](ImportContext &ctx) { return importCosineWindow(ctx, 0.5, 0.5, 0); };
+  // ONNX's Hamming coefficients: alpha = 25/46, beta = 1 - alpha.
+  t["HammingWindow"] = [](ImportContext &ctx) {
+    return importCosineWindow(ctx, 25.0 / 46, 21.0 / 46, 0);
+  };
+  t["BlackmanWindow"] = [](ImportContext &ctx) {
+    return importCosineWindow(ctx, 0.42, 0.5, 0.08);
+  };
+}
+
+} // namespace kiln::onnx_frontend
