@@ -1,4 +1,4 @@
-//===- ImportSignal.cpp - ONNX signal ops: DFT and the cosine windows -----===//
+//===- ImportSignal.cpp - ONNX signal ops: DFT, STFT and cosine windows ---===//
 //
 // DFT is two matmuls with constant cosine and sine matrices along the signal
 // axis (O(n^2) per signal, which is what small audio frames need). The
@@ -30,30 +30,19 @@ HostTensor matrix(int32_t dtype, int64_t rows, int64_t cols,
   return t;
 }
 
-/// DFT (opset 17) along `axis` of a real ([..., 1]) or complex ([..., 2])
+/// The DFT along `axis` of a real ([..., 1]) or complex ([..., 2]) float
 /// signal: X[k] = sum_j x[j] e^(-+2 pi i jk / n), the inverse scaled by 1/n,
 /// the first n/2 + 1 bins when onesided.
-LogicalResult importDFT(ImportContext &ctx) {
-  auto x = ctx.input(0);
-  if (failed(x))
-    return failure();
-  auto xt = cast<RankedTensorType>(x->getType());
+FailureOr<Value> dft(ImportContext &ctx, Value x, int64_t axisIn, bool inverse, bool onesided) {
+  auto xt = cast<RankedTensorType>(x.getType());
   int64_t rank = xt.getRank(), parts = xt.getDimSize(rank - 1);
   int32_t dtype = dtypeCodeOf(xt.getElementType());
   if (!isa<FloatType>(xt.getElementType()) || (parts != 1 && parts != 2) || rank < 3)
-    return ctx.fail("DFT needs a float signal [batch, ..., length, 1 or 2]");
-  if (ctx.opset >= 20)
-    return ctx.fail("DFT from opset 20 (axis as an input) is not supported");
-  auto axis = ctx.axis(ctx.attrInt("axis", 1), rank - 1);
+    return ctx.fail("the signal must be float [batch, ..., length, 1 or 2]");
+  auto axis = ctx.axis(axisIn, rank - 1);
   if (failed(axis))
     return failure();
   int64_t n = xt.getDimSize(*axis);
-  if (ctx.hasInput(1)) {
-    const HostTensor *length = ctx.hostInput(1);
-    if (!length || length->ints.size() != 1 || length->ints[0] != n)
-      return ctx.fail("dft_length other than the signal length is not supported");
-  }
-  bool inverse = ctx.attrInt("inverse", 0), onesided = ctx.attrInt("onesided", 0);
   int64_t bins = onesided ? n / 2 + 1 : n;
   double scale = inverse ? 1.0 / n : 1.0, sign = inverse ? 1.0 : -1.0;
   auto angle = [&](int64_t j, int64_t kk) { return 2 * M_PI * double((j * kk) % n) / n; };
@@ -83,7 +72,7 @@ LogicalResult importDFT(ImportContext &ctx) {
     starts[rank - 1] = p;
     size[rank - 1] = 1;
     Value s = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get(size, xt.getElementType()),
-                                 *x, starts, steps);
+                                 x, starts, steps);
     s = e.reshape(s, xt.getShape().drop_back());
     s = k::TransposeOp::create(ctx.b, ctx.loc, RankedTensorType::get(moved, xt.getElementType()),
                                s, perm);
@@ -118,10 +107,126 @@ LogicalResult importDFT(ImportContext &ctx) {
     return e.reshape(v, single);
   };
   outShape.back() = 2;
-  ctx.setOutput(0, k::ConcatOp::create(ctx.b, ctx.loc,
-                                       RankedTensorType::get(outShape, xt.getElementType()),
-                                       ValueRange{restore(realPart), restore(imagPart)},
-                                       rank - 1));
+  return k::ConcatOp::create(ctx.b, ctx.loc, RankedTensorType::get(outShape, xt.getElementType()),
+                             ValueRange{restore(realPart), restore(imagPart)}, rank - 1)
+      .getResult();
+}
+
+/// DFT (opset 17): axis and inverse/onesided attributes; a dft_length must
+/// equal the signal length.
+LogicalResult importDFT(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  if (ctx.opset >= 20)
+    return ctx.fail("DFT from opset 20 (axis as an input) is not supported");
+  if (ctx.hasInput(1)) {
+    const HostTensor *length = ctx.hostInput(1);
+    int64_t axis = ctx.attrInt("axis", 1), rank = cast<RankedTensorType>(x->getType()).getRank();
+    int64_t n = cast<RankedTensorType>(x->getType()).getDimSize(axis < 0 ? axis + rank - 1 : axis);
+    if (!length || length->ints.size() != 1 || length->ints[0] != n)
+      return ctx.fail("dft_length other than the signal length is not supported");
+  }
+  auto r = dft(ctx, *x, ctx.attrInt("axis", 1), ctx.attrInt("inverse", 0),
+               ctx.attrInt("onesided", 0));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+/// A scalar integer input: its constant value, or nullopt at run time.
+std::optional<int64_t> hostScalar(ImportContext &ctx, size_t i) {
+  const HostTensor *t = ctx.hostInput(i);
+  if (!t || t->numElements() != 1 || t->isFloat())
+    return std::nullopt;
+  return t->ints[0];
+}
+
+/// STFT (opset 17): frames of frame_length samples every frame_step samples,
+/// times the window, each transformed by a DFT (onesided by default). A
+/// run-time frame_step or frame_length is the one value the declared output
+/// shape allows, checked at run time.
+LogicalResult importSTFT(ImportContext &ctx) {
+  auto signal = ctx.input(0);
+  if (failed(signal))
+    return failure();
+  auto st = cast<RankedTensorType>(signal->getType());
+  if (st.getRank() != 3)
+    return ctx.fail("STFT needs a signal [batch, length, 1 or 2]");
+  int64_t length = st.getDimSize(1);
+  bool onesided = ctx.attrInt("onesided", 1);
+  Value window = ctx.optionalInput(2);
+  std::optional<int64_t> step = hostScalar(ctx, 1), frameLength = hostScalar(ctx, 3);
+  if (window)
+    frameLength = cast<RankedTensorType>(window.getType()).getDimSize(0);
+  if (!step || !frameLength) {
+    auto declared = declaredShape(ctx, 0);
+    if (!declared || declared->size() != 4)
+      return failRuntimeOperand(ctx, step ? "frame_length" : "frame_step",
+                                "the node's output has no declared static shape");
+    int64_t frames = (*declared)[1], bins = (*declared)[2];
+    // Every (frame_length, frame_step) the declared frames and bins allow.
+    std::vector<std::pair<int64_t, int64_t>> fits;
+    for (int64_t fl = 1; fl <= length; ++fl) {
+      if ((frameLength && fl != *frameLength) || (onesided ? fl / 2 + 1 : fl) != bins)
+        continue;
+      for (int64_t s = 1; s <= length; ++s)
+        if ((!step || s == *step) && (length - fl) / s + 1 == frames)
+          fits.emplace_back(fl, s);
+    }
+    if (fits.size() != 1)
+      return failRuntimeOperand(ctx, step ? "frame_length" : "frame_step",
+                                "the declared output shape does not fix the frames");
+    Emitter e{ctx};
+    auto check = [&](size_t input, StringRef what, int64_t value) -> LogicalResult {
+      if (hostScalar(ctx, input) || !ctx.hasInput(input))
+        return success();
+      auto v = ctx.input(input);
+      if (failed(v))
+        return failure();
+      auto eq = e.binary<k::EqualOp>(e.reshape(*v, {}), ctx.scalar(getElementTypeOrSelf(v->getType()),
+                                                                   (double)value),
+                                     ctx.b.getI1Type());
+      if (failed(eq))
+        return failure();
+      guard(ctx, *eq, what, "must be " + llvm::Twine(value));
+      return success();
+    };
+    frameLength = fits[0].first;
+    step = fits[0].second;
+    if (failed(check(1, "frame_step", *step)) || failed(check(3, "frame_length", *frameLength)))
+      return failure();
+  }
+  int64_t frames = (length - *frameLength) / *step + 1;
+  if (*frameLength < 1 || *step < 1 || frames < 1)
+    return ctx.fail("frame_length and frame_step must be positive and fit the signal");
+  // Frames by one gather along the signal axis: [batch, frames, frame_length, parts].
+  std::vector<int64_t> starts;
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t j = 0; j < *frameLength; ++j)
+      starts.push_back(f * *step + j);
+  HostTensor index;
+  index.dtype = onnx::TensorProto::INT64;
+  index.shape = {frames, *frameLength};
+  index.ints = starts;
+  auto indices = ctx.materialize(index, "stft_frames");
+  if (failed(indices))
+    return failure();
+  auto framedType = RankedTensorType::get({st.getDimSize(0), frames, *frameLength, st.getDimSize(2)},
+                                          st.getElementType());
+  Value framed = k::GatherOp::create(ctx.b, ctx.loc, framedType, *signal, *indices, 1);
+  if (window) {
+    Emitter e{ctx};
+    auto weighted = e.binary<k::MulOp>(framed, e.reshape(window, {*frameLength, 1}));
+    if (failed(weighted))
+      return failure();
+    framed = *weighted;
+  }
+  auto r = dft(ctx, framed, 2, /*inverse=*/false, onesided);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
@@ -167,6 +272,7 @@ LogicalResult importCosineWindow(ImportContext &ctx, double a0, double a1, doubl
 
 void registerSignalOps(ImportTable &t) {
   t["DFT"] = importDFT;
+  t["STFT"] = importSTFT;
   t["HannWindow"] = [](ImportContext &ctx) { return importCosineWindow(ctx, 0.5, 0.5, 0); };
   // ONNX's Hamming coefficients: alpha = 25/46, beta = 1 - alpha.
   t["HammingWindow"] = [](ImportContext &ctx) {
