@@ -739,7 +739,20 @@ struct GridSampleLowering : OpConversionPattern<GridSampleOp> {
                 return v;
               };
               Value v;
-              if (!bilinear) {
+              if (op.getMode() == "bicubic") {
+                // 4 x 4 samples around floor(y), floor(x); zeros outside.
+                Value x0 = math::FloorOp::create(b, l, x), y0 = math::FloorOp::create(b, l, y);
+                SmallVector<Value> wx = cubicWeights(b, l, arith::SubFOp::create(b, l, x, x0), -0.75);
+                SmallVector<Value> wy = cubicWeights(b, l, arith::SubFOp::create(b, l, y, y0), -0.75);
+                for (int64_t i = 0; i < 4; ++i)
+                  for (int64_t j = 0; j < 4; ++j) {
+                    Value fy = arith::AddFOp::create(b, l, y0, c(i - 1));
+                    Value fx = arith::AddFOp::create(b, l, x0, c(j - 1));
+                    Value term = arith::MulFOp::create(
+                        b, l, read(fy, fx), arith::MulFOp::create(b, l, wy[i], wx[j]));
+                    v = v ? (Value)arith::AddFOp::create(b, l, v, term) : (Value)term;
+                  }
+              } else if (!bilinear) {
                 v = read(math::RoundEvenOp::create(b, l, y), math::RoundEvenOp::create(b, l, x));
               } else {
                 Value x0 = math::FloorOp::create(b, l, x), y0 = math::FloorOp::create(b, l, y);

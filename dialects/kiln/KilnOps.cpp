@@ -608,11 +608,13 @@ LogicalResult GridSampleOp::verify() {
   ArrayRef<int64_t> x = shapeOf(getInput()), g = shapeOf(getGrid());
   if (x.size() != 4 || g.size() != 4 || g[3] != 2 || g[0] != x[0])
     return emitOpError("expects an NCHW input and an [N, Ho, Wo, 2] grid");
-  if (getMode() != "bilinear" && getMode() != "nearest")
-    return emitOpError("mode must be bilinear or nearest");
+  if (getMode() != "bilinear" && getMode() != "nearest" && getMode() != "bicubic")
+    return emitOpError("mode must be bilinear, nearest or bicubic");
   StringRef p = getPaddingMode();
   if (p != "zeros" && p != "border" && p != "reflection")
     return emitOpError("padding_mode must be zeros, border or reflection");
+  if (getMode() == "bicubic" && p != "zeros")
+    return emitOpError("bicubic mode needs zeros padding");
   return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()),
                       {x[0], x[1], g[1], g[2]});
 }

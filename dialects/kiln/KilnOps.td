@@ -391,8 +391,9 @@ def Kiln_GridSampleOp : Kiln_Op<"grid_sample"> {
   let summary = "Sample an NCHW input at normalized grid locations (ONNX GridSample)";
   let description = [{
     grid is [N, Ho, Wo, 2] holding (x, y) in [-1, 1]; the result is
-    [N, C, Ho, Wo]. mode: bilinear or nearest; padding_mode: zeros, border
-    or reflection.
+    [N, C, Ho, Wo]. mode: bilinear, nearest or bicubic (Keys' kernel,
+    a = -0.75, zeros padding only); padding_mode: zeros, border or
+    reflection.
   }];
   let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$grid, StrAttr:$mode,
                    StrAttr:$padding_mode, BoolAttr:$align_corners);

@@ -1314,9 +1314,14 @@ static LogicalResult importGridSample(ImportContext &ctx) {
     return ctx.fail("GridSample needs a floating-point input");
   std::string mode = ctx.attrString("mode", "bilinear");
   if (mode == "linear")
-    mode = "bilinear"; // opset 20 spelling
-  if (mode != "bilinear" && mode != "nearest")
+    mode = "bilinear"; // opset 20 spellings
+  if (mode == "cubic")
+    mode = "bicubic";
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
     return ctx.fail("GridSample mode '" + mode + "' is not supported");
+  if (mode == "bicubic" && ctx.attrString("padding_mode", "zeros") != "zeros")
+    return ctx.fail("bicubic GridSample with padding_mode '" +
+                    ctx.attrString("padding_mode", "zeros") + "' is not supported (only zeros)");
   auto type = RankedTensorType::get(
       {xt.getDimSize(0), xt.getDimSize(1), gt.getDimSize(1), gt.getDimSize(2)},
       xt.getElementType());

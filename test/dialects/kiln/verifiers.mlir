@@ -133,3 +133,11 @@ func.func @resize_runtime_scales(%a: tensor<4xf32>, %s: tensor<2xf32>) -> tensor
   %0 = kiln.resize %a scales(%s : tensor<2xf32>) {mode = "linear", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 2.0>} : tensor<4xf32> -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+func.func @grid_sample_bicubic_border(%x: tensor<1x1x3x2xf32>, %g: tensor<1x2x4x2xf32>) -> tensor<1x1x2x4xf32> {
+  // expected-error @+1 {{'kiln.grid_sample' op bicubic mode needs zeros padding}}
+  %0 = kiln.grid_sample %x, %g {mode = "bicubic", padding_mode = "border", align_corners = false} : (tensor<1x1x3x2xf32>, tensor<1x2x4x2xf32>) -> tensor<1x1x2x4xf32>
+  return %0 : tensor<1x1x2x4xf32>
+}
