@@ -922,15 +922,15 @@ struct ReduceChoice {
 /// (2x3x3 to 2x3), each is a choice taken when the run-time axes name it.
 static FailureOr<SmallVector<ReduceChoice>> runtimeReduceAxes(ImportContext &ctx,
                                                               ArrayRef<int64_t> in) {
-  auto declared = declaredShape(ctx, 0);
-  auto axesType = ctx.inputType(1);
-  if (failed(axesType))
+  auto length = operandLength(ctx, 1);
+  if (failed(length))
     return failure();
-  int64_t n = axesType->getNumElements(), rank = in.size();
+  int64_t n = *length, rank = in.size();
   if (n == 0)
     return SmallVector<ReduceChoice>{{}};
-  if (!declared)
-    return failRuntimeOperand(ctx, "axes", "the node's output has no declared static shape");
+  auto declared = declaredFor(ctx, "axes");
+  if (failed(declared))
+    return failure();
   std::vector<int64_t> required, allowed;
   if (ctx.attrInt("keepdims", 1)) {
     bool fits = (int64_t)declared->size() == rank;
@@ -1139,9 +1139,11 @@ static LogicalResult importTopK(ImportContext &ctx) {
       return ctx.fail("K must be one integer");
     k = t->ints[0];
   } else {
-    auto declared = declaredShape(ctx, 0);
-    if (!declared || (int64_t)declared->size() != xt.getRank())
-      return failRuntimeOperand(ctx, "K", "the node's output has no declared static shape");
+    auto declared = declaredFor(ctx, "K");
+    if (failed(declared))
+      return failure();
+    if ((int64_t)declared->size() != xt.getRank())
+      return ctx.fail("the declared output rank differs from the input's");
     k = (*declared)[*axis];
     if (failed(guardElements(ctx, 1, "K", {{k}})))
       return failure();
@@ -1180,17 +1182,11 @@ static LogicalResult importMaxUnpool(ImportContext &ctx) {
     shape[2 + d] = (shape[2 + d] - 1) * strides[d] - pads[d] - pads[spatial + d] + kernel[d];
   std::vector<int64_t> inferred = shape;
   if (ctx.hasInput(2)) {
-    if (const HostTensor *t = ctx.hostInput(2)) {
-      shape = t->ints;
-    } else {
-      auto declared = declaredShape(ctx, 0);
-      if (!declared)
-        return failRuntimeOperand(ctx, "output_shape",
-                                  "the node's output has no declared static shape");
-      shape = *declared;
-      if (failed(guardElements(ctx, 2, "output_shape", {shape})))
-        return failure();
-    }
+    auto given = ctx.hostInput(2) ? ctx.hostInts(2, "output_shape")
+                                  : runtimeShapeOperand(ctx, 2, "output_shape");
+    if (failed(given))
+      return failure();
+    shape = *given;
     if ((int64_t)shape.size() != rank)
       return ctx.fail("output_shape needs one entry per dimension");
   }

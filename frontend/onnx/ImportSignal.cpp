@@ -161,10 +161,11 @@ LogicalResult importSTFT(ImportContext &ctx) {
   if (window)
     frameLength = cast<RankedTensorType>(window.getType()).getDimSize(0);
   if (!step || !frameLength) {
-    auto declared = declaredShape(ctx, 0);
-    if (!declared || declared->size() != 4)
-      return failRuntimeOperand(ctx, step ? "frame_length" : "frame_step",
-                                "the node's output has no declared static shape");
+    auto declared = declaredFor(ctx, step ? "frame_length" : "frame_step");
+    if (failed(declared))
+      return failure();
+    if (declared->size() != 4)
+      return ctx.fail("the declared output shape of STFT must be 4-D");
     int64_t frames = (*declared)[1], bins = (*declared)[2];
     // Every (frame_length, frame_step) the declared frames and bins allow.
     std::vector<std::pair<int64_t, int64_t>> fits;
@@ -241,9 +242,9 @@ LogicalResult importCosineWindow(ImportContext &ctx, double a0, double a1, doubl
       return ctx.fail("size must be one integer");
     size = t->ints[0];
   } else {
-    auto declared = declaredShape(ctx, 0);
-    if (!declared)
-      return failRuntimeOperand(ctx, "size", "the node's output has no declared static shape");
+    auto declared = declaredFor(ctx, "size");
+    if (failed(declared))
+      return failure();
     if (declared->size() != 1)
       return ctx.fail("the declared output shape of a window must be 1-D");
     size = (*declared)[0];

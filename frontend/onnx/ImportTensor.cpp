@@ -130,35 +130,6 @@ static std::vector<int64_t> shapeOfInput(ImportContext &ctx) {
   return std::vector<int64_t>(type->getShape().begin(), type->getShape().end());
 }
 
-/// Length of the 1-D run-time operand `input`, if the node's output has a
-/// declared shape to specialise on (otherwise the error is printed).
-static FailureOr<std::vector<int64_t>> declaredFor(ImportContext &ctx, StringRef what) {
-  auto declared = declaredShape(ctx, 0);
-  if (!declared)
-    return failRuntimeOperand(ctx, what, "the node's output has no declared static shape");
-  return *declared;
-}
-
-static FailureOr<int64_t> operandLength(ImportContext &ctx, size_t input) {
-  auto type = ctx.inputType(input);
-  if (failed(type))
-    return failure();
-  return type->getNumElements();
-}
-
-/// The declared output shape, for a run-time operand that spells out one
-/// entry per output dimension.
-static FailureOr<std::vector<int64_t>> declaredPerDimension(ImportContext &ctx, size_t input,
-                                                            StringRef what) {
-  auto declared = declaredFor(ctx, what);
-  auto length = operandLength(ctx, input);
-  if (failed(declared) || failed(length))
-    return failure();
-  if (*length != (int64_t)declared->size())
-    return failRuntimeOperand(ctx, what, "its length differs from the declared output rank");
-  return *declared;
-}
-
 /// Reshape's `shape` at run time: the declared output shape, where each
 /// entry may also arrive as -1, or as 0 when that copies an equal input
 /// dimension.
@@ -755,16 +726,8 @@ static LogicalResult importTile(ImportContext &ctx) {
   return success();
 }
 
-/// ConstantOfShape's `input` at run time: the declared output shape.
-static FailureOr<std::vector<int64_t>> runtimeConstantShape(ImportContext &ctx) {
-  auto declared = declaredPerDimension(ctx, 0, "input");
-  if (failed(declared) || failed(guardElements(ctx, 0, "input", {*declared})))
-    return failure();
-  return *declared;
-}
-
 static LogicalResult importConstantOfShape(ImportContext &ctx) {
-  auto shape = ctx.hostInput(0) ? ctx.hostInts(0, "input") : runtimeConstantShape(ctx);
+  auto shape = ctx.hostInput(0) ? ctx.hostInts(0, "input") : runtimeShapeOperand(ctx, 0, "input");
   if (failed(shape))
     return failure();
   HostTensor r;
@@ -936,14 +899,6 @@ static LogicalResult importTrilu(ImportContext &ctx) {
   return success();
 }
 
-/// Resize's `sizes` at run time: the declared output shape.
-static FailureOr<std::vector<int64_t>> runtimeResizeSizes(ImportContext &ctx, size_t input) {
-  auto declared = declaredPerDimension(ctx, input, "sizes");
-  if (failed(declared) || failed(guardElements(ctx, input, "sizes", {*declared})))
-    return failure();
-  return *declared;
-}
-
 /// Resize's `scales` at run time: the output has the declared shape, the
 /// scales themselves are read at run time (they place the samples), and a
 /// check confirms that floor(input size * scale) is the declared size.
@@ -1010,7 +965,7 @@ static LogicalResult importResize(ImportContext &ctx) {
         scales.assign(a.floats().begin(), a.floats().end());
   } else if (ctx.hasInput(sizesInput)) {
     auto sizes = ctx.hostInput(sizesInput) ? ctx.hostInts(sizesInput, "sizes")
-                                           : runtimeResizeSizes(ctx, sizesInput);
+                                           : runtimeShapeOperand(ctx, sizesInput, "sizes");
     if (failed(sizes))
       return failure();
     if ((int64_t)sizes->size() != rank)

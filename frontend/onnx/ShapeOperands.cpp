@@ -23,6 +23,39 @@ LogicalResult failRuntimeOperand(ImportContext &ctx, StringRef what, const llvm:
                   " (run-time shapes need dynamic shapes, which are not supported yet)");
 }
 
+FailureOr<std::vector<int64_t>> declaredFor(ImportContext &ctx, StringRef what) {
+  auto declared = declaredShape(ctx, 0);
+  if (!declared)
+    return failRuntimeOperand(ctx, what, "the node's output has no declared static shape");
+  return *declared;
+}
+
+FailureOr<int64_t> operandLength(ImportContext &ctx, size_t input) {
+  auto type = ctx.inputType(input);
+  if (failed(type))
+    return failure();
+  return type->getNumElements();
+}
+
+FailureOr<std::vector<int64_t>> declaredPerDimension(ImportContext &ctx, size_t input,
+                                                     StringRef what) {
+  auto declared = declaredFor(ctx, what);
+  auto length = operandLength(ctx, input);
+  if (failed(declared) || failed(length))
+    return failure();
+  if (*length != (int64_t)declared->size())
+    return failRuntimeOperand(ctx, what, "its length differs from the declared output rank");
+  return *declared;
+}
+
+FailureOr<std::vector<int64_t>> runtimeShapeOperand(ImportContext &ctx, size_t input,
+                                                    StringRef what) {
+  auto declared = declaredPerDimension(ctx, input, what);
+  if (failed(declared) || failed(guardElements(ctx, input, what, {*declared})))
+    return failure();
+  return *declared;
+}
+
 static std::string listText(ArrayRef<int64_t> values) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -202,12 +235,10 @@ Value window(ImportContext &ctx, Value x, ArrayRef<int64_t> shape, Value starts,
 } // namespace
 
 LogicalResult importRuntimeSlice(ImportContext &ctx) {
-  auto declared = declaredShape(ctx, 0);
-  if (!declared)
-    return failRuntimeOperand(ctx, "starts", "the node's output has no declared static shape");
+  auto declared = declaredFor(ctx, "starts");
   auto x = ctx.input(0);
   auto starts = int64Operand(ctx, 1, "starts"), ends = int64Operand(ctx, 2, "ends");
-  if (failed(x) || failed(starts) || failed(ends))
+  if (failed(declared) || failed(x) || failed(starts) || failed(ends))
     return failure();
   ArrayRef<int64_t> in = cast<RankedTensorType>(x->getType()).getShape();
   int64_t rank = in.size(), n = cast<RankedTensorType>(starts->getType()).getNumElements();
@@ -272,12 +303,10 @@ LogicalResult importRuntimePad(ImportContext &ctx) {
   if (ctx.hasInput(3))
     return failRuntimeOperand(ctx, "pads", "run-time pads with an 'axes' input are not "
                                            "supported");
-  auto declared = declaredShape(ctx, 0);
-  if (!declared)
-    return failRuntimeOperand(ctx, "pads", "the node's output has no declared static shape");
+  auto declared = declaredFor(ctx, "pads");
   auto x = ctx.input(0);
   auto pads = int64Operand(ctx, 1, "pads");
-  if (failed(x) || failed(pads))
+  if (failed(declared) || failed(x) || failed(pads))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
   int64_t rank = xt.getRank();

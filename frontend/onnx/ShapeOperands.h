@@ -24,6 +24,24 @@ std::optional<std::vector<int64_t>> declaredShape(const ImportContext &ctx, size
 mlir::LogicalResult failRuntimeOperand(ImportContext &ctx, llvm::StringRef what,
                                        const llvm::Twine &why);
 
+/// The declared shape of the node's first output, to specialise run-time
+/// operand `what` on; without one, the error says so.
+mlir::FailureOr<std::vector<int64_t>> declaredFor(ImportContext &ctx, llvm::StringRef what);
+
+/// The number of elements of input `input`.
+mlir::FailureOr<int64_t> operandLength(ImportContext &ctx, size_t input);
+
+/// The declared output shape, for a run-time operand `what` that spells out
+/// one entry per output dimension (its length is checked).
+mlir::FailureOr<std::vector<int64_t>> declaredPerDimension(ImportContext &ctx, size_t input,
+                                                           llvm::StringRef what);
+
+/// A run-time operand that is the output shape itself (ConstantOfShape's
+/// input, Resize's sizes, MaxUnpool's output_shape): the declared shape,
+/// checked at run time.
+mlir::FailureOr<std::vector<int64_t>> runtimeShapeOperand(ImportContext &ctx, size_t input,
+                                                          llvm::StringRef what);
+
 /// Emits a kiln.assert of `condition` with the message
 /// "node '<name>' (<op>): <message>".
 void assertAtRunTime(ImportContext &ctx, mlir::Value condition, const llvm::Twine &message);
