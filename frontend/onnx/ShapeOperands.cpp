@@ -107,82 +107,6 @@ static Value compare(ImportContext &ctx, Value a, Value b) {
   return *e.binary<Op>(a, b, ctx.b.getI1Type());
 }
 
-void assertAtRunTime(ImportContext &ctx, Value condition, const llvm::Twine &message) {
-  std::string text =
-      ("node '" + ctx.node->name() + "' (" + ctx.node->op_type() + "): " + message).str();
-  k::AssertOp::create(ctx.b, ctx.loc, condition, ctx.b.getStringAttr(text));
-}
-
-void guard(ImportContext &ctx, Value condition, StringRef what, const llvm::Twine &requirement) {
-  assertAtRunTime(ctx, condition, guardMessage(ctx, what, requirement));
-}
-
-LogicalResult guardElements(ImportContext &ctx, size_t input, StringRef what,
-                            ArrayRef<std::vector<int64_t>> accepted) {
-  auto v = int64Operand(ctx, input, what);
-  if (failed(v))
-    return failure();
-  int64_t n = cast<RankedTensorType>(v->getType()).getDimSize(0);
-  Value ok;
-  for (const auto &row : accepted) {
-    assert((int64_t)row.size() == n && "one accepted value per element");
-    Value eq = compare<k::EqualOp>(ctx, *v, int64Constant(ctx, row, {n}));
-    ok = ok ? compare<k::OrOp>(ctx, ok, eq) : eq;
-  }
-  assertAtRunTime(ctx, ok, guardMessage(ctx, what, "must be " + listText(accepted[0])));
-  return success();
-}
-
-LogicalResult guardAxes(ImportContext &ctx, size_t input, StringRef what, int64_t rank,
-                        ArrayRef<int64_t> required, ArrayRef<int64_t> allowed) {
-  auto v = int64Operand(ctx, input, what);
-  if (failed(v))
-    return failure();
-  int64_t n = cast<RankedTensorType>(v->getType()).getDimSize(0);
-  std::string requirement = required.empty() ? "must name distinct axes among " +
-                                                   listText(allowed)
-                                             : "must name the axes " + listText(required);
-  if (!required.empty() && allowed.size() > required.size())
-    requirement += " (and may name others of " + listText(allowed) + ")";
-  std::string message = guardMessage(ctx, what, requirement);
-  Emitter e{ctx};
-  Value zero = int64Constant(ctx, {0}, {});
-  Value axes = k::WhereOp::create(ctx.b, ctx.loc, v->getType(),
-                                  compare<k::LessOp>(ctx, *v, zero),
-                                  *e.binary<k::AddOp>(*v, int64Constant(ctx, {rank}, {})), *v);
-  if (n == 0) {
-    if (!required.empty())
-      return ctx.fail("input '" + what + "' is empty but must name the axes " +
-                      listText(required));
-    return success();
-  }
-  // Every axis is allowed ...
-  Value inAllowed;
-  for (int64_t a : allowed) {
-    Value eq = compare<k::EqualOp>(ctx, axes, int64Constant(ctx, {a}, {}));
-    inAllowed = inAllowed ? compare<k::OrOp>(ctx, inAllowed, eq) : eq;
-  }
-  if (!inAllowed)
-    return ctx.fail("input '" + what + "' names axes but none may be reduced");
-  assertAtRunTime(ctx, inAllowed, message);
-  // ... named once (each row of axes == axes^T has exactly one match) ...
-  if (n > 1) {
-    Value pairs = compare<k::EqualOp>(ctx, e.reshape(axes, {n, 1}), e.reshape(axes, {1, n}));
-    Value counts = k::ReduceOp::create(
-        ctx.b, ctx.loc, RankedTensorType::get({n}, ctx.b.getI64Type()),
-        e.castTo(pairs, ctx.b.getI64Type()), "sum", ArrayRef<int64_t>{1}, false);
-    assertAtRunTime(ctx, compare<k::EqualOp>(ctx, counts, int64Constant(ctx, {1}, {})), message);
-  }
-  // ... and every required axis is present.
-  for (int64_t r : required) {
-    Value hits = e.castTo(compare<k::EqualOp>(ctx, axes, int64Constant(ctx, {r}, {})),
-                          ctx.b.getI64Type());
-    assertAtRunTime(ctx, compare<k::EqualOp>(ctx, e.sumAll(hits), int64Constant(ctx, {1}, {})),
-              message);
-  }
-  return success();
-}
-
 namespace {
 /// Elementwise i64 arithmetic on small run-time tensors, as kiln ops. Every
 /// operand is i64, so the broadcasting builders cannot fail.
@@ -218,6 +142,15 @@ struct IntMath {
                                v, "sum", ArrayRef<int64_t>{axis}, false);
   }
   Value toInt(Value i1) { return e.castTo(i1, ctx.b.getI64Type()); }
+  /// Elementwise: whether v equals one of `set` (null for an empty set).
+  Value isAnyOf(Value v, ArrayRef<int64_t> set) {
+    Value any;
+    for (int64_t x : set) {
+      Value eq = test<k::EqualOp>(v, scalar(x));
+      any = any ? test<k::OrOp>(any, eq) : eq;
+    }
+    return any;
+  }
 };
 
 std::vector<int64_t> iotaValues(int64_t n) {
@@ -226,7 +159,72 @@ std::vector<int64_t> iotaValues(int64_t n) {
     v[i] = i;
   return v;
 }
+} // namespace
 
+void assertAtRunTime(ImportContext &ctx, Value condition, const llvm::Twine &message) {
+  std::string text =
+      ("node '" + ctx.node->name() + "' (" + ctx.node->op_type() + "): " + message).str();
+  k::AssertOp::create(ctx.b, ctx.loc, condition, ctx.b.getStringAttr(text));
+}
+
+void guard(ImportContext &ctx, Value condition, StringRef what, const llvm::Twine &requirement) {
+  assertAtRunTime(ctx, condition, guardMessage(ctx, what, requirement));
+}
+
+LogicalResult guardElements(ImportContext &ctx, size_t input, StringRef what,
+                            ArrayRef<std::vector<int64_t>> accepted) {
+  auto v = int64Operand(ctx, input, what);
+  if (failed(v))
+    return failure();
+  int64_t n = cast<RankedTensorType>(v->getType()).getDimSize(0);
+  Value ok;
+  for (const auto &row : accepted) {
+    assert((int64_t)row.size() == n && "one accepted value per element");
+    Value eq = compare<k::EqualOp>(ctx, *v, int64Constant(ctx, row, {n}));
+    ok = ok ? compare<k::OrOp>(ctx, ok, eq) : eq;
+  }
+  guard(ctx, ok, what, "must be " + listText(accepted[0]));
+  return success();
+}
+
+LogicalResult guardAxes(ImportContext &ctx, size_t input, StringRef what, int64_t rank,
+                        ArrayRef<int64_t> required, ArrayRef<int64_t> allowed) {
+  auto v = int64Operand(ctx, input, what);
+  if (failed(v))
+    return failure();
+  int64_t n = cast<RankedTensorType>(v->getType()).getDimSize(0);
+  std::string requirement = required.empty() ? "must name distinct axes among " +
+                                                   listText(allowed)
+                                             : "must name the axes " + listText(required);
+  if (!required.empty() && allowed.size() > required.size())
+    requirement += " (and may name others of " + listText(allowed) + ")";
+  std::string message = guardMessage(ctx, what, requirement);
+  IntMath m{ctx};
+  Value axes = m.wrap(*v, m.scalar(rank));
+  if (n == 0) {
+    if (!required.empty())
+      return ctx.fail("input '" + what + "' is empty but must name the axes " +
+                      listText(required));
+    return success();
+  }
+  // Every axis is allowed ...
+  Value inAllowed = m.isAnyOf(axes, allowed);
+  if (!inAllowed)
+    return ctx.fail("input '" + what + "' names axes but none may be reduced");
+  assertAtRunTime(ctx, inAllowed, message);
+  // ... named once (each row of axes == axes^T has exactly one match) ...
+  if (n > 1) {
+    Value pairs = m.test<k::EqualOp>(m.e.reshape(axes, {n, 1}), m.e.reshape(axes, {1, n}));
+    assertAtRunTime(ctx, m.test<k::EqualOp>(m.sumAlong(m.toInt(pairs), 1), m.scalar(1)), message);
+  }
+  // ... and every required axis is present.
+  for (int64_t r : required)
+    assertAtRunTime(
+        ctx, m.test<k::EqualOp>(m.e.sumAll(m.toInt(m.isAnyOf(axes, {r}))), m.scalar(1)), message);
+  return success();
+}
+
+namespace {
 Value window(ImportContext &ctx, Value x, ArrayRef<int64_t> shape, Value starts, Value steps,
              Value padding, StringRef mode = "constant") {
   auto type = RankedTensorType::get(shape, getElementTypeOrSelf(x.getType()));
@@ -441,12 +439,7 @@ Value axesWithin(ImportContext &ctx, size_t input, int64_t rank, ArrayRef<int64_
   IntMath m{ctx};
   Value axes = m.wrap(*int64Operand(ctx, input, "axes"), m.scalar(rank));
   int64_t n = cast<RankedTensorType>(axes.getType()).getDimSize(0);
-  Value in;
-  for (int64_t a : set) {
-    Value eq = m.test<k::EqualOp>(axes, m.scalar(a));
-    in = in ? m.test<k::OrOp>(in, eq) : eq;
-  }
-  return m.test<k::EqualOp>(m.e.sumAll(m.toInt(in)), m.scalar(n));
+  return m.test<k::EqualOp>(m.e.sumAll(m.toInt(m.isAnyOf(axes, set))), m.scalar(n));
 }
 
 std::optional<std::vector<int64_t>> unitDimsBetween(ArrayRef<int64_t> longer,
