@@ -120,17 +120,17 @@ LogicalResult importDFT(ImportContext &ctx) {
     return failure();
   if (ctx.opset >= 20)
     return ctx.fail("DFT from opset 20 (axis as an input) is not supported");
-  if (ctx.hasInput(1)) {
-    const HostTensor *length = ctx.hostInput(1);
-    int64_t axis = ctx.attrInt("axis", 1), rank = cast<RankedTensorType>(x->getType()).getRank();
-    int64_t n = cast<RankedTensorType>(x->getType()).getDimSize(axis < 0 ? axis + rank - 1 : axis);
-    if (!length || length->ints.size() != 1 || length->ints[0] != n)
-      return ctx.fail("dft_length other than the signal length is not supported");
-  }
   auto r = dft(ctx, *x, ctx.attrInt("axis", 1), ctx.attrInt("inverse", 0),
                ctx.attrInt("onesided", 0));
   if (failed(r))
     return failure();
+  if (ctx.hasInput(1)) { // the signal length, which dft() has validated
+    const HostTensor *length = ctx.hostInput(1);
+    auto xt = cast<RankedTensorType>(x->getType());
+    int64_t axis = *ctx.axis(ctx.attrInt("axis", 1), xt.getRank() - 1);
+    if (!length || length->ints.size() != 1 || length->ints[0] != xt.getDimSize(axis))
+      return ctx.fail("dft_length other than the signal length is not supported");
+  }
   ctx.setOutput(0, *r);
   return success();
 }
