@@ -103,6 +103,22 @@ def KilnFlattenEmptyArguments : Pass<"kiln-flatten-empty-arguments", "func::Func
   }];
 }
 
+def KilnDynamicEntry : Pass<"kiln-dynamic-entry", "ModuleOp"> {
+  let summary = "Pass the shapes of a model with dynamic dimensions through its entry";
+  let description = [{
+    Runs on buffers, before results become out-parameters. When `@main` has
+    a dynamic dimension anywhere, it takes two more arguments: `shapes`
+    (memref<Sxi64>: the sizes of every input, then of every output) and
+    `outputs` (memref<Rxi64>: one slot per output). A dynamic input becomes
+    its base pointer (a rank-0 memref) viewed with the sizes read from
+    `shapes`. Each result is returned by storing its address into its slot
+    and its sizes into `shapes`; the buffer it points to belongs to the
+    run's arena. `@main` is marked `kiln.dynamic_entry`. Static models are
+    left alone.
+  }];
+  let dependentDialects = ["memref::MemRefDialect", "arith::ArithDialect"];
+}
+
 def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "ModuleOp"> {
   let summary = "Outline outermost scf.parallel loops into tasks for the runtime's thread pool";
   let description = [{
@@ -140,11 +156,13 @@ def KilnLowerParallelCalls : Pass<"kiln-lower-parallel-calls", "ModuleOp"> {
 }
 
 def KilnEmitEntryPoint : Pass<"kiln-emit-entry-point", "ModuleOp"> {
-  let summary = "Add the C-ABI entry `void <name>_entry(void **buffers)`";
+  let summary = "Add the C-ABI entry `void <name>_entry(void **buffers, int64_t *shapes)`";
   let description = [{
     Runs on the LLVM dialect after bare-pointer lowering of `@main`. The entry
     loads one pointer per input and per output from `buffers` (inputs first)
-    and calls `@main`, so the runtime calls every model the same way.
+    and calls `@main`, so the runtime calls every model the same way. For a
+    `@main` marked `kiln.dynamic_entry` it passes the input pointers, then
+    `shapes`, then the address of the output slots in `buffers`.
   }];
   let options = [
     Option<"symbolPrefix", "prefix", "std::string", "\"kiln_model\"",

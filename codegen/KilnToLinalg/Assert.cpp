@@ -52,13 +52,43 @@ static memref::GlobalOp messageGlobal(OpBuilder &b, ModuleOp module, StringRef t
                                   init, /*constant=*/true, /*alignment=*/nullptr);
 }
 
+/// if (!ok) kiln_check_failed(message).
+static void failIfNot(OpBuilder &b, Location loc, Value ok, StringRef message) {
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  Value failed = arith::XOrIOp::create(b, loc, ok, scalarConst(b, loc, b.getI1Type(), 1));
+  func::FuncOp callee = checkFailedDecl(b, module);
+  memref::GlobalOp global = messageGlobal(b, module, message);
+  auto ifOp = scf::IfOp::create(b, loc, failed, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value text = memref::GetGlobalOp::create(b, loc, global.getType(), global.getName());
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, text);
+  address = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  func::CallOp::create(b, loc, callee, ValueRange{address});
+}
+
+/// "node 'conv1' (Conv): " for the NameLoc(node, NameLoc(op type)) that the
+/// importer gives each op; empty for other locations.
+static std::string nodePrefix(Location loc) {
+  auto node = dyn_cast<NameLoc>(loc);
+  if (!node)
+    return "";
+  std::string prefix = "node '" + node.getName().str() + "'";
+  if (auto op = dyn_cast<NameLoc>(node.getChildLoc()))
+    prefix += " (" + op.getName().str() + ")";
+  return prefix + ": ";
+}
+
+void mlir::kiln::checkAtRunTime(OpBuilder &b, Location loc, Value ok, const Twine &message) {
+  failIfNot(b, loc, ok, nodePrefix(loc) + message.str());
+}
+
 namespace {
 struct AssertLowering : OpConversionPattern<AssertOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(AssertOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto module = op->getParentOfType<ModuleOp>();
     Value all = adaptor.getCondition();
     auto type = tensorType(all);
     Type i1 = rewriter.getI1Type();
@@ -72,17 +102,7 @@ struct AssertLowering : OpConversionPattern<AssertOp> {
       all = reshapeTo(rewriter, loc, all, RankedTensorType::get({}, i1));
     }
     Value ok = tensor::ExtractOp::create(rewriter, loc, all, ValueRange{});
-    Value failed = arith::XOrIOp::create(rewriter, loc, ok, scalarConst(rewriter, loc, i1, 1));
-
-    func::FuncOp callee = checkFailedDecl(rewriter, module);
-    memref::GlobalOp message = messageGlobal(rewriter, module, op.getMessage());
-    auto ifOp = scf::IfOp::create(rewriter, loc, failed, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(ifOp.thenBlock());
-    Value text = memref::GetGlobalOp::create(rewriter, loc, message.getType(), message.getName());
-    Value address = memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, text);
-    address = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), address);
-    func::CallOp::create(rewriter, loc, callee, ValueRange{address});
+    failIfNot(rewriter, loc, ok, op.getMessage());
     rewriter.eraseOp(op);
     return success();
   }

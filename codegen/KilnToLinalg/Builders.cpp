@@ -2,12 +2,89 @@
 #include "codegen/KilnToLinalg/Builders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 namespace mlir::kiln {
 
 Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType) {
   return tensor::EmptyOp::create(b, loc, shape, elementType);
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes, Type elementType) {
+  return tensor::EmptyOp::create(b, loc, sizes, elementType);
+}
+
+OpFoldResult dimOf(OpBuilder &b, Location loc, Value tensor, int64_t d) {
+  RankedTensorType type = tensorType(tensor);
+  if (!type.isDynamicDim(d))
+    return b.getIndexAttr(type.getDimSize(d));
+  return tensor::DimOp::create(b, loc, tensor, d).getResult();
+}
+
+SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc, Value tensor) {
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0; d < tensorType(tensor).getRank(); ++d)
+    sizes.push_back(dimOf(b, loc, tensor, d));
+  return sizes;
+}
+
+OpFoldResult addSizes(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y) {
+  auto cx = getConstantIntValue(x), cy = getConstantIntValue(y);
+  if (cx && cy)
+    return b.getIndexAttr(*cx + *cy);
+  return arith::AddIOp::create(b, loc, indexValue(b, loc, x), indexValue(b, loc, y)).getResult();
+}
+
+OpFoldResult mulSizes(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes) {
+  int64_t constant = 1;
+  Value dynamic;
+  for (OpFoldResult size : sizes) {
+    if (auto c = getConstantIntValue(size)) {
+      constant *= *c;
+      continue;
+    }
+    Value v = indexValue(b, loc, size);
+    dynamic = dynamic ? arith::MulIOp::create(b, loc, dynamic, v).getResult() : v;
+  }
+  if (!dynamic)
+    return b.getIndexAttr(constant);
+  if (constant == 1)
+    return dynamic;
+  return arith::MulIOp::create(b, loc, dynamic, arith::ConstantIndexOp::create(b, loc, constant))
+      .getResult();
+}
+
+Value indexValue(OpBuilder &b, Location loc, OpFoldResult size) {
+  return getValueOrCreateConstantIndexOp(b, loc, size);
+}
+
+/// Whether two sizes are the same constant, value, or dimension of a tensor.
+static bool knownEqual(OpFoldResult x, OpFoldResult y) {
+  if (isEqualConstantIntOrValue(x, y))
+    return true;
+  auto dx = dyn_cast_if_present<Value>(x), dy = dyn_cast_if_present<Value>(y);
+  auto tx = dx ? dx.getDefiningOp<tensor::DimOp>() : nullptr;
+  auto ty = dy ? dy.getDefiningOp<tensor::DimOp>() : nullptr;
+  return tx && ty && tx.getSource() == ty.getSource() &&
+         tx.getConstantIndex() == ty.getConstantIndex() && tx.getConstantIndex();
+}
+
+void checkSizesEqual(OpBuilder &b, Location loc, OpFoldResult actual, OpFoldResult expected,
+                     const Twine &message) {
+  if (knownEqual(actual, expected))
+    return;
+  Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, indexValue(b, loc, actual),
+                                   indexValue(b, loc, expected));
+  checkAtRunTime(b, loc, ok, message);
+}
+
+/// The number of elements of a tensor, as an index value.
+static Value numElements(OpBuilder &b, Location loc, Value tensor) {
+  Value n = arith::ConstantIndexOp::create(b, loc, 1);
+  for (OpFoldResult size : sizesOf(b, loc, tensor))
+    n = arith::MulIOp::create(b, loc, n, indexValue(b, loc, size));
+  return n;
 }
 
 Value scalarConst(OpBuilder &b, Location loc, Type type, double value) {
@@ -40,8 +117,17 @@ Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value va
   return linalg::FillOp::create(b, loc, value, init).getResult(0);
 }
 
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes, Value value) {
+  Value init = emptyTensor(b, loc, sizes, value.getType());
+  return linalg::FillOp::create(b, loc, value, init).getResult(0);
+}
+
 Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType) {
   return filledTensor(b, loc, shape, scalarConst(b, loc, elementType, 0.0));
+}
+
+Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes, Type elementType) {
+  return filledTensor(b, loc, sizes, scalarConst(b, loc, elementType, 0.0));
 }
 
 AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
@@ -56,10 +142,44 @@ AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
   return AffineMap::get(resultShape.size(), 0, exprs, ctx);
 }
 
+SmallVector<OpFoldResult> broadcastSizes(OpBuilder &b, Location loc,
+                                         RankedTensorType resultType, ValueRange operands,
+                                         ArrayRef<OpFoldResult> given) {
+  int64_t rank = resultType.getRank();
+  SmallVector<OpFoldResult> sizes(given);
+  if (sizes.empty()) {
+    sizes.resize(rank);
+    for (int64_t i = 0; i < rank; ++i) {
+      if (!resultType.isDynamicDim(i)) {
+        sizes[i] = b.getIndexAttr(resultType.getDimSize(i));
+        continue;
+      }
+      for (Value v : operands) {
+        int64_t j = i - (rank - tensorType(v).getRank());
+        if (j >= 0 && tensorType(v).isDynamicDim(j)) {
+          sizes[i] = dimOf(b, loc, v, j);
+          break;
+        }
+      }
+      assert(sizes[i] && "a dynamic result size that no operand has needs `sizes`");
+    }
+  }
+  for (auto [k, v] : llvm::enumerate(operands)) {
+    RankedTensorType type = tensorType(v);
+    for (int64_t j = 0; j < type.getRank(); ++j)
+      if (type.isDynamicDim(j))
+        checkSizesEqual(b, loc, dimOf(b, loc, v, j), sizes[j + rank - type.getRank()],
+                        "dimension " + Twine(j) + " of operand " + Twine(k) +
+                            " does not match the other operands' (a dynamic dimension must "
+                            "match; it does not broadcast)");
+  }
+  return sizes;
+}
+
 /// linalg.generic over `resultType` whose scalar body is `body(operands...)`;
 /// operands broadcast to the result shape.
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
-                       ValueRange operands, BodyFn body) {
+                       ValueRange operands, BodyFn body, ArrayRef<OpFoldResult> sizes) {
   MLIRContext *ctx = b.getContext();
   ArrayRef<int64_t> shape = resultType.getShape();
   SmallVector<AffineMap> maps;
@@ -67,7 +187,10 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
     maps.push_back(broadcastMap(ctx, tensorType(v).getShape(), shape));
   maps.push_back(AffineMap::getMultiDimIdentityMap(shape.size(), ctx));
   SmallVector<utils::IteratorType> iterators(shape.size(), utils::IteratorType::parallel);
-  Value init = emptyTensor(b, loc, shape, resultType.getElementType());
+  Value init = resultType.hasStaticShape()
+                   ? emptyTensor(b, loc, shape, resultType.getElementType())
+                   : emptyTensor(b, loc, broadcastSizes(b, loc, resultType, operands, sizes),
+                                 resultType.getElementType());
   auto generic = linalg::GenericOp::create(
       b, loc, resultType, operands, init, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
@@ -93,7 +216,10 @@ Value buildReduction(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> 
     iterators[a] = utils::IteratorType::reduction;
     outExprs[a] = getAffineConstantExpr(0, ctx);
   }
-  Value acc = filledTensor(b, loc, outShape, init);
+  SmallVector<OpFoldResult> outSizes = sizesOf(b, loc, input);
+  for (int64_t a : axes)
+    outSizes[a] = b.getIndexAttr(1);
+  Value acc = filledTensor(b, loc, outSizes, init);
   SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(outShape.size(), ctx),
                                  AffineMap::get(outShape.size(), 0, outExprs, ctx)};
   auto generic = linalg::GenericOp::create(
@@ -130,10 +256,23 @@ Value buildMax(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
 
 Value buildMean(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes) {
   Value sum = buildSum(b, loc, input, axes);
-  int64_t count = 1;
+  Type et = tensorType(input).getElementType();
+  bool dynamic = llvm::any_of(axes, [&](int64_t a) { return tensorType(input).isDynamicDim(a); });
+  if (dynamic) {
+    Value count = arith::ConstantIndexOp::create(b, loc, 1);
+    for (int64_t a : axes)
+      count = arith::MulIOp::create(b, loc, count, indexValue(b, loc, dimOf(b, loc, input, a)));
+    count = arith::IndexCastOp::create(b, loc, b.getI64Type(), count);
+    count = arith::SIToFPOp::create(b, loc, et, count);
+    return buildElementwise(b, loc, tensorType(sum), sum,
+                            [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                              return arith::DivFOp::create(nb, l, a[0], count);
+                            });
+  }
+  int64_t n = 1;
   for (int64_t a : axes)
-    count *= tensorType(input).getDimSize(a);
-  double inv = 1.0 / static_cast<double>(count);
+    n *= tensorType(input).getDimSize(a);
+  double inv = 1.0 / static_cast<double>(n);
   return buildElementwise(b, loc, tensorType(sum), sum,
                           [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                             Value c = scalarConst(nb, l, a[0].getType(), inv);
@@ -141,30 +280,91 @@ Value buildMean(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes)
                           });
 }
 
-/// Reinterprets a static tensor with a new shape (row-major), via
-/// collapse_shape/expand_shape so that bufferization makes it a view.
-Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target) {
+static SmallVector<ReassociationIndices> allDims(int64_t rank) {
+  ReassociationIndices all;
+  for (int64_t i = 0; i < rank; ++i)
+    all.push_back(i);
+  return {all};
+}
+
+/// The sizes of `target` when only one of its dimensions may be dynamic: it
+/// gets what the element count of `input` leaves, which must divide; a
+/// static target must hold exactly the input's elements.
+static SmallVector<OpFoldResult> inferredSizes(OpBuilder &b, Location loc, Value input,
+                                               RankedTensorType target) {
+  assert(target.getNumDynamicDims() <= 1 && "reshapeTo needs sizes for this target");
+  Value total = numElements(b, loc, input);
+  int64_t known = 1;
+  for (int64_t d : target.getShape())
+    known *= ShapedType::isDynamic(d) ? 1 : d;
+  Value knownValue = arith::ConstantIndexOp::create(b, loc, known);
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d : target.getShape())
+    sizes.push_back(ShapedType::isDynamic(d)
+                        ? OpFoldResult(arith::DivUIOp::create(b, loc, total, knownValue))
+                        : OpFoldResult(b.getIndexAttr(d)));
+  Value rebuilt = target.getNumDynamicDims()
+                      ? arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, total,
+                                                                             knownValue),
+                                              knownValue)
+                      : knownValue;
+  checkAtRunTime(b, loc,
+                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, total, rebuilt),
+                 "the input's element count does not fit the shape " +
+                     Twine(llvm::join(llvm::map_range(target.getShape(),
+                                                      [](int64_t d) {
+                                                        return ShapedType::isDynamic(d)
+                                                                   ? std::string("?")
+                                                                   : std::to_string(d);
+                                                      }),
+                                      "x")));
+  return sizes;
+}
+
+/// Reinterprets a tensor with a new shape (row-major), via collapse_shape/
+/// expand_shape so that bufferization makes it a view.
+Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target,
+                ArrayRef<OpFoldResult> sizes) {
   RankedTensorType source = tensorType(input);
-  if (source == target)
+  if (source == target && (sizes.empty() || source.hasStaticShape()))
     return input;
-  auto allDims = [](int64_t rank) {
-    ReassociationIndices all;
-    for (int64_t i = 0; i < rank; ++i)
-      all.push_back(i);
-    return SmallVector<ReassociationIndices>{all};
-  };
   if (source.getRank() == 0)
     return tensor::ExpandShapeOp::create(b, loc, target, input,
                                          SmallVector<ReassociationIndices>{});
   if (target.getRank() == 0)
     return tensor::CollapseShapeOp::create(b, loc, target, input,
                                            SmallVector<ReassociationIndices>{});
+  if (source.hasStaticShape() && target.hasStaticShape()) {
+    Value flat = input;
+    if (source.getRank() != 1)
+      flat = tensor::CollapseShapeOp::create(b, loc, input, allDims(source.getRank()));
+    if (target.getRank() == 1)
+      return flat;
+    return tensor::ExpandShapeOp::create(b, loc, target, flat, allDims(target.getRank()));
+  }
+  SmallVector<OpFoldResult> targetSizes(sizes);
+  if (targetSizes.empty())
+    targetSizes = inferredSizes(b, loc, input, target);
+  if (target.getNumDynamicDims() > 1) {
+    // One expand_shape group cannot take several dynamic sizes as a view
+    // that later passes handle; tensor.reshape takes them as a shape.
+    SmallVector<Value> dims;
+    for (OpFoldResult size : targetSizes)
+      dims.push_back(indexValue(b, loc, size));
+    Value shape = tensor::FromElementsOp::create(b, loc, dims);
+    return tensor::ReshapeOp::create(b, loc, target, input, shape);
+  }
   Value flat = input;
   if (source.getRank() != 1)
     flat = tensor::CollapseShapeOp::create(b, loc, input, allDims(source.getRank()));
   if (target.getRank() == 1)
-    return flat;
-  return tensor::ExpandShapeOp::create(b, loc, target, flat, allDims(target.getRank()));
+    return tensor::CastOp::create(b, loc, target, flat);
+  if (tensorType(flat).hasStaticShape()) // a static input reshaped to a dynamic type
+    flat = tensor::CastOp::create(b, loc, RankedTensorType::get({ShapedType::kDynamic},
+                                                                target.getElementType()),
+                                  flat);
+  return tensor::ExpandShapeOp::create(b, loc, target, flat, allDims(target.getRank()),
+                                       targetSizes);
 }
 
 Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,
@@ -175,21 +375,22 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads
   SmallVector<int64_t> low = {0, 0, pads[0], pads[1]}, high = {0, 0, pads[2], pads[3]};
   SmallVector<int64_t> shape(type.getShape());
   for (int i = 2; i < 4; ++i)
-    shape[i] += low[i] + high[i];
+    if (!ShapedType::isDynamic(shape[i]))
+      shape[i] += low[i] + high[i];
   auto padded = RankedTensorType::get(shape, type.getElementType());
   Value padValue = scalarConst(b, loc, type.getElementType(), value);
   return tensor::PadOp::create(b, loc, padded, input, getAsIndexOpFoldResult(b.getContext(), low),
                                getAsIndexOpFoldResult(b.getContext(), high), padValue);
 }
 
-Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
+Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
+                  ArrayRef<OpFoldResult> sizes) {
   RankedTensorType type = tensorType(v);
   if (type.getShape() == shape)
     return v;
   auto target = RankedTensorType::get(shape, type.getElementType());
-  return buildElementwise(b, loc, target, v,
-                          [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+  return buildElementwise(
+      b, loc, target, v, [](OpBuilder &, Location, ValueRange a) { return a[0]; }, sizes);
 }
-
 
 } // namespace mlir::kiln

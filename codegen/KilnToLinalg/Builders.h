@@ -21,6 +21,26 @@ RankedTensorType signlessType(Type t);
 inline bool isUnsigned(Value v) { return getElementTypeOrSelf(v.getType()).isUnsignedInteger(); }
 
 Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType);
+/// tensor.empty with sizes that may be known only at run time.
+Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes, Type elementType);
+
+/// Size of dimension `d` of a tensor: a constant, or tensor.dim when dynamic.
+OpFoldResult dimOf(OpBuilder &b, Location loc, Value tensor, int64_t d);
+SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc, Value tensor);
+/// a + b, folded when both are constants.
+OpFoldResult addSizes(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y);
+/// The product of sizes, folded where they are constants.
+OpFoldResult mulSizes(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes);
+/// The index value of a size.
+Value indexValue(OpBuilder &b, Location loc, OpFoldResult size);
+
+/// Ends the inference with `message` (prefixed by the node that `loc` names)
+/// unless the i1 `ok` holds at run time (Assert.cpp).
+void checkAtRunTime(OpBuilder &b, Location loc, Value ok, const Twine &message);
+/// Checks at run time that `actual` equals `expected` unless both are the
+/// same constant.
+void checkSizesEqual(OpBuilder &b, Location loc, OpFoldResult actual, OpFoldResult expected,
+                     const Twine &message);
 
 /// A scalar constant of a float or integer type (i1: value != 0).
 Value scalarConst(OpBuilder &b, Location loc, Type type, double value);
@@ -30,17 +50,27 @@ Value extremeConst(OpBuilder &b, Location loc, Type type, bool lowest, bool isUn
 
 /// tensor.empty + linalg.fill with `value`.
 Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value value);
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes, Value value);
 Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType);
+Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes, Type elementType);
 
 /// The map from an iteration space of `resultShape` to an operand of
 /// `operandShape` under numpy broadcasting.
 AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
                        ArrayRef<int64_t> resultShape);
 
+/// The sizes of a result of `resultType` that `operands` broadcast to: each
+/// dynamic size is read from an operand that has that dimension. Dynamic
+/// operand dimensions never broadcast; that they match is checked at run time.
+SmallVector<OpFoldResult> broadcastSizes(OpBuilder &b, Location loc,
+                                         RankedTensorType resultType, ValueRange operands,
+                                         ArrayRef<OpFoldResult> given = {});
+
 /// linalg.generic over `resultType` whose scalar body is `body(operands...)`;
-/// operands broadcast to the result shape.
+/// operands broadcast to the result shape. `sizes` gives the result's sizes
+/// when no operand has its dynamic dimensions.
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
-                       ValueRange operands, BodyFn body);
+                       ValueRange operands, BodyFn body, ArrayRef<OpFoldResult> sizes = {});
 
 /// Reduces `input` over `axes` with `combine(element, accumulator)`, starting
 /// from `init`. Reduced dimensions are kept as size 1.
@@ -51,11 +81,16 @@ Value buildMax(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
                bool isUnsigned = false);
 Value buildMean(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes);
 
-/// Reinterprets a static tensor with a new shape (row-major), as views.
-Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target);
+/// Reinterprets a tensor with a new shape (row-major), as views. A dynamic
+/// target needs its `sizes`, unless only one target dimension is dynamic:
+/// that one gets what the element count leaves.
+Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target,
+                ArrayRef<OpFoldResult> sizes = {});
 
 /// Materializes `v` broadcast to `shape` (numpy rules); no-op if equal.
-Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape);
+/// `sizes` gives dynamic target sizes that `v` does not have.
+Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
+                  ArrayRef<OpFoldResult> sizes = {});
 
 /// Pads the two spatial dimensions of an NCHW tensor ([top, left, bottom, right]).
 Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,

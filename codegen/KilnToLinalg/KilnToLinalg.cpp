@@ -46,12 +46,51 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
   }
 };
 
+/// The sizes of a dynamic reshape: kept input sizes, static sizes, and
+/// what the element count leaves for the rest (checked to divide). Empty
+/// when reshapeTo can infer them itself.
+static SmallVector<OpFoldResult> keptSizes(OpBuilder &b, Location loc, Value input,
+                                           RankedTensorType type,
+                                           std::optional<ArrayRef<int64_t>> kept) {
+  if (!kept || type.hasStaticShape())
+    return {};
+  SmallVector<OpFoldResult> sizes;
+  int64_t inferred = -1;
+  for (auto [i, source] : llvm::enumerate(*kept)) {
+    if (source >= 0)
+      sizes.push_back(dimOf(b, loc, input, source));
+    else if (type.isDynamicDim(i))
+      sizes.push_back(OpFoldResult()), inferred = i;
+    else
+      sizes.push_back(b.getIndexAttr(type.getDimSize(i)));
+  }
+  if (inferred < 0)
+    return sizes;
+  Value total = arith::ConstantIndexOp::create(b, loc, 1), known = total;
+  for (OpFoldResult size : sizesOf(b, loc, input))
+    total = arith::MulIOp::create(b, loc, total, indexValue(b, loc, size));
+  for (OpFoldResult size : sizes)
+    if (size)
+      known = arith::MulIOp::create(b, loc, known, indexValue(b, loc, size));
+  Value rest = arith::DivUIOp::create(b, loc, total, known);
+  checkAtRunTime(b, loc,
+                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       arith::MulIOp::create(b, loc, rest, known), total),
+                 "the input's element count is not a multiple of the other dimensions' "
+                 "product");
+  sizes[inferred] = rest;
+  return sizes;
+}
+
 struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), adaptor.getInput(),
-                                     signlessType(op.getType())));
+    auto type = signlessType(op.getType());
+    Value input = adaptor.getInput();
+    rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), input, type,
+                                     keptSizes(rewriter, op.getLoc(), input, type,
+                                               op.getKept())));
     return success();
   }
 };
@@ -61,7 +100,10 @@ struct TransposeLowering : OpConversionPattern<TransposeOp> {
   LogicalResult matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     auto type = signlessType(op.getType());
-    Value init = emptyTensor(rewriter, op.getLoc(), type.getShape(), type.getElementType());
+    SmallVector<OpFoldResult> in = sizesOf(rewriter, op.getLoc(), adaptor.getInput()), sizes;
+    for (int64_t p : op.getPerm())
+      sizes.push_back(in[p]);
+    Value init = emptyTensor(rewriter, op.getLoc(), sizes, type.getElementType());
     auto t = linalg::TransposeOp::create(rewriter, op.getLoc(), adaptor.getInput(), init,
                                          op.getPerm());
     rewriter.replaceOp(op, t.getResult());
@@ -75,18 +117,38 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     auto type = signlessType(op.getType());
     Location loc = op.getLoc();
-    Value result = emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
-    int64_t axis = op.getAxis(), offset = 0;
-    for (Value in : adaptor.getInputs()) {
-      ArrayRef<int64_t> shape = tensorType(in).getShape();
-      SmallVector<int64_t> offsets(shape.size(), 0), strides(shape.size(), 1);
-      offsets[axis] = offset;
-      MLIRContext *ctx = rewriter.getContext();
-      result = tensor::InsertSliceOp::create(rewriter, loc, in, result,
-                                             getAsIndexOpFoldResult(ctx, offsets),
-                                             getAsIndexOpFoldResult(ctx, shape),
-                                             getAsIndexOpFoldResult(ctx, strides));
-      offset += shape[axis];
+    int64_t axis = op.getAxis(), rank = type.getRank();
+    // Offsets along the axis add up; the other sizes come from the result
+    // type or the first input with that dimension dynamic, and must agree.
+    SmallVector<OpFoldResult> offsets = {rewriter.getIndexAttr(0)};
+    for (Value in : adaptor.getInputs())
+      offsets.push_back(addSizes(rewriter, loc, offsets.back(), dimOf(rewriter, loc, in, axis)));
+    SmallVector<Value> others;
+    for (Value in : adaptor.getInputs())
+      others.push_back(in);
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < rank; ++i) {
+      sizes.push_back(i == axis ? offsets.back() : OpFoldResult());
+      if (i == axis)
+        continue;
+      sizes[i] = type.isDynamicDim(i) ? OpFoldResult() : rewriter.getIndexAttr(type.getDimSize(i));
+      for (Value in : others)
+        if (!sizes[i] && tensorType(in).isDynamicDim(i))
+          sizes[i] = dimOf(rewriter, loc, in, i);
+    }
+    for (auto [k, in] : llvm::enumerate(others))
+      for (int64_t i = 0; i < rank; ++i)
+        if (i != axis && tensorType(in).isDynamicDim(i))
+          checkSizesEqual(rewriter, loc, dimOf(rewriter, loc, in, i), sizes[i],
+                          "dimension " + Twine(i) + " of input " + Twine(k) +
+                              " differs from the other inputs'");
+    Value result = emptyTensor(rewriter, loc, sizes, type.getElementType());
+    SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+    for (auto [k, in] : llvm::enumerate(others)) {
+      SmallVector<OpFoldResult> at(rank, rewriter.getIndexAttr(0));
+      at[axis] = offsets[k];
+      result = tensor::InsertSliceOp::create(rewriter, loc, in, result, at,
+                                             sizesOf(rewriter, loc, in), strides);
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -102,26 +164,32 @@ Value batchedMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                     RankedTensorType resultType) {
   Type et = resultType.getElementType();
   int64_t rank = resultType.getRank();
+  SmallVector<OpFoldResult> ls = sizesOf(b, loc, lhs), rs = sizesOf(b, loc, rhs);
+  SmallVector<OpFoldResult> outSizes(ls.begin(), ls.end() - 1);
+  outSizes.push_back(rs.back());
   if (rank == 2)
     return linalg::MatmulOp::create(b, loc, TypeRange{resultType}, ValueRange{lhs, rhs},
-                                    zeroFilled(b, loc, resultType.getShape(), et))
+                                    zeroFilled(b, loc, outSizes, et))
         .getResult(0);
   // Collapse all batch dimensions into one and use linalg.batch_matmul.
+  OpFoldResult batchSize = mulSizes(b, loc, ArrayRef(ls).drop_back(2));
   int64_t batch = 1;
   for (int64_t d : resultType.getShape().drop_back(2))
-    batch *= d;
+    batch = ShapedType::isDynamic(d) || ShapedType::isDynamic(batch) ? ShapedType::kDynamic
+                                                                       : batch * d;
   auto to3d = [&](Value v) {
     ArrayRef<int64_t> s = tensorType(v).getShape();
-    return reshapeTo(b, loc, v,
-                     RankedTensorType::get({batch, s[rank - 2], s[rank - 1]}, et));
+    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, v);
+    return reshapeTo(b, loc, v, RankedTensorType::get({batch, s[rank - 2], s[rank - 1]}, et),
+                     {batchSize, sizes[rank - 2], sizes[rank - 1]});
   };
-  ArrayRef<int64_t> rs = resultType.getShape();
-  auto out3d = RankedTensorType::get({batch, rs[rank - 2], rs[rank - 1]}, et);
-  Value mm = linalg::BatchMatmulOp::create(b, loc, TypeRange{out3d},
-                                           ValueRange{to3d(lhs), to3d(rhs)},
-                                           zeroFilled(b, loc, out3d.getShape(), et))
+  ArrayRef<int64_t> rts = resultType.getShape();
+  auto out3d = RankedTensorType::get({batch, rts[rank - 2], rts[rank - 1]}, et);
+  Value mm = linalg::BatchMatmulOp::create(
+                 b, loc, TypeRange{out3d}, ValueRange{to3d(lhs), to3d(rhs)},
+                 zeroFilled(b, loc, {batchSize, ls[rank - 2], rs[rank - 1]}, et))
                  .getResult(0);
-  return reshapeTo(b, loc, mm, resultType);
+  return reshapeTo(b, loc, mm, resultType, outSizes);
 }
 
 struct MatMulLowering : OpConversionPattern<MatMulOp> {
@@ -142,32 +210,67 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
       rs.push_back(1);
       rhs = reshapeTo(rewriter, loc, rhs, RankedTensorType::get(rs, et));
     }
+    SmallVector<OpFoldResult> lsz = sizesOf(rewriter, loc, lhs), rsz = sizesOf(rewriter, loc, rhs);
+    checkSizesEqual(rewriter, loc, lsz.back(), rsz[rsz.size() - 2],
+                    "the contraction dimensions of the operands differ");
     int64_t m = ls[ls.size() - 2], k = ls.back(), n = rs.back();
     SmallVector<int64_t> batch(*broadcastShapes(ArrayRef(ls).drop_back(2),
                                                 ArrayRef(rs).drop_back(2)));
+    // The result's sizes, matrices promoted: batch sizes as broadcast, M, N.
+    auto batchType = RankedTensorType::get(batch, et);
+    auto batchOf = [&](Value v) {
+      SmallVector<int64_t> s(tensorType(v).getShape().drop_back(2));
+      SmallVector<OpFoldResult> z = sizesOf(rewriter, loc, v);
+      z.truncate(s.size());
+      return std::make_pair(s, z);
+    };
+    SmallVector<OpFoldResult> batchSizes;
+    {
+      auto [lb, lz] = batchOf(lhs);
+      auto [rb, rz] = batchOf(rhs);
+      int64_t rank = batch.size();
+      for (int64_t i = 0; i < rank; ++i) {
+        int64_t li = i - (rank - (int64_t)lb.size()), ri = i - (rank - (int64_t)rb.size());
+        if (!batchType.isDynamicDim(i))
+          batchSizes.push_back(rewriter.getIndexAttr(batch[i]));
+        else
+          batchSizes.push_back(li >= 0 && ShapedType::isDynamic(lb[li]) ? lz[li] : rz[ri]);
+      }
+    }
     Value result;
     if (rs.size() == 2) {
       // [.., M, K] x [K, N]: fold the lhs batch into the rows of one matmul.
       int64_t rows = m;
       for (int64_t d : batch)
-        rows *= d;
-      Value lhs2d = reshapeTo(rewriter, loc, broadcastTo(rewriter, loc, lhs, [&] {
-                                SmallVector<int64_t> s(batch);
-                                s.append({m, k});
-                                return s;
-                              }()),
-                              RankedTensorType::get({rows, k}, et));
+        rows = ShapedType::isDynamic(d) || ShapedType::isDynamic(rows) ? ShapedType::kDynamic
+                                                                         : rows * d;
+      SmallVector<int64_t> full(batch);
+      full.append({m, k});
+      SmallVector<OpFoldResult> fullSizes(batchSizes);
+      fullSizes.append({lsz[lsz.size() - 2], lsz.back()});
+      Value lhs2d = reshapeTo(
+          rewriter, loc, broadcastTo(rewriter, loc, lhs, full, fullSizes),
+          RankedTensorType::get({rows, k}, et),
+          {mulSizes(rewriter, loc, ArrayRef(fullSizes).drop_back()), lsz.back()});
       result = batchedMatmul(rewriter, loc, lhs2d, rhs, RankedTensorType::get({rows, n}, et));
     } else {
       SmallVector<int64_t> lshape(batch), rshape(batch), oshape(batch);
       lshape.append({m, k});
       rshape.append({k, n});
       oshape.append({m, n});
-      result = batchedMatmul(rewriter, loc, broadcastTo(rewriter, loc, lhs, lshape),
-                             broadcastTo(rewriter, loc, rhs, rshape),
+      SmallVector<OpFoldResult> lfull(batchSizes), rfull(batchSizes);
+      lfull.append({lsz[lsz.size() - 2], lsz.back()});
+      rfull.append({rsz[rsz.size() - 2], rsz.back()});
+      result = batchedMatmul(rewriter, loc, broadcastTo(rewriter, loc, lhs, lshape, lfull),
+                             broadcastTo(rewriter, loc, rhs, rshape, rfull),
                              RankedTensorType::get(oshape, et));
     }
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, result, resultType));
+    SmallVector<OpFoldResult> outSizes(batchSizes);
+    if (tensorType(adaptor.getLhs()).getRank() > 1)
+      outSizes.push_back(lsz[lsz.size() - 2]);
+    if (tensorType(adaptor.getRhs()).getRank() > 1)
+      outSizes.push_back(rsz.back());
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, result, resultType, outSizes));
     return success();
   }
 };
@@ -202,18 +305,19 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
         return v;
       if (Value folded = transposedConstant(rewriter, loc, original))
         return folded;
-      ArrayRef<int64_t> s = tensorType(v).getShape();
+      SmallVector<OpFoldResult> s = sizesOf(rewriter, loc, v);
       Value init = emptyTensor(rewriter, loc, {s[1], s[0]}, et);
       return linalg::TransposeOp::create(rewriter, loc, v, init, ArrayRef<int64_t>{1, 0})
           .getResult()[0];
     };
-    Value init = zeroFilled(rewriter, loc, type.getShape(), et);
-    Value result =
-        linalg::MatmulOp::create(rewriter, loc, TypeRange{type},
-                                 ValueRange{transposed(adaptor.getA(), op.getA(), op.getTransA()),
-                                            transposed(adaptor.getB(), op.getB(), op.getTransB())},
-                                 init)
-            .getResult(0);
+    Value a = transposed(adaptor.getA(), op.getA(), op.getTransA());
+    Value b = transposed(adaptor.getB(), op.getB(), op.getTransB());
+    checkSizesEqual(rewriter, loc, dimOf(rewriter, loc, a, 1), dimOf(rewriter, loc, b, 0),
+                    "the contraction dimensions of A and B differ");
+    Value init = zeroFilled(
+        rewriter, loc, {dimOf(rewriter, loc, a, 0), dimOf(rewriter, loc, b, 1)}, et);
+    Value result = linalg::MatmulOp::create(rewriter, loc, TypeRange{type}, ValueRange{a, b}, init)
+                       .getResult(0);
     double alpha = op.getAlpha().convertToDouble(), beta = op.getBeta().convertToDouble();
     SmallVector<Value> operands = {result};
     if (adaptor.getC())
@@ -278,6 +382,35 @@ Value buildIm2Col(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> ker
                    RankedTensorType::get({c * kh * kw, pixels}, et));
 }
 
+/// [N, channels, OH, OW] of a window of `kernel` sliding over the spatial
+/// dimensions of the padded NCHW `input`; a dynamic input must be at least
+/// as large as the window (checked at run time).
+static SmallVector<OpFoldResult> windowOutputSizes(OpBuilder &b, Location loc, Value input,
+                                                   int64_t channels, ArrayRef<int64_t> kernel,
+                                                   ArrayRef<int64_t> strides,
+                                                   ArrayRef<int64_t> dilations) {
+  SmallVector<OpFoldResult> sizes = {dimOf(b, loc, input, 0), b.getIndexAttr(channels)};
+  for (int64_t i = 0; i < 2; ++i) {
+    int64_t span = dilations[i] * (kernel[i] - 1) + 1;
+    OpFoldResult in = dimOf(b, loc, input, i + 2);
+    if (auto c = getConstantIntValue(in)) {
+      sizes.push_back(b.getIndexAttr((*c - span) / strides[i] + 1));
+      continue;
+    }
+    Value inValue = indexValue(b, loc, in);
+    Value spanValue = arith::ConstantIndexOp::create(b, loc, span);
+    checkAtRunTime(b, loc,
+                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, inValue, spanValue),
+                   "spatial dimension " + Twine(i) + " (padded) is smaller than the window (" +
+                       Twine(span) + ")");
+    Value out = arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, inValue, spanValue),
+                                       arith::ConstantIndexOp::create(b, loc, strides[i]));
+    sizes.push_back(
+        arith::AddIOp::create(b, loc, out, arith::ConstantIndexOp::create(b, loc, 1)).getResult());
+  }
+  return sizes;
+}
+
 struct ConvLowering : OpConversionPattern<ConvOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ConvOp op, OpAdaptor adaptor,
@@ -290,18 +423,21 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     Value filter = adaptor.getFilter();
     ArrayRef<int64_t> fs = tensorType(filter).getShape();
     int64_t group = op.getGroup(), channels = tensorType(input).getDimSize(1);
+    SmallVector<OpFoldResult> outSizes =
+        windowOutputSizes(rewriter, loc, input, fs[0], {fs[2], fs[3]}, op.getStrides(),
+                          op.getDilations());
     // The bias initializes the accumulator, so it costs no extra pass.
     Value init;
     if (Value bias = adaptor.getBias()) {
       Value b4 = reshapeTo(rewriter, loc, bias, RankedTensorType::get({out[1], 1, 1}, et));
-      init = broadcastTo(rewriter, loc, b4, out);
+      init = broadcastTo(rewriter, loc, b4, out, outSizes);
     } else {
-      init = zeroFilled(rewriter, loc, out, et);
+      init = zeroFilled(rewriter, loc, outSizes, et);
     }
     auto strides = rewriter.getI64TensorAttr(op.getStrides());
     auto dilations = rewriter.getI64TensorAttr(op.getDilations());
     Value result;
-    if (group == 1 && out[0] == 1) {
+    if (group == 1 && out[0] == 1 && type.hasStaticShape()) {
       // Batch 1: filter [F, C*KH*KW] x im2col [C*KH*KW, OH*OW] on the matmul path.
       Value col = buildIm2Col(rewriter, loc, input, {fs[2], fs[3]}, op.getStrides(),
                               op.getDilations(), {out[2], out[3]});
@@ -326,16 +462,23 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
                    .getResult(0);
     } else {
       ArrayRef<int64_t> is = tensorType(input).getShape();
+      SmallVector<OpFoldResult> isz = sizesOf(rewriter, loc, input);
+      auto index = [&](int64_t v) -> OpFoldResult { return rewriter.getIndexAttr(v); };
       auto inG = RankedTensorType::get({is[0], group, is[1] / group, is[2], is[3]}, et);
       auto fG = RankedTensorType::get({group, fs[0] / group, fs[1], fs[2], fs[3]}, et);
       auto outG = RankedTensorType::get({out[0], group, out[1] / group, out[2], out[3]}, et);
       Value r = linalg::Conv2DNgchwGfchwOp::create(
                     rewriter, loc, TypeRange{outG},
-                    ValueRange{reshapeTo(rewriter, loc, input, inG),
+                    ValueRange{reshapeTo(rewriter, loc, input, inG,
+                                         {isz[0], index(group), index(is[1] / group), isz[2],
+                                          isz[3]}),
                                reshapeTo(rewriter, loc, filter, fG)},
-                    reshapeTo(rewriter, loc, init, outG), strides, dilations)
+                    reshapeTo(rewriter, loc, init, outG,
+                              {outSizes[0], index(group), index(out[1] / group), outSizes[2],
+                               outSizes[3]}),
+                    strides, dilations)
                     .getResult(0);
-      result = reshapeTo(rewriter, loc, r, type);
+      result = reshapeTo(rewriter, loc, r, type, outSizes);
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -379,7 +522,11 @@ Value buildPool(ConversionPatternRewriter &rewriter, PoolOp op, Value input,
   Type et = type.getElementType();
   Value padded = padSpatial(rewriter, loc, input, op.getPads(), padValue);
   Value window = emptyTensor(rewriter, loc, op.getKernel(), et);
-  Value init = filledTensor(rewriter, loc, type.getShape(), scalarConst(rewriter, loc, et, padValue));
+  SmallVector<OpFoldResult> sizes =
+      windowOutputSizes(rewriter, loc, padded, type.getDimSize(1), op.getKernel(),
+                        op.getStrides(), dilations);
+  sizes[1] = dimOf(rewriter, loc, padded, 1);
+  Value init = filledTensor(rewriter, loc, sizes, scalarConst(rewriter, loc, et, padValue));
   return LinalgPoolOp::create(rewriter, loc, TypeRange{type}, ValueRange{padded, window},
                               init, rewriter.getI64TensorAttr(op.getStrides()),
                               rewriter.getI64TensorAttr(dilations))
@@ -488,6 +635,16 @@ struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
     if (!op.getCountIncludePad()) {
       rows = windowCounts(in[2], p[0], k[0], s[0], oh);
       cols = windowCounts(in[3], p[1], k[1], s[1], ow);
+    }
+    if (ShapedType::isDynamic(oh) || ShapedType::isDynamic(ow)) {
+      // The importer admits dynamic sizes only where every window counts whole.
+      double inv = 1.0 / double(k[0] * k[1]);
+      rewriter.replaceOp(op, buildElementwise(rewriter, loc, type, sum,
+                                              [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                                return arith::MulFOp::create(
+                                                    b, l, a[0], scalarConst(b, l, et, inv));
+                                              }));
+      return success();
     }
     // The table has the input's element type, so f16/f64 pools stay consistent.
     SmallVector<Attribute> inverse;

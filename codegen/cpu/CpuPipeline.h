@@ -63,7 +63,8 @@ std::string buildCpuScheduleScript(llvm::ArrayRef<MatmulTile> tiles, bool packed
 struct TensorSignature {
   std::string name;
   int32_t dtype;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;         ///< ShapedType::kDynamic where dynamic
+  std::vector<std::string> dimNames;  ///< empty, or one ("" if unnamed) per dimension
 };
 struct ModelSignature {
   std::vector<TensorSignature> inputs, outputs;

@@ -39,15 +39,26 @@ struct KilnEmitEntryPointPass
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     Location loc = main.getLoc();
     auto voidType = LLVM::LLVMVoidType::get(ctx);
-    auto entry = LLVM::LLVMFuncOp::create(b, loc, symbolPrefix + "_entry",
-                                          LLVM::LLVMFunctionType::get(voidType, {ptrType}));
+    auto entry = LLVM::LLVMFuncOp::create(
+        b, loc, symbolPrefix + "_entry",
+        LLVM::LLVMFunctionType::get(voidType, {ptrType, ptrType}));
     Block *body = entry.addEntryBlock(b);
     b.setInsertionPointToStart(body);
+    Value buffers = body->getArgument(0), shapes = body->getArgument(1);
+    auto slot = [&](unsigned i) -> Value {
+      return LLVM::GEPOp::create(b, loc, ptrType, ptrType, buffers,
+                                 ArrayRef<LLVM::GEPArg>{(int32_t)i});
+    };
+    // A dynamic @main (kiln-dynamic-entry) takes its inputs, the shapes and
+    // the output slots; a static one takes every input and output buffer.
+    bool dynamic = main->hasAttr("kiln.dynamic_entry");
+    unsigned pointers = main.getNumArguments() - (dynamic ? 2 : 0);
     SmallVector<Value> args;
-    for (unsigned i = 0, e = main.getNumArguments(); i < e; ++i) {
-      Value slot = LLVM::GEPOp::create(b, loc, ptrType, ptrType, body->getArgument(0),
-                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
-      args.push_back(LLVM::LoadOp::create(b, loc, ptrType, slot));
+    for (unsigned i = 0; i < pointers; ++i)
+      args.push_back(LLVM::LoadOp::create(b, loc, ptrType, slot(i)));
+    if (dynamic) {
+      args.push_back(shapes);
+      args.push_back(slot(pointers));
     }
     LLVM::CallOp::create(b, loc, main, args);
     LLVM::ReturnOp::create(b, loc, ValueRange{});

@@ -18,7 +18,7 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 /// Must match kiln_tensor_info / kiln_model_info in runtime/include/kiln/runtime.h.
-static constexpr uint32_t kAbiVersion = 1;
+static constexpr uint32_t kAbiVersion = 2;
 
 static llvm::Constant *cString(llvm::Module &m, llvm::StringRef s, const llvm::Twine &name) {
   llvm::Constant *data = llvm::ConstantDataArray::getString(m.getContext(), s);
@@ -33,17 +33,32 @@ static llvm::Constant *tensorInfos(llvm::Module &m, llvm::StructType *infoType,
                                    llvm::StringRef prefix, llvm::StringRef what) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *ptr = llvm::PointerType::get(ctx, 0);
   std::vector<llvm::Constant *> infos;
   for (auto [i, t] : llvm::enumerate(tensors)) {
     std::string base = (prefix + "_" + what + llvm::Twine(i)).str();
-    auto *shapeData = llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<int64_t>(t.shape));
+    std::vector<int64_t> dims;
+    for (int64_t d : t.shape)
+      dims.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d); // KILN_DYNAMIC
+    auto *shapeData = llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<int64_t>(dims));
     auto *shape = new llvm::GlobalVariable(m, shapeData->getType(), true,
                                            llvm::GlobalValue::PrivateLinkage, shapeData,
                                            base + "_shape");
+    llvm::Constant *dimNames = llvm::ConstantPointerNull::get(ptr);
+    if (!t.dimNames.empty()) {
+      std::vector<llvm::Constant *> names;
+      for (auto [d, name] : llvm::enumerate(t.dimNames))
+        names.push_back(name.empty() ? (llvm::Constant *)llvm::ConstantPointerNull::get(ptr)
+                                     : cString(m, name, base + "_dim" + llvm::Twine(d)));
+      auto *namesType = llvm::ArrayType::get(ptr, names.size());
+      dimNames = new llvm::GlobalVariable(m, namesType, true, llvm::GlobalValue::PrivateLinkage,
+                                          llvm::ConstantArray::get(namesType, names),
+                                          base + "_dim_names");
+    }
     infos.push_back(llvm::ConstantStruct::get(
         infoType, {cString(m, t.name, base + "_name"),
                    llvm::ConstantInt::get(i32, t.dtype),
-                   llvm::ConstantInt::get(i32, t.shape.size()), shape}));
+                   llvm::ConstantInt::get(i32, t.shape.size()), shape, dimNames}));
   }
   auto *arrayType = llvm::ArrayType::get(infoType, infos.size());
   return new llvm::GlobalVariable(m, arrayType, true, llvm::GlobalValue::PrivateLinkage,
@@ -58,7 +73,7 @@ static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::Strin
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
   auto *i32 = llvm::Type::getInt32Ty(ctx);
-  auto *tensorInfo = llvm::StructType::create(ctx, {ptr, i32, i32, ptr}, "kiln_tensor_info");
+  auto *tensorInfo = llvm::StructType::create(ctx, {ptr, i32, i32, ptr, ptr}, "kiln_tensor_info");
   auto *modelInfo =
       llvm::StructType::create(ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr}, "kiln_model_info");
   llvm::Function *entry = m.getFunction((prefix + "_entry").str());

@@ -33,6 +33,12 @@ FailureOr<SmallVector<int64_t>> mlir::kiln::broadcastShapes(ArrayRef<int64_t> a,
   for (size_t i = 0; i < rank; ++i) {
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    // A dynamic dimension is taken to match the other operand's (the
+    // lowering checks it at run time); it never broadcasts.
+    if (ShapedType::isDynamic(da) || ShapedType::isDynamic(db)) {
+      out[i] = da == 1 ? db : db == 1 ? da : ShapedType::isDynamic(da) ? db : da;
+      continue;
+    }
     if (da != db && da != 1 && db != 1)
       return failure();
     out[i] = da == 1 ? db : da;
@@ -180,7 +186,7 @@ LogicalResult MatMulOp::verify() {
   if (vecRhs)
     b.push_back(1);
   int64_t k = a.back(), k2 = b[b.size() - 2];
-  if (k != k2)
+  if (k != k2 && !ShapedType::isDynamic(k) && !ShapedType::isDynamic(k2))
     return emitOpError("contraction dimensions differ: lhs has ")
            << k << ", rhs has " << k2;
   auto batch = broadcastShapes(ArrayRef(a).drop_back(2), ArrayRef(b).drop_back(2));
@@ -299,7 +305,7 @@ LogicalResult GemmOp::verify() {
     return emitOpError("A and B must be 2-D");
   int64_t m = getTransA() ? a[1] : a[0], ka = getTransA() ? a[0] : a[1];
   int64_t kb = getTransB() ? b[1] : b[0], n = getTransB() ? b[0] : b[1];
-  if (ka != kb)
+  if (ka != kb && !ShapedType::isDynamic(ka) && !ShapedType::isDynamic(kb))
     return emitOpError("contraction dimensions differ: A has ") << ka << ", B has " << kb;
   if (getC()) {
     auto bc = broadcastShapes({m, n}, shapeOf(getC()));
@@ -316,6 +322,8 @@ LogicalResult GemmOp::verify() {
 
 static int64_t slidingOutput(int64_t in, int64_t padBefore, int64_t padAfter,
                              int64_t kernel, int64_t stride, int64_t dilation) {
+  if (ShapedType::isDynamic(in))
+    return ShapedType::kDynamic;
   int64_t effective = dilation * (kernel - 1) + 1;
   return (in + padBefore + padAfter - effective) / stride + 1;
 }
@@ -408,21 +416,48 @@ LogicalResult GlobalAveragePoolOp::verify() {
 LogicalResult ReshapeOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getType());
-  if (!in.hasStaticShape() || !out.hasStaticShape())
-    return emitOpError("requires static shapes");
-  if (in.getNumElements() != out.getNumElements())
-    return emitOpError("cannot reshape ") << in.getNumElements() << " elements ("
-                                          << shapeStr(in.getShape()) << ") into "
-                                          << shapeStr(out.getShape());
   if (in.getElementType() != out.getElementType())
     return emitOpError("element type changed");
+  if (in.hasStaticShape() && out.hasStaticShape()) {
+    if (in.getNumElements() != out.getNumElements())
+      return emitOpError("cannot reshape ") << in.getNumElements() << " elements ("
+                                            << shapeStr(in.getShape()) << ") into "
+                                            << shapeStr(out.getShape());
+    return success();
+  }
+  SmallVector<int64_t> kept(getKept().value_or(ArrayRef<int64_t>{}));
+  if (kept.empty())
+    kept.assign(out.getRank(), -1);
+  if ((int64_t)kept.size() != out.getRank())
+    return emitOpError("kept has ") << kept.size() << " entries, result has rank "
+                                    << out.getRank();
+  int64_t inferred = 0;
+  for (auto [i, source] : llvm::enumerate(kept)) {
+    if (source < -1 || source >= in.getRank())
+      return emitOpError("kept names input dimension ") << source << " of rank " << in.getRank();
+    if (source >= 0 && in.getDimSize(source) != out.getDimSize(i))
+      return emitOpError("result dimension ") << i << " keeps input dimension " << source
+                                              << " but their sizes differ";
+    inferred += source < 0 && out.isDynamicDim(i);
+  }
+  if (inferred > 1)
+    return emitOpError("at most one dynamic result dimension may keep no input dimension");
   return success();
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
-  if (getInput().getType() == getType())
+  auto keepsInPlace = [&] {
+    ArrayRef<int64_t> kept = getKept().value_or(ArrayRef<int64_t>{});
+    for (auto [i, source] : llvm::enumerate(kept))
+      if (source >= 0 && source != (int64_t)i)
+        return false;
+    return true;
+  };
+  if (getInput().getType() == getType() && keepsInPlace())
     return getInput();
-  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+  // `kept` refers to the producer's result, so only static chains merge.
+  auto producer = getInput().getDefiningOp<ReshapeOp>();
+  if (producer && getType().hasStaticShape() && producer.getInput().getType().hasStaticShape()) {
     getInputMutable().assign(producer.getInput());
     return getResult();
   }
@@ -466,11 +501,17 @@ LogicalResult ConcatOp::verify() {
     if (s.size() != expected.size() || getElementTypeOrSelf(v.getType()) != elementType)
       return emitOpError("inputs must have the same rank and element type");
     for (size_t i = 0; i < s.size(); ++i)
-      if ((int64_t)i != axis && s[i] != expected[i])
+      if ((int64_t)i != axis && s[i] != expected[i] && !ShapedType::isDynamic(s[i]) &&
+          !ShapedType::isDynamic(expected[i]))
         return emitOpError("input shapes ") << shapeStr(shapeOf(getInputs().front()))
                                             << " and " << shapeStr(s)
                                             << " differ outside axis " << axis;
-    expected[axis] += s[axis];
+    for (size_t i = 0; i < s.size(); ++i)
+      if ((int64_t)i != axis && ShapedType::isDynamic(expected[i]))
+        expected[i] = s[i];
+    expected[axis] = ShapedType::isDynamic(expected[axis]) || ShapedType::isDynamic(s[axis])
+                         ? ShapedType::kDynamic
+                         : expected[axis] + s[axis];
   }
   return verifyResult(*this, getType(), elementType, expected);
 }

@@ -243,8 +243,14 @@ def Kiln_GlobalAveragePoolOp : Kiln_Op<"global_average_pool"> {
 //===----------------------------------------------------------------------===//
 
 def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
-  let summary = "Reinterpret the elements in row-major order with a new static shape";
-  let arguments = (ins Kiln_Tensor:$input);
+  let summary = "Reinterpret the elements in row-major order with a new shape";
+  let description = [{
+    A dynamic result dimension takes its size from the input dimension that
+    `kept` names for it (-1 or no `kept`: none). At most one dynamic result
+    dimension keeps none; its size is what the element count leaves, and
+    the count must divide at run time.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, OptionalAttr<DenseI64ArrayAttr>:$kept);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;

@@ -154,6 +154,17 @@ mlir::Type elementTypeOf(mlir::Builder &b, int32_t dtype);
 int32_t dtypeCodeOf(mlir::Type t);
 /// "FLOAT", "INT64", ... for messages.
 std::string dtypeName(int32_t dtype);
+/// The 2-D [outer, inner] type that Flatten gives `t` at `axis`, with the
+/// `kept` attribute of that reshape (null for static shapes). Fails when
+/// dynamic dimensions leave the two sizes undetermined.
+mlir::FailureOr<std::pair<mlir::RankedTensorType, mlir::DenseI64ArrayAttr>>
+flattenedType(ImportContext &ctx, mlir::RankedTensorType t, int64_t axis);
+/// The `kept` attribute of the reshape that undoes flattenedType().
+mlir::DenseI64ArrayAttr
+unflattenedKept(mlir::RankedTensorType t,
+                const std::pair<mlir::RankedTensorType, mlir::DenseI64ArrayAttr> &flat);
+/// "[1,?,3]": a shape or list of integers, dynamic dimensions as '?'.
+std::string shapeText(llvm::ArrayRef<int64_t> shape);
 
 } // namespace kiln::onnx_frontend
 

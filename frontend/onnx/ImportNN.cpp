@@ -42,14 +42,16 @@ static Value liftTo2d(ImportContext &ctx, Value v) {
   auto t = cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> shape(t.getShape());
   shape.insert(shape.begin() + 2, 1);
-  return k::ReshapeOp::create(ctx.b, ctx.loc, withShape(t, shape), v);
+  return k::ReshapeOp::create(ctx.b, ctx.loc, withShape(t, shape), v,
+                              ctx.b.getDenseI64ArrayAttr({0, 1, -1, 2}));
 }
 
 static Value dropLift(ImportContext &ctx, Value v) {
   auto t = cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> shape(t.getShape());
   shape.erase(shape.begin() + 2);
-  return k::ReshapeOp::create(ctx.b, ctx.loc, withShape(t, shape), v);
+  return k::ReshapeOp::create(ctx.b, ctx.loc, withShape(t, shape), v,
+                              ctx.b.getDenseI64ArrayAttr({0, 1, 3}));
 }
 
 /// Resolves auto_pad and ceil_mode into explicit pads and output sizes for
@@ -68,6 +70,17 @@ static FailureOr<Window> windowFrom(ImportContext &ctx, ArrayRef<int64_t> inSpat
   for (size_t i = 0; i < n; ++i) {
     int64_t in = inSpatial[i], s = w.strides[i];
     int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
+    if (ShapedType::isDynamic(in)) {
+      // Explicit pads only: SAME padding and ceil_mode depend on the size.
+      if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" || ceilMode)
+        return ctx.fail("spatial dimension " + llvm::Twine(i) + " is dynamic, which " +
+                        (ceilMode ? "ceil_mode" : "auto_pad " + autoPad) +
+                        " does not support yet; pin it with --input-shape");
+      if (autoPad == "VALID")
+        w.pads[i] = w.pads[i + n] = 0;
+      w.outSize.push_back(ShapedType::kDynamic);
+      continue;
+    }
     if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       int64_t out = (in + s - 1) / s;
       int64_t total = std::max<int64_t>((out - 1) * s + eff - in, 0);
@@ -603,6 +616,10 @@ static LogicalResult importPool(ImportContext &ctx) {
     return failure();
   if (!isMax && (window->dilations[0] != 1 || window->dilations[1] != 1))
     return ctx.fail("AveragePool with dilations is not supported");
+  if (!isMax && !xt.hasStaticShape() && !ctx.attrInt("count_include_pad", 0) &&
+      llvm::any_of(window->pads, [](int64_t p) { return p != 0; }))
+    return ctx.fail("AveragePool with padding that is not counted needs static spatial "
+                    "dimensions; pin them with --input-shape");
   auto type = withShape(xt, {xt.getDimSize(0), xt.getDimSize(1), window->outSize[0],
                              window->outSize[1]});
   Value r;
@@ -671,7 +688,8 @@ static FailureOr<Value> emitMatMul(ImportContext &ctx, Value a, Value b) {
     as.insert(as.begin(), 1);
   if (vecB)
     bs.push_back(1);
-  if (as.back() != bs[bs.size() - 2])
+  if (as.back() != bs[bs.size() - 2] && !ShapedType::isDynamic(as.back()) &&
+      !ShapedType::isDynamic(bs[bs.size() - 2]))
     return ctx.fail("MatMul contraction dimensions differ (" + llvm::Twine(as.back()) + " vs " +
                     llvm::Twine(bs[bs.size() - 2]) + ")");
   auto batch = k::broadcastShapes(ArrayRef(as).drop_back(2), ArrayRef(bs).drop_back(2));
@@ -712,13 +730,12 @@ static LogicalResult importSoftmax(ImportContext &ctx) {
     ctx.setOutput(0, SoftmaxOp::create(ctx.b, ctx.loc, xt, *x, *axis));
     return success();
   }
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < rank; ++i)
-    (i < *axis ? outer : inner) *= xt.getDimSize(i);
-  auto flat = withShape(xt, {outer, inner});
-  Value r = k::ReshapeOp::create(ctx.b, ctx.loc, flat, *x);
-  r = SoftmaxOp::create(ctx.b, ctx.loc, flat, r, 1);
-  ctx.setOutput(0, k::ReshapeOp::create(ctx.b, ctx.loc, xt, r));
+  auto flat = flattenedType(ctx, xt, *axis);
+  if (failed(flat))
+    return failure();
+  Value r = k::ReshapeOp::create(ctx.b, ctx.loc, flat->first, *x, flat->second);
+  r = SoftmaxOp::create(ctx.b, ctx.loc, flat->first, r, 1);
+  ctx.setOutput(0, k::ReshapeOp::create(ctx.b, ctx.loc, xt, r, unflattenedKept(xt, *flat)));
   return success();
 }
 

@@ -66,21 +66,32 @@ static LogicalResult importConstant(ImportContext &ctx) {
                   "value_int(s))");
 }
 
-/// The target shape of Reshape with ONNX's 0 (copy) and -1 (infer) entries.
+/// The target shape of Reshape with ONNX's 0 (copy) and -1 (infer) entries;
+/// `kept` gets, per result dimension, the input dimension a 0 copies (-1
+/// otherwise). With dynamic input dimensions, -1 stays dynamic: its size is
+/// what the element count leaves at run time.
 static FailureOr<SmallVector<int64_t>> resolveReshape(ImportContext &ctx,
                                                       ArrayRef<int64_t> in,
-                                                      ArrayRef<int64_t> spec, bool allowZero) {
+                                                      ArrayRef<int64_t> spec, bool allowZero,
+                                                      SmallVector<int64_t> &kept) {
   SmallVector<int64_t> shape;
   int64_t known = 1, inferAt = -1, total = 1;
+  bool dynamic = llvm::any_of(in, ShapedType::isDynamic);
   for (int64_t d : in)
-    total *= d;
+    total *= dynamic ? 1 : d;
   for (size_t i = 0; i < spec.size(); ++i) {
     int64_t d = spec[i];
+    kept.push_back(-1);
     if (d == 0 && !allowZero) {
       if (i >= in.size())
         return ctx.fail("Reshape copies dimension " + llvm::Twine(i) +
                         " which the input does not have");
       d = in[i];
+      kept.back() = i;
+      if (ShapedType::isDynamic(d)) {
+        shape.push_back(d);
+        continue;
+      }
     }
     if (d == -1) {
       if (inferAt >= 0)
@@ -94,6 +105,27 @@ static FailureOr<SmallVector<int64_t>> resolveReshape(ImportContext &ctx,
     known *= d;
     shape.push_back(d);
   }
+  if (dynamic) {
+    // -1 is static when every dynamic input dimension is copied by a 0:
+    // it is then the ratio of the remaining static sizes.
+    int64_t rest = 1;
+    bool restStatic = true;
+    for (auto [i, d] : llvm::enumerate(in)) {
+      if (llvm::is_contained(kept, (int64_t)i))
+        continue;
+      restStatic &= !ShapedType::isDynamic(d);
+      rest *= ShapedType::isDynamic(d) ? 1 : d;
+    }
+    int64_t copied = 1;
+    for (auto [i, source] : llvm::enumerate(kept))
+      if (source >= 0 && !ShapedType::isDynamic(shape[i]))
+        copied *= shape[i];
+    if (inferAt >= 0)
+      shape[inferAt] = restStatic && known % copied == 0 && rest % (known / copied) == 0
+                           ? rest / (known / copied)
+                           : ShapedType::kDynamic;
+    return shape; // the element count is checked at run time
+  }
   if (inferAt >= 0) {
     if (known == 0 || total % known != 0)
       return ctx.fail("cannot infer the -1 dimension of Reshape");
@@ -105,8 +137,11 @@ static FailureOr<SmallVector<int64_t>> resolveReshape(ImportContext &ctx,
   return shape;
 }
 
-/// Reshape of a device value or a host constant to `shape`.
-static LogicalResult reshapeTo(ImportContext &ctx, ArrayRef<int64_t> shape) {
+/// Reshape of a device value or a host constant to `shape`; `kept` names,
+/// per result dimension, the input dimension whose size it keeps (needed
+/// for dynamic dimensions only).
+static LogicalResult reshapeTo(ImportContext &ctx, ArrayRef<int64_t> shape,
+                               ArrayRef<int64_t> kept = {}) {
   if (const HostTensor *t = ctx.hostInput(0)) {
     HostTensor r = *t;
     r.shape.assign(shape.begin(), shape.end());
@@ -117,7 +152,10 @@ static LogicalResult reshapeTo(ImportContext &ctx, ArrayRef<int64_t> shape) {
   if (failed(x))
     return failure();
   auto type = RankedTensorType::get(shape, getElementTypeOrSelf(x->getType()));
-  ctx.setOutput(0, k::ReshapeOp::create(ctx.b, ctx.loc, type, *x));
+  DenseI64ArrayAttr keptAttr;
+  if (!cast<RankedTensorType>(x->getType()).hasStaticShape() || !type.hasStaticShape())
+    keptAttr = ctx.b.getDenseI64ArrayAttr(kept);
+  ctx.setOutput(0, k::ReshapeOp::create(ctx.b, ctx.loc, type, *x, keptAttr));
   return success();
 }
 
@@ -150,13 +188,17 @@ static FailureOr<std::vector<int64_t>> runtimeReshapeSpec(ImportContext &ctx,
 static LogicalResult importReshape(ImportContext &ctx) {
   std::vector<int64_t> in = shapeOfInput(ctx);
   bool allowZero = ctx.attrInt("allowzero", 0);
+  if (!ctx.hostInput(1) && llvm::any_of(in, ShapedType::isDynamic))
+    return ctx.fail("input 'shape' is only known at run time and the input has dynamic "
+                    "dimensions; pin the model's input shapes with --input-shape");
   auto spec = ctx.hostInput(1) ? ctx.hostInts(1, "shape") : runtimeReshapeSpec(ctx, in, allowZero);
   if (failed(spec))
     return failure();
-  auto shape = resolveReshape(ctx, in, *spec, allowZero);
+  SmallVector<int64_t> kept;
+  auto shape = resolveReshape(ctx, in, *spec, allowZero, kept);
   if (failed(shape))
     return failure();
-  return reshapeTo(ctx, *shape);
+  return reshapeTo(ctx, *shape, kept);
 }
 
 static LogicalResult importFlatten(ImportContext &ctx) {
@@ -167,10 +209,11 @@ static LogicalResult importFlatten(ImportContext &ctx) {
     axis += rank;
   if (axis < 0 || axis > rank)
     return ctx.fail("Flatten axis out of range");
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < rank; ++i)
-    (i < axis ? outer : inner) *= in[i];
-  return reshapeTo(ctx, {outer, inner});
+  auto flat = flattenedType(ctx, RankedTensorType::get(in, ctx.b.getF32Type()), axis);
+  if (failed(flat))
+    return failure();
+  return reshapeTo(ctx, flat->first.getShape(),
+                   flat->second ? flat->second.asArrayRef() : ArrayRef<int64_t>{});
 }
 
 /// Squeeze's or Unsqueeze's `axes` at run time: the size-1 dimensions that
@@ -212,11 +255,13 @@ static LogicalResult importUnsqueeze(ImportContext &ctx) {
       return failure();
     inserted[*n] = true;
   }
-  SmallVector<int64_t> shape;
-  size_t next = 0;
-  for (int64_t i = 0; i < rank; ++i)
+  SmallVector<int64_t> shape, kept;
+  int64_t next = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    kept.push_back(inserted[i] ? -1 : next);
     shape.push_back(inserted[i] ? 1 : in[next++]);
-  return reshapeTo(ctx, shape);
+  }
+  return reshapeTo(ctx, shape, kept);
 }
 
 static LogicalResult importSqueeze(ImportContext &ctx) {
@@ -231,6 +276,9 @@ static LogicalResult importSqueeze(ImportContext &ctx) {
     axes = ctx.attrInts("axes");
   }
   std::vector<bool> drop(in.size(), axes.empty());
+  if (axes.empty() && llvm::any_of(in, ShapedType::isDynamic))
+    return ctx.fail("Squeeze without axes of a dynamic shape " + shapeText(in) +
+                    " is not supported; give axes or pin the input shapes with --input-shape");
   if (axes.empty())
     for (size_t i = 0; i < in.size(); ++i)
       drop[i] = in[i] == 1;
@@ -242,11 +290,13 @@ static LogicalResult importSqueeze(ImportContext &ctx) {
       return ctx.fail("Squeeze of dimension " + llvm::Twine(*n) + " which is not 1");
     drop[*n] = true;
   }
-  SmallVector<int64_t> shape;
+  SmallVector<int64_t> shape, kept;
   for (size_t i = 0; i < in.size(); ++i)
-    if (!drop[i])
+    if (!drop[i]) {
       shape.push_back(in[i]);
-  return reshapeTo(ctx, shape);
+      kept.push_back(i);
+    }
+  return reshapeTo(ctx, shape, kept);
 }
 
 static LogicalResult importTranspose(ImportContext &ctx) {
@@ -318,8 +368,15 @@ static LogicalResult importConcat(ImportContext &ctx) {
     return failure();
   SmallVector<int64_t> shape(first.getShape());
   shape[*axis] = 0;
-  for (Value v : inputs)
-    shape[*axis] += cast<RankedTensorType>(v.getType()).getDimSize(*axis);
+  for (Value v : inputs) {
+    auto t = cast<RankedTensorType>(v.getType());
+    shape[*axis] = t.isDynamicDim(*axis) || ShapedType::isDynamic(shape[*axis])
+                       ? ShapedType::kDynamic
+                       : shape[*axis] + t.getDimSize(*axis);
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      if (i != *axis && ShapedType::isDynamic(shape[i]))
+        shape[i] = t.getDimSize(i); // a static size pins the others
+  }
   ctx.setOutput(0, k::ConcatOp::create(ctx.b, ctx.loc,
                                        RankedTensorType::get(shape, first.getElementType()),
                                        inputs, *axis));

@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -179,6 +180,56 @@ int32_t dtypeCodeOf(Type t) {
       return code;
   }
   return 0;
+}
+
+FailureOr<std::pair<RankedTensorType, DenseI64ArrayAttr>>
+flattenedType(ImportContext &ctx, RankedTensorType t, int64_t axis) {
+  ArrayRef<int64_t> shape = t.getShape();
+  SmallVector<int64_t> flat, kept;
+  // A dynamic group of one dimension keeps its size; a group with another
+  // dimension gets what the element count leaves, which works for one
+  // group holding one dynamic dimension (so that the reshape can be undone).
+  int64_t inferred = 0;
+  bool undetermined = false;
+  for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, axis}, {axis, t.getRank()}}) {
+    int64_t size = 1, dynamic = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      dynamic += t.isDynamicDim(i);
+      size = dynamic ? ShapedType::kDynamic : size * shape[i];
+    }
+    kept.push_back(dynamic && end - begin == 1 ? begin : -1);
+    inferred += dynamic && end - begin > 1;
+    undetermined |= dynamic > 1;
+    flat.push_back(size);
+  }
+  if (inferred > 1 || undetermined)
+    return ctx.fail("flattening " + shapeText(shape) + " at axis " + llvm::Twine(axis) +
+                    " leaves dynamic sizes undetermined; pin the input shapes with "
+                    "--input-shape");
+  auto type = RankedTensorType::get(flat, t.getElementType());
+  return std::make_pair(type, t.hasStaticShape() ? DenseI64ArrayAttr()
+                                                 : ctx.b.getDenseI64ArrayAttr(kept));
+}
+
+DenseI64ArrayAttr unflattenedKept(RankedTensorType t,
+                                  const std::pair<RankedTensorType, DenseI64ArrayAttr> &flat) {
+  if (!flat.second)
+    return {};
+  SmallVector<int64_t> kept(t.getRank(), -1);
+  for (auto [group, source] : llvm::enumerate(flat.second.asArrayRef()))
+    if (source >= 0)
+      kept[source] = group;
+  return DenseI64ArrayAttr::get(t.getContext(), kept);
+}
+
+std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleave(
+      shape, os, [&](int64_t d) { ShapedType::isDynamic(d) ? os << "?" : os << d; }, ",");
+  os << "]";
+  return s;
 }
 
 std::string dtypeName(int32_t dtype) {
@@ -364,30 +415,39 @@ static int64_t defaultOpset(const onnx::ModelProto &model) {
   return 1;
 }
 
-static FailureOr<std::pair<int32_t, std::vector<int64_t>>>
-graphInputType(const onnx::ValueInfoProto &vi, const ImportOptions &options,
-               const std::string &file) {
-  const auto &tt = vi.type().tensor_type();
+/// An input's element type and shape; dynamic dimensions are
+/// ShapedType::kDynamic, named by their dim_param where the model has one.
+struct InputType {
+  int32_t dtype;
   std::vector<int64_t> shape;
+  std::vector<std::string> dimNames;
+};
+
+static FailureOr<InputType> graphInputType(const onnx::ValueInfoProto &vi,
+                                           const ImportOptions &options,
+                                           const std::string &file) {
+  const auto &tt = vi.type().tensor_type();
+  InputType type{tt.elem_type(), {}, {}};
   auto pinned = options.inputShapes.find(vi.name());
   if (pinned != options.inputShapes.end()) {
-    shape = pinned->second;
-    if (tt.has_shape() && tt.shape().dim_size() != (int)shape.size()) {
+    type.shape = pinned->second;
+    type.dimNames.assign(type.shape.size(), "");
+    if (tt.has_shape() && tt.shape().dim_size() != (int)type.shape.size()) {
       llvm::errs() << "error: " << file << ": --input-shape " << vi.name() << " has rank "
-                   << shape.size() << " but the model's input has rank "
+                   << type.shape.size() << " but the model's input has rank "
                    << tt.shape().dim_size() << "\n";
       return failure();
     }
     for (int i = 0; tt.has_shape() && i < tt.shape().dim_size(); ++i) {
       const auto &d = tt.shape().dim(i);
-      if (d.has_dim_value() && d.dim_value() != shape[i]) {
+      if (d.has_dim_value() && d.dim_value() != type.shape[i]) {
         llvm::errs() << "error: " << file << ": --input-shape " << vi.name() << " sets dimension "
-                     << i << " to " << shape[i] << " but the model fixes it to "
+                     << i << " to " << type.shape[i] << " but the model fixes it to "
                      << d.dim_value() << "\n";
         return failure();
       }
     }
-    return std::make_pair(tt.elem_type(), shape);
+    return type;
   }
   if (!tt.has_shape()) {
     llvm::errs() << "error: " << file << ": input '" << vi.name()
@@ -395,15 +455,10 @@ graphInputType(const onnx::ValueInfoProto &vi, const ImportOptions &options,
     return failure();
   }
   for (const auto &d : tt.shape().dim()) {
-    if (!d.has_dim_value()) {
-      llvm::errs() << "error: " << file << ": input '" << vi.name() << "' has dynamic dimension '"
-                   << (d.dim_param().empty() ? "?" : d.dim_param())
-                   << "'; pin it with --input-shape " << vi.name() << "=DxDx...\n";
-      return failure();
-    }
-    shape.push_back(d.dim_value());
+    type.shape.push_back(d.has_dim_value() ? d.dim_value() : ShapedType::kDynamic);
+    type.dimNames.push_back(d.has_dim_value() ? "" : d.dim_param());
   }
-  return std::make_pair(tt.elem_type(), shape);
+  return type;
 }
 
 /// The fully static shapes among the graph's outputs and value_info.
@@ -425,6 +480,38 @@ static void recordDeclaredShapes(const onnx::GraphProto &graph,
     record(vi);
   for (const auto &vi : graph.output())
     record(vi);
+}
+
+/// Ops whose import rules and lowerings handle dynamic dimensions.
+static bool acceptsDynamicShapes(StringRef op) {
+  static const llvm::StringSet<> ops = {
+      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Equal", "Less", "LessOrEqual",
+      "Greater", "GreaterOrEqual", "Where", "Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Exp",
+      "Log", "Erf", "Sqrt", "Reciprocal", "Ceil", "Floor", "Round", "Sin", "Cos", "Not",
+      "And", "Or", "Xor", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Identity",
+      "Dropout", "Cast", "Gemm", "MatMul", "Conv", "BatchNormalization", "MaxPool",
+      "AveragePool", "GlobalAveragePool", "Softmax", "LogSoftmax", "Flatten", "Reshape",
+      "Transpose", "Concat", "Unsqueeze", "Squeeze"};
+  return ops.contains(op);
+}
+
+/// Fails, naming the dimension, when a node whose op is not yet ready for
+/// dynamic dimensions receives one.
+static LogicalResult checkDynamicInputs(ImportContext &ctx) {
+  if (acceptsDynamicShapes(ctx.node->op_type()))
+    return success();
+  for (const std::string &name : ctx.node->input()) {
+    auto it = ctx.values.find(name);
+    if (name.empty() || it == ctx.values.end() || !it->second.value)
+      continue;
+    auto type = dyn_cast<RankedTensorType>(it->second.value.getType());
+    if (type && !type.hasStaticShape())
+      return ctx.fail("input '" + name + "' has a dynamic dimension (shape " +
+                      shapeText(type.getShape()) + "), which " + ctx.node->op_type() +
+                      " does not support yet; pin the model's input shapes with "
+                      "--input-shape NAME=DxDx...");
+  }
+  return success();
 }
 
 static const ImportTable &importTable() {
@@ -463,6 +550,8 @@ LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph) {
     auto it = table.find(node.op_type());
     if (it == table.end())
       return ctx.fail("unsupported operator '" + node.op_type() + "'");
+    if (failed(checkDynamicInputs(ctx)))
+      return failure();
     if (failed(it->second(ctx)))
       return failure();
   }
@@ -508,6 +597,7 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
   }
   SmallVector<Type> inputTypes;
   SmallVector<std::string> inputNames;
+  SmallVector<std::vector<std::string>> inputDimNames;
   for (const auto &vi : graph.input()) {
     if (ctx.values.count(vi.name()))
       continue;
@@ -516,8 +606,13 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
       return nullptr;
     if (auto bound = options.inputValues.find(vi.name()); bound != options.inputValues.end()) {
       HostTensor t;
-      t.dtype = type->first;
-      t.shape = type->second;
+      if (llvm::is_contained(type->shape, ShapedType::kDynamic)) {
+        llvm::errs() << "error: " << path << ": --input-value " << vi.name()
+                     << " needs a static shape; pin it with --input-shape\n";
+        return nullptr;
+      }
+      t.dtype = type->dtype;
+      t.shape = type->shape;
       int64_t n = t.numElements();
       if (t.isFloat())
         t.floats.assign(n, bound->second);
@@ -526,14 +621,15 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
       ctx.values[vi.name()] = GraphValue{Value(), std::move(t)};
       continue;
     }
-    Type et = elementTypeOf(b, type->first);
+    Type et = elementTypeOf(b, type->dtype);
     if (!et) {
       llvm::errs() << "error: " << path << ": input '" << vi.name() << "' has element type "
-                   << dtypeName(type->first) << ", which is not supported\n";
+                   << dtypeName(type->dtype) << ", which is not supported\n";
       return nullptr;
     }
-    inputTypes.push_back(RankedTensorType::get(type->second, et));
+    inputTypes.push_back(RankedTensorType::get(type->shape, et));
     inputNames.push_back(vi.name());
+    inputDimNames.push_back(type->dimNames);
   }
 
   b.setInsertionPointToEnd(module->getBody());
@@ -541,6 +637,9 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
   Block *entry = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(inputNames)) {
     func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
+    if (llvm::any_of(inputDimNames[i], [](const std::string &n) { return !n.empty(); }))
+      func.setArgAttr(i, "kiln.dims", b.getStrArrayAttr(SmallVector<StringRef>(
+                                          inputDimNames[i].begin(), inputDimNames[i].end())));
     ctx.values[name] = GraphValue{entry->getArgument(i), std::nullopt};
   }
   b.setInsertionPointToStart(entry);

@@ -56,21 +56,12 @@ FailureOr<std::vector<int64_t>> runtimeShapeOperand(ImportContext &ctx, size_t i
   return *declared;
 }
 
-static std::string listText(ArrayRef<int64_t> values) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "[";
-  llvm::interleave(values, os, ",");
-  os << "]";
-  return s;
-}
-
 /// "input 'what' <requirement>, as the declared output shape [..] implies".
 static std::string guardMessage(const ImportContext &ctx, StringRef what,
                                 const llvm::Twine &requirement) {
   std::string declared = "?";
   if (auto shape = declaredShape(ctx, 0))
-    declared = listText(*shape);
+    declared = shapeText(*shape);
   return ("input '" + what + "' " + requirement + ", as the declared output shape " + declared +
           " implies")
       .str();
@@ -183,7 +174,7 @@ LogicalResult guardElements(ImportContext &ctx, size_t input, StringRef what,
     Value eq = compare<k::EqualOp>(ctx, *v, int64Constant(ctx, row, {n}));
     ok = ok ? compare<k::OrOp>(ctx, ok, eq) : eq;
   }
-  guard(ctx, ok, what, "must be " + listText(accepted[0]));
+  guard(ctx, ok, what, "must be " + shapeText(accepted[0]));
   return success();
 }
 
@@ -194,17 +185,17 @@ LogicalResult guardAxes(ImportContext &ctx, size_t input, StringRef what, int64_
     return failure();
   int64_t n = cast<RankedTensorType>(v->getType()).getDimSize(0);
   std::string requirement = required.empty() ? "must name distinct axes among " +
-                                                   listText(allowed)
-                                             : "must name the axes " + listText(required);
+                                                   shapeText(allowed)
+                                             : "must name the axes " + shapeText(required);
   if (!required.empty() && allowed.size() > required.size())
-    requirement += " (and may name others of " + listText(allowed) + ")";
+    requirement += " (and may name others of " + shapeText(allowed) + ")";
   std::string message = guardMessage(ctx, what, requirement);
   IntMath m{ctx};
   Value axes = m.wrap(*v, m.scalar(rank));
   if (n == 0) {
     if (!required.empty())
       return ctx.fail("input '" + what + "' is empty but must name the axes " +
-                      listText(required));
+                      shapeText(required));
     return success();
   }
   // Every axis is allowed ...
@@ -321,7 +312,7 @@ LogicalResult importRuntimePad(ImportContext &ctx) {
   for (int64_t d = 0; d < rank; ++d)
     growth.push_back((*declared)[d] - xt.getDimSize(d));
   guard(ctx, m.test<k::EqualOp>(m.add(begin, end), m.constant(growth, {rank})), "pads",
-        "must grow each dimension by " + listText(growth));
+        "must grow each dimension by " + shapeText(growth));
   Value padding = ctx.scalar(xt.getElementType(), 0);
   if (ctx.hasInput(2)) {
     auto value = ctx.input(2);

@@ -14,10 +14,18 @@ extern const kiln_model_info kiln_main_model;
 
 static const char *prog;
 
-static void print_tensor(FILE *out, const kiln_tensor_info *t) {
+/* "name dtype [N, 3, 224, 224]": a dynamic dimension shows its name, or '?'. */
+static void print_tensor(FILE *out, const kiln_tensor_info *t, const int64_t *shape) {
   fprintf(out, "  %-24s %-8s [", t->name, kiln_dtype_name(t->dtype));
-  for (int32_t i = 0; i < t->rank; ++i)
-    fprintf(out, i ? ", %lld" : "%lld", (long long)t->shape[i]);
+  for (int32_t i = 0; i < t->rank; ++i) {
+    const char *name = t->dim_names ? t->dim_names[i] : NULL;
+    if (i)
+      fprintf(out, ", ");
+    if (shape[i] >= 0)
+      fprintf(out, "%lld", (long long)shape[i]);
+    else
+      fprintf(out, "%s", name ? name : "?");
+  }
   fprintf(out, "]\n");
 }
 
@@ -25,7 +33,7 @@ static void usage(FILE *out) {
   const kiln_model_info *info = &kiln_main_model;
   fprintf(out,
           "usage: %s [--input NAME=FILE.npy]... [FILE.npy]... [--output-dir DIR]\n"
-          "       %s --bench N [--threads T]\n\n"
+          "       %s --bench N [--threads T] [--input NAME=FILE.npy]...\n\n"
           "Runs the compiled model '%s' (kiln ABI %u).\n\n"
           "  --input NAME=FILE.npy  value of input NAME (inputs may also be given\n"
           "                         positionally, in the order listed below)\n"
@@ -34,17 +42,21 @@ static void usage(FILE *out) {
           "                         without it, outputs are summarized on stdout.\n"
           "                         .npy has no bfloat16: such tensors are read and\n"
           "                         written as uint16 bit patterns\n"
-          "  --bench N              time N runs on random inputs after a warm-up\n"
-          "                         and print p50/p90/p99 latency in milliseconds\n"
+          "  --bench N              time N runs after a warm-up and print p50/p90/p99\n"
+          "                         latency in milliseconds; inputs not given are\n"
+          "                         random (inputs with dynamic dimensions must be\n"
+          "                         given)\n"
           "  --threads T            threads per inference (default: KILN_NUM_THREADS\n"
           "                         when set, else every CPU this process may use)\n"
           "  --help                 this text\n\nInputs:\n",
           prog, prog, info->name, info->abi_version);
   for (uint32_t i = 0; i < info->num_inputs; ++i)
-    print_tensor(out, &info->inputs[i]);
+    print_tensor(out, &info->inputs[i], info->inputs[i].shape);
   fprintf(out, "Outputs:\n");
   for (uint32_t i = 0; i < info->num_outputs; ++i)
-    print_tensor(out, &info->outputs[i]);
+    print_tensor(out, &info->outputs[i], info->outputs[i].shape);
+  if (kiln_model_info_is_dynamic(info))
+    fprintf(out, "Named or '?' dimensions take their size from the input files.\n");
 }
 
 #define STRINGIFY_(x) #x
@@ -77,26 +89,21 @@ static void sanitize(char *s) {
       *s = '_';
 }
 
-static void **alloc_buffers(const kiln_tensor_info *infos, uint32_t n) {
-  void **buffers = calloc(n ? n : 1, sizeof(void *));
-  for (uint32_t i = 0; buffers && i < n; ++i) {
-    size_t bytes = kiln_tensor_num_elements(&infos[i]) * kiln_dtype_size(infos[i].dtype);
-    buffers[i] = calloc(1, bytes ? bytes : 1);
-  }
-  return buffers;
-}
-
-static void fill_random(void *data, const kiln_tensor_info *t, unsigned *seed) {
-  size_t n = kiln_tensor_num_elements(t);
-  for (size_t i = 0; i < n; ++i) {
+/* Random values for a static input (floats in [0, 1); integers 0, which is
+ * always a valid index). */
+static void *random_input(const kiln_tensor_info *t, unsigned *seed) {
+  size_t n = kiln_tensor_num_elements(t), bytes = n * kiln_dtype_size(t->dtype);
+  void *data = calloc(1, bytes ? bytes : 1);
+  for (size_t i = 0; data && i < n; ++i) {
     *seed = *seed * 1103515245u + 12345u;
     double u = (double)((*seed >> 8) & 0xffff) / 65536.0;
     switch (t->dtype) {
     case KILN_FLOAT32: ((float *)data)[i] = (float)u; break;
     case KILN_FLOAT64: ((double *)data)[i] = u; break;
-    default: break; /* integer inputs stay 0: always a valid index */
+    default: break;
     }
   }
+  return data;
 }
 
 static int compare_double(const void *a, const void *b) {
@@ -104,21 +111,17 @@ static int compare_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static int bench(kiln_model *model, long runs) {
+static int bench(kiln_model *model, long runs, const kiln_tensor *in) {
   const kiln_model_info *info = &kiln_main_model;
-  void **in = alloc_buffers(info->inputs, info->num_inputs);
-  void **out = alloc_buffers(info->outputs, info->num_outputs);
-  unsigned seed = 42;
-  for (uint32_t i = 0; i < info->num_inputs; ++i)
-    fill_random(in[i], &info->inputs[i], &seed);
+  kiln_tensor *out = calloc(info->num_outputs + 1, sizeof(kiln_tensor));
   long warmup = runs / 10 > 1 ? runs / 10 : 1;
   for (long i = 0; i < warmup; ++i)
-    if (kiln_model_run(model, (const void *const *)in, out))
-      return fail("%s (--bench feeds random inputs)", kiln_model_error(model));
+    if (kiln_model_run_tensors(model, in, out))
+      return fail("%s", kiln_model_error(model));
   double *times = malloc((size_t)runs * sizeof(double)), total = 0;
   for (long i = 0; i < runs; ++i) {
     double t0 = now_ms();
-    kiln_model_run(model, (const void *const *)in, out);
+    kiln_model_run_tensors(model, in, out);
     times[i] = now_ms() - t0;
     total += times[i];
   }
@@ -130,12 +133,17 @@ static int bench(kiln_model *model, long runs) {
   printf("latency ms: p50=%.4f p90=%.4f p99=%.4f min=%.4f mean=%.4f\n", PCT(50), PCT(90),
          PCT(99), times[0], total / runs);
   free(times);
+  free(out);
   return 0;
 }
 
-static void summarize(const kiln_tensor_info *t, const void *data) {
-  print_tensor(stdout, t);
-  size_t n = kiln_tensor_num_elements(t), shown = n < 16 ? n : 16;
+static void summarize(const kiln_tensor_info *t, const kiln_tensor *value) {
+  print_tensor(stdout, t, value->shape);
+  size_t n = 1;
+  for (int32_t i = 0; i < value->rank; ++i)
+    n *= (size_t)value->shape[i];
+  size_t shown = n < 16 ? n : 16;
+  const void *data = value->data;
   printf("    values:");
   for (size_t i = 0; i < shown; ++i) {
     switch (t->dtype) {
@@ -197,29 +205,35 @@ int main(int argc, char **argv) {
     return fail("%s", "model ABI version is not supported by this runtime");
   if (kiln_model_set_num_threads(model, (int)threads))
     return fail("%s", kiln_model_error(model));
-  if (bench_runs)
-    return bench(model, bench_runs);
-
-  void **in = calloc(info->num_inputs + 1, sizeof(void *));
+  kiln_tensor *in = calloc(info->num_inputs + 1, sizeof(kiln_tensor));
   kiln_npy *arrays = calloc(info->num_inputs + 1, sizeof(kiln_npy));
   char msg[512];
+  unsigned seed = 42;
   for (uint32_t i = 0; i < info->num_inputs; ++i) {
-    if (!paths[i])
-      return fail("missing input '%s' (give --input NAME=FILE.npy; see --help)",
-                  info->inputs[i].name);
+    const kiln_tensor_info *t = &info->inputs[i];
+    if (!paths[i]) {
+      if (!bench_runs)
+        return fail("missing input '%s' (give --input NAME=FILE.npy; see --help)", t->name);
+      for (int32_t d = 0; d < t->rank; ++d)
+        if (t->shape[d] < 0)
+          return fail("input '%s' has dynamic dimensions: give its value with --input to "
+                      "benchmark",
+                      t->name);
+      in[i] = (kiln_tensor){random_input(t, &seed), t->dtype, t->rank, t->shape};
+      continue;
+    }
     if (kiln_npy_read(paths[i], &arrays[i], msg, sizeof msg))
       return fail("%s", msg);
     /* .npy has no bfloat16: bf16 inputs come as uint16 bit patterns. */
-    if (info->inputs[i].dtype == KILN_BFLOAT16 && arrays[i].dtype == KILN_UINT16)
+    if (t->dtype == KILN_BFLOAT16 && arrays[i].dtype == KILN_UINT16)
       arrays[i].dtype = KILN_BFLOAT16;
-    if (kiln_check_tensor(&info->inputs[i], arrays[i].dtype, arrays[i].rank, arrays[i].shape,
-                          msg, sizeof msg))
-      return fail("%s", msg);
-    in[i] = arrays[i].data;
+    in[i] = (kiln_tensor){arrays[i].data, arrays[i].dtype, arrays[i].rank, arrays[i].shape};
   }
-  void **out = alloc_buffers(info->outputs, info->num_outputs);
+  if (bench_runs)
+    return bench(model, bench_runs, in);
+  kiln_tensor *out = calloc(info->num_outputs + 1, sizeof(kiln_tensor));
   double t0 = now_ms();
-  if (kiln_model_run(model, (const void *const *)in, out))
+  if (kiln_model_run_tensors(model, in, out))
     return fail("%s", kiln_model_error(model));
   double elapsed = now_ms() - t0;
 
@@ -228,14 +242,14 @@ int main(int argc, char **argv) {
   for (uint32_t i = 0; i < info->num_outputs; ++i) {
     const kiln_tensor_info *t = &info->outputs[i];
     if (!output_dir) {
-      summarize(t, out[i]);
+      summarize(t, &out[i]);
       continue;
     }
     char name[256], path[4096];
     snprintf(name, sizeof name, "%s", t->name);
     sanitize(name);
     snprintf(path, sizeof path, "%s/%s.npy", output_dir, name);
-    if (kiln_npy_write(path, t->dtype, t->rank, t->shape, out[i], msg, sizeof msg))
+    if (kiln_npy_write(path, t->dtype, out[i].rank, out[i].shape, out[i].data, msg, sizeof msg))
       return fail("%s", msg);
   }
   fprintf(stderr, "inference: %.3f ms\n", elapsed);

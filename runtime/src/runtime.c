@@ -25,6 +25,9 @@ typedef struct arena {
 
 struct kiln_model {
   const kiln_model_info *info;
+  int dynamic;
+  int64_t *shapes;         /* sizes of every input, then of every output */
+  void **static_outputs;   /* kiln_model_run_tensors' buffers (static models) */
   arena arena;
   int num_threads;
   kiln_pool *pool; /* started by the first run that needs it */
@@ -132,8 +135,30 @@ kiln_model *kiln_model_create(const kiln_model_info *info) {
   if (!m)
     return NULL;
   m->info = info;
+  m->dynamic = kiln_model_info_is_dynamic(info);
+  size_t dims = 1;
+  for (uint32_t i = 0; i < info->num_inputs; ++i)
+    dims += (size_t)info->inputs[i].rank;
+  for (uint32_t i = 0; i < info->num_outputs; ++i)
+    dims += (size_t)info->outputs[i].rank;
+  m->shapes = calloc(dims, sizeof(int64_t));
+  if (!m->shapes) {
+    free(m);
+    return NULL;
+  }
   m->num_threads = kiln_default_num_threads();
   return m;
+}
+
+int kiln_model_info_is_dynamic(const kiln_model_info *info) {
+  for (uint32_t i = 0; i < info->num_inputs + info->num_outputs; ++i) {
+    const kiln_tensor_info *t =
+        i < info->num_inputs ? &info->inputs[i] : &info->outputs[i - info->num_inputs];
+    for (int32_t d = 0; d < t->rank; ++d)
+      if (t->shape[d] < 0)
+        return 1;
+  }
+  return 0;
 }
 
 int kiln_model_set_num_threads(kiln_model *m, int num_threads) {
@@ -165,7 +190,7 @@ void kiln_check_failed(const char *message) {
 /* Calls the generated entry; returns nonzero when a check failed. Kept apart
  * from kiln_model_run so that no local of that function lives across the
  * longjmp. */
-static int run_entry(kiln_model *m, void **buffers) {
+static int run_entry(kiln_model *m, void **buffers, int64_t *shapes) {
   run_state run = {.model = m};
   run_state *saved = current_run;
   current_run = &run;
@@ -173,14 +198,39 @@ static int run_entry(kiln_model *m, void **buffers) {
     current_run = saved;
     return 1;
   }
-  m->info->entry(buffers);
+  m->info->entry(buffers, shapes);
   current_run = saved;
   return 0;
 }
 
+/* Runs the entry on `buffers` (inputs, then outputs or output slots) with
+ * the instance's arena and threads. */
+static int run_buffers(kiln_model *m, void **buffers) {
+  if (m->num_threads > 1 && !m->pool)
+    m->pool = kiln_pool_create(m->num_threads); /* NULL (no memory): run serially */
+  arena_reset(&m->arena);
+  arena *saved = current_arena;
+  current_arena = &m->arena;
+  kiln_pool *saved_pool = kiln_pool_enter(m->pool);
+  int failed = run_entry(m, buffers, m->shapes);
+  kiln_pool_enter(saved_pool);
+  current_arena = saved;
+  return failed;
+}
+
+/* An array of `count` pointers, on the stack when small. */
+#define POINTERS(name, count)                                                  \
+  void *name##_stack[64];                                                      \
+  void **name = (count) <= 64 ? name##_stack : malloc((count) * sizeof(void *))
+
 int kiln_model_run(kiln_model *m, const void *const *inputs, void *const *outputs) {
   const kiln_model_info *info = m->info;
   m->error[0] = 0;
+  if (m->dynamic) {
+    set_error(m, "model '%s' has dynamic dimensions; run it with kiln_model_run_tensors",
+              info->name);
+    return 1;
+  }
   for (uint32_t i = 0; i < info->num_inputs; ++i)
     if (!inputs[i]) {
       set_error(m, "input %u ('%s') is NULL", i, info->inputs[i].name);
@@ -191,9 +241,8 @@ int kiln_model_run(kiln_model *m, const void *const *inputs, void *const *output
       set_error(m, "output %u ('%s') is NULL", i, info->outputs[i].name);
       return 1;
     }
-  void *stack_buffers[64];
   size_t count = (size_t)info->num_inputs + info->num_outputs;
-  void **buffers = count <= 64 ? stack_buffers : malloc(count * sizeof(void *));
+  POINTERS(buffers, count);
   if (!buffers) {
     set_error(m, "out of memory");
     return 1;
@@ -202,17 +251,88 @@ int kiln_model_run(kiln_model *m, const void *const *inputs, void *const *output
     buffers[i] = (void *)(uintptr_t)inputs[i]; /* generated code only reads inputs */
   for (uint32_t i = 0; i < info->num_outputs; ++i)
     buffers[info->num_inputs + i] = outputs[i];
+  int failed = run_buffers(m, buffers);
+  if (buffers != buffers_stack)
+    free(buffers);
+  return failed;
+}
 
-  if (m->num_threads > 1 && !m->pool)
-    m->pool = kiln_pool_create(m->num_threads); /* NULL (no memory): run serially */
-  arena_reset(&m->arena);
-  arena *saved = current_arena;
-  current_arena = &m->arena;
-  kiln_pool *saved_pool = kiln_pool_enter(m->pool);
-  int failed = run_entry(m, buffers);
-  kiln_pool_enter(saved_pool);
-  current_arena = saved;
-  if (buffers != stack_buffers)
+/* Checks the inputs against their descriptors and against each other (one
+ * size per dimension name); copies their sizes into m->shapes. */
+static int check_inputs(kiln_model *m, const kiln_tensor *inputs) {
+  const kiln_model_info *info = m->info;
+  int64_t *at = m->shapes;
+  for (uint32_t i = 0; i < info->num_inputs; ++i) {
+    const kiln_tensor_info *t = &info->inputs[i];
+    const kiln_tensor *in = &inputs[i];
+    if (!in->data || (in->rank > 0 && !in->shape)) {
+      set_error(m, "input %u ('%s') has no data or no shape", i, t->name);
+      return 1;
+    }
+    if (kiln_check_tensor(t, in->dtype, in->rank, in->shape, m->error, sizeof m->error))
+      return 1;
+    for (int32_t d = 0; d < t->rank; ++d) {
+      const char *name = t->dim_names ? t->dim_names[d] : NULL;
+      for (uint32_t j = 0; name && j < i; ++j)
+        for (int32_t e = 0; info->inputs[j].dim_names && e < info->inputs[j].rank; ++e) {
+          const char *other = info->inputs[j].dim_names[e];
+          if (other && !strcmp(name, other) && inputs[j].shape[e] != in->shape[d]) {
+            set_error(m, "dimension '%s' is %lld in input '%s' but %lld in input '%s'", name,
+                      (long long)inputs[j].shape[e], info->inputs[j].name,
+                      (long long)in->shape[d], t->name);
+            return 1;
+          }
+        }
+      *at++ = in->shape[d];
+    }
+  }
+  return 0;
+}
+
+int kiln_model_run_tensors(kiln_model *m, const kiln_tensor *inputs, kiln_tensor *outputs) {
+  const kiln_model_info *info = m->info;
+  m->error[0] = 0;
+  if (check_inputs(m, inputs))
+    return 1;
+  if (!m->dynamic && !m->static_outputs) {
+    m->static_outputs = calloc(info->num_outputs + 1, sizeof(void *));
+    for (uint32_t i = 0; m->static_outputs && i < info->num_outputs; ++i) {
+      size_t bytes = kiln_tensor_num_elements(&info->outputs[i]) *
+                     kiln_dtype_size(info->outputs[i].dtype);
+      m->static_outputs[i] = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+      if (!m->static_outputs[i]) {
+        set_error(m, "out of memory");
+        return 1;
+      }
+    }
+  }
+  size_t count = (size_t)info->num_inputs + info->num_outputs;
+  POINTERS(buffers, count);
+  if (!buffers || (!m->dynamic && !m->static_outputs)) {
+    set_error(m, "out of memory");
+    return 1;
+  }
+  for (uint32_t i = 0; i < info->num_inputs; ++i)
+    buffers[i] = inputs[i].data;
+  int64_t *output_shapes = m->shapes;
+  for (uint32_t i = 0; i < info->num_inputs; ++i)
+    output_shapes += info->inputs[i].rank;
+  int64_t *at = output_shapes;
+  for (uint32_t i = 0; i < info->num_outputs; ++i) {
+    buffers[info->num_inputs + i] = m->dynamic ? NULL : m->static_outputs[i];
+    for (int32_t d = 0; d < info->outputs[i].rank; ++d)
+      *at++ = info->outputs[i].shape[d]; /* dynamic models overwrite these */
+  }
+  int failed = run_buffers(m, buffers);
+  at = output_shapes;
+  for (uint32_t i = 0; !failed && i < info->num_outputs; ++i) {
+    outputs[i].data = buffers[info->num_inputs + i];
+    outputs[i].dtype = info->outputs[i].dtype;
+    outputs[i].rank = info->outputs[i].rank;
+    outputs[i].shape = at;
+    at += info->outputs[i].rank;
+  }
+  if (buffers != buffers_stack)
     free(buffers);
   return failed;
 }
@@ -222,6 +342,10 @@ void kiln_model_destroy(kiln_model *m) {
     return;
   arena_release(&m->arena);
   kiln_pool_destroy(m->pool);
+  for (uint32_t i = 0; m->static_outputs && i < m->info->num_outputs; ++i)
+    free(m->static_outputs[i]);
+  free(m->static_outputs);
+  free(m->shapes);
   free(m);
 }
 
@@ -261,14 +385,16 @@ const char *kiln_dtype_name(int32_t dtype) {
 size_t kiln_tensor_num_elements(const kiln_tensor_info *t) {
   size_t n = 1;
   for (int32_t i = 0; i < t->rank; ++i)
-    n *= (size_t)t->shape[i];
+    n *= t->shape[i] < 0 ? 0 : (size_t)t->shape[i];
   return n;
 }
 
 static void format_shape(char *buf, size_t size, int32_t rank, const int64_t *shape) {
   size_t used = (size_t)snprintf(buf, size, "[");
   for (int32_t i = 0; i < rank && used < size; ++i)
-    used += (size_t)snprintf(buf + used, size - used, i ? ",%lld" : "%lld", (long long)shape[i]);
+    used += shape[i] < 0 ? (size_t)snprintf(buf + used, size - used, i ? ",?" : "?")
+                         : (size_t)snprintf(buf + used, size - used, i ? ",%lld" : "%lld",
+                                            (long long)shape[i]);
   if (used < size)
     snprintf(buf + used, size - used, "]");
 }
@@ -282,7 +408,7 @@ int kiln_check_tensor(const kiln_tensor_info *t, int32_t dtype, int32_t rank,
   }
   int same = rank == t->rank;
   for (int32_t i = 0; same && i < rank; ++i)
-    same = shape[i] == t->shape[i];
+    same = shape[i] == t->shape[i] || (t->shape[i] < 0 && shape[i] >= 0);
   if (!same) {
     char want[128], got[128];
     format_shape(want, sizeof want, t->rank, t->shape);

@@ -63,10 +63,11 @@ def mlp():
     return model(nodes, [tensor("x", [4, 32])], [tensor("logits", [4, 10])], inits), [(4, 32)]
 
 
-def cnn(batch=2):
+def cnn(batch=2, dims=None, count_include_pad=0):
     """Conv/BN/Relu/MaxPool/depthwise+grouped conv/residual Add/AveragePool/
     GlobalAveragePool/Gemm/Softmax. At batch 1 the dense convolutions take
-    the im2col + matmul path, at batch 2 the direct one."""
+    the im2col + matmul path, at batch 2 the direct one. `dims` names the
+    input's dimensions (symbolic ones are dynamic)."""
     n = helper.make_node
     nodes = [
         n("Conv", ["x", "c1w", "c1b"], ["c1"], name="conv1", pads=[1, 1, 1, 1], strides=[2, 2]),
@@ -78,7 +79,7 @@ def cnn(batch=2):
         n("Conv", ["gc", "dilw"], ["gc2"], name="dilated", dilations=[2, 2], pads=[2, 2, 2, 2]),
         n("Add", ["dw", "gc2"], ["res"], name="residual"),
         n("AveragePool", ["res"], ["ap"], name="avg", kernel_shape=[2, 2], strides=[1, 1],
-          pads=[0, 0, 1, 1]),
+          pads=[0, 0, 1, 1], count_include_pad=count_include_pad),
         n("GlobalAveragePool", ["ap"], ["gap"], name="gap"),
         n("Flatten", ["gap"], ["flat"], name="flatten"),
         n("Gemm", ["flat", "fw", "fb"], ["logits"], name="fc", transB=1),
@@ -91,11 +92,34 @@ def cnn(batch=2):
              weight("dilw", 16, 16, 3, 3, scale=0.1), weight("fw", 5, 16, scale=1.0),
              weight("fb", 5)]
     shape = (batch, 3, 20, 24)
-    return model(nodes, [tensor("x", list(shape))], [tensor("probs", [batch, 5])], inits), [shape]
+    dims = dims or list(shape)
+    return model(nodes, [tensor("x", dims)], [tensor("probs", [dims[0], 5])], inits), [shape]
 
 
 def cnn_b1():
     return cnn(batch=1)
+
+
+def cnn_dynamic():
+    """cnn with dynamic batch, height and width."""
+    return cnn(batch=2, dims=["N", 3, "H", "W"])
+
+
+def mlp_dynamic():
+    """A Gemm/Relu/MatMul/Softmax MLP over a dynamic batch, with a Reshape
+    that keeps the batch (0) and one that infers it (-1)."""
+    n = helper.make_node
+    nodes = [n("Reshape", ["x", "s1"], ["x2"], name="flatten"),
+             n("Gemm", ["x2", "w1", "b1"], ["h1"], name="fc1", transB=1),
+             n("Relu", ["h1"], ["a1"], name="relu1"),
+             n("MatMul", ["a1", "w2"], ["h2"], name="fc2"),
+             n("Reshape", ["h2", "s2"], ["h3"], name="split"),
+             n("Softmax", ["h3"], ["p"], name="softmax"),
+             n("Transpose", ["p"], ["pt"], name="swap", perm=[0, 2, 1]),
+             n("Concat", ["pt", "pt"], ["y"], name="twice", axis=1)]
+    inits = [const("s1", [0, -1]), weight("w1", 16, 12), weight("b1", 16), weight("w2", 16, 8),
+             const("s2", [-1, 2, 4])]
+    return model(nodes, [tensor("x", ["batch", 3, 4])], [tensor("y", ["batch", 8, 2])], inits), [(5, 3, 4)]
 
 
 def transformer():
@@ -274,7 +298,7 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, transformer,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, transformer,
                                         import_math, prelu_opset6, import_nn, import_tensor,
                                         shape_operands, window_operands]}
 

@@ -23,11 +23,11 @@ namespace {
 // A fake compiled model: y = x * 2 + (a 1 KiB scratch buffer from the arena),
 // with the descriptor layout kiln-compile emits.
 const int64_t kShape[] = {2, 3};
-const kiln_tensor_info kInputs[] = {{"x", KILN_FLOAT32, 2, kShape}};
-const kiln_tensor_info kOutputs[] = {{"y", KILN_FLOAT32, 2, kShape}};
+const kiln_tensor_info kInputs[] = {{"x", KILN_FLOAT32, 2, kShape, nullptr}};
+const kiln_tensor_info kOutputs[] = {{"y", KILN_FLOAT32, 2, kShape, nullptr}};
 std::vector<void *> scratchSeen;
 
-void doubleEntry(void **buffers) {
+void doubleEntry(void **buffers, int64_t *) {
   auto *x = static_cast<const float *>(buffers[0]);
   auto *y = static_cast<float *>(buffers[1]);
   auto *scratch = static_cast<float *>(_mlir_memref_to_llvm_alloc(1024));
@@ -60,7 +60,7 @@ TEST(Runtime, RunsAndReusesOneArena) {
 
 // A fake model whose generated check fails when x[0] is negative, after it
 // has taken arena memory (as a guard after a computation would).
-void checkedEntry(void **buffers) {
+void checkedEntry(void **buffers, int64_t *) {
   auto *x = static_cast<const float *>(buffers[0]);
   auto *y = static_cast<float *>(buffers[1]);
   _mlir_memref_to_llvm_alloc(256);
@@ -140,7 +140,7 @@ void countIgnoringCtx(void *ctx, int64_t begin, int64_t end) {
   countRange(ctx, begin, end);
 }
 
-void parallelEntry(void **) { kiln_parallel_for(countIgnoringCtx, nullptr, 1000); }
+void parallelEntry(void **, int64_t *) { kiln_parallel_for(countIgnoringCtx, nullptr, 1000); }
 
 const kiln_model_info kParallelModel = {KILN_ABI_VERSION, 0, "parallel", 1, 1, kInputs, kOutputs,
                                         parallelEntry};

@@ -214,18 +214,23 @@ static int32_t dtypeCode(Type t) {
 static FailureOr<mlir::kiln::ModelSignature> signatureOf(ModuleOp module) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
   mlir::kiln::ModelSignature sig;
-  auto describe = [](Type t, StringAttr name) -> FailureOr<mlir::kiln::TensorSignature> {
+  auto describe = [](Type t, StringAttr name,
+                     ArrayAttr dims = {}) -> FailureOr<mlir::kiln::TensorSignature> {
     auto tt = cast<RankedTensorType>(t);
     int32_t dtype = dtypeCode(tt.getElementType());
     if (!dtype)
       return failure();
-    return mlir::kiln::TensorSignature{name ? name.str() : "", dtype,
-                                       std::vector<int64_t>(tt.getShape().begin(),
-                                                            tt.getShape().end())};
+    std::vector<std::string> dimNames;
+    for (Attribute d : dims ? dims.getValue() : ArrayRef<Attribute>{})
+      dimNames.push_back(cast<StringAttr>(d).str());
+    return mlir::kiln::TensorSignature{
+        name ? name.str() : "", dtype,
+        std::vector<int64_t>(tt.getShape().begin(), tt.getShape().end()), dimNames};
   };
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
     auto t = describe(main.getArgumentTypes()[i],
-                      main.getArgAttrOfType<StringAttr>(i, "kiln.name"));
+                      main.getArgAttrOfType<StringAttr>(i, "kiln.name"),
+                      main.getArgAttrOfType<ArrayAttr>(i, "kiln.dims"));
     if (failed(t))
       return failure();
     sig.inputs.push_back(*t);

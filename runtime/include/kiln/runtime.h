@@ -10,6 +10,14 @@
  *   kiln_model_destroy(m);
  *
  * Buffers are dense, row-major, of the dtype and shape in the descriptor.
+ * Models with dynamic dimensions (-1 in a descriptor's shape) run through
+ * kiln_model_run_tensors, which takes each input's shape and returns each
+ * output's:
+ *
+ *   kiln_tensor in[] = {{x, KILN_FLOAT32, 2, (int64_t[]){batch, 784}}};
+ *   kiln_tensor out[1];
+ *   if (kiln_model_run_tensors(m, in, out) == 0) use(out[0].data, out[0].shape);
+ *
  * The runtime has no MLIR or LLVM dependency.
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_RUNTIME_H
@@ -22,7 +30,10 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 1
+#define KILN_ABI_VERSION 2
+
+/* A dimension whose size is given at run time. */
+#define KILN_DYNAMIC (-1)
 
 /* Element types; the values are ONNX TensorProto.DataType codes. */
 typedef enum kiln_dtype {
@@ -41,12 +52,15 @@ typedef enum kiln_dtype {
   KILN_BFLOAT16 = 16
 } kiln_dtype;
 
-/* Name, element type and static shape of one model input or output. */
+/* Name, element type and shape of one model input or output. */
 typedef struct kiln_tensor_info {
   const char *name;
   int32_t dtype; /* kiln_dtype */
   int32_t rank;
-  const int64_t *shape;
+  const int64_t *shape;         /* KILN_DYNAMIC where given at run time */
+  const char *const *dim_names; /* NULL, or per dimension its symbolic name
+                                   ("batch") or NULL; inputs' dimensions of
+                                   one name must have one size */
 } kiln_tensor_info;
 
 /* Emitted by kiln-compile into the model object (layout is ABI). */
@@ -58,17 +72,38 @@ typedef struct kiln_model_info {
   uint32_t num_outputs;
   const kiln_tensor_info *inputs;
   const kiln_tensor_info *outputs;
-  /* buffers: inputs then outputs, one pointer each. */
-  void (*entry)(void **buffers);
+  /* buffers: inputs then outputs, one pointer each. shapes: the sizes of
+   * every input, then of every output. A model with dynamic dimensions
+   * reads its inputs' sizes from `shapes` and writes each output's address
+   * (into the run's memory) to its buffer slot and its sizes to `shapes`. */
+  void (*entry)(void **buffers, int64_t *shapes);
 } kiln_model_info;
+
+/* Whether any input or output has a dynamic dimension. */
+int kiln_model_info_is_dynamic(const kiln_model_info *info);
+
+/* A tensor given to or returned by kiln_model_run_tensors. */
+typedef struct kiln_tensor {
+  void *data;
+  int32_t dtype; /* kiln_dtype */
+  int32_t rank;
+  const int64_t *shape;
+} kiln_tensor;
 
 typedef struct kiln_model kiln_model;
 
 /* Returns NULL if the descriptor's ABI version is not supported. */
 kiln_model *kiln_model_create(const kiln_model_info *info);
-/* Runs one inference. Returns 0 on success. Not reentrant per instance;
- * use one instance per thread. */
+/* Runs one inference of a model without dynamic dimensions on
+ * caller-allocated buffers. Returns 0 on success. Not reentrant per
+ * instance; use one instance per thread. */
 int kiln_model_run(kiln_model *model, const void *const *inputs, void *const *outputs);
+/* Runs one inference of any model on inputs whose dtype, rank and sizes are
+ * checked against the descriptors (dynamic sizes: any size >= 0, one size
+ * per dimension name). On success each outputs[i] is filled in: its data
+ * and shape belong to the instance and stay valid until its next run or
+ * its destruction. Returns 0 on success. */
+int kiln_model_run_tensors(kiln_model *model, const kiln_tensor *inputs, kiln_tensor *outputs);
 void kiln_model_destroy(kiln_model *model);
 const kiln_model_info *kiln_model_get_info(const kiln_model *model);
 /* Message of the last failed call on this instance ("" if none). */
@@ -101,9 +136,10 @@ size_t kiln_model_arena_bytes(const kiln_model *model);
 /* Helpers for descriptors. */
 size_t kiln_dtype_size(int32_t dtype);      /* 0 if unknown */
 const char *kiln_dtype_name(int32_t dtype); /* "float32", ...; "unknown" */
+/* Elements of a descriptor's shape (dynamic dimensions count as 0). */
 size_t kiln_tensor_num_elements(const kiln_tensor_info *info);
-/* Checks a caller tensor against a descriptor; writes a message and returns
- * nonzero on mismatch. */
+/* Checks a caller tensor against a descriptor (a dynamic dimension accepts
+ * any size); writes a message and returns nonzero on mismatch. */
 int kiln_check_tensor(const kiln_tensor_info *expected, int32_t dtype, int32_t rank,
                       const int64_t *shape, char *message, size_t message_size);
 
