@@ -617,6 +617,18 @@ SmallVector<int64_t> windowCounts(int64_t in, int64_t padBefore, int64_t kernel,
   return counts;
 }
 
+/// The elements of the window at output position `o` that lie inside an
+/// input of `size`: min(o*stride - pad + kernel, size) - max(o*stride - pad, 0).
+static Value windowCount(OpBuilder &b, Location loc, Value o, Value size, int64_t kernel,
+                         int64_t stride, int64_t pad) {
+  auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value start = arith::SubIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, o, constant(stride)), constant(pad));
+  Value end = arith::MinSIOp::create(b, loc, arith::AddIOp::create(b, loc, start, constant(kernel)),
+                                     size);
+  return arith::SubIOp::create(b, loc, end, arith::MaxSIOp::create(b, loc, start, constant(0)));
+}
+
 struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(AveragePoolOp op, OpAdaptor adaptor,
@@ -629,22 +641,35 @@ struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
     ArrayRef<int64_t> k = op.getKernel(), s = op.getStrides(), p = op.getPads();
     ArrayRef<int64_t> in = tensorType(adaptor.getInput()).getShape();
     int64_t oh = type.getDimSize(2), ow = type.getDimSize(3);
+    if (ShapedType::isDynamic(oh) || ShapedType::isDynamic(ow)) {
+      // Sizes known at run time: each output divides by the count of its
+      // window's elements inside the input, computed from its position.
+      Value size[2] = {indexValue(rewriter, loc, dimOf(rewriter, loc, adaptor.getInput(), 2)),
+                       indexValue(rewriter, loc, dimOf(rewriter, loc, adaptor.getInput(), 3))};
+      bool counted = op.getCountIncludePad();
+      rewriter.replaceOp(
+          op, buildElementwise(rewriter, loc, type, sum,
+                               [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                 Value count = arith::ConstantIndexOp::create(b, l, 1);
+                                 for (int64_t i = 0; i < 2; ++i) {
+                                   Value n = arith::ConstantIndexOp::create(b, l, k[i]);
+                                   if (!counted)
+                                     n = windowCount(b, l, linalg::IndexOp::create(b, l, i + 2),
+                                                     size[i], k[i], s[i], p[i]);
+                                   count = arith::MulIOp::create(b, l, count, n);
+                                 }
+                                 Value c = arith::IndexCastOp::create(b, l, b.getI64Type(), count);
+                                 return arith::DivFOp::create(
+                                     b, l, a[0], arith::SIToFPOp::create(b, l, et, c));
+                               }));
+      return success();
+    }
     // Divisors per output position: the full window if padding counts,
     // otherwise only the elements inside the input (a compile-time table).
     SmallVector<int64_t> rows(oh, k[0]), cols(ow, k[1]);
     if (!op.getCountIncludePad()) {
       rows = windowCounts(in[2], p[0], k[0], s[0], oh);
       cols = windowCounts(in[3], p[1], k[1], s[1], ow);
-    }
-    if (ShapedType::isDynamic(oh) || ShapedType::isDynamic(ow)) {
-      // The importer admits dynamic sizes only where every window counts whole.
-      double inv = 1.0 / double(k[0] * k[1]);
-      rewriter.replaceOp(op, buildElementwise(rewriter, loc, type, sum,
-                                              [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                                return arith::MulFOp::create(
-                                                    b, l, a[0], scalarConst(b, l, et, inv));
-                                              }));
-      return success();
     }
     // The table has the input's element type, so f16/f64 pools stay consistent.
     SmallVector<Attribute> inverse;

@@ -616,10 +616,6 @@ static LogicalResult importPool(ImportContext &ctx) {
     return failure();
   if (!isMax && (window->dilations[0] != 1 || window->dilations[1] != 1))
     return ctx.fail("AveragePool with dilations is not supported");
-  if (!isMax && !xt.hasStaticShape() && !ctx.attrInt("count_include_pad", 0) &&
-      llvm::any_of(window->pads, [](int64_t p) { return p != 0; }))
-    return ctx.fail("AveragePool with padding that is not counted needs static spatial "
-                    "dimensions; pin them with --input-shape");
   auto type = withShape(xt, {xt.getDimSize(0), xt.getDimSize(1), window->outSize[0],
                              window->outSize[1]});
   Value r;

@@ -48,7 +48,9 @@ def float_mod():
 
 
 def dynamic():
-    return model([helper.make_node("Relu", ["x"], ["y"], name="act")],
+    """A dynamic batch reaching an op (Hardmax) that needs static shapes."""
+    return model([helper.make_node("Relu", ["x"], ["r"], name="act"),
+                  helper.make_node("Hardmax", ["r"], ["y"], name="the_hardmax")],
                  [tensor("x", ["N", 3])], [tensor("y", ["N", 3])], []), [(4, 3)]
 
 
@@ -103,6 +105,17 @@ def cnn_b1():
 def cnn_dynamic():
     """cnn with dynamic batch, height and width."""
     return cnn(batch=2, dims=["N", 3, "H", "W"])
+
+
+def dynamic_add(second="M"):
+    """x[N, 3] + y[<second>, 3]: the sizes must agree at run time."""
+    return model([helper.make_node("Add", ["x", "y"], ["z"], name="sum")],
+                 [tensor("x", ["N", 3]), tensor("y", [second, 3])], [tensor("z", ["N", 3])],
+                 []), [(2, 3), (3, 3)]
+
+
+def dynamic_add_named():
+    return dynamic_add(second="N")
 
 
 def mlp_dynamic():
@@ -298,7 +311,7 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, transformer,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, transformer,
                                         import_math, prelu_opset6, import_nn, import_tensor,
                                         shape_operands, window_operands]}
 

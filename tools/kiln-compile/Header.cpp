@@ -43,6 +43,11 @@ static std::string upper(std::string s) {
   return s;
 }
 
+static void writeStaticRun(llvm::raw_ostream &os, const mlir::kiln::ModelSignature &sig,
+                           const std::string &prefix);
+static void writeDynamicRun(llvm::raw_ostream &os, const mlir::kiln::ModelSignature &sig,
+                            const std::string &prefix, const std::string &P);
+
 bool writeModelHeader(const mlir::kiln::ModelSignature &sig, const std::string &prefix,
                       const std::string &modelFile, const std::string &runtimeRoot,
                       std::string &out, std::string &error) {
@@ -72,19 +77,24 @@ bool writeModelHeader(const mlir::kiln::ModelSignature &sig, const std::string &
      << "extern const kiln_model_info " << prefix << "_info;\n\n"
      << "#define " << P << "_NUM_INPUTS " << sig.inputs.size() << "\n"
      << "#define " << P << "_NUM_OUTPUTS " << sig.outputs.size() << "\n";
+  bool dynamic = false;
   auto describe = [&](const char *kind, size_t i, const mlir::kiln::TensorSignature &t) {
     std::string base = P + "_" + kind + "_" + std::to_string(i);
     int64_t n = 1;
     std::string dims;
-    for (int64_t d : t.shape) {
-      n *= d;
-      dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    for (auto [d, size] : llvm::enumerate(t.shape)) {
+      bool isDynamic = mlir::ShapedType::isDynamic(size);
+      std::string name = d < t.dimNames.size() && !t.dimNames[d].empty() ? t.dimNames[d] : "?";
+      n *= isDynamic ? 1 : size;
+      dynamic |= isDynamic;
+      dims += (dims.empty() ? "" : ", ") + (isDynamic ? name : std::to_string(size));
     }
     os << "/* " << kind << " " << i << ": '" << t.name << "' " << cType(t.dtype).second << " ["
        << dims << "] */\n"
        << "#define " << base << "_NAME \"" << t.name << "\"\n"
-       << "#define " << base << "_RANK " << t.shape.size() << "\n"
-       << "#define " << base << "_SIZE " << n << "\n";
+       << "#define " << base << "_RANK " << t.shape.size() << "\n";
+    if (llvm::none_of(t.shape, mlir::ShapedType::isDynamic))
+      os << "#define " << base << "_SIZE " << n << "\n";
   };
   for (size_t i = 0; i < sig.inputs.size(); ++i)
     describe("INPUT", i, sig.inputs[i]);
@@ -101,7 +111,21 @@ bool writeModelHeader(const mlir::kiln::ModelSignature &sig, const std::string &
      << "  kiln_model *model = kiln_model_create(&" << prefix << "_info);\n"
      << "  if (model && kiln_model_set_num_threads(model, num_threads) != 0) {\n"
      << "    kiln_model_destroy(model);\n    return NULL;\n  }\n  return model;\n}\n\n"
-     << "/* Runs one inference; returns 0 on success, else see kiln_model_error. */\n"
+     ;
+  if (dynamic)
+    writeDynamicRun(os, sig, prefix, P);
+  else
+    writeStaticRun(os, sig, prefix);
+  os << "static inline void " << prefix << "_destroy(kiln_model *model) {\n"
+     << "  kiln_model_destroy(model);\n}\n\n"
+     << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << P << "_MODEL_H */\n";
+  return true;
+}
+
+/// `<prefix>_run(model, inputs..., outputs...)` on caller-allocated buffers.
+static void writeStaticRun(llvm::raw_ostream &os, const mlir::kiln::ModelSignature &sig,
+                           const std::string &prefix) {
+  os << "/* Runs one inference; returns 0 on success, else see kiln_model_error. */\n"
      << "static inline int " << prefix << "_run(kiln_model *model";
   for (const auto &t : sig.inputs)
     os << ", const " << cType(t.dtype).first << " *" << identifier(t.name);
@@ -113,11 +137,29 @@ bool writeModelHeader(const mlir::kiln::ModelSignature &sig, const std::string &
   os << "};\n  void *outputs[] = {";
   for (size_t i = 0; i < sig.outputs.size(); ++i)
     os << (i ? ", " : "") << identifier(sig.outputs[i].name);
-  os << "};\n  return kiln_model_run(model, inputs, outputs);\n}\n\n"
-     << "static inline void " << prefix << "_destroy(kiln_model *model) {\n"
-     << "  kiln_model_destroy(model);\n}\n\n"
-     << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << P << "_MODEL_H */\n";
-  return true;
+  os << "};\n  return kiln_model_run(model, inputs, outputs);\n}\n\n";
+}
+
+/// `<prefix>_run(model, input, input_shape..., outputs)` for models with
+/// dynamic dimensions: outputs are described, not written, by the run.
+static void writeDynamicRun(llvm::raw_ostream &os, const mlir::kiln::ModelSignature &sig,
+                            const std::string &prefix, const std::string &P) {
+  os << "/* Runs one inference on inputs of the sizes in *_shape (one size per\n"
+     << " * dimension). On success, returns 0 and fills outputs[i] in: its data\n"
+     << " * and shape belong to the instance and stay valid until its next run or\n"
+     << " * its destruction. Else see kiln_model_error. */\n"
+     << "static inline int " << prefix << "_run(kiln_model *model";
+  for (const auto &t : sig.inputs)
+    os << ", const " << cType(t.dtype).first << " *" << identifier(t.name)
+       << ", const int64_t *" << identifier(t.name) << "_shape";
+  os << ", kiln_tensor outputs[" << P << "_NUM_OUTPUTS]) {\n  const kiln_tensor inputs[] = {";
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    const auto &t = sig.inputs[i];
+    std::string name = identifier(t.name);
+    os << (i ? ", " : "") << "{(void *)" << name << ", " << t.dtype << ", " << t.shape.size()
+       << ", " << name << "_shape}";
+  }
+  os << "};\n  return kiln_model_run_tensors(model, inputs, outputs);\n}\n\n";
 }
 
 } // namespace kiln
