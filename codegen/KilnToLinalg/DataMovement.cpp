@@ -26,7 +26,13 @@ Value mapInput(OpBuilder &b, Location loc, Value input, AffineMap inputMap,
   MLIRContext *ctx = b.getContext();
   int64_t rank = resultType.getRank();
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-  Value init = emptyTensor(b, loc, resultType.getShape(), resultType.getElementType());
+  // Dynamic result dimensions map one-to-one onto the input's (slices take
+  // them whole).
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < rank; ++i)
+    sizes.push_back(resultType.isDynamicDim(i) ? dimOf(b, loc, input, i)
+                                               : b.getIndexAttr(resultType.getDimSize(i)));
+  Value init = emptyTensor(b, loc, sizes, resultType.getElementType());
   return linalg::GenericOp::create(
              b, loc, resultType, input, init,
              SmallVector<AffineMap>{inputMap, AffineMap::getMultiDimIdentityMap(rank, ctx)},
@@ -91,14 +97,19 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
     auto type = signlessType(op.getType());
     ArrayRef<int64_t> starts = op.getStarts(), steps = op.getSteps();
     MLIRContext *ctx = rewriter.getContext();
-    if (type.getNumElements() == 0) { // its offsets may lie past the input's end
+    if (llvm::is_contained(type.getShape(), 0)) { // its offsets may lie past the input's end
       rewriter.replaceOp(op, emptyTensor(rewriter, loc, type.getShape(), type.getElementType()));
       return success();
     }
+    // Dynamic dimensions are taken whole (verifier): their size is the input's.
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, adaptor.getInput());
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (!type.isDynamicDim(i))
+        sizes[i] = rewriter.getIndexAttr(type.getDimSize(i));
     if (llvm::all_of(steps, [](int64_t s) { return s > 0; })) {
       rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-          op, type, adaptor.getInput(), getAsIndexOpFoldResult(ctx, starts),
-          getAsIndexOpFoldResult(ctx, type.getShape()), getAsIndexOpFoldResult(ctx, steps));
+          op, type, adaptor.getInput(), getAsIndexOpFoldResult(ctx, starts), sizes,
+          getAsIndexOpFoldResult(ctx, steps));
       return success();
     }
     SmallVector<AffineExpr> exprs;

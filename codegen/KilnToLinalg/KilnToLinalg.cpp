@@ -46,18 +46,30 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
   }
 };
 
+/// Element `i` of a run-time i64 shape, as an index checked to be >= 1.
+static Value shapeElement(OpBuilder &b, Location loc, Value shape, int64_t i) {
+  Value at = arith::ConstantIndexOp::create(b, loc, i);
+  Value size = tensor::ExtractOp::create(b, loc, shape, ValueRange{at});
+  Value one = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1);
+  checkAtRunTime(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, size, one),
+                 "element " + Twine(i) + " of the run-time shape is not a size (>= 1)");
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), size);
+}
+
 /// The sizes of a dynamic reshape: kept input sizes, static sizes, and
 /// what the element count leaves for the rest (checked to divide). Empty
 /// when reshapeTo can infer them itself.
 static SmallVector<OpFoldResult> keptSizes(OpBuilder &b, Location loc, Value input,
-                                           RankedTensorType type,
+                                           Value shape, RankedTensorType type,
                                            std::optional<ArrayRef<int64_t>> kept) {
   if (!kept || type.hasStaticShape())
     return {};
   SmallVector<OpFoldResult> sizes;
   int64_t inferred = -1;
   for (auto [i, source] : llvm::enumerate(*kept)) {
-    if (source >= 0)
+    if (source == -2)
+      sizes.push_back(shapeElement(b, loc, shape, i));
+    else if (source >= 0)
       sizes.push_back(dimOf(b, loc, input, source));
     else if (type.isDynamicDim(i))
       sizes.push_back(OpFoldResult()), inferred = i;
@@ -89,8 +101,22 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
     auto type = signlessType(op.getType());
     Value input = adaptor.getInput();
     rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), input, type,
-                                     keptSizes(rewriter, op.getLoc(), input, type,
-                                               op.getKept())));
+                                     keptSizes(rewriter, op.getLoc(), input, adaptor.getShape(),
+                                               type, op.getKept())));
+    return success();
+  }
+};
+
+struct ShapeLowering : OpConversionPattern<ShapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ShapeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> dims;
+    for (OpFoldResult size : sizesOf(rewriter, loc, adaptor.getInput()))
+      dims.push_back(arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                                indexValue(rewriter, loc, size)));
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, signlessType(op.getType()), dims);
     return success();
   }
 };
@@ -710,13 +736,25 @@ struct GlobalAveragePoolLowering : OpConversionPattern<GlobalAveragePoolOp> {
   }
 };
 
+/// The reduction `r` (reduced dimensions kept as 1) reshaped to the op's
+/// `type`, which drops them when keepdims is 0.
+static Value withoutReducedDims(OpBuilder &b, Location loc, Value r, ArrayRef<int64_t> axes,
+                                Type type) {
+  SmallVector<OpFoldResult> sizes;
+  auto target = signlessType(type);
+  for (auto [i, size] : llvm::enumerate(sizesOf(b, loc, r)))
+    if (target.getRank() == tensorType(r).getRank() || !llvm::is_contained(axes, (int64_t)i))
+      sizes.push_back(size);
+  return reshapeTo(b, loc, r, target, sizes);
+}
+
 struct ReduceMeanLowering : OpConversionPattern<ReduceMeanOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ReduceMeanOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Value mean = buildMean(rewriter, op.getLoc(), adaptor.getInput(), op.getAxes());
-    rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), mean,
-                                     signlessType(op.getType())));
+    rewriter.replaceOp(op, withoutReducedDims(rewriter, op.getLoc(), mean, op.getAxes(),
+                                              op.getType()));
     return success();
   }
 };
@@ -787,7 +825,7 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
                            return arith::MulIOp::create(b, l, a[0], a[1]);
                          });
     }
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, r, signlessType(op.getType())));
+    rewriter.replaceOp(op, withoutReducedDims(rewriter, loc, r, op.getAxes(), op.getType()));
     return success();
   }
 };
@@ -1086,7 +1124,7 @@ struct ConvertKilnToLinalgPass
     RewritePatternSet patterns(ctx);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, types);
     populateReturnOpTypeConversionPattern(patterns, types);
-    patterns.add<ConstantLowering, ReshapeLowering, TransposeLowering, ConcatLowering,
+    patterns.add<ConstantLowering, ReshapeLowering, ShapeLowering, TransposeLowering, ConcatLowering,
                  MatMulLowering, GemmLowering, ConvLowering, BatchNormLowering,
                  MaxPoolLowering, AveragePoolLowering, GlobalAveragePoolLowering,
                  ReduceMeanLowering, SoftmaxLowering<SoftmaxOp, false>,

@@ -431,8 +431,18 @@ LogicalResult ReshapeOp::verify() {
   if ((int64_t)kept.size() != out.getRank())
     return emitOpError("kept has ") << kept.size() << " entries, result has rank "
                                     << out.getRank();
+  if (getShape()) {
+    auto shape = cast<RankedTensorType>(getShape().getType());
+    if (shape.getRank() != 1 || shape.getDimSize(0) != out.getRank() ||
+        !shape.getElementType().isInteger(64))
+      return emitOpError("shape must be a tensor<") << out.getRank() << "xi64>";
+  }
   int64_t inferred = 0;
   for (auto [i, source] : llvm::enumerate(kept)) {
+    if (source == -2 && !getShape())
+      return emitOpError("result dimension ") << i << " takes its size from a missing shape";
+    if (source == -2)
+      continue;
     if (source < -1 || source >= in.getRank())
       return emitOpError("kept names input dimension ") << source << " of rank " << in.getRank();
     if (source >= 0 && in.getDimSize(source) != out.getDimSize(i))
@@ -453,7 +463,7 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
         return false;
     return true;
   };
-  if (getInput().getType() == getType() && keepsInPlace())
+  if (getInput().getType() == getType() && !getShape() && keepsInPlace())
     return getInput();
   // `kept` refers to the producer's result, so only static chains merge.
   auto producer = getInput().getDefiningOp<ReshapeOp>();
@@ -462,6 +472,21 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
     return getResult();
   }
   return {};
+}
+
+LogicalResult ShapeOp::verify() {
+  auto result = cast<RankedTensorType>(getType());
+  int64_t rank = cast<RankedTensorType>(getInput().getType()).getRank();
+  if (result.getShape() != ArrayRef<int64_t>{rank} || !result.getElementType().isInteger(64))
+    return emitOpError("result must be a tensor<") << rank << "xi64>";
+  return success();
+}
+
+OpFoldResult ShapeOp::fold(FoldAdaptor) {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  if (!input.hasStaticShape())
+    return {};
+  return DenseElementsAttr::get(cast<ShapedType>(getType()), input.getShape());
 }
 
 LogicalResult TransposeOp::verify() {
@@ -535,6 +560,12 @@ LogicalResult SliceOp::verify() {
       return emitOpError("step must not be 0");
     if (out[i] == 0)
       continue;
+    if (ShapedType::isDynamic(out[i]) || ShapedType::isDynamic(in[i])) {
+      // A dynamic dimension is only ever taken whole.
+      if (out[i] != in[i] || start != 0 || step != 1)
+        return emitOpError("dimension ") << i << " is dynamic and must be taken whole";
+      continue;
+    }
     int64_t last = start + (out[i] - 1) * step;
     if (start < 0 || start >= in[i] || last < 0 || last >= in[i])
       return emitOpError("dimension ") << i << " reads outside the input";

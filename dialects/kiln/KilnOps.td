@@ -246,11 +246,34 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
   let summary = "Reinterpret the elements in row-major order with a new shape";
   let description = [{
     A dynamic result dimension takes its size from the input dimension that
-    `kept` names for it (-1 or no `kept`: none). At most one dynamic result
-    dimension keeps none; its size is what the element count leaves, and
-    the count must divide at run time.
+    `kept` names for it, or with `kept` -2 from its element of the i64
+    `shape` operand (checked to be >= 1 at run time). At most one dynamic
+    result dimension keeps -1 (or there is no `kept`): its size is what the
+    element count leaves, and the count must divide at run time.
   }];
-  let arguments = (ins Kiln_Tensor:$input, OptionalAttr<DenseI64ArrayAttr>:$kept);
+  let arguments = (ins Kiln_Tensor:$input, Optional<Kiln_Tensor>:$shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$kept);
+  let results = (outs Kiln_Tensor:$result);
+  let builders = [
+    OpBuilder<(ins "Type":$result, "Value":$input,
+                   CArg<"DenseI64ArrayAttr", "{}">:$kept), [{
+      build($_builder, $_state, result, input, Value(), kept);
+    }]>
+  ];
+  let assemblyFormat = [{
+    $input (`shape` $shape^)? attr-dict `:` type($input) (`,` type($shape)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_ShapeOp : Kiln_Op<"shape"> {
+  let summary = "The sizes of the input's dimensions, as a 1-D i64 tensor";
+  let description = [{
+    ONNX Shape of a tensor with dynamic dimensions; folds to a constant
+    when the input's shape is static.
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;

@@ -1003,6 +1003,9 @@ static FailureOr<SmallVector<ReduceChoice>> reduceAxes(ImportContext &ctx,
       if (failed(a))
         return failure();
       choices[0].axes = *a;
+    } else if (llvm::any_of(in, ShapedType::isDynamic)) {
+      return ctx.fail("input 'axes' is only known at run time and the input has dynamic "
+                      "dimensions; pin the model's input shapes with --input-shape");
     } else {
       auto c = runtimeReduceAxes(ctx, in);
       if (failed(c))

@@ -185,12 +185,61 @@ static FailureOr<std::vector<int64_t>> runtimeReshapeSpec(ImportContext &ctx,
   return *declared;
 }
 
+/// Reshape of an input with dynamic dimensions by a `shape` known only at
+/// run time. What shapeElements() knows decides each result dimension: a
+/// constant (0 copies, -1 infers), the size of one of the input's own
+/// dimensions, or else the run-time element itself.
+static LogicalResult importRuntimeReshape(ImportContext &ctx, ArrayRef<int64_t> in,
+                                          bool allowZero) {
+  auto x = ctx.input(0), shape = ctx.input(1);
+  if (failed(x) || failed(shape))
+    return failure();
+  auto elements = shapeElements(*shape);
+  if (!elements)
+    return ctx.fail("input 'shape' must be a 1-D integer tensor");
+  Value spec = *shape;
+  if (!getElementTypeOrSelf(spec.getType()).isInteger(64))
+    spec = Emitter{ctx}.castTo(spec, ctx.b.getI64Type());
+  SmallVector<int64_t> result, kept;
+  bool usesSpec = false;
+  for (auto [i, e] : llvm::enumerate(*elements)) {
+    int64_t c = e.constant.value_or(-3);
+    if (e.constant && c == 0 && !allowZero) {
+      if (i >= in.size())
+        return ctx.fail("Reshape copies dimension " + llvm::Twine(i) +
+                        " which the input does not have");
+      result.push_back(in[i]);
+      kept.push_back(i);
+    } else if (e.constant && c == -1) {
+      result.push_back(ShapedType::kDynamic);
+      kept.push_back(-1);
+    } else if (e.constant && c >= 0) {
+      result.push_back(c);
+      kept.push_back(-1);
+    } else if (e.constant) {
+      return ctx.fail("Reshape shape has invalid dimension " + llvm::Twine(c));
+    } else if (e.of == *x) {
+      result.push_back(in[e.dim]);
+      kept.push_back(e.dim);
+    } else {
+      result.push_back(ShapedType::kDynamic);
+      kept.push_back(-2);
+      usesSpec = true;
+    }
+  }
+  if (llvm::count_if(*elements, [](const ShapeElement &e) { return e.constant == -1; }) > 1)
+    return ctx.fail("Reshape shape has more than one -1");
+  auto type = RankedTensorType::get(result, getElementTypeOrSelf(x->getType()));
+  ctx.setOutput(0, k::ReshapeOp::create(ctx.b, ctx.loc, type, *x, usesSpec ? spec : Value(),
+                                        ctx.b.getDenseI64ArrayAttr(kept)));
+  return success();
+}
+
 static LogicalResult importReshape(ImportContext &ctx) {
   std::vector<int64_t> in = shapeOfInput(ctx);
   bool allowZero = ctx.attrInt("allowzero", 0);
   if (!ctx.hostInput(1) && llvm::any_of(in, ShapedType::isDynamic))
-    return ctx.fail("input 'shape' is only known at run time and the input has dynamic "
-                    "dimensions; pin the model's input shapes with --input-shape");
+    return importRuntimeReshape(ctx, in, allowZero);
   auto spec = ctx.hostInput(1) ? ctx.hostInts(1, "shape") : runtimeReshapeSpec(ctx, in, allowZero);
   if (failed(spec))
     return failure();
@@ -391,7 +440,20 @@ static LogicalResult importShape(ImportContext &ctx) {
   end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
   std::vector<int64_t> dims(in.begin() + start, in.begin() + std::max(start, end));
   int64_t n = dims.size();
-  ctx.setHostOutput(0, intTensor(std::move(dims), {n}));
+  if (llvm::none_of(dims, ShapedType::isDynamic)) {
+    ctx.setHostOutput(0, intTensor(std::move(dims), {n}));
+    return success();
+  }
+  // Sizes known only at run time: kiln.shape, which shapeElements() follows.
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto i64 = ctx.b.getI64Type();
+  Value shape = k::ShapeOp::create(ctx.b, ctx.loc, RankedTensorType::get({rank}, i64), *x);
+  if (n != rank)
+    shape = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({n}, i64), shape,
+                               ArrayRef<int64_t>{start}, ArrayRef<int64_t>{1});
+  ctx.setOutput(0, shape);
   return success();
 }
 
@@ -526,6 +588,13 @@ static LogicalResult importSlice(ImportContext &ctx) {
     int64_t dim = shape[*a], s = steps[i];
     if (s == 0)
       return ctx.fail("Slice step must not be 0");
+    if (ShapedType::isDynamic(dim)) {
+      if (starts[i] == 0 && ends[i] >= std::numeric_limits<int32_t>::max() && s == 1)
+        continue; // the whole dimension
+      return ctx.fail("Slice of dynamic dimension " + llvm::Twine(*a) +
+                      " with bounds is not supported yet; pin the model's input shapes "
+                      "with --input-shape");
+    }
     int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
     if (s > 0) {

@@ -491,7 +491,8 @@ static bool acceptsDynamicShapes(StringRef op) {
       "And", "Or", "Xor", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Identity",
       "Dropout", "Cast", "Gemm", "MatMul", "Conv", "BatchNormalization", "MaxPool",
       "AveragePool", "GlobalAveragePool", "Softmax", "LogSoftmax", "Flatten", "Reshape",
-      "Transpose", "Concat", "Unsqueeze", "Squeeze"};
+      "Transpose", "Concat", "Unsqueeze", "Squeeze", "Shape", "ReduceMean", "ReduceSum",
+      "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Slice"};
   return ops.contains(op);
 }
 

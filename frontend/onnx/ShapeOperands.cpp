@@ -1,6 +1,8 @@
 //===- ShapeOperands.cpp - shape operands known only at run time ----------===//
 #include "frontend/onnx/ShapeOperands.h"
 
+#include "mlir/IR/Matchers.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -54,6 +56,68 @@ FailureOr<std::vector<int64_t>> runtimeShapeOperand(ImportContext &ctx, size_t i
   if (failed(declared) || failed(guardElements(ctx, input, what, {*declared})))
     return failure();
   return *declared;
+}
+
+std::optional<SmallVector<ShapeElement>> shapeElements(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || type.getRank() > 1 || !type.hasStaticShape() ||
+      !isa<IntegerType>(type.getElementType()) || type.getNumElements() > 64)
+    return std::nullopt;
+  SmallVector<ShapeElement> unknown(type.getNumElements());
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return unknown;
+  DenseIntElementsAttr ints;
+  if (matchPattern(v, m_Constant(&ints))) {
+    SmallVector<ShapeElement> known;
+    for (const APInt &i : ints.getValues<APInt>())
+      known.push_back({i.getSExtValue(), {}, -1});
+    return known;
+  }
+  if (auto shape = dyn_cast<k::ShapeOp>(op)) {
+    auto in = cast<RankedTensorType>(shape.getInput().getType());
+    SmallVector<ShapeElement> known;
+    for (int64_t d = 0; d < in.getRank(); ++d)
+      known.push_back(in.isDynamicDim(d) ? ShapeElement{std::nullopt, shape.getInput(), d}
+                                         : ShapeElement{in.getDimSize(d), {}, -1});
+    return known;
+  }
+  if (isa<k::ReshapeOp, k::CastOp>(op) && !(isa<k::ReshapeOp>(op) && op->getNumOperands() > 1)) {
+    auto in = shapeElements(op->getOperand(0));
+    return in && in->size() == unknown.size() ? *in : unknown;
+  }
+  if (auto concat = dyn_cast<k::ConcatOp>(op)) {
+    SmallVector<ShapeElement> known;
+    for (Value in : concat.getInputs()) {
+      auto part = shapeElements(in);
+      if (!part)
+        return unknown;
+      known.append(*part);
+    }
+    return known;
+  }
+  if (auto gather = dyn_cast<k::GatherOp>(op)) {
+    auto data = shapeElements(gather.getData()), indices = shapeElements(gather.getIndices());
+    if (!data || !indices || gather.getAxis() != 0)
+      return unknown;
+    SmallVector<ShapeElement> known;
+    for (const ShapeElement &i : *indices) {
+      int64_t n = data->size(), at = i.constant.value_or(n);
+      at = at < 0 ? at + n : at;
+      known.push_back(at >= 0 && at < n ? (*data)[at] : ShapeElement{});
+    }
+    return known;
+  }
+  if (auto slice = dyn_cast<k::SliceOp>(op)) {
+    auto data = shapeElements(slice.getInput());
+    if (!data || slice.getStarts().size() != 1)
+      return unknown;
+    SmallVector<ShapeElement> known;
+    for (int64_t i = 0; i < (int64_t)unknown.size(); ++i)
+      known.push_back((*data)[slice.getStarts()[0] + i * slice.getSteps()[0]]);
+    return known;
+  }
+  return unknown;
 }
 
 /// "input 'what' <requirement>, as the declared output shape [..] implies".

@@ -16,6 +16,19 @@
 
 namespace kiln::onnx_frontend {
 
+/// What the importer knows about one element of a small integer tensor
+/// computed from shapes (ONNX Shape, Gather, Concat, ...): a constant, the
+/// size of dimension `dim` of the tensor `of`, or nothing.
+struct ShapeElement {
+  std::optional<int64_t> constant;
+  mlir::Value of;
+  int64_t dim = -1;
+};
+
+/// The elements of a static 0-D or 1-D integer value, followed through the
+/// kiln ops that compute shapes; nullopt for other values.
+std::optional<llvm::SmallVector<ShapeElement>> shapeElements(mlir::Value v);
+
 /// The static shape the model declares for output `i` of the current node.
 std::optional<std::vector<int64_t>> declaredShape(const ImportContext &ctx, size_t output);
 
