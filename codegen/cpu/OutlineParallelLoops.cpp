@@ -9,6 +9,7 @@
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -45,19 +46,41 @@ static std::optional<int64_t> iterationCount(scf::ParallelOp loop,
   return total;
 }
 
+/// Iterations of dimension `d`, or a guess when they are known only at run
+/// time (sizes of dynamic dimensions).
+static constexpr int64_t unknownTrips = 16;
+static int64_t estimatedTrips(scf::ParallelOp loop, unsigned d) {
+  return tripCount(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d])
+      .value_or(unknownTrips);
+}
+
 /// The fewest leading dimensions of `loop` with at least `minChunks`
 /// iterations together (all of them when the whole loop has fewer).
 static unsigned distributedDims(scf::ParallelOp loop, int64_t minChunks) {
   unsigned dims = 1;
-  while (dims < loop.getNumLoops() && *iterationCount(loop, dims) < minChunks)
-    ++dims;
+  int64_t chunks = estimatedTrips(loop, 0);
+  while (dims < loop.getNumLoops() && chunks < minChunks)
+    chunks *= estimatedTrips(loop, dims++);
   return dims;
+}
+
+/// Iterations of dimension `d` as a value: ceil((ub - lb) / step), at least
+/// 0, with the bounds looked up in `map` (inside a task).
+static Value tripCountValue(OpBuilder &b, Location loc, scf::ParallelOp loop, unsigned d,
+                            IRMapping &map) {
+  if (auto trips = tripCount(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]))
+    return arith::ConstantIndexOp::create(b, loc, *trips);
+  Value lb = map.lookupOrDefault(loop.getLowerBound()[d]);
+  Value ub = map.lookupOrDefault(loop.getUpperBound()[d]);
+  Value step = map.lookupOrDefault(loop.getStep()[d]);
+  Value span = arith::SubIOp::create(b, loc, ub, lb);
+  span = arith::MaxSIOp::create(b, loc, span, arith::ConstantIndexOp::create(b, loc, 0));
+  return arith::CeilDivUIOp::create(b, loc, span, step);
 }
 
 /// Estimated number of operations executed by `loop`: each op counts once per
 /// iteration of the loops around it, up to and including `loop`.
 static int64_t estimateWork(scf::ParallelOp loop) {
-  constexpr int64_t unknownTrips = 16;
   int64_t work = 0;
   loop.getBody()->walk([&](Operation *op) {
     if (op->hasTrait<OpTrait::IsTerminator>() || isa<LoopLikeOpInterface>(op))
@@ -67,7 +90,8 @@ static int64_t estimateWork(scf::ParallelOp loop) {
       if (auto f = dyn_cast<scf::ForOp>(p))
         weight *= tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep()).value_or(unknownTrips);
       if (auto par = dyn_cast<scf::ParallelOp>(p))
-        weight *= iterationCount(par).value_or(unknownTrips);
+        for (unsigned d = 0; d < par.getNumLoops(); ++d)
+          weight *= estimatedTrips(par, d);
       if (p == loop)
         break;
     }
@@ -76,12 +100,53 @@ static int64_t estimateWork(scf::ParallelOp loop) {
   return work;
 }
 
-/// Values a task may take as arguments: scalars and buffers that lower to a
-/// bare pointer (static shape, identity layout).
+/// Values a task may take as arguments as they are: scalars and buffers that
+/// lower to a bare pointer (static shape, identity layout). Other strided
+/// buffers travel as their metadata (see flattenCapture).
 static bool isPassable(Type type) {
   if (auto memref = dyn_cast<MemRefType>(type))
     return memref.hasStaticShape() && memref.getLayout().isIdentity();
   return type.isIntOrIndexOrFloat();
+}
+
+static bool isStridedBuffer(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  return memref && memref.isStrided();
+}
+
+/// The task arguments that carry `v`: itself, or for a buffer with dynamic
+/// sizes or layout its base pointer (rank 0), offset, sizes and strides.
+static SmallVector<Value> flattenCapture(OpBuilder &b, Location loc, Value v) {
+  if (isPassable(v.getType()))
+    return {v};
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, v);
+  SmallVector<Value> parts = {meta.getBaseBuffer(), meta.getOffset()};
+  llvm::append_range(parts, meta.getSizes());
+  llvm::append_range(parts, meta.getStrides());
+  return parts;
+}
+
+/// Inside the task: the buffer `original` rebuilt from its flattened `args`.
+static Value rebuildCapture(OpBuilder &b, Location loc, Value original, ValueRange args) {
+  if (isPassable(original.getType()))
+    return args[0];
+  auto type = cast<MemRefType>(original.getType());
+  int64_t rank = type.getRank();
+  auto [strides, offset] = type.getStridesAndOffset();
+  auto pick = [&](int64_t known, Value arg) -> OpFoldResult {
+    return ShapedType::isDynamic(known) ? OpFoldResult(arg) : OpFoldResult(b.getIndexAttr(known));
+  };
+  SmallVector<OpFoldResult> sizes, strideValues;
+  for (int64_t d = 0; d < rank; ++d) {
+    sizes.push_back(pick(type.getDimSize(d), args[2 + d]));
+    strideValues.push_back(pick(strides[d], args[2 + rank + d]));
+  }
+  auto viewType = MemRefType::get(type.getShape(), type.getElementType(),
+                                  StridedLayoutAttr::get(b.getContext(), offset, strides),
+                                  type.getMemorySpace());
+  Value view = memref::ReinterpretCastOp::create(b, loc, viewType, args[0], pick(offset, args[1]),
+                                                 sizes, strideValues);
+  return view.getType() == type ? view : memref::CastOp::create(b, loc, type, view).getResult();
 }
 
 /// Splits the values used in `loop` but defined above it into ops to clone into
@@ -91,6 +156,9 @@ static void partitionCaptures(scf::ParallelOp loop, SmallVectorImpl<Operation *>
                               SmallVectorImpl<Value> &captures) {
   llvm::SetVector<Value> worklist;
   getUsedValuesDefinedAbove(loop.getRegion(), worklist);
+  // The task rebuilds the bounds too (they may be known only at run time).
+  for (Value bound : loop->getOperands())
+    worklist.insert(bound);
   llvm::SetVector<Operation *> toClone;
   llvm::SetVector<Value> args;
   for (size_t i = 0; i < worklist.size(); ++i) {
@@ -113,7 +181,7 @@ static void partitionCaptures(scf::ParallelOp loop, SmallVectorImpl<Operation *>
 
 /// Whether `loop` can run as independent chunks on several threads.
 static bool canOutline(scf::ParallelOp loop, ArrayRef<Value> captures) {
-  if (loop.getNumReductions() != 0 || !iterationCount(loop))
+  if (loop.getNumReductions() != 0)
     return false;
   // Allocation goes through the run's arena, which belongs to the calling thread.
   bool allocates = loop.getBody()
@@ -122,18 +190,21 @@ static bool canOutline(scf::ParallelOp loop, ArrayRef<Value> captures) {
                                                                             : WalkResult::advance();
                        })
                        .wasInterrupted();
-  return !allocates && llvm::all_of(captures, [](Value v) { return isPassable(v.getType()); });
+  return !allocates && llvm::all_of(captures, [](Value v) {
+           return isPassable(v.getType()) || isStridedBuffer(v.getType());
+         });
 }
 
-/// Index of dimension `d` of `loop` for its 0-based iteration number `n`.
-static Value dimIndex(OpBuilder &b, Location loc, scf::ParallelOp loop, unsigned d, Value n) {
-  // The bounds are constants (see canOutline); rebuild them inside the task.
-  int64_t step = *getConstantIntValue(loop.getStep()[d]);
-  int64_t lb = *getConstantIntValue(loop.getLowerBound()[d]);
-  if (step != 1)
-    n = arith::MulIOp::create(b, loc, n, arith::ConstantIndexOp::create(b, loc, step));
-  if (lb != 0)
-    n = arith::AddIOp::create(b, loc, n, arith::ConstantIndexOp::create(b, loc, lb));
+/// Index of dimension `d` of `loop` for its 0-based iteration number `n`;
+/// `map` gives the bounds inside the task.
+static Value dimIndex(OpBuilder &b, Location loc, scf::ParallelOp loop, unsigned d, Value n,
+                      IRMapping &map) {
+  Value step = map.lookupOrDefault(loop.getStep()[d]);
+  Value lb = map.lookupOrDefault(loop.getLowerBound()[d]);
+  if (getConstantIntValue(step) != 1)
+    n = arith::MulIOp::create(b, loc, n, step);
+  if (getConstantIntValue(lb) != 0)
+    n = arith::AddIOp::create(b, loc, n, lb);
   return n;
 }
 
@@ -141,12 +212,13 @@ static Value dimIndex(OpBuilder &b, Location loc, scf::ParallelOp loop, unsigned
 /// iterations [begin, end) of the first `distributed` dimensions of `loop`,
 /// linearized row-major, each over the whole of the remaining dimensions.
 static func::FuncOp buildTask(scf::ParallelOp loop, unsigned distributed, StringRef name,
-                              ArrayRef<Operation *> cloned, ArrayRef<Value> captures) {
+                              ArrayRef<Operation *> cloned, ArrayRef<Value> captures,
+                              TypeRange captureTypes, ArrayRef<unsigned> captureArity) {
   OpBuilder b(loop->getParentOfType<func::FuncOp>());
   Location loc = loop.getLoc();
   SmallVector<Type> argTypes(2, b.getIndexType());
-  for (Value v : captures)
-    argTypes.push_back(v.getType());
+  for (Type t : captureTypes)
+    argTypes.push_back(t);
   auto task = func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
   task.setPrivate();
   task->setAttr("kiln.parallel_task", b.getUnitAttr());
@@ -154,8 +226,11 @@ static func::FuncOp buildTask(scf::ParallelOp loop, unsigned distributed, String
   Block *entry = task.addEntryBlock();
   b.setInsertionPointToStart(entry);
   IRMapping map;
-  for (auto [v, arg] : llvm::zip(captures, entry->getArguments().drop_front(2)))
-    map.map(v, arg);
+  ValueRange args = entry->getArguments().drop_front(2);
+  for (auto [v, count] : llvm::zip(captures, captureArity)) {
+    map.map(v, rebuildCapture(b, loc, v, args.take_front(count)));
+    args = args.drop_front(count);
+  }
   for (Operation *op : cloned)
     b.clone(*op, map);
 
@@ -168,22 +243,19 @@ static func::FuncOp buildTask(scf::ParallelOp loop, unsigned distributed, String
   for (int64_t d = distributed - 1; d >= 0; --d) {
     Value n = rest;
     if (d != 0) {
-      Value extent = arith::ConstantIndexOp::create(b, loc, *iterationCount(loop, d + 1) /
-                                                               *iterationCount(loop, d));
+      Value extent = tripCountValue(b, loc, loop, d, map);
       n = arith::RemUIOp::create(b, loc, rest, extent);
       rest = arith::DivUIOp::create(b, loc, rest, extent);
     }
-    map.map(loop.getInductionVars()[d], dimIndex(b, loc, loop, d, n));
+    map.map(loop.getInductionVars()[d], dimIndex(b, loc, loop, d, n, map));
   }
   if (distributed < loop.getNumLoops()) {
-    auto constants = [&](OperandRange values) {
-      return llvm::map_to_vector(values.drop_front(distributed), [&](Value v) -> Value {
-        return arith::ConstantIndexOp::create(b, loc, *getConstantIntValue(v));
-      });
+    auto inside = [&](OperandRange values) {
+      return llvm::map_to_vector(values.drop_front(distributed),
+                                 [&](Value v) { return map.lookupOrDefault(v); });
     };
-    auto inner = scf::ParallelOp::create(b, loc, constants(loop.getLowerBound()),
-                                         constants(loop.getUpperBound()),
-                                         constants(loop.getStep()));
+    auto inner = scf::ParallelOp::create(b, loc, inside(loop.getLowerBound()),
+                                         inside(loop.getUpperBound()), inside(loop.getStep()));
     for (auto [iv, innerIv] :
          llvm::zip(ArrayRef<Value>(loop.getInductionVars()).drop_front(distributed),
                    inner.getInductionVars()))
@@ -220,15 +292,27 @@ struct KilnOutlineParallelLoopsPass
     if (!canOutline(loop, captures) || estimateWork(loop) < minWork)
       return false;
     unsigned distributed = distributedDims(loop, minChunks);
-    int64_t total = *iterationCount(loop, distributed);
-    if (total < 2)
+    std::optional<int64_t> total = iterationCount(loop, distributed);
+    if (total && *total < 2)
       return false;
-    func::FuncOp task = buildTask(loop, distributed, name, cloned, captures);
     OpBuilder b(loop);
-    SmallVector<Value> operands{arith::ConstantIndexOp::create(b, loop.getLoc(), 0),
-                                arith::ConstantIndexOp::create(b, loop.getLoc(), total)};
-    operands.append(captures.begin(), captures.end());
-    func::CallOp::create(b, loop.getLoc(), task, operands);
+    Location loc = loop.getLoc();
+    SmallVector<Value> flat;
+    SmallVector<unsigned> arity;
+    for (Value v : captures) {
+      SmallVector<Value> parts = flattenCapture(b, loc, v);
+      arity.push_back(parts.size());
+      flat.append(parts);
+    }
+    func::FuncOp task = buildTask(loop, distributed, name, cloned, captures,
+                                  ValueRange(flat).getTypes(), arity);
+    IRMapping outside;
+    Value count = arith::ConstantIndexOp::create(b, loc, total.value_or(1));
+    for (unsigned d = 0; !total && d < distributed; ++d)
+      count = arith::MulIOp::create(b, loc, count, tripCountValue(b, loc, loop, d, outside));
+    SmallVector<Value> operands{arith::ConstantIndexOp::create(b, loc, 0), count};
+    operands.append(flat.begin(), flat.end());
+    func::CallOp::create(b, loc, task, operands);
     loop.erase();
     return true;
   }

@@ -89,3 +89,31 @@ func.func @planes(%x: memref<64x8x16xf32>) {
   }
   return
 }
+
+// Bounds and buffers known only at run time: the trip count is computed
+// before the call, and each buffer with dynamic sizes travels as its base
+// pointer, offset, sizes and strides, rebuilt inside the task.
+// CHECK-LABEL: func.func private @dynamic_task0(
+// CHECK-SAME: %[[BEGIN:.*]]: index, %[[END:.*]]: index, %[[BASE:.*]]: memref<f32>, %[[OFF:.*]]: index, %[[N:.*]]: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index)
+// CHECK: %[[VIEW:.*]] = memref.reinterpret_cast %[[BASE]] to offset: [0], sizes: [%[[N]], 64], strides: [64, 1]
+// CHECK: %[[X:.*]] = memref.cast %[[VIEW]] : memref<?x64xf32, strided<[64, 1]>> to memref<?x64xf32>
+// CHECK: scf.for %[[I:.*]] = %[[BEGIN]] to %[[END]] step
+// CHECK: memref.load %[[X]][
+// CHECK-LABEL: func.func @dynamic(
+// CHECK: %[[DIM:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[META:.*]], %{{.*}}, %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %arg0
+// CHECK: %[[TRIPS:.*]] = arith.ceildivui
+// CHECK: %[[TOTAL:.*]] = arith.muli %{{.*}}, %c64
+// CHECK: call @dynamic_task0(%{{.*}}, %[[TOTAL]], %[[META]],
+func.func @dynamic(%x: memref<?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %n = memref.dim %x, %c0 : memref<?x64xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c64) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<?x64xf32>
+    %d = arith.addf %v, %v : f32
+    memref.store %d, %x[%i, %j] : memref<?x64xf32>
+  }
+  return
+}
