@@ -76,6 +76,25 @@ Value clampIndex(OpBuilder &b, Location loc, Value i, int64_t size) {
   return arith::MinSIOp::create(b, loc, lo, indexConst(b, loc, size - 1));
 }
 
+/// clampIndex for a size that may be known only at run time.
+Value clampIndex(OpBuilder &b, Location loc, Value i, OpFoldResult size) {
+  if (auto c = getConstantIntValue(size))
+    return clampIndex(b, loc, i, *c);
+  Value lo = arith::MaxSIOp::create(b, loc, i, indexConst(b, loc, 0));
+  Value last = arith::SubIOp::create(b, loc, indexValue(b, loc, size), indexConst(b, loc, 1));
+  return arith::MinSIOp::create(b, loc, lo, last);
+}
+
+/// A size as an f32 value.
+static Value sizeAsF32(OpBuilder &b, Location loc, OpFoldResult size, double delta = 0) {
+  Type f32 = b.getF32Type();
+  if (auto c = getConstantIntValue(size))
+    return scalarConst(b, loc, f32, double(*c) + delta);
+  Value i = arith::IndexCastOp::create(b, loc, b.getI64Type(), indexValue(b, loc, size));
+  Value f = arith::SIToFPOp::create(b, loc, f32, i);
+  return delta == 0 ? f : arith::AddFOp::create(b, loc, f, scalarConst(b, loc, f32, delta));
+}
+
 Value normalizeIndex(OpBuilder &b, Location loc, Value raw, int64_t size);
 
 /// Reflect padding's source coordinate: -i before the start, 2(n-1) - i past
@@ -336,31 +355,42 @@ struct TriluLowering : OpConversionPattern<TriluOp> {
   }
 };
 
-/// The input coordinate (as f32) of output coordinate `x` along one axis.
+/// The input coordinate (as f32) of output coordinate `x` along one axis
+/// whose sizes are `in` and `out`.
 Value sourceCoordinate(OpBuilder &b, Location loc, StringRef mode, Value x, Value scale,
-                       int64_t in, int64_t out) {
+                       OpFoldResult in, OpFoldResult out) {
   Type f32 = b.getF32Type();
   auto c = [&](double v) { return scalarConst(b, loc, f32, v); };
   Value xf = arith::SIToFPOp::create(
       b, loc, f32, arith::IndexCastOp::create(b, loc, b.getI64Type(), x));
+  // 0 where the output has one element, else `v` (align_corners, pytorch).
+  auto unlessSingle = [&](Value v) -> Value {
+    if (auto n = getConstantIntValue(out))
+      return *n == 1 ? c(0) : v;
+    Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         indexValue(b, loc, out), indexConst(b, loc, 1));
+    return arith::SelectOp::create(b, loc, single, c(0), v);
+  };
   if (mode == "align_corners") {
     // ONNX divides by the unrounded resized length, in * scale - 1.
-    if (out == 1)
-      return c(0);
-    Value resized = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, c(in), scale), c(1));
-    return arith::MulFOp::create(b, loc, xf, arith::DivFOp::create(b, loc, c(in - 1), resized));
+    Value resized =
+        arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, sizeAsF32(b, loc, in), scale),
+                              c(1));
+    return unlessSingle(arith::MulFOp::create(
+        b, loc, xf, arith::DivFOp::create(b, loc, sizeAsF32(b, loc, in, -1), resized)));
   }
   if (mode == "asymmetric")
     return arith::DivFOp::create(b, loc, xf, scale);
   Value shifted = arith::DivFOp::create(b, loc, arith::AddFOp::create(b, loc, xf, c(0.5)), scale);
   if (mode == "tf_half_pixel_for_nn")
     return shifted;
-  if (mode == "pytorch_half_pixel" && out == 1)
-    return c(0);
-  return arith::SubFOp::create(b, loc, shifted, c(0.5)); // half_pixel
+  Value halfPixel = arith::SubFOp::create(b, loc, shifted, c(0.5));
+  if (mode == "pytorch_half_pixel")
+    return unlessSingle(halfPixel);
+  return halfPixel;
 }
 
-Value toIndex(OpBuilder &b, Location loc, Value f, int64_t size) {
+Value toIndex(OpBuilder &b, Location loc, Value f, OpFoldResult size) {
   Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(),
                                        arith::FPToSIOp::create(b, loc, b.getI64Type(), f));
   return clampIndex(b, loc, i, size);
@@ -404,8 +434,8 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
   using OpConversionPattern::OpConversionPattern;
 
   /// The taps of output coordinate `x` along dimension d.
-  SmallVector<Tap> taps(OpBuilder &b, Location l, ResizeOp op, Value x, Value scale, int64_t in,
-                        int64_t out) const {
+  SmallVector<Tap> taps(OpBuilder &b, Location l, ResizeOp op, Value x, Value scale,
+                        OpFoldResult in, OpFoldResult out) const {
     Type f32 = b.getF32Type();
     Value src = sourceCoordinate(b, l, op.getCoordinateMode(), x, scale, in, out);
     StringRef mode = op.getMode();
@@ -426,7 +456,7 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
     }
     if (mode == "linear") {
       Value clamped = arith::MaximumFOp::create(b, l, src, scalarConst(b, l, f32, 0));
-      clamped = arith::MinimumFOp::create(b, l, clamped, scalarConst(b, l, f32, double(in - 1)));
+      clamped = arith::MinimumFOp::create(b, l, clamped, sizeAsF32(b, l, in, -1));
       Value floor = math::FloorOp::create(b, l, clamped);
       Value lo = toIndex(b, l, floor, in);
       Value hi = clampIndex(b, l, arith::AddIOp::create(b, l, lo, indexConst(b, l, 1)), in);
@@ -448,7 +478,7 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
       if (op.getExcludeOutside()) {
         Value inside = arith::AndIOp::create(
             b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, i, indexConst(b, l, 0)),
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, indexConst(b, l, in)));
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, indexValue(b, l, in)));
         w = arith::SelectOp::create(b, l, inside, w, scalarConst(b, l, f32, 0));
         total = arith::AddFOp::create(b, l, total, w);
       }
@@ -475,7 +505,25 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
       for (int64_t d = 0; d < rank; ++d)
         runtimeScales.push_back(
             tensor::ExtractOp::create(rewriter, loc, runtime, ValueRange{indexConst(rewriter, loc, d)}));
-    Value init = emptyTensor(rewriter, loc, out, type.getElementType());
+    // Dynamic sizes (constant scales only, see the importer): the output
+    // has floor(in * scale) elements, as ONNX computes it in f32.
+    SmallVector<OpFoldResult> inSizes = sizesOf(rewriter, loc, input), outSizes;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!type.isDynamicDim(d)) {
+        outSizes.push_back(rewriter.getIndexAttr(out[d]));
+      } else if (scales[d] == 1.0) {
+        outSizes.push_back(inSizes[d]);
+      } else {
+        Value scaled = arith::MulFOp::create(rewriter, loc, sizeAsF32(rewriter, loc, inSizes[d]),
+                                             scalarConst(rewriter, loc, rewriter.getF32Type(),
+                                                         (float)scales[d]));
+        Value floor = math::FloorOp::create(rewriter, loc, scaled);
+        Value n = arith::FPToSIOp::create(rewriter, loc, rewriter.getI64Type(), floor);
+        outSizes.push_back(
+            arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), n).getResult());
+      }
+    }
+    Value init = emptyTensor(rewriter, loc, outSizes, type.getElementType());
     SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
     Value r =
         linalg::GenericOp::create(
@@ -493,7 +541,7 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
                 }
                 Value scale = runtimeScales.empty() ? scalarConst(b, l, f32, scales[d])
                                                     : runtimeScales[d];
-                perDim.push_back(taps(b, l, op, x, scale, in[d], out[d]));
+                perDim.push_back(taps(b, l, op, x, scale, inSizes[d], outSizes[d]));
                 weighted |= perDim.back().size() > 1;
               }
               // Sum over every combination of one tap per dimension.

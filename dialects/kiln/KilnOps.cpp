@@ -703,6 +703,12 @@ LogicalResult PadOp::verify() {
   for (size_t i = 0; i < in.size(); ++i) {
     if (pads[i] < 0 || pads[i + in.size()] < 0)
       return emitOpError("pads must be >= 0 (negative pads are slices)");
+    if (ShapedType::isDynamic(in[i])) {
+      if (mode != "constant")
+        return emitOpError("dynamic dimensions are padded with a constant only");
+      expected.push_back(ShapedType::kDynamic);
+      continue;
+    }
     if (mode == "reflect" && (pads[i] >= in[i] || pads[i + in.size()] >= in[i]))
       return emitOpError("reflect pads must be smaller than the dimension");
     expected.push_back(in[i] + pads[i] + pads[i + in.size()]);

@@ -320,6 +320,70 @@ static LogicalResult importQLinear(ImportContext &ctx) {
 /// ConvTranspose as a stride-1 convolution: zero-insert the input by the
 /// stride, pad it by dilation*(k-1) minus the pads (cropping if negative),
 /// and convolve with the kernel flipped spatially and transposed per group.
+/// ConvTranspose's input with zeros inserted and its border added, for an
+/// input with dynamic dimensions: [N,C,H,W] -> [N,C,H,1,W,1] -> pad to
+/// [N,C,H,s,W,s] -> [N,C,H*s,W*s] (sizes computed at run time) -> pad by
+/// dilation*(k-1) - pad on each side, less the s-1 trailing zeros at the end,
+/// plus output_padding. Borders that would crop are not supported.
+static FailureOr<Value> dynamicZeroInsertion(ImportContext &ctx, Value x, int64_t sh, int64_t sw,
+                                             ArrayRef<int64_t> pads, ArrayRef<int64_t> outPad,
+                                             ArrayRef<int64_t> kernel,
+                                             ArrayRef<int64_t> dilations) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  Type et = xt.getElementType();
+  ArrayRef<int64_t> s = xt.getShape();
+  auto mul = [](int64_t a, int64_t b) { return ShapedType::isDynamic(a) ? a : a * b; };
+  SmallVector<int64_t> border(4);
+  int64_t stride[2] = {sh, sw};
+  for (int i = 0; i < 2; ++i) {
+    int64_t full = dilations[i] * (kernel[i] - 1);
+    border[i] = full - pads[i];
+    border[i + 2] = full - pads[i + 2] + outPad[i] - (stride[i] - 1);
+    if (border[i] < 0 || border[i + 2] < 0)
+      return ctx.fail("ConvTranspose of dynamic sizes whose padding crops the output is not "
+                      "supported; pin the model's input shapes with --input-shape");
+  }
+  Value up = x;
+  if (sh > 1 || sw > 1) {
+    up = k::ReshapeOp::create(ctx.b, ctx.loc, RankedTensorType::get({s[0], s[1], s[2], 1, s[3], 1}, et),
+                              up, ctx.b.getDenseI64ArrayAttr({0, 1, 2, -1, 3, -1}));
+    SmallVector<int64_t> p6(12, 0);
+    p6[6 + 3] = sh - 1;
+    p6[6 + 5] = sw - 1;
+    up = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get({s[0], s[1], s[2], sh, s[3], sw}, et),
+                          up, ctx.b.getDenseI64ArrayAttr(p6), ctx.b.getStringAttr("constant"),
+                          ctx.b.getF64FloatAttr(0.0));
+    // [N, C, H*sh, W*sw] from the run-time shape of the padded view.
+    Emitter e{ctx};
+    auto i64 = ctx.b.getI64Type();
+    Value shape6 = k::ShapeOp::create(ctx.b, ctx.loc, RankedTensorType::get({6}, i64), up);
+    Value picks = int64Constant(ctx, {0, 1, 2, 4}, {4});
+    Value shape4 = k::GatherOp::create(ctx.b, ctx.loc, RankedTensorType::get({4}, i64), shape6,
+                                       picks, 0);
+    Value factors = int64Constant(ctx, {1, 1, sh, sw}, {4});
+    shape4 = *e.binary<k::MulOp>(shape4, factors);
+    SmallVector<int64_t> kept = {0, 1, -2, -2};
+    SmallVector<int64_t> flat = {s[0], s[1], mul(s[2], sh), mul(s[3], sw)};
+    for (int i = 2; i < 4; ++i)
+      if (!ShapedType::isDynamic(flat[i]))
+        kept[i] = -1;
+    up = k::ReshapeOp::create(ctx.b, ctx.loc, RankedTensorType::get(flat, et), up, shape4,
+                              ctx.b.getDenseI64ArrayAttr(kept));
+  }
+  if (llvm::any_of(border, [](int64_t p) { return p > 0; })) {
+    auto ut = cast<RankedTensorType>(up.getType());
+    SmallVector<int64_t> amounts = {0, 0, border[0], border[1], 0, 0, border[2], border[3]};
+    SmallVector<int64_t> padded(ut.getShape());
+    for (int i = 2; i < 4; ++i)
+      if (!ShapedType::isDynamic(padded[i]))
+        padded[i] += amounts[i] + amounts[i + 4];
+    up = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(padded, et), up,
+                          ctx.b.getDenseI64ArrayAttr(amounts), ctx.b.getStringAttr("constant"),
+                          ctx.b.getF64FloatAttr(0.0));
+  }
+  return up;
+}
+
 static LogicalResult importConvTranspose(ImportContext &ctx) {
   auto x = ctx.input(0), wt = ctx.input(1);
   if (failed(x) || failed(wt))
@@ -364,7 +428,12 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
   // 1. Zero insertion: [N,C,H,W] -> [N,C,H,1,W,1] -> pad to [N,C,H,sh,W,sw] -> view.
   Value up = *x;
   int64_t h = xt.getDimSize(2), w = xt.getDimSize(3), sh = strides[0], sw = strides[1];
-  if (sh > 1 || sw > 1) {
+  if (!xt.hasStaticShape()) {
+    auto dynamic = dynamicZeroInsertion(ctx, up, sh, sw, pads, outPad, kernel, dilations);
+    if (failed(dynamic))
+      return failure();
+    up = *dynamic;
+  } else if (sh > 1 || sw > 1) {
     up = e.reshape(up, {n, cin, h, 1, w, 1});
     SmallVector<int64_t> p6(12, 0);
     p6[6 + 3] = sh - 1;
@@ -378,11 +447,14 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
                             ArrayRef<int64_t>{0, 0, 0, 0}, ArrayRef<int64_t>{1, 1, 1, 1});
   }
   // 2. Border: dilation*(k-1) - pad on each side (+ output_padding at the end);
-  //    negative amounts crop.
+  //    negative amounts crop. (Dynamic inputs got theirs in step 1.)
   auto ut = cast<RankedTensorType>(up.getType());
+  bool bordered = xt.hasStaticShape();
+  for (int i = 0; i < 2 && !bordered; ++i)
+    pads[i] = pads[i + 2] = outPad[i] = 0;
   SmallVector<int64_t> before(2), after(2);
   for (int i = 0; i < 2; ++i) {
-    int64_t border = dilations[i] * (kernel[i] - 1);
+    int64_t border = bordered ? dilations[i] * (kernel[i] - 1) : 0;
     before[i] = border - pads[i];
     after[i] = border - pads[i + 2] + outPad[i];
   }
@@ -426,6 +498,8 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
       return failure();
     bias = *bv;
   }
+  for (int i = 0; i < 2 && !xt.hasStaticShape(); ++i)
+    out[i] = ShapedType::kDynamic;
   auto type = RankedTensorType::get({n, g * coutPerGroup, out[0], out[1]}, et);
   Value r = k::ConvOp::create(ctx.b, ctx.loc, type, up, wk, bias, ArrayRef<int64_t>{1, 1},
                               dilations, ArrayRef<int64_t>{0, 0, 0, 0}, g);

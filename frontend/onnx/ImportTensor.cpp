@@ -1117,9 +1117,15 @@ static LogicalResult importResize(ImportContext &ctx) {
   }
   if (mode == "linear" && v10)
     coord = "asymmetric";
+  bool sized = ctx.hasInput(sizesInput) && !v10;
+  if (!xt.hasStaticShape() && (runtimeScales || sized))
+    return ctx.fail("Resize of an input with dynamic dimensions needs constant scales; pin "
+                    "the model's input shapes with --input-shape");
   for (int64_t d = 0; d < rank && !runtimeScales; ++d)
-    if (!ctx.hasInput(sizesInput) || v10)
-      shape[d] = static_cast<int64_t>(std::floor(xt.getDimSize(d) * (float)scales[d]));
+    if (!sized)
+      shape[d] = xt.isDynamicDim(d)
+                     ? ShapedType::kDynamic
+                     : static_cast<int64_t>(std::floor(xt.getDimSize(d) * (float)scales[d]));
   ctx.setOutput(0, k::ResizeOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
                                        *x, runtimeScales, mode, coord, nearest, scales,
                                        APFloat((double)ctx.attrFloat("cubic_coeff_a", -0.75f)),

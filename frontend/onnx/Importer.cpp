@@ -492,7 +492,8 @@ static bool acceptsDynamicShapes(StringRef op) {
       "Dropout", "Cast", "Gemm", "MatMul", "Conv", "BatchNormalization", "MaxPool",
       "AveragePool", "GlobalAveragePool", "Softmax", "LogSoftmax", "Flatten", "Reshape",
       "Transpose", "Concat", "Unsqueeze", "Squeeze", "Shape", "ReduceMean", "ReduceSum",
-      "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Slice"};
+      "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Slice", "Resize",
+      "Upsample", "ConvTranspose"};
   return ops.contains(op);
 }
 

@@ -147,8 +147,7 @@ static FailureOr<Value> int64Operand(ImportContext &ctx, size_t input, StringRef
   return e.reshape(x, {type.getNumElements()});
 }
 
-static Value int64Constant(ImportContext &ctx, ArrayRef<int64_t> values,
-                           ArrayRef<int64_t> shape) {
+Value int64Constant(ImportContext &ctx, ArrayRef<int64_t> values, ArrayRef<int64_t> shape) {
   HostTensor t;
   t.dtype = onnx::TensorProto::INT64;
   t.shape.assign(shape.begin(), shape.end());

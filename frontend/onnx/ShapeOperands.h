@@ -29,6 +29,10 @@ struct ShapeElement {
 /// kiln ops that compute shapes; nullopt for other values.
 std::optional<llvm::SmallVector<ShapeElement>> shapeElements(mlir::Value v);
 
+/// An i64 constant of `shape` holding `values`.
+mlir::Value int64Constant(ImportContext &ctx, llvm::ArrayRef<int64_t> values,
+                          llvm::ArrayRef<int64_t> shape);
+
 /// The static shape the model declares for output `i` of the current node.
 std::optional<std::vector<int64_t>> declaredShape(const ImportContext &ctx, size_t output);
 
