@@ -118,6 +118,31 @@ def dynamic_add_named():
     return dynamic_add(second="N")
 
 
+def dynamic_rules():
+    """Import rules on dynamic sizes: Shape -> Gather -> Concat -> Reshape,
+    ConvTranspose (stride 2), Resize (constant scales), Slice of a static
+    dimension, ReduceMean and Concat, on x[N, 4, H, W]."""
+    n = helper.make_node
+    nodes = [n("Shape", ["x"], ["s"], name="shape"),
+             n("Gather", ["s", "first"], ["batch"], name="batch"),
+             n("Concat", ["batch", "minus_one"], ["spec"], name="spec", axis=0),
+             n("Conv", ["x", "cw"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             n("ConvTranspose", ["c", "tw"], ["t"], name="up", strides=[2, 2]),
+             n("Resize", ["t", "", "half"], ["r"], name="down", mode="linear"),
+             n("Add", ["r", "x"], ["a"], name="residual"),
+             n("ReduceMean", ["a"], ["m"], name="mean", axes=[1], keepdims=1),
+             n("Slice", ["a", "zero", "two", "one"], ["sl"], name="slice"),
+             n("Concat", ["sl", "m"], ["cat"], name="cat", axis=1),
+             n("Reshape", ["cat", "spec"], ["f"], name="flatten"),
+             n("Softmax", ["f"], ["y"], name="softmax")]
+    inits = [const("first", [0]), const("minus_one", [-1]), weight("cw", 8, 4, 3, 3),
+             weight("tw", 8, 4, 2, 2),
+             numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "half"),
+             const("zero", [0]), const("two", [2]), const("one", [1])]
+    return model(nodes, [tensor("x", ["N", 4, "H", "W"])], [tensor("y", ["N", None])], inits,
+                 opset=13), [(2, 4, 6, 10)]
+
+
 def mlp_dynamic():
     """A Gemm/Relu/MatMul/Softmax MLP over a dynamic batch, with a Reshape
     that keeps the batch (0) and one that infers it (-1)."""
@@ -311,7 +336,7 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, transformer,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, transformer,
                                         import_math, prelu_opset6, import_nn, import_tensor,
                                         shape_operands, window_operands]}
 
