@@ -160,8 +160,9 @@ def mlp_dynamic():
     return model(nodes, [tensor("x", ["batch", 3, 4])], [tensor("y", ["batch", 8, 2])], inits), [(5, 3, 4)]
 
 
-def transformer():
-    """One pre-LN encoder layer: 2 heads, d=32, seq 8, Erf-based GELU."""
+def transformer(dynamic=False):
+    """One pre-LN encoder layer: 2 heads, d=32, seq 8, Erf-based GELU. With
+    `dynamic`, batch and sequence length are dynamic (Reshape copies them)."""
     n = helper.make_node
     s, d, h = 8, 32, 2
     nodes = [n("LayerNormalization", ["x", "ln1s", "ln1b"], ["ln1"], name="ln1", axis=-1, epsilon=1e-5)]
@@ -201,11 +202,18 @@ def transformer():
     for p in "qkv":
         inits += [weight(f"w{p}", d, d, scale=0.2), weight(f"b{p}", d)]
     inits += [weight("wo", d, d, scale=0.2), weight("w1", d, 4 * d, scale=0.2),
-              weight("w2", 4 * d, d, scale=0.2), const("heads_shape", [1, s, h, d // h]),
-              const("model_shape", [1, s, d]), scalar("scale", np.sqrt(d // h)),
+              weight("w2", 4 * d, d, scale=0.2),
+              const("heads_shape", [0, 0, h, d // h] if dynamic else [1, s, h, d // h]),
+              const("model_shape", [0, 0, d] if dynamic else [1, s, d]),
+              scalar("scale", np.sqrt(d // h)),
               scalar("eps", 1e-5), scalar("sqrt2", np.sqrt(2.0)), scalar("one", 1.0),
               scalar("half", 0.5)]
-    return model(nodes, [tensor("x", [1, s, d])], [tensor("y", [1, s, d])], inits), [(1, s, d)]
+    dims = ["B", "S", d] if dynamic else [1, s, d]
+    return model(nodes, [tensor("x", dims)], [tensor("y", dims)], inits), [(1, s, d)]
+
+
+def transformer_dynamic():
+    return transformer(dynamic=True)
 
 
 def import_math():
@@ -336,7 +344,7 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, transformer,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, import_tensor,
                                         shape_operands, window_operands]}
 
