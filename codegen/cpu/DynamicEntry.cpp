@@ -68,6 +68,47 @@ static Value viewOf(OpBuilder &b, Location loc, MemRefType type, Value base, Val
   return memref::CastOp::create(b, loc, type, view);
 }
 
+/// Replaces each dynamic input of `main` by its base pointer, viewed with
+/// the sizes read from `shapes` (inputs' sizes come first, in order).
+static LogicalResult viewDynamicInputs(func::FuncOp main, unsigned numInputs, Value shapes) {
+  Location loc = main.getLoc();
+  OpBuilder b = OpBuilder::atBlockBegin(&main.getBody().front());
+  int64_t offset = 0;
+  for (unsigned i = 0; i < numInputs; ++i) {
+    auto memref = cast<MemRefType>(main.getArgument(i).getType());
+    if (!memref.hasStaticShape()) {
+      DictionaryAttr attrs = main.getArgAttrDict(i);
+      if (failed(main.insertArgument(i + 1, MemRefType::get({}, memref.getElementType()), attrs,
+                                     loc)))
+        return failure();
+      Value view = viewOf(b, loc, memref, main.getArgument(i + 1), shapes, offset);
+      main.getArgument(i).replaceAllUsesWith(view);
+      if (failed(main.eraseArgument(i)))
+        return failure();
+    }
+    offset += memref.getRank();
+  }
+  return success();
+}
+
+/// Returns each result of `main` by storing its address into its slot and
+/// its sizes into `shapes` from `offset` on; `main` then returns nothing.
+static LogicalResult returnThroughSlots(func::FuncOp main, Value shapes, Value slots,
+                                        int64_t offset) {
+  Location loc = main.getLoc();
+  auto ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
+  OpBuilder b(ret);
+  for (auto [j, result] : llvm::enumerate(ret.getOperands())) {
+    Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, result);
+    storeIndex(b, loc, address, slots, j);
+    for (int64_t d = 0; d < cast<MemRefType>(result.getType()).getRank(); ++d)
+      storeIndex(b, loc, memref::DimOp::create(b, loc, result, d), shapes, offset++);
+  }
+  func::ReturnOp::create(b, ret.getLoc());
+  ret.erase();
+  return main.eraseResults(BitVector(main.getNumResults(), true));
+}
+
 namespace {
 struct KilnDynamicEntryPass
     : mlir::kiln::impl::KilnDynamicEntryBase<KilnDynamicEntryPass> {
@@ -79,64 +120,31 @@ struct KilnDynamicEntryPass
     if (llvm::all_of(type.getInputs(), isStaticMemref) &&
         llvm::all_of(type.getResults(), isStaticMemref))
       return;
-    for (Type t : llvm::concat<const Type>(type.getInputs(), type.getResults()))
-      if (!isa<MemRefType>(t) || !cast<MemRefType>(t).getLayout().isIdentity()) {
+    int64_t inputDims = 0, allDims = 0;
+    for (Type t : llvm::concat<const Type>(type.getInputs(), type.getResults())) {
+      auto memref = dyn_cast<MemRefType>(t);
+      if (!memref || !memref.getLayout().isIdentity()) {
         main.emitError("kiln-dynamic-entry expects identity-layout memrefs, got ") << t;
         return signalPassFailure();
       }
+      allDims += memref.getRank();
+    }
+    for (Type t : type.getInputs())
+      inputDims += cast<MemRefType>(t).getRank();
+
     MLIRContext *ctx = &getContext();
     Location loc = main.getLoc();
-    unsigned numInputs = type.getNumInputs(), numOutputs = type.getNumResults();
-    int64_t shapeCount = 0;
-    SmallVector<int64_t> outputOffsets;
-    for (Type t : type.getInputs())
-      shapeCount += cast<MemRefType>(t).getRank();
-    for (Type t : type.getResults()) {
-      outputOffsets.push_back(shapeCount);
-      shapeCount += cast<MemRefType>(t).getRank();
-    }
+    unsigned numInputs = type.getNumInputs();
     auto i64 = IntegerType::get(ctx, 64);
-    if (failed(main.insertArguments(
-            {numInputs, numInputs},
-            {MemRefType::get({std::max<int64_t>(shapeCount, 1)}, i64),
-             MemRefType::get({numOutputs}, i64)},
-            {DictionaryAttr::get(ctx), DictionaryAttr::get(ctx)}, {loc, loc})))
+    auto shapesType = MemRefType::get({std::max<int64_t>(allDims, 1)}, i64);
+    auto slotsType = MemRefType::get({(int64_t)type.getNumResults()}, i64);
+    if (failed(main.insertArguments({numInputs, numInputs}, {shapesType, slotsType},
+                                    {DictionaryAttr::get(ctx), DictionaryAttr::get(ctx)},
+                                    {loc, loc})))
       return signalPassFailure();
     Value shapes = main.getArgument(numInputs), slots = main.getArgument(numInputs + 1);
-
-    // Each dynamic input becomes its base pointer, viewed with its sizes.
-    Block &entry = main.getBody().front();
-    OpBuilder b = OpBuilder::atBlockBegin(&entry);
-    int64_t offset = 0;
-    for (unsigned i = 0; i < numInputs; ++i) {
-      auto memref = cast<MemRefType>(main.getArgument(i).getType());
-      if (!memref.hasStaticShape()) {
-        DictionaryAttr attrs = main.getArgAttrDict(i);
-        if (failed(main.insertArgument(i + 1, MemRefType::get({}, memref.getElementType()),
-                                       attrs, loc)))
-          return signalPassFailure();
-        Value view = viewOf(b, loc, memref, main.getArgument(i + 1), shapes, offset);
-        main.getArgument(i).replaceAllUsesWith(view);
-        if (failed(main.eraseArgument(i)))
-          return signalPassFailure();
-      }
-      offset += memref.getRank();
-    }
-
-    // Results: addresses into the slots, sizes into `shapes`.
-    auto ret = cast<func::ReturnOp>(entry.getTerminator());
-    b.setInsertionPoint(ret);
-    for (auto [j, result] : llvm::enumerate(ret.getOperands())) {
-      Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, result);
-      storeIndex(b, loc, address, slots, j);
-      for (int64_t d = 0; d < cast<MemRefType>(result.getType()).getRank(); ++d)
-        storeIndex(b, loc, memref::DimOp::create(b, loc, result, d), shapes,
-                   outputOffsets[j] + d);
-    }
-    func::ReturnOp::create(b, ret.getLoc());
-    ret.erase();
-    BitVector all(numOutputs, true);
-    if (failed(main.eraseResults(all)))
+    if (failed(viewDynamicInputs(main, numInputs, shapes)) ||
+        failed(returnThroughSlots(main, shapes, slots, inputDims)))
       return signalPassFailure();
     main->setAttr("kiln.dynamic_entry", UnitAttr::get(ctx));
   }

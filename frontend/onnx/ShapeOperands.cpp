@@ -82,7 +82,9 @@ std::optional<SmallVector<ShapeElement>> shapeElements(Value v) {
                                          : ShapeElement{in.getDimSize(d), {}, -1});
     return known;
   }
-  if (isa<k::ReshapeOp, k::CastOp>(op) && !(isa<k::ReshapeOp>(op) && op->getNumOperands() > 1)) {
+  // Reshapes between 0-D and 1-D and integer casts keep the elements.
+  auto reshape = dyn_cast<k::ReshapeOp>(op);
+  if ((reshape && !reshape.getShape()) || isa<k::CastOp>(op)) {
     auto in = shapeElements(op->getOperand(0));
     return in && in->size() == unknown.size() ? *in : unknown;
   }
