@@ -30,6 +30,24 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "ModuleOp"> {
                            "affine::AffineDialect"];
 }
 
+def KilnPeelDynamicMatmul : Pass<"kiln-peel-dynamic-matmul", "func::FuncOp"> {
+  let summary = "Split matmuls with one dynamic dimension into loops of static tiles";
+  let description = [{
+    A `linalg.matmul` whose rows (M) are known only at run time, with K and
+    N static, becomes a loop over full tiles of `rows` rows and a loop over
+    the remaining rows one at a time; one whose columns (N) are dynamic,
+    with M and K static, does the same over tiles of `columns` columns. Each
+    iteration is a static matmul on slices, which kiln-pack-matmul and
+    kiln-cpu-schedule turn into register-tiled vector code (constant
+    weights are still packed once, at compile time).
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", "8", "Rows per full tile of a dynamic M">,
+    Option<"columns", "columns", "int64_t", "32", "Columns per full tile of a dynamic N">,
+  ];
+  let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "arith::ArithDialect"];
+}
+
 def KilnPackMatmul : Pass<"kiln-pack-matmul", "ModuleOp"> {
   let summary = "Rewrite static matmuls as contractions on operands packed into register panels";
   let description = [{

@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 namespace mlir::kiln {
@@ -381,6 +382,20 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads
   Value padValue = scalarConst(b, loc, type.getElementType(), value);
   return tensor::PadOp::create(b, loc, padded, input, getAsIndexOpFoldResult(b.getContext(), low),
                                getAsIndexOpFoldResult(b.getContext(), high), padValue);
+}
+
+Value buildTileLoop(OpBuilder &b, Location loc, OpFoldResult lb, OpFoldResult ub,
+                    OpFoldResult step, Value init,
+                    function_ref<TileResult(OpBuilder &, Location, Value, Value)> tile) {
+  auto loop = scf::ForallOp::create(b, loc, {lb}, {ub}, {step}, ValueRange{init}, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getTerminator());
+  TileResult r = tile(b, loc, loop.getInductionVar(0), loop.getRegionIterArgs()[0]);
+  b.setInsertionPointToStart(loop.getTerminator().getBody());
+  SmallVector<OpFoldResult> strides(r.offsets.size(), b.getIndexAttr(1));
+  tensor::ParallelInsertSliceOp::create(b, loc, r.value, loop.getRegionIterArgs()[0], r.offsets,
+                                        r.sizes, strides);
+  return loop.getResult(0);
 }
 
 Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,

@@ -96,6 +96,22 @@ Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
 Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,
                  double value);
 
+/// One iteration's result in buildTileLoop: `value` goes into the shared
+/// output at `offsets` with `sizes` (unit strides).
+struct TileResult {
+  Value value;
+  SmallVector<OpFoldResult> offsets, sizes;
+};
+
+/// An scf.forall over [lb, ub) by `step` whose iterations each compute one
+/// tile of `init` independently: `tile(b, loc, iv, out)` builds it from the
+/// shared output `out`. Returns the filled tensor. (A forall, not an
+/// scf.for: its iterations may run on several threads, and subset hoisting
+/// does not analyse it, which is costly on slices of dynamic sizes.)
+Value buildTileLoop(OpBuilder &b, Location loc, OpFoldResult lb, OpFoldResult ub,
+                    OpFoldResult step, Value init,
+                    function_ref<TileResult(OpBuilder &, Location, Value, Value)> tile);
+
 /// Patterns for elementwise kiln ops (Elementwise.cpp).
 void populateElementwiseLowerings(RewritePatternSet &patterns);
 /// Patterns for slice, gather, pad, expand and tile (DataMovement.cpp).

@@ -382,13 +382,20 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
 /// convolutions need no copy: the input is the matrix.
 Value buildIm2Col(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> kernel,
                   ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
-                  ArrayRef<int64_t> outSize) {
+                  ArrayRef<OpFoldResult> outSize) {
   RankedTensorType type = tensorType(input);
   Type et = type.getElementType();
   int64_t c = type.getDimSize(1), kh = kernel[0], kw = kernel[1];
-  int64_t pixels = outSize[0] * outSize[1];
+  auto dim = [](OpFoldResult size) {
+    return getConstantIntValue(size).value_or(ShapedType::kDynamic);
+  };
+  int64_t oh = dim(outSize[0]), ow = dim(outSize[1]);
+  int64_t pixels = ShapedType::isDynamic(oh) || ShapedType::isDynamic(ow) ? ShapedType::kDynamic
+                                                                          : oh * ow;
+  OpFoldResult pixelSize = mulSizes(b, loc, outSize);
   if (kh == 1 && kw == 1 && strides[0] == 1 && strides[1] == 1)
-    return reshapeTo(b, loc, input, RankedTensorType::get({c, pixels}, et));
+    return reshapeTo(b, loc, input, RankedTensorType::get({c, pixels}, et),
+                     {b.getIndexAttr(c), pixelSize});
   MLIRContext *ctx = b.getContext();
   AffineExpr ch, ky, kx, oy, ox;
   bindDims(ctx, ch, ky, kx, oy, ox);
@@ -398,14 +405,67 @@ Value buildIm2Col(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> ker
        ox * strides[1] + kx * dilations[1]},
       ctx);
   SmallVector<AffineMap> maps = {inputMap, AffineMap::getMultiDimIdentityMap(5, ctx)};
-  SmallVector<int64_t> unfoldedShape = {c, kh, kw, outSize[0], outSize[1]};
-  auto unfoldedType = RankedTensorType::get(unfoldedShape, et);
+  auto unfoldedType = RankedTensorType::get({c, kh, kw, oh, ow}, et);
+  SmallVector<OpFoldResult> unfoldedSizes = {b.getIndexAttr(c), b.getIndexAttr(kh),
+                                             b.getIndexAttr(kw), outSize[0], outSize[1]};
   SmallVector<utils::IteratorType> iterators(5, utils::IteratorType::parallel);
   auto unfold = linalg::GenericOp::create(
-      b, loc, unfoldedType, input, emptyTensor(b, loc, unfoldedShape, et), maps, iterators,
+      b, loc, unfoldedType, input, emptyTensor(b, loc, unfoldedSizes, et), maps, iterators,
       [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); });
   return reshapeTo(b, loc, unfold.getResult(0),
-                   RankedTensorType::get({c * kh * kw, pixels}, et));
+                   RankedTensorType::get({c * kh * kw, pixels}, et),
+                   {b.getIndexAttr(c * kh * kw), pixelSize});
+}
+
+/// One image [1, C, H, W] (padded) convolved as filter [F, C*KH*KW] x
+/// im2col [C*KH*KW, OH*OW], accumulating into `init` [1, F, OH, OW] of
+/// `sizes`.
+static Value convolveAsMatmul(OpBuilder &b, Location loc, ConvOp op, Value image, Value filter,
+                              Value init, ArrayRef<OpFoldResult> sizes) {
+  auto type = tensorType(init);
+  Type et = type.getElementType();
+  ArrayRef<int64_t> fs = tensorType(filter).getShape(), out = type.getShape();
+  Value col = buildIm2Col(b, loc, image, {fs[2], fs[3]}, op.getStrides(), op.getDilations(),
+                          sizes.drop_front(2));
+  Value w2d = reshapeTo(b, loc, filter, RankedTensorType::get({fs[0], fs[1] * fs[2] * fs[3]}, et));
+  int64_t pixels = ShapedType::isDynamic(out[2]) || ShapedType::isDynamic(out[3])
+                       ? ShapedType::kDynamic
+                       : out[2] * out[3];
+  auto flat = RankedTensorType::get({out[1], pixels}, et);
+  SmallVector<OpFoldResult> flatSizes = {b.getIndexAttr(out[1]),
+                                         mulSizes(b, loc, sizes.drop_front(2))};
+  Value mm = linalg::MatmulOp::create(b, loc, TypeRange{flat}, ValueRange{w2d, col},
+                                      reshapeTo(b, loc, init, flat, flatSizes))
+                 .getResult(0);
+  return reshapeTo(b, loc, mm, type, sizes);
+}
+
+/// convolveAsMatmul over each image of a batch of any size.
+static Value convolveImages(OpBuilder &b, Location loc, ConvOp op, Value input, Value filter,
+                            Value init, ArrayRef<OpFoldResult> sizes) {
+  auto inType = tensorType(input), outType = tensorType(init);
+  auto imageType = RankedTensorType::get(
+      {1, inType.getDimSize(1), inType.getDimSize(2), inType.getDimSize(3)},
+      inType.getElementType());
+  auto tileType = RankedTensorType::get(
+      {1, outType.getDimSize(1), outType.getDimSize(2), outType.getDimSize(3)},
+      outType.getElementType());
+  return buildTileLoop(
+      b, loc, b.getIndexAttr(0), sizes[0], b.getIndexAttr(1), init,
+      [&](OpBuilder &nb, Location l, Value n, Value out) -> TileResult {
+        auto unit = [&](ArrayRef<OpFoldResult> full) {
+          SmallVector<OpFoldResult> s(full);
+          s[0] = nb.getIndexAttr(1);
+          return s;
+        };
+        SmallVector<OpFoldResult> at(4, nb.getIndexAttr(0)), step(4, nb.getIndexAttr(1));
+        at[0] = n;
+        SmallVector<OpFoldResult> imageSizes = unit(sizesOf(nb, l, input)),
+                                  tileSizes = unit(sizes);
+        Value image = tensor::ExtractSliceOp::create(nb, l, imageType, input, at, imageSizes, step);
+        Value tile = tensor::ExtractSliceOp::create(nb, l, tileType, out, at, tileSizes, step);
+        return {convolveAsMatmul(nb, l, op, image, filter, tile, tileSizes), at, tileSizes};
+      });
 }
 
 /// [N, channels, OH, OW] of a window of `kernel` sliding over the spatial
@@ -465,15 +525,11 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     Value result;
     if (group == 1 && out[0] == 1 && type.hasStaticShape()) {
       // Batch 1: filter [F, C*KH*KW] x im2col [C*KH*KW, OH*OW] on the matmul path.
-      Value col = buildIm2Col(rewriter, loc, input, {fs[2], fs[3]}, op.getStrides(),
-                              op.getDilations(), {out[2], out[3]});
-      Value w2d = reshapeTo(rewriter, loc, filter,
-                            RankedTensorType::get({fs[0], fs[1] * fs[2] * fs[3]}, et));
-      auto flat = RankedTensorType::get({out[1], out[2] * out[3]}, et);
-      Value mm = linalg::MatmulOp::create(rewriter, loc, TypeRange{flat}, ValueRange{w2d, col},
-                                          reshapeTo(rewriter, loc, init, flat))
-                     .getResult(0);
-      result = reshapeTo(rewriter, loc, mm, type);
+      result = convolveAsMatmul(rewriter, loc, op, input, filter, init, outSizes);
+    } else if (group == 1 && !type.hasStaticShape()) {
+      // Sizes known at run time: the same per image, in a loop over the
+      // batch; kiln-peel-dynamic-matmul gives the matmuls static tiles.
+      result = convolveImages(rewriter, loc, op, input, filter, init, outSizes);
     } else if (group == 1) {
       result = linalg::Conv2DNchwFchwOp::create(rewriter, loc, TypeRange{type},
                                                 ValueRange{input, filter}, init, strides,

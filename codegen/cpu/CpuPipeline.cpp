@@ -88,6 +88,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
     return "kiln-convert-to-linalg,canonicalize,kiln-fuse-elementwise,canonicalize,cse";
   case Stage::Bufferized:
     return llvm::formatv(
+               "func.func(kiln-peel-dynamic-matmul{{columns={1}}),"
                "kiln-pack-matmul{{vector-width={0}},canonicalize,cse,"
                // Subset hoisting turns each tile's accumulator into a vector
                // carried by its K loop, so it stays in registers.
@@ -97,7 +98,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "function-boundary-type-conversion=identity-layout-map},canonicalize,"
                "kiln-dynamic-entry,buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
                "canonicalize,cse,canonicalize",
-               target.vectorWidthF32)
+               target.vectorWidthF32, 2 * target.vectorWidthF32)
         .str();
   case Stage::LLVM:
     return llvm::formatv(

@@ -183,14 +183,16 @@ static void partitionCaptures(scf::ParallelOp loop, SmallVectorImpl<Operation *>
 static bool canOutline(scf::ParallelOp loop, ArrayRef<Value> captures) {
   if (loop.getNumReductions() != 0)
     return false;
-  // Allocation goes through the run's arena, which belongs to the calling thread.
-  bool allocates = loop.getBody()
-                       ->walk([](Operation *op) {
-                         return isa<memref::AllocOp, memref::DeallocOp>(op) ? WalkResult::interrupt()
-                                                                            : WalkResult::advance();
-                       })
-                       .wasInterrupted();
-  return !allocates && llvm::all_of(captures, [](Value v) {
+  // Allocations come from the run's arena, which the pool's workers share
+  // (runtime.c); a failed run-time check unwinds the calling thread only, so
+  // loops that may call one stay there.
+  bool checks = loop.getBody()
+                    ->walk([](Operation *op) {
+                      return isa<func::CallOp, memref::DeallocOp>(op) ? WalkResult::interrupt()
+                                                                      : WalkResult::advance();
+                    })
+                    .wasInterrupted();
+  return !checks && llvm::all_of(captures, [](Value v) {
            return isPassable(v.getType()) || isStridedBuffer(v.getType());
          });
 }
@@ -277,11 +279,26 @@ struct KilnOutlineParallelLoopsPass
     for (func::FuncOp func : funcs) {
       if (func.isExternal() || func->hasAttr("kiln.parallel_task"))
         continue;
-      SmallVector<scf::ParallelOp> loops(func.getBody().getOps<scf::ParallelOp>());
       int taskCount = 0;
-      for (scf::ParallelOp loop : loops)
-        if (outline(loop, (func.getName() + "_task" + Twine(taskCount)).str()))
-          ++taskCount;
+      outlineIn(func.getBody(), func.getName(), taskCount);
+    }
+  }
+
+  /// Outlines the outermost parallel loops of `region`. A loop whose
+  /// iteration count is known only at run time (a batch of images, most
+  /// often one) and that holds parallel loops stays a serial loop around
+  /// them instead: its nested loops are outlined, so that one image still
+  /// fills the pool.
+  void outlineIn(Region &region, StringRef funcName, int &taskCount) {
+    SmallVector<scf::ParallelOp> loops(region.getOps<scf::ParallelOp>());
+    for (scf::ParallelOp loop : loops) {
+      bool nested = !loop.getBody()->getOps<scf::ParallelOp>().empty();
+      if (nested && !iterationCount(loop)) {
+        outlineIn(loop.getRegion(), funcName, taskCount);
+        continue;
+      }
+      if (outline(loop, (funcName + "_task" + Twine(taskCount)).str()))
+        ++taskCount;
     }
   }
 

@@ -2,6 +2,7 @@
 #include "kiln/runtime.h"
 #include "threads.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@ typedef struct arena_chunk {
 } arena_chunk;
 
 typedef struct arena {
+  pthread_mutex_t mutex; /* tasks on the pool's threads allocate too */
   arena_chunk *chunks;
   size_t high_water; /* bytes requested by the largest run so far */
   size_t in_use;
@@ -101,17 +103,29 @@ static void *arena_alloc(arena *a, size_t size, size_t align) {
   return arena_alloc(a, size, align);
 }
 
+/* The arena of the run on this thread, for tasks on the pool's workers. */
+void *kiln_task_environment(void) { return current_arena; }
+void kiln_set_task_environment(void *environment) { current_arena = environment; }
+
+static void *arena_alloc_locked(arena *a, size_t size, size_t align) {
+  pthread_mutex_lock(&a->mutex);
+  void *p = arena_alloc(a, size, align);
+  pthread_mutex_unlock(&a->mutex);
+  return p;
+}
+
 /* Allocation hooks called by generated code (MLIR's generic memref
- * allocation functions). Outside a run they fall back to malloc. */
+ * allocation functions), on the running thread or a pool worker. Outside a
+ * run they fall back to malloc. */
 void *_mlir_memref_to_llvm_alloc(size_t size) {
   if (current_arena)
-    return arena_alloc(current_arena, size, 64);
+    return arena_alloc_locked(current_arena, size, 64);
   return malloc(size);
 }
 
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
   if (current_arena)
-    return arena_alloc(current_arena, size, alignment);
+    return arena_alloc_locked(current_arena, size, alignment);
   return aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
 }
 
@@ -135,6 +149,7 @@ kiln_model *kiln_model_create(const kiln_model_info *info) {
   if (!m)
     return NULL;
   m->info = info;
+  pthread_mutex_init(&m->arena.mutex, NULL);
   m->dynamic = kiln_model_info_is_dynamic(info);
   size_t dims = 1;
   for (uint32_t i = 0; i < info->num_inputs; ++i)
@@ -341,6 +356,7 @@ void kiln_model_destroy(kiln_model *m) {
   if (!m)
     return;
   arena_release(&m->arena);
+  pthread_mutex_destroy(&m->arena.mutex);
   kiln_pool_destroy(m->pool);
   for (uint32_t i = 0; m->static_outputs && i < m->info->num_outputs; ++i)
     free(m->static_outputs[i]);

@@ -20,6 +20,7 @@ struct kiln_pool {
   int stop;
   kiln_task_fn fn;
   void *ctx;
+  void *environment; /* kiln_task_environment() of the posting thread */
   int64_t n;
   int unfinished; /* shares of the current job still running */
 };
@@ -54,10 +55,12 @@ static void *worker_main(void *raw) {
       break;
     seen = p->generation;
     kiln_task_fn fn = p->fn;
-    void *ctx = p->ctx;
+    void *ctx = p->ctx, *environment = p->environment;
     int64_t n = p->n;
     pthread_mutex_unlock(&p->mutex);
+    kiln_set_task_environment(environment);
     run_share(p, fn, ctx, n, arg.index);
+    kiln_set_task_environment(NULL);
     pthread_mutex_lock(&p->mutex);
     if (--p->unfinished == 0)
       pthread_cond_signal(&p->finished);
@@ -128,6 +131,7 @@ void kiln_parallel_for(kiln_task_fn fn, void *ctx, int64_t n) {
   pthread_mutex_lock(&p->mutex);
   p->fn = fn;
   p->ctx = ctx;
+  p->environment = kiln_task_environment();
   p->n = n;
   p->unfinished = p->size - 1;
   ++p->generation;

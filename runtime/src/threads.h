@@ -14,6 +14,12 @@ int kiln_pool_size(const kiln_pool *pool);
 /* Makes `pool` the one kiln_parallel_for uses on this thread (NULL: run
  * serially); returns the previous one. */
 kiln_pool *kiln_pool_enter(kiln_pool *pool);
+/* The per-thread state of a run that tasks need (runtime.c: the run's
+ * arena): read on the thread that posts a job, installed on the workers
+ * while they run their shares. */
+void *kiln_task_environment(void);
+void kiln_set_task_environment(void *environment);
+
 /* KILN_NUM_THREADS when it is a valid count, else the CPUs this process may
  * run on. */
 int kiln_default_num_threads(void);

@@ -412,3 +412,21 @@ func.func @resize_cubic(%x: tensor<1x4xf32>) -> tensor<1x8xf32> {
   %0 = kiln.resize %x {mode = "cubic", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 1.0, 2.0>, cubic_coeff_a = -5.000000e-01 : f64, exclude_outside} : tensor<1x4xf32> -> tensor<1x8xf32>
   return %0 : tensor<1x8xf32>
 }
+
+// -----
+
+// A dense convolution of dynamic sizes runs per image: im2col of the image
+// (sizes from tensor.dim) times the filter as a matrix, in an scf.forall
+// over the batch; the window is checked to fit at run time.
+// CHECK-LABEL: func.func @conv_dynamic(
+// CHECK: scf.if
+// CHECK: call @kiln_check_failed
+// CHECK: scf.forall (%[[N:.*]]) in (%{{.*}}) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<?x8x?x?xf32>)
+// CHECK: %[[IMAGE:.*]] = tensor.extract_slice %arg0[%[[N]], 0, 0, 0] [1, 3, %{{.*}}, %{{.*}}] [1, 1, 1, 1] : tensor<?x3x?x?xf32> to tensor<1x3x?x?xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[IMAGE]] : tensor<1x3x?x?xf32>) outs(%{{.*}} : tensor<3x3x3x?x?xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x27xf32>, tensor<27x?xf32>) outs(%{{.*}} : tensor<8x?xf32>)
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[N]], 0, 0, 0]
+func.func @conv_dynamic(%x: tensor<?x3x?x?xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32> {
+  %r = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<?x3x?x?xf32>, tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32>
+  return %r : tensor<?x8x?x?xf32>
+}

@@ -48,10 +48,13 @@ func.func @small(%x: memref<16xf32>) {
   return
 }
 
-// A loop that allocates stays serial: the arena belongs to the calling thread.
-// CHECK-LABEL: func.func @allocates(
-// CHECK: scf.parallel
+// A loop that allocates becomes a task too: the pool's workers allocate
+// from the run's arena.
+// CHECK-LABEL: func.func private @allocates_task0(
 // CHECK: memref.alloc
+// CHECK-LABEL: func.func @allocates(
+// CHECK-NOT: scf.parallel
+// CHECK: call @allocates_task0
 func.func @allocates(%x: memref<4096xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -60,6 +63,28 @@ func.func @allocates(%x: memref<4096xf32>) {
     %t = memref.alloc() : memref<1xf32>
     %v = memref.load %x[%i] : memref<4096xf32>
     memref.store %v, %t[%c0] : memref<1xf32>
+  }
+  return
+}
+
+// A loop that may fail a run-time check stays on the calling thread, which
+// the failure unwinds.
+// CHECK-LABEL: func.func @checks(
+// CHECK: scf.parallel
+// CHECK: call @kiln_check_failed
+func.func private @kiln_check_failed(i64)
+func.func @checks(%x: memref<4096xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4096 = arith.constant 4096 : index
+  %zero = arith.constant 0.0 : f32
+  %c7 = arith.constant 7 : i64
+  scf.parallel (%i) = (%c0) to (%c4096) step (%c1) {
+    %v = memref.load %x[%i] : memref<4096xf32>
+    %bad = arith.cmpf olt, %v, %zero : f32
+    scf.if %bad {
+      func.call @kiln_check_failed(%c7) : (i64) -> ()
+    }
   }
   return
 }
