@@ -43,17 +43,21 @@ Value mapInput(OpBuilder &b, Location loc, Value input, AffineMap inputMap,
 
 /// A generic over `resultType` whose body computes the source coordinates
 /// from the output coordinates and extracts from `source`.
+/// `sizes` gives the result's sizes when it has dynamic dimensions.
 Value gatherFrom(OpBuilder &b, Location loc, Value source, ValueRange inputs,
                  ArrayRef<AffineMap> inputMaps, RankedTensorType resultType,
                  function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange,
                                                  ArrayRef<Value>)>
-                     coordinates) {
+                     coordinates,
+                 ArrayRef<OpFoldResult> sizes = {}) {
   MLIRContext *ctx = b.getContext();
   int64_t rank = resultType.getRank();
   SmallVector<AffineMap> maps(inputMaps);
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-  Value init = emptyTensor(b, loc, resultType.getShape(), resultType.getElementType());
+  Value init = resultType.hasStaticShape()
+                   ? emptyTensor(b, loc, resultType.getShape(), resultType.getElementType())
+                   : emptyTensor(b, loc, sizes, resultType.getElementType());
   return linalg::GenericOp::create(
              b, loc, resultType, inputs, init, maps, iterators,
              [&](OpBuilder &nb, Location l, ValueRange a) {
@@ -96,6 +100,7 @@ static Value sizeAsF32(OpBuilder &b, Location loc, OpFoldResult size, double del
 }
 
 Value normalizeIndex(OpBuilder &b, Location loc, Value raw, int64_t size);
+Value normalizeIndex(OpBuilder &b, Location loc, Value raw, OpFoldResult size);
 
 /// Reflect padding's source coordinate: -i before the start, 2(n-1) - i past
 /// the end (one reflection; callers clamp the rest).
@@ -149,11 +154,16 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
     auto type = signlessType(op.getType());
     Value data = adaptor.getData(), indices = adaptor.getIndices();
     int64_t axis = op.getAxis(), q = tensorType(indices).getRank();
-    int64_t dim = tensorType(data).getDimSize(axis);
+    SmallVector<OpFoldResult> dataSizes = sizesOf(rewriter, loc, data);
+    OpFoldResult dim = dataSizes[axis];
     SmallVector<AffineExpr> idxExprs;
     for (int64_t i = 0; i < q; ++i)
       idxExprs.push_back(getAffineDimExpr(axis + i, ctx));
     AffineMap idxMap = AffineMap::get(type.getRank(), 0, idxExprs, ctx);
+    // data.shape[:axis] + indices.shape + data.shape[axis+1:]
+    SmallVector<OpFoldResult> sizes(dataSizes.begin(), dataSizes.begin() + axis);
+    llvm::append_range(sizes, sizesOf(rewriter, loc, indices));
+    sizes.append(dataSizes.begin() + axis + 1, dataSizes.end());
     Value r = gatherFrom(
         rewriter, loc, data, indices, {idxMap}, type,
         [&](OpBuilder &b, Location l, ValueRange in, ArrayRef<Value> out) {
@@ -161,7 +171,8 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
           src.push_back(normalizeIndex(b, l, in[0], dim));
           src.append(out.begin() + axis + q, out.end());
           return src;
-        });
+        },
+        sizes);
     rewriter.replaceOp(op, r);
     return success();
   }
@@ -170,10 +181,14 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
 /// A run-time index into a dimension of `size`: negative counts from the
 /// end, and out-of-range values are clamped so reads stay in bounds.
 Value normalizeIndex(OpBuilder &b, Location loc, Value raw, int64_t size) {
+  return normalizeIndex(b, loc, raw, OpFoldResult(b.getIndexAttr(size)));
+}
+
+Value normalizeIndex(OpBuilder &b, Location loc, Value raw, OpFoldResult size) {
   Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
   Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, indexConst(b, loc, 0));
   i = arith::SelectOp::create(b, loc, neg,
-                              arith::AddIOp::create(b, loc, i, indexConst(b, loc, size)), i);
+                              arith::AddIOp::create(b, loc, i, indexValue(b, loc, size)), i);
   return clampIndex(b, loc, i, size);
 }
 

@@ -493,7 +493,7 @@ static bool acceptsDynamicShapes(StringRef op) {
       "AveragePool", "GlobalAveragePool", "Softmax", "LogSoftmax", "Flatten", "Reshape",
       "Transpose", "Concat", "Unsqueeze", "Squeeze", "Shape", "ReduceMean", "ReduceSum",
       "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Slice", "Resize",
-      "Upsample", "ConvTranspose", "LayerNormalization"};
+      "Upsample", "ConvTranspose", "LayerNormalization", "Gather"};
   return ops.contains(op);
 }
 

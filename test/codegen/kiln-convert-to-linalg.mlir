@@ -430,3 +430,17 @@ func.func @conv_dynamic(%x: tensor<?x3x?x?xf32>, %w: tensor<8x3x3x3xf32>) -> ten
   %r = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<?x3x?x?xf32>, tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32>
   return %r : tensor<?x8x?x?xf32>
 }
+
+// -----
+
+// Gather by indices of dynamic sizes: the result takes the indices' sizes.
+// CHECK-LABEL: func.func @gather_dynamic(
+// CHECK: %[[B:.*]] = tensor.dim %arg1, %c0
+// CHECK: %[[S:.*]] = tensor.dim %arg1, %c1
+// CHECK: %[[INIT:.*]] = tensor.empty(%[[B]], %[[S]]) : tensor<?x?x16xf32>
+// CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<?x?xi64>) outs(%[[INIT]] : tensor<?x?x16xf32>)
+// CHECK: tensor.extract %arg0[
+func.func @gather_dynamic(%t: tensor<50x16xf32>, %ids: tensor<?x?xi64>) -> tensor<?x?x16xf32> {
+  %r = kiln.gather %t, %ids {axis = 0 : i64} : (tensor<50x16xf32>, tensor<?x?xi64>) -> tensor<?x?x16xf32>
+  return %r : tensor<?x?x16xf32>
+}

@@ -143,6 +143,18 @@ def dynamic_rules():
                  opset=13), [(2, 4, 6, 10)]
 
 
+def embedding_dynamic():
+    """Token embeddings: Gather of ids[batch, seq] from a [50, 16] table, then
+    a Gather of one position (a dynamic axis) and a MatMul."""
+    n = helper.make_node
+    nodes = [n("Gather", ["table", "ids"], ["e"], name="embed"),
+             n("Gather", ["e", "last"], ["l"], name="last_token", axis=1),
+             n("MatMul", ["l", "w"], ["y"], name="head")]
+    inits = [weight("table", 50, 16, scale=1.0), const("last", -1), weight("w", 16, 4)]
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"])
+    return model(nodes, [ids], [tensor("y", ["batch", 4])], inits), [(2, 7)]
+
+
 def mlp_dynamic():
     """A Gemm/Relu/MatMul/Softmax MLP over a dynamic batch, with a Reshape
     that keeps the batch (0) and one that infers it (-1)."""
@@ -344,7 +356,7 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, import_tensor,
                                         shape_operands, window_operands]}
 
