@@ -1180,8 +1180,8 @@ struct ConvertKilnToLinalgPass
     RewritePatternSet patterns(ctx);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, types);
     populateReturnOpTypeConversionPattern(patterns, types);
-    patterns.add<ConstantLowering, ReshapeLowering, ShapeLowering, TransposeLowering, ConcatLowering,
-                 MatMulLowering, GemmLowering, ConvLowering, BatchNormLowering,
+    patterns.add<ConstantLowering, ReshapeLowering, ShapeLowering, TransposeLowering,
+                 ConcatLowering, MatMulLowering, GemmLowering, ConvLowering, BatchNormLowering,
                  MaxPoolLowering, AveragePoolLowering, GlobalAveragePoolLowering,
                  ReduceMeanLowering, SoftmaxLowering<SoftmaxOp, false>,
                  SoftmaxLowering<LogSoftmaxOp, true>, ReduceLowering,

@@ -96,7 +96,8 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "func.func(kiln-distinct-results),eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
                "one-shot-bufferize{{bufferize-function-boundaries "
                "function-boundary-type-conversion=identity-layout-map},canonicalize,"
-               "kiln-dynamic-entry,buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
+               "kiln-dynamic-entry,"
+               "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
                "canonicalize,cse,canonicalize",
                target.vectorWidthF32, 2 * target.vectorWidthF32)
         .str();

@@ -345,14 +345,15 @@ static FailureOr<Value> dynamicZeroInsertion(ImportContext &ctx, Value x, int64_
   }
   Value up = x;
   if (sh > 1 || sw > 1) {
-    up = k::ReshapeOp::create(ctx.b, ctx.loc, RankedTensorType::get({s[0], s[1], s[2], 1, s[3], 1}, et),
-                              up, ctx.b.getDenseI64ArrayAttr({0, 1, 2, -1, 3, -1}));
+    auto lifted = RankedTensorType::get({s[0], s[1], s[2], 1, s[3], 1}, et);
+    up = k::ReshapeOp::create(ctx.b, ctx.loc, lifted, up,
+                              ctx.b.getDenseI64ArrayAttr({0, 1, 2, -1, 3, -1}));
     SmallVector<int64_t> p6(12, 0);
     p6[6 + 3] = sh - 1;
     p6[6 + 5] = sw - 1;
-    up = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get({s[0], s[1], s[2], sh, s[3], sw}, et),
-                          up, ctx.b.getDenseI64ArrayAttr(p6), ctx.b.getStringAttr("constant"),
-                          ctx.b.getF64FloatAttr(0.0));
+    auto spaced = RankedTensorType::get({s[0], s[1], s[2], sh, s[3], sw}, et);
+    up = k::PadOp::create(ctx.b, ctx.loc, spaced, up, ctx.b.getDenseI64ArrayAttr(p6),
+                          ctx.b.getStringAttr("constant"), ctx.b.getF64FloatAttr(0.0));
     // [N, C, H*sh, W*sw] from the run-time shape of the padded view.
     Emitter e{ctx};
     auto i64 = ctx.b.getI64Type();
