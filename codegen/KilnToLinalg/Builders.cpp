@@ -82,10 +82,7 @@ void checkSizesEqual(OpBuilder &b, Location loc, OpFoldResult actual, OpFoldResu
 
 /// The number of elements of a tensor, as an index value.
 static Value numElements(OpBuilder &b, Location loc, Value tensor) {
-  Value n = arith::ConstantIndexOp::create(b, loc, 1);
-  for (OpFoldResult size : sizesOf(b, loc, tensor))
-    n = arith::MulIOp::create(b, loc, n, indexValue(b, loc, size));
-  return n;
+  return indexValue(b, loc, mulSizes(b, loc, sizesOf(b, loc, tensor)));
 }
 
 Value scalarConst(OpBuilder &b, Location loc, Type type, double value) {

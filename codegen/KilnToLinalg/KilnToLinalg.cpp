@@ -78,12 +78,11 @@ static SmallVector<OpFoldResult> keptSizes(OpBuilder &b, Location loc, Value inp
   }
   if (inferred < 0)
     return sizes;
-  Value total = arith::ConstantIndexOp::create(b, loc, 1), known = total;
-  for (OpFoldResult size : sizesOf(b, loc, input))
-    total = arith::MulIOp::create(b, loc, total, indexValue(b, loc, size));
-  for (OpFoldResult size : sizes)
-    if (size)
-      known = arith::MulIOp::create(b, loc, known, indexValue(b, loc, size));
+  SmallVector<OpFoldResult> others(llvm::make_filter_range(sizes, [](OpFoldResult s) {
+    return static_cast<bool>(s);
+  }));
+  Value total = indexValue(b, loc, mulSizes(b, loc, sizesOf(b, loc, input)));
+  Value known = indexValue(b, loc, mulSizes(b, loc, others));
   Value rest = arith::DivUIOp::create(b, loc, total, known);
   checkAtRunTime(b, loc,
                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
@@ -146,23 +145,23 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
     int64_t axis = op.getAxis(), rank = type.getRank();
     // Offsets along the axis add up; the other sizes come from the result
     // type or the first input with that dimension dynamic, and must agree.
+    ValueRange inputs = adaptor.getInputs();
     SmallVector<OpFoldResult> offsets = {rewriter.getIndexAttr(0)};
-    for (Value in : adaptor.getInputs())
+    for (Value in : inputs)
       offsets.push_back(addSizes(rewriter, loc, offsets.back(), dimOf(rewriter, loc, in, axis)));
-    SmallVector<Value> others;
-    for (Value in : adaptor.getInputs())
-      others.push_back(in);
-    SmallVector<OpFoldResult> sizes;
+    SmallVector<OpFoldResult> sizes(rank);
+    sizes[axis] = offsets.back();
     for (int64_t i = 0; i < rank; ++i) {
-      sizes.push_back(i == axis ? offsets.back() : OpFoldResult());
       if (i == axis)
         continue;
-      sizes[i] = type.isDynamicDim(i) ? OpFoldResult() : rewriter.getIndexAttr(type.getDimSize(i));
-      for (Value in : others)
-        if (!sizes[i] && tensorType(in).isDynamicDim(i))
-          sizes[i] = dimOf(rewriter, loc, in, i);
+      if (!type.isDynamicDim(i)) {
+        sizes[i] = rewriter.getIndexAttr(type.getDimSize(i));
+        continue;
+      }
+      Value from = *llvm::find_if(inputs, [&](Value in) { return tensorType(in).isDynamicDim(i); });
+      sizes[i] = dimOf(rewriter, loc, from, i);
     }
-    for (auto [k, in] : llvm::enumerate(others))
+    for (auto [k, in] : llvm::enumerate(inputs))
       for (int64_t i = 0; i < rank; ++i)
         if (i != axis && tensorType(in).isDynamicDim(i))
           checkSizesEqual(rewriter, loc, dimOf(rewriter, loc, in, i), sizes[i],
@@ -170,7 +169,7 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
                               " differs from the other inputs'");
     Value result = emptyTensor(rewriter, loc, sizes, type.getElementType());
     SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
-    for (auto [k, in] : llvm::enumerate(others)) {
+    for (auto [k, in] : llvm::enumerate(inputs)) {
       SmallVector<OpFoldResult> at(rank, rewriter.getIndexAttr(0));
       at[axis] = offsets[k];
       result = tensor::InsertSliceOp::create(rewriter, loc, in, result, at,
