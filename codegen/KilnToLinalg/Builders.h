@@ -118,6 +118,8 @@ void populateElementwiseLowerings(RewritePatternSet &patterns);
 void populateDataMovementLowerings(RewritePatternSet &patterns);
 /// The pattern for kiln.assert (Assert.cpp).
 void populateAssertLowering(RewritePatternSet &patterns);
+/// Patterns for the quantization ops (Quant.cpp).
+void populateQuantLowerings(RewritePatternSet &patterns);
 
 } // namespace mlir::kiln
 

@@ -184,14 +184,60 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
 // MatMul and Gemm
 //===----------------------------------------------------------------------===//
 
+/// How the operands of a widening integer matmul (8-bit operands, i32
+/// result) extend; both false otherwise.
+struct Extension {
+  bool lhsUnsigned = false, rhsUnsigned = false;
+};
+
+/// A widening integer matmul as a linalg.generic over (batch..., m, n, k):
+/// each operand is extended by its own signedness, which linalg.matmul's
+/// single `cast` cannot express for mixed u8 x s8 operands.
+Value wideningMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
+                     Extension ext) {
+  MLIRContext *ctx = b.getContext();
+  int64_t batch = tensorType(init).getRank() - 2;
+  unsigned dims = batch + 3;
+  SmallVector<AffineExpr> prefix;
+  for (int64_t i = 0; i < batch; ++i)
+    prefix.push_back(getAffineDimExpr(i, ctx));
+  AffineExpr m = getAffineDimExpr(batch, ctx), n = getAffineDimExpr(batch + 1, ctx),
+             k = getAffineDimExpr(batch + 2, ctx);
+  auto map = [&](AffineExpr r, AffineExpr c) {
+    SmallVector<AffineExpr> exprs(prefix);
+    exprs.append({r, c});
+    return AffineMap::get(dims, 0, exprs, ctx);
+  };
+  SmallVector<utils::IteratorType> iterators(dims - 1, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  Type i32 = b.getI32Type();
+  auto generic = linalg::GenericOp::create(
+      b, loc, init.getType(), ValueRange{lhs, rhs}, init,
+      ArrayRef<AffineMap>{map(m, k), map(k, n), map(m, n)}, iterators,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        auto extend = [&](Value v, bool isUnsigned) -> Value {
+          if (isUnsigned)
+            return arith::ExtUIOp::create(nb, l, i32, v);
+          return arith::ExtSIOp::create(nb, l, i32, v);
+        };
+        Value product = arith::MulIOp::create(nb, l, extend(a[0], ext.lhsUnsigned),
+                                              extend(a[1], ext.rhsUnsigned));
+        linalg::YieldOp::create(nb, l, ValueRange{arith::AddIOp::create(nb, l, a[2], product)});
+      });
+  return generic.getResult(0);
+}
+
 /// [.., M, K] x [.., K, N] with identical batch dims (already broadcast).
 Value batchedMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                    RankedTensorType resultType) {
+                    RankedTensorType resultType, Extension ext = {}) {
   Type et = resultType.getElementType();
   int64_t rank = resultType.getRank();
+  bool widening = tensorType(lhs).getElementType() != et;
   SmallVector<OpFoldResult> ls = sizesOf(b, loc, lhs), rs = sizesOf(b, loc, rhs);
   SmallVector<OpFoldResult> outSizes(ls.begin(), ls.end() - 1);
   outSizes.push_back(rs.back());
+  if (widening)
+    return wideningMatmul(b, loc, lhs, rhs, zeroFilled(b, loc, outSizes, et), ext);
   if (rank == 2)
     return linalg::MatmulOp::create(b, loc, TypeRange{resultType}, ValueRange{lhs, rhs},
                                     zeroFilled(b, loc, outSizes, et))
@@ -205,7 +251,9 @@ Value batchedMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
   auto to3d = [&](Value v) {
     ArrayRef<int64_t> s = tensorType(v).getShape();
     SmallVector<OpFoldResult> sizes = sizesOf(b, loc, v);
-    return reshapeTo(b, loc, v, RankedTensorType::get({batch, s[rank - 2], s[rank - 1]}, et),
+    return reshapeTo(b, loc, v,
+                     RankedTensorType::get({batch, s[rank - 2], s[rank - 1]},
+                                           tensorType(v).getElementType()),
                      {batchSize, sizes[rank - 2], sizes[rank - 1]});
   };
   ArrayRef<int64_t> rts = resultType.getShape();
@@ -225,15 +273,17 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
     auto resultType = signlessType(op.getType());
     Type et = resultType.getElementType();
+    Type lhsEt = tensorType(lhs).getElementType(), rhsEt = tensorType(rhs).getElementType();
+    Extension ext{isUnsigned(op.getLhs()), isUnsigned(op.getRhs())};
     // Promote 1-D operands to matrices, as numpy does.
     SmallVector<int64_t> ls(tensorType(lhs).getShape()), rs(tensorType(rhs).getShape());
     if (ls.size() == 1) {
       ls.insert(ls.begin(), 1);
-      lhs = reshapeTo(rewriter, loc, lhs, RankedTensorType::get(ls, et));
+      lhs = reshapeTo(rewriter, loc, lhs, RankedTensorType::get(ls, lhsEt));
     }
     if (rs.size() == 1) {
       rs.push_back(1);
-      rhs = reshapeTo(rewriter, loc, rhs, RankedTensorType::get(rs, et));
+      rhs = reshapeTo(rewriter, loc, rhs, RankedTensorType::get(rs, rhsEt));
     }
     SmallVector<OpFoldResult> lsz = sizesOf(rewriter, loc, lhs), rsz = sizesOf(rewriter, loc, rhs);
     checkSizesEqual(rewriter, loc, lsz.back(), rsz[rsz.size() - 2],
@@ -275,9 +325,10 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
       fullSizes.append({lsz[lsz.size() - 2], lsz.back()});
       Value lhs2d = reshapeTo(
           rewriter, loc, broadcastTo(rewriter, loc, lhs, full, fullSizes),
-          RankedTensorType::get({rows, k}, et),
+          RankedTensorType::get({rows, k}, lhsEt),
           {mulSizes(rewriter, loc, ArrayRef(fullSizes).drop_back()), lsz.back()});
-      result = batchedMatmul(rewriter, loc, lhs2d, rhs, RankedTensorType::get({rows, n}, et));
+      result =
+          batchedMatmul(rewriter, loc, lhs2d, rhs, RankedTensorType::get({rows, n}, et), ext);
     } else {
       SmallVector<int64_t> lshape(batch), rshape(batch), oshape(batch);
       lshape.append({m, k});
@@ -288,7 +339,7 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
       rfull.append({rsz[rsz.size() - 2], rsz.back()});
       result = batchedMatmul(rewriter, loc, broadcastTo(rewriter, loc, lhs, lshape, lfull),
                              broadcastTo(rewriter, loc, rhs, rshape, rfull),
-                             RankedTensorType::get(oshape, et));
+                             RankedTensorType::get(oshape, et), ext);
     }
     SmallVector<OpFoldResult> outSizes(batchSizes);
     if (tensorType(adaptor.getLhs()).getRank() > 1)
@@ -1190,6 +1241,7 @@ struct ConvertKilnToLinalgPass
     populateElementwiseLowerings(patterns);
     populateDataMovementLowerings(patterns);
     populateAssertLowering(patterns);
+    populateQuantLowerings(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

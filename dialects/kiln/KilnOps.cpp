@@ -197,8 +197,30 @@ LogicalResult MatMulOp::verify() {
     expected.push_back(a[a.size() - 2]);
   if (!vecRhs)
     expected.push_back(b.back());
-  return verifyResult(*this, getType(), getElementTypeOrSelf(getLhs().getType()),
-                      expected);
+  Type lhsElement = getElementTypeOrSelf(getLhs().getType());
+  Type rhsElement = getElementTypeOrSelf(getRhs().getType());
+  Type resultElement = getElementTypeOrSelf(getType());
+  auto isByte = [](Type t) { return t.isInteger(8); };
+  bool widening = isByte(lhsElement) && isByte(rhsElement) && resultElement.isSignlessInteger(32);
+  if (!widening && lhsElement != rhsElement)
+    return emitOpError("operand element types differ: ") << lhsElement << " and " << rhsElement;
+  return verifyResult(*this, getType(), widening ? resultElement : lhsElement, expected);
+}
+
+LogicalResult DynamicQuantizeOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  if (!input.getElementType().isF32())
+    return emitOpError("input must hold f32, not ") << input.getElementType();
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (!result.getElementType().isUnsignedInteger(8) || result.getShape() != input.getShape())
+    return emitOpError("result must be ui8 of the input's shape, not ") << result;
+  auto scale = cast<RankedTensorType>(getScale().getType());
+  auto zeroPoint = cast<RankedTensorType>(getZeroPoint().getType());
+  if (scale.getRank() != 0 || !scale.getElementType().isF32())
+    return emitOpError("scale must be tensor<f32>, not ") << scale;
+  if (zeroPoint.getRank() != 0 || !zeroPoint.getElementType().isUnsignedInteger(8))
+    return emitOpError("zero point must be tensor<ui8>, not ") << zeroPoint;
+  return success();
 }
 
 FailureOr<EinsumSpec> mlir::kiln::parseEinsum(StringRef equation, ArrayRef<int64_t> ranks,

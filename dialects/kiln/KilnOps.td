@@ -140,6 +140,11 @@ def Kiln_ClipOp : Kiln_Op<"clip", [AllTypesMatch<["input", "result"]>]> {
 
 def Kiln_MatMulOp : Kiln_Op<"matmul"> {
   let summary = "numpy.matmul: batched, with broadcasting batch dimensions";
+  let description = [{
+    The result has the operands' element type, except for the widening
+    integer form: 8-bit integer operands (each i8 or ui8) with an i32 result,
+    each operand extended by its own signedness and products summed in 32 bits.
+  }];
   let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat =
@@ -157,6 +162,20 @@ def Kiln_EinsumOp : Kiln_Op<"einsum"> {
   let arguments = (ins Variadic<Kiln_Tensor>:$inputs, StrAttr:$equation);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_DynamicQuantizeOp : Kiln_Op<"dynamic_quantize"> {
+  let summary = "uint8 quantization with scale and zero point from the data (ONNX DynamicQuantizeLinear)";
+  let description = [{
+    The range [min(x, 0), max(x, 0)] maps onto [0, 255]:
+    scale = (max - min) / 255, zero_point = saturate(round(-min / scale)),
+    y = saturate(round(x / scale) + zero_point), rounding half to even. An
+    all-zero input has scale 0 and quantizes to the zero point.
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result, Kiln_Tensor:$scale, Kiln_Tensor:$zero_point);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type(results)";
   let hasVerifier = 1;
 }
 

@@ -1,8 +1,9 @@
 //===- ImportQuant.cpp - ONNX quantization ops -----------------------------===//
 //
-// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, composed from
-// kiln elementwise ops in float: q = saturate(round_half_even(x / scale) + zp),
-// x = (q - zp) * scale. Per-axis scales and zero points broadcast along axis.
+// QuantizeLinear and DequantizeLinear, composed from kiln elementwise ops in
+// float: q = saturate(round_half_even(x / scale) + zp), x = (q - zp) * scale.
+// Per-axis scales and zero points broadcast along axis. DynamicQuantizeLinear
+// is kiln.dynamic_quantize.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/ImportContext.h"
@@ -142,36 +143,15 @@ LogicalResult importDynamicQuantize(ImportContext &ctx) {
   if (failed(x))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
-  Emitter e{ctx};
-  SmallVector<int64_t> all;
-  for (int64_t i = 0; i < xt.getRank(); ++i)
-    all.push_back(i);
-  auto scalarType = RankedTensorType::get({}, xt.getElementType());
-  Value minv = k::ReduceOp::create(ctx.b, ctx.loc, scalarType, *x, "min", all, false);
-  Value maxv = k::ReduceOp::create(ctx.b, ctx.loc, scalarType, *x, "max", all, false);
-  auto lo = e.binary<k::MinOp>(minv, e.constant(minv, 0.0));
-  auto hi = e.binary<k::MaxOp>(maxv, e.constant(maxv, 0.0));
-  if (failed(lo) || failed(hi))
-    return failure();
-  auto range = e.binary<k::SubOp>(*hi, *lo);
-  if (failed(range))
-    return failure();
-  auto scale = e.binary<k::DivOp>(*range, e.constant(*range, 255.0));
-  if (failed(scale))
-    return failure();
+  if (!xt.getElementType().isF32())
+    return ctx.fail("only f32 inputs are supported");
   Type u8 = ctx.b.getIntegerType(8, false);
-  auto zpFloat = e.binary<k::DivOp>(e.unary<k::NegOp>(*lo), *scale);
-  if (failed(zpFloat))
-    return failure();
-  Value zpRounded = k::ClipOp::create(ctx.b, ctx.loc, scalarType, e.unary<k::RoundOp>(*zpFloat),
-                                      ctx.b.getF32FloatAttr(0), ctx.b.getF32FloatAttr(255));
-  Value zp = e.castTo(zpRounded, u8);
-  auto y = quantize(e, *x, *scale, zp, u8);
-  if (failed(y))
-    return failure();
-  ctx.setOutput(0, *y);
-  ctx.setOutput(1, *scale);
-  ctx.setOutput(2, zp);
+  auto q = k::DynamicQuantizeOp::create(
+      ctx.b, ctx.loc, RankedTensorType::get(xt.getShape(), u8),
+      RankedTensorType::get({}, xt.getElementType()), RankedTensorType::get({}, u8), *x);
+  ctx.setOutput(0, q.getResult());
+  ctx.setOutput(1, q.getScale());
+  ctx.setOutput(2, q.getZeroPoint());
   return success();
 }
 
