@@ -13,8 +13,11 @@ using namespace mlir;
 
 /// Named structured ops (matmul, batch_matmul, fill, transpose, ...) keep
 /// their identity: the CPU schedule and bufferization look for them by name.
-static bool isNamedStructuredOp(Operation *op) {
-  return op && isa<linalg::LinalgOp>(op) && !isa<linalg::GenericOp>(op);
+/// So do widening integer matmuls, generics that kiln-vnni-matmul looks for.
+static bool keepsIdentity(Operation *op) {
+  if (!op || !isa<linalg::LinalgOp>(op))
+    return false;
+  return !isa<linalg::GenericOp>(op) || op->hasAttr("kiln.widening_matmul");
 }
 
 namespace {
@@ -23,8 +26,7 @@ struct KilnFuseElementwisePass
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     linalg::ControlFusionFn control = [](OpOperand *fused) {
-      return !isNamedStructuredOp(fused->get().getDefiningOp()) &&
-             !isNamedStructuredOp(fused->getOwner());
+      return !keepsIdentity(fused->get().getDefiningOp()) && !keepsIdentity(fused->getOwner());
     };
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);

@@ -48,6 +48,22 @@ def KilnPeelDynamicMatmul : Pass<"kiln-peel-dynamic-matmul", "func::FuncOp"> {
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "arith::ArithDialect"];
 }
 
+def KilnVnniMatmul : Pass<"kiln-vnni-matmul", "func::FuncOp"> {
+  let summary = "Compile int8 matmuls with constant weights to an AVX-512 VNNI kernel";
+  let description = [{
+    A 2-D widening matmul (`linalg.generic` tagged `kiln.widening_matmul`:
+    u8 or i8 rows times constant i8 weights, i32 sums) of static shape becomes
+    an `scf.forall` of register tiles. Each tile keeps rows x (1-4) vectors of
+    16 i32 sums in registers and adds four k at a time with vpdpbusd
+    (`llvm.x86.avx512.vpdpbusd.512`) from weights packed at compile time into
+    [N/16][K/4][16][4]. Signed rows are flipped to unsigned and corrected by
+    a constant. Only for targets with AVX-512 VNNI; other widening matmuls
+    are left as they are.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "LLVM::LLVMDialect", "scf::SCFDialect",
+                           "tensor::TensorDialect", "vector::VectorDialect"];
+}
+
 def KilnPackMatmul : Pass<"kiln-pack-matmul", "ModuleOp"> {
   let summary = "Rewrite static matmuls as contractions on operands packed into register panels";
   let description = [{

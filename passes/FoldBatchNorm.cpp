@@ -32,10 +32,8 @@ std::optional<std::vector<float>> constantValues(Value v) {
 
 Value f32Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                   const std::vector<float> &values, StringRef name) {
-  auto type = RankedTensorType::get(shape, b.getF32Type());
-  ArrayRef<char> bytes(reinterpret_cast<const char *>(values.data()),
-                       values.size() * sizeof(float));
-  return ConstantOp::create(b, loc, type, blobElements(type, name, bytes));
+  return blobConstant(b, loc, RankedTensorType::get(shape, b.getF32Type()), ArrayRef(values),
+                      name);
 }
 
 /// Folds `bn` into the conv feeding it, or returns why it cannot.

@@ -20,4 +20,25 @@ def KilnFoldBatchNorm : Pass<"kiln-fold-batch-norm", "ModuleOp"> {
   ];
 }
 
+def KilnQuantizeDynamic : Pass<"kiln-quantize-dynamic", "ModuleOp"> {
+  let summary = "Run matmuls with constant weights in int8, activations quantized at run time";
+  let description = [{
+    A `kiln.matmul` (or a `kiln.gemm` without trans_a) whose right operand
+    is a constant f32 [K, N] matrix computes in int8:
+      - the weights become int8, symmetric per column:
+        ws[n] = max_k |W[k, n]| / 127, Wq = round(W / ws), at compile time;
+      - the activations are quantized per tensor at run time
+        (`kiln.dynamic_quantize`: uint8, scale xs, zero point xz);
+      - a widening `kiln.matmul` (u8 x i8 -> i32) gives
+        acc = sum_k Xq Wq, and y = (acc - xz * colsum(Wq)) * xs * ws
+        (times alpha, plus beta * C for a Gemm).
+    Other matmuls stay in f32. With `report`, each matmul and gemm gets a
+    remark saying whether it was quantized and, if not, why.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per matmul/gemm: quantized, or the reason it was not">,
+  ];
+}
+
 #endif

@@ -224,6 +224,9 @@ Value wideningMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs, Value ini
                                               extend(a[1], ext.rhsUnsigned));
         linalg::YieldOp::create(nb, l, ValueRange{arith::AddIOp::create(nb, l, a[2], product)});
       });
+  // A contraction that elementwise fusion must leave whole, and that
+  // kiln-vnni-matmul compiles to a dedicated kernel.
+  generic->setAttr("kiln.widening_matmul", b.getUnitAttr());
   return generic.getResult(0);
 }
 

@@ -71,6 +71,7 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
     target.vectorWidthF32 = 8;
   else
     target.vectorWidthF32 = 4; // SSE2 / NEON
+  target.avx512Vnni = x86 && sti->checkFeatures("+avx512vnni");
   return target;
 }
 
@@ -80,15 +81,22 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
   switch (to) {
   case Stage::Kiln:
     return "";
-  case Stage::KilnOpt:
-    return llvm::formatv("canonicalize,kiln-fold-batch-norm{{report={0}},canonicalize,cse",
-                         options.reportFusion)
-        .str();
+  case Stage::KilnOpt: {
+    std::string text =
+        llvm::formatv("canonicalize,kiln-fold-batch-norm{{report={0}},canonicalize,cse",
+                      options.reportFusion)
+            .str();
+    if (options.quantizeDynamic)
+      text += llvm::formatv(",kiln-quantize-dynamic{{report={0}},canonicalize,cse",
+                            options.reportQuant)
+                  .str();
+    return text;
+  }
   case Stage::Linalg:
     return "kiln-convert-to-linalg,canonicalize,kiln-fuse-elementwise,canonicalize,cse";
   case Stage::Bufferized:
     return llvm::formatv(
-               "func.func(kiln-peel-dynamic-matmul{{columns={1}}),"
+               "func.func({2}kiln-peel-dynamic-matmul{{columns={1}}),"
                "kiln-pack-matmul{{vector-width={0}},canonicalize,cse,"
                // Subset hoisting turns each tile's accumulator into a vector
                // carried by its K loop, so it stays in registers.
@@ -99,7 +107,8 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "kiln-dynamic-entry,"
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
                "canonicalize,cse,canonicalize",
-               target.vectorWidthF32, 2 * target.vectorWidthF32)
+               target.vectorWidthF32, 2 * target.vectorWidthF32,
+               target.avx512Vnni ? "kiln-vnni-matmul," : "")
         .str();
   case Stage::LLVM:
     return llvm::formatv(

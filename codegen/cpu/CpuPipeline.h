@@ -22,6 +22,7 @@ struct CpuTarget {
   std::string cpu;      // e.g. sapphirerapids, generic
   std::string features; // LLVM feature string, e.g. +avx512f,...
   int64_t vectorWidthF32 = 4;
+  bool avx512Vnni = false; // vpdpbusd on 512-bit registers (int8 matmuls)
 };
 
 /// Resolves `--target` / `--mcpu` into a CpuTarget (host CPU when `cpu` is
@@ -33,6 +34,8 @@ FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cp
 struct PipelineOptions {
   std::string symbolPrefix; // C symbol prefix of the model
   bool reportFusion = false; // fusion passes emit a "fusion: " remark per decision
+  bool quantizeDynamic = false; // int8 matmuls, activations quantized at run time
+  bool reportQuant = false;     // quantization passes emit a "quant: " remark per decision
 };
 
 /// Adds the passes that take the module from stage `from` to stage `to`.

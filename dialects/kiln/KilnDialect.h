@@ -45,6 +45,15 @@ DenseResourceElementsAttr blobElements(ShapedType type, StringRef name, ArrayRef
 /// element type or when the data is not available.
 std::optional<std::vector<float>> f32Elements(ElementsAttr attr);
 
+/// A kiln.constant of `type` holding the row-major `values` in a blob named
+/// after `name` (weights made at compile time).
+template <typename T>
+Value blobConstant(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<T> values,
+                   StringRef name) {
+  ArrayRef<char> bytes(reinterpret_cast<const char *>(values.data()), values.size() * sizeof(T));
+  return ConstantOp::create(b, loc, type, blobElements(type, name, bytes));
+}
+
 } // namespace mlir::kiln
 
 #endif

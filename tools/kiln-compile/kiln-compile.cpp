@@ -47,7 +47,7 @@ using namespace mlir;
 
 namespace {
 enum class Emit { Exe, StaticLib, Object, LLVMIR, MLIR };
-enum class Report { Fusion };
+enum class Report { Fusion, Quant };
 
 cl::OptionCategory category("kiln-compile options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
@@ -95,8 +95,16 @@ cl::list<Report> reports("report",
                          cl::desc("Print what the compiler decided (comma-separated)"),
                          cl::values(clEnumValN(Report::Fusion, "fusion",
                                                "what was fused or folded, and what was not "
-                                               "and why")),
+                                               "and why"),
+                                    clEnumValN(Report::Quant, "quant",
+                                               "which ops run quantized, and why the others "
+                                               "do not")),
                          cl::CommaSeparated, cl::cat(category));
+cl::opt<std::string> quantize("quantize",
+                              cl::desc("Quantize the model: int8-dynamic (int8 weights per "
+                                       "output column, activations quantized per tensor at run "
+                                       "time)"),
+                              cl::value_desc("mode"), cl::cat(category));
 } // namespace
 
 static int error(const Twine &message) {
@@ -120,7 +128,7 @@ static std::string describeNode(Location loc) {
 static LogicalResult printReportRemark(Diagnostic &diag) {
   std::string message = diag.str();
   StringRef kind = StringRef(message).split(": ").first;
-  if (diag.getSeverity() != DiagnosticSeverity::Remark || kind != "fusion")
+  if (diag.getSeverity() != DiagnosticSeverity::Remark || (kind != "fusion" && kind != "quant"))
     return failure();
   llvm::outs() << kind << ": " << describeNode(diag.getLocation()) << ": "
                << StringRef(message).drop_front(kind.size() + 2) << "\n";
@@ -296,6 +304,13 @@ int main(int argc, char **argv) {
       return error("no output file; pass -o FILE");
   }
 
+  if (quantize == "int8")
+    return error("--quantize=int8 (static, with calibration data) is not available yet; "
+                 "--quantize=int8-dynamic quantizes the weights at compile time and the "
+                 "activations at run time");
+  if (!quantize.empty() && quantize != "int8-dynamic")
+    return error("unknown --quantize mode '" + quantize + "' (expected int8-dynamic)");
+
   std::string targetError;
   auto target = mlir::kiln::resolveCpuTarget(targetTriple, mcpu, targetError);
   if (failed(target))
@@ -324,8 +339,11 @@ int main(int argc, char **argv) {
     return error("a model input or output has an element type the runtime cannot describe");
 
   std::string prefix = symbolName.empty() ? defaultSymbolName(outputFile) : symbolName;
-  mlir::kiln::PipelineOptions pipelineOptions{prefix,
-                                              llvm::is_contained(reports, Report::Fusion)};
+  mlir::kiln::PipelineOptions pipelineOptions;
+  pipelineOptions.symbolPrefix = prefix;
+  pipelineOptions.reportFusion = llvm::is_contained(reports, Report::Fusion);
+  pipelineOptions.quantizeDynamic = quantize == "int8-dynamic";
+  pipelineOptions.reportQuant = llvm::is_contained(reports, Report::Quant);
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
