@@ -20,13 +20,18 @@ static bool keepsIdentity(Operation *op) {
   return !isa<linalg::GenericOp>(op) || op->hasAttr("kiln.widening_matmul");
 }
 
+/// A quantization reads its input twice (range, then values): a producer
+/// fused into both would be computed twice, so its input stays a tensor.
+static bool readsInputTwice(Operation *op) { return op && op->hasAttr("kiln.quantize"); }
+
 namespace {
 struct KilnFuseElementwisePass
     : mlir::kiln::impl::KilnFuseElementwiseBase<KilnFuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     linalg::ControlFusionFn control = [](OpOperand *fused) {
-      return !keepsIdentity(fused->get().getDefiningOp()) && !keepsIdentity(fused->getOwner());
+      return !keepsIdentity(fused->get().getDefiningOp()) && !keepsIdentity(fused->getOwner()) &&
+             !readsInputTwice(fused->getOwner());
     };
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);

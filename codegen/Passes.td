@@ -14,7 +14,8 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "ModuleOp"> {
   }];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
                            "arith::ArithDialect", "math::MathDialect", "scf::SCFDialect",
-                           "memref::MemRefDialect", "func::FuncDialect"];
+                           "memref::MemRefDialect", "func::FuncDialect",
+                           "vector::VectorDialect"];
 }
 
 def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "ModuleOp"> {

@@ -1,8 +1,10 @@
 //===- Quant.cpp - quantization ops to linalg -----------------------------===//
 //
-// kiln.dynamic_quantize reads its input twice: one reduction for the range
-// (min and max together), then one elementwise pass that quantizes. The
-// scale and zero point are computed once, as rank-0 tensors, between them.
+// kiln.dynamic_quantize reads its input twice: one vectorized pass for the
+// range (min and max together), then one elementwise pass that quantizes
+// (tagged `kiln.quantize`, so that elementwise fusion does not compute the
+// input's producers into it a second time). The scale and zero point are
+// computed once, as rank-0 tensors, between them.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KilnToLinalg/Builders.h"
@@ -10,6 +12,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -17,34 +21,52 @@ using namespace mlir::kiln;
 
 namespace {
 
-/// min(x) and max(x) over all elements, in one pass, as rank-0 tensors.
+/// min(x) and max(x) over all elements as scalars, in one pass over
+/// x flattened: 16 lanes of running minimum and maximum, then across lanes.
+/// (A linalg reduction to a scalar would run as a serial scalar loop.)
 std::pair<Value, Value> buildRange(OpBuilder &b, Location loc, Value x) {
-  MLIRContext *ctx = b.getContext();
+  constexpr int64_t lanes = 16;
   auto type = tensorType(x);
-  auto scalar = RankedTensorType::get({}, type.getElementType());
-  Value lo = filledTensor(b, loc, ArrayRef<int64_t>{},
-                          extremeConst(b, loc, type.getElementType(), /*lowest=*/false));
-  Value hi = filledTensor(b, loc, ArrayRef<int64_t>{},
-                          extremeConst(b, loc, type.getElementType(), /*lowest=*/true));
-  int64_t rank = type.getRank();
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
-                                 AffineMap::get(rank, 0, {}, ctx), AffineMap::get(rank, 0, {}, ctx)};
-  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::reduction);
-  auto range = linalg::GenericOp::create(
-      b, loc, TypeRange{scalar, scalar}, x, ValueRange{lo, hi}, maps, iterators,
-      [](OpBuilder &nb, Location l, ValueRange a) {
-        linalg::YieldOp::create(nb, l,
-                                ValueRange{arith::MinimumFOp::create(nb, l, a[0], a[1]),
-                                           arith::MaximumFOp::create(nb, l, a[0], a[2])});
+  Type et = type.getElementType();
+  OpFoldResult count = mulSizes(b, loc, sizesOf(b, loc, x));
+  std::optional<int64_t> staticCount = getConstantIntValue(count);
+  auto flatType = RankedTensorType::get({staticCount ? *staticCount : ShapedType::kDynamic}, et);
+  Value flat = reshapeTo(b, loc, x, flatType, {count});
+  Value n = indexValue(b, loc, count);
+  auto vt = VectorType::get({lanes}, et);
+  Value inf = extremeConst(b, loc, et, /*lowest=*/false), negInf = extremeConst(b, loc, et, true);
+  Value step = arith::ConstantIndexOp::create(b, loc, lanes);
+  Value full = arith::SubIOp::create(b, loc, n, arith::RemUIOp::create(b, loc, n, step));
+  auto read = [&](OpBuilder &nb, Location l, Value at, Value padding, bool inBounds) -> Value {
+    return vector::TransferReadOp::create(nb, l, vt, flat, ValueRange{at}, padding,
+                                          ArrayRef<bool>{inBounds});
+  };
+  auto loop = scf::ForOp::create(
+      b, loc, arith::ConstantIndexOp::create(b, loc, 0), full, step,
+      ValueRange{vector::BroadcastOp::create(b, loc, vt, inf),
+                 vector::BroadcastOp::create(b, loc, vt, negInf)},
+      [&](OpBuilder &nb, Location l, Value i, ValueRange acc) {
+        Value v = read(nb, l, i, inf, /*inBounds=*/true);
+        scf::YieldOp::create(nb, l, ValueRange{arith::MinimumFOp::create(nb, l, acc[0], v),
+                                               arith::MaximumFOp::create(nb, l, acc[1], v)});
       });
-  return {range.getResult(0), range.getResult(1)};
+  // The last partial vector (none when the count is a multiple of 16): lanes
+  // past the end read as +inf for the minimum and -inf for the maximum.
+  Value lo = arith::MinimumFOp::create(b, loc, loop.getResult(0), read(b, loc, full, inf, false));
+  Value hi =
+      arith::MaximumFOp::create(b, loc, loop.getResult(1), read(b, loc, full, negInf, false));
+  return {vector::ReductionOp::create(b, loc, vector::CombiningKind::MINIMUMF, lo),
+          vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, hi)};
 }
 
+/// v clamped to [lo, hi] with compares and selects, which LLVM vectorizes
+/// (minimumf/maximumf, with their NaN rules, stay scalar loops).
 Value clampTo(OpBuilder &b, Location loc, Value v, double lo, double hi) {
-  Type t = v.getType();
-  return arith::MinimumFOp::create(
-      b, loc, arith::MaximumFOp::create(b, loc, v, scalarConst(b, loc, t, lo)),
-      scalarConst(b, loc, t, hi));
+  Value low = scalarConst(b, loc, v.getType(), lo), high = scalarConst(b, loc, v.getType(), hi);
+  Value below = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, v, low);
+  v = arith::SelectOp::create(b, loc, below, low, v);
+  Value above = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, v, high);
+  return arith::SelectOp::create(b, loc, above, high, v);
 }
 
 struct DynamicQuantizeLowering : OpConversionPattern<DynamicQuantizeOp> {
@@ -55,43 +77,36 @@ struct DynamicQuantizeLowering : OpConversionPattern<DynamicQuantizeOp> {
     Value x = adaptor.getInput();
     Type f32 = rewriter.getF32Type(), i8 = rewriter.getIntegerType(8);
     auto [minv, maxv] = buildRange(rewriter, loc, x);
-    auto scalarF32 = RankedTensorType::get({}, f32);
-    // scale = (max(hi, 0) - min(lo, 0)) / 255.
-    Value scale = buildElementwise(rewriter, loc, scalarF32, {minv, maxv},
-                                   [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                     Value zero = scalarConst(b, l, f32, 0.0);
-                                     Value lo = arith::MinimumFOp::create(b, l, a[0], zero);
-                                     Value hi = arith::MaximumFOp::create(b, l, a[1], zero);
-                                     Value range = arith::SubFOp::create(b, l, hi, lo);
-                                     return arith::DivFOp::create(b, l, range,
-                                                                  scalarConst(b, l, f32, 255.0));
-                                   });
-    // The zero point, kept in f32 for the quantization below; a zero scale
-    // (all-zero input) has zero point 0.
-    Value zeroPoint = buildElementwise(
-        rewriter, loc, scalarF32, {minv, scale}, [&](OpBuilder &b, Location l, ValueRange a) {
-          Value zero = scalarConst(b, l, f32, 0.0);
-          Value lo = arith::MinimumFOp::create(b, l, a[0], zero);
-          Value isZero = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, a[1], zero);
-          Value safe = arith::SelectOp::create(b, l, isZero, scalarConst(b, l, f32, 1.0), a[1]);
-          Value zp = math::RoundEvenOp::create(
-              b, l, arith::DivFOp::create(b, l, arith::NegFOp::create(b, l, lo), safe));
-          return clampTo(b, l, zp, 0, 255);
-        });
+    // Scale and zero point as scalars, computed once (inside the quantizing
+    // generic they would be recomputed per element).
+    OpBuilder &b = rewriter;
+    Value zero = scalarConst(b, loc, f32, 0.0);
+    Value lo = arith::MinimumFOp::create(b, loc, minv, zero);
+    Value hi = arith::MaximumFOp::create(b, loc, maxv, zero);
+    Value scale = arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, hi, lo),
+                                        scalarConst(b, loc, f32, 255.0));
+    // A zero scale (all-zero input) divides by 1 instead: zero point 0.
+    Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, scale, zero);
+    Value divisor = arith::SelectOp::create(b, loc, isZero, scalarConst(b, loc, f32, 1.0), scale);
+    Value zeroPoint = clampTo(
+        b, loc,
+        math::RoundEvenOp::create(
+            b, loc, arith::DivFOp::create(b, loc, arith::NegFOp::create(b, loc, lo), divisor)),
+        0, 255);
     Value q = buildElementwise(
-        rewriter, loc, signlessType(op.getResult().getType()), {x, scale, zeroPoint},
-        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value zero = scalarConst(b, l, f32, 0.0);
-          Value isZero = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, a[1], zero);
-          Value safe = arith::SelectOp::create(b, l, isZero, scalarConst(b, l, f32, 1.0), a[1]);
-          Value v = math::RoundEvenOp::create(b, l, arith::DivFOp::create(b, l, a[0], safe));
-          v = clampTo(b, l, arith::AddFOp::create(b, l, v, a[2]), 0, 255);
-          return arith::FPToUIOp::create(b, l, i8, v);
+        rewriter, loc, signlessType(op.getResult().getType()), {x},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value v = math::RoundEvenOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], divisor));
+          v = clampTo(nb, l, arith::AddFOp::create(nb, l, v, zeroPoint), 0, 255);
+          return arith::FPToUIOp::create(nb, l, i8, v);
         });
-    Value zp = buildElementwise(rewriter, loc, RankedTensorType::get({}, i8), {zeroPoint},
-                                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                  return arith::FPToUIOp::create(b, l, i8, a[0]);
-                                });
+    q.getDefiningOp()->setAttr("kiln.quantize", rewriter.getUnitAttr());
+    auto rank0 = [&](Value v) -> Value {
+      return tensor::FromElementsOp::create(b, loc, RankedTensorType::get({}, v.getType()),
+                                            ValueRange{v});
+    };
+    Value zp = rank0(arith::FPToUIOp::create(b, loc, i8, zeroPoint));
+    scale = rank0(scale);
     rewriter.replaceOp(op, {q, scale, zp});
     return success();
   }
