@@ -61,7 +61,7 @@ FailureOr<std::vector<float>> constantWeights(Value w, std::string &why) {
   auto type = cast<RankedTensorType>(w.getType());
   auto constant = w.getDefiningOp<ConstantOp>();
   if (!constant) {
-    why = "its weights are not a constant";
+    why = "its right operand is not a constant";
     return failure();
   }
   if (type.getRank() != 2 || !type.hasStaticShape()) {
@@ -150,7 +150,7 @@ LogicalResult quantize(GemmOp op, std::string &why) {
     float beta = op.getBeta().convertToFloat();
     if (beta != 1.0f) {
       auto scalar = RankedTensorType::get({}, b.getF32Type());
-      Value betaValue = blobConstant(b, loc, scalar, ArrayRef(beta), "gemm_beta");
+      Value betaValue = ConstantOp::create(b, loc, scalar, DenseElementsAttr::get(scalar, beta));
       c = MulOp::create(b, loc, c.getType(), c, betaValue);
     }
     y = AddOp::create(b, loc, op.getType(), y, c);

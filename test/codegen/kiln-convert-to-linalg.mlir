@@ -444,3 +444,39 @@ func.func @gather_dynamic(%t: tensor<50x16xf32>, %ids: tensor<?x?xi64>) -> tenso
   %r = kiln.gather %t, %ids {axis = 0 : i64} : (tensor<50x16xf32>, tensor<?x?xi64>) -> tensor<?x?x16xf32>
   return %r : tensor<?x?x16xf32>
 }
+
+// -----
+
+// A widening matmul extends each operand by its own signedness, in a generic
+// tagged for kiln-vnni-matmul.
+// CHECK-LABEL: func.func @widening_matmul
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x3xi8>, tensor<3x2xi8>) outs(%{{.*}} : tensor<4x2xi32>) attrs =  {kiln.widening_matmul}
+// CHECK: arith.extui %{{.*}} : i8 to i32
+// CHECK: arith.extsi %{{.*}} : i8 to i32
+// CHECK: arith.muli
+// CHECK: arith.addi
+func.func @widening_matmul(%a: tensor<4x3xui8>, %b: tensor<3x2xi8>) -> tensor<4x2xi32> {
+  %0 = kiln.matmul %a, %b : (tensor<4x3xui8>, tensor<3x2xi8>) -> tensor<4x2xi32>
+  return %0 : tensor<4x2xi32>
+}
+
+// -----
+
+// dynamic_quantize: one vectorized pass for the range (16 lanes of running
+// min and max), scale and zero point as scalars, then a quantizing generic
+// that elementwise fusion leaves alone.
+// CHECK-LABEL: func.func @dynamic_quantize
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>)
+// CHECK:   arith.minimumf {{.*}} : vector<16xf32>
+// CHECK:   arith.maximumf {{.*}} : vector<16xf32>
+// CHECK: vector.reduction <minimumf>
+// CHECK: vector.reduction <maximumf>
+// CHECK: %[[SCALE:.*]] = arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<2x20xf32>) outs(%{{.*}} : tensor<2x20xi8>) attrs =  {kiln.quantize}
+// CHECK:   math.roundeven
+// CHECK:   arith.fptoui %{{.*}} : f32 to i8
+// CHECK: tensor.from_elements %[[SCALE]] : tensor<f32>
+func.func @dynamic_quantize(%x: tensor<2x20xf32>) -> (tensor<2x20xui8>, tensor<f32>, tensor<ui8>) {
+  %q, %s, %z = kiln.dynamic_quantize %x : tensor<2x20xf32> -> tensor<2x20xui8>, tensor<f32>, tensor<ui8>
+  return %q, %s, %z : tensor<2x20xui8>, tensor<f32>, tensor<ui8>
+}

@@ -141,3 +141,36 @@ func.func @grid_sample_bicubic_border(%x: tensor<1x1x3x2xf32>, %g: tensor<1x2x4x
   %0 = kiln.grid_sample %x, %g {mode = "bicubic", padding_mode = "border", align_corners = false} : (tensor<1x1x3x2xf32>, tensor<1x2x4x2xf32>) -> tensor<1x1x2x4xf32>
   return %0 : tensor<1x1x2x4xf32>
 }
+
+// -----
+
+// The widening form takes 8-bit operands only.
+func.func @matmul_widening_needs_bytes(%a: tensor<2x3xi16>, %b: tensor<3x4xi8>) -> tensor<2x4xi32> {
+  // expected-error @+1 {{'kiln.matmul' op operand element types differ: 'i16' and 'i8'}}
+  %0 = kiln.matmul %a, %b : (tensor<2x3xi16>, tensor<3x4xi8>) -> tensor<2x4xi32>
+  return %0 : tensor<2x4xi32>
+}
+
+// -----
+
+func.func @matmul_widening_result(%a: tensor<2x3xui8>, %b: tensor<3x4xi8>) -> tensor<2x4xi16> {
+  // expected-error @+1 {{'kiln.matmul' op operand element types differ: 'ui8' and 'i8'}}
+  %0 = kiln.matmul %a, %b : (tensor<2x3xui8>, tensor<3x4xi8>) -> tensor<2x4xi16>
+  return %0 : tensor<2x4xi16>
+}
+
+// -----
+
+func.func @dynamic_quantize_result(%x: tensor<2x3xf32>) -> tensor<2x3xi8> {
+  // expected-error @+1 {{'kiln.dynamic_quantize' op result must be ui8 of the input's shape, not 'tensor<2x3xi8>'}}
+  %q, %s, %z = kiln.dynamic_quantize %x : tensor<2x3xf32> -> tensor<2x3xi8>, tensor<f32>, tensor<ui8>
+  return %q : tensor<2x3xi8>
+}
+
+// -----
+
+func.func @dynamic_quantize_scale(%x: tensor<2x3xf32>) -> tensor<2x3xui8> {
+  // expected-error @+1 {{'kiln.dynamic_quantize' op scale must be tensor<f32>, not 'tensor<1xf32>'}}
+  %q, %s, %z = kiln.dynamic_quantize %x : tensor<2x3xf32> -> tensor<2x3xui8>, tensor<1xf32>, tensor<ui8>
+  return %q : tensor<2x3xui8>
+}
