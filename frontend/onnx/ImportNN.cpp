@@ -250,12 +250,72 @@ static FailureOr<Value> centeredI32(ImportContext &ctx, Value x, Value zeroPoint
   return e.binary<k::SubOp>(v, zp);
 }
 
+/// Whether input `i` (a zero point) is omitted or a constant zero.
+static bool zeroPointIsZero(ImportContext &ctx, size_t i) {
+  if (!ctx.hasInput(i))
+    return true;
+  const HostTensor *t = ctx.hostInput(i);
+  return t && llvm::all_of(t->ints, [](int64_t v) { return v == 0; });
+}
+
+/// sum_k (A - za) * B in i32 for 8-bit A [..., M, K] and signed 8-bit B
+/// [K, N] whose zero point is zero, with A's zero point per tensor: the
+/// widening kiln.matmul of the raw bytes (which kiln-vnni-matmul compiles to
+/// vpdpbusd) minus za * colsum(B). A null value when the operands do not
+/// have that form; `bIndex` and the zero points' indices are input indices.
+static FailureOr<Value> widenedProduct(ImportContext &ctx, Value a, Value b, size_t aZero,
+                                       size_t bIndex, size_t bZero) {
+  auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(b.getType());
+  if (!at.getElementType().isInteger(8) || !bt.getElementType().isSignlessInteger(8) ||
+      at.getRank() < 2 || bt.getRank() != 2 || !zeroPointIsZero(ctx, bZero))
+    return Value();
+  Value za = ctx.optionalInput(aZero);
+  if (za && cast<RankedTensorType>(za.getType()).getNumElements() != 1)
+    return Value();
+  Type i32 = ctx.b.getI32Type();
+  SmallVector<int64_t> shape(at.getShape());
+  shape.back() = bt.getDimSize(1);
+  Value product =
+      k::MatMulOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, i32), a, b).getResult();
+  if (zeroPointIsZero(ctx, aZero))
+    return product;
+  Emitter e{ctx};
+  Value sums;
+  if (const HostTensor *weights = ctx.hostInput(bIndex)) {
+    int64_t k = bt.getDimSize(0), n = bt.getDimSize(1);
+    HostTensor t{onnx::TensorProto::INT32, {n}, {}, std::vector<int64_t>(n, 0)};
+    for (int64_t row = 0; row < k; ++row)
+      for (int64_t col = 0; col < n; ++col)
+        t.ints[col] += weights->ints[row * n + col];
+    auto materialized = ctx.materialize(t, "column_sums");
+    if (failed(materialized))
+      return failure();
+    sums = *materialized;
+  } else {
+    sums = k::ReduceOp::create(ctx.b, ctx.loc, RankedTensorType::get({bt.getDimSize(1)}, i32),
+                               e.castTo(b, i32), "sum", ArrayRef<int64_t>{0}, false);
+  }
+  auto offset = e.binary<k::MulOp>(e.reshape(e.castTo(za, i32), {}), sums);
+  if (failed(offset))
+    return failure();
+  return e.binary<k::SubOp>(product, *offset);
+}
+
 /// ConvInteger / MatMulInteger: int32 results of zero-point-centered inputs.
 template <bool conv>
 static LogicalResult importInteger(ImportContext &ctx) {
   auto a = ctx.input(0), b = ctx.input(1);
   if (failed(a) || failed(b))
     return failure();
+  if constexpr (!conv) {
+    auto widened = widenedProduct(ctx, *a, *b, 2, 1, 3);
+    if (failed(widened))
+      return failure();
+    if (*widened) {
+      ctx.setOutput(0, *widened);
+      return success();
+    }
+  }
   auto ac = centeredI32(ctx, *a, ctx.optionalInput(2), conv ? 1 : 0);
   auto bc = centeredI32(ctx, *b, ctx.optionalInput(3), conv ? 0 : 1);
   if (failed(ac) || failed(bc))
@@ -280,14 +340,19 @@ static LogicalResult importQLinear(ImportContext &ctx) {
        yScale = ctx.input(6);
   if (failed(a) || failed(aScale) || failed(b) || failed(bScale) || failed(yScale))
     return failure();
-  auto ac = centeredI32(ctx, *a, ctx.optionalInput(2), 1);
-  auto bc = centeredI32(ctx, *b, ctx.optionalInput(5), conv ? 0 : 1);
-  if (failed(ac) || failed(bc))
-    return failure();
-  Value bias = conv ? ctx.optionalInput(8) : nullptr;
-  auto acc = conv ? emitConv(ctx, *ac, *bc, bias) : emitMatMul(ctx, *ac, *bc);
+  FailureOr<Value> acc = conv ? Value() : widenedProduct(ctx, *a, *b, 2, 3, 5);
   if (failed(acc))
     return failure();
+  if (!*acc) {
+    auto ac = centeredI32(ctx, *a, ctx.optionalInput(2), 1);
+    auto bc = centeredI32(ctx, *b, ctx.optionalInput(5), conv ? 0 : 1);
+    if (failed(ac) || failed(bc))
+      return failure();
+    Value bias = conv ? ctx.optionalInput(8) : nullptr;
+    acc = conv ? emitConv(ctx, *ac, *bc, bias) : emitMatMul(ctx, *ac, *bc);
+    if (failed(acc))
+      return failure();
+  }
   Emitter e{ctx};
   Type f32 = ctx.b.getF32Type();
   Value sum = e.castTo(*acc, f32);

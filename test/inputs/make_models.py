@@ -65,6 +65,30 @@ def mlp():
     return model(nodes, [tensor("x", [4, 32])], [tensor("logits", [4, 10])], inits), [(4, 32)]
 
 
+def quantized_matmul():
+    """A model that arrives quantized: DynamicQuantizeLinear + MatMulInteger
+    (u8 activations with a zero point, int8 weights) rescaled to f32, and
+    QuantizeLinear + QLinearMatMul + DequantizeLinear."""
+    n = helper.make_node
+    wq = rng.integers(-127, 128, (64, 32)).astype(np.int8)
+    nodes = [n("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="dq"),
+             n("MatMulInteger", ["xq", "wq", "xz"], ["acc"], name="mmi"),
+             n("Cast", ["acc"], ["accf"], name="to_float", to=TensorProto.FLOAT),
+             n("Mul", ["accf", "xs"], ["t"], name="scale_x"),
+             n("Mul", ["t", "ws"], ["y1"], name="scale_w"),
+             n("QuantizeLinear", ["x", "as", "az"], ["xq2"], name="q"),
+             n("QLinearMatMul", ["xq2", "as", "az", "wq", "ws0", "wz", "ys", "yz"], ["yq"],
+               name="qmm"),
+             n("DequantizeLinear", ["yq", "ys", "yz"], ["y2"], name="dq2")]
+    inits = [numpy_helper.from_array(wq, "wq"),
+             numpy_helper.from_array((rng.random(32) * 0.01 + 0.001).astype(np.float32), "ws"),
+             const("as", 0.02, np.float32), const("az", 128, np.uint8),
+             const("ws0", 0.01, np.float32), const("wz", 0, np.int8),
+             const("ys", 0.05, np.float32), const("yz", 128, np.uint8)]
+    return model(nodes, [tensor("x", [4, 64])], [tensor("y1", [4, 32]), tensor("y2", [4, 32])],
+                 inits), [(4, 64)]
+
+
 def cnn(batch=2, dims=None, count_include_pad=0):
     """Conv/BN/Relu/MaxPool/depthwise+grouped conv/residual Add/AveragePool/
     GlobalAveragePool/Gemm/Softmax. At batch 1 the dense convolutions take
@@ -356,7 +380,7 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, import_tensor,
                                         shape_operands, window_operands]}
 
