@@ -41,4 +41,20 @@ def KilnQuantizeDynamic : Pass<"kiln-quantize-dynamic", "ModuleOp"> {
   ];
 }
 
+def KilnQuantizeStatic : Pass<"kiln-quantize-static", "ModuleOp"> {
+  let summary = "Run matmuls with constant weights in int8, activations quantized as calibrated";
+  let description = [{
+    As kiln-quantize-dynamic, for each `kiln.matmul` / `kiln.gemm` that carries
+    `kiln.activation_range = array<f32: min, max>` (set by kiln-compile from
+    calibration data): the activations are quantized to uint8 with the scale
+    and zero point that map [min(min, 0), max(max, 0)] onto [0, 255],
+    fixed at compile time, instead of at run time. Ops without a range, or
+    whose range is [0, 0], stay f32.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per matmul/gemm: quantized (with its scale and zero point), or why not">,
+  ];
+}
+
 #endif

@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
 #include "frontend/onnx/Importer.h"
+#include "tools/kiln-compile/Calibrate.h"
 #include "tools/kiln-compile/Header.h"
 
 #include "mlir/Debug/CLOptionsSetup.h"
@@ -101,10 +102,20 @@ cl::list<Report> reports("report",
                                                "do not")),
                          cl::CommaSeparated, cl::cat(category));
 cl::opt<std::string> quantize("quantize",
-                              cl::desc("Quantize the model: int8-dynamic (int8 weights per "
-                                       "output column, activations quantized per tensor at run "
-                                       "time)"),
+                              cl::desc("Quantize the model's matmuls to int8: int8 (activations "
+                                       "calibrated on --calibration-data) or int8-dynamic "
+                                       "(activations quantized at run time)"),
                               cl::value_desc("mode"), cl::cat(category));
+cl::opt<std::string> calibrationData("calibration-data",
+                                     cl::desc("With --quantize=int8: a directory with one "
+                                              "sub-directory per sample, each holding one "
+                                              "<input name>.npy per model input"),
+                                     cl::value_desc("DIR"), cl::cat(category));
+cl::opt<std::string> calibrationMethod("calibration-method",
+                                       cl::desc("How calibration picks activation ranges: "
+                                                "minmax (default), percentile (0.01%-99.99%) "
+                                                "or entropy (smallest KL divergence)"),
+                                       cl::init("minmax"), cl::cat(category));
 } // namespace
 
 static int error(const Twine &message) {
@@ -274,6 +285,45 @@ static std::string runtimeRoot(const char *argv0) {
   return std::string(root);
 }
 
+/// Links the model's object code `native` with the runtime into an
+/// executable at `path`.
+static LogicalResult linkModel(StringRef native, StringRef prefix,
+                               const ::kiln::RuntimeLocation &runtime, StringRef triple,
+                               StringRef path) {
+  SmallString<128> object;
+  if (auto ec = sys::fs::createTemporaryFile("kiln-" + prefix, "o", object))
+    return error("cannot create a temporary object file: " + ec.message()), failure();
+  llvm::FileRemover removeObject(object);
+  if (!writeFile(object, native))
+    return failure();
+  std::string message;
+  if (!::kiln::linkExecutable(object, runtime, triple.str(), path, message))
+    return error(message), failure();
+  return success();
+}
+
+/// Compiles `module` (at the kiln-opt stage, not quantized) to an
+/// executable at `path`: the f32 model that calibration runs.
+static LogicalResult buildExecutable(ModuleOp module, const mlir::kiln::CpuTarget &target,
+                                     StringRef prefix, const ::kiln::RuntimeLocation &runtime,
+                                     StringRef path) {
+  auto signature = signatureOf(module);
+  if (failed(signature))
+    return failure();
+  mlir::kiln::PipelineOptions options;
+  options.symbolPrefix = prefix.str();
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  mlir::kiln::buildPipeline(pm, mlir::kiln::Stage::KilnOpt, mlir::kiln::Stage::LLVM, target,
+                            options);
+  if (failed(pm.run(module)))
+    return failure();
+  std::string native;
+  if (failed(mlir::kiln::emitNative(module, target, *signature, prefix.str(),
+                                    /*addMainAlias=*/true, /*llvmIR=*/false, native)))
+    return failure();
+  return linkModel(native, prefix, runtime, target.triple, path);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
@@ -304,12 +354,20 @@ int main(int argc, char **argv) {
       return error("no output file; pass -o FILE");
   }
 
-  if (quantize == "int8")
-    return error("--quantize=int8 (static, with calibration data) is not available yet; "
-                 "--quantize=int8-dynamic quantizes the weights at compile time and the "
-                 "activations at run time");
-  if (!quantize.empty() && quantize != "int8-dynamic")
-    return error("unknown --quantize mode '" + quantize + "' (expected int8-dynamic)");
+  if (!quantize.empty() && quantize != "int8" && quantize != "int8-dynamic")
+    return error("unknown --quantize mode '" + quantize + "' (expected int8 or int8-dynamic)");
+  bool quantizeStatic = quantize == "int8";
+  if (quantizeStatic && calibrationData.empty())
+    return error("--quantize=int8 needs --calibration-data=DIR (one sub-directory per sample, "
+                 "each with one <input name>.npy per model input); --quantize=int8-dynamic "
+                 "needs no calibration");
+  if (!quantizeStatic && (calibrationData.getNumOccurrences() ||
+                          calibrationMethod.getNumOccurrences()))
+    return error("--calibration-data and --calibration-method only apply to --quantize=int8");
+  auto method = ::kiln::parseCalibrationMethod(calibrationMethod);
+  if (!method)
+    return error("unknown --calibration-method '" + calibrationMethod +
+                 "' (expected minmax, percentile or entropy)");
 
   std::string targetError;
   auto target = mlir::kiln::resolveCpuTarget(targetTriple, mcpu, targetError);
@@ -345,12 +403,42 @@ int main(int argc, char **argv) {
   pipelineOptions.quantizeDynamic = quantize == "int8-dynamic";
   pipelineOptions.reportQuant = llvm::is_contained(reports, Report::Quant);
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
-  PassManager pm(&context, ModuleOp::getOperationName());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return error("bad pass manager options");
-  mlir::kiln::buildPipeline(pm, mlir::kiln::Stage::Kiln, last, *target, pipelineOptions);
   ScopedDiagnosticHandler reportPrinter(&context, printReportRemark);
-  if (failed(pm.run(*module)))
+  std::string arch = llvm::Triple(target->triple).getArchName().str();
+  auto runPipeline = [&](mlir::kiln::Stage from, mlir::kiln::Stage to) {
+    PassManager pm(&context, ModuleOp::getOperationName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    mlir::kiln::buildPipeline(pm, from, to, *target, pipelineOptions);
+    return pm.run(*module);
+  };
+  mlir::kiln::Stage from = mlir::kiln::Stage::Kiln;
+  if (quantizeStatic && last >= mlir::kiln::Stage::KilnOpt) {
+    if (failed(runPipeline(from, mlir::kiln::Stage::KilnOpt)))
+      return error("compilation failed (see above)");
+    from = mlir::kiln::Stage::KilnOpt;
+    ::kiln::RuntimeLocation runtime;
+    std::string message;
+    if (!::kiln::findRuntime(runtimeRoot(argv[0]), arch, runtime, message))
+      return error(message);
+    auto summary = ::kiln::calibrate(
+        *module, calibrationData, *method,
+        [&](ModuleOp m, StringRef path) {
+          return buildExecutable(m, *target, prefix, runtime, path);
+        },
+        message);
+    if (failed(summary))
+      return error(message);
+    progress.done("calibrated " + Twine(summary->activations) + " activations on " +
+                  Twine(summary->samples) + " samples (" + calibrationMethod + ")");
+    PassManager quantizer(&context, ModuleOp::getOperationName());
+    std::string text = "kiln-quantize-static{report=" +
+                       std::string(pipelineOptions.reportQuant ? "true" : "false") +
+                       "},canonicalize,cse";
+    if (failed(parsePassPipeline(text, quantizer)) || failed(quantizer.run(*module)))
+      return error("quantization failed (see above)");
+  }
+  if (failed(runPipeline(from, last)))
     return error("compilation failed (see above)");
   progress.done("lowered to the " + (emit == Emit::MLIR ? stage.getValue() : "llvm") + " stage");
 
@@ -372,7 +460,6 @@ int main(int argc, char **argv) {
 
   ::kiln::RuntimeLocation runtime;
   std::string message;
-  std::string arch = llvm::Triple(target->triple).getArchName().str();
   if (!::kiln::findRuntime(runtimeRoot(argv[0]), arch, runtime, message))
     return error(message);
 
@@ -391,14 +478,8 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  SmallString<128> object;
-  if (auto ec = sys::fs::createTemporaryFile("kiln-" + prefix, "o", object))
-    return error("cannot create a temporary object file: " + ec.message());
-  llvm::FileRemover removeObject(object);
-  if (!writeFile(object, native))
+  if (failed(linkModel(native, prefix, runtime, target->triple, outputFile)))
     return 1;
-  if (!::kiln::linkExecutable(object, runtime, target->triple, outputFile, message))
-    return error(message);
   progress.done("linked " + outputFile);
   return 0;
 }

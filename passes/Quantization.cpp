@@ -1,0 +1,168 @@
+//===- Quantization.cpp - the int8 product shared by the quantize passes --===//
+//
+// With activations X ~ xs * (Xq - xz) (uint8) and weights W ~ Wq * ws
+// (int8, symmetric per column n):
+//   X W ~ xs * ws[n] * (sum_k Xq[k] Wq[k, n] - xz * sum_k Wq[k, n]),
+// so the activations' zero point costs one constant vector (the column sums
+// of Wq) and the product is a widening u8 x i8 -> i32 kiln.matmul.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Quantization.h"
+#include "dialects/kiln/KilnDialect.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// Int8 weights, symmetric per column, with what the product needs of them.
+struct QuantizedWeights {
+  std::vector<int8_t> values;      // [K, N], row-major
+  std::vector<float> scales;       // [N]
+  std::vector<int32_t> columnSums; // [N], of `values`
+};
+
+QuantizedWeights quantizeWeights(const Int8Candidate &c) {
+  int64_t k = c.k, n = c.n;
+  auto at = [&](int64_t row, int64_t col) {
+    return c.transposed ? c.weights[col * k + row] : c.weights[row * n + col];
+  };
+  QuantizedWeights q{std::vector<int8_t>(k * n), std::vector<float>(n),
+                     std::vector<int32_t>(n, 0)};
+  for (int64_t col = 0; col < n; ++col) {
+    float maxAbs = 0;
+    for (int64_t row = 0; row < k; ++row)
+      maxAbs = std::max(maxAbs, std::fabs(at(row, col)));
+    float scale = maxAbs > 0 ? maxAbs / 127.0f : 1.0f;
+    q.scales[col] = scale * c.alpha;
+    for (int64_t row = 0; row < k; ++row) {
+      float v = std::nearbyint(at(row, col) / scale);
+      auto qv = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+      q.values[row * n + col] = qv;
+      q.columnSums[col] += qv;
+    }
+  }
+  return q;
+}
+
+/// The f32 values of a constant 2-D weight, or why it cannot be quantized.
+FailureOr<std::vector<float>> constantWeights(Value w, std::string &why) {
+  auto type = cast<RankedTensorType>(w.getType());
+  auto constant = w.getDefiningOp<ConstantOp>();
+  if (!constant) {
+    why = "its right operand is not a constant";
+    return failure();
+  }
+  if (type.getRank() != 2 || !type.hasStaticShape()) {
+    why = "its weights are not a 2-D matrix";
+    return failure();
+  }
+  std::optional<std::vector<float>> values = f32Elements(constant.getValue());
+  if (!values) {
+    why = "its weights are not f32";
+    return failure();
+  }
+  return *values;
+}
+
+bool isF32(Value v) { return cast<RankedTensorType>(v.getType()).getElementType().isF32(); }
+
+FailureOr<Int8Candidate> matmulCandidate(MatMulOp op, std::string &why) {
+  if (!isF32(op.getLhs())) {
+    why = "its activations are not f32";
+    return failure();
+  }
+  if (cast<RankedTensorType>(op.getLhs().getType()).getRank() < 2) {
+    why = "its left operand is a vector";
+    return failure();
+  }
+  auto weights = constantWeights(op.getRhs(), why);
+  if (failed(weights))
+    return failure();
+  auto type = cast<RankedTensorType>(op.getRhs().getType());
+  return Int8Candidate{op, op.getLhs(), std::move(*weights), type.getDimSize(0),
+                       type.getDimSize(1), false};
+}
+
+FailureOr<Int8Candidate> gemmCandidate(GemmOp op, std::string &why) {
+  if (!isF32(op.getA())) {
+    why = "its activations are not f32";
+    return failure();
+  }
+  if (op.getTransA()) {
+    why = "its activations are transposed (trans_a)";
+    return failure();
+  }
+  auto weights = constantWeights(op.getB(), why);
+  if (failed(weights))
+    return failure();
+  auto type = cast<RankedTensorType>(op.getB().getType());
+  bool transposed = op.getTransB();
+  Int8Candidate c{op,
+                  op.getA(),
+                  std::move(*weights),
+                  type.getDimSize(transposed ? 1 : 0),
+                  type.getDimSize(transposed ? 0 : 1),
+                  transposed};
+  c.alpha = op.getAlpha().convertToFloat();
+  c.beta = op.getBeta().convertToFloat();
+  c.bias = op.getC();
+  return c;
+}
+
+} // namespace
+
+FailureOr<Int8Candidate> mlir::kiln::int8Candidate(Operation *op, std::string &why) {
+  if (auto matmul = dyn_cast<MatMulOp>(op))
+    return matmulCandidate(matmul, why);
+  if (auto gemm = dyn_cast<GemmOp>(op))
+    return gemmCandidate(gemm, why);
+  why = "it is not a matmul or gemm";
+  return failure();
+}
+
+std::pair<float, uint8_t> mlir::kiln::uint8Parameters(float lo, float hi) {
+  lo = std::min(lo, 0.0f);
+  hi = std::max(hi, 0.0f);
+  float scale = (hi - lo) / 255.0f;
+  if (scale == 0)
+    return {0.0f, 0};
+  float zp = std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f);
+  return {scale, static_cast<uint8_t>(zp)};
+}
+
+void mlir::kiln::replaceWithInt8(Int8Candidate &c, const QuantizedActivations &x) {
+  QuantizedWeights w = quantizeWeights(c);
+  Operation *op = c.op;
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  auto scalar = [&](Type t) { return RankedTensorType::get({}, t); };
+  auto vector = [&](Type t) { return RankedTensorType::get({c.n}, t); };
+  Value weights = blobConstant(b, loc, RankedTensorType::get({c.k, c.n}, b.getI8Type()),
+                               ArrayRef(w.values), "int8_weight");
+  auto sumsType = RankedTensorType::get(resultType.getShape(), i32);
+  Value sums = MatMulOp::create(b, loc, sumsType, x.values, weights);
+  // Remove the activations' zero point: xz * colsum(Wq) per column.
+  Value columnSums =
+      blobConstant(b, loc, vector(i32), ArrayRef(w.columnSums), "int8_weight_column_sums");
+  Value zeroPoint = CastOp::create(b, loc, scalar(i32), x.zeroPoint);
+  Value offset = MulOp::create(b, loc, vector(i32), zeroPoint, columnSums);
+  Value centered = SubOp::create(b, loc, sumsType, sums, offset);
+  Value weightScales = blobConstant(b, loc, vector(f32), ArrayRef(w.scales), "int8_weight_scales");
+  Value scale = MulOp::create(b, loc, vector(f32), x.scale, weightScales);
+  Value product = CastOp::create(b, loc, resultType, centered);
+  Value y = MulOp::create(b, loc, resultType, product, scale);
+  if (Value bias = c.bias) {
+    if (c.beta != 1.0f) {
+      Value beta = ConstantOp::create(b, loc, scalar(f32), DenseElementsAttr::get(scalar(f32), c.beta));
+      bias = MulOp::create(b, loc, bias.getType(), bias, beta);
+    }
+    y = AddOp::create(b, loc, resultType, y, bias);
+  }
+  op->getResult(0).replaceAllUsesWith(y);
+  op->erase();
+}

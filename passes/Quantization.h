@@ -1,0 +1,56 @@
+//===- Quantization.h - what the int8 quantization passes share -*- C++ -*-===//
+//
+// kiln-quantize-dynamic and kiln-quantize-static rewrite the same ops (a
+// MatMul or Gemm with constant f32 weights) into the same int8 product; they
+// differ in how the activations are quantized: from their range at run time,
+// or with a scale and zero point fixed at compile time from calibration. The
+// driver uses int8Candidate() too, to know which activations to calibrate.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_PASSES_QUANTIZATION_H
+#define KILN_PASSES_QUANTIZATION_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Operation.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::kiln {
+
+/// A matmul or gemm that can run in int8: activations [..., K] times constant
+/// weights [K, N], then alpha, then beta * bias.
+struct Int8Candidate {
+  Operation *op;
+  Value activation;
+  std::vector<float> weights; // f32, row-major; [N, K] when `transposed`
+  int64_t k, n;
+  bool transposed;
+  float alpha = 1.0f, beta = 1.0f;
+  Value bias; // a Gemm's C, or null
+};
+
+/// The op as an int8 candidate, or failure with the reason in `why`.
+FailureOr<Int8Candidate> int8Candidate(Operation *op, std::string &why);
+
+/// The attribute holding an activation's calibrated [min, max] (set by the
+/// driver, read by kiln-quantize-static).
+inline constexpr const char *kActivationRangeAttr = "kiln.activation_range";
+
+/// How the activations of a candidate are quantized: uint8 values with a
+/// rank-0 f32 scale and ui8 zero point.
+struct QuantizedActivations {
+  Value values, scale, zeroPoint;
+};
+
+/// Replaces the candidate by the int8 product of `activations` with its
+/// weights, quantized per column, dequantized to f32.
+void replaceWithInt8(Int8Candidate &candidate, const QuantizedActivations &activations);
+
+/// The uint8 scale and zero point that map [min(lo, 0), max(hi, 0)] onto
+/// [0, 255] (as DynamicQuantizeLinear computes them).
+std::pair<float, uint8_t> uint8Parameters(float lo, float hi);
+
+} // namespace mlir::kiln
+
+#endif

@@ -1,0 +1,90 @@
+//===- QuantizeStatic.cpp - int8 matmuls with calibrated activations ------===//
+//
+// Static post-training quantization: like kiln-quantize-dynamic, but each
+// activation's uint8 scale and zero point are fixed at compile time from the
+// range that calibration observed (the `kiln.activation_range` attribute the
+// driver sets), so quantizing costs one fused elementwise pass and the zero
+// point's correction folds into constants. The product is Quantization.cpp's.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/kiln/KilnDialect.h"
+#include "passes/Passes.h"
+#include "passes/Quantization.h"
+
+#include <cstdio>
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNQUANTIZESTATIC
+#include "passes/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// saturate(round(x / scale) + zeroPoint) as ui8, from kiln elementwise ops.
+QuantizedActivations quantizeFixed(OpBuilder &b, Location loc, Value x, float scale,
+                                   uint8_t zeroPoint) {
+  auto xType = cast<RankedTensorType>(x.getType());
+  Type f32 = b.getF32Type(), u8 = b.getIntegerType(8, false);
+  auto scalar = [&](Type t) { return RankedTensorType::get({}, t); };
+  auto f32Scalar = [&](float v) -> Value {
+    return ConstantOp::create(b, loc, scalar(f32), DenseElementsAttr::get(scalar(f32), v));
+  };
+  Value scaleValue = f32Scalar(scale);
+  Value v = DivOp::create(b, loc, xType, x, scaleValue);
+  v = RoundOp::create(b, loc, xType, v);
+  v = AddOp::create(b, loc, xType, v, f32Scalar(zeroPoint));
+  v = ClipOp::create(b, loc, xType, v, b.getF32FloatAttr(0), b.getF32FloatAttr(255));
+  Value q = CastOp::create(b, loc, RankedTensorType::get(xType.getShape(), u8), v);
+  Value zp = ConstantOp::create(b, loc, scalar(u8),
+                                DenseElementsAttr::get(scalar(u8), APInt(8, zeroPoint)));
+  return {q, scaleValue, zp};
+}
+
+struct KilnQuantizeStaticPass : mlir::kiln::impl::KilnQuantizeStaticBase<KilnQuantizeStaticPass> {
+  using KilnQuantizeStaticBase::KilnQuantizeStaticBase;
+
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<MatMulOp, GemmOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      Location loc = op->getLoc();
+      StringRef kind = isa<MatMulOp>(op) ? "matmul" : "gemm";
+      std::string why, how;
+      FailureOr<Int8Candidate> candidate = int8Candidate(op, why);
+      auto range = op->getAttrOfType<DenseF32ArrayAttr>(kActivationRangeAttr);
+      if (succeeded(candidate) && (!range || range.size() != 2)) {
+        why = "its activations were not calibrated";
+        candidate = failure();
+      }
+      if (succeeded(candidate)) {
+        auto [scale, zeroPoint] = uint8Parameters(range[0], range[1]);
+        if (scale == 0) {
+          why = "its activations were all zero in calibration";
+          candidate = failure();
+        } else {
+          OpBuilder b(op);
+          replaceWithInt8(*candidate,
+                          quantizeFixed(b, loc, candidate->activation, scale, zeroPoint));
+          char text[160];
+          snprintf(text, sizeof text, "activations in [%.4g, %.4g]: scale %.4g, zero point %d",
+                   range[0], range[1], scale, zeroPoint);
+          how = text;
+        }
+      }
+      if (!report)
+        continue;
+      if (succeeded(candidate))
+        emitRemark(loc) << "quant: " << kind << " runs in int8 (weights per column, " << how
+                        << ")";
+      else
+        emitRemark(loc) << "quant: " << kind << " stays f32: " << why;
+    }
+  }
+};
+} // namespace

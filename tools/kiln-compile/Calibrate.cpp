@@ -1,0 +1,332 @@
+//===- Calibrate.cpp - activation ranges for static int8 ------------------===//
+//
+// Calibration runs the f32 model itself: the module is cloned with the
+// activations of every int8 candidate (passes/Quantization.h) added as
+// outputs, compiled to an executable, and run on each sample. Each
+// activation's observed values give its range by the chosen method:
+//   minmax      the smallest and largest value;
+//   percentile  the 0.01% and 99.99% quantiles (outliers clipped);
+//   entropy     the clipping threshold T on |x| whose 8-bit histogram keeps
+//               the most information (smallest KL divergence, as TensorRT
+//               calibrates), giving [max(min, -T), min(max, T)].
+//
+//===----------------------------------------------------------------------===//
+#include "tools/kiln-compile/Calibrate.h"
+
+#include "dialects/kiln/KilnDialect.h"
+#include "passes/Quantization.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+extern "C" {
+#include "kiln/runtime.h"
+#include "npy.h"
+}
+
+using namespace mlir;
+namespace fs = llvm::sys::fs;
+namespace path = llvm::sys::path;
+
+namespace kiln {
+
+std::optional<CalibrationMethod> parseCalibrationMethod(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<CalibrationMethod>>(name)
+      .Case("minmax", CalibrationMethod::MinMax)
+      .Case("percentile", CalibrationMethod::Percentile)
+      .Case("entropy", CalibrationMethod::Entropy)
+      .Default(std::nullopt);
+}
+
+namespace {
+
+/// The file name an executable gives a tensor name (as runtime/src/main.c).
+std::string sanitized(llvm::StringRef name) {
+  std::string s = name.str();
+  for (char &c : s)
+    if (!(isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-'))
+      c = '_';
+  return s;
+}
+
+struct Sample {
+  std::string dir;
+  std::vector<std::pair<std::string, std::string>> inputs; // name, .npy file
+};
+
+std::vector<std::string> inputNames(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+    auto name = main.getArgAttrOfType<StringAttr>(i, "kiln.name");
+    names.push_back(name ? name.str() : "input_" + std::to_string(i));
+  }
+  return names;
+}
+
+FailureOr<std::vector<Sample>> listSamples(llvm::StringRef dir,
+                                           const std::vector<std::string> &inputs,
+                                           std::string &error) {
+  if (!fs::is_directory(dir)) {
+    error = "calibration data '" + dir.str() + "' is not a directory";
+    return failure();
+  }
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
+    if (fs::is_directory(it->path()))
+      dirs.push_back(it->path());
+  std::sort(dirs.begin(), dirs.end());
+  if (dirs.empty()) {
+    error = "calibration data '" + dir.str() +
+            "' holds no samples: expected one sub-directory per sample, each with one "
+            "<input name>.npy per model input";
+    return failure();
+  }
+  std::vector<Sample> samples;
+  for (const std::string &d : dirs) {
+    Sample s{d, {}};
+    for (const std::string &name : inputs) {
+      llvm::SmallString<256> file(d);
+      path::append(file, sanitized(name) + ".npy");
+      if (!fs::exists(file)) {
+        error = "calibration sample '" + d + "' has no " + path::filename(file).str() +
+                " for input '" + name + "'";
+        return failure();
+      }
+      s.inputs.emplace_back(name, std::string(file));
+    }
+    samples.push_back(std::move(s));
+  }
+  return samples;
+}
+
+/// The int8 candidates of `module`, in walk order.
+std::vector<Operation *> candidates(ModuleOp module) {
+  std::vector<Operation *> ops;
+  module.walk([&](Operation *op) {
+    std::string why;
+    if (isa<mlir::kiln::MatMulOp, mlir::kiln::GemmOp>(op) &&
+        succeeded(mlir::kiln::int8Candidate(op, why)))
+      ops.push_back(op);
+  });
+  return ops;
+}
+
+std::string calibrationOutput(size_t i) { return "kiln_calibration_" + std::to_string(i); }
+
+/// A copy of `module` whose main also returns each candidate's activations.
+OwningOpRef<ModuleOp> instrumented(ModuleOp module) {
+  OwningOpRef<ModuleOp> copy(module.clone());
+  auto main = copy->lookupSymbol<func::FuncOp>("main");
+  Operation *ret = main.getBody().front().getTerminator();
+  std::string why;
+  std::vector<Operation *> ops = candidates(*copy);
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    Value activation = mlir::kiln::int8Candidate(op, why)->activation;
+    Builder b(module.getContext());
+    auto attrs = b.getDictionaryAttr(
+        b.getNamedAttr("kiln.name", b.getStringAttr(calibrationOutput(i))));
+    (void)main.insertResult(main.getNumResults(), activation.getType(), attrs);
+    ret->insertOperands(ret->getNumOperands(), activation);
+  }
+  return copy;
+}
+
+LogicalResult runSample(llvm::StringRef exe, const Sample &sample, llvm::StringRef outDir,
+                        std::string &error) {
+  std::vector<std::string> args = {exe.str(), "--output-dir", outDir.str()};
+  for (auto &[name, file] : sample.inputs) {
+    args.push_back("--input");
+    args.push_back(name + "=" + file);
+  }
+  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
+  llvm::SmallString<128> errFile;
+  if (fs::createTemporaryFile("kiln-calibration", "txt", errFile)) {
+    error = "cannot create a temporary file";
+    return failure();
+  }
+  llvm::FileRemover removeErr(errFile);
+  std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(""),
+                                                llvm::StringRef(errFile)};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(exe, argRefs, std::nullopt, redirects, 0, 0, &message);
+  if (rc != 0) {
+    auto text = llvm::MemoryBuffer::getFile(errFile);
+    std::string detail = text ? (*text)->getBuffer().trim().str() : message;
+    error = "calibration run on sample '" + sample.dir + "' failed: " + detail;
+    return failure();
+  }
+  return success();
+}
+
+/// The f32 values of an .npy file.
+FailureOr<std::vector<float>> readF32(const std::string &file, std::string &error) {
+  kiln_npy npy;
+  char message[512];
+  if (kiln_npy_read(file.c_str(), &npy, message, sizeof message)) {
+    error = message;
+    return failure();
+  }
+  std::vector<float> values;
+  if (npy.dtype == KILN_FLOAT32) {
+    const float *data = static_cast<const float *>(npy.data);
+    values.assign(data, data + npy.bytes / sizeof(float));
+  }
+  bool isF32 = npy.dtype == KILN_FLOAT32;
+  kiln_npy_free(&npy);
+  if (!isF32) {
+    error = file + " does not hold f32 values";
+    return failure();
+  }
+  return values;
+}
+
+/// What calibration saw of one activation.
+struct Observed {
+  float lo = std::numeric_limits<float>::infinity();
+  float hi = -std::numeric_limits<float>::infinity();
+  std::vector<float> values; // all of them, for the percentile and entropy methods
+};
+
+float quantile(std::vector<float> &v, double q) {
+  size_t i = std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5));
+  std::nth_element(v.begin(), v.begin() + i, v.end());
+  return v[i];
+}
+
+/// The threshold on |x| that minimizes the KL divergence between the
+/// 2048-bin histogram of |x| clipped at it and that histogram merged into
+/// `levels` bins (TensorRT's entropy calibration).
+float entropyThreshold(const std::vector<float> &values, float maxAbs, int levels) {
+  constexpr int bins = 2048;
+  if (maxAbs == 0 || values.empty())
+    return 0;
+  std::vector<double> hist(bins, 0);
+  double width = maxAbs / bins;
+  for (float v : values)
+    hist[std::min(bins - 1, static_cast<int>(std::fabs(v) / width))] += 1;
+  double bestDivergence = std::numeric_limits<double>::infinity();
+  int best = bins;
+  std::vector<double> suffix(bins + 1, 0); // mass at or past each bin
+  for (int i = bins - 1; i >= 0; --i)
+    suffix[i] = suffix[i + 1] + hist[i];
+  for (int i = levels; i <= bins; ++i) {
+    std::vector<double> p(hist.begin(), hist.begin() + i);
+    p[i - 1] += suffix[i]; // outliers clip into the last bin
+    std::vector<double> q(i, 0);
+    for (int j = 0; j < levels; ++j) {
+      int start = j * i / levels, end = (j + 1) * i / levels;
+      double mass = 0;
+      int used = 0;
+      for (int k = start; k < end; ++k) {
+        mass += hist[k];
+        used += hist[k] != 0;
+      }
+      for (int k = start; k < end; ++k)
+        if (hist[k] != 0)
+          q[k] = mass / used;
+    }
+    double pSum = 0, qSum = 0;
+    for (int k = 0; k < i; ++k) {
+      pSum += p[k];
+      qSum += q[k];
+    }
+    double divergence = 0;
+    for (int k = 0; k < i; ++k) {
+      if (p[k] == 0)
+        continue;
+      double pk = p[k] / pSum, qk = q[k] > 0 ? q[k] / qSum : 1e-12;
+      divergence += pk * std::log(pk / qk);
+    }
+    if (divergence < bestDivergence) {
+      bestDivergence = divergence;
+      best = i;
+    }
+  }
+  return static_cast<float>((best + 0.5) * width);
+}
+
+std::pair<float, float> chooseRange(Observed &o, CalibrationMethod method) {
+  switch (method) {
+  case CalibrationMethod::MinMax:
+    return {o.lo, o.hi};
+  case CalibrationMethod::Percentile:
+    return {quantile(o.values, 1e-4), quantile(o.values, 1 - 1e-4)};
+  case CalibrationMethod::Entropy: {
+    // Non-negative activations (after a ReLU) use all 255 uint8 levels.
+    float t = entropyThreshold(o.values, std::max(std::fabs(o.lo), std::fabs(o.hi)),
+                               o.lo >= 0 ? 255 : 128);
+    return {std::max(o.lo, -t), std::min(o.hi, t)};
+  }
+  }
+  return {o.lo, o.hi};
+}
+
+} // namespace
+
+FailureOr<CalibrationSummary> calibrate(ModuleOp module, llvm::StringRef dir,
+                                        CalibrationMethod method, const ExecutableBuilder &build,
+                                        std::string &error) {
+  auto samples = listSamples(dir, inputNames(module), error);
+  if (failed(samples))
+    return failure();
+  std::vector<Operation *> ops = candidates(module);
+  if (ops.empty())
+    return CalibrationSummary{samples->size(), 0};
+
+  llvm::SmallString<128> work;
+  if (fs::createUniqueDirectory("kiln-calibration", work)) {
+    error = "cannot create a temporary directory";
+    return failure();
+  }
+  auto cleanup = llvm::make_scope_exit([&] { fs::remove_directories(work); });
+  llvm::SmallString<128> exe(work);
+  path::append(exe, "model");
+  OwningOpRef<ModuleOp> copy = instrumented(module);
+  if (failed(build(*copy, exe))) {
+    error = "could not compile the model for calibration (see above)";
+    return failure();
+  }
+
+  std::vector<Observed> observed(ops.size());
+  for (auto [s, sample] : llvm::enumerate(*samples)) {
+    llvm::SmallString<128> out(work);
+    path::append(out, "sample" + std::to_string(s));
+    if (failed(runSample(exe, sample, out, error)))
+      return failure();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      llvm::SmallString<128> file(out);
+      path::append(file, calibrationOutput(i) + ".npy");
+      auto values = readF32(std::string(file), error);
+      if (failed(values))
+        return failure();
+      Observed &o = observed[i];
+      for (float v : *values) {
+        o.lo = std::min(o.lo, v);
+        o.hi = std::max(o.hi, v);
+      }
+      if (method != CalibrationMethod::MinMax)
+        o.values.insert(o.values.end(), values->begin(), values->end());
+    }
+    fs::remove_directories(out);
+  }
+  for (auto [op, o] : llvm::zip(ops, observed)) {
+    auto [lo, hi] = chooseRange(o, method);
+    op->setAttr(mlir::kiln::kActivationRangeAttr,
+                DenseF32ArrayAttr::get(module.getContext(), {lo, hi}));
+  }
+  return CalibrationSummary{samples->size(), ops.size()};
+}
+
+} // namespace kiln
