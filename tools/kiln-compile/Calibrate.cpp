@@ -163,8 +163,9 @@ LogicalResult runSample(llvm::StringRef exe, const Sample &sample, llvm::StringR
   int rc = llvm::sys::ExecuteAndWait(exe, argRefs, std::nullopt, redirects, 0, 0, &message);
   if (rc != 0) {
     auto text = llvm::MemoryBuffer::getFile(errFile);
-    std::string detail = text ? (*text)->getBuffer().trim().str() : message;
-    error = "calibration run on sample '" + sample.dir + "' failed: " + detail;
+    llvm::StringRef detail = text ? (*text)->getBuffer().trim() : llvm::StringRef(message);
+    detail.consume_front((exe + ": error: ").str()); // the executable's own prefix
+    error = "calibration run on sample '" + sample.dir + "' failed: " + detail.str();
     return failure();
   }
   return success();
