@@ -82,8 +82,8 @@ FailureOr<Int8Candidate> matmulCandidate(MatMulOp op, std::string &why) {
   if (failed(weights))
     return failure();
   auto type = cast<RankedTensorType>(op.getRhs().getType());
-  return Int8Candidate{op, op.getLhs(), std::move(*weights), type.getDimSize(0),
-                       type.getDimSize(1), false};
+  return Int8Candidate{op,   op.getLhs(), std::move(*weights), type.getDimSize(0),
+                       type.getDimSize(1), false, 1.0f, 1.0f, Value()};
 }
 
 FailureOr<Int8Candidate> gemmCandidate(GemmOp op, std::string &why) {
@@ -105,10 +105,10 @@ FailureOr<Int8Candidate> gemmCandidate(GemmOp op, std::string &why) {
                   std::move(*weights),
                   type.getDimSize(transposed ? 1 : 0),
                   type.getDimSize(transposed ? 0 : 1),
-                  transposed};
-  c.alpha = op.getAlpha().convertToFloat();
-  c.beta = op.getBeta().convertToFloat();
-  c.bias = op.getC();
+                  transposed,
+                  op.getAlpha().convertToFloat(),
+                  op.getBeta().convertToFloat(),
+                  op.getC()};
   return c;
 }
 
@@ -123,6 +123,86 @@ FailureOr<Int8Candidate> mlir::kiln::int8Candidate(Operation *op, std::string &w
   return failure();
 }
 
+FailureOr<Value> mlir::kiln::int8Activation(Operation *op, std::string &why) {
+  auto conv = dyn_cast<ConvOp>(op);
+  if (!conv) {
+    auto candidate = int8Candidate(op, why);
+    return failed(candidate) ? FailureOr<Value>(failure()) : candidate->activation;
+  }
+  if (!isF32(conv.getInput())) {
+    why = "its input is not f32";
+    return failure();
+  }
+  if (conv.getGroup() != 1) {
+    why = "it is grouped (group " + std::to_string(conv.getGroup()) + ")";
+    return failure();
+  }
+  auto filter = conv.getFilter().getDefiningOp<ConstantOp>();
+  if (!filter || !f32Elements(filter.getValue())) {
+    why = "its filter is not an f32 constant";
+    return failure();
+  }
+  if (!cast<RankedTensorType>(conv.getType()).hasStaticShape()) {
+    why = "its shape is not static";
+    return failure();
+  }
+  return conv.getInput();
+}
+
+void mlir::kiln::replaceConvWithInt8(Operation *op, Value activations, float activationScale,
+                                     uint8_t zeroPoint) {
+  auto conv = cast<ConvOp>(op);
+  auto filterType = cast<RankedTensorType>(conv.getFilter().getType());
+  int64_t f = filterType.getDimSize(0), perFilter = filterType.getNumElements() / f;
+  // The filter as [F, C*KH*KW] is a transposed [K, N] weight: per-row scales.
+  Int8Candidate c{op, activations, *f32Elements(conv.getFilter().getDefiningOp<ConstantOp>().getValue()),
+                  perFilter, f, /*transposed=*/true, 1.0f, 1.0f, Value()};
+  QuantizedWeights w = quantizeWeights(c);
+  std::vector<int8_t> filterValues(f * perFilter);
+  for (int64_t i = 0; i < f; ++i)
+    for (int64_t j = 0; j < perFilter; ++j)
+      filterValues[i * perFilter + j] = w.values[j * f + i];
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  auto resultType = cast<RankedTensorType>(conv.getType());
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Value filter = blobConstant(b, loc, RankedTensorType::get(filterType.getShape(), b.getI8Type()),
+                              ArrayRef(filterValues), "int8_filter");
+  // The border holds real zeros: the zero point in the quantized domain.
+  Value input = activations;
+  ArrayRef<int64_t> pads = conv.getPads();
+  if (llvm::any_of(pads, [](int64_t p) { return p != 0; })) {
+    auto t = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> shape(t.getShape());
+    shape[2] += pads[0] + pads[2];
+    shape[3] += pads[1] + pads[3];
+    input = PadOp::create(b, loc, RankedTensorType::get(shape, t.getElementType()), input,
+                          b.getDenseI64ArrayAttr({0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]}),
+                          b.getStringAttr("constant"), b.getF64FloatAttr(zeroPoint));
+  }
+  auto sumsType = RankedTensorType::get(resultType.getShape(), i32);
+  Value sums = ConvOp::create(b, loc, sumsType, input, filter, Value(), conv.getStridesAttr(),
+                              conv.getDilationsAttr(), b.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                              conv.getGroupAttr());
+  auto perChannel = [&](Type t) { return RankedTensorType::get({f, 1, 1}, t); };
+  std::vector<int32_t> offsets(f);
+  std::vector<float> scales(f);
+  for (int64_t i = 0; i < f; ++i) {
+    offsets[i] = zeroPoint * w.columnSums[i];
+    scales[i] = activationScale * w.scales[i];
+  }
+  Value centered =
+      SubOp::create(b, loc, sumsType, sums,
+                    blobConstant(b, loc, perChannel(i32), ArrayRef(offsets), "int8_filter_offsets"));
+  Value y = MulOp::create(b, loc, resultType, CastOp::create(b, loc, resultType, centered),
+                          blobConstant(b, loc, perChannel(f32), ArrayRef(scales), "int8_filter_scales"));
+  if (Value bias = conv.getBias())
+    y = AddOp::create(b, loc, resultType, y,
+                      ReshapeOp::create(b, loc, perChannel(f32), bias).getResult());
+  op->getResult(0).replaceAllUsesWith(y);
+  op->erase();
+}
+
 std::pair<float, uint8_t> mlir::kiln::uint8Parameters(float lo, float hi) {
   lo = std::min(lo, 0.0f);
   hi = std::max(hi, 0.0f);
@@ -133,7 +213,7 @@ std::pair<float, uint8_t> mlir::kiln::uint8Parameters(float lo, float hi) {
   return {scale, static_cast<uint8_t>(zp)};
 }
 
-void mlir::kiln::replaceWithInt8(Int8Candidate &c, const QuantizedActivations &x) {
+void mlir::kiln::replaceWithInt8(const Int8Candidate &c, const QuantizedActivations &x) {
   QuantizedWeights w = quantizeWeights(c);
   Operation *op = c.op;
   OpBuilder b(op);

@@ -33,6 +33,11 @@ struct Int8Candidate {
 /// The op as an int8 candidate, or failure with the reason in `why`.
 FailureOr<Int8Candidate> int8Candidate(Operation *op, std::string &why);
 
+/// The activations of an op that can run in int8, or failure with the reason
+/// in `why`: an int8Candidate, or a 2-D convolution without groups whose
+/// filter is a constant f32 tensor.
+FailureOr<Value> int8Activation(Operation *op, std::string &why);
+
 /// The attribute holding an activation's calibrated [min, max] (set by the
 /// driver, read by kiln-quantize-static).
 inline constexpr const char *kActivationRangeAttr = "kiln.activation_range";
@@ -45,7 +50,12 @@ struct QuantizedActivations {
 
 /// Replaces the candidate by the int8 product of `activations` with its
 /// weights, quantized per column, dequantized to f32.
-void replaceWithInt8(Int8Candidate &candidate, const QuantizedActivations &activations);
+void replaceWithInt8(const Int8Candidate &candidate, const QuantizedActivations &activations);
+
+/// Replaces a convolution (int8Activation succeeded) by the int8 one over
+/// uint8 `activations` of compile-time `scale` and `zeroPoint` (which pads
+/// the border), the filter quantized per output channel, dequantized to f32.
+void replaceConvWithInt8(Operation *conv, Value activations, float scale, uint8_t zeroPoint);
 
 /// The uint8 scale and zero point that map [min(lo, 0), max(hi, 0)] onto
 /// [0, 255] (as DynamicQuantizeLinear computes them).

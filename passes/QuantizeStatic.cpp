@@ -49,28 +49,31 @@ struct KilnQuantizeStaticPass : mlir::kiln::impl::KilnQuantizeStaticBase<KilnQua
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<MatMulOp, GemmOp>(op))
+      if (isa<MatMulOp, GemmOp, ConvOp>(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
       Location loc = op->getLoc();
-      StringRef kind = isa<MatMulOp>(op) ? "matmul" : "gemm";
+      StringRef kind = isa<MatMulOp>(op) ? "matmul" : isa<GemmOp>(op) ? "gemm" : "conv";
       std::string why, how;
-      FailureOr<Int8Candidate> candidate = int8Candidate(op, why);
+      FailureOr<Value> activation = int8Activation(op, why);
       auto range = op->getAttrOfType<DenseF32ArrayAttr>(kActivationRangeAttr);
-      if (succeeded(candidate) && (!range || range.size() != 2)) {
+      if (succeeded(activation) && (!range || range.size() != 2)) {
         why = "its activations were not calibrated";
-        candidate = failure();
+        activation = failure();
       }
-      if (succeeded(candidate)) {
+      if (succeeded(activation)) {
         auto [scale, zeroPoint] = uint8Parameters(range[0], range[1]);
         if (scale == 0) {
           why = "its activations were all zero in calibration";
-          candidate = failure();
+          activation = failure();
         } else {
           OpBuilder b(op);
-          replaceWithInt8(*candidate,
-                          quantizeFixed(b, loc, candidate->activation, scale, zeroPoint));
+          QuantizedActivations q = quantizeFixed(b, loc, *activation, scale, zeroPoint);
+          if (isa<ConvOp>(op))
+            replaceConvWithInt8(op, q.values, scale, zeroPoint);
+          else
+            replaceWithInt8(*int8Candidate(op, why), q);
           char text[160];
           snprintf(text, sizeof text, "activations in [%.4g, %.4g]: scale %.4g, zero point %d",
                    range[0], range[1], scale, zeroPoint);
@@ -79,9 +82,9 @@ struct KilnQuantizeStaticPass : mlir::kiln::impl::KilnQuantizeStaticBase<KilnQua
       }
       if (!report)
         continue;
-      if (succeeded(candidate))
-        emitRemark(loc) << "quant: " << kind << " runs in int8 (weights per column, " << how
-                        << ")";
+      if (succeeded(activation))
+        emitRemark(loc) << "quant: " << kind << " runs in int8 (weights per output channel, "
+                        << how << ")";
       else
         emitRemark(loc) << "quant: " << kind << " stays f32: " << why;
     }

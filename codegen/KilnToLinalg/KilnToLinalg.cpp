@@ -521,6 +521,59 @@ static Value convolveImages(OpBuilder &b, Location loc, ConvOp op, Value input, 
       });
 }
 
+/// A widening integer convolution (8-bit input and filter, i32 result) of
+/// static shape as one widening matmul with the receptive fields as rows:
+/// im2col^T [N*OH*OW, C*KH*KW] x filter^T [C*KH*KW, F]. The constant filter
+/// is then the right operand, which kiln-vnni-matmul packs at compile time;
+/// the [N*OH*OW, F] product is permuted back to NCHW by a copy that
+/// elementwise fusion merges into the consumer.
+static Value convolveWidening(OpBuilder &b, Location loc, ConvOp op, Value input, Value filter,
+                              RankedTensorType type, Extension ext) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> fs = tensorType(filter).getShape(), out = type.getShape();
+  Type inType = tensorType(input).getElementType(), filterType = tensorType(filter).getElementType();
+  int64_t n = out[0], f = out[1], oh = out[2], ow = out[3];
+  int64_t rows = n * oh * ow, cols = fs[1] * fs[2] * fs[3];
+  ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
+  AffineExpr in, oy, ox, ch, ky, kx;
+  bindDims(ctx, in, oy, ox, ch, ky, kx);
+  AffineMap inputMap = AffineMap::get(
+      6, 0, {in, ch, oy * strides[0] + ky * dilations[0], ox * strides[1] + kx * dilations[1]},
+      ctx);
+  SmallVector<int64_t> unfoldedShape = {n, oh, ow, fs[1], fs[2], fs[3]};
+  auto unfold = linalg::GenericOp::create(
+      b, loc, RankedTensorType::get(unfoldedShape, inType), input,
+      emptyTensor(b, loc, unfoldedShape, inType),
+      ArrayRef<AffineMap>{inputMap, AffineMap::getMultiDimIdentityMap(6, ctx)},
+      SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
+      [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); });
+  Value fields =
+      reshapeTo(b, loc, unfold.getResult(0), RankedTensorType::get({rows, cols}, inType));
+  auto filterTType = RankedTensorType::get({cols, f}, filterType);
+  Value filterT;
+  if (auto constant = op.getFilter().getDefiningOp<ConstantOp>())
+    filterT = relayoutConstant(b, loc, constant.getValue(), filterTType,
+                               [&](int64_t i) { return (i % f) * cols + i / f; });
+  if (!filterT)
+    filterT = linalg::TransposeOp::create(
+                  b, loc, reshapeTo(b, loc, filter, RankedTensorType::get({f, cols}, filterType)),
+                  emptyTensor(b, loc, ArrayRef<int64_t>{cols, f}, filterType), ArrayRef<int64_t>{1, 0})
+                  .getResult()[0];
+  Type i32 = type.getElementType();
+  Value product = wideningMatmul(b, loc, fields, filterT,
+                                 zeroFilled(b, loc, ArrayRef<int64_t>{rows, f}, i32), ext);
+  Value nhwf = reshapeTo(b, loc, product, RankedTensorType::get({n, oh, ow, f}, i32));
+  AffineExpr d0, d1, d2, d3;
+  bindDims(ctx, d0, d1, d2, d3);
+  auto toNchw = linalg::GenericOp::create(
+      b, loc, type, nhwf, emptyTensor(b, loc, out, i32),
+      ArrayRef<AffineMap>{AffineMap::get(4, 0, {d0, d2, d3, d1}, ctx),
+                          AffineMap::getMultiDimIdentityMap(4, ctx)},
+      SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+      [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); });
+  return toNchw.getResult(0);
+}
+
 /// [N, channels, OH, OW] of a window of `kernel` sliding over the spatial
 /// dimensions of the padded NCHW `input`; a dynamic input must be at least
 /// as large as the window (checked at run time).
@@ -561,6 +614,13 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     Value input = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), 0.0);
     Value filter = adaptor.getFilter();
     ArrayRef<int64_t> fs = tensorType(filter).getShape();
+    if (tensorType(input).getElementType() != et) {
+      if (!type.hasStaticShape() || !tensorType(input).hasStaticShape())
+        return rewriter.notifyMatchFailure(op, "widening convolutions need static shapes");
+      Extension ext{isUnsigned(op.getInput()), isUnsigned(op.getFilter())};
+      rewriter.replaceOp(op, convolveWidening(rewriter, loc, op, input, filter, type, ext));
+      return success();
+    }
     int64_t group = op.getGroup(), channels = tensorType(input).getDimSize(1);
     SmallVector<OpFoldResult> outSizes =
         windowOutputSizes(rewriter, loc, input, fs[0], {fs[2], fs[3]}, op.getStrides(),

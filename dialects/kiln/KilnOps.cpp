@@ -175,6 +175,12 @@ LogicalResult ClipOp::verify() {
 // MatMul / Gemm
 //===----------------------------------------------------------------------===//
 
+/// The widening integer form of matmul and conv: 8-bit operands (each
+/// signed or unsigned), i32 result.
+static bool isWidening(Type lhs, Type rhs, Type result) {
+  return lhs.isInteger(8) && rhs.isInteger(8) && result.isSignlessInteger(32);
+}
+
 LogicalResult MatMulOp::verify() {
   SmallVector<int64_t> a(shapeOf(getLhs())), b(shapeOf(getRhs()));
   if (a.empty() || b.empty())
@@ -200,8 +206,7 @@ LogicalResult MatMulOp::verify() {
   Type lhsElement = getElementTypeOrSelf(getLhs().getType());
   Type rhsElement = getElementTypeOrSelf(getRhs().getType());
   Type resultElement = getElementTypeOrSelf(getType());
-  auto isByte = [](Type t) { return t.isInteger(8); };
-  bool widening = isByte(lhsElement) && isByte(rhsElement) && resultElement.isSignlessInteger(32);
+  bool widening = isWidening(lhsElement, rhsElement, resultElement);
   if (!widening && lhsElement != rhsElement)
     return emitOpError("operand element types differ: ") << lhsElement << " and " << rhsElement;
   return verifyResult(*this, getType(), widening ? resultElement : lhsElement, expected);
@@ -381,8 +386,14 @@ LogicalResult ConvOp::verify() {
   SmallVector<int64_t> expected = {x[0], w[0],
                                    slidingOutput(x[2], p[0], p[2], w[2], s[0], d[0]),
                                    slidingOutput(x[3], p[1], p[3], w[3], s[1], d[1])};
-  return verifyResult(*this, getType(), getElementTypeOrSelf(getInput().getType()),
-                      expected);
+  Type inputElement = getElementTypeOrSelf(getInput().getType());
+  Type resultElement = getElementTypeOrSelf(getType());
+  if (isWidening(inputElement, getElementTypeOrSelf(getFilter().getType()), resultElement)) {
+    if (g != 1 || getBias())
+      return emitOpError("the widening integer form takes no group and no bias");
+    return verifyResult(*this, getType(), resultElement, expected);
+  }
+  return verifyResult(*this, getType(), inputElement, expected);
 }
 
 LogicalResult BatchNormOp::verify() {

@@ -194,8 +194,10 @@ def Kiln_GemmOp : Kiln_Op<"gemm"> {
 def Kiln_ConvOp : Kiln_Op<"conv"> {
   let summary = "2-D convolution, NCHW input, FCHW filter, grouped";
   let description = [{
-    `pads` is [top, left, bottom, right]. With `group` = G the input has
-    C = G * filter.dim(1) channels and the filter count F is divisible by G.
+    `pads` is [top, left, bottom, right] (zeros of the input's type). With
+    `group` = G the input has C = G * filter.dim(1) channels and the filter
+    count F is divisible by G. The widening integer form (8-bit input and
+    filter, each i8 or ui8, i32 result) has no group and no bias.
   }];
   let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$filter, Optional<Kiln_Tensor>:$bias,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,

@@ -17,7 +17,7 @@
 // CHECK: %[[ACC:.*]] = kiln.matmul %[[Q]], %{{.*}} : (tensor<4x3xui8>, tensor<3x2xi8>) -> tensor<4x2xi32>
 // CHECK: kiln.cast %[[Z]] : tensor<ui8> -> tensor<i32>
 // CHECK: kiln.mul %[[S]], %{{.*}} : (tensor<f32>, tensor<2xf32>) -> tensor<2xf32>
-// REPORT: remark: quant: matmul runs in int8 (weights per column, activations in [-1, 3]: scale 0.01569, zero point 64)
+// REPORT: remark: quant: matmul runs in int8 (weights per output channel, activations in [-1, 3]: scale 0.01569, zero point 64)
 func.func @matmul(%x: tensor<4x3xf32>) -> tensor<4x2xf32> {
   %w = kiln.constant dense<[[1.0, -4.0], [2.0, 0.5], [-3.0, 1.0]]> : tensor<3x2xf32> -> tensor<3x2xf32>
   %y = kiln.matmul %x, %w {kiln.activation_range = array<f32: -1.0, 3.0>} : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>

@@ -116,8 +116,8 @@ std::vector<Operation *> candidates(ModuleOp module) {
   std::vector<Operation *> ops;
   module.walk([&](Operation *op) {
     std::string why;
-    if (isa<mlir::kiln::MatMulOp, mlir::kiln::GemmOp>(op) &&
-        succeeded(mlir::kiln::int8Candidate(op, why)))
+    if (isa<mlir::kiln::MatMulOp, mlir::kiln::GemmOp, mlir::kiln::ConvOp>(op) &&
+        succeeded(mlir::kiln::int8Activation(op, why)))
       ops.push_back(op);
   });
   return ops;
@@ -133,7 +133,7 @@ OwningOpRef<ModuleOp> instrumented(ModuleOp module) {
   std::string why;
   std::vector<Operation *> ops = candidates(*copy);
   for (auto [i, op] : llvm::enumerate(ops)) {
-    Value activation = mlir::kiln::int8Candidate(op, why)->activation;
+    Value activation = *mlir::kiln::int8Activation(op, why);
     Builder b(module.getContext());
     auto attrs = b.getDictionaryAttr(
         b.getNamedAttr("kiln.name", b.getStringAttr(calibrationOutput(i))));
@@ -291,7 +291,7 @@ FailureOr<CalibrationSummary> calibrate(ModuleOp module, llvm::StringRef dir,
     error = "cannot create a temporary directory";
     return failure();
   }
-  auto cleanup = llvm::make_scope_exit([&] { fs::remove_directories(work); });
+  llvm::scope_exit cleanup([&] { fs::remove_directories(work); });
   llvm::SmallString<128> exe(work);
   path::append(exe, "model");
   OwningOpRef<ModuleOp> copy = instrumented(module);
