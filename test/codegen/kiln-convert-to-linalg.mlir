@@ -480,3 +480,24 @@ func.func @dynamic_quantize(%x: tensor<2x20xf32>) -> (tensor<2x20xui8>, tensor<f
   %q, %s, %z = kiln.dynamic_quantize %x : tensor<2x20xf32> -> tensor<2x20xui8>, tensor<f32>, tensor<ui8>
   return %q, %s, %z : tensor<2x20xui8>, tensor<f32>, tensor<ui8>
 }
+
+// -----
+
+// A widening convolution: the receptive fields become rows (im2col^T, a
+// copy over (n, oy, ox, c, ky, kx)), the constant filter is transposed at
+// compile time into the right operand of a widening matmul, and the
+// [pixels, filters] product is permuted back to NCHW.
+// CHECK-LABEL: func.func @widening_conv
+// CHECK: %[[FIELDS:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<1x2x5x5xi8>) outs(%{{.*}} : tensor<1x3x3x2x3x3xi8>)
+// CHECK: tensor.expand_shape {{.*}} into tensor<9x18xi8>
+// The first row of filter^T holds element 0 of each filter.
+// CHECK: %[[FT:.*]] = arith.constant dense<{{\[}}[-3, 3, 2, 1], {{.*}}> : tensor<18x4xi8>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[FT]] : tensor<9x18xi8>, tensor<18x4xi8>) outs(%{{.*}} : tensor<9x4xi32>) attrs =  {kiln.widening_matmul}
+// CHECK: arith.extui
+// CHECK: arith.extsi
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x3x3x4xi32>) outs(%{{.*}} : tensor<1x4x3x3xi32>)
+func.func @widening_conv(%x: tensor<1x2x5x5xui8>) -> tensor<1x4x3x3xi32> {
+  %w = kiln.constant dense<[[[[-3, 2, 0], [-2, 3, 1], [-1, -3, 2]], [[0, -2, 3], [1, -1, -3], [2, 0, -2]]], [[[3, 1, -1], [-3, 2, 0], [-2, 3, 1]], [[-1, -3, 2], [0, -2, 3], [1, -1, -3]]], [[[2, 0, -2], [3, 1, -1], [-3, 2, 0]], [[-2, 3, 1], [-1, -3, 2], [0, -2, 3]]], [[[1, -1, -3], [2, 0, -2], [3, 1, -1]], [[-3, 2, 0], [-2, 3, 1], [-1, -3, 2]]]]> : tensor<4x2x3x3xi8> -> tensor<4x2x3x3xi8>
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64} : (tensor<1x2x5x5xui8>, tensor<4x2x3x3xi8>) -> tensor<1x4x3x3xi32>
+  return %0 : tensor<1x4x3x3xi32>
+}

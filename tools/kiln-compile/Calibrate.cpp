@@ -59,10 +59,7 @@ std::string sanitized(llvm::StringRef name) {
   return s;
 }
 
-struct Sample {
-  std::string dir;
-  std::vector<std::pair<std::string, std::string>> inputs; // name, .npy file
-};
+using Sample = CalibrationSample;
 
 std::vector<std::string> inputNames(ModuleOp module) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
@@ -70,6 +67,18 @@ std::vector<std::string> inputNames(ModuleOp module) {
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
     auto name = main.getArgAttrOfType<StringAttr>(i, "kiln.name");
     names.push_back(name ? name.str() : "input_" + std::to_string(i));
+  }
+  return names;
+}
+
+/// The file stems of main's f32 results (the first `count` of them).
+std::vector<std::string> f32OutputNames(ModuleOp module, unsigned count) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < count; ++i) {
+    auto name = main.getResultAttrOfType<StringAttr>(i, "kiln.name");
+    if (name && cast<RankedTensorType>(main.getResultTypes()[i]).getElementType().isF32())
+      names.push_back(sanitized(name.getValue()));
   }
   return names;
 }
@@ -274,17 +283,35 @@ std::pair<float, float> chooseRange(Observed &o, CalibrationMethod method) {
   return {o.lo, o.hi};
 }
 
+/// Reads `names` (.npy stems) from `dir`.
+FailureOr<std::map<std::string, std::vector<float>>>
+readOutputs(llvm::StringRef dir, const std::vector<std::string> &names, std::string &error) {
+  std::map<std::string, std::vector<float>> outputs;
+  for (const std::string &name : names) {
+    llvm::SmallString<128> file(dir);
+    path::append(file, name + ".npy");
+    auto values = readF32(std::string(file), error);
+    if (failed(values))
+      return failure();
+    outputs[name] = std::move(*values);
+  }
+  return outputs;
+}
+
 } // namespace
 
-FailureOr<CalibrationSummary> calibrate(ModuleOp module, llvm::StringRef dir,
-                                        CalibrationMethod method, const ExecutableBuilder &build,
-                                        std::string &error) {
+FailureOr<CalibrationResult> calibrate(ModuleOp module, llvm::StringRef dir,
+                                       CalibrationMethod method, const ExecutableBuilder &build,
+                                       std::string &error) {
   auto samples = listSamples(dir, inputNames(module), error);
   if (failed(samples))
     return failure();
+  CalibrationResult result{*samples, 0, {}};
   std::vector<Operation *> ops = candidates(module);
   if (ops.empty())
-    return CalibrationSummary{samples->size(), 0};
+    return result;
+  unsigned modelOutputs = module.lookupSymbol<func::FuncOp>("main").getNumResults();
+  std::vector<std::string> outputNames = f32OutputNames(module, modelOutputs);
 
   llvm::SmallString<128> work;
   if (fs::createUniqueDirectory("kiln-calibration", work)) {
@@ -320,6 +347,10 @@ FailureOr<CalibrationSummary> calibrate(ModuleOp module, llvm::StringRef dir,
       if (method != CalibrationMethod::MinMax)
         o.values.insert(o.values.end(), values->begin(), values->end());
     }
+    auto references = readOutputs(out, outputNames, error);
+    if (failed(references))
+      return failure();
+    result.references.push_back(std::move(*references));
     fs::remove_directories(out);
   }
   for (auto [op, o] : llvm::zip(ops, observed)) {
@@ -327,7 +358,52 @@ FailureOr<CalibrationSummary> calibrate(ModuleOp module, llvm::StringRef dir,
     op->setAttr(mlir::kiln::kActivationRangeAttr,
                 DenseF32ArrayAttr::get(module.getContext(), {lo, hi}));
   }
-  return CalibrationSummary{samples->size(), ops.size()};
+  result.activations = ops.size();
+  return result;
+}
+
+FailureOr<std::vector<OutputError>> measureOutputs(ModuleOp module,
+                                                   const CalibrationResult &calibration,
+                                                   const ExecutableBuilder &build,
+                                                   std::string &error) {
+  llvm::SmallString<128> work;
+  if (fs::createUniqueDirectory("kiln-quant-check", work)) {
+    error = "cannot create a temporary directory";
+    return failure();
+  }
+  llvm::scope_exit cleanup([&] { fs::remove_directories(work); });
+  llvm::SmallString<128> exe(work);
+  path::append(exe, "model");
+  if (failed(build(module, exe))) {
+    error = "could not compile the quantized model to measure it (see above)";
+    return failure();
+  }
+  std::map<std::string, double> signal, noise, maxAbs;
+  for (auto [s, sample] : llvm::enumerate(calibration.samples)) {
+    llvm::SmallString<128> out(work);
+    path::append(out, "sample" + std::to_string(s));
+    if (failed(runSample(exe, sample, out, error)))
+      return failure();
+    for (const auto &[name, want] : calibration.references[s]) {
+      auto got = readOutputs(out, {name}, error);
+      if (failed(got))
+        return failure();
+      const std::vector<float> &values = (*got)[name];
+      for (size_t i = 0; i < want.size() && i < values.size(); ++i) {
+        double d = double(values[i]) - want[i];
+        signal[name] += double(want[i]) * want[i];
+        noise[name] += d * d;
+        maxAbs[name] = std::max(maxAbs[name], std::fabs(d));
+      }
+    }
+  }
+  std::vector<OutputError> errors;
+  for (const auto &[name, n] : noise) {
+    double sqnr = n == 0 ? std::numeric_limits<double>::infinity()
+                         : 10 * std::log10(signal[name] / n);
+    errors.push_back({name, sqnr, maxAbs[name]});
+  }
+  return errors;
 }
 
 } // namespace kiln

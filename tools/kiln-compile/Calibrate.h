@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <functional>
+#include <map>
 #include <string>
 
 namespace kiln {
@@ -19,9 +20,26 @@ std::optional<CalibrationMethod> parseCalibrationMethod(llvm::StringRef name);
 using ExecutableBuilder =
     std::function<mlir::LogicalResult(mlir::ModuleOp module, llvm::StringRef path)>;
 
-/// What calibration measured, for the report.
-struct CalibrationSummary {
-  size_t samples = 0, activations = 0;
+/// One calibration sample: its directory and its inputs' files.
+struct CalibrationSample {
+  std::string dir;
+  std::vector<std::pair<std::string, std::string>> inputs; // name, .npy file
+};
+
+/// What calibration measured: the samples, how many activations it
+/// calibrated, and the f32 model's outputs on each sample (by output name;
+/// f32 outputs only), which the quantized model is measured against.
+struct CalibrationResult {
+  std::vector<CalibrationSample> samples;
+  size_t activations = 0;
+  std::vector<std::map<std::string, std::vector<float>>> references;
+};
+
+/// How far one output of the quantized model is from the f32 model's over
+/// all calibration samples.
+struct OutputError {
+  std::string output;
+  double sqnrDb, maxAbsError;
 };
 
 /// Runs the f32 model (`module`, at the kiln-opt stage) on every sample of
@@ -29,10 +47,16 @@ struct CalibrationSummary {
 /// names sanitized as the executables do) and records on each int8
 /// candidate op its activations' range (`kiln.activation_range`). Returns
 /// failure with `error` set for bad calibration data or a failed run.
-mlir::FailureOr<CalibrationSummary> calibrate(mlir::ModuleOp module, llvm::StringRef dir,
-                                              CalibrationMethod method,
-                                              const ExecutableBuilder &build,
-                                              std::string &error);
+mlir::FailureOr<CalibrationResult> calibrate(mlir::ModuleOp module, llvm::StringRef dir,
+                                             CalibrationMethod method,
+                                             const ExecutableBuilder &build, std::string &error);
+
+/// Runs the quantized model (`module`, at the kiln-opt stage; it is
+/// compiled in place) on the calibration samples and compares its f32
+/// outputs with the f32 model's.
+mlir::FailureOr<std::vector<OutputError>>
+measureOutputs(mlir::ModuleOp module, const CalibrationResult &calibration,
+               const ExecutableBuilder &build, std::string &error);
 
 } // namespace kiln
 

@@ -111,6 +111,13 @@ cl::opt<std::string> calibrationData("calibration-data",
                                               "sub-directory per sample, each holding one "
                                               "<input name>.npy per model input"),
                                      cl::value_desc("DIR"), cl::cat(category));
+cl::opt<double> quantMinSqnr("quant-min-sqnr",
+                             cl::desc("With --quantize=int8: warn (with --strict, fail) when an "
+                                      "output's SQNR against f32 on the calibration data is "
+                                      "below this many dB"),
+                             cl::value_desc("dB"), cl::cat(category));
+cl::opt<bool> strict("strict", cl::desc("Make --quant-min-sqnr violations errors"),
+                     cl::cat(category));
 cl::opt<std::string> calibrationMethod("calibration-method",
                                        cl::desc("How calibration picks activation ranges: "
                                                 "minmax (default), percentile (0.01%-99.99%) "
@@ -324,6 +331,34 @@ static LogicalResult buildExecutable(ModuleOp module, const mlir::kiln::CpuTarge
   return linkModel(native, prefix, runtime, target.triple, path);
 }
 
+/// Measures the quantized module's outputs against the f32 model's on the
+/// calibration samples: prints them with --report=quant and checks them
+/// against --quant-min-sqnr.
+static LogicalResult checkAccuracy(ModuleOp module, const ::kiln::CalibrationResult &calibration,
+                                   const ::kiln::ExecutableBuilder &build) {
+  OwningOpRef<ModuleOp> copy(module.clone());
+  std::string message;
+  auto errors = ::kiln::measureOutputs(*copy, calibration, build, message);
+  if (failed(errors))
+    return error(message), failure();
+  bool violated = false;
+  for (const ::kiln::OutputError &e : *errors) {
+    if (llvm::is_contained(reports, Report::Quant))
+      llvm::outs() << "quant: output '" << e.output << "': SQNR "
+                   << llvm::format("%.1f", e.sqnrDb) << " dB, max abs error "
+                   << llvm::format("%.4g", e.maxAbsError) << " (int8 vs f32 on "
+                   << calibration.samples.size() << " calibration samples)\n";
+    if (quantMinSqnr.getNumOccurrences() && e.sqnrDb < quantMinSqnr) {
+      violated = true;
+      errs() << "kiln-compile: " << (strict ? "error" : "warning") << ": output '" << e.output
+             << "' has SQNR " << llvm::format("%.1f", e.sqnrDb)
+             << " dB on the calibration data, below --quant-min-sqnr="
+             << llvm::format("%g", quantMinSqnr.getValue()) << "\n";
+    }
+  }
+  return failure(violated && strict);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
@@ -362,8 +397,12 @@ int main(int argc, char **argv) {
                  "each with one <input name>.npy per model input); --quantize=int8-dynamic "
                  "needs no calibration");
   if (!quantizeStatic && (calibrationData.getNumOccurrences() ||
-                          calibrationMethod.getNumOccurrences()))
-    return error("--calibration-data and --calibration-method only apply to --quantize=int8");
+                          calibrationMethod.getNumOccurrences() ||
+                          quantMinSqnr.getNumOccurrences()))
+    return error("--calibration-data, --calibration-method and --quant-min-sqnr only apply to "
+                 "--quantize=int8");
+  if (strict && !quantMinSqnr.getNumOccurrences())
+    return error("--strict only applies to --quant-min-sqnr");
   auto method = ::kiln::parseCalibrationMethod(calibrationMethod);
   if (!method)
     return error("unknown --calibration-method '" + calibrationMethod +
@@ -421,22 +460,26 @@ int main(int argc, char **argv) {
     std::string message;
     if (!::kiln::findRuntime(runtimeRoot(argv[0]), arch, runtime, message))
       return error(message);
-    auto summary = ::kiln::calibrate(
-        *module, calibrationData, *method,
-        [&](ModuleOp m, StringRef path) {
-          return buildExecutable(m, *target, prefix, runtime, path);
-        },
-        message);
-    if (failed(summary))
+    ::kiln::ExecutableBuilder build = [&](ModuleOp m, StringRef path) {
+      return buildExecutable(m, *target, prefix, runtime, path);
+    };
+    auto calibration = ::kiln::calibrate(*module, calibrationData, *method, build, message);
+    if (failed(calibration))
       return error(message);
-    progress.done("calibrated " + Twine(summary->activations) + " activations on " +
-                  Twine(summary->samples) + " samples (" + calibrationMethod + ")");
+    progress.done("calibrated " + Twine(calibration->activations) + " activations on " +
+                  Twine(calibration->samples.size()) + " samples (" + calibrationMethod + ")");
     PassManager quantizer(&context, ModuleOp::getOperationName());
     std::string text = "kiln-quantize-static{report=" +
                        std::string(pipelineOptions.reportQuant ? "true" : "false") +
                        "},canonicalize,cse";
     if (failed(parsePassPipeline(text, quantizer)) || failed(quantizer.run(*module)))
       return error("quantization failed (see above)");
+    if ((pipelineOptions.reportQuant || quantMinSqnr.getNumOccurrences()) &&
+        calibration->activations > 0) {
+      if (failed(checkAccuracy(*module, *calibration, build)))
+        return 1;
+      progress.done("measured the quantized model on the calibration samples");
+    }
   }
   if (failed(runPipeline(from, last)))
     return error("compilation failed (see above)");

@@ -174,3 +174,11 @@ func.func @dynamic_quantize_scale(%x: tensor<2x3xf32>) -> tensor<2x3xui8> {
   %q, %s, %z = kiln.dynamic_quantize %x : tensor<2x3xf32> -> tensor<2x3xui8>, tensor<1xf32>, tensor<ui8>
   return %q : tensor<2x3xui8>
 }
+
+// -----
+
+func.func @conv_widening_group(%x: tensor<1x4x5x5xui8>, %w: tensor<4x2x3x3xi8>) -> tensor<1x4x3x3xi32> {
+  // expected-error @+1 {{'kiln.conv' op the widening integer form takes no group and no bias}}
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64} : (tensor<1x4x5x5xui8>, tensor<4x2x3x3xi8>) -> tensor<1x4x3x3xi32>
+  return %0 : tensor<1x4x3x3xi32>
+}
