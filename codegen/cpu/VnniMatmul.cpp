@@ -94,10 +94,14 @@ struct Tile {
   int64_t rows, vectors;
 };
 
+/// The tile for M rows: an exact divisor of M when one comes close to the
+/// register limit, else the limit itself, the last M % rows rows then
+/// forming a tile of their own (49 rows: 8 tiles of 6, then 1, not 49 of 1).
 Tile chooseTile(int64_t m, int64_t columnBlocks) {
   int64_t vectors = largestDivisorUpTo(columnBlocks, 4);
-  int64_t rowLimit = std::min<int64_t>(8, (kRegisters - 2 - vectors) / vectors);
-  return {largestDivisorUpTo(m, rowLimit), vectors};
+  int64_t rowLimit = std::min<int64_t>({8, m, (kRegisters - 2 - vectors) / vectors});
+  int64_t divisor = largestDivisorUpTo(m, rowLimit);
+  return {divisor >= rowLimit - 2 ? divisor : rowLimit, vectors};
 }
 
 /// B as [Np/16][K/4][64] bytes, zero-padded; and, for a signed A, the
@@ -251,6 +255,33 @@ Value paddedInit(OpBuilder &b, Location loc, Value init, int64_t m, int64_t n, i
                                        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
 }
 
+/// An scf.forall of `rowTiles` x `columnTiles` register tiles of `kernel`,
+/// the first at row `rowBegin`, computing into `init`.
+Value tileLoop(OpBuilder &b, Location loc, KernelBuilder kernel, Value init, int64_t rowBegin,
+               int64_t rowTiles, int64_t columnTiles) {
+  Tile tile = kernel.tile;
+  int64_t tileColumns = tile.vectors * kLanes;
+  SmallVector<OpFoldResult> counts = {b.getIndexAttr(rowTiles), b.getIndexAttr(columnTiles)};
+  auto forall = scf::ForallOp::create(b, loc, counts, ValueRange{init}, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  Value m0 = arith::AddIOp::create(
+      b, loc, kernel.index(rowBegin),
+      arith::MulIOp::create(b, loc, forall.getInductionVar(0), kernel.index(tile.rows)));
+  Value n0 = arith::MulIOp::create(b, loc, forall.getInductionVar(1), kernel.index(tileColumns));
+  Value block0 =
+      arith::MulIOp::create(b, loc, forall.getInductionVar(1), kernel.index(tile.vectors));
+  Value shared = forall.getRegionIterArgs()[0];
+  SmallVector<OpFoldResult> offsets = {m0, n0};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(tile.rows), b.getIndexAttr(tileColumns)};
+  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+  Value out = tensor::ExtractSliceOp::create(b, loc, shared, offsets, sizes, strides);
+  Value written = kernel.build(out, m0, n0, block0);
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, written, shared, offsets, sizes, strides);
+  return forall.getResult(0);
+}
+
 void rewriteAsKernel(WideningMatmul mm) {
   OpBuilder b(mm.op);
   Location loc = mm.op.getLoc();
@@ -259,33 +290,20 @@ void rewriteAsKernel(WideningMatmul mm) {
   int64_t tileColumns = tile.vectors * kLanes;
   PackedWeights weights = packWeights(b, loc, mm, np);
   Value init = paddedInit(b, loc, mm.init, mm.m, mm.n, np);
-  KernelBuilder kernel{b,
-                       loc,
-                       mm,
-                       tile,
-                       weights,
-                       VectorType::get({kLanes}, b.getI32Type()),
-                       VectorType::get({kLanes * kGroup}, b.getI8Type())};
-  SmallVector<OpFoldResult> counts = {b.getIndexAttr(mm.m / tile.rows),
-                                      b.getIndexAttr(np / tileColumns)};
-  auto forall = scf::ForallOp::create(b, loc, counts, ValueRange{init}, std::nullopt);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(forall.getTerminator());
-    Value m0 = arith::MulIOp::create(b, loc, forall.getInductionVar(0), kernel.index(tile.rows));
-    Value n0 = arith::MulIOp::create(b, loc, forall.getInductionVar(1), kernel.index(tileColumns));
-    Value block0 =
-        arith::MulIOp::create(b, loc, forall.getInductionVar(1), kernel.index(tile.vectors));
-    Value shared = forall.getRegionIterArgs()[0];
-    SmallVector<OpFoldResult> offsets = {m0, n0};
-    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(tile.rows), b.getIndexAttr(tileColumns)};
-    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-    Value out = tensor::ExtractSliceOp::create(b, loc, shared, offsets, sizes, strides);
-    Value written = kernel.build(out, m0, n0, block0);
-    b.setInsertionPointToStart(forall.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(b, loc, written, shared, offsets, sizes, strides);
-  }
-  Value result = forall.getResult(0);
+  auto kernelFor = [&](Tile t) {
+    return KernelBuilder{b,
+                         loc,
+                         mm,
+                         t,
+                         weights,
+                         VectorType::get({kLanes}, b.getI32Type()),
+                         VectorType::get({kLanes * kGroup}, b.getI8Type())};
+  };
+  int64_t fullRows = mm.m - mm.m % tile.rows;
+  Value result = tileLoop(b, loc, kernelFor(tile), init, 0, fullRows / tile.rows, np / tileColumns);
+  if (fullRows != mm.m)
+    result = tileLoop(b, loc, kernelFor({mm.m - fullRows, tile.vectors}), result, fullRows, 1,
+                      np / tileColumns);
   if (np != mm.n)
     result = tensor::ExtractSliceOp::create(
         b, loc, result, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
