@@ -13,11 +13,13 @@ using namespace mlir;
 
 /// Named structured ops (matmul, batch_matmul, fill, transpose, ...) keep
 /// their identity: the CPU schedule and bufferization look for them by name.
-/// So do widening integer matmuls, generics that kiln-vnni-matmul looks for.
+/// So do widening integer matmuls, generics that kiln-vnni-matmul looks for,
+/// and layout copies, whose loop order is chosen for their memory accesses.
 static bool keepsIdentity(Operation *op) {
   if (!op || !isa<linalg::LinalgOp>(op))
     return false;
-  return !isa<linalg::GenericOp>(op) || op->hasAttr("kiln.widening_matmul");
+  return !isa<linalg::GenericOp>(op) || op->hasAttr("kiln.widening_matmul") ||
+         op->hasAttr("kiln.layout_copy");
 }
 
 /// A quantization reads its input twice (range, then values): a producer

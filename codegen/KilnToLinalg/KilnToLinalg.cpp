@@ -525,8 +525,10 @@ static Value convolveImages(OpBuilder &b, Location loc, ConvOp op, Value input, 
 /// static shape as one widening matmul with the receptive fields as rows:
 /// im2col^T [N*OH*OW, C*KH*KW] x filter^T [C*KH*KW, F]. The constant filter
 /// is then the right operand, which kiln-vnni-matmul packs at compile time;
-/// the [N*OH*OW, F] product is permuted back to NCHW by a copy that
-/// elementwise fusion merges into the consumer.
+/// the [N*OH*OW, F] product is permuted back to NCHW by a copy that reads it
+/// in order and writes each pixel's channels to their planes. That copy
+/// stays unfused (`kiln.layout_copy`): fused into its consumer it would read
+/// the product with a gather per element, at a stride of F.
 static Value convolveWidening(OpBuilder &b, Location loc, ConvOp op, Value input, Value filter,
                               RankedTensorType type, Extension ext) {
   MLIRContext *ctx = b.getContext();
@@ -567,10 +569,11 @@ static Value convolveWidening(OpBuilder &b, Location loc, ConvOp op, Value input
   bindDims(ctx, d0, d1, d2, d3);
   auto toNchw = linalg::GenericOp::create(
       b, loc, type, nhwf, emptyTensor(b, loc, out, i32),
-      ArrayRef<AffineMap>{AffineMap::get(4, 0, {d0, d2, d3, d1}, ctx),
-                          AffineMap::getMultiDimIdentityMap(4, ctx)},
+      ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(4, ctx),
+                          AffineMap::get(4, 0, {d0, d3, d1, d2}, ctx)},
       SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
       [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); });
+  toNchw->setAttr("kiln.layout_copy", b.getUnitAttr());
   return toNchw.getResult(0);
 }
 

@@ -495,7 +495,7 @@ func.func @dynamic_quantize(%x: tensor<2x20xf32>) -> (tensor<2x20xui8>, tensor<f
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[FT]] : tensor<9x18xi8>, tensor<18x4xi8>) outs(%{{.*}} : tensor<9x4xi32>) attrs =  {kiln.widening_matmul}
 // CHECK: arith.extui
 // CHECK: arith.extsi
-// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x3x3x4xi32>) outs(%{{.*}} : tensor<1x4x3x3xi32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x3x3x4xi32>) outs(%{{.*}} : tensor<1x4x3x3xi32>) attrs =  {kiln.layout_copy}
 func.func @widening_conv(%x: tensor<1x2x5x5xui8>) -> tensor<1x4x3x3xi32> {
   %w = kiln.constant dense<[[[[-3, 2, 0], [-2, 3, 1], [-1, -3, 2]], [[0, -2, 3], [1, -1, -3], [2, 0, -2]]], [[[3, 1, -1], [-3, 2, 0], [-2, 3, 1]], [[-1, -3, 2], [0, -2, 3], [1, -1, -3]]], [[[2, 0, -2], [3, 1, -1], [-3, 2, 0]], [[-2, 3, 1], [-1, -3, 2], [0, -2, 3]]], [[[1, -1, -3], [2, 0, -2], [3, 1, -1]], [[-3, 2, 0], [-2, 3, 1], [-1, -3, 2]]]]> : tensor<4x2x3x3xi8> -> tensor<4x2x3x3xi8>
   %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64} : (tensor<1x2x5x5xui8>, tensor<4x2x3x3xi8>) -> tensor<1x4x3x3xi32>
