@@ -23,21 +23,17 @@ using namespace mlir::kiln;
 
 namespace {
 
-/// saturate(round(x / scale) + zeroPoint) as ui8, from kiln elementwise ops.
+/// kiln.quantize of `x` with `scale` and `zeroPoint`, with the rank-0
+/// constants the int8 product reads.
 QuantizedActivations quantizeFixed(OpBuilder &b, Location loc, Value x, float scale,
                                    uint8_t zeroPoint) {
   auto xType = cast<RankedTensorType>(x.getType());
   Type f32 = b.getF32Type(), u8 = b.getIntegerType(8, false);
   auto scalar = [&](Type t) { return RankedTensorType::get({}, t); };
-  auto f32Scalar = [&](float v) -> Value {
-    return ConstantOp::create(b, loc, scalar(f32), DenseElementsAttr::get(scalar(f32), v));
-  };
-  Value scaleValue = f32Scalar(scale);
-  Value v = DivOp::create(b, loc, xType, x, scaleValue);
-  v = RoundOp::create(b, loc, xType, v);
-  v = AddOp::create(b, loc, xType, v, f32Scalar(zeroPoint));
-  v = ClipOp::create(b, loc, xType, v, b.getF32FloatAttr(0), b.getF32FloatAttr(255));
-  Value q = CastOp::create(b, loc, RankedTensorType::get(xType.getShape(), u8), v);
+  Value q = QuantizeOp::create(b, loc, RankedTensorType::get(xType.getShape(), u8), x,
+                               b.getF32FloatAttr(scale), b.getI64IntegerAttr(zeroPoint));
+  Value scaleValue =
+      ConstantOp::create(b, loc, scalar(f32), DenseElementsAttr::get(scalar(f32), scale));
   Value zp = ConstantOp::create(b, loc, scalar(u8),
                                 DenseElementsAttr::get(scalar(u8), APInt(8, zeroPoint)));
   return {q, scaleValue, zp};

@@ -69,6 +69,36 @@ Value clampTo(OpBuilder &b, Location loc, Value v, double lo, double hi) {
   return arith::SelectOp::create(b, loc, above, high, v);
 }
 
+/// saturate(round(x / divisor) + zeroPoint) as uint8, elementwise, for f32
+/// scalars `divisor` and `zeroPoint`. Tagged `kiln.quantize`: elementwise
+/// fusion does not compute the input's producers into it, as they also feed
+/// the f32 graph and would be computed twice.
+Value buildQuantize(OpBuilder &b, Location loc, Value x, RankedTensorType type, Value divisor,
+                    Value zeroPoint) {
+  Type i8 = b.getIntegerType(8);
+  Value q = buildElementwise(b, loc, type, {x}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    Value v = math::RoundEvenOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], divisor));
+    v = clampTo(nb, l, arith::AddFOp::create(nb, l, v, zeroPoint), 0, 255);
+    return arith::FPToUIOp::create(nb, l, i8, v);
+  });
+  q.getDefiningOp()->setAttr("kiln.quantize", b.getUnitAttr());
+  return q;
+}
+
+struct QuantizeLowering : OpConversionPattern<QuantizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(QuantizeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    Value divisor = scalarConst(rewriter, loc, f32, op.getScale().convertToDouble());
+    Value zeroPoint = scalarConst(rewriter, loc, f32, static_cast<double>(op.getZeroPoint()));
+    rewriter.replaceOp(op, buildQuantize(rewriter, loc, adaptor.getInput(),
+                                         signlessType(op.getType()), divisor, zeroPoint));
+    return success();
+  }
+};
+
 struct DynamicQuantizeLowering : OpConversionPattern<DynamicQuantizeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(DynamicQuantizeOp op, OpAdaptor adaptor,
@@ -93,14 +123,8 @@ struct DynamicQuantizeLowering : OpConversionPattern<DynamicQuantizeOp> {
         math::RoundEvenOp::create(
             b, loc, arith::DivFOp::create(b, loc, arith::NegFOp::create(b, loc, lo), divisor)),
         0, 255);
-    Value q = buildElementwise(
-        rewriter, loc, signlessType(op.getResult().getType()), {x},
-        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          Value v = math::RoundEvenOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], divisor));
-          v = clampTo(nb, l, arith::AddFOp::create(nb, l, v, zeroPoint), 0, 255);
-          return arith::FPToUIOp::create(nb, l, i8, v);
-        });
-    q.getDefiningOp()->setAttr("kiln.quantize", rewriter.getUnitAttr());
+    Value q = buildQuantize(rewriter, loc, x, signlessType(op.getResult().getType()), divisor,
+                            zeroPoint);
     auto rank0 = [&](Value v) -> Value {
       return tensor::FromElementsOp::create(b, loc, RankedTensorType::get({}, v.getType()),
                                             ValueRange{v});
@@ -115,5 +139,5 @@ struct DynamicQuantizeLowering : OpConversionPattern<DynamicQuantizeOp> {
 } // namespace
 
 void mlir::kiln::populateQuantLowerings(RewritePatternSet &patterns) {
-  patterns.add<DynamicQuantizeLowering>(patterns.getContext());
+  patterns.add<DynamicQuantizeLowering, QuantizeLowering>(patterns.getContext());
 }

@@ -212,6 +212,20 @@ LogicalResult MatMulOp::verify() {
   return verifyResult(*this, getType(), widening ? resultElement : lhsElement, expected);
 }
 
+LogicalResult QuantizeOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (!input.getElementType().isF32())
+    return emitOpError("input must hold f32, not ") << input.getElementType();
+  if (!result.getElementType().isUnsignedInteger(8) || result.getShape() != input.getShape())
+    return emitOpError("result must be ui8 of the input's shape, not ") << result;
+  if (!(getScale().convertToFloat() > 0))
+    return emitOpError("scale must be positive");
+  if (getZeroPoint() < 0 || getZeroPoint() > 255)
+    return emitOpError("zero point ") << getZeroPoint() << " is outside [0, 255]";
+  return success();
+}
+
 LogicalResult DynamicQuantizeOp::verify() {
   auto input = cast<RankedTensorType>(getInput().getType());
   if (!input.getElementType().isF32())

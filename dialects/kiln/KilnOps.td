@@ -179,6 +179,18 @@ def Kiln_DynamicQuantizeOp : Kiln_Op<"dynamic_quantize"> {
   let hasVerifier = 1;
 }
 
+def Kiln_QuantizeOp : Kiln_Op<"quantize"> {
+  let summary = "f32 to uint8 with a fixed scale and zero point";
+  let description = [{
+    y = saturate(round(x / scale) + zero_point) to [0, 255], rounding half
+    to even (QuantizeLinear with compile-time per-tensor parameters).
+  }];
+  let arguments = (ins Kiln_Tensor:$input, F32Attr:$scale, I64Attr:$zero_point);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Kiln_GemmOp : Kiln_Op<"gemm"> {
   let summary = "alpha * op(A) * op(B) + beta * C (ONNX Gemm)";
   let arguments = (ins Kiln_Tensor:$a, Kiln_Tensor:$b, Optional<Kiln_Tensor>:$c,

@@ -501,3 +501,19 @@ func.func @widening_conv(%x: tensor<1x2x5x5xui8>) -> tensor<1x4x3x3xi32> {
   %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64} : (tensor<1x2x5x5xui8>, tensor<4x2x3x3xi8>) -> tensor<1x4x3x3xi32>
   return %0 : tensor<1x4x3x3xi32>
 }
+
+// -----
+
+// kiln.quantize: one elementwise generic, tagged so that fusion leaves its
+// input's producers alone; clamps are compares and selects.
+// CHECK-LABEL: func.func @quantize
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>) outs(%{{.*}} : tensor<8xi8>) attrs =  {kiln.quantize}
+// CHECK:   arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK:   math.roundeven
+// CHECK:   arith.cmpf olt
+// CHECK:   arith.select
+// CHECK:   arith.fptoui %{{.*}} : f32 to i8
+func.func @quantize(%x: tensor<8xf32>) -> tensor<8xui8> {
+  %q = kiln.quantize %x {scale = 0.5 : f32, zero_point = 3 : i64} : tensor<8xf32> -> tensor<8xui8>
+  return %q : tensor<8xui8>
+}

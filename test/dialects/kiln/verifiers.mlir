@@ -182,3 +182,11 @@ func.func @conv_widening_group(%x: tensor<1x4x5x5xui8>, %w: tensor<4x2x3x3xi8>) 
   %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64} : (tensor<1x4x5x5xui8>, tensor<4x2x3x3xi8>) -> tensor<1x4x3x3xi32>
   return %0 : tensor<1x4x3x3xi32>
 }
+
+// -----
+
+func.func @quantize_zero_point(%x: tensor<2x3xf32>) -> tensor<2x3xui8> {
+  // expected-error @+1 {{'kiln.quantize' op zero point 300 is outside [0, 255]}}
+  %q = kiln.quantize %x {scale = 0.5 : f32, zero_point = 300 : i64} : tensor<2x3xf32> -> tensor<2x3xui8>
+  return %q : tensor<2x3xui8>
+}
