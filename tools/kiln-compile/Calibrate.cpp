@@ -17,7 +17,6 @@
 #include "passes/Quantization.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -283,6 +282,35 @@ std::pair<float, float> chooseRange(Observed &o, CalibrationMethod method) {
   return {o.lo, o.hi};
 }
 
+/// An executable built from a module in a temporary directory, which goes
+/// with it (with the sample outputs written there).
+class ScratchExecutable {
+public:
+  ~ScratchExecutable() {
+    if (!work.empty())
+      fs::remove_directories(work);
+  }
+  LogicalResult build(ModuleOp module, const ExecutableBuilder &builder, llvm::StringRef what,
+                      std::string &error) {
+    if (fs::createUniqueDirectory("kiln-calibration", work)) {
+      error = "cannot create a temporary directory";
+      return failure();
+    }
+    exePath = work;
+    path::append(exePath, "model");
+    if (failed(builder(module, exePath))) {
+      error = "could not compile " + what.str() + " (see above)";
+      return failure();
+    }
+    return success();
+  }
+  llvm::StringRef dir() const { return work; }
+  llvm::StringRef exe() const { return exePath; }
+
+private:
+  llvm::SmallString<128> work, exePath;
+};
+
 /// Reads `names` (.npy stems) from `dir`.
 FailureOr<std::map<std::string, std::vector<float>>>
 readOutputs(llvm::StringRef dir, const std::vector<std::string> &names, std::string &error) {
@@ -313,19 +341,11 @@ FailureOr<CalibrationResult> calibrate(ModuleOp module, llvm::StringRef dir,
   unsigned modelOutputs = module.lookupSymbol<func::FuncOp>("main").getNumResults();
   std::vector<std::string> outputNames = f32OutputNames(module, modelOutputs);
 
-  llvm::SmallString<128> work;
-  if (fs::createUniqueDirectory("kiln-calibration", work)) {
-    error = "cannot create a temporary directory";
-    return failure();
-  }
-  llvm::scope_exit cleanup([&] { fs::remove_directories(work); });
-  llvm::SmallString<128> exe(work);
-  path::append(exe, "model");
   OwningOpRef<ModuleOp> copy = instrumented(module);
-  if (failed(build(*copy, exe))) {
-    error = "could not compile the model for calibration (see above)";
+  ScratchExecutable scratch;
+  if (failed(scratch.build(*copy, build, "the model for calibration", error)))
     return failure();
-  }
+  llvm::StringRef work = scratch.dir(), exe = scratch.exe();
 
   std::vector<Observed> observed(ops.size());
   for (auto [s, sample] : llvm::enumerate(*samples)) {
@@ -366,18 +386,10 @@ FailureOr<std::vector<OutputError>> measureOutputs(ModuleOp module,
                                                    const CalibrationResult &calibration,
                                                    const ExecutableBuilder &build,
                                                    std::string &error) {
-  llvm::SmallString<128> work;
-  if (fs::createUniqueDirectory("kiln-quant-check", work)) {
-    error = "cannot create a temporary directory";
+  ScratchExecutable scratch;
+  if (failed(scratch.build(module, build, "the quantized model to measure it", error)))
     return failure();
-  }
-  llvm::scope_exit cleanup([&] { fs::remove_directories(work); });
-  llvm::SmallString<128> exe(work);
-  path::append(exe, "model");
-  if (failed(build(module, exe))) {
-    error = "could not compile the quantized model to measure it (see above)";
-    return failure();
-  }
+  llvm::StringRef work = scratch.dir(), exe = scratch.exe();
   std::map<std::string, double> signal, noise, maxAbs;
   for (auto [s, sample] : llvm::enumerate(calibration.samples)) {
     llvm::SmallString<128> out(work);
