@@ -50,17 +50,23 @@ def KilnPeelDynamicMatmul : Pass<"kiln-peel-dynamic-matmul", "func::FuncOp"> {
 }
 
 def KilnVnniMatmul : Pass<"kiln-vnni-matmul", "func::FuncOp"> {
-  let summary = "Compile int8 matmuls with constant weights to an AVX-512 VNNI kernel";
+  let summary = "Compile int8 and bf16 matmuls with constant weights to AVX-512 dot-product kernels";
   let description = [{
     A 2-D widening matmul (`linalg.generic` tagged `kiln.widening_matmul`:
-    u8 or i8 rows times constant i8 weights, i32 sums) of static shape becomes
-    an `scf.forall` of register tiles. Each tile keeps rows x (1-4) vectors of
-    16 i32 sums in registers and adds four k at a time with vpdpbusd
-    (`llvm.x86.avx512.vpdpbusd.512`) from weights packed at compile time into
-    [N/16][K/4][16][4]. Signed rows are flipped to unsigned and corrected by
-    a constant. Only for targets with AVX-512 VNNI; other widening matmuls
-    are left as they are.
+    u8 or i8 rows times constant i8 weights with i32 sums, or bf16 times
+    constant bf16 with f32 sums) of static shape becomes an `scf.forall` of
+    register tiles. Each tile keeps rows x (1-4) vectors of 16 sums in
+    registers and adds a group of k per step with vpdpbusd
+    (`llvm.x86.avx512.vpdpbusd.512`, four int8 k) or vdpbf16ps
+    (`llvm.x86.avx512bf16.dpbf16ps.512`, two bf16 k), from weights packed at
+    compile time into [N/16][K/g][16][g]. Signed int8 rows are flipped to
+    unsigned and corrected by a constant. `int8` and `bf16` say which
+    instructions the target has; other widening matmuls are left as they are.
   }];
+  let options = [
+    Option<"int8", "int8", "bool", "true", "The target has AVX-512 VNNI (vpdpbusd)">,
+    Option<"bf16", "bf16", "bool", "true", "The target has AVX512-BF16 (vdpbf16ps)">,
+  ];
   let dependentDialects = ["arith::ArithDialect", "LLVM::LLVMDialect", "scf::SCFDialect",
                            "tensor::TensorDialect", "vector::VectorDialect"];
 }

@@ -24,7 +24,7 @@ struct QuantizedWeights {
   std::vector<int32_t> columnSums; // [N], of `values`
 };
 
-QuantizedWeights quantizeWeights(const Int8Candidate &c) {
+QuantizedWeights quantizeWeights(const ConstantWeightMatmul &c) {
   int64_t k = c.k, n = c.n;
   auto at = [&](int64_t row, int64_t col) {
     return c.transposed ? c.weights[col * k + row] : c.weights[row * n + col];
@@ -69,7 +69,7 @@ FailureOr<std::vector<float>> constantWeights(Value w, std::string &why) {
 
 bool isF32(Value v) { return cast<RankedTensorType>(v.getType()).getElementType().isF32(); }
 
-FailureOr<Int8Candidate> matmulCandidate(MatMulOp op, std::string &why) {
+FailureOr<ConstantWeightMatmul> matmulCandidate(MatMulOp op, std::string &why) {
   if (!isF32(op.getLhs())) {
     why = "its activations are not f32";
     return failure();
@@ -82,11 +82,11 @@ FailureOr<Int8Candidate> matmulCandidate(MatMulOp op, std::string &why) {
   if (failed(weights))
     return failure();
   auto type = cast<RankedTensorType>(op.getRhs().getType());
-  return Int8Candidate{op,   op.getLhs(), std::move(*weights), type.getDimSize(0),
+  return ConstantWeightMatmul{op,   op.getLhs(), std::move(*weights), type.getDimSize(0),
                        type.getDimSize(1), false, 1.0f, 1.0f, Value()};
 }
 
-FailureOr<Int8Candidate> gemmCandidate(GemmOp op, std::string &why) {
+FailureOr<ConstantWeightMatmul> gemmCandidate(GemmOp op, std::string &why) {
   if (!isF32(op.getA())) {
     why = "its activations are not f32";
     return failure();
@@ -100,7 +100,7 @@ FailureOr<Int8Candidate> gemmCandidate(GemmOp op, std::string &why) {
     return failure();
   auto type = cast<RankedTensorType>(op.getB().getType());
   bool transposed = op.getTransB();
-  Int8Candidate c{op,
+  ConstantWeightMatmul c{op,
                   op.getA(),
                   std::move(*weights),
                   type.getDimSize(transposed ? 1 : 0),
@@ -114,7 +114,7 @@ FailureOr<Int8Candidate> gemmCandidate(GemmOp op, std::string &why) {
 
 } // namespace
 
-FailureOr<Int8Candidate> mlir::kiln::int8Candidate(Operation *op, std::string &why) {
+FailureOr<ConstantWeightMatmul> mlir::kiln::constantWeightMatmul(Operation *op, std::string &why) {
   if (auto matmul = dyn_cast<MatMulOp>(op))
     return matmulCandidate(matmul, why);
   if (auto gemm = dyn_cast<GemmOp>(op))
@@ -126,7 +126,7 @@ FailureOr<Int8Candidate> mlir::kiln::int8Candidate(Operation *op, std::string &w
 FailureOr<Value> mlir::kiln::int8Activation(Operation *op, std::string &why) {
   auto conv = dyn_cast<ConvOp>(op);
   if (!conv) {
-    auto candidate = int8Candidate(op, why);
+    auto candidate = constantWeightMatmul(op, why);
     return failed(candidate) ? FailureOr<Value>(failure()) : candidate->activation;
   }
   if (!isF32(conv.getInput())) {
@@ -155,7 +155,7 @@ void mlir::kiln::replaceConvWithInt8(Operation *op, Value activations, float act
   auto filterType = cast<RankedTensorType>(conv.getFilter().getType());
   int64_t f = filterType.getDimSize(0), perFilter = filterType.getNumElements() / f;
   // The filter as [F, C*KH*KW] is a transposed [K, N] weight: per-row scales.
-  Int8Candidate c{op, activations, *f32Elements(conv.getFilter().getDefiningOp<ConstantOp>().getValue()),
+  ConstantWeightMatmul c{op, activations, *f32Elements(conv.getFilter().getDefiningOp<ConstantOp>().getValue()),
                   perFilter, f, /*transposed=*/true, 1.0f, 1.0f, Value()};
   QuantizedWeights w = quantizeWeights(c);
   std::vector<int8_t> filterValues(f * perFilter);
@@ -213,7 +213,7 @@ std::pair<float, uint8_t> mlir::kiln::uint8Parameters(float lo, float hi) {
   return {scale, static_cast<uint8_t>(zp)};
 }
 
-void mlir::kiln::replaceWithInt8(const Int8Candidate &c, const QuantizedActivations &x) {
+void mlir::kiln::replaceWithInt8(const ConstantWeightMatmul &c, const QuantizedActivations &x) {
   QuantizedWeights w = quantizeWeights(c);
   Operation *op = c.op;
   OpBuilder b(op);
@@ -236,13 +236,22 @@ void mlir::kiln::replaceWithInt8(const Int8Candidate &c, const QuantizedActivati
   Value scale = MulOp::create(b, loc, vector(f32), x.scale, weightScales);
   Value product = CastOp::create(b, loc, resultType, centered);
   Value y = MulOp::create(b, loc, resultType, product, scale);
-  if (Value bias = c.bias) {
-    if (c.beta != 1.0f) {
-      Value beta = ConstantOp::create(b, loc, scalar(f32), DenseElementsAttr::get(scalar(f32), c.beta));
-      bias = MulOp::create(b, loc, bias.getType(), bias, beta);
-    }
-    y = AddOp::create(b, loc, resultType, y, bias);
-  }
-  op->getResult(0).replaceAllUsesWith(y);
+  op->getResult(0).replaceAllUsesWith(gemmEpilogue(b, loc, c, y, /*alphaApplied=*/true));
   op->erase();
+}
+
+Value mlir::kiln::gemmEpilogue(OpBuilder &b, Location loc, const ConstantWeightMatmul &c,
+                               Value y, bool alphaApplied) {
+  auto scalarType = RankedTensorType::get({}, b.getF32Type());
+  auto scalar = [&](float v) -> Value {
+    return ConstantOp::create(b, loc, scalarType, DenseElementsAttr::get(scalarType, v));
+  };
+  if (!alphaApplied && c.alpha != 1.0f)
+    y = MulOp::create(b, loc, y.getType(), y, scalar(c.alpha));
+  if (Value bias = c.bias) {
+    if (c.beta != 1.0f)
+      bias = MulOp::create(b, loc, bias.getType(), bias, scalar(c.beta));
+    y = AddOp::create(b, loc, y.getType(), y, bias);
+  }
+  return y;
 }

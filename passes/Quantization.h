@@ -4,7 +4,7 @@
 // MatMul or Gemm with constant f32 weights) into the same int8 product; they
 // differ in how the activations are quantized: from their range at run time,
 // or with a scale and zero point fixed at compile time from calibration. The
-// driver uses int8Candidate() too, to know which activations to calibrate.
+// driver uses constantWeightMatmul() too, to know which activations to calibrate.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_PASSES_QUANTIZATION_H
@@ -18,9 +18,9 @@
 
 namespace mlir::kiln {
 
-/// A matmul or gemm that can run in int8: activations [..., K] times constant
-/// weights [K, N], then alpha, then beta * bias.
-struct Int8Candidate {
+/// A matmul or gemm of activations [..., K] and constant f32 weights [K, N],
+/// then alpha, then beta * bias: what can run in int8 or bf16.
+struct ConstantWeightMatmul {
   Operation *op;
   Value activation;
   std::vector<float> weights; // f32, row-major; [N, K] when `transposed`
@@ -30,11 +30,12 @@ struct Int8Candidate {
   Value bias; // a Gemm's C, or null
 };
 
-/// The op as an int8 candidate, or failure with the reason in `why`.
-FailureOr<Int8Candidate> int8Candidate(Operation *op, std::string &why);
+/// The op as a matmul with constant f32 weights (what int8 and bf16 rewrite),
+/// or failure with the reason in `why`.
+FailureOr<ConstantWeightMatmul> constantWeightMatmul(Operation *op, std::string &why);
 
 /// The activations of an op that can run in int8, or failure with the reason
-/// in `why`: an int8Candidate, or a 2-D convolution without groups whose
+/// in `why`: a constantWeightMatmul, or a 2-D convolution without groups whose
 /// filter is a constant f32 tensor.
 FailureOr<Value> int8Activation(Operation *op, std::string &why);
 
@@ -50,12 +51,18 @@ struct QuantizedActivations {
 
 /// Replaces the candidate by the int8 product of `activations` with its
 /// weights, quantized per column, dequantized to f32.
-void replaceWithInt8(const Int8Candidate &candidate, const QuantizedActivations &activations);
+void replaceWithInt8(const ConstantWeightMatmul &candidate,
+                     const QuantizedActivations &activations);
 
 /// Replaces a convolution (int8Activation succeeded) by the int8 one over
 /// uint8 `activations` of compile-time `scale` and `zeroPoint` (which pads
 /// the border), the filter quantized per output channel, dequantized to f32.
 void replaceConvWithInt8(Operation *conv, Value activations, float scale, uint8_t zeroPoint);
+
+/// `y` (the candidate's product) times alpha unless `alphaApplied`, plus
+/// beta * C for a gemm with C: what follows the product of a gemm.
+Value gemmEpilogue(OpBuilder &b, Location loc, const ConstantWeightMatmul &candidate, Value y,
+                   bool alphaApplied);
 
 /// The uint8 scale and zero point that map [min(lo, 0), max(hi, 0)] onto
 /// [0, 255] (as DynamicQuantizeLinear computes them).

@@ -33,7 +33,7 @@ struct KilnQuantizeDynamicPass
       Location loc = op->getLoc();
       StringRef kind = isa<MatMulOp>(op) ? "matmul" : "gemm";
       std::string why;
-      FailureOr<Int8Candidate> candidate = int8Candidate(op, why);
+      FailureOr<ConstantWeightMatmul> candidate = constantWeightMatmul(op, why);
       if (succeeded(candidate)) {
         OpBuilder b(op);
         auto xType = cast<RankedTensorType>(candidate->activation.getType());

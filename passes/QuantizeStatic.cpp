@@ -69,7 +69,7 @@ struct KilnQuantizeStaticPass : mlir::kiln::impl::KilnQuantizeStaticBase<KilnQua
           if (isa<ConvOp>(op))
             replaceConvWithInt8(op, q.values, scale, zeroPoint);
           else
-            replaceWithInt8(*int8Candidate(op, why), q);
+            replaceWithInt8(*constantWeightMatmul(op, why), q);
           char text[160];
           snprintf(text, sizeof text, "activations in [%.4g, %.4g]: scale %.4g, zero point %d",
                    range[0], range[1], scale, zeroPoint);

@@ -190,9 +190,10 @@ struct Extension {
   bool lhsUnsigned = false, rhsUnsigned = false;
 };
 
-/// A widening integer matmul as a linalg.generic over (batch..., m, n, k):
-/// each operand is extended by its own signedness, which linalg.matmul's
-/// single `cast` cannot express for mixed u8 x s8 operands.
+/// A widening matmul as a linalg.generic over (batch..., m, n, k): each
+/// operand is extended (integers by their own signedness, which
+/// linalg.matmul's single `cast` cannot express for mixed u8 x s8 operands;
+/// bf16 to f32) and the products summed in the result's type.
 Value wideningMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
                      Extension ext) {
   MLIRContext *ctx = b.getContext();
@@ -210,19 +211,25 @@ Value wideningMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs, Value ini
   };
   SmallVector<utils::IteratorType> iterators(dims - 1, utils::IteratorType::parallel);
   iterators.push_back(utils::IteratorType::reduction);
-  Type i32 = b.getI32Type();
+  Type sumType = tensorType(init).getElementType();
+  bool isFloat = isa<FloatType>(sumType);
   auto generic = linalg::GenericOp::create(
       b, loc, init.getType(), ValueRange{lhs, rhs}, init,
       ArrayRef<AffineMap>{map(m, k), map(k, n), map(m, n)}, iterators,
       [&](OpBuilder &nb, Location l, ValueRange a) {
         auto extend = [&](Value v, bool isUnsigned) -> Value {
+          if (isFloat)
+            return arith::ExtFOp::create(nb, l, sumType, v);
           if (isUnsigned)
-            return arith::ExtUIOp::create(nb, l, i32, v);
-          return arith::ExtSIOp::create(nb, l, i32, v);
+            return arith::ExtUIOp::create(nb, l, sumType, v);
+          return arith::ExtSIOp::create(nb, l, sumType, v);
         };
-        Value product = arith::MulIOp::create(nb, l, extend(a[0], ext.lhsUnsigned),
-                                              extend(a[1], ext.rhsUnsigned));
-        linalg::YieldOp::create(nb, l, ValueRange{arith::AddIOp::create(nb, l, a[2], product)});
+        Value x = extend(a[0], ext.lhsUnsigned), y = extend(a[1], ext.rhsUnsigned);
+        Value sum = isFloat ? (Value)arith::AddFOp::create(nb, l, a[2],
+                                                           arith::MulFOp::create(nb, l, x, y))
+                            : (Value)arith::AddIOp::create(nb, l, a[2],
+                                                           arith::MulIOp::create(nb, l, x, y));
+        linalg::YieldOp::create(nb, l, ValueRange{sum});
       });
   // A contraction that elementwise fusion must leave whole, and that
   // kiln-vnni-matmul compiles to a dedicated kernel.

@@ -72,6 +72,7 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
   else
     target.vectorWidthF32 = 4; // SSE2 / NEON
   target.avx512Vnni = x86 && sti->checkFeatures("+avx512vnni");
+  target.avx512Bf16 = x86 && sti->checkFeatures("+avx512bf16");
   return target;
 }
 
@@ -88,6 +89,10 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
             .str();
     if (options.quantizeDynamic)
       text += llvm::formatv(",kiln-quantize-dynamic{{report={0}},canonicalize,cse",
+                            options.reportQuant)
+                  .str();
+    if (options.bf16)
+      text += llvm::formatv(",kiln-convert-to-bf16{{report={0}},canonicalize,cse",
                             options.reportQuant)
                   .str();
     return text;
@@ -108,11 +113,15 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
                "canonicalize,cse,canonicalize",
                target.vectorWidthF32, 2 * target.vectorWidthF32,
-               target.avx512Vnni ? "kiln-vnni-matmul," : "")
+               target.avx512Vnni || target.avx512Bf16
+                   ? llvm::formatv("kiln-vnni-matmul{{int8={0} bf16={1}},", target.avx512Vnni,
+                                   target.avx512Bf16)
+                         .str()
+                   : std::string())
         .str();
   case Stage::LLVM:
     return llvm::formatv(
-               "scf-forall-to-parallel,"
+               "{1}scf-forall-to-parallel,"
                "func.func(kiln-flatten-empty-arguments,kiln-copies-to-loops,"
                "convert-linalg-to-parallel-loops),"
                "kiln-outline-parallel-loops,"
@@ -127,7 +136,10 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "convert-arith-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,convert-cf-to-llvm,"
                "convert-func-to-llvm{{use-bare-ptr-memref-call-conv},kiln-lower-parallel-calls,"
                "reconcile-unrealized-casts,kiln-emit-entry-point{{prefix={0}},canonicalize",
-               options.symbolPrefix)
+               options.symbolPrefix,
+               // Without AVX512-BF16, LLVM would call __truncsfbf2 (not in
+               // libgcc) for f32 -> bf16: round in integer arithmetic instead.
+               options.bf16 && !target.avx512Bf16 ? "arith-expand{include-bf16=true}," : "")
         .str();
   }
   llvm_unreachable("unknown stage");

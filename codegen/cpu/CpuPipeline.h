@@ -23,6 +23,7 @@ struct CpuTarget {
   std::string features; // LLVM feature string, e.g. +avx512f,...
   int64_t vectorWidthF32 = 4;
   bool avx512Vnni = false; // vpdpbusd on 512-bit registers (int8 matmuls)
+  bool avx512Bf16 = false; // vdpbf16ps on 512-bit registers (bf16 matmuls)
 };
 
 /// Resolves `--target` / `--mcpu` into a CpuTarget (host CPU when `cpu` is
@@ -36,6 +37,7 @@ struct PipelineOptions {
   bool reportFusion = false; // fusion passes emit a "fusion: " remark per decision
   bool quantizeDynamic = false; // int8 matmuls, activations quantized at run time
   bool reportQuant = false;     // quantization passes emit a "quant: " remark per decision
+  bool bf16 = false;            // matmuls with constant weights in bf16 (f32 sums)
 };
 
 /// Adds the passes that take the module from stage `from` to stage `to`.

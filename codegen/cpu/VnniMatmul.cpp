@@ -1,14 +1,17 @@
-//===- VnniMatmul.cpp - int8 matmuls on AVX-512 VNNI ----------------------===//
+//===- VnniMatmul.cpp - int8 and bf16 matmuls on AVX-512 dot products ----===//
 //
-// A widening matmul C[M][N] (i32) += A[M][K] (u8 or i8) * B[K][N] (i8) with
-// constant B becomes a register-tiled kernel around vpdpbusd, which sums four
-// u8 x i8 products into each i32 lane: 64 multiply-adds per instruction,
-// four times what an f32 FMA does.
+// A widening matmul C[M][N] += A[M][K] * B[K][N] with constant B becomes a
+// register-tiled kernel around one of AVX-512's dot-product instructions,
+// which sum a group of k products into each 32-bit lane:
+//   int8: vpdpbusd, u8 x i8 -> i32, four k per lane (64 multiply-adds per
+//         instruction, four times an f32 FMA);
+//   bf16: vdpbf16ps, bf16 x bf16 -> f32, two k per lane (twice an f32 FMA).
 //
-// B is packed at compile time into [N/16][K/4][16][4]: one 64-byte load holds
-// four consecutive k of 16 columns, exactly vpdpbusd's second operand. Each
-// row of A contributes four bytes per step, broadcast to all 16 lanes. N is
-// padded to a multiple of 16 and K to a multiple of 4 with zero weights.
+// B is packed at compile time into [N/16][K/g][16][g] (g = the group): one
+// 64-byte load holds g consecutive k of 16 columns, exactly the
+// instruction's second operand. Each row of A contributes g values (four
+// bytes) per step, broadcast to all 16 lanes. N is padded to a multiple of
+// 16 and K to a multiple of g with zero weights.
 //
 // vpdpbusd multiplies unsigned bytes of A by signed bytes of B. A signed A
 // is flipped to unsigned (a + 128, an xor of the sign bit) and the excess
@@ -27,6 +30,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <cstring>
+
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNVNNIMATMUL
 #include "codegen/Passes.h.inc"
@@ -36,16 +41,24 @@ using namespace mlir;
 
 namespace {
 
-constexpr int64_t kLanes = 16;   // i32 lanes of a 512-bit register
-constexpr int64_t kGroup = 4;    // bytes of k summed per lane by vpdpbusd
+constexpr int64_t kLanes = 16; // 32-bit lanes of a 512-bit register
 constexpr int64_t kRegisters = 32;
+
+/// The dot-product instruction a kernel is built around.
+struct DotKind {
+  Type element;         // of A and B: i8 or bf16
+  Type accumulator;     // i32 or f32
+  int64_t group;        // k summed per lane: four bytes or two bf16
+  const char *intrinsic;
+};
 
 /// A widening matmul that the kernel handles, with what it needs to know.
 struct WideningMatmul {
   linalg::GenericOp op;
   Value lhs, init;
-  ElementsAttr weights; // B, [K][N] i8
-  bool lhsUnsigned;
+  ElementsAttr weights; // B, [K][N]
+  DotKind kind;
+  bool lhsUnsigned; // int8 only
   int64_t m, n, k;
 };
 
@@ -54,7 +67,20 @@ bool isZeroExtended(BlockArgument arg) {
   return llvm::any_of(arg.getUsers(), [](Operation *u) { return isa<arith::ExtUIOp>(u); });
 }
 
-std::optional<WideningMatmul> matchWideningMatmul(linalg::GenericOp op) {
+/// The kernel's instruction for a widening matmul of these operands, if the
+/// target has it (`int8`: AVX-512 VNNI, `bf16`: AVX512-BF16).
+std::optional<DotKind> dotKindFor(linalg::GenericOp op, bool int8, bool bf16) {
+  Block &body = op.getRegion().front();
+  Type element = body.getArgument(0).getType();
+  MLIRContext *ctx = op.getContext();
+  if (int8 && element.isInteger(8) && !isZeroExtended(body.getArgument(1)))
+    return DotKind{element, IntegerType::get(ctx, 32), 4, "llvm.x86.avx512.vpdpbusd.512"};
+  if (bf16 && element.isBF16())
+    return DotKind{element, Float32Type::get(ctx), 2, "llvm.x86.avx512bf16.dpbf16ps.512"};
+  return std::nullopt; // vpdpbusd also needs signed weights
+}
+
+std::optional<WideningMatmul> matchWideningMatmul(linalg::GenericOp op, bool int8, bool bf16) {
   if (!op->hasAttr("kiln.widening_matmul") || op.getNumDpsInputs() != 2 ||
       op.getNumLoops() != 3 || !op.hasPureTensorSemantics())
     return std::nullopt;
@@ -62,16 +88,16 @@ std::optional<WideningMatmul> matchWideningMatmul(linalg::GenericOp op) {
   auto initType = cast<RankedTensorType>(op.getDpsInits()[0].getType());
   if (!lhsType.hasStaticShape() || !initType.hasStaticShape())
     return std::nullopt;
-  Block &body = op.getRegion().front();
-  if (isZeroExtended(body.getArgument(1)))
-    return std::nullopt; // vpdpbusd needs signed weights
+  std::optional<DotKind> kind = dotKindFor(op, int8, bf16);
   ElementsAttr weights = mlir::kiln::constantBehindReshapes(op.getDpsInputs()[1]);
-  if (!weights)
+  if (!kind || !weights)
     return std::nullopt;
+  Block &body = op.getRegion().front();
   return WideningMatmul{op,
                         op.getDpsInputs()[0],
                         op.getDpsInits()[0],
                         weights,
+                        *kind,
                         isZeroExtended(body.getArgument(0)),
                         lhsType.getDimSize(0),
                         initType.getDimSize(1),
@@ -102,7 +128,7 @@ Tile chooseTile(int64_t m, int64_t columnBlocks) {
   return {std::min<int64_t>({8, m, (kRegisters - 2 - vectors) / vectors}), vectors};
 }
 
-/// B as [Np/16][K/4][64] bytes, zero-padded; and, for a signed A, the
+/// B as [Np/16][K/g][16 * g], zero-padded; and, for a signed int8 A, the
 /// accumulators' start -128 * sum_k B[k][n] over the padded columns.
 struct PackedWeights {
   Value panels, start;
@@ -110,27 +136,28 @@ struct PackedWeights {
 
 PackedWeights packWeights(OpBuilder &b, Location loc, const WideningMatmul &mm, int64_t np) {
   ArrayRef<char> data = *mlir::kiln::rawElementsData(mm.weights);
-  auto weight = [&](int64_t k, int64_t n) -> int8_t {
-    return k < mm.k && n < mm.n ? static_cast<int8_t>(data[k * mm.n + n]) : 0;
-  };
-  int64_t groups = ceilDiv(mm.k, kGroup);
-  std::vector<int8_t> packed(np * groups * kGroup);
+  int64_t width = mm.kind.element.getIntOrFloatBitWidth() / 8, group = mm.kind.group;
+  int64_t groups = ceilDiv(mm.k, group);
+  std::vector<char> packed(np * groups * group * width, 0);
   for (int64_t block = 0; block < np / kLanes; ++block)
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t lane = 0; lane < kLanes; ++lane)
-        for (int64_t r = 0; r < kGroup; ++r)
-          packed[((block * groups + g) * kLanes + lane) * kGroup + r] =
-              weight(g * kGroup + r, block * kLanes + lane);
-  auto panelType = RankedTensorType::get({np / kLanes, groups, kLanes * kGroup}, b.getI8Type());
-  ArrayRef<char> bytes(reinterpret_cast<const char *>(packed.data()), packed.size());
+        for (int64_t r = 0; r < group; ++r) {
+          int64_t k = g * group + r, n = block * kLanes + lane;
+          if (k < mm.k && n < mm.n)
+            std::memcpy(&packed[(((block * groups + g) * kLanes + lane) * group + r) * width],
+                        &data[(k * mm.n + n) * width], width);
+        }
+  auto panelType =
+      RankedTensorType::get({np / kLanes, groups, kLanes * group}, mm.kind.element);
   PackedWeights result;
   result.panels = arith::ConstantOp::create(
-      b, loc, mlir::kiln::blobElements(panelType, "vnni_weight", bytes));
-  if (!mm.lhsUnsigned) {
+      b, loc, mlir::kiln::blobElements(panelType, "vnni_weight", packed));
+  if (mm.kind.element.isInteger(8) && !mm.lhsUnsigned) {
     std::vector<int32_t> start(np, 0);
-    for (int64_t n = 0; n < np; ++n)
+    for (int64_t n = 0; n < mm.n; ++n)
       for (int64_t k = 0; k < mm.k; ++k)
-        start[n] -= 128 * weight(k, n);
+        start[n] -= 128 * static_cast<int8_t>(data[k * mm.n + n]);
     auto startType = RankedTensorType::get({np}, b.getI32Type());
     ArrayRef<char> startBytes(reinterpret_cast<const char *>(start.data()),
                               start.size() * sizeof(int32_t));
@@ -153,27 +180,31 @@ struct KernelBuilder {
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
 
-  /// Four bytes of A at (row, k), broadcast to every lane as vpdpbusd's
-  /// unsigned operand. `inBounds` is false for a row's last, partial group.
+  Value zeroOf(Type t) {
+    return arith::ConstantOp::create(b, loc, t, b.getZeroAttr(t));
+  }
+
+  /// One group of A at (row, k) (four bytes), broadcast to every lane as the
+  /// instruction's first operand (vpdpbusd's unsigned one). `inBounds` is
+  /// false for a row's last, partial group.
   Value broadcastA(Value row, Value k, bool inBounds) {
-    auto four = VectorType::get({kGroup}, b.getI8Type());
-    Value zero = arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0);
-    Value word = vector::TransferReadOp::create(b, loc, four, mm.lhs, ValueRange{row, k}, zero,
-                                                ArrayRef<bool>{inBounds});
+    auto groupType = VectorType::get({mm.kind.group}, mm.kind.element);
+    Value word = vector::TransferReadOp::create(b, loc, groupType, mm.lhs, ValueRange{row, k},
+                                                zeroOf(mm.kind.element), ArrayRef<bool>{inBounds});
     Value asI32 = vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), word);
     Value scalar = vector::ExtractOp::create(b, loc, asI32, ArrayRef<int64_t>{0});
-    Value lanes = vector::BroadcastOp::create(b, loc, acc, scalar);
-    if (!mm.lhsUnsigned) {
+    auto words = VectorType::get({kLanes}, b.getI32Type());
+    Value lanes = vector::BroadcastOp::create(b, loc, words, scalar);
+    if (weights.start) {
       Value signBits = arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(acc, b.getI32IntegerAttr(0x80808080u)));
+          b, loc, DenseElementsAttr::get(words, b.getI32IntegerAttr(0x80808080u)));
       lanes = arith::XOrIOp::create(b, loc, lanes, signBits);
     }
     return vector::BitCastOp::create(b, loc, bytes, lanes);
   }
 
   Value dot(Value accumulator, Value a, Value w) {
-    return LLVM::CallIntrinsicOp::create(b, loc, acc,
-                                         b.getStringAttr("llvm.x86.avx512.vpdpbusd.512"),
+    return LLVM::CallIntrinsicOp::create(b, loc, acc, b.getStringAttr(mm.kind.intrinsic),
                                          ValueRange{accumulator, a, w})
         .getResult(0);
   }
@@ -181,14 +212,14 @@ struct KernelBuilder {
   /// One k group for all rows and vectors of the tile.
   SmallVector<Value> step(ValueRange accs, Value m0, Value block0, Value group, bool inBounds) {
     SmallVector<Value> w;
-    Value zero = arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0);
+    Value zero = zeroOf(mm.kind.element);
     for (int64_t v = 0; v < tile.vectors; ++v) {
       Value block = arith::AddIOp::create(b, loc, block0, index(v));
       w.push_back(vector::TransferReadOp::create(b, loc, bytes, weights.panels,
                                                  ValueRange{block, group, index(0)}, zero,
                                                  ArrayRef<bool>{true}));
     }
-    Value k = arith::MulIOp::create(b, loc, group, index(kGroup));
+    Value k = arith::MulIOp::create(b, loc, group, index(mm.kind.group));
     SmallVector<Value> next;
     for (int64_t r = 0; r < tile.rows; ++r) {
       Value a = broadcastA(arith::AddIOp::create(b, loc, m0, index(r)), k, inBounds);
@@ -202,7 +233,7 @@ struct KernelBuilder {
   /// correction.
   SmallVector<Value> initialAccumulators(Value out, Value n0) {
     SmallVector<Value> accs;
-    Value zero = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
+    Value zero = zeroOf(mm.kind.accumulator);
     for (int64_t r = 0; r < tile.rows; ++r)
       for (int64_t v = 0; v < tile.vectors; ++v) {
         Value a = vector::TransferReadOp::create(b, loc, acc, out,
@@ -221,7 +252,7 @@ struct KernelBuilder {
 
   Value build(Value out, Value m0, Value n0, Value block0) {
     SmallVector<Value> accs = initialAccumulators(out, n0);
-    int64_t fullGroups = mm.k / kGroup;
+    int64_t fullGroups = mm.k / mm.kind.group;
     auto loop = scf::ForOp::create(
         b, loc, index(0), index(fullGroups), index(1), accs,
         [&](OpBuilder &nb, Location l, Value group, ValueRange iter) {
@@ -230,7 +261,7 @@ struct KernelBuilder {
           scf::YieldOp::create(b, l, step(iter, m0, block0, group, /*inBounds=*/true));
         });
     SmallVector<Value> result(loop.getResults());
-    if (mm.k % kGroup != 0)
+    if (mm.k % mm.kind.group != 0)
       result = step(result, m0, block0, index(fullGroups), /*inBounds=*/false);
     for (int64_t r = 0; r < tile.rows; ++r)
       for (int64_t v = 0; v < tile.vectors; ++v)
@@ -246,7 +277,8 @@ struct KernelBuilder {
 Value paddedInit(OpBuilder &b, Location loc, Value init, int64_t m, int64_t n, int64_t np) {
   if (np == n)
     return init;
-  Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{m, np}, b.getI32Type());
+  Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{m, np},
+                                        cast<RankedTensorType>(init.getType()).getElementType());
   return tensor::InsertSliceOp::create(b, loc, init, empty,
                                        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
                                        ArrayRef<OpFoldResult>{b.getIndexAttr(m), b.getIndexAttr(n)},
@@ -294,8 +326,8 @@ void rewriteAsKernel(WideningMatmul mm) {
                          mm,
                          t,
                          weights,
-                         VectorType::get({kLanes}, b.getI32Type()),
-                         VectorType::get({kLanes * kGroup}, b.getI8Type())};
+                         VectorType::get({kLanes}, mm.kind.accumulator),
+                         VectorType::get({kLanes * mm.kind.group}, mm.kind.element)};
   };
   int64_t fullRows = mm.m - mm.m % tile.rows;
   Value result = tileLoop(b, loc, kernelFor(tile), init, 0, fullRows / tile.rows, np / tileColumns);
@@ -317,7 +349,7 @@ struct KilnVnniMatmulPass : mlir::kiln::impl::KilnVnniMatmulBase<KilnVnniMatmulP
   void runOnOperation() override {
     SmallVector<WideningMatmul> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (auto mm = matchWideningMatmul(op))
+      if (auto mm = matchWideningMatmul(op, int8, bf16))
         matmuls.push_back(*mm);
     });
     for (WideningMatmul &mm : matmuls)

@@ -175,9 +175,11 @@ LogicalResult ClipOp::verify() {
 // MatMul / Gemm
 //===----------------------------------------------------------------------===//
 
-/// The widening integer form of matmul and conv: 8-bit operands (each
-/// signed or unsigned), i32 result.
+/// The widening forms of matmul and conv: 8-bit integer operands (each
+/// signed or unsigned) with an i32 result, or bf16 operands with f32.
 static bool isWidening(Type lhs, Type rhs, Type result) {
+  if (lhs.isBF16() && rhs.isBF16())
+    return result.isF32();
   return lhs.isInteger(8) && rhs.isInteger(8) && result.isSignlessInteger(32);
 }
 

@@ -142,8 +142,9 @@ def Kiln_MatMulOp : Kiln_Op<"matmul"> {
   let summary = "numpy.matmul: batched, with broadcasting batch dimensions";
   let description = [{
     The result has the operands' element type, except for the widening
-    integer form: 8-bit integer operands (each i8 or ui8) with an i32 result,
-    each operand extended by its own signedness and products summed in 32 bits.
+    forms: 8-bit integer operands (each i8 or ui8) with an i32 result, each
+    operand extended by its own signedness and products summed in 32 bits;
+    or bf16 operands with an f32 result, products summed in f32.
   }];
   let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
   let results = (outs Kiln_Tensor:$result);

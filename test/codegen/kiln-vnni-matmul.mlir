@@ -90,3 +90,41 @@ func.func @runtime_weights(%a: tensor<2x5xi8>, %b: tensor<5x20xi8>) -> tensor<2x
   } -> tensor<2x20xi32>
   return %r : tensor<2x20xi32>
 }
+
+// -----
+
+// bf16 x bf16 -> f32: two k per lane (vdpbf16ps), so K = 5 is two whole
+// groups and a partial one; B packs into [2 blocks][3 groups][32 bf16], the
+// accumulators are f32 and there is no signed correction.
+// CHECK-LABEL: func.func @bf16_rows
+// CHECK-DAG: %[[PANELS:.*]] = arith.constant dense_resource<{{vnni_weight[_0-9]*}}> : tensor<2x3x32xbf16>
+// CHECK-NOT: vnni_signed_start
+// CHECK: scf.forall
+// CHECK:   vector.transfer_read %{{.*}} : tensor<6x32xf32>, vector<16xf32>
+// CHECK:   scf.for
+// CHECK:     vector.transfer_read %[[PANELS]]{{.*}} : tensor<2x3x32xbf16>, vector<32xbf16>
+// CHECK:     %[[PAIR:.*]] = vector.transfer_read %arg0{{.*}} : tensor<6x5xbf16>, vector<2xbf16>
+// CHECK:     vector.bitcast %[[PAIR]] : vector<2xbf16> to vector<1xi32>
+// CHECK-NOT: arith.xori
+// CHECK:     llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>
+func.func @bf16_rows(%a: tensor<6x5xbf16>) -> tensor<6x20xf32> {
+  %b = arith.constant dense<[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0]]> : tensor<5x20xbf16>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x20xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<6x20xf32>) -> tensor<6x20xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<6x5xbf16>, tensor<5x20xbf16>) outs(%init : tensor<6x20xf32>) attrs = {kiln.widening_matmul} {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %we = arith.extf %w : bf16 to f32
+    %p = arith.mulf %xe, %we : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<6x20xf32>
+  return %r : tensor<6x20xf32>
+}
+
+// -----
+
+// Without the instructions (int8=false bf16=false) nothing changes.
+// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false" --split-input-file | FileCheck %s --check-prefix=NONE
+// NONE-NOT: llvm.call_intrinsic

@@ -106,6 +106,10 @@ cl::opt<std::string> quantize("quantize",
                                        "calibrated on --calibration-data) or int8-dynamic "
                                        "(activations quantized at run time)"),
                               cl::value_desc("mode"), cl::cat(category));
+cl::opt<std::string> precision("precision",
+                               cl::desc("Arithmetic of matmuls with constant weights: f32 "
+                                        "(default) or bf16 (bf16 operands, f32 sums)"),
+                               cl::init("f32"), cl::cat(category));
 cl::opt<std::string> calibrationData("calibration-data",
                                      cl::desc("With --quantize=int8: a directory with one "
                                               "sub-directory per sample, each holding one "
@@ -392,6 +396,11 @@ int main(int argc, char **argv) {
   if (!quantize.empty() && quantize != "int8" && quantize != "int8-dynamic")
     return error("unknown --quantize mode '" + quantize + "' (expected int8 or int8-dynamic)");
   bool quantizeStatic = quantize == "int8";
+  if (precision != "f32" && precision != "bf16")
+    return error("unknown --precision '" + precision + "' (expected f32 or bf16)");
+  if (precision == "bf16" && !quantize.empty())
+    return error("--precision=bf16 and --quantize exclude each other: pick one arithmetic for "
+                 "the matmuls");
   if (quantizeStatic && calibrationData.empty())
     return error("--quantize=int8 needs --calibration-data=DIR (one sub-directory per sample, "
                  "each with one <input name>.npy per model input); --quantize=int8-dynamic "
@@ -441,6 +450,7 @@ int main(int argc, char **argv) {
   pipelineOptions.reportFusion = llvm::is_contained(reports, Report::Fusion);
   pipelineOptions.quantizeDynamic = quantize == "int8-dynamic";
   pipelineOptions.reportQuant = llvm::is_contained(reports, Report::Quant);
+  pipelineOptions.bf16 = precision == "bf16";
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
   ScopedDiagnosticHandler reportPrinter(&context, printReportRemark);
   std::string arch = llvm::Triple(target->triple).getArchName().str();

@@ -190,3 +190,11 @@ func.func @quantize_zero_point(%x: tensor<2x3xf32>) -> tensor<2x3xui8> {
   %q = kiln.quantize %x {scale = 0.5 : f32, zero_point = 300 : i64} : tensor<2x3xf32> -> tensor<2x3xui8>
   return %q : tensor<2x3xui8>
 }
+
+// -----
+
+func.func @matmul_bf16_result(%a: tensor<2x3xbf16>, %b: tensor<3x4xbf16>) -> tensor<2x4xf16> {
+  // expected-error @+1 {{'kiln.matmul' op result element type 'f16' does not match operand element type 'bf16'}}
+  %0 = kiln.matmul %a, %b : (tensor<2x3xbf16>, tensor<3x4xbf16>) -> tensor<2x4xf16>
+  return %0 : tensor<2x4xf16>
+}

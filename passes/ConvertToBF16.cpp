@@ -1,0 +1,80 @@
+//===- ConvertToBF16.cpp - matmuls in bf16 with f32 sums ------------------===//
+//
+// --precision=bf16: a matmul or gemm with constant f32 weights takes bf16
+// operands and sums in f32 (the widening kiln.matmul): the weights are
+// rounded to bf16 at compile time (half their bytes), the activations by a
+// cast at run time. On AVX512-BF16 targets kiln-vnni-matmul runs the
+// product on vdpbf16ps, two multiply-adds per lane and instruction. bf16
+// keeps f32's exponent range and 8 bits of mantissa, so no calibration is
+// needed; elementwise ops, softmax and normalizations stay f32.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/kiln/KilnDialect.h"
+#include "passes/Passes.h"
+#include "passes/Quantization.h"
+
+#include <cstring>
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNCONVERTTOBF16
+#include "passes/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// f32 -> bf16 bits, rounding to nearest even (values are finite weights).
+uint16_t toBF16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  bits += 0x7FFF + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+void convert(const ConstantWeightMatmul &c) {
+  OpBuilder b(c.op);
+  Location loc = c.op->getLoc();
+  auto resultType = cast<RankedTensorType>(c.op->getResult(0).getType());
+  std::vector<uint16_t> weights(c.k * c.n);
+  for (int64_t row = 0; row < c.k; ++row)
+    for (int64_t col = 0; col < c.n; ++col)
+      weights[row * c.n + col] =
+          toBF16(c.transposed ? c.weights[col * c.k + row] : c.weights[row * c.n + col]);
+  Type bf16 = b.getBF16Type();
+  auto xType = cast<RankedTensorType>(c.activation.getType());
+  Value x = CastOp::create(b, loc, RankedTensorType::get(xType.getShape(), bf16), c.activation);
+  Value w = blobConstant(b, loc, RankedTensorType::get({c.k, c.n}, bf16), ArrayRef(weights),
+                         "bf16_weight");
+  Value y = MatMulOp::create(b, loc, resultType, x, w);
+  c.op->getResult(0).replaceAllUsesWith(gemmEpilogue(b, loc, c, y, /*alphaApplied=*/false));
+  c.op->erase();
+}
+
+struct KilnConvertToBF16Pass : mlir::kiln::impl::KilnConvertToBF16Base<KilnConvertToBF16Pass> {
+  using KilnConvertToBF16Base::KilnConvertToBF16Base;
+
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<MatMulOp, GemmOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      Location loc = op->getLoc();
+      StringRef kind = isa<MatMulOp>(op) ? "matmul" : "gemm";
+      std::string why;
+      FailureOr<ConstantWeightMatmul> candidate = constantWeightMatmul(op, why);
+      if (succeeded(candidate))
+        convert(*candidate);
+      if (!report)
+        continue;
+      if (succeeded(candidate))
+        emitRemark(loc) << "quant: " << kind << " runs in bf16 (f32 sums)";
+      else
+        emitRemark(loc) << "quant: " << kind << " stays f32: " << why;
+    }
+  }
+};
+} // namespace
