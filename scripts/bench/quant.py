@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""int8 quantization against f32: each model compiled by kiln in f32, with
---quantize=int8-dynamic and with --quantize=int8 (calibrated on random
-normal samples), timed interleaved with onnxruntime-node (f32) at 1 and 2
+"""int8 and bf16 against f32: each model compiled by kiln in f32, with
+--quantize=int8-dynamic, with --quantize=int8 (calibrated on random normal
+samples) and with --precision=bf16, timed interleaved with onnxruntime-node (f32) at 1 and 2
 threads on the same random input. The output SQNR of each int8 executable is
 measured against the f32 one on that input. Writes the "Quantization"
 section of docs/BENCHMARKS.md (between its markers; the rest of the page is
@@ -27,7 +27,7 @@ from run import (BENCH, KILN, QUANT_BEGIN as BEGIN, QUANT_END as END, ROOT, fmt_
 MODELS = ["mlp", "resnet18", "bert2", "matmul1024"]
 # Convolutions are only quantized with calibration: no dynamic mode for them.
 MODES = {"mlp": ["int8-dynamic", "int8"], "resnet18": ["int8"],
-         "bert2": ["int8-dynamic", "int8"], "matmul1024": ["int8-dynamic", "int8"]}
+         "bert2": ["int8-dynamic", "int8", "bf16"], "matmul1024": ["int8-dynamic", "int8", "bf16"]}
 
 
 def compile_variant(name, path, extra):
@@ -83,11 +83,13 @@ def section(rows, rounds, samples):
              f"alternate for {rounds} rounds; latency is the median of the rounds' p50. "
              "`int8-dynamic`: int8 weights per output column, activations quantized per tensor at "
              "run time (MatMul and Gemm). `int8`: activations quantized with ranges calibrated "
-             f"(minmax) on {samples} random normal samples, convolutions included. "
-             "Speedup = kiln f32 / kiln int8; ratio = onnxruntime f32 / kiln int8. SQNR compares "
-             "the int8 executable's outputs with the f32 executable's on another random input.",
+             f"(minmax) on {samples} random normal samples, convolutions included. `bf16`: "
+             "`--precision=bf16`, MatMul and Gemm on bf16 operands with f32 sums. "
+             "Speedup = kiln f32 / kiln int8 or bf16; ratio = onnxruntime f32 / that. "
+             "SQNR compares the int8 or bf16 executable's outputs with the f32 executable's on "
+             "another random input.",
              "",
-             "| model | mode | threads | kiln f32 ms | kiln int8 ms | onnxruntime f32 ms | "
+             "| model | mode | threads | kiln f32 ms | kiln int8/bf16 ms | onnxruntime f32 ms | "
              "speedup | ratio | SQNR dB | compile s (f32 / int8) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -96,8 +98,10 @@ def section(rows, rounds, samples):
                      f"{r['ort'] / r['int8']:.2f} | {r['sqnr']:.1f} | "
                      f"{r['compile'][0]:.1f} / {r['compile'][1]:.1f} |")
     lines += ["",
-              "Not implemented yet: bf16 (`--precision=bf16`), grouped and depthwise "
-              "convolutions in int8, int8 kernels for targets without AVX-512 VNNI.", END]
+              "bf16 runs on vdpbf16ps (AVX512-BF16), whose throughput here is no better than f32 "
+              "FMAs: it halves the weights' memory, not the time; AMX-BF16 tiles are not used yet. "
+              "Not implemented yet: grouped and depthwise convolutions in int8, int8 kernels for "
+              "targets without AVX-512 VNNI.", END]
     return "\n".join(lines)
 
 
@@ -135,7 +139,7 @@ def main():
         first = p50(f32, 3, 1, inputs)
         runs = max(3, min(500, int(args.seconds * 1000 / max(first, 1e-3))))
         for mode in MODES[name]:
-            extra = ["--quantize=" + mode]
+            extra = ["--precision=bf16"] if mode == "bf16" else ["--quantize=" + mode]
             if mode == "int8":
                 extra.append("--calibration-data=" + calibration_set(
                     model, os.path.join(BENCH, "calibration", name), args.samples))
