@@ -112,6 +112,14 @@ FailureOr<ConstantWeightMatmul> gemmCandidate(GemmOp op, std::string &why) {
   return c;
 }
 
+/// Replaces `op` by `replacement`, whose defining op inherits kiln.layer.
+void replaceTagged(Operation *op, Value replacement) {
+  if (Attribute layer = op->getAttr(kLayerAttr))
+    replacement.getDefiningOp()->setAttr(kLayerAttr, layer);
+  op->getResult(0).replaceAllUsesWith(replacement);
+  op->erase();
+}
+
 } // namespace
 
 FailureOr<ConstantWeightMatmul> mlir::kiln::constantWeightMatmul(Operation *op, std::string &why) {
@@ -199,8 +207,7 @@ void mlir::kiln::replaceConvWithInt8(Operation *op, Value activations, float act
   if (Value bias = conv.getBias())
     y = AddOp::create(b, loc, resultType, y,
                       ReshapeOp::create(b, loc, perChannel(f32), bias).getResult());
-  op->getResult(0).replaceAllUsesWith(y);
-  op->erase();
+  replaceTagged(op, y);
 }
 
 std::pair<float, uint8_t> mlir::kiln::uint8Parameters(float lo, float hi) {
@@ -236,8 +243,7 @@ void mlir::kiln::replaceWithInt8(const ConstantWeightMatmul &c, const QuantizedA
   Value scale = MulOp::create(b, loc, vector(f32), x.scale, weightScales);
   Value product = CastOp::create(b, loc, resultType, centered);
   Value y = MulOp::create(b, loc, resultType, product, scale);
-  op->getResult(0).replaceAllUsesWith(gemmEpilogue(b, loc, c, y, /*alphaApplied=*/true));
-  op->erase();
+  replaceTagged(op, gemmEpilogue(b, loc, c, y, /*alphaApplied=*/true));
 }
 
 Value mlir::kiln::gemmEpilogue(OpBuilder &b, Location loc, const ConstantWeightMatmul &c,

@@ -43,6 +43,11 @@ FailureOr<Value> int8Activation(Operation *op, std::string &why);
 /// driver, read by kiln-quantize-static).
 inline constexpr const char *kActivationRangeAttr = "kiln.activation_range";
 
+/// The attribute numbering a calibrated op (set by the driver); the op that
+/// computes the quantized replacement's result keeps it, so that the
+/// driver can compare the two.
+inline constexpr const char *kLayerAttr = "kiln.layer";
+
 /// How the activations of a candidate are quantized: uint8 values with a
 /// rank-0 f32 scale and ui8 zero point.
 struct QuantizedActivations {

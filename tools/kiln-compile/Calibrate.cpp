@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 extern "C" {
 #include "kiln/runtime.h"
@@ -59,6 +60,7 @@ std::string sanitized(llvm::StringRef name) {
 }
 
 using Sample = CalibrationSample;
+using mlir::kiln::kLayerAttr;
 
 std::vector<std::string> inputNames(ModuleOp module) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
@@ -132,22 +134,35 @@ std::vector<Operation *> candidates(ModuleOp module) {
 }
 
 std::string calibrationOutput(size_t i) { return "kiln_calibration_" + std::to_string(i); }
+std::string layerOutput(int64_t i) { return "kiln_layer_" + std::to_string(i); }
 
-/// A copy of `module` whose main also returns each candidate's activations.
+/// Makes main also return `value` as output `name`.
+void addOutput(func::FuncOp main, Value value, llvm::StringRef name) {
+  Builder b(main.getContext());
+  auto attrs = b.getDictionaryAttr(b.getNamedAttr("kiln.name", b.getStringAttr(name)));
+  (void)main.insertResult(main.getNumResults(), value.getType(), attrs);
+  Operation *ret = main.getBody().front().getTerminator();
+  ret->insertOperands(ret->getNumOperands(), value);
+}
+
+/// Makes main also return the result of every op tagged kiln.layer.
+void addLayerOutputs(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  module.walk([&](Operation *op) {
+    if (auto layer = op->getAttrOfType<IntegerAttr>(kLayerAttr))
+      addOutput(main, op->getResult(0), layerOutput(layer.getInt()));
+  });
+}
+
+/// A copy of `module` whose main also returns each candidate's activations
+/// and results.
 OwningOpRef<ModuleOp> instrumented(ModuleOp module) {
   OwningOpRef<ModuleOp> copy(module.clone());
   auto main = copy->lookupSymbol<func::FuncOp>("main");
-  Operation *ret = main.getBody().front().getTerminator();
   std::string why;
-  std::vector<Operation *> ops = candidates(*copy);
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    Value activation = *mlir::kiln::int8Activation(op, why);
-    Builder b(module.getContext());
-    auto attrs = b.getDictionaryAttr(
-        b.getNamedAttr("kiln.name", b.getStringAttr(calibrationOutput(i))));
-    (void)main.insertResult(main.getNumResults(), activation.getType(), attrs);
-    ret->insertOperands(ret->getNumOperands(), activation);
-  }
+  for (auto [i, op] : llvm::enumerate(candidates(*copy)))
+    addOutput(main, *mlir::kiln::int8Activation(op, why), calibrationOutput(i));
+  addLayerOutputs(*copy);
   return copy;
 }
 
@@ -334,12 +349,17 @@ FailureOr<CalibrationResult> calibrate(ModuleOp module, llvm::StringRef dir,
   auto samples = listSamples(dir, inputNames(module), error);
   if (failed(samples))
     return failure();
-  CalibrationResult result{*samples, 0, {}};
+  CalibrationResult result{*samples, 0, {}, {}};
   std::vector<Operation *> ops = candidates(module);
   if (ops.empty())
     return result;
   unsigned modelOutputs = module.lookupSymbol<func::FuncOp>("main").getNumResults();
   std::vector<std::string> outputNames = f32OutputNames(module, modelOutputs);
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    op->setAttr(kLayerAttr, IntegerAttr::get(IntegerType::get(module.getContext(), 64), i));
+    result.layers.push_back(op->getLoc());
+    outputNames.push_back(layerOutput(i));
+  }
 
   OwningOpRef<ModuleOp> copy = instrumented(module);
   ScratchExecutable scratch;
@@ -386,6 +406,7 @@ FailureOr<std::vector<OutputError>> measureOutputs(ModuleOp module,
                                                    const CalibrationResult &calibration,
                                                    const ExecutableBuilder &build,
                                                    std::string &error) {
+  addLayerOutputs(module);
   ScratchExecutable scratch;
   if (failed(scratch.build(module, build, "the quantized model to measure it", error)))
     return failure();
@@ -397,6 +418,10 @@ FailureOr<std::vector<OutputError>> measureOutputs(ModuleOp module,
     if (failed(runSample(exe, sample, out, error)))
       return failure();
     for (const auto &[name, want] : calibration.references[s]) {
+      llvm::SmallString<128> file(out);
+      path::append(file, name + ".npy");
+      if (!fs::exists(file))
+        continue; // an op that stayed f32
       auto got = readOutputs(out, {name}, error);
       if (failed(got))
         return failure();
@@ -413,8 +438,17 @@ FailureOr<std::vector<OutputError>> measureOutputs(ModuleOp module,
   for (const auto &[name, n] : noise) {
     double sqnr = n == 0 ? std::numeric_limits<double>::infinity()
                          : 10 * std::log10(signal[name] / n);
-    errors.push_back({name, sqnr, maxAbs[name]});
+    OutputError e{name, sqnr, maxAbs[name]};
+    llvm::StringRef stem(name);
+    int layer;
+    if (stem.consume_front("kiln_layer_") && !stem.getAsInteger(10, layer))
+      e.layer = layer;
+    errors.push_back(e);
   }
+  // Outputs first (by name), then layers in model order.
+  std::sort(errors.begin(), errors.end(), [](const OutputError &a, const OutputError &b) {
+    return std::tie(a.layer, a.output) < std::tie(b.layer, b.output);
+  });
   return errors;
 }
 

@@ -33,6 +33,7 @@ struct CalibrationResult {
   std::vector<CalibrationSample> samples;
   size_t activations = 0;
   std::vector<std::map<std::string, std::vector<float>>> references;
+  std::vector<mlir::Location> layers; // the calibrated ops, by their kiln.layer index
 };
 
 /// How far one output of the quantized model is from the f32 model's over
@@ -40,12 +41,14 @@ struct CalibrationResult {
 struct OutputError {
   std::string output;
   double sqnrDb, maxAbsError;
+  int layer = -1; // for the result of a calibrated op: its index in `layers`
 };
 
 /// Runs the f32 model (`module`, at the kiln-opt stage) on every sample of
 /// `dir` (one sub-directory per sample, one <input>.npy per model input,
 /// names sanitized as the executables do) and records on each int8
-/// candidate op its activations' range (`kiln.activation_range`). Returns
+/// candidate op its activations' range (`kiln.activation_range`) and its
+/// index (`kiln.layer`, which the quantized op keeps). Returns
 /// failure with `error` set for bad calibration data or a failed run.
 mlir::FailureOr<CalibrationResult> calibrate(mlir::ModuleOp module, llvm::StringRef dir,
                                              CalibrationMethod method,
@@ -53,7 +56,8 @@ mlir::FailureOr<CalibrationResult> calibrate(mlir::ModuleOp module, llvm::String
 
 /// Runs the quantized model (`module`, at the kiln-opt stage; it is
 /// compiled in place) on the calibration samples and compares its f32
-/// outputs with the f32 model's.
+/// outputs, and the result of each quantized op (tagged `kiln.layer`), with
+/// the f32 model's.
 mlir::FailureOr<std::vector<OutputError>>
 measureOutputs(mlir::ModuleOp module, const CalibrationResult &calibration,
                const ExecutableBuilder &build, std::string &error);
