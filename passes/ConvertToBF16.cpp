@@ -56,25 +56,7 @@ struct KilnConvertToBF16Pass : mlir::kiln::impl::KilnConvertToBF16Base<KilnConve
   using KilnConvertToBF16Base::KilnConvertToBF16Base;
 
   void runOnOperation() override {
-    SmallVector<Operation *> ops;
-    getOperation().walk([&](Operation *op) {
-      if (isa<MatMulOp, GemmOp>(op))
-        ops.push_back(op);
-    });
-    for (Operation *op : ops) {
-      Location loc = op->getLoc();
-      StringRef kind = isa<MatMulOp>(op) ? "matmul" : "gemm";
-      std::string why;
-      FailureOr<ConstantWeightMatmul> candidate = constantWeightMatmul(op, why);
-      if (succeeded(candidate))
-        convert(*candidate);
-      if (!report)
-        continue;
-      if (succeeded(candidate))
-        emitRemark(loc) << "quant: " << kind << " runs in bf16 (f32 sums)";
-      else
-        emitRemark(loc) << "quant: " << kind << " stays f32: " << why;
-    }
+    rewriteConstantWeightMatmuls(getOperation(), report, "runs in bf16 (f32 sums)", convert);
   }
 };
 } // namespace

@@ -131,6 +131,30 @@ FailureOr<ConstantWeightMatmul> mlir::kiln::constantWeightMatmul(Operation *op, 
   return failure();
 }
 
+void mlir::kiln::rewriteConstantWeightMatmuls(
+    Operation *root, bool report, llvm::StringRef done,
+    llvm::function_ref<void(const ConstantWeightMatmul &)> rewrite) {
+  SmallVector<Operation *> ops;
+  root->walk([&](Operation *op) {
+    if (isa<MatMulOp, GemmOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    Location loc = op->getLoc();
+    StringRef kind = isa<MatMulOp>(op) ? "matmul" : "gemm";
+    std::string why;
+    FailureOr<ConstantWeightMatmul> candidate = constantWeightMatmul(op, why);
+    if (succeeded(candidate))
+      rewrite(*candidate);
+    if (!report)
+      continue;
+    if (succeeded(candidate))
+      emitRemark(loc) << "quant: " << kind << " " << done;
+    else
+      emitRemark(loc) << "quant: " << kind << " stays f32: " << why;
+  }
+}
+
 FailureOr<Value> mlir::kiln::int8Activation(Operation *op, std::string &why) {
   auto conv = dyn_cast<ConvOp>(op);
   if (!conv) {

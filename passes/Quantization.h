@@ -34,6 +34,12 @@ struct ConstantWeightMatmul {
 /// or failure with the reason in `why`.
 FailureOr<ConstantWeightMatmul> constantWeightMatmul(Operation *op, std::string &why);
 
+/// Calls `rewrite` on each MatMul and Gemm under `root` that is a
+/// constantWeightMatmul. With `report`, each gets a remark: "quant: <kind>
+/// <done>", or "quant: <kind> stays f32: <why>".
+void rewriteConstantWeightMatmuls(Operation *root, bool report, llvm::StringRef done,
+                                  llvm::function_ref<void(const ConstantWeightMatmul &)> rewrite);
+
 /// The activations of an op that can run in int8, or failure with the reason
 /// in `why`: a constantWeightMatmul, or a 2-D convolution without groups whose
 /// filter is a constant f32 tensor.

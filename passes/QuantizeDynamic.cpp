@@ -24,34 +24,19 @@ struct KilnQuantizeDynamicPass
   using KilnQuantizeDynamicBase::KilnQuantizeDynamicBase;
 
   void runOnOperation() override {
-    SmallVector<Operation *> ops;
-    getOperation().walk([&](Operation *op) {
-      if (isa<MatMulOp, GemmOp>(op))
-        ops.push_back(op);
-    });
-    for (Operation *op : ops) {
-      Location loc = op->getLoc();
-      StringRef kind = isa<MatMulOp>(op) ? "matmul" : "gemm";
-      std::string why;
-      FailureOr<ConstantWeightMatmul> candidate = constantWeightMatmul(op, why);
-      if (succeeded(candidate)) {
-        OpBuilder b(op);
-        auto xType = cast<RankedTensorType>(candidate->activation.getType());
-        auto scalar = [&](Type t) { return RankedTensorType::get({}, t); };
-        Type u8 = b.getIntegerType(8, false);
-        auto q = DynamicQuantizeOp::create(b, loc, RankedTensorType::get(xType.getShape(), u8),
-                                           scalar(b.getF32Type()), scalar(u8),
-                                           candidate->activation);
-        replaceWithInt8(*candidate, {q.getResult(), q.getScale(), q.getZeroPoint()});
-      }
-      if (!report)
-        continue;
-      if (succeeded(candidate))
-        emitRemark(loc) << "quant: " << kind
-                        << " runs in int8 (weights per column, activations per tensor at run time)";
-      else
-        emitRemark(loc) << "quant: " << kind << " stays f32: " << why;
-    }
+    rewriteConstantWeightMatmuls(
+        getOperation(), report,
+        "runs in int8 (weights per column, activations per tensor at run time)",
+        [](const ConstantWeightMatmul &c) {
+          OpBuilder b(c.op);
+          auto xType = cast<RankedTensorType>(c.activation.getType());
+          auto scalar = [&](Type t) { return RankedTensorType::get({}, t); };
+          Type u8 = b.getIntegerType(8, false);
+          auto q = DynamicQuantizeOp::create(b, c.op->getLoc(),
+                                             RankedTensorType::get(xType.getShape(), u8),
+                                             scalar(b.getF32Type()), scalar(u8), c.activation);
+          replaceWithInt8(c, {q.getResult(), q.getScale(), q.getZeroPoint()});
+        });
   }
 };
 } // namespace
