@@ -73,6 +73,7 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
     target.vectorWidthF32 = 4; // SSE2 / NEON
   target.avx512Vnni = x86 && sti->checkFeatures("+avx512vnni");
   target.avx512Bf16 = x86 && sti->checkFeatures("+avx512bf16");
+  target.i8mm = tt.getArch() == llvm::Triple::aarch64 && sti->checkFeatures("+i8mm");
   return target;
 }
 
@@ -113,9 +114,9 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
                "canonicalize,cse,canonicalize",
                target.vectorWidthF32, 2 * target.vectorWidthF32,
-               target.avx512Vnni || target.avx512Bf16
-                   ? llvm::formatv("kiln-vnni-matmul{{int8={0} bf16={1}},", target.avx512Vnni,
-                                   target.avx512Bf16)
+               target.avx512Vnni || target.avx512Bf16 || target.i8mm
+                   ? llvm::formatv("kiln-vnni-matmul{{int8={0} bf16={1} usdot={2}},",
+                                   target.avx512Vnni, target.avx512Bf16, target.i8mm)
                          .str()
                    : std::string())
         .str();

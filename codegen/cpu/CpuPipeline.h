@@ -24,6 +24,7 @@ struct CpuTarget {
   int64_t vectorWidthF32 = 4;
   bool avx512Vnni = false; // vpdpbusd on 512-bit registers (int8 matmuls)
   bool avx512Bf16 = false; // vdpbf16ps on 512-bit registers (bf16 matmuls)
+  bool i8mm = false;       // AArch64 USDOT on 128-bit registers (int8 matmuls)
 };
 
 /// Resolves `--target` / `--mcpu` into a CpuTarget (host CPU when `cpu` is

@@ -1,22 +1,23 @@
-//===- VnniMatmul.cpp - int8 and bf16 matmuls on AVX-512 dot products ----===//
+//===- VnniMatmul.cpp - int8 and bf16 matmuls on dot-product instructions ===//
 //
 // A widening matmul C[M][N] += A[M][K] * B[K][N] with constant B becomes a
-// register-tiled kernel around one of AVX-512's dot-product instructions,
-// which sum a group of k products into each 32-bit lane:
-//   int8: vpdpbusd, u8 x i8 -> i32, four k per lane (64 multiply-adds per
-//         instruction, four times an f32 FMA);
-//   bf16: vdpbf16ps, bf16 x bf16 -> f32, two k per lane (twice an f32 FMA).
+// register-tiled kernel around a dot-product instruction, which sums a group
+// of k products into each 32-bit lane:
+//   vpdpbusd  (AVX-512 VNNI) u8 x i8 -> i32, four k per lane, 16 lanes:
+//             64 multiply-adds per instruction, four times an f32 FMA;
+//   vdpbf16ps (AVX512-BF16)  bf16 x bf16 -> f32, two k per lane, 16 lanes;
+//   USDOT     (AArch64 I8MM) u8 x i8 -> i32, four k per lane, 4 lanes.
 //
-// B is packed at compile time into [N/16][K/g][16][g] (g = the group): one
-// 64-byte load holds g consecutive k of 16 columns, exactly the
+// B is packed at compile time into [N/L][K/g][L][g] (L lanes, g the group):
+// one register load holds g consecutive k of L columns, exactly the
 // instruction's second operand. Each row of A contributes g values (four
-// bytes) per step, broadcast to all 16 lanes. N is padded to a multiple of
-// 16 and K to a multiple of g with zero weights.
+// bytes) per step, broadcast to all lanes. N is padded to a multiple of L
+// and K to a multiple of g with zero weights.
 //
-// vpdpbusd multiplies unsigned bytes of A by signed bytes of B. A signed A
-// is flipped to unsigned (a + 128, an xor of the sign bit) and the excess
-// 128 * sum_k B[k][n], a compile-time constant, starts the accumulators
-// negated.
+// The int8 instructions multiply unsigned bytes of A by signed bytes of B. A
+// signed A is flipped to unsigned (a + 128, an xor of the sign bit) and the
+// excess 128 * sum_k B[k][n], a compile-time constant, starts the
+// accumulators negated.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/ConstantData.h"
@@ -41,13 +42,13 @@ using namespace mlir;
 
 namespace {
 
-constexpr int64_t kLanes = 16; // 32-bit lanes of a 512-bit register
-constexpr int64_t kRegisters = 32;
+constexpr int64_t kRegisters = 32; // vector registers, on AVX-512 and NEON alike
 
 /// The dot-product instruction a kernel is built around.
 struct DotKind {
   Type element;         // of A and B: i8 or bf16
   Type accumulator;     // i32 or f32
+  int64_t lanes;        // 32-bit lanes of a register: 16 (AVX-512) or 4 (NEON)
   int64_t group;        // k summed per lane: four bytes or two bf16
   const char *intrinsic;
 };
@@ -67,20 +68,30 @@ bool isZeroExtended(BlockArgument arg) {
   return llvm::any_of(arg.getUsers(), [](Operation *u) { return isa<arith::ExtUIOp>(u); });
 }
 
+/// Which dot-product instructions the target has.
+struct DotInstructions {
+  bool int8, bf16, usdot;
+};
+
 /// The kernel's instruction for a widening matmul of these operands, if the
-/// target has it (`int8`: AVX-512 VNNI, `bf16`: AVX512-BF16).
-std::optional<DotKind> dotKindFor(linalg::GenericOp op, bool int8, bool bf16) {
+/// target has it: vpdpbusd (AVX-512 VNNI), vdpbf16ps (AVX512-BF16) or USDOT
+/// (AArch64 I8MM, u8 x i8 like vpdpbusd, on 128-bit registers).
+std::optional<DotKind> dotKindFor(linalg::GenericOp op, DotInstructions has) {
   Block &body = op.getRegion().front();
   Type element = body.getArgument(0).getType();
   MLIRContext *ctx = op.getContext();
-  if (int8 && element.isInteger(8) && !isZeroExtended(body.getArgument(1)))
-    return DotKind{element, IntegerType::get(ctx, 32), 4, "llvm.x86.avx512.vpdpbusd.512"};
-  if (bf16 && element.isBF16())
-    return DotKind{element, Float32Type::get(ctx), 2, "llvm.x86.avx512bf16.dpbf16ps.512"};
-  return std::nullopt; // vpdpbusd also needs signed weights
+  bool signedWeights = !isZeroExtended(body.getArgument(1));
+  Type i32 = IntegerType::get(ctx, 32);
+  if (has.int8 && element.isInteger(8) && signedWeights)
+    return DotKind{element, i32, 16, 4, "llvm.x86.avx512.vpdpbusd.512"};
+  if (has.usdot && element.isInteger(8) && signedWeights)
+    return DotKind{element, i32, 4, 4, "llvm.aarch64.neon.usdot"};
+  if (has.bf16 && element.isBF16())
+    return DotKind{element, Float32Type::get(ctx), 16, 2, "llvm.x86.avx512bf16.dpbf16ps.512"};
+  return std::nullopt;
 }
 
-std::optional<WideningMatmul> matchWideningMatmul(linalg::GenericOp op, bool int8, bool bf16) {
+std::optional<WideningMatmul> matchWideningMatmul(linalg::GenericOp op, DotInstructions has) {
   if (!op->hasAttr("kiln.widening_matmul") || op.getNumDpsInputs() != 2 ||
       op.getNumLoops() != 3 || !op.hasPureTensorSemantics())
     return std::nullopt;
@@ -88,7 +99,7 @@ std::optional<WideningMatmul> matchWideningMatmul(linalg::GenericOp op, bool int
   auto initType = cast<RankedTensorType>(op.getDpsInits()[0].getType());
   if (!lhsType.hasStaticShape() || !initType.hasStaticShape())
     return std::nullopt;
-  std::optional<DotKind> kind = dotKindFor(op, int8, bf16);
+  std::optional<DotKind> kind = dotKindFor(op, has);
   ElementsAttr weights = mlir::kiln::constantBehindReshapes(op.getDpsInputs()[1]);
   if (!kind || !weights)
     return std::nullopt;
@@ -113,7 +124,7 @@ int64_t largestDivisorUpTo(int64_t extent, int64_t limit) {
   return 1;
 }
 
-/// The register tile: `rows` of A by `vectors` registers of 16 columns,
+/// The register tile: `rows` of A by `vectors` registers of lanes columns,
 /// with rows * vectors accumulators, `vectors` registers of B and one
 /// broadcast of A live at once.
 struct Tile {
@@ -137,19 +148,20 @@ struct PackedWeights {
 PackedWeights packWeights(OpBuilder &b, Location loc, const WideningMatmul &mm, int64_t np) {
   ArrayRef<char> data = *mlir::kiln::rawElementsData(mm.weights);
   int64_t width = mm.kind.element.getIntOrFloatBitWidth() / 8, group = mm.kind.group;
+  int64_t lanes = mm.kind.lanes;
   int64_t groups = ceilDiv(mm.k, group);
   std::vector<char> packed(np * groups * group * width, 0);
-  for (int64_t block = 0; block < np / kLanes; ++block)
+  for (int64_t block = 0; block < np / lanes; ++block)
     for (int64_t g = 0; g < groups; ++g)
-      for (int64_t lane = 0; lane < kLanes; ++lane)
+      for (int64_t lane = 0; lane < lanes; ++lane)
         for (int64_t r = 0; r < group; ++r) {
-          int64_t k = g * group + r, n = block * kLanes + lane;
+          int64_t k = g * group + r, n = block * lanes + lane;
           if (k < mm.k && n < mm.n)
-            std::memcpy(&packed[(((block * groups + g) * kLanes + lane) * group + r) * width],
+            std::memcpy(&packed[(((block * groups + g) * lanes + lane) * group + r) * width],
                         &data[(k * mm.n + n) * width], width);
         }
   auto panelType =
-      RankedTensorType::get({np / kLanes, groups, kLanes * group}, mm.kind.element);
+      RankedTensorType::get({np / lanes, groups, lanes * group}, mm.kind.element);
   PackedWeights result;
   result.panels = arith::ConstantOp::create(
       b, loc, mlir::kiln::blobElements(panelType, "vnni_weight", packed));
@@ -193,7 +205,7 @@ struct KernelBuilder {
                                                 zeroOf(mm.kind.element), ArrayRef<bool>{inBounds});
     Value asI32 = vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), word);
     Value scalar = vector::ExtractOp::create(b, loc, asI32, ArrayRef<int64_t>{0});
-    auto words = VectorType::get({kLanes}, b.getI32Type());
+    auto words = VectorType::get({mm.kind.lanes}, b.getI32Type());
     Value lanes = vector::BroadcastOp::create(b, loc, words, scalar);
     if (weights.start) {
       Value signBits = arith::ConstantOp::create(
@@ -237,10 +249,10 @@ struct KernelBuilder {
     for (int64_t r = 0; r < tile.rows; ++r)
       for (int64_t v = 0; v < tile.vectors; ++v) {
         Value a = vector::TransferReadOp::create(b, loc, acc, out,
-                                                 ValueRange{index(r), index(v * kLanes)}, zero,
+                                                 ValueRange{index(r), index(v * mm.kind.lanes)}, zero,
                                                  ArrayRef<bool>{true});
         if (weights.start) {
-          Value col = arith::AddIOp::create(b, loc, n0, index(v * kLanes));
+          Value col = arith::AddIOp::create(b, loc, n0, index(v * mm.kind.lanes));
           Value s = vector::TransferReadOp::create(b, loc, acc, weights.start, ValueRange{col},
                                                    zero, ArrayRef<bool>{true});
           a = arith::AddIOp::create(b, loc, a, s);
@@ -266,7 +278,7 @@ struct KernelBuilder {
     for (int64_t r = 0; r < tile.rows; ++r)
       for (int64_t v = 0; v < tile.vectors; ++v)
         out = vector::TransferWriteOp::create(b, loc, result[r * tile.vectors + v], out,
-                                              ValueRange{index(r), index(v * kLanes)},
+                                              ValueRange{index(r), index(v * mm.kind.lanes)},
                                               ArrayRef<bool>{true})
                   .getResult();
     return out;
@@ -290,7 +302,7 @@ Value paddedInit(OpBuilder &b, Location loc, Value init, int64_t m, int64_t n, i
 Value tileLoop(OpBuilder &b, Location loc, KernelBuilder kernel, Value init, int64_t rowBegin,
                int64_t rowTiles, int64_t columnTiles) {
   Tile tile = kernel.tile;
-  int64_t tileColumns = tile.vectors * kLanes;
+  int64_t tileColumns = tile.vectors * kernel.mm.kind.lanes;
   SmallVector<OpFoldResult> counts = {b.getIndexAttr(rowTiles), b.getIndexAttr(columnTiles)};
   auto forall = scf::ForallOp::create(b, loc, counts, ValueRange{init}, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
@@ -315,9 +327,10 @@ Value tileLoop(OpBuilder &b, Location loc, KernelBuilder kernel, Value init, int
 void rewriteAsKernel(WideningMatmul mm) {
   OpBuilder b(mm.op);
   Location loc = mm.op.getLoc();
-  int64_t np = ceilDiv(mm.n, kLanes) * kLanes;
-  Tile tile = chooseTile(mm.m, np / kLanes);
-  int64_t tileColumns = tile.vectors * kLanes;
+  int64_t lanes = mm.kind.lanes;
+  int64_t np = ceilDiv(mm.n, lanes) * lanes;
+  Tile tile = chooseTile(mm.m, np / lanes);
+  int64_t tileColumns = tile.vectors * lanes;
   PackedWeights weights = packWeights(b, loc, mm, np);
   Value init = paddedInit(b, loc, mm.init, mm.m, mm.n, np);
   auto kernelFor = [&](Tile t) {
@@ -326,8 +339,8 @@ void rewriteAsKernel(WideningMatmul mm) {
                          mm,
                          t,
                          weights,
-                         VectorType::get({kLanes}, mm.kind.accumulator),
-                         VectorType::get({kLanes * mm.kind.group}, mm.kind.element)};
+                         VectorType::get({lanes}, mm.kind.accumulator),
+                         VectorType::get({lanes * mm.kind.group}, mm.kind.element)};
   };
   int64_t fullRows = mm.m - mm.m % tile.rows;
   Value result = tileLoop(b, loc, kernelFor(tile), init, 0, fullRows / tile.rows, np / tileColumns);
@@ -349,7 +362,7 @@ struct KilnVnniMatmulPass : mlir::kiln::impl::KilnVnniMatmulBase<KilnVnniMatmulP
   void runOnOperation() override {
     SmallVector<WideningMatmul> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (auto mm = matchWideningMatmul(op, int8, bf16))
+      if (auto mm = matchWideningMatmul(op, {int8, bf16, usdot}))
         matmuls.push_back(*mm);
     });
     for (WideningMatmul &mm : matmuls)

@@ -1,4 +1,17 @@
 // RUN: kiln-opt %s --kiln-vnni-matmul --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false usdot=true" --split-input-file | FileCheck %s --check-prefix=USDOT
+
+// AArch64 I8MM (USDOT): the same kernel on 4-lane registers. N = 20 is five
+// blocks of 4 columns (four registers of a tile, then one); the bf16 matmul
+// further down is left alone.
+// USDOT-LABEL: func.func @signed_rows
+// USDOT: arith.constant dense_resource<{{vnni_weight[_0-9]*}}> : tensor<5x2x16xi8>
+// USDOT: arith.constant dense_resource<{{vnni_signed_start[_0-9]*}}> : tensor<20xi32>
+// USDOT: scf.forall
+// USDOT:   arith.xori %{{.*}}, %{{.*}} : vector<4xi32>
+// USDOT:   llvm.call_intrinsic "llvm.aarch64.neon.usdot"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<4xi32>, vector<16xi8>, vector<16xi8>) -> vector<4xi32>
+// USDOT-LABEL: func.func @bf16_rows
+// USDOT-NOT: llvm.call_intrinsic
 
 // Signed rows (i8 x i8): K = 5 is one whole group of four and a partial one;
 // N = 20 pads to 32 columns, two blocks of 16 (one register each, both in one

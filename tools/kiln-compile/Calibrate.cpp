@@ -186,9 +186,13 @@ LogicalResult runSample(llvm::StringRef exe, const Sample &sample, llvm::StringR
   int rc = llvm::sys::ExecuteAndWait(exe, argRefs, std::nullopt, redirects, 0, 0, &message);
   if (rc != 0) {
     auto text = llvm::MemoryBuffer::getFile(errFile);
-    llvm::StringRef detail = text ? (*text)->getBuffer().trim() : llvm::StringRef(message);
-    detail.consume_front((exe + ": error: ").str()); // the executable's own prefix
-    error = "calibration run on sample '" + sample.dir + "' failed: " + detail.str();
+    std::string detail = text ? (*text)->getBuffer().trim().str() : "";
+    llvm::StringRef rest(detail);
+    if (rest.consume_front((exe + ": error: ").str())) // the executable's own prefix
+      detail = rest.str();
+    if (detail.empty())
+      detail = !message.empty() ? message : "exit status " + std::to_string(rc);
+    error = "calibration run on sample '" + sample.dir + "' failed: " + detail;
     return failure();
   }
   return success();

@@ -470,12 +470,18 @@ int main(int argc, char **argv) {
     if (failed(runPipeline(from, mlir::kiln::Stage::KilnOpt)))
       return error("compilation failed (see above)");
     from = mlir::kiln::Stage::KilnOpt;
-    ::kiln::RuntimeLocation runtime;
+    // Calibration runs the model here, so it is built for this machine
+    // whatever the target (the integer arithmetic is the same everywhere).
     std::string message;
-    if (!::kiln::findRuntime(runtimeRoot(argv[0]), arch, runtime, message))
+    auto host = mlir::kiln::resolveCpuTarget("", "", message);
+    if (failed(host))
+      return error(message);
+    ::kiln::RuntimeLocation hostRuntime;
+    std::string hostArch = llvm::Triple(host->triple).getArchName().str();
+    if (!::kiln::findRuntime(runtimeRoot(argv[0]), hostArch, hostRuntime, message))
       return error(message);
     ::kiln::ExecutableBuilder build = [&](ModuleOp m, StringRef path) {
-      return buildExecutable(m, *target, prefix, runtime, path);
+      return buildExecutable(m, *host, prefix, hostRuntime, path);
     };
     auto calibration = ::kiln::calibrate(*module, calibrationData, *method, build, message);
     if (failed(calibration))
