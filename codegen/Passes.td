@@ -61,14 +61,17 @@ def KilnVnniMatmul : Pass<"kiln-vnni-matmul", "func::FuncOp"> {
     (`llvm.x86.avx512bf16.dpbf16ps.512`, two bf16 k), from weights packed at
     compile time into [N/16][K/g][16][g]. On AArch64 with I8MM, USDOT
     (`llvm.aarch64.neon.usdot`, u8 x i8, four k per lane) does the same on
-    4-lane registers. Signed int8 rows are flipped to unsigned and corrected
-    by a constant. `int8`, `bf16` and `usdot` say which instructions the
-    target has; other widening matmuls are left as they are.
+    4-lane registers, and AVX-VNNI (vpdpbusd on 256-bit registers, 16 of
+    them) on AVX2 CPUs. Signed int8 rows are flipped to unsigned and
+    corrected by a constant. `int8`, `bf16`, `usdot` and `avxvnni` say which
+    instructions the target has; other widening matmuls are left as they are.
   }];
   let options = [
     Option<"int8", "int8", "bool", "true", "The target has AVX-512 VNNI (vpdpbusd)">,
     Option<"bf16", "bf16", "bool", "true", "The target has AVX512-BF16 (vdpbf16ps)">,
     Option<"usdot", "usdot", "bool", "false", "The target has AArch64 I8MM (USDOT)">,
+    Option<"avxvnni", "avxvnni", "bool", "false",
+           "The target has AVX-VNNI (vpdpbusd on 256-bit registers) but not AVX-512 VNNI">,
   ];
   let dependentDialects = ["arith::ArithDialect", "LLVM::LLVMDialect", "scf::SCFDialect",
                            "tensor::TensorDialect", "vector::VectorDialect"];

@@ -74,6 +74,7 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
   target.avx512Vnni = x86 && sti->checkFeatures("+avx512vnni");
   target.avx512Bf16 = x86 && sti->checkFeatures("+avx512bf16");
   target.i8mm = tt.getArch() == llvm::Triple::aarch64 && sti->checkFeatures("+i8mm");
+  target.avxVnni = x86 && !target.avx512Vnni && sti->checkFeatures("+avxvnni");
   return target;
 }
 
@@ -114,9 +115,10 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
                "canonicalize,cse,canonicalize",
                target.vectorWidthF32, 2 * target.vectorWidthF32,
-               target.avx512Vnni || target.avx512Bf16 || target.i8mm
-                   ? llvm::formatv("kiln-vnni-matmul{{int8={0} bf16={1} usdot={2}},",
-                                   target.avx512Vnni, target.avx512Bf16, target.i8mm)
+               target.avx512Vnni || target.avx512Bf16 || target.i8mm || target.avxVnni
+                   ? llvm::formatv("kiln-vnni-matmul{{int8={0} bf16={1} usdot={2} avxvnni={3}},",
+                                   target.avx512Vnni, target.avx512Bf16, target.i8mm,
+                                   target.avxVnni)
                          .str()
                    : std::string())
         .str();

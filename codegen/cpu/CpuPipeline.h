@@ -25,6 +25,7 @@ struct CpuTarget {
   bool avx512Vnni = false; // vpdpbusd on 512-bit registers (int8 matmuls)
   bool avx512Bf16 = false; // vdpbf16ps on 512-bit registers (bf16 matmuls)
   bool i8mm = false;       // AArch64 USDOT on 128-bit registers (int8 matmuls)
+  bool avxVnni = false;    // vpdpbusd on 256-bit registers only (AVX2 CPUs)
 };
 
 /// Resolves `--target` / `--mcpu` into a CpuTarget (host CPU when `cpu` is

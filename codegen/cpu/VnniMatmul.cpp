@@ -42,15 +42,14 @@ using namespace mlir;
 
 namespace {
 
-constexpr int64_t kRegisters = 32; // vector registers, on AVX-512 and NEON alike
-
 /// The dot-product instruction a kernel is built around.
 struct DotKind {
   Type element;         // of A and B: i8 or bf16
   Type accumulator;     // i32 or f32
-  int64_t lanes;        // 32-bit lanes of a register: 16 (AVX-512) or 4 (NEON)
+  int64_t lanes;        // 32-bit lanes of a register: 16 (AVX-512), 8 (AVX2), 4 (NEON)
   int64_t group;        // k summed per lane: four bytes or two bf16
   const char *intrinsic;
+  int64_t registers = 32; // vector registers: 16 on AVX2
 };
 
 /// A widening matmul that the kernel handles, with what it needs to know.
@@ -70,12 +69,13 @@ bool isZeroExtended(BlockArgument arg) {
 
 /// Which dot-product instructions the target has.
 struct DotInstructions {
-  bool int8, bf16, usdot;
+  bool int8, bf16, usdot, avxvnni;
 };
 
 /// The kernel's instruction for a widening matmul of these operands, if the
-/// target has it: vpdpbusd (AVX-512 VNNI), vdpbf16ps (AVX512-BF16) or USDOT
-/// (AArch64 I8MM, u8 x i8 like vpdpbusd, on 128-bit registers).
+/// target has it: vpdpbusd (AVX-512 VNNI, or AVX-VNNI on 256-bit registers),
+/// vdpbf16ps (AVX512-BF16) or USDOT (AArch64 I8MM, u8 x i8 like vpdpbusd, on
+/// 128-bit registers).
 std::optional<DotKind> dotKindFor(linalg::GenericOp op, DotInstructions has) {
   Block &body = op.getRegion().front();
   Type element = body.getArgument(0).getType();
@@ -86,6 +86,8 @@ std::optional<DotKind> dotKindFor(linalg::GenericOp op, DotInstructions has) {
     return DotKind{element, i32, 16, 4, "llvm.x86.avx512.vpdpbusd.512"};
   if (has.usdot && element.isInteger(8) && signedWeights)
     return DotKind{element, i32, 4, 4, "llvm.aarch64.neon.usdot"};
+  if (has.avxvnni && element.isInteger(8) && signedWeights)
+    return DotKind{element, i32, 8, 4, "llvm.x86.avx512.vpdpbusd.256", 16};
   if (has.bf16 && element.isBF16())
     return DotKind{element, Float32Type::get(ctx), 16, 2, "llvm.x86.avx512bf16.dpbf16ps.512"};
   return std::nullopt;
@@ -134,9 +136,9 @@ struct Tile {
 /// The tile for M rows: as many rows as the registers hold, the last
 /// M % rows rows forming a tile of their own (49 rows: 8 tiles of 6, then
 /// 1, not 49 of 1; 128 rows: 21 of 6, then 2, measured faster than 32 of 4).
-Tile chooseTile(int64_t m, int64_t columnBlocks) {
-  int64_t vectors = largestDivisorUpTo(columnBlocks, 4);
-  return {std::min<int64_t>({8, m, (kRegisters - 2 - vectors) / vectors}), vectors};
+Tile chooseTile(int64_t m, int64_t columnBlocks, int64_t registers) {
+  int64_t vectors = largestDivisorUpTo(columnBlocks, registers / 8);
+  return {std::min<int64_t>({8, m, (registers - 2 - vectors) / vectors}), vectors};
 }
 
 /// B as [Np/16][K/g][16 * g], zero-padded; and, for a signed int8 A, the
@@ -329,7 +331,7 @@ void rewriteAsKernel(WideningMatmul mm) {
   Location loc = mm.op.getLoc();
   int64_t lanes = mm.kind.lanes;
   int64_t np = ceilDiv(mm.n, lanes) * lanes;
-  Tile tile = chooseTile(mm.m, np / lanes);
+  Tile tile = chooseTile(mm.m, np / lanes, mm.kind.registers);
   int64_t tileColumns = tile.vectors * lanes;
   PackedWeights weights = packWeights(b, loc, mm, np);
   Value init = paddedInit(b, loc, mm.init, mm.m, mm.n, np);
@@ -362,7 +364,7 @@ struct KilnVnniMatmulPass : mlir::kiln::impl::KilnVnniMatmulBase<KilnVnniMatmulP
   void runOnOperation() override {
     SmallVector<WideningMatmul> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (auto mm = matchWideningMatmul(op, {int8, bf16, usdot}))
+      if (auto mm = matchWideningMatmul(op, {int8, bf16, usdot, avxvnni}))
         matmuls.push_back(*mm);
     });
     for (WideningMatmul &mm : matmuls)

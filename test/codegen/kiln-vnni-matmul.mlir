@@ -12,6 +12,14 @@
 // USDOT:   llvm.call_intrinsic "llvm.aarch64.neon.usdot"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<4xi32>, vector<16xi8>, vector<16xi8>) -> vector<4xi32>
 // USDOT-LABEL: func.func @bf16_rows
 // USDOT-NOT: llvm.call_intrinsic
+// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false avxvnni=true" --split-input-file | FileCheck %s --check-prefix=AVX2
+
+// AVX-VNNI (AVX2 CPUs): 8-lane registers, and only 16 of them: tiles of two
+// registers of columns (N = 20 pads to 24: three blocks, so one register).
+// AVX2-LABEL: func.func @signed_rows
+// AVX2: arith.constant dense_resource<{{vnni_weight[_0-9]*}}> : tensor<3x2x32xi8>
+// AVX2: scf.forall
+// AVX2:   llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<8xi32>, vector<32xi8>, vector<32xi8>) -> vector<8xi32>
 
 // Signed rows (i8 x i8): K = 5 is one whole group of four and a partial one;
 // N = 20 pads to 32 columns, two blocks of 16 (one register each, both in one
