@@ -102,8 +102,8 @@ cl::list<Report> reports("report",
                                                "do not")),
                          cl::CommaSeparated, cl::cat(category));
 cl::opt<std::string> quantize("quantize",
-                              cl::desc("Quantize the model's matmuls to int8: int8 (activations "
-                                       "calibrated on --calibration-data) or int8-dynamic "
+                              cl::desc("Run matmuls in int8: int8 (activations calibrated on "
+                                       "--calibration-data; convolutions too) or int8-dynamic "
                                        "(activations quantized at run time)"),
                               cl::value_desc("mode"), cl::cat(category));
 cl::opt<std::string> precision("precision",
