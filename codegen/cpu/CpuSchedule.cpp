@@ -57,7 +57,11 @@ static std::string reductionTileList(const mlir::kiln::MatmulTile &t) {
 
 mlir::kiln::MatmulTile mlir::kiln::chooseRegisterTile(bool batched, int64_t m, int64_t n,
                                                       int64_t vectorWidth) {
-  return {batched, largestDivisorUpTo(m, 8), chooseColumns(n, vectorWidth), 1};
+  // AVX-512 and NEON have 32 vector registers: 8 rows x 2 registers of sums
+  // fit beside the B registers and a broadcast. AVX2 (8 floats) has 16: at
+  // most 6 x 2 sums, or the tile spills in its inner loop.
+  int64_t maxRows = vectorWidth == 8 ? 6 : 8;
+  return {batched, largestDivisorUpTo(m, maxRows), chooseColumns(n, vectorWidth), 1};
 }
 
 /// Packed contractions (kiln-pack-matmul): one register tile per (column
