@@ -37,11 +37,12 @@ void convert(const ConstantWeightMatmul &c) {
   OpBuilder b(c.op);
   Location loc = c.op->getLoc();
   auto resultType = cast<RankedTensorType>(c.op->getResult(0).getType());
+  std::vector<float> values = *f32Elements(c.weights);
   std::vector<uint16_t> weights(c.k * c.n);
   for (int64_t row = 0; row < c.k; ++row)
     for (int64_t col = 0; col < c.n; ++col)
       weights[row * c.n + col] =
-          toBF16(c.transposed ? c.weights[col * c.k + row] : c.weights[row * c.n + col]);
+          toBF16(c.transposed ? values[col * c.k + row] : values[row * c.n + col]);
   Type bf16 = b.getBF16Type();
   auto xType = cast<RankedTensorType>(c.activation.getType());
   Value x = CastOp::create(b, loc, RankedTensorType::get(xType.getShape(), bf16), c.activation);

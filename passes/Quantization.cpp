@@ -26,8 +26,9 @@ struct QuantizedWeights {
 
 QuantizedWeights quantizeWeights(const ConstantWeightMatmul &c) {
   int64_t k = c.k, n = c.n;
+  std::vector<float> w = *f32Elements(c.weights);
   auto at = [&](int64_t row, int64_t col) {
-    return c.transposed ? c.weights[col * k + row] : c.weights[row * n + col];
+    return c.transposed ? w[col * k + row] : w[row * n + col];
   };
   QuantizedWeights q{std::vector<int8_t>(k * n), std::vector<float>(n),
                      std::vector<int32_t>(n, 0)};
@@ -47,8 +48,8 @@ QuantizedWeights quantizeWeights(const ConstantWeightMatmul &c) {
   return q;
 }
 
-/// The f32 values of a constant 2-D weight, or why it cannot be quantized.
-FailureOr<std::vector<float>> constantWeights(Value w, std::string &why) {
+/// The f32 data of a constant 2-D weight, or why it cannot be quantized.
+FailureOr<ElementsAttr> constantWeights(Value w, std::string &why) {
   auto type = cast<RankedTensorType>(w.getType());
   auto constant = w.getDefiningOp<ConstantOp>();
   if (!constant) {
@@ -59,12 +60,11 @@ FailureOr<std::vector<float>> constantWeights(Value w, std::string &why) {
     why = "its weights are not a 2-D matrix";
     return failure();
   }
-  std::optional<std::vector<float>> values = f32Elements(constant.getValue());
-  if (!values) {
+  if (!hasF32Elements(constant.getValue())) {
     why = "its weights are not f32";
     return failure();
   }
-  return *values;
+  return constant.getValue();
 }
 
 bool isF32(Value v) { return cast<RankedTensorType>(v.getType()).getElementType().isF32(); }
@@ -82,8 +82,8 @@ FailureOr<ConstantWeightMatmul> matmulCandidate(MatMulOp op, std::string &why) {
   if (failed(weights))
     return failure();
   auto type = cast<RankedTensorType>(op.getRhs().getType());
-  return ConstantWeightMatmul{op,   op.getLhs(), std::move(*weights), type.getDimSize(0),
-                       type.getDimSize(1), false, 1.0f, 1.0f, Value()};
+  return ConstantWeightMatmul{op,    op.getLhs(), *weights, type.getDimSize(0), type.getDimSize(1),
+                              false, 1.0f,        1.0f,     Value()};
 }
 
 FailureOr<ConstantWeightMatmul> gemmCandidate(GemmOp op, std::string &why) {
@@ -100,16 +100,15 @@ FailureOr<ConstantWeightMatmul> gemmCandidate(GemmOp op, std::string &why) {
     return failure();
   auto type = cast<RankedTensorType>(op.getB().getType());
   bool transposed = op.getTransB();
-  ConstantWeightMatmul c{op,
-                  op.getA(),
-                  std::move(*weights),
-                  type.getDimSize(transposed ? 1 : 0),
-                  type.getDimSize(transposed ? 0 : 1),
-                  transposed,
-                  op.getAlpha().convertToFloat(),
-                  op.getBeta().convertToFloat(),
-                  op.getC()};
-  return c;
+  return ConstantWeightMatmul{op,
+                              op.getA(),
+                              *weights,
+                              type.getDimSize(transposed ? 1 : 0),
+                              type.getDimSize(transposed ? 0 : 1),
+                              transposed,
+                              op.getAlpha().convertToFloat(),
+                              op.getBeta().convertToFloat(),
+                              op.getC()};
 }
 
 /// Replaces `op` by `replacement`, whose defining op inherits kiln.layer.
@@ -170,7 +169,7 @@ FailureOr<Value> mlir::kiln::int8Activation(Operation *op, std::string &why) {
     return failure();
   }
   auto filter = conv.getFilter().getDefiningOp<ConstantOp>();
-  if (!filter || !f32Elements(filter.getValue())) {
+  if (!filter || !hasF32Elements(filter.getValue())) {
     why = "its filter is not an f32 constant";
     return failure();
   }
@@ -187,8 +186,15 @@ void mlir::kiln::replaceConvWithInt8(Operation *op, Value activations, float act
   auto filterType = cast<RankedTensorType>(conv.getFilter().getType());
   int64_t f = filterType.getDimSize(0), perFilter = filterType.getNumElements() / f;
   // The filter as [F, C*KH*KW] is a transposed [K, N] weight: per-row scales.
-  ConstantWeightMatmul c{op, activations, *f32Elements(conv.getFilter().getDefiningOp<ConstantOp>().getValue()),
-                  perFilter, f, /*transposed=*/true, 1.0f, 1.0f, Value()};
+  ConstantWeightMatmul c{op,
+                         activations,
+                         conv.getFilter().getDefiningOp<ConstantOp>().getValue(),
+                         perFilter,
+                         f,
+                         /*transposed=*/true,
+                         1.0f,
+                         1.0f,
+                         Value()};
   QuantizedWeights w = quantizeWeights(c);
   std::vector<int8_t> filterValues(f * perFilter);
   for (int64_t i = 0; i < f; ++i)

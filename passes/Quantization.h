@@ -10,6 +10,7 @@
 #ifndef KILN_PASSES_QUANTIZATION_H
 #define KILN_PASSES_QUANTIZATION_H
 
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
 
@@ -23,7 +24,7 @@ namespace mlir::kiln {
 struct ConstantWeightMatmul {
   Operation *op;
   Value activation;
-  std::vector<float> weights; // f32, row-major; [N, K] when `transposed`
+  ElementsAttr weights; // f32, row-major; [N, K] when `transposed`
   int64_t k, n;
   bool transposed;
   float alpha = 1.0f, beta = 1.0f;

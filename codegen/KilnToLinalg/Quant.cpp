@@ -4,7 +4,8 @@
 // range (min and max together), then one elementwise pass that quantizes
 // (tagged `kiln.quantize`, so that elementwise fusion does not compute the
 // input's producers into it a second time). The scale and zero point are
-// computed once, as rank-0 tensors, between them.
+// computed once, as scalars, between them. kiln.quantize is that second
+// pass alone, with its scale and zero point fixed.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KilnToLinalg/Builders.h"

@@ -42,15 +42,22 @@ DenseResourceElementsAttr mlir::kiln::blobElements(ShapedType type, StringRef na
       type, name, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, align));
 }
 
-std::optional<std::vector<float>> mlir::kiln::f32Elements(ElementsAttr attr) {
+bool mlir::kiln::hasF32Elements(ElementsAttr attr) {
   if (!attr.getElementType().isF32())
+    return false;
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr); dense && dense.isSplat())
+    return true;
+  std::optional<ArrayRef<char>> data = rawElementsData(attr);
+  return data && data->size() == attr.getNumElements() * sizeof(float);
+}
+
+std::optional<std::vector<float>> mlir::kiln::f32Elements(ElementsAttr attr) {
+  if (!hasF32Elements(attr))
     return std::nullopt;
   size_t count = attr.getNumElements();
   if (auto dense = dyn_cast<DenseElementsAttr>(attr); dense && dense.isSplat())
     return std::vector<float>(count, dense.getSplatValue<float>());
   std::optional<ArrayRef<char>> data = rawElementsData(attr);
-  if (!data || data->size() != count * sizeof(float))
-    return std::nullopt;
   std::vector<float> values(count);
   std::memcpy(values.data(), data->data(), data->size());
   return values;

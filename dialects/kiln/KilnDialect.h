@@ -44,6 +44,8 @@ DenseResourceElementsAttr blobElements(ShapedType type, StringRef name, ArrayRef
 /// The elements of an f32 attribute, splats expanded; nullopt for another
 /// element type or when the data is not available.
 std::optional<std::vector<float>> f32Elements(ElementsAttr attr);
+/// Whether f32Elements(attr) has a value (without copying the elements).
+bool hasF32Elements(ElementsAttr attr);
 
 /// A kiln.constant of `type` holding the row-major `values` in a blob named
 /// after `name` (weights made at compile time).
