@@ -63,8 +63,13 @@ def KilnVnniMatmul : Pass<"kiln-vnni-matmul", "func::FuncOp"> {
     (`llvm.aarch64.neon.usdot`, u8 x i8, four k per lane) does the same on
     4-lane registers, and AVX-VNNI (vpdpbusd on 256-bit registers, 16 of
     them) on AVX2 CPUs. Signed int8 rows are flipped to unsigned and
-    corrected by a constant. `int8`, `bf16`, `usdot` and `avxvnni` say which
-    instructions the target has; other widening matmuls are left as they are.
+    corrected by a constant. With `amx-int8` / `amx-bf16` (and K a whole
+    number of groups) the kernel uses AMX tiles instead: each output block
+    of up to 32 x 32 becomes a `linalg.generic` tagged `kiln.amx_tile` on
+    the block's rows of A and its weight panels, which kiln-amx-tiles lowers
+    to tile instructions after bufferization. `int8`, `bf16`, `usdot`,
+    `avxvnni` and the `amx` options say which instructions the target has;
+    other widening matmuls are left as they are.
   }];
   let options = [
     Option<"int8", "int8", "bool", "true", "The target has AVX-512 VNNI (vpdpbusd)">,
@@ -72,9 +77,26 @@ def KilnVnniMatmul : Pass<"kiln-vnni-matmul", "func::FuncOp"> {
     Option<"usdot", "usdot", "bool", "false", "The target has AArch64 I8MM (USDOT)">,
     Option<"avxvnni", "avxvnni", "bool", "false",
            "The target has AVX-VNNI (vpdpbusd on 256-bit registers) but not AVX-512 VNNI">,
+    Option<"amxInt8", "amx-int8", "bool", "false", "The target has AMX-INT8 tiles (tdpbusd)">,
+    Option<"amxBf16", "amx-bf16", "bool", "false", "The target has AMX-BF16 tiles (tdpbf16ps)">,
   ];
   let dependentDialects = ["arith::ArithDialect", "LLVM::LLVMDialect", "scf::SCFDialect",
                            "tensor::TensorDialect", "vector::VectorDialect"];
+}
+
+def KilnAmxTiles : Pass<"kiln-amx-tiles", "func::FuncOp"> {
+  let summary = "Lower the `kiln.amx_tile` products of kiln-vnni-matmul to AMX tile instructions";
+  let description = [{
+    Each buffer-semantics `linalg.generic` tagged `kiln.amx_tile` (rows of A
+    [M][K], weight panels [N/16][K/g][16 * g], output [M][N], M and N at most
+    32) becomes AMX code: the output's 16 x 16 accumulator tiles are loaded,
+    a loop over K multiplies 16-row tiles of A (64 bytes of k per row) by
+    16 x 16 tiles of B (one panel's next 64-byte rows) with tdpbusd /
+    tdpbssd (int8, signedness from the body's extensions) or tdpbf16ps,
+    and the accumulators are stored back. Partial tiles (rows or k) get
+    tile shapes of their own.
+  }];
+  let dependentDialects = ["amx::AMXDialect", "arith::ArithDialect", "scf::SCFDialect"];
 }
 
 def KilnPackMatmul : Pass<"kiln-pack-matmul", "ModuleOp"> {

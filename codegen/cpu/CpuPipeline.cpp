@@ -75,6 +75,8 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
   target.avx512Bf16 = x86 && sti->checkFeatures("+avx512bf16");
   target.i8mm = tt.getArch() == llvm::Triple::aarch64 && sti->checkFeatures("+i8mm");
   target.avxVnni = x86 && !target.avx512Vnni && sti->checkFeatures("+avxvnni");
+  target.amxInt8 = x86 && sti->checkFeatures("+amx-tile,+amx-int8");
+  target.amxBf16 = x86 && sti->checkFeatures("+amx-tile,+amx-bf16");
   return target;
 }
 
@@ -115,17 +117,20 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
                "canonicalize,cse,canonicalize",
                target.vectorWidthF32, 2 * target.vectorWidthF32,
-               target.avx512Vnni || target.avx512Bf16 || target.i8mm || target.avxVnni
-                   ? llvm::formatv("kiln-vnni-matmul{{int8={0} bf16={1} usdot={2} avxvnni={3}},",
+               target.avx512Vnni || target.avx512Bf16 || target.i8mm || target.avxVnni ||
+                       target.amxInt8 || target.amxBf16
+                   ? llvm::formatv("kiln-vnni-matmul{{int8={0} bf16={1} usdot={2} avxvnni={3} "
+                                   "amx-int8={4} amx-bf16={5}},",
                                    target.avx512Vnni, target.avx512Bf16, target.i8mm,
-                                   target.avxVnni)
+                                   target.avxVnni, target.amxInt8, target.amxBf16)
                          .str()
                    : std::string())
         .str();
-  case Stage::LLVM:
+  case Stage::LLVM: {
+    bool amx = target.amxInt8 || target.amxBf16;
     return llvm::formatv(
                "{1}scf-forall-to-parallel,"
-               "func.func(kiln-flatten-empty-arguments,kiln-copies-to-loops,"
+               "func.func({2}kiln-flatten-empty-arguments,kiln-copies-to-loops,"
                "convert-linalg-to-parallel-loops),"
                "kiln-outline-parallel-loops,"
                // Views become strided metadata first: folding a collapse_shape
@@ -134,16 +139,22 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "func.func(expand-strided-metadata,fold-memref-alias-ops,canonicalize,cse,"
                "loop-invariant-code-motion),"
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
-               "convert-math-to-funcs,convert-scf-to-cf,convert-vector-to-llvm,convert-math-to-llvm,"
+               "convert-math-to-funcs,convert-scf-to-cf,convert-vector-to-llvm{{enable-amx={3}},"
+               "convert-math-to-llvm,"
                "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions},"
-               "convert-arith-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,convert-cf-to-llvm,"
+               "convert-arith-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,{4},"
                "convert-func-to-llvm{{use-bare-ptr-memref-call-conv},kiln-lower-parallel-calls,"
                "reconcile-unrealized-casts,kiln-emit-entry-point{{prefix={0}},canonicalize",
                options.symbolPrefix,
                // Without AVX512-BF16, LLVM would call __truncsfbf2 (not in
                // libgcc) for f32 -> bf16: round in integer arithmetic instead.
-               options.bf16 && !target.avx512Bf16 ? "arith-expand{include-bf16=true}," : "")
+               options.bf16 && !target.avx512Bf16 ? "arith-expand{include-bf16=true}," : "",
+               amx ? "kiln-amx-tiles," : "", amx,
+               // Tiles carried by loops become block arguments, whose type
+               // only a converter that knows the amx dialect converts.
+               amx ? "convert-to-llvm{filter-dialects=cf,amx}" : "convert-cf-to-llvm")
         .str();
+  }
   }
   llvm_unreachable("unknown stage");
 }

@@ -26,6 +26,8 @@ struct CpuTarget {
   bool avx512Bf16 = false; // vdpbf16ps on 512-bit registers (bf16 matmuls)
   bool i8mm = false;       // AArch64 USDOT on 128-bit registers (int8 matmuls)
   bool avxVnni = false;    // vpdpbusd on 256-bit registers only (AVX2 CPUs)
+  bool amxInt8 = false;    // AMX tiles, tdpbusd (int8 matmuls)
+  bool amxBf16 = false;    // AMX tiles, tdpbf16ps (bf16 matmuls)
 };
 
 /// Resolves `--target` / `--mcpu` into a CpuTarget (host CPU when `cpu` is

@@ -12,6 +12,18 @@ namespace mlir::kiln {
 using namespace mlir;
 
 namespace {
+
+/// Whether the module uses AMX tiles (the intrinsics of the amx dialect's
+/// lowering: llvm.x86.tileloadd64.internal, ...).
+bool usesAmxTiles(ModuleOp module) {
+  return module
+      .walk([](LLVM::CallIntrinsicOp call) {
+        return call.getIntrin().starts_with("llvm.x86.tile") ? WalkResult::interrupt()
+                                                             : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 struct KilnEmitEntryPointPass
     : mlir::kiln::impl::KilnEmitEntryPointBase<KilnEmitEntryPointPass> {
   using KilnEmitEntryPointBase::KilnEmitEntryPointBase;
@@ -44,6 +56,15 @@ struct KilnEmitEntryPointPass
         LLVM::LLVMFunctionType::get(voidType, {ptrType, ptrType}));
     Block *body = entry.addEntryBlock(b);
     b.setInsertionPointToStart(body);
+    if (usesAmxTiles(module)) {
+      // Tile data must be enabled for the process first (kiln_request_amx).
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      auto request = LLVM::LLVMFuncOp::create(b, loc, "kiln_request_amx",
+                                              LLVM::LLVMFunctionType::get(voidType, {}));
+      b.setInsertionPointToStart(body);
+      LLVM::CallOp::create(b, loc, request, ValueRange{});
+    }
     Value buffers = body->getArgument(0), shapes = body->getArgument(1);
     auto slot = [&](unsigned i) -> Value {
       return LLVM::GEPOp::create(b, loc, ptrType, ptrType, buffers,

@@ -7,6 +7,11 @@
 //             64 multiply-adds per instruction, four times an f32 FMA;
 //   vdpbf16ps (AVX512-BF16)  bf16 x bf16 -> f32, two k per lane, 16 lanes;
 //   USDOT     (AArch64 I8MM) u8 x i8 -> i32, four k per lane, 4 lanes.
+// With AMX the product runs on tile registers instead (16 rows of 64 bytes;
+// one tdpbusd or tdpbf16ps multiplies a 16-row tile of A by a 16 x 16 tile
+// of B): each output block of 16 or 32 x 16 or 32 becomes a
+// `linalg.generic` tagged `kiln.amx_tile`, which kiln-amx-tiles lowers
+// after bufferization, since tile loads and stores address memory.
 //
 // B is packed at compile time into [N/L][K/g][L][g] (L lanes, g the group):
 // one register load holds g consecutive k of L columns, exactly the
@@ -30,6 +35,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 #include <cstring>
 
@@ -50,6 +57,7 @@ struct DotKind {
   int64_t group;        // k summed per lane: four bytes or two bf16
   const char *intrinsic;
   int64_t registers = 32; // vector registers: 16 on AVX2
+  bool tiles = false;     // AMX tile registers rather than vector ones
 };
 
 /// A widening matmul that the kernel handles, with what it needs to know.
@@ -69,19 +77,25 @@ bool isZeroExtended(BlockArgument arg) {
 
 /// Which dot-product instructions the target has.
 struct DotInstructions {
-  bool int8, bf16, usdot, avxvnni;
+  bool int8, bf16, usdot, avxvnni, amxInt8, amxBf16;
 };
 
 /// The kernel's instruction for a widening matmul of these operands, if the
-/// target has it: vpdpbusd (AVX-512 VNNI, or AVX-VNNI on 256-bit registers),
+/// target has it: AMX tiles (int8 of either signedness, or bf16; `k` must
+/// fill whole 64-byte tile rows), vpdpbusd (AVX-512 VNNI, or AVX-VNNI on 256-bit registers),
 /// vdpbf16ps (AVX512-BF16) or USDOT (AArch64 I8MM, u8 x i8 like vpdpbusd, on
 /// 128-bit registers).
-std::optional<DotKind> dotKindFor(linalg::GenericOp op, DotInstructions has) {
+std::optional<DotKind> dotKindFor(linalg::GenericOp op, int64_t k, DotInstructions has) {
   Block &body = op.getRegion().front();
   Type element = body.getArgument(0).getType();
   MLIRContext *ctx = op.getContext();
   bool signedWeights = !isZeroExtended(body.getArgument(1));
   Type i32 = IntegerType::get(ctx, 32);
+  if (has.amxInt8 && element.isInteger(8) && k % 64 == 0)
+    return DotKind{element, i32, 16, 4, "llvm.x86.tdpbusd.internal", 0, /*tiles=*/true};
+  if (has.amxBf16 && element.isBF16() && k % 32 == 0)
+    return DotKind{element, Float32Type::get(ctx), 16, 2, "llvm.x86.tdpbf16ps.internal", 0,
+                   /*tiles=*/true};
   if (has.int8 && element.isInteger(8) && signedWeights)
     return DotKind{element, i32, 16, 4, "llvm.x86.avx512.vpdpbusd.512"};
   if (has.usdot && element.isInteger(8) && signedWeights)
@@ -93,6 +107,15 @@ std::optional<DotKind> dotKindFor(linalg::GenericOp op, DotInstructions has) {
   return std::nullopt;
 }
 
+/// Whether `init` is a tensor filled with zeros.
+bool isZeroFilled(Value init) {
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  Value value = fill.getInputs()[0];
+  return matchPattern(value, m_AnyZeroFloat()) || matchPattern(value, m_Zero());
+}
+
 std::optional<WideningMatmul> matchWideningMatmul(linalg::GenericOp op, DotInstructions has) {
   if (!op->hasAttr("kiln.widening_matmul") || op.getNumDpsInputs() != 2 ||
       op.getNumLoops() != 3 || !op.hasPureTensorSemantics())
@@ -101,7 +124,11 @@ std::optional<WideningMatmul> matchWideningMatmul(linalg::GenericOp op, DotInstr
   auto initType = cast<RankedTensorType>(op.getDpsInits()[0].getType());
   if (!lhsType.hasStaticShape() || !initType.hasStaticShape())
     return std::nullopt;
-  std::optional<DotKind> kind = dotKindFor(op, has);
+  // AMX blocks are whole tiles of 16 rows computed from zero (the last one
+  // may overlap the one before it).
+  if (lhsType.getDimSize(0) < 16 || !isZeroFilled(op.getDpsInits()[0]))
+    has.amxInt8 = has.amxBf16 = false;
+  std::optional<DotKind> kind = dotKindFor(op, lhsType.getDimSize(1), has);
   ElementsAttr weights = mlir::kiln::constantBehindReshapes(op.getDpsInputs()[1]);
   if (!kind || !weights)
     return std::nullopt;
@@ -167,7 +194,7 @@ PackedWeights packWeights(OpBuilder &b, Location loc, const WideningMatmul &mm, 
   PackedWeights result;
   result.panels = arith::ConstantOp::create(
       b, loc, mlir::kiln::blobElements(panelType, "vnni_weight", packed));
-  if (mm.kind.element.isInteger(8) && !mm.lhsUnsigned) {
+  if (mm.kind.element.isInteger(8) && !mm.lhsUnsigned && !mm.kind.tiles) {
     std::vector<int32_t> start(np, 0);
     for (int64_t n = 0; n < mm.n; ++n)
       for (int64_t k = 0; k < mm.k; ++k)
@@ -264,7 +291,45 @@ struct KernelBuilder {
     return accs;
   }
 
+  /// AMX: the block's product as a `linalg.generic` tagged `kiln.amx_tile`
+  /// over A's rows and the block's weight panels, with the original body,
+  /// from zero: C[m][n] = sum_k A[m][k] * P[n / L][k / g][(n % L) * g + k % g].
+  Value buildTileProduct(Value out, Value m0, Value block0) {
+    out = linalg::FillOp::create(b, loc, zeroOf(mm.kind.accumulator),
+                                 tensor::EmptyOp::create(b, loc, cast<RankedTensorType>(out.getType()).getShape(),
+                                                         mm.kind.accumulator).getResult())
+              .getResult(0);
+    int64_t groups = mm.k / mm.kind.group, lanes = mm.kind.lanes, group = mm.kind.group;
+    auto one = [&](int64_t rank) { return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)); };
+    Value rows = tensor::ExtractSliceOp::create(
+        b, loc, mm.lhs, ArrayRef<OpFoldResult>{m0, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(tile.rows), b.getIndexAttr(mm.k)}, one(2));
+    Value panels = tensor::ExtractSliceOp::create(
+        b, loc, weights.panels, ArrayRef<OpFoldResult>{block0, b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(tile.vectors), b.getIndexAttr(groups),
+                               b.getIndexAttr(lanes * group)},
+        one(3));
+    AffineExpr m, n, k;
+    bindDims(b.getContext(), m, n, k);
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(3, 0, {m, k}, b.getContext()),
+        AffineMap::get(3, 0, {n.floorDiv(lanes), k.floorDiv(group), (n % lanes) * group + k % group},
+                       b.getContext()),
+        AffineMap::get(3, 0, {m, n}, b.getContext())};
+    SmallVector<utils::IteratorType> iterators = {utils::IteratorType::parallel,
+                                                  utils::IteratorType::parallel,
+                                                  utils::IteratorType::reduction};
+    auto product = linalg::GenericOp::create(b, loc, TypeRange{out.getType()}, ValueRange{rows, panels},
+                                             ValueRange{out}, maps, iterators);
+    IRMapping mapping;
+    linalg::GenericOp(mm.op).getRegion().cloneInto(&product.getRegion(), mapping);
+    product->setAttr("kiln.amx_tile", b.getUnitAttr());
+    return product.getResult(0);
+  }
+
   Value build(Value out, Value m0, Value n0, Value block0) {
+    if (mm.kind.tiles)
+      return buildTileProduct(out, m0, block0);
     SmallVector<Value> accs = initialAccumulators(out, n0);
     int64_t fullGroups = mm.k / mm.kind.group;
     auto loop = scf::ForOp::create(
@@ -331,7 +396,10 @@ void rewriteAsKernel(WideningMatmul mm) {
   Location loc = mm.op.getLoc();
   int64_t lanes = mm.kind.lanes;
   int64_t np = ceilDiv(mm.n, lanes) * lanes;
-  Tile tile = chooseTile(mm.m, np / lanes, mm.kind.registers);
+  // AMX: blocks of two by two 16 x 16 tiles (four accumulators, two tiles
+  // of A and two of B: the eight tile registers).
+  Tile tile = mm.kind.tiles ? Tile{32, (np / lanes) % 2 == 0 ? 2 : 1}
+                            : chooseTile(mm.m, np / lanes, mm.kind.registers);
   int64_t tileColumns = tile.vectors * lanes;
   PackedWeights weights = packWeights(b, loc, mm, np);
   Value init = paddedInit(b, loc, mm.init, mm.m, mm.n, np);
@@ -346,9 +414,20 @@ void rewriteAsKernel(WideningMatmul mm) {
   };
   int64_t fullRows = mm.m - mm.m % tile.rows;
   Value result = tileLoop(b, loc, kernelFor(tile), init, 0, fullRows / tile.rows, np / tileColumns);
-  if (fullRows != mm.m)
+  if (mm.kind.tiles) {
+    // AMX: after the blocks of 32 rows, one of 16, then one of 16 ending at
+    // row M: every tile whole, the overlapping rows computed twice.
+    Tile half = {16, tile.vectors};
+    if (mm.m - fullRows >= 16) {
+      result = tileLoop(b, loc, kernelFor(half), result, fullRows, 1, np / tileColumns);
+      fullRows += 16;
+    }
+    if (fullRows != mm.m)
+      result = tileLoop(b, loc, kernelFor(half), result, mm.m - 16, 1, np / tileColumns);
+  } else if (fullRows != mm.m) {
     result = tileLoop(b, loc, kernelFor({mm.m - fullRows, tile.vectors}), result, fullRows, 1,
                       np / tileColumns);
+  }
   if (np != mm.n)
     result = tensor::ExtractSliceOp::create(
         b, loc, result, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
@@ -364,7 +443,7 @@ struct KilnVnniMatmulPass : mlir::kiln::impl::KilnVnniMatmulBase<KilnVnniMatmulP
   void runOnOperation() override {
     SmallVector<WideningMatmul> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (auto mm = matchWideningMatmul(op, {int8, bf16, usdot, avxvnni}))
+      if (auto mm = matchWideningMatmul(op, {int8, bf16, usdot, avxvnni, amxInt8, amxBf16}))
         matmuls.push_back(*mm);
     });
     for (WideningMatmul &mm : matmuls)

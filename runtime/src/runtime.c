@@ -2,6 +2,7 @@
 #include "kiln/runtime.h"
 #include "threads.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,6 +201,37 @@ void kiln_check_failed(const char *message) {
   }
   set_error(run->model, "run-time check failed: %s", message);
   longjmp(run->unwind, 1);
+}
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#define KILN_ARCH_REQ_XCOMP_PERM 0x1023
+#define KILN_XFEATURE_XTILEDATA 18
+#endif
+
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static int amx_error; /* errno of the refused request, or 0 */
+
+static void request_amx_once(void) {
+#if defined(__x86_64__) && defined(__linux__)
+  if (syscall(SYS_arch_prctl, KILN_ARCH_REQ_XCOMP_PERM, KILN_XFEATURE_XTILEDATA) != 0)
+    amx_error = errno;
+#else
+  amx_error = ENOTSUP;
+#endif
+}
+
+void kiln_request_amx(void) {
+  pthread_once(&amx_once, request_amx_once);
+  if (amx_error == 0)
+    return;
+  char message[256];
+  snprintf(message, sizeof message,
+           "this model uses AMX tiles, which the system did not enable (%s); compile it "
+           "for a CPU without AMX, e.g. --mcpu=icelake-server",
+           strerror(amx_error));
+  kiln_check_failed(message);
 }
 
 /* Calls the generated entry; returns nonzero when a check failed. Kept apart

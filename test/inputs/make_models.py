@@ -65,6 +65,21 @@ def mlp():
     return model(nodes, [tensor("x", [4, 32])], [tensor("logits", [4, 10])], inits), [(4, 32)]
 
 
+def amx_shapes():
+    """Matmul shapes around AMX's 16-row, 64-byte tiles: 56 rows (a block of
+    32, one of 16, then one of 16 overlapping it), K of 64 and 96 (one and
+    1.5 int8 tile widths, two and three bf16 ones), N of 96 and 48 (pairs of
+    16-column tiles, then single ones)."""
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h1"], name="mm1"),
+             helper.make_node("Relu", ["h1"], ["a1"], name="relu1"),
+             helper.make_node("MatMul", ["a1", "w2"], ["h2"], name="mm2"),
+             helper.make_node("Gemm", ["x2", "w3", "b3"], ["y"], name="fc3", transB=1)]
+    inits = [weight("w1", 64, 96), weight("w2", 96, 48), weight("w3", 48, 128),
+             weight("b3", 48)]
+    return model(nodes, [tensor("x", [1, 56, 64]), tensor("x2", [20, 128])],
+                 [tensor("h2", [1, 56, 48]), tensor("y", [20, 48])], inits), [(1, 56, 64), (20, 128)]
+
+
 def quantized_matmul():
     """A model that arrives quantized: DynamicQuantizeLinear + MatMulInteger
     (u8 activations with a zero point, int8 weights) rescaled to f32, and
@@ -380,7 +395,7 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, import_tensor,
                                         shape_operands, window_operands]}
 

@@ -130,6 +130,13 @@ void kiln_parallel_for(kiln_task_fn fn, void *ctx, int64_t n);
  * kiln_model_run, outside parallel loops. */
 void kiln_check_failed(const char *message);
 
+/* Called by generated code that uses AMX tiles, at the start of each run:
+ * Linux leaves a process's AMX tile data off until it asks for it
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, done once), and a tile instruction
+ * without it faults. When the system refuses, the run fails with an error
+ * (kiln_check_failed) instead. */
+void kiln_request_amx(void);
+
 /* Bytes of intermediate memory the instance holds after its first run. */
 size_t kiln_model_arena_bytes(const kiln_model *model);
 
