@@ -35,3 +35,11 @@ if all(os.path.isdir(os.path.join(real_models, d, "package")) for d in
 if shutil.which("qemu-aarch64") and os.path.exists(
         os.path.join(config.kiln_obj_root, "lib", "kiln", "aarch64", "libkiln_runtime.a")):
     config.available_features.add("aarch64")
+# AMX tiles (int8 and bf16) on this CPU: the e2e tests that run AMX code.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = set(next((l for l in cpuinfo if l.startswith("flags")), "").split())
+except OSError:
+    flags = set()
+if {"amx_tile", "amx_int8", "amx_bf16"} <= flags:
+    config.available_features.add("amx")

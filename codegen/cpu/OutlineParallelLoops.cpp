@@ -79,13 +79,14 @@ static Value tripCountValue(OpBuilder &b, Location loc, scf::ParallelOp loop, un
 }
 
 /// Estimated number of operations executed by `loop`: each op counts once per
-/// iteration of the loops around it, up to and including `loop`.
+/// iteration of the loops around it, up to and including `loop`; an AMX tile
+/// op counts 16 (a tile multiply takes 16 cycles, a tile load as long).
 static int64_t estimateWork(scf::ParallelOp loop) {
   int64_t work = 0;
   loop.getBody()->walk([&](Operation *op) {
     if (op->hasTrait<OpTrait::IsTerminator>() || isa<LoopLikeOpInterface>(op))
       return;
-    int64_t weight = 1;
+    int64_t weight = op->getDialect() && op->getDialect()->getNamespace() == "amx" ? 16 : 1;
     for (Operation *p = op->getParentOp(); p; p = p->getParentOp()) {
       if (auto f = dyn_cast<scf::ForOp>(p))
         weight *= tripCount(f.getLowerBound(), f.getUpperBound(), f.getStep()).value_or(unknownTrips);

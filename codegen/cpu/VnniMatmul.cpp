@@ -295,10 +295,9 @@ struct KernelBuilder {
   /// over A's rows and the block's weight panels, with the original body,
   /// from zero: C[m][n] = sum_k A[m][k] * P[n / L][k / g][(n % L) * g + k % g].
   Value buildTileProduct(Value out, Value m0, Value block0) {
-    out = linalg::FillOp::create(b, loc, zeroOf(mm.kind.accumulator),
-                                 tensor::EmptyOp::create(b, loc, cast<RankedTensorType>(out.getType()).getShape(),
-                                                         mm.kind.accumulator).getResult())
-              .getResult(0);
+    // Zeroed in place (not a new tensor), so that it bufferizes to the
+    // output's block rather than to a temporary.
+    out = linalg::FillOp::create(b, loc, zeroOf(mm.kind.accumulator), out).getResult(0);
     int64_t groups = mm.k / mm.kind.group, lanes = mm.kind.lanes, group = mm.kind.group;
     auto one = [&](int64_t rank) { return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)); };
     Value rows = tensor::ExtractSliceOp::create(
@@ -402,7 +401,9 @@ void rewriteAsKernel(WideningMatmul mm) {
                             : chooseTile(mm.m, np / lanes, mm.kind.registers);
   int64_t tileColumns = tile.vectors * lanes;
   PackedWeights weights = packWeights(b, loc, mm, np);
-  Value init = paddedInit(b, loc, mm.init, mm.m, mm.n, np);
+  // AMX blocks zero their own output: the zero fill of the whole is unneeded.
+  Value init = mm.kind.tiles ? mm.init.getDefiningOp<linalg::FillOp>().getOutputs()[0] : mm.init;
+  init = paddedInit(b, loc, init, mm.m, mm.n, np);
   auto kernelFor = [&](Tile t) {
     return KernelBuilder{b,
                          loc,
@@ -413,7 +414,9 @@ void rewriteAsKernel(WideningMatmul mm) {
                          VectorType::get({lanes * mm.kind.group}, mm.kind.element)};
   };
   int64_t fullRows = mm.m - mm.m % tile.rows;
-  Value result = tileLoop(b, loc, kernelFor(tile), init, 0, fullRows / tile.rows, np / tileColumns);
+  Value result = init;
+  if (fullRows != 0)
+    result = tileLoop(b, loc, kernelFor(tile), init, 0, fullRows / tile.rows, np / tileColumns);
   if (mm.kind.tiles) {
     // AMX: after the blocks of 32 rows, one of 16, then one of 16 ending at
     // row M: every tile whole, the overlapping rows computed twice.

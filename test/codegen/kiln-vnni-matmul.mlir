@@ -12,6 +12,7 @@
 // USDOT:   llvm.call_intrinsic "llvm.aarch64.neon.usdot"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<4xi32>, vector<16xi8>, vector<16xi8>) -> vector<4xi32>
 // USDOT-LABEL: func.func @bf16_rows
 // USDOT-NOT: llvm.call_intrinsic
+// USDOT-LABEL: func.func @amx_blocks
 // RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false avxvnni=true" --split-input-file | FileCheck %s --check-prefix=AVX2
 
 // AVX-VNNI (AVX2 CPUs): 8-lane registers, and only 16 of them: tiles of two
@@ -149,3 +150,95 @@ func.func @bf16_rows(%a: tensor<6x5xbf16>) -> tensor<6x20xf32> {
 // Without the instructions (int8=false bf16=false) nothing changes.
 // RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false" --split-input-file | FileCheck %s --check-prefix=NONE
 // NONE-NOT: llvm.call_intrinsic
+
+// -----
+
+// AMX (amx-int8, amx-bf16): 56 rows of u8 x constant i8 with K = 64 (one
+// 64-byte tile row) and N = 32 become whole 16 x 16 tiles in blocks: one of
+// 32 rows, one of 16 at row 32, and one of 16 ending at row 56 (rows 40-55,
+// overlapping the one before). Each block zeroes its slice of the output and
+// multiplies in a generic tagged kiln.amx_tile over the weight panels
+// [N/16][K/4][64] that kiln-amx-tiles lowers; the whole output is not
+// zero-filled first.
+// RUN: kiln-opt %s --kiln-vnni-matmul="amx-int8=true amx-bf16=true" --split-input-file | FileCheck %s --check-prefix=AMX
+// AMX-LABEL: func.func @amx_blocks
+// AMX-DAG: %[[PANELS:.*]] = arith.constant dense_resource<{{vnni_weight[_0-9]*}}> : tensor<2x16x64xi8>
+// AMX-DAG: %[[EMPTY:.*]] = tensor.empty() : tensor<56x32xi32>
+// AMX-NOT: vnni_signed_start
+// AMX-NOT: linalg.fill ins(%{{.*}} : i32) outs(%[[EMPTY]]
+// AMX: %[[B32:.*]] = scf.forall (%{{.*}}, %{{.*}}) in (1, 1) shared_outs(%[[OUT:.*]] = %[[EMPTY]])
+// AMX:   %[[SLICE:.*]] = tensor.extract_slice %[[OUT]]{{.*}} [32, 32] [1, 1]
+// AMX:   %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : i32) outs(%[[SLICE]] : tensor<32x32xi32>)
+// AMX:   %[[ROWS:.*]] = tensor.extract_slice %arg0[%{{.*}}, 0] [32, 64] [1, 1] : tensor<56x64xi8> to tensor<32x64xi8>
+// AMX:   %[[P:.*]] = tensor.extract_slice %[[PANELS]][%{{.*}}, 0, 0] [2, 16, 64] [1, 1, 1]
+// AMX:   linalg.generic {{.*}} ins(%[[ROWS]], %[[P]] : tensor<32x64xi8>, tensor<2x16x64xi8>) outs(%[[ZERO]] : tensor<32x32xi32>) attrs = {kiln.amx_tile}
+// AMX:     arith.extui
+// AMX: %[[B16:.*]] = scf.forall (%{{.*}}, %{{.*}}) in (1, 1) shared_outs(%{{.*}} = %[[B32]])
+// AMX:   arith.constant 32 : index
+// AMX:   tensor.extract_slice %arg0[%{{.*}}, 0] [16, 64] [1, 1] : tensor<56x64xi8> to tensor<16x64xi8>
+// AMX:   kiln.amx_tile
+// AMX: %[[LAST:.*]] = scf.forall (%{{.*}}, %{{.*}}) in (1, 1) shared_outs(%{{.*}} = %[[B16]])
+// AMX:   arith.constant 40 : index
+// AMX:   tensor.extract_slice %arg0[%{{.*}}, 0] [16, 64] [1, 1] : tensor<56x64xi8> to tensor<16x64xi8>
+// AMX:   kiln.amx_tile
+// AMX: return %[[LAST]]
+func.func @amx_blocks(%a: tensor<56x64xi8>) -> tensor<56x32xi32> {
+  %b = arith.constant dense_resource<amx_weight> : tensor<64x32xi8>
+  %zero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<56x32xi32>
+  %init = linalg.fill ins(%zero : i32) outs(%e : tensor<56x32xi32>) -> tensor<56x32xi32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<56x64xi8>, tensor<64x32xi8>) outs(%init : tensor<56x32xi32>) attrs = {kiln.widening_matmul} {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %xe = arith.extui %x : i8 to i32
+    %we = arith.extsi %w : i8 to i32
+    %p = arith.muli %xe, %we : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<56x32xi32>
+  return %r : tensor<56x32xi32>
+}
+
+// Fewer than 16 rows, or an output that does not start at zero, take the
+// vector kernel instead.
+// AMX-LABEL: func.func @amx_too_few_rows
+// AMX-NOT: kiln.amx_tile
+// AMX: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// AMX-LABEL: func.func @amx_nonzero_start
+// AMX-NOT: kiln.amx_tile
+// AMX: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+func.func @amx_too_few_rows(%a: tensor<8x64xi8>) -> tensor<8x32xi32> {
+  %b = arith.constant dense_resource<amx_weight> : tensor<64x32xi8>
+  %zero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<8x32xi32>
+  %init = linalg.fill ins(%zero : i32) outs(%e : tensor<8x32xi32>) -> tensor<8x32xi32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<8x64xi8>, tensor<64x32xi8>) outs(%init : tensor<8x32xi32>) attrs = {kiln.widening_matmul} {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %xe = arith.extui %x : i8 to i32
+    %we = arith.extsi %w : i8 to i32
+    %p = arith.muli %xe, %we : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<8x32xi32>
+  return %r : tensor<8x32xi32>
+}
+
+func.func @amx_nonzero_start(%a: tensor<16x64xi8>, %init: tensor<16x32xi32>) -> tensor<16x32xi32> {
+  %b = arith.constant dense_resource<amx_weight> : tensor<64x32xi8>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<16x64xi8>, tensor<64x32xi8>) outs(%init : tensor<16x32xi32>) attrs = {kiln.widening_matmul} {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %xe = arith.extui %x : i8 to i32
+    %we = arith.extsi %w : i8 to i32
+    %p = arith.muli %xe, %we : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<16x32xi32>
+  return %r : tensor<16x32xi32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      amx_weight: "0x0100000078423E4F139A6D9575536FAD851D1FBCB66CEDAE47D2A04DA487065EB91288158E8F968A1050989887A98BD5BBE861EE6249881F9A9B23FAA1A949C3C62664A8B233803109BF8D3C7FC0DE88881C999D1D123EF35B07A7E46DFFC8632895C90490190CEBD023BDEEAF65142AE1EEB816CA41BEAC6E6F623C8E4D3941C96E4D7420EEC449CFE841C8D8456AD114B0872615A8FE26A8B6BB328D19075EBB3F6FCA411AD270F327E18039523093CC31B479EDDE22714585E4CCB27726A37AE2E1D0E741888BBDADC7649DDA242989BD4D15679223BE8E4027F8F3D13AB0EBFB7545B4FBF7F906414487FFD6A1C19D2A7B34A7B78B0521F14EDFDE616EC0199FC297B7ED4D1BCC0896293826AC05C9EAF46EA6F20D6D7AFA8AB55582301BE117CD211D58F7BF13EAD4CC79CB40FC8A44633DDF6661CA794A5F38DA07DD276B3B7DB76CABC9E3D8F7F354BB143957B165DB28FDF2B58143684B2E9D9D21B97FFB705167496369AF7436ED84DE7C74E605BA42311FDAD34F9364601A8CF4E2EE23B19AAC066A1772EA0A59DAE4892872EB58E4E13275664B104CFACF4B3CE22FAEF6A50647EBB626914C321D70154CCE9C3FCA8EAC73202E79825FBBED7BA5E76FFEC607F7AD068043520FC97E72E53F5ECFE6729783A16F22671CCF22FB6E7F72D6B2C22A9F4C83D3A7AE1535C38B83BEB23F7EE8EEAE45361140253F32D4C4F6A51143C23F7032604B6B7BB579F9EE2C2DB4C59FB2C0762754593F783B161F40C2AB0C2A526248A560768F108C781DD32A1FCB1D4179E53CDC1B74E7B600820AF678153B5A1A5679FA49B78256D69E88B84AED53B9792896598D1388C3099F0C09DE1F13D38D6E293B9591C433C489860BB1F7BBFA37327C3FB60C18F620A9754F5B013749FE2C83F3A0B3098E91AED178CB283713E9B8B8ABFE49AAC7CE4DBCF659B92CF11189E89977C5B6E46F4679C8350AE0828723B434B6B0141E3FA97C030BB2833371D93B393435495551DFACC88D28C72BCB07638C2EF3009A226537C7DE415314A89619761614CFC796FA08E62BA959984D0870CB2BD1CACE9090176605DF9E78CD3AC5830E4BD9102E0B7039B22553BD89541944FEE4CF361E4F559AA0F136A86CCABC92FB6CAC627771D8C709C30A193A353BAB464A35A3FFC3B747E42EEE452AF4088485C09FC11E1F1E9A07D9E6D2A65B9D0AB4A3072588148D433DD2FE072FE42901E368AF3E74F430E6E13AD6FACE6D835268041E8C95853619E47C8AA286C3D6CED933526D39C55297D921028CFE51F393FB71B36C8F5C7D6197A91733CCDC23770B0F17C5920F2B626BBBC8725A92299B10600FAE3BBB66F03E41CAA282FD4FF772F36AD78C3F5F1457E7F58755A1B3F73E367FBAA232FFAB50F0E3677559217451F2CCEB31369976C0994C7A0DA56EE1FB72BE255E73C83CD7483F50E8807480C3E3809DFDDDB4D11282D266F54A78E0D12CB6440CFFC6E01EC46A3FAA6EBF99150F465D34A464399A3DB9101E00C8C2F10C95E66EED074DE3D52D51D0A3AC67344BBCFC5E415F0F962E3A0C9B4157C0AB79EFF5D7BD16B90333DBEC11E1F413E7FB44756177A8D42ABB9510AA0C98B6D50B857CB2606DFCB2BB3E545871EB0D6E6B6AF7EEA680F0BEEBFD2A55268126A55B5BE7A32FA427C70E7F2BDDC2AD78D61387CEC722B321B92666D4207188CC091A82052801655A6FC4E2576FFD45C2A0B8F0DE4AE2BAC8EA83CE685135DD8C2B2360D88EDC2EFC62FF01BB6DDC97737F230D048F93E445A400CDEB217AD70C09551289981CDB16612B7783BCCFDA138D93DDFB5CD8E11A16473B2486C6F405AC5C7DAE61A8061044186E615DE5168870E14D71CCC7C14D094CA77FDEF520CB820754DEBC0635F2903B848A9E78F0EBEA4F0A086A396968585CA545244D411CBC621423A01919CC2B3CAF903CB6C142E7C23C67A266B561C3E164447C1A93B2345B527810AC6A69CEBC1EB55C8217B3DFD81C6CF2DBE06B4314ACC1EA54EB45FEB9E1048786632E48BE83FCC808C5AC047550AC0CAD6773A8B4C7E9BDBCAE16F151241A997907ED5F39E2F7D835F41E1079424EA560A67E76763969F8AFC3CB808A9B71D838C1A2D7C0FEF0BC0DF86044FB1AE17B6216272FCF4B62AF63CB1C0FD246C4F6AF906B29F68FAF561146DD607E86864EB2BA7D2E1F85D4F43BAB970C47C8EDAD816F7D0F375BF4031B2D172A0DB3C5F75E686BD23D0742028D9BE02BDC8B54B1EEAFF11D894E30D99BF3B149D28E0517578870FA9A16138973896A8649DEA3BD9531F30931445AF942F5115B55EEFDA05CC85823E0349EE4DA1C3A244D674497C7B895E430BD73A3A4C5C8DBB5C2B4B15AC88A38744B072D9AC1699395FCF5CC50764E5DEA0D6D66A209D4600B74729DC641E2769D05C7EA02443BA2A7C97036F3E1099D5D8E05894C1D5E646FAD7D9DFAA730E6C23F226046DDB6C5974E59C76F5158E188932743BFBF55289101E4CD4725D7A9AB273FEE554536FC93E507EB7695792873C7279AE00604380A59FC0A3F23A383644BBC2BF968164F5EF8DEDC6CE4A6EF6CBAAA14100610EF80B390041661760F8EAC3718967636C7E4ADBE9BFAB28063FBBF80F40F02CEB603042E7FA7046F0AE303E8D3764784AB325B7B82334C391DD4BF611E09DA6366628521793EF97461E83CED8FC4E6FAA24CC18B1778E5771FC2953EB5B6CFFE6442233470CEBFC5B3364A4D247BFAACEAB9CA750E1FD61136D8F915002ECA743CBE691CC45AE300F39897BEA64D01FC230BB1D8E432C4BE2B497E0279E6C1E6DAAF501347B1CB6E260EF7D63DD8755113E64714C3476207328FA76DDBA3AB7B027D44DE0B76D8A0D6842B2CFA637BB4EF83A6C2C4A5EDA66C"
+    }
+  }
+#-}
