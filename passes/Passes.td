@@ -57,6 +57,26 @@ def KilnQuantizeStatic : Pass<"kiln-quantize-static", "ModuleOp"> {
   ];
 }
 
+def KilnFuseQdq : Pass<"kiln-fuse-qdq", "ModuleOp"> {
+  let summary = "Run the Conv/MatMul/Gemm ops of QDQ graphs on their int8 values";
+  let description = [{
+    A `kiln.conv` (group 1, static shape), `kiln.matmul` or `kiln.gemm` whose
+    activations are a DequantizeLinear of 8-bit values (per tensor:
+    `kiln.mul(kiln.sub(kiln.cast(q), zero_point), scale)` with constant
+    scale and zero point) and whose weights are a DequantizeLinear of
+    constant int8 values with zero zero points (per output channel or per
+    tensor) becomes the int8 product of kiln-quantize-static on `q` itself
+    and the model's int8 weights and scales: a widening `kiln.matmul` /
+    `kiln.conv`, minus zero point times the weights' column sums, times
+    activation scale times weight scale. The dequantize-float-quantize of
+    the graph as written is gone; the QuantizeLinear producing `q` stays.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per op that reads a DequantizeLinear: fused, or why not">,
+  ];
+}
+
 def KilnConvertToBF16 : Pass<"kiln-convert-to-bf16", "ModuleOp"> {
   let summary = "Run matmuls with constant weights in bf16, summing in f32";
   let description = [{

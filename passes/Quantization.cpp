@@ -17,37 +17,6 @@ using namespace mlir::kiln;
 
 namespace {
 
-/// Int8 weights, symmetric per column, with what the product needs of them.
-struct QuantizedWeights {
-  std::vector<int8_t> values;      // [K, N], row-major
-  std::vector<float> scales;       // [N]
-  std::vector<int32_t> columnSums; // [N], of `values`
-};
-
-QuantizedWeights quantizeWeights(const ConstantWeightMatmul &c) {
-  int64_t k = c.k, n = c.n;
-  std::vector<float> w = *f32Elements(c.weights);
-  auto at = [&](int64_t row, int64_t col) {
-    return c.transposed ? w[col * k + row] : w[row * n + col];
-  };
-  QuantizedWeights q{std::vector<int8_t>(k * n), std::vector<float>(n),
-                     std::vector<int32_t>(n, 0)};
-  for (int64_t col = 0; col < n; ++col) {
-    float maxAbs = 0;
-    for (int64_t row = 0; row < k; ++row)
-      maxAbs = std::max(maxAbs, std::fabs(at(row, col)));
-    float scale = maxAbs > 0 ? maxAbs / 127.0f : 1.0f;
-    q.scales[col] = scale * c.alpha;
-    for (int64_t row = 0; row < k; ++row) {
-      float v = std::nearbyint(at(row, col) / scale);
-      auto qv = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
-      q.values[row * n + col] = qv;
-      q.columnSums[col] += qv;
-    }
-  }
-  return q;
-}
-
 /// The f32 data of a constant 2-D weight, or why it cannot be quantized.
 FailureOr<ElementsAttr> constantWeights(Value w, std::string &why) {
   auto type = cast<RankedTensorType>(w.getType());
@@ -181,7 +150,7 @@ FailureOr<Value> mlir::kiln::int8Activation(Operation *op, std::string &why) {
 }
 
 void mlir::kiln::replaceConvWithInt8(Operation *op, Value activations, float activationScale,
-                                     uint8_t zeroPoint) {
+                                     int32_t zeroPoint) {
   auto conv = cast<ConvOp>(op);
   auto filterType = cast<RankedTensorType>(conv.getFilter().getType());
   int64_t f = filterType.getDimSize(0), perFilter = filterType.getNumElements() / f;
@@ -195,7 +164,14 @@ void mlir::kiln::replaceConvWithInt8(Operation *op, Value activations, float act
                          1.0f,
                          1.0f,
                          Value()};
-  QuantizedWeights w = quantizeWeights(c);
+  replaceConvWithInt8(op, activations, activationScale, zeroPoint, quantizeWeights(c));
+}
+
+void mlir::kiln::replaceConvWithInt8(Operation *op, Value activations, float activationScale,
+                                     int32_t zeroPoint, const QuantizedWeights &w) {
+  auto conv = cast<ConvOp>(op);
+  auto filterType = cast<RankedTensorType>(conv.getFilter().getType());
+  int64_t f = filterType.getDimSize(0), perFilter = filterType.getNumElements() / f;
   std::vector<int8_t> filterValues(f * perFilter);
   for (int64_t i = 0; i < f; ++i)
     for (int64_t j = 0; j < perFilter; ++j)
@@ -240,6 +216,38 @@ void mlir::kiln::replaceConvWithInt8(Operation *op, Value activations, float act
   replaceTagged(op, y);
 }
 
+QuantizedWeights QuantizedWeights::of(std::vector<int8_t> values, std::vector<float> scales) {
+  int64_t n = scales.size();
+  std::vector<int32_t> sums(n, 0);
+  for (size_t i = 0; i < values.size(); ++i)
+    sums[i % n] += values[i];
+  return {std::move(values), std::move(scales), std::move(sums)};
+}
+
+QuantizedWeights mlir::kiln::quantizeWeights(const ConstantWeightMatmul &c) {
+  int64_t k = c.k, n = c.n;
+  std::vector<float> w = *f32Elements(c.weights);
+  auto at = [&](int64_t row, int64_t col) {
+    return c.transposed ? w[col * k + row] : w[row * n + col];
+  };
+  QuantizedWeights q{std::vector<int8_t>(k * n), std::vector<float>(n),
+                     std::vector<int32_t>(n, 0)};
+  for (int64_t col = 0; col < n; ++col) {
+    float maxAbs = 0;
+    for (int64_t row = 0; row < k; ++row)
+      maxAbs = std::max(maxAbs, std::fabs(at(row, col)));
+    float scale = maxAbs > 0 ? maxAbs / 127.0f : 1.0f;
+    q.scales[col] = scale * c.alpha;
+    for (int64_t row = 0; row < k; ++row) {
+      float v = std::nearbyint(at(row, col) / scale);
+      auto qv = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+      q.values[row * n + col] = qv;
+      q.columnSums[col] += qv;
+    }
+  }
+  return q;
+}
+
 std::pair<float, uint8_t> mlir::kiln::uint8Parameters(float lo, float hi) {
   lo = std::min(lo, 0.0f);
   hi = std::max(hi, 0.0f);
@@ -251,7 +259,11 @@ std::pair<float, uint8_t> mlir::kiln::uint8Parameters(float lo, float hi) {
 }
 
 void mlir::kiln::replaceWithInt8(const ConstantWeightMatmul &c, const QuantizedActivations &x) {
-  QuantizedWeights w = quantizeWeights(c);
+  replaceWithInt8(c, x, quantizeWeights(c));
+}
+
+void mlir::kiln::replaceWithInt8(const ConstantWeightMatmul &c, const QuantizedActivations &x,
+                                 const QuantizedWeights &w) {
   Operation *op = c.op;
   OpBuilder b(op);
   Location loc = op->getLoc();

@@ -55,21 +55,42 @@ inline constexpr const char *kActivationRangeAttr = "kiln.activation_range";
 /// driver can compare the two.
 inline constexpr const char *kLayerAttr = "kiln.layer";
 
-/// How the activations of a candidate are quantized: uint8 values with a
-/// rank-0 f32 scale and ui8 zero point.
+/// How the activations of a candidate are quantized: uint8 (or int8) values
+/// with a rank-0 f32 scale and a rank-0 zero point of the values' type.
 struct QuantizedActivations {
   Value values, scale, zeroPoint;
 };
 
-/// Replaces the candidate by the int8 product of `activations` with its
-/// weights, quantized per column, dequantized to f32.
+/// Int8 weights [K, N] with a scale per column, as the product uses them.
+struct QuantizedWeights {
+  std::vector<int8_t> values;      // [K, N], row-major
+  std::vector<float> scales;       // [N]
+  std::vector<int32_t> columnSums; // [N], of `values`
+
+  /// `values` [K, N] and `scales` [N], with their column sums.
+  static QuantizedWeights of(std::vector<int8_t> values, std::vector<float> scales);
+};
+
+/// The candidate's f32 weights quantized to int8, symmetric per column
+/// (alpha folded into the scales).
+QuantizedWeights quantizeWeights(const ConstantWeightMatmul &candidate);
+
+/// Replaces the candidate by the int8 product of `activations` with
+/// `weights` (by default its own, quantized per column), dequantized to f32.
+/// `candidate.weights` is only read for the default.
 void replaceWithInt8(const ConstantWeightMatmul &candidate,
                      const QuantizedActivations &activations);
+void replaceWithInt8(const ConstantWeightMatmul &candidate,
+                     const QuantizedActivations &activations, const QuantizedWeights &weights);
 
 /// Replaces a convolution (int8Activation succeeded) by the int8 one over
-/// uint8 `activations` of compile-time `scale` and `zeroPoint` (which pads
+/// 8-bit `activations` of compile-time `scale` and `zeroPoint` (which pads
 /// the border), the filter quantized per output channel, dequantized to f32.
-void replaceConvWithInt8(Operation *conv, Value activations, float scale, uint8_t zeroPoint);
+/// The second form takes the int8 filter as `weights`: [C*KH*KW, F], a
+/// scale per output channel.
+void replaceConvWithInt8(Operation *conv, Value activations, float scale, int32_t zeroPoint);
+void replaceConvWithInt8(Operation *conv, Value activations, float scale, int32_t zeroPoint,
+                         const QuantizedWeights &weights);
 
 /// `y` (the candidate's product) times alpha unless `alphaApplied`, plus
 /// beta * C for a gemm with C: what follows the product of a gemm.

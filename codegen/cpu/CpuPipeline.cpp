@@ -88,8 +88,9 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
     return "";
   case Stage::KilnOpt: {
     std::string text =
-        llvm::formatv("canonicalize,kiln-fold-batch-norm{{report={0}},canonicalize,cse",
-                      options.reportFusion)
+        llvm::formatv("canonicalize,kiln-fold-batch-norm{{report={0}},canonicalize,cse,"
+                      "kiln-fuse-qdq{{report={1}},canonicalize,cse",
+                      options.reportFusion, options.reportQuant)
             .str();
     if (options.quantizeDynamic)
       text += llvm::formatv(",kiln-quantize-dynamic{{report={0}},canonicalize,cse",

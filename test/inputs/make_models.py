@@ -80,6 +80,74 @@ def amx_shapes():
                  [tensor("h2", [1, 56, 48]), tensor("y", [20, 48])], inits), [(1, 56, 64), (20, 128)]
 
 
+def qdq_weight(name, shape, axis):
+    """A DequantizeLinear of int8 weights quantized symmetrically per `axis`
+    (what quantization tools emit): the node and its three initializers."""
+    w = rng.standard_normal(shape).astype(np.float32) * 0.2
+    other = tuple(d for d in range(len(shape)) if d != axis)
+    scale = (np.abs(w).max(axis=other) / 127).astype(np.float32)
+    q = np.round(w / np.expand_dims(scale, other)).astype(np.int8)
+    inits = [numpy_helper.from_array(q, name + "_q"), numpy_helper.from_array(scale, name + "_scale"),
+             numpy_helper.from_array(np.zeros(shape[axis], np.int8), name + "_zp")]
+    node = helper.make_node("DequantizeLinear", [name + "_q", name + "_scale", name + "_zp"], [name],
+                            name=name + "_dq", axis=axis)
+    return node, inits
+
+
+def qdq_pair(x, name, scale, zero_point, dtype):
+    """QuantizeLinear -> DequantizeLinear of activation `x` (per tensor)."""
+    inits = [numpy_helper.from_array(np.array(scale, np.float32), name + "_scale"),
+             numpy_helper.from_array(np.array(zero_point, dtype), name + "_zp")]
+    nodes = [helper.make_node("QuantizeLinear", [x, name + "_scale", name + "_zp"], [name + "_q"],
+                              name=name + "_quantize"),
+             helper.make_node("DequantizeLinear", [name + "_q", name + "_scale", name + "_zp"],
+                              [name], name=name + "_dequantize")]
+    return nodes, inits
+
+
+def qdq_cnn():
+    """A QDQ model, as quantization tools write them: each Conv/MatMul reads
+    DequantizeLinear(QuantizeLinear(activation)) and int8 weights through
+    DequantizeLinear (per output channel). Activations are uint8, except
+    the MatMul's, which are int8 with a nonzero zero point."""
+    nodes, inits = [], []
+    for part in [qdq_pair("x", "xq", 0.02, 128, np.uint8), qdq_weight("w1", (8, 3, 3, 3), 0),
+                 qdq_weight("w2", (16, 8, 3, 3), 0), qdq_weight("w3", (1024, 10), 1)]:
+        nodes += part[0] if isinstance(part[0], list) else [part[0]]
+        inits += part[1]
+    inits.append(weight("b1", 8))
+    nodes += [helper.make_node("Conv", ["xq", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+              helper.make_node("Relu", ["c1"], ["r1"], name="relu1")]
+    pair = qdq_pair("r1", "r1q", 0.03, 0, np.uint8)
+    nodes += pair[0] + [helper.make_node("Conv", ["r1q", "w2"], ["c2"], name="conv2", strides=[2, 2],
+                                         pads=[1, 1, 1, 1])]
+    inits += pair[1]
+    pair = qdq_pair("c2", "c2q", 0.05, -3, np.int8)
+    nodes += pair[0] + [helper.make_node("Reshape", ["c2q", "flat_shape"], ["flat"], name="flatten"),
+                        helper.make_node("MatMul", ["flat", "w3"], ["y"], name="fc")]
+    inits += pair[1] + [const("flat_shape", [1, 1024])]
+    return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits, opset=13), \
+        [(1, 3, 16, 16)]
+
+
+def conv_integer():
+    """DynamicQuantizeLinear + ConvInteger (uint8 data, int8 filter with a
+    zero zero point), rescaled to f32 as dynamic quantization tools write it."""
+    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32) * 0.2
+    w_scale = np.float32(np.abs(w).max() / 127)
+    inits = [numpy_helper.from_array(np.round(w / w_scale).astype(np.int8), "w_q"),
+             numpy_helper.from_array(np.array(w_scale, np.float32), "w_scale"),
+             numpy_helper.from_array(np.array(0, np.int8), "w_zp")]
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["x_q", "x_scale", "x_zp"], name="dql"),
+             helper.make_node("ConvInteger", ["x_q", "w_q", "x_zp", "w_zp"], ["acc"], name="conv",
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Cast", ["acc"], ["acc_f"], name="cast", to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["x_scale", "w_scale"], ["s"], name="scales"),
+             helper.make_node("Mul", ["acc_f", "s"], ["y"], name="rescale")]
+    return model(nodes, [tensor("x", [1, 4, 12, 12])], [tensor("y", [1, 8, 12, 12])], inits,
+                 opset=13), [(1, 4, 12, 12)]
+
+
 def quantized_matmul():
     """A model that arrives quantized: DynamicQuantizeLinear + MatMulInteger
     (u8 activations with a zero point, int8 weights) rescaled to f32, and
@@ -395,7 +463,7 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, qdq_cnn, conv_integer, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, import_tensor,
                                         shape_operands, window_operands]}
 
