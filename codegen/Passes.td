@@ -61,20 +61,24 @@ def KilnVnniMatmul : Pass<"kiln-vnni-matmul", "func::FuncOp"> {
     (`llvm.x86.avx512bf16.dpbf16ps.512`, two bf16 k), from weights packed at
     compile time into [N/16][K/g][16][g]. On AArch64 with I8MM, USDOT
     (`llvm.aarch64.neon.usdot`, u8 x i8, four k per lane) does the same on
-    4-lane registers, and AVX-VNNI (vpdpbusd on 256-bit registers, 16 of
-    them) on AVX2 CPUs. Signed int8 rows are flipped to unsigned and
-    corrected by a constant. With `amx-int8` / `amx-bf16` (and K a whole
+    4-lane registers, SDOT (`llvm.aarch64.neon.sdot`, i8 x i8) without
+    I8MM, and AVX-VNNI (vpdpbusd on 256-bit registers, 16 of them) on AVX2
+    CPUs. Rows whose signedness the instruction does not read (signed for
+    vpdpbusd/USDOT, unsigned for SDOT) are flipped and corrected by a
+    constant. With `amx-int8` / `amx-bf16` (and K a whole
     number of groups) the kernel uses AMX tiles instead: each output block
     of up to 32 x 32 becomes a `linalg.generic` tagged `kiln.amx_tile` on
     the block's rows of A and its weight panels, which kiln-amx-tiles lowers
     to tile instructions after bufferization. `int8`, `bf16`, `usdot`,
-    `avxvnni` and the `amx` options say which instructions the target has;
+    `sdot`, `avxvnni` and the `amx` options say which instructions the target has;
     other widening matmuls are left as they are.
   }];
   let options = [
     Option<"int8", "int8", "bool", "true", "The target has AVX-512 VNNI (vpdpbusd)">,
     Option<"bf16", "bf16", "bool", "true", "The target has AVX512-BF16 (vdpbf16ps)">,
     Option<"usdot", "usdot", "bool", "false", "The target has AArch64 I8MM (USDOT)">,
+    Option<"sdot", "sdot", "bool", "false",
+           "The target has the AArch64 dot product (SDOT) but not I8MM">,
     Option<"avxvnni", "avxvnni", "bool", "false",
            "The target has AVX-VNNI (vpdpbusd on 256-bit registers) but not AVX-512 VNNI">,
     Option<"amxInt8", "amx-int8", "bool", "false", "The target has AMX-INT8 tiles (tdpbusd)">,

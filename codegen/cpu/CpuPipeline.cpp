@@ -74,6 +74,8 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
   target.avx512Vnni = x86 && sti->checkFeatures("+avx512vnni");
   target.avx512Bf16 = x86 && sti->checkFeatures("+avx512bf16");
   target.i8mm = tt.getArch() == llvm::Triple::aarch64 && sti->checkFeatures("+i8mm");
+  target.dotProd =
+      tt.getArch() == llvm::Triple::aarch64 && !target.i8mm && sti->checkFeatures("+dotprod");
   target.avxVnni = x86 && !target.avx512Vnni && sti->checkFeatures("+avxvnni");
   target.amxInt8 = x86 && sti->checkFeatures("+amx-tile,+amx-int8");
   target.amxBf16 = x86 && sti->checkFeatures("+amx-tile,+amx-bf16");
@@ -118,12 +120,13 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
                "canonicalize,cse,canonicalize",
                target.vectorWidthF32, 2 * target.vectorWidthF32,
-               target.avx512Vnni || target.avx512Bf16 || target.i8mm || target.avxVnni ||
-                       target.amxInt8 || target.amxBf16
-                   ? llvm::formatv("kiln-vnni-matmul{{int8={0} bf16={1} usdot={2} avxvnni={3} "
-                                   "amx-int8={4} amx-bf16={5}},",
+               target.avx512Vnni || target.avx512Bf16 || target.i8mm || target.dotProd ||
+                       target.avxVnni || target.amxInt8 || target.amxBf16
+                   ? llvm::formatv("kiln-vnni-matmul{{int8={0} bf16={1} usdot={2} sdot={3} "
+                                   "avxvnni={4} amx-int8={5} amx-bf16={6}},",
                                    target.avx512Vnni, target.avx512Bf16, target.i8mm,
-                                   target.avxVnni, target.amxInt8, target.amxBf16)
+                                   target.dotProd, target.avxVnni, target.amxInt8,
+                                   target.amxBf16)
                          .str()
                    : std::string())
         .str();

@@ -25,6 +25,7 @@ struct CpuTarget {
   bool avx512Vnni = false; // vpdpbusd on 512-bit registers (int8 matmuls)
   bool avx512Bf16 = false; // vdpbf16ps on 512-bit registers (bf16 matmuls)
   bool i8mm = false;       // AArch64 USDOT on 128-bit registers (int8 matmuls)
+  bool dotProd = false;    // AArch64 SDOT, without I8MM
   bool avxVnni = false;    // vpdpbusd on 256-bit registers only (AVX2 CPUs)
   bool amxInt8 = false;    // AMX tiles, tdpbusd (int8 matmuls)
   bool amxBf16 = false;    // AMX tiles, tdpbf16ps (bf16 matmuls)

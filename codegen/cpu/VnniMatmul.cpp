@@ -6,7 +6,8 @@
 //   vpdpbusd  (AVX-512 VNNI) u8 x i8 -> i32, four k per lane, 16 lanes:
 //             64 multiply-adds per instruction, four times an f32 FMA;
 //   vdpbf16ps (AVX512-BF16)  bf16 x bf16 -> f32, two k per lane, 16 lanes;
-//   USDOT     (AArch64 I8MM) u8 x i8 -> i32, four k per lane, 4 lanes.
+//   USDOT     (AArch64 I8MM) u8 x i8 -> i32, four k per lane, 4 lanes;
+//   SDOT      (AArch64 dot product) i8 x i8 -> i32, four k per lane, 4 lanes.
 // With AMX the product runs on tile registers instead (16 rows of 64 bytes;
 // one tdpbusd or tdpbf16ps multiplies a 16-row tile of A by a 16 x 16 tile
 // of B): each output block of 16 or 32 x 16 or 32 becomes a
@@ -19,10 +20,10 @@
 // bytes) per step, broadcast to all lanes. N is padded to a multiple of L
 // and K to a multiple of g with zero weights.
 //
-// The int8 instructions multiply unsigned bytes of A by signed bytes of B. A
-// signed A is flipped to unsigned (a + 128, an xor of the sign bit) and the
-// excess 128 * sum_k B[k][n], a compile-time constant, starts the
-// accumulators negated.
+// The int8 instructions multiply unsigned bytes of A (SDOT: signed ones) by
+// signed bytes of B. Rows of the other signedness are flipped (a + 128 or
+// a - 128, an xor of the sign bit) and the difference, 128 * sum_k B[k][n],
+// a compile-time constant, starts the accumulators (negated for a + 128).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/ConstantData.h"
@@ -58,6 +59,7 @@ struct DotKind {
   const char *intrinsic;
   int64_t registers = 32; // vector registers: 16 on AVX2
   bool tiles = false;     // AMX tile registers rather than vector ones
+  bool signedLhs = false; // int8: the instruction reads A's bytes as signed (SDOT)
 };
 
 /// A widening matmul that the kernel handles, with what it needs to know.
@@ -77,7 +79,7 @@ bool isZeroExtended(BlockArgument arg) {
 
 /// Which dot-product instructions the target has.
 struct DotInstructions {
-  bool int8, bf16, usdot, avxvnni, amxInt8, amxBf16;
+  bool int8, bf16, usdot, sdot, avxvnni, amxInt8, amxBf16;
 };
 
 /// The kernel's instruction for a widening matmul of these operands, if the
@@ -100,6 +102,8 @@ std::optional<DotKind> dotKindFor(linalg::GenericOp op, int64_t k, DotInstructio
     return DotKind{element, i32, 16, 4, "llvm.x86.avx512.vpdpbusd.512"};
   if (has.usdot && element.isInteger(8) && signedWeights)
     return DotKind{element, i32, 4, 4, "llvm.aarch64.neon.usdot"};
+  if (has.sdot && element.isInteger(8) && signedWeights)
+    return DotKind{element, i32, 4, 4, "llvm.aarch64.neon.sdot", 32, false, /*signedLhs=*/true};
   if (has.avxvnni && element.isInteger(8) && signedWeights)
     return DotKind{element, i32, 8, 4, "llvm.x86.avx512.vpdpbusd.256", 16};
   if (has.bf16 && element.isBF16())
@@ -194,16 +198,19 @@ PackedWeights packWeights(OpBuilder &b, Location loc, const WideningMatmul &mm, 
   PackedWeights result;
   result.panels = arith::ConstantOp::create(
       b, loc, mlir::kiln::blobElements(panelType, "vnni_weight", packed));
-  if (mm.kind.element.isInteger(8) && !mm.lhsUnsigned && !mm.kind.tiles) {
+  if (mm.kind.element.isInteger(8) && !mm.kind.tiles && mm.lhsUnsigned == mm.kind.signedLhs) {
+    // Flipped rows: a + 128 (to unsigned) adds 128 * colsum, a - 128 (to
+    // signed) takes it away.
+    int32_t excess = mm.kind.signedLhs ? -128 : 128;
     std::vector<int32_t> start(np, 0);
     for (int64_t n = 0; n < mm.n; ++n)
       for (int64_t k = 0; k < mm.k; ++k)
-        start[n] -= 128 * static_cast<int8_t>(data[k * mm.n + n]);
+        start[n] -= excess * static_cast<int8_t>(data[k * mm.n + n]);
     auto startType = RankedTensorType::get({np}, b.getI32Type());
     ArrayRef<char> startBytes(reinterpret_cast<const char *>(start.data()),
                               start.size() * sizeof(int32_t));
     result.start = arith::ConstantOp::create(
-        b, loc, mlir::kiln::blobElements(startType, "vnni_signed_start", startBytes));
+        b, loc, mlir::kiln::blobElements(startType, "vnni_flip_start", startBytes));
   }
   return result;
 }
@@ -446,7 +453,7 @@ struct KilnVnniMatmulPass : mlir::kiln::impl::KilnVnniMatmulBase<KilnVnniMatmulP
   void runOnOperation() override {
     SmallVector<WideningMatmul> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (auto mm = matchWideningMatmul(op, {int8, bf16, usdot, avxvnni, amxInt8, amxBf16}))
+      if (auto mm = matchWideningMatmul(op, {int8, bf16, usdot, sdot, avxvnni, amxInt8, amxBf16}))
         matmuls.push_back(*mm);
     });
     for (WideningMatmul &mm : matmuls)

@@ -6,13 +6,29 @@
 // further down is left alone.
 // USDOT-LABEL: func.func @signed_rows
 // USDOT: arith.constant dense_resource<{{vnni_weight[_0-9]*}}> : tensor<5x2x16xi8>
-// USDOT: arith.constant dense_resource<{{vnni_signed_start[_0-9]*}}> : tensor<20xi32>
+// USDOT: arith.constant dense_resource<{{vnni_flip_start[_0-9]*}}> : tensor<20xi32>
 // USDOT: scf.forall
 // USDOT:   arith.xori %{{.*}}, %{{.*}} : vector<4xi32>
 // USDOT:   llvm.call_intrinsic "llvm.aarch64.neon.usdot"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<4xi32>, vector<16xi8>, vector<16xi8>) -> vector<4xi32>
 // USDOT-LABEL: func.func @bf16_rows
 // USDOT-NOT: llvm.call_intrinsic
 // USDOT-LABEL: func.func @amx_blocks
+// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false sdot=true" --split-input-file | FileCheck %s --check-prefix=SDOT
+
+// AArch64 dot product without I8MM: SDOT multiplies signed bytes, so signed
+// rows go as they are, and unsigned rows are flipped (a - 128) with
+// 128 * colsum(B) starting the accumulators.
+// SDOT-LABEL: func.func @signed_rows
+// SDOT-NOT: vnni_flip_start
+// SDOT-NOT: arith.xori
+// SDOT: llvm.call_intrinsic "llvm.aarch64.neon.sdot"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<4xi32>, vector<16xi8>, vector<16xi8>) -> vector<4xi32>
+// SDOT-LABEL: func.func @unsigned_rows
+// SDOT: arith.constant dense_resource<{{vnni_flip_start[_0-9]*}}> : tensor<20xi32>
+// SDOT: arith.xori %{{.*}}, %{{.*}} : vector<4xi32>
+// SDOT: llvm.call_intrinsic "llvm.aarch64.neon.sdot"
+// SDOT-LABEL: func.func @bf16_rows
+// SDOT-NOT: llvm.call_intrinsic
+// SDOT-LABEL: func.func @amx_blocks
 // RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false avxvnni=true" --split-input-file | FileCheck %s --check-prefix=AVX2
 
 // AVX-VNNI (AVX2 CPUs): 8-lane registers, and only 16 of them: tiles of two
@@ -27,7 +43,7 @@
 // tile); M = 6 gives one tile of 6 rows. B packs into [2 blocks][2 groups][64].
 // CHECK-LABEL: func.func @signed_rows
 // CHECK-DAG: %[[PANELS:.*]] = arith.constant dense_resource<{{vnni_weight[_0-9]*}}> : tensor<2x2x64xi8>
-// CHECK-DAG: %[[START:.*]] = arith.constant dense_resource<{{vnni_signed_start[_0-9]*}}> : tensor<32xi32>
+// CHECK-DAG: %[[START:.*]] = arith.constant dense_resource<{{vnni_flip_start[_0-9]*}}> : tensor<32xi32>
 // CHECK: %[[PADDED:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [6, 20] [1, 1] : tensor<6x20xi32> into tensor<6x32xi32>
 // CHECK: %[[R:.*]] = scf.forall (%{{.*}}, %{{.*}}) in (1, 1) shared_outs(%[[OUT:.*]] = %[[PADDED]])
 // CHECK:   tensor.extract_slice %[[OUT]]
@@ -50,7 +66,7 @@
 // The panels start with columns 0-3, each with its k = 0..3; the
 // accumulators start at -128 * colsum(B) (column 0: -128 * 154 = -19712).
 // CHECK-DAG: vnni_weight{{[_0-9]*}}: "0x010000004FF3700595E480DFAD6393C0BC047997
-// CHECK-DAG: vnni_signed_start{{[_0-9]*}}: "0x0400000000B3FFFF
+// CHECK-DAG: vnni_flip_start{{[_0-9]*}}: "0x0400000000B3FFFF
 func.func @signed_rows(%a: tensor<6x5xi8>) -> tensor<6x20xi32> {
   %b = arith.constant dense<[[79, -107, -83, -68, -82, 77, 94, 21, -118, -104, -43, -18, 31, -6, -61, -88, 49, 60, -120, -99], [-13, -28, 99, 4, -21, -18, 42, 22, -84, 60, 65, 116, 73, -56, -47, 38, 38, 50, 94, -54], [112, -128, -109, 121, 113, -52, -93, -48, -117, 100, 41, 21, -66, -8, -80, 69, -7, -121, -63, 52], [5, -33, -64, -105, 27, 41, 5, 110, 109, -75, 27, 33, -65, -52, -4, 61, -54, 56, 39, -73], [-29, 84, 87, 40, -127, 46, -71, 81, 105, -19, 116, 66, -45, 96, -30, -102, 23, 89, 40, -28]]> : tensor<5x20xi8>
   %zero = arith.constant 0 : i32
@@ -72,7 +88,7 @@ func.func @signed_rows(%a: tensor<6x5xi8>) -> tensor<6x20xi32> {
 // Unsigned rows (u8 x i8) need no correction: no start constant, no xor.
 // M = 128 rows: tiles of 8 rows, each with both column registers.
 // CHECK-LABEL: func.func @unsigned_rows
-// CHECK-NOT: vnni_signed_start
+// CHECK-NOT: vnni_flip_start
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) in (16, 1)
 // CHECK-NOT: arith.xori
 // CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
@@ -120,7 +136,7 @@ func.func @runtime_weights(%a: tensor<2x5xi8>, %b: tensor<5x20xi8>) -> tensor<2x
 // accumulators are f32 and there is no signed correction.
 // CHECK-LABEL: func.func @bf16_rows
 // CHECK-DAG: %[[PANELS:.*]] = arith.constant dense_resource<{{vnni_weight[_0-9]*}}> : tensor<2x3x32xbf16>
-// CHECK-NOT: vnni_signed_start
+// CHECK-NOT: vnni_flip_start
 // CHECK: scf.forall
 // CHECK:   vector.transfer_read %{{.*}} : tensor<6x32xf32>, vector<16xf32>
 // CHECK:   scf.for
@@ -164,7 +180,7 @@ func.func @bf16_rows(%a: tensor<6x5xbf16>) -> tensor<6x20xf32> {
 // AMX-LABEL: func.func @amx_blocks
 // AMX-DAG: %[[PANELS:.*]] = arith.constant dense_resource<{{vnni_weight[_0-9]*}}> : tensor<2x16x64xi8>
 // AMX-DAG: %[[EMPTY:.*]] = tensor.empty() : tensor<56x32xi32>
-// AMX-NOT: vnni_signed_start
+// AMX-NOT: vnni_flip_start
 // AMX-NOT: linalg.fill ins(%{{.*}} : i32) outs(%[[EMPTY]]
 // AMX: %[[B32:.*]] = scf.forall (%{{.*}}, %{{.*}}) in (1, 1) shared_outs(%[[OUT:.*]] = %[[EMPTY]])
 // AMX:   %[[SLICE:.*]] = tensor.extract_slice %[[OUT]]{{.*}} [32, 32] [1, 1]
