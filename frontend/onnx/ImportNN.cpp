@@ -301,20 +301,76 @@ static FailureOr<Value> widenedProduct(ImportContext &ctx, Value a, Value b, siz
   return e.binary<k::SubOp>(product, *offset);
 }
 
+/// sum (X - xz) * W in i32 for 8-bit X [N, C, H, W] and a constant signed
+/// 8-bit filter whose zero point is zero, with X's zero point per tensor
+/// (constant or computed): the widening kiln.conv of the raw bytes, zero
+/// padded (kiln-vnni-matmul's kernels), minus xz * V, where V[f][oy][ox]
+/// sums the filter taps that fall inside the image at that output (ONNX
+/// pads X with its zero point, so padded taps contribute nothing): a
+/// compile-time constant. A null value when the operands do not have that
+/// form; the indices are input indices.
+static FailureOr<Value> widenedConv(ImportContext &ctx, Value x, Value w, size_t xZero,
+                                    size_t wIndex, size_t wZero) {
+  auto xt = cast<RankedTensorType>(x.getType()), wt = cast<RankedTensorType>(w.getType());
+  const HostTensor *filter = ctx.hostInput(wIndex);
+  if (!xt.getElementType().isInteger(8) || !wt.getElementType().isSignlessInteger(8) ||
+      xt.getRank() != 4 || wt.getRank() != 4 || !xt.hasStaticShape() || !filter ||
+      ctx.attrInt("group", 1) != 1 || !zeroPointIsZero(ctx, wZero))
+    return Value();
+  Value xz = ctx.optionalInput(xZero);
+  if (xz && cast<RankedTensorType>(xz.getType()).getNumElements() != 1)
+    return Value();
+  int64_t f = wt.getDimSize(0), c = wt.getDimSize(1), kh = wt.getDimSize(2),
+          kw = wt.getDimSize(3);
+  auto window = resolveWindow(ctx, xt.getShape().drop_front(2),
+                              ctx.attrInts("kernel_shape", {kh, kw}), false);
+  if (failed(window))
+    return failure();
+  int64_t oh = window->outSize[0], ow = window->outSize[1];
+  Type i32 = ctx.b.getI32Type();
+  Value sums = k::ConvOp::create(ctx.b, ctx.loc,
+                                 RankedTensorType::get({xt.getDimSize(0), f, oh, ow}, i32), x, w,
+                                 Value(), window->strides, window->dilations, window->pads, 1);
+  if (zeroPointIsZero(ctx, xZero))
+    return sums;
+  // Per filter and tap, the sum over channels; then per output, over the
+  // taps inside the image.
+  std::vector<int64_t> tapSums(f * kh * kw, 0);
+  for (int64_t i = 0; i < f * c * kh * kw; ++i)
+    tapSums[(i / (c * kh * kw)) * kh * kw + i % (kh * kw)] += filter->ints[i];
+  HostTensor inside{onnx::TensorProto::INT32, {1, f, oh, ow}, {}, std::vector<int64_t>(f * oh * ow, 0)};
+  const std::vector<int64_t> &s = window->strides, &d = window->dilations, &p = window->pads;
+  for (int64_t fi = 0; fi < f; ++fi)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t ky = 0; ky < kh; ++ky)
+          for (int64_t kx = 0; kx < kw; ++kx) {
+            int64_t iy = oy * s[0] + ky * d[0] - p[0], ix = ox * s[1] + kx * d[1] - p[1];
+            if (iy >= 0 && iy < xt.getDimSize(2) && ix >= 0 && ix < xt.getDimSize(3))
+              inside.ints[(fi * oh + oy) * ow + ox] += tapSums[(fi * kh + ky) * kw + kx];
+          }
+  auto insideSums = ctx.materialize(inside, "filter_inside_sums");
+  if (failed(insideSums))
+    return failure();
+  Emitter e{ctx};
+  auto offset = e.binary<k::MulOp>(e.reshape(e.castTo(xz, i32), {}), *insideSums);
+  if (failed(offset))
+    return failure();
+  return e.binary<k::SubOp>(sums, *offset);
+}
+
 /// ConvInteger / MatMulInteger: int32 results of zero-point-centered inputs.
 template <bool conv>
 static LogicalResult importInteger(ImportContext &ctx) {
   auto a = ctx.input(0), b = ctx.input(1);
   if (failed(a) || failed(b))
     return failure();
-  if constexpr (!conv) {
-    auto widened = widenedProduct(ctx, *a, *b, 2, 1, 3);
-    if (failed(widened))
-      return failure();
-    if (*widened) {
-      ctx.setOutput(0, *widened);
-      return success();
-    }
+  auto widened = conv ? widenedConv(ctx, *a, *b, 2, 1, 3) : widenedProduct(ctx, *a, *b, 2, 1, 3);
+  if (failed(widened))
+    return failure();
+  if (*widened) {
+    ctx.setOutput(0, *widened);
+    return success();
   }
   auto ac = centeredI32(ctx, *a, ctx.optionalInput(2), conv ? 1 : 0);
   auto bc = centeredI32(ctx, *b, ctx.optionalInput(3), conv ? 0 : 1);
@@ -340,9 +396,19 @@ static LogicalResult importQLinear(ImportContext &ctx) {
        yScale = ctx.input(6);
   if (failed(a) || failed(aScale) || failed(b) || failed(bScale) || failed(yScale))
     return failure();
-  FailureOr<Value> acc = conv ? Value() : widenedProduct(ctx, *a, *b, 2, 3, 5);
+  FailureOr<Value> acc = conv ? widenedConv(ctx, *a, *b, 2, 3, 5) : widenedProduct(ctx, *a, *b, 2, 3, 5);
   if (failed(acc))
     return failure();
+  if (*acc && conv && ctx.hasInput(8)) {
+    // The int32 bias, per output channel.
+    Emitter e{ctx};
+    Value bias = ctx.optionalInput(8);
+    auto biased = e.binary<k::AddOp>(
+        *acc, e.reshape(bias, {1, cast<RankedTensorType>(bias.getType()).getDimSize(0), 1, 1}));
+    if (failed(biased))
+      return failure();
+    acc = *biased;
+  }
   if (!*acc) {
     auto ac = centeredI32(ctx, *a, ctx.optionalInput(2), 1);
     auto bc = centeredI32(ctx, *b, ctx.optionalInput(5), conv ? 0 : 1);

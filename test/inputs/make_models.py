@@ -148,6 +148,27 @@ def conv_integer():
                  opset=13), [(1, 4, 12, 12)]
 
 
+def qlinear_conv():
+    """QuantizeLinear -> QLinearConv (uint8 data, int8 filter per output
+    channel, int32 bias, stride 2, padding) -> DequantizeLinear."""
+    w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32) * 0.2
+    w_scale = (np.abs(w).max(axis=(1, 2, 3)) / 127).astype(np.float32)
+    scalar = lambda name, v, t: numpy_helper.from_array(np.array(v, t), name)
+    inits = [scalar("x_scale", 0.05, np.float32), scalar("x_zp", 120, np.uint8),
+             numpy_helper.from_array(np.round(w / w_scale[:, None, None, None]).astype(np.int8), "w_q"),
+             numpy_helper.from_array(w_scale, "w_scale"),
+             numpy_helper.from_array(np.zeros(6, np.int8), "w_zp"),
+             scalar("y_scale", 0.1, np.float32), scalar("y_zp", 100, np.uint8),
+             numpy_helper.from_array(rng.integers(-300, 300, 6).astype(np.int32), "bias")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["x_q"], name="quantize"),
+             helper.make_node("QLinearConv", ["x_q", "x_scale", "x_zp", "w_q", "w_scale", "w_zp",
+                                              "y_scale", "y_zp", "bias"], ["y_q"], name="conv",
+                              strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("DequantizeLinear", ["y_q", "y_scale", "y_zp"], ["y"], name="dequantize")]
+    return model(nodes, [tensor("x", [1, 4, 11, 11])], [tensor("y", [1, 6, 6, 6])], inits,
+                 opset=13), [(1, 4, 11, 11)]
+
+
 def quantized_matmul():
     """A model that arrives quantized: DynamicQuantizeLinear + MatMulInteger
     (u8 activations with a zero point, int8 weights) rescaled to f32, and
@@ -463,7 +484,7 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, qdq_cnn, conv_integer, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, import_tensor,
                                         shape_operands, window_operands]}
 
