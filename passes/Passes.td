@@ -78,18 +78,20 @@ def KilnFuseQdq : Pass<"kiln-fuse-qdq", "ModuleOp"> {
 }
 
 def KilnConvertToBF16 : Pass<"kiln-convert-to-bf16", "ModuleOp"> {
-  let summary = "Run matmuls with constant weights in bf16, summing in f32";
+  let summary = "Run matmuls and convolutions with constant weights in bf16, summing in f32";
   let description = [{
     Each `kiln.matmul` / `kiln.gemm` whose right operand is a constant f32
     [K, N] matrix becomes a widening `kiln.matmul` of bf16 operands with an
     f32 result: the weights rounded to bf16 (nearest even) at compile time,
     the activations cast at run time; a Gemm's alpha and beta * C follow.
-    With `report`, each matmul and gemm gets a remark saying whether it was
-    converted and, if not, why.
+    Each `kiln.conv` without groups, with a constant f32 filter and static
+    shapes, likewise becomes a widening bf16 `kiln.conv`, then its bias.
+    With `report`, each matmul, gemm and conv gets a remark saying whether it
+    was converted and, if not, why.
   }];
   let options = [
     Option<"report", "report", "bool", "false",
-           "Emit a remark per matmul/gemm: converted, or the reason it was not">,
+           "Emit a remark per matmul/gemm/conv: converted, or the reason it was not">,
   ];
 }
 

@@ -26,7 +26,7 @@ from run import (BENCH, KILN, QUANT_BEGIN as BEGIN, QUANT_END as END, ROOT, fmt_
 
 MODELS = ["mlp", "resnet18", "bert2", "matmul1024"]
 # Convolutions are only quantized with calibration: no dynamic mode for them.
-MODES = {"mlp": ["int8-dynamic", "int8"], "resnet18": ["int8"],
+MODES = {"mlp": ["int8-dynamic", "int8"], "resnet18": ["int8", "bf16"],
          "bert2": ["int8-dynamic", "int8", "bf16"], "matmul1024": ["int8-dynamic", "int8", "bf16"]}
 
 
@@ -84,7 +84,7 @@ def section(rows, rounds, samples):
              "`int8-dynamic`: int8 weights per output column, activations quantized per tensor at "
              "run time (MatMul and Gemm). `int8`: activations quantized with ranges calibrated "
              f"(minmax) on {samples} random normal samples, convolutions included. `bf16`: "
-             "`--precision=bf16`, MatMul and Gemm on bf16 operands with f32 sums. "
+             "`--precision=bf16`, MatMul, Gemm and Conv on bf16 operands with f32 sums. "
              "Speedup = kiln f32 / kiln int8 or bf16; ratio = onnxruntime f32 / that. "
              "SQNR compares the int8 or bf16 executable's outputs with the f32 executable's on "
              "another random input.",
