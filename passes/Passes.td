@@ -77,6 +77,21 @@ def KilnFuseQdq : Pass<"kiln-fuse-qdq", "ModuleOp"> {
   ];
 }
 
+def KilnChannelsLast : Pass<"kiln-channels-last", "ModuleOp"> {
+  let summary = "Run widening (int8, bf16) convolutions and the ops between them in NHWC";
+  let description = [{
+    Each widening `kiln.conv` of static shape becomes
+    `to_nchw(conv{channels_last}(to_nhwc(x)))` (`kiln.transpose`), and each
+    `to_nchw` moves down through the ops that work in either layout:
+    elementwise ops of one or two operands (a per-channel [C, 1, 1] operand
+    becomes [1, 1, 1, C]; another NCHW operand gets a `to_nhwc`), constant
+    `kiln.pad` (pads permuted) and `kiln.max_pool` (`channels_last`). Where
+    it meets the next convolution's `to_nhwc` the two fold away. A chain of
+    convolutions then keeps its activations NHWC: the im2col of each reads
+    runs of contiguous channels, and the product needs no copy back.
+  }];
+}
+
 def KilnConvertToBF16 : Pass<"kiln-convert-to-bf16", "ModuleOp"> {
   let summary = "Run matmuls and convolutions with constant weights in bf16, summing in f32";
   let description = [{

@@ -366,13 +366,17 @@ Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target
 }
 
 Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,
-                 double value) {
+                 double value, bool channelsLast) {
   if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
     return input;
   RankedTensorType type = tensorType(input);
   SmallVector<int64_t> low = {0, 0, pads[0], pads[1]}, high = {0, 0, pads[2], pads[3]};
+  if (channelsLast) {
+    low = {0, pads[0], pads[1], 0};
+    high = {0, pads[2], pads[3], 0};
+  }
   SmallVector<int64_t> shape(type.getShape());
-  for (int i = 2; i < 4; ++i)
+  for (int i = 0; i < 4; ++i)
     if (!ShapedType::isDynamic(shape[i]))
       shape[i] += low[i] + high[i];
   auto padded = RankedTensorType::get(shape, type.getElementType());

@@ -92,9 +92,10 @@ Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target
 Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
                   ArrayRef<OpFoldResult> sizes = {});
 
-/// Pads the two spatial dimensions of an NCHW tensor ([top, left, bottom, right]).
+/// Pads the two spatial dimensions of an NCHW (or, with `channelsLast`,
+/// NHWC) tensor ([top, left, bottom, right]).
 Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,
-                 double value);
+                 double value, bool channelsLast = false);
 
 /// One iteration's result in buildTileLoop: `value` goes into the shared
 /// output at `offsets` with `sizes` (unit strides).

@@ -528,28 +528,45 @@ static Value convolveImages(OpBuilder &b, Location loc, ConvOp op, Value input, 
       });
 }
 
-/// A widening integer convolution (8-bit input and filter, i32 result) of
-/// static shape as one widening matmul with the receptive fields as rows:
-/// im2col^T [N*OH*OW, C*KH*KW] x filter^T [C*KH*KW, F]. The constant filter
-/// is then the right operand, which kiln-vnni-matmul packs at compile time;
-/// the [N*OH*OW, F] product is permuted back to NCHW by a copy that reads it
-/// in order and writes each pixel's channels to their planes. That copy
-/// stays unfused (`kiln.layout_copy`): fused into its consumer it would read
-/// the product with a gather per element, at a stride of F.
+/// A widening convolution (8-bit input and filter with an i32 result, or
+/// bf16 with f32) of static shape as one widening matmul with the receptive
+/// fields as rows: im2col^T [N*OH*OW, K] x filter^T [K, F]. The constant
+/// filter is then the right operand, which kiln-vnni-matmul packs at compile
+/// time; the product is [N, OH, OW, F].
+///
+/// On NCHW input, K runs over (c, ky, kx), and the product is permuted back
+/// to NCHW by a copy that reads it in order and writes each pixel's channels
+/// to their planes. That copy stays unfused (`kiln.layout_copy`): fused into
+/// its consumer it would read the product with a gather per element, at a
+/// stride of F. With `channels_last` (NHWC input and result) K runs over
+/// (ky, kx, c), so that each field is a few runs of C contiguous values, and
+/// the product is the result as it is.
 static Value convolveWidening(OpBuilder &b, Location loc, ConvOp op, Value input, Value filter,
                               RankedTensorType type, Extension ext) {
   MLIRContext *ctx = b.getContext();
+  bool channelsLast = op.getChannelsLast();
   ArrayRef<int64_t> fs = tensorType(filter).getShape(), out = type.getShape();
   Type inType = tensorType(input).getElementType(), filterType = tensorType(filter).getElementType();
-  int64_t n = out[0], f = out[1], oh = out[2], ow = out[3];
-  int64_t rows = n * oh * ow, cols = fs[1] * fs[2] * fs[3];
+  int64_t n = out[0], f = channelsLast ? out[3] : out[1], oh = channelsLast ? out[1] : out[2],
+          ow = channelsLast ? out[2] : out[3];
+  int64_t c = fs[1], kh = fs[2], kw = fs[3];
+  int64_t rows = n * oh * ow, cols = c * kh * kw;
   ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
-  AffineExpr in, oy, ox, ch, ky, kx;
-  bindDims(ctx, in, oy, ox, ch, ky, kx);
-  AffineMap inputMap = AffineMap::get(
-      6, 0, {in, ch, oy * strides[0] + ky * dilations[0], ox * strides[1] + kx * dilations[1]},
-      ctx);
-  SmallVector<int64_t> unfoldedShape = {n, oh, ow, fs[1], fs[2], fs[3]};
+  AffineExpr in, oy, ox, d3, d4, d5;
+  bindDims(ctx, in, oy, ox, d3, d4, d5);
+  // Unfolded as [N, OH, OW, C, KH, KW] (NCHW) or [N, OH, OW, KH, KW, C].
+  AffineMap inputMap =
+      channelsLast
+          ? AffineMap::get(6, 0,
+                           {in, oy * strides[0] + d3 * dilations[0],
+                            ox * strides[1] + d4 * dilations[1], d5},
+                           ctx)
+          : AffineMap::get(6, 0,
+                           {in, d3, oy * strides[0] + d4 * dilations[0],
+                            ox * strides[1] + d5 * dilations[1]},
+                           ctx);
+  SmallVector<int64_t> unfoldedShape = channelsLast ? SmallVector<int64_t>{n, oh, ow, kh, kw, c}
+                                                    : SmallVector<int64_t>{n, oh, ow, c, kh, kw};
   auto unfold = linalg::GenericOp::create(
       b, loc, RankedTensorType::get(unfoldedShape, inType), input,
       emptyTensor(b, loc, unfoldedShape, inType),
@@ -558,26 +575,40 @@ static Value convolveWidening(OpBuilder &b, Location loc, ConvOp op, Value input
       [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); });
   Value fields =
       reshapeTo(b, loc, unfold.getResult(0), RankedTensorType::get({rows, cols}, inType));
+  // filter^T [K, F]: row k of the FCHW filter's column f.
+  auto filterIndex = [&](int64_t k) {
+    if (!channelsLast)
+      return k;
+    int64_t ch = k % c, tap = k / c;
+    return (ch * kh + tap / kw) * kw + tap % kw;
+  };
   auto filterTType = RankedTensorType::get({cols, f}, filterType);
   Value filterT;
   if (auto constant = op.getFilter().getDefiningOp<ConstantOp>())
     filterT = relayoutConstant(b, loc, constant.getValue(), filterTType,
-                               [&](int64_t i) { return (i % f) * cols + i / f; });
-  if (!filterT)
-    filterT = linalg::TransposeOp::create(
-                  b, loc, reshapeTo(b, loc, filter, RankedTensorType::get({f, cols}, filterType)),
-                  emptyTensor(b, loc, ArrayRef<int64_t>{cols, f}, filterType), ArrayRef<int64_t>{1, 0})
+                               [&](int64_t i) { return (i % f) * cols + filterIndex(i / f); });
+  if (!filterT) {
+    // [F, C, KH, KW] -> [C, KH, KW, F] or [KH, KW, C, F], then [K, F].
+    SmallVector<int64_t> perm = channelsLast ? SmallVector<int64_t>{2, 3, 1, 0}
+                                             : SmallVector<int64_t>{1, 2, 3, 0};
+    SmallVector<int64_t> permuted = {fs[perm[0]], fs[perm[1]], fs[perm[2]], fs[perm[3]]};
+    Value t = linalg::TransposeOp::create(b, loc, filter, emptyTensor(b, loc, permuted, filterType),
+                                          perm)
                   .getResult()[0];
-  Type i32 = type.getElementType();
+    filterT = reshapeTo(b, loc, t, filterTType);
+  }
+  Type sumType = type.getElementType();
   Value product = wideningMatmul(b, loc, fields, filterT,
-                                 zeroFilled(b, loc, ArrayRef<int64_t>{rows, f}, i32), ext);
-  Value nhwf = reshapeTo(b, loc, product, RankedTensorType::get({n, oh, ow, f}, i32));
-  AffineExpr d0, d1, d2, d3;
-  bindDims(ctx, d0, d1, d2, d3);
+                                 zeroFilled(b, loc, ArrayRef<int64_t>{rows, f}, sumType), ext);
+  Value nhwf = reshapeTo(b, loc, product, RankedTensorType::get({n, oh, ow, f}, sumType));
+  if (channelsLast)
+    return nhwf;
+  AffineExpr e0, e1, e2, e3;
+  bindDims(ctx, e0, e1, e2, e3);
   auto toNchw = linalg::GenericOp::create(
-      b, loc, type, nhwf, emptyTensor(b, loc, out, i32),
+      b, loc, type, nhwf, emptyTensor(b, loc, out, sumType),
       ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(4, ctx),
-                          AffineMap::get(4, 0, {d0, d3, d1, d2}, ctx)},
+                          AffineMap::get(4, 0, {e0, e3, e1, e2}, ctx)},
       SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
       [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); });
   toNchw->setAttr("kiln.layout_copy", b.getUnitAttr());
@@ -621,7 +652,8 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     auto type = signlessType(op.getType());
     Type et = type.getElementType();
     ArrayRef<int64_t> out = type.getShape();
-    Value input = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), 0.0);
+    Value input =
+        padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), 0.0, op.getChannelsLast());
     Value filter = adaptor.getFilter();
     ArrayRef<int64_t> fs = tensorType(filter).getShape();
     if (tensorType(input).getElementType() != et) {
@@ -743,6 +775,25 @@ struct MaxPoolLowering : OpConversionPattern<MaxPoolOp> {
   LogicalResult matchAndRewrite(MaxPoolOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     double lowest = -std::numeric_limits<double>::infinity();
+    if (op.getChannelsLast()) {
+      // NHWC (static shapes): the window slides over dimensions 1 and 2.
+      auto type = signlessType(op.getType());
+      if (!type.hasStaticShape())
+        return rewriter.notifyMatchFailure(op, "channels-last pooling needs static shapes");
+      Location loc = op.getLoc();
+      Type et = type.getElementType();
+      Value padded = padSpatial(rewriter, loc, adaptor.getInput(), op.getPads(), lowest, true);
+      Value init = filledTensor(rewriter, loc,
+                                getAsIndexOpFoldResult(rewriter.getContext(), type.getShape()),
+                                scalarConst(rewriter, loc, et, lowest));
+      rewriter.replaceOp(op, linalg::PoolingNhwcMaxOp::create(
+                                 rewriter, loc, TypeRange{type},
+                                 ValueRange{padded, emptyTensor(rewriter, loc, op.getKernel(), et)},
+                                 init, rewriter.getI64TensorAttr(op.getStrides()),
+                                 rewriter.getI64TensorAttr(op.getDilations()))
+                                 .getResult(0));
+      return success();
+    }
     rewriter.replaceOp(op, buildPool<MaxPoolOp, linalg::PoolingNchwMaxOp>(
                                rewriter, op, adaptor.getInput(), op.getDilations(), lowest));
     return success();

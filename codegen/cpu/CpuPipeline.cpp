@@ -105,7 +105,8 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
     return text;
   }
   case Stage::Linalg:
-    return "kiln-convert-to-linalg,canonicalize,kiln-fuse-elementwise,canonicalize,cse";
+    return "kiln-channels-last,canonicalize,kiln-convert-to-linalg,canonicalize,"
+           "kiln-fuse-elementwise,canonicalize,cse";
   case Stage::Bufferized:
     return llvm::formatv(
                "func.func({2}kiln-peel-dynamic-matmul{{columns={1}}),"

@@ -383,10 +383,17 @@ static LogicalResult verifyWindow(Operation *op, ArrayRef<int64_t> strides,
   return success();
 }
 
+/// An NHWC shape as NCHW, and back.
+static SmallVector<int64_t> nhwcToNchw(ArrayRef<int64_t> s) { return {s[0], s[3], s[1], s[2]}; }
+static SmallVector<int64_t> nchwToNhwc(ArrayRef<int64_t> s) { return {s[0], s[2], s[3], s[1]}; }
+
 LogicalResult ConvOp::verify() {
-  ArrayRef<int64_t> x = shapeOf(getInput()), w = shapeOf(getFilter());
+  SmallVector<int64_t> x(shapeOf(getInput()));
+  ArrayRef<int64_t> w = shapeOf(getFilter());
   if (x.size() != 4 || w.size() != 4)
     return emitOpError("only 2-D convolution (rank-4 NCHW input and FCHW filter) is supported");
+  if (getChannelsLast())
+    x = nhwcToNchw(x);
   if (failed(verifyWindow(*this, getStrides(), getDilations(), getPads())))
     return failure();
   int64_t g = getGroup();
@@ -407,8 +414,12 @@ LogicalResult ConvOp::verify() {
   if (isWidening(inputElement, getElementTypeOrSelf(getFilter().getType()), resultElement)) {
     if (g != 1 || getBias())
       return emitOpError("the widening integer form takes no group and no bias");
+    if (getChannelsLast())
+      expected = nchwToNhwc(expected);
     return verifyResult(*this, getType(), resultElement, expected);
   }
+  if (getChannelsLast())
+    return emitOpError("only the widening form takes channels_last");
   return verifyResult(*this, getType(), inputElement, expected);
 }
 
@@ -424,10 +435,12 @@ LogicalResult BatchNormOp::verify() {
 
 template <typename PoolOp>
 static LogicalResult verifyPool(PoolOp op, ArrayRef<int64_t> dilations,
-                                Type resultElement = nullptr) {
-  ArrayRef<int64_t> x = shapeOf(op.getInput());
+                                Type resultElement = nullptr, bool channelsLast = false) {
+  SmallVector<int64_t> x(shapeOf(op.getInput()));
   if (x.size() != 4)
     return op.emitOpError("only 2-D pooling (rank-4 NCHW input) is supported");
+  if (channelsLast)
+    x = nhwcToNchw(x);
   ArrayRef<int64_t> k = op.getKernel(), s = op.getStrides(), p = op.getPads();
   if (k.size() != 2)
     return op.emitOpError("expects 2 kernel sizes");
@@ -438,13 +451,17 @@ static LogicalResult verifyPool(PoolOp op, ArrayRef<int64_t> dilations,
   SmallVector<int64_t> expected = {x[0], x[1],
                                    slidingOutput(x[2], p[0], p[2], k[0], s[0], dilations[0]),
                                    slidingOutput(x[3], p[1], p[3], k[1], s[1], dilations[1])};
+  if (channelsLast)
+    expected = nchwToNhwc(expected);
   return verifyResult(op, op.getType(),
                       resultElement ? resultElement
                                     : getElementTypeOrSelf(op.getInput().getType()),
                       expected);
 }
 
-LogicalResult MaxPoolOp::verify() { return verifyPool(*this, getDilations()); }
+LogicalResult MaxPoolOp::verify() {
+  return verifyPool(*this, getDilations(), nullptr, getChannelsLast());
+}
 LogicalResult MaxPoolIndicesOp::verify() {
   return verifyPool(*this, getDilations(), IntegerType::get(getContext(), 64));
 }
@@ -556,10 +573,22 @@ LogicalResult TransposeOp::verify() {
 }
 
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
-  for (auto [i, p] : llvm::enumerate(getPerm()))
-    if ((int64_t)i != p)
-      return {};
-  return getInput();
+  ArrayRef<int64_t> perm = getPerm();
+  auto isIdentity = [](auto &&indices) {
+    for (auto [i, p] : llvm::enumerate(indices))
+      if ((int64_t)i != p)
+        return false;
+    return true;
+  };
+  if (isIdentity(perm))
+    return getInput();
+  // A transpose of a transpose that undoes it.
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    ArrayRef<int64_t> innerPerm = inner.getPerm();
+    if (isIdentity(llvm::map_range(perm, [&](int64_t p) { return innerPerm[p]; })))
+      return inner.getInput();
+  }
+  return {};
 }
 
 LogicalResult ConcatOp::verify() {

@@ -209,12 +209,14 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
   let description = [{
     `pads` is [top, left, bottom, right] (zeros of the input's type). With
     `group` = G the input has C = G * filter.dim(1) channels and the filter
-    count F is divisible by G. The widening integer form (8-bit input and
-    filter, each i8 or ui8, i32 result) has no group and no bias.
+    count F is divisible by G. The widening forms (8-bit input and filter,
+    each i8 or ui8, i32 result; or bf16 with an f32 result) have no group
+    and no bias; with `channels_last` their input is NHWC and their result
+    [N, OH, OW, F] (the filter stays FCHW).
   }];
   let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$filter, Optional<Kiln_Tensor>:$bias,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
-                   DenseI64ArrayAttr:$pads, I64Attr:$group);
+                   DenseI64ArrayAttr:$pads, I64Attr:$group, UnitAttr:$channels_last);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -238,9 +240,13 @@ class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic> {
 }
 
 def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool", "2-D max pooling"> {
+  let description = [{
+    `pads` is [top, left, bottom, right]. With `channels_last` the input and
+    result are NHWC.
+  }];
   let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$kernel,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                   DenseI64ArrayAttr:$dilations);
+                   DenseI64ArrayAttr:$dilations, UnitAttr:$channels_last);
 }
 
 def Kiln_MaxPoolIndicesOp : Kiln_Op<"max_pool_indices"> {

@@ -504,6 +504,37 @@ func.func @widening_conv(%x: tensor<1x2x5x5xui8>) -> tensor<1x4x3x3xi32> {
 
 // -----
 
+// Channels-last (NHWC input and result): the border is padded in dimensions
+// 1 and 2, the fields are copied over (n, oy, ox, ky, kx, c), so that k runs
+// over (ky, kx, c) (the second row of filter^T is channel 1 of tap (0, 0)),
+// and the [pixels, filters] product is the result with no copy.
+// CHECK-LABEL: func.func @widening_conv_channels_last
+// CHECK: tensor.pad %arg0 low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x7x7x2xi8>) outs(%{{.*}} : tensor<1x5x5x3x3x2xi8>)
+// CHECK: %[[FT:.*]] = arith.constant dense<{{\[}}[-3, 3, 2, 1], [0, -1, -2, -3], {{.*}}> : tensor<18x4xi8>
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[FT]] : tensor<25x18xi8>, tensor<18x4xi8>) outs(%{{.*}} : tensor<25x4xi32>) attrs =  {kiln.widening_matmul}
+// CHECK-NOT: kiln.layout_copy
+// CHECK: %[[R:.*]] = tensor.expand_shape {{.*}} into tensor<1x5x5x4xi32>
+// CHECK: return %[[R]]
+func.func @widening_conv_channels_last(%x: tensor<1x5x5x2xui8>) -> tensor<1x5x5x4xi32> {
+  %w = kiln.constant dense<[[[[-3, 2, 0], [-2, 3, 1], [-1, -3, 2]], [[0, -2, 3], [1, -1, -3], [2, 0, -2]]], [[[3, 1, -1], [-3, 2, 0], [-2, 3, 1]], [[-1, -3, 2], [0, -2, 3], [1, -1, -3]]], [[[2, 0, -2], [3, 1, -1], [-3, 2, 0]], [[-2, 3, 1], [-1, -3, 2], [0, -2, 3]]], [[[1, -1, -3], [2, 0, -2], [3, 1, -1]], [[-3, 2, 0], [-2, 3, 1], [-1, -3, 2]]]]> : tensor<4x2x3x3xi8> -> tensor<4x2x3x3xi8>
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, channels_last} : (tensor<1x5x5x2xui8>, tensor<4x2x3x3xi8>) -> tensor<1x5x5x4xi32>
+  return %0 : tensor<1x5x5x4xi32>
+}
+
+// -----
+
+// Channels-last max pooling: NHWC padding with -inf, then linalg's NHWC pool.
+// CHECK-LABEL: func.func @max_pool_channels_last
+// CHECK: tensor.pad %arg0 low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: linalg.pooling_nhwc_max {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x8x8x3xf32>, tensor<3x3xf32>) outs(%{{.*}} : tensor<1x3x3x3xf32>)
+func.func @max_pool_channels_last(%x: tensor<1x6x6x3xf32>) -> tensor<1x3x3x3xf32> {
+  %0 = kiln.max_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, channels_last} : tensor<1x6x6x3xf32> -> tensor<1x3x3x3xf32>
+  return %0 : tensor<1x3x3x3xf32>
+}
+
+// -----
+
 // kiln.quantize: one elementwise generic, tagged so that fusion leaves its
 // input's producers alone; clamps are compares and selects.
 // CHECK-LABEL: func.func @quantize

@@ -46,3 +46,17 @@ func.func @asserts(%c: tensor<2xi1>, %d: tensor<i1>) {
   kiln.assert %c, "again" : tensor<2xi1>
   return
 }
+
+// A transpose of a transpose that undoes it folds to the original; one that
+// does not stays.
+// CHECK-LABEL: func.func @transpose_pair
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x3x4xf32>)
+// CHECK: %[[T:.*]] = kiln.transpose %[[X]] {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[U:.*]] = kiln.transpose %[[T]] {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: return %[[X]], %[[U]]
+func.func @transpose_pair(%x: tensor<1x2x3x4xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x4x2x3xf32>) {
+  %t = kiln.transpose %x {perm = array<i64: 0, 2, 3, 1>} : tensor<1x2x3x4xf32> -> tensor<1x3x4x2xf32>
+  %back = kiln.transpose %t {perm = array<i64: 0, 3, 1, 2>} : tensor<1x3x4x2xf32> -> tensor<1x2x3x4xf32>
+  %twice = kiln.transpose %t {perm = array<i64: 0, 2, 3, 1>} : tensor<1x3x4x2xf32> -> tensor<1x4x2x3xf32>
+  return %back, %twice : tensor<1x2x3x4xf32>, tensor<1x4x2x3xf32>
+}

@@ -185,6 +185,30 @@ func.func @conv_widening_group(%x: tensor<1x4x5x5xui8>, %w: tensor<4x2x3x3xi8>) 
 
 // -----
 
+func.func @conv_channels_last_float(%x: tensor<1x5x5x4xf32>, %w: tensor<4x4x3x3xf32>) -> tensor<1x3x3x4xf32> {
+  // expected-error @+1 {{'kiln.conv' op only the widening form takes channels_last}}
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, channels_last} : (tensor<1x5x5x4xf32>, tensor<4x4x3x3xf32>) -> tensor<1x3x3x4xf32>
+  return %0 : tensor<1x3x3x4xf32>
+}
+
+// -----
+
+func.func @conv_channels_last_shape(%x: tensor<1x5x5x4xui8>, %w: tensor<6x4x3x3xi8>) -> tensor<1x6x3x3xi32> {
+  // expected-error @+1 {{'kiln.conv' op result shape 1x6x3x3 does not match expected shape 1x3x3x6}}
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, channels_last} : (tensor<1x5x5x4xui8>, tensor<6x4x3x3xi8>) -> tensor<1x6x3x3xi32>
+  return %0 : tensor<1x6x3x3xi32>
+}
+
+// -----
+
+func.func @max_pool_channels_last_shape(%x: tensor<1x6x6x4xf32>) -> tensor<1x4x3x3xf32> {
+  // expected-error @+1 {{'kiln.max_pool' op result shape 1x4x3x3 does not match expected shape 1x3x3x4}}
+  %0 = kiln.max_pool %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, channels_last} : tensor<1x6x6x4xf32> -> tensor<1x4x3x3xf32>
+  return %0 : tensor<1x4x3x3xf32>
+}
+
+// -----
+
 func.func @quantize_zero_point(%x: tensor<2x3xf32>) -> tensor<2x3xui8> {
   // expected-error @+1 {{'kiln.quantize' op zero point 300 is outside [0, 255]}}
   %q = kiln.quantize %x {scale = 0.5 : f32, zero_point = 300 : i64} : tensor<2x3xf32> -> tensor<2x3xui8>
