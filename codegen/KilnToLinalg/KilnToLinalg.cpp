@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -528,6 +529,61 @@ static Value convolveImages(OpBuilder &b, Location loc, ConvOp op, Value input, 
       });
 }
 
+/// The receptive fields of the padded NHWC `input` as rows [N*OH*OW,
+/// KH*KW*C]: per output pixel (an scf.forall over them), each tap's C
+/// channels are one contiguous run in both the input and the row, copied as
+/// vectors of at most 64 bytes. (As a linalg.generic, LLVM unrolls the
+/// channel loop fully and then cannot vectorize the byte copies, not knowing
+/// that input and rows do not overlap.)
+static Value unfoldChannelsLast(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> kernel,
+                                ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                                int64_t oh, int64_t ow) {
+  RankedTensorType inType = tensorType(input);
+  Type et = inType.getElementType();
+  int64_t n = inType.getDimSize(0), c = inType.getDimSize(3);
+  int64_t cols = kernel[0] * kernel[1] * c;
+  int64_t chunk = std::max<int64_t>(1, 64 / (et.getIntOrFloatBitWidth() / 8));
+  auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value fields = emptyTensor(b, loc, ArrayRef<int64_t>{n * oh * ow, cols}, et);
+  auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(n * oh * ow)},
+                                      ValueRange{fields}, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  Value pixel = forall.getInductionVar(0);
+  Value image = arith::DivUIOp::create(b, loc, pixel, index(oh * ow));
+  Value within = arith::RemUIOp::create(b, loc, pixel, index(oh * ow));
+  Value oy = arith::DivUIOp::create(b, loc, within, index(ow));
+  Value ox = arith::RemUIOp::create(b, loc, within, index(ow));
+  SmallVector<OpFoldResult> offsets = {pixel, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(cols)};
+  SmallVector<OpFoldResult> unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  Value row = tensor::ExtractSliceOp::create(b, loc, forall.getRegionIterArgs()[0], offsets, sizes,
+                                             unit);
+  Value zero = arith::ConstantOp::create(b, loc, et, b.getZeroAttr(et));
+  auto at = [&](Value base, int64_t step, int64_t tap, int64_t dilation) -> Value {
+    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, base, index(step)),
+                                 index(tap * dilation));
+  };
+  for (int64_t ky = 0; ky < kernel[0]; ++ky)
+    for (int64_t kx = 0; kx < kernel[1]; ++kx) {
+      Value iy = at(oy, strides[0], ky, dilations[0]), ix = at(ox, strides[1], kx, dilations[1]);
+      for (int64_t c0 = 0; c0 < c; c0 += chunk) {
+        auto vectorType = VectorType::get({std::min(chunk, c - c0)}, et);
+        Value v = vector::TransferReadOp::create(b, loc, vectorType, input,
+                                                 ValueRange{image, iy, ix, index(c0)}, zero,
+                                                 ArrayRef<bool>{true});
+        row = vector::TransferWriteOp::create(
+                  b, loc, v, row, ValueRange{index(0), index((ky * kernel[1] + kx) * c + c0)},
+                  ArrayRef<bool>{true})
+                  .getResult();
+      }
+    }
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, row, forall.getRegionIterArgs()[0], offsets, sizes,
+                                        unit);
+  return forall.getResult(0);
+}
+
 /// A widening convolution (8-bit input and filter with an i32 result, or
 /// bf16 with f32) of static shape as one widening matmul with the receptive
 /// fields as rows: im2col^T [N*OH*OW, K] x filter^T [K, F]. The constant
@@ -552,29 +608,25 @@ static Value convolveWidening(OpBuilder &b, Location loc, ConvOp op, Value input
   int64_t c = fs[1], kh = fs[2], kw = fs[3];
   int64_t rows = n * oh * ow, cols = c * kh * kw;
   ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
-  AffineExpr in, oy, ox, d3, d4, d5;
-  bindDims(ctx, in, oy, ox, d3, d4, d5);
-  // Unfolded as [N, OH, OW, C, KH, KW] (NCHW) or [N, OH, OW, KH, KW, C].
-  AffineMap inputMap =
-      channelsLast
-          ? AffineMap::get(6, 0,
-                           {in, oy * strides[0] + d3 * dilations[0],
-                            ox * strides[1] + d4 * dilations[1], d5},
-                           ctx)
-          : AffineMap::get(6, 0,
-                           {in, d3, oy * strides[0] + d4 * dilations[0],
-                            ox * strides[1] + d5 * dilations[1]},
-                           ctx);
-  SmallVector<int64_t> unfoldedShape = channelsLast ? SmallVector<int64_t>{n, oh, ow, kh, kw, c}
-                                                    : SmallVector<int64_t>{n, oh, ow, c, kh, kw};
-  auto unfold = linalg::GenericOp::create(
-      b, loc, RankedTensorType::get(unfoldedShape, inType), input,
-      emptyTensor(b, loc, unfoldedShape, inType),
-      ArrayRef<AffineMap>{inputMap, AffineMap::getMultiDimIdentityMap(6, ctx)},
-      SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
-      [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); });
-  Value fields =
-      reshapeTo(b, loc, unfold.getResult(0), RankedTensorType::get({rows, cols}, inType));
+  AffineExpr in, oy, ox, ch, ky, kx;
+  bindDims(ctx, in, oy, ox, ch, ky, kx);
+  // NCHW: unfolded as [N, OH, OW, C, KH, KW].
+  AffineMap inputMap = AffineMap::get(
+      6, 0, {in, ch, oy * strides[0] + ky * dilations[0], ox * strides[1] + kx * dilations[1]},
+      ctx);
+  Value fields;
+  if (channelsLast) {
+    fields = unfoldChannelsLast(b, loc, input, {kh, kw}, strides, dilations, oh, ow);
+  } else {
+    SmallVector<int64_t> unfoldedShape = {n, oh, ow, c, kh, kw};
+    auto unfold = linalg::GenericOp::create(
+        b, loc, RankedTensorType::get(unfoldedShape, inType), input,
+        emptyTensor(b, loc, unfoldedShape, inType),
+        ArrayRef<AffineMap>{inputMap, AffineMap::getMultiDimIdentityMap(6, ctx)},
+        SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
+        [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); });
+    fields = reshapeTo(b, loc, unfold.getResult(0), RankedTensorType::get({rows, cols}, inType));
+  }
   // filter^T [K, F]: row k of the FCHW filter's column f.
   auto filterIndex = [&](int64_t k) {
     if (!channelsLast)

@@ -505,12 +505,15 @@ func.func @widening_conv(%x: tensor<1x2x5x5xui8>) -> tensor<1x4x3x3xi32> {
 // -----
 
 // Channels-last (NHWC input and result): the border is padded in dimensions
-// 1 and 2, the fields are copied over (n, oy, ox, ky, kx, c), so that k runs
-// over (ky, kx, c) (the second row of filter^T is channel 1 of tap (0, 0)),
-// and the [pixels, filters] product is the result with no copy.
+// 1 and 2; each output pixel's row of fields is its nine taps' runs of C = 2
+// channels, copied as vectors, so that k runs over (ky, kx, c) (the second
+// row of filter^T is channel 1 of tap (0, 0)); the [pixels, filters]
+// product is the result with no copy.
 // CHECK-LABEL: func.func @widening_conv_channels_last
-// CHECK: tensor.pad %arg0 low[0, 1, 1, 0] high[0, 1, 1, 0]
-// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x7x7x2xi8>) outs(%{{.*}} : tensor<1x5x5x3x3x2xi8>)
+// CHECK: %[[PAD:.*]] = tensor.pad %arg0 low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: scf.forall (%{{.*}}) in (25) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<25x18xi8>)
+// CHECK-COUNT-9: vector.transfer_read %[[PAD]]{{.*}} {in_bounds = [true]} : tensor<1x7x7x2xi8>, vector<2xi8>
+// CHECK: tensor.parallel_insert_slice
 // CHECK: %[[FT:.*]] = arith.constant dense<{{\[}}[-3, 3, 2, 1], [0, -1, -2, -3], {{.*}}> : tensor<18x4xi8>
 // CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[FT]] : tensor<25x18xi8>, tensor<18x4xi8>) outs(%{{.*}} : tensor<25x4xi32>) attrs =  {kiln.widening_matmul}
 // CHECK-NOT: kiln.layout_copy
