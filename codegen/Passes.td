@@ -142,15 +142,18 @@ def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {
 }
 
 def KilnCopiesToLoops : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
-  let summary = "Turn memref.copy between non-contiguous buffers into linalg.copy";
+  let summary = "Turn memref.copy between non-contiguous buffers into parallel loops";
   let description = [{
     Runs on buffers. A strided memref.copy (such as padding, which writes
     into the interior of a larger buffer) would lower to the runtime's
-    element-by-element memrefCopy; as a linalg.copy it becomes a parallel
-    loop nest that kiln-outline-parallel-loops can hand to the thread pool
-    and LLVM can vectorize. Copies between contiguous buffers stay memcpy.
+    element-by-element memrefCopy. Instead it becomes a parallel loop nest
+    that kiln-outline-parallel-loops can hand to the thread pool: with
+    static shapes and unit-stride rows in both buffers, an `scf.parallel`
+    over all but the innermost dimension that copies each row with
+    `vector.transfer_read`/`transfer_write` of at most 64 bytes; otherwise a
+    `linalg.copy`. Copies between contiguous buffers stay memcpy.
   }];
-  let dependentDialects = ["linalg::LinalgDialect"];
+  let dependentDialects = ["linalg::LinalgDialect", "scf::SCFDialect", "vector::VectorDialect"];
 }
 
 def KilnDistinctResults : Pass<"kiln-distinct-results", "func::FuncOp"> {
