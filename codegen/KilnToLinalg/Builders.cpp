@@ -365,6 +365,22 @@ Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target
                                        targetSizes);
 }
 
+Value padWithConstant(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> low,
+                      ArrayRef<int64_t> high, Value value, RankedTensorType type) {
+  if (!type.hasStaticShape() || !tensorType(input).hasStaticShape())
+    return tensor::PadOp::create(b, loc, type, input, getAsIndexOpFoldResult(b.getContext(), low),
+                                 getAsIndexOpFoldResult(b.getContext(), high), value);
+  // A fill and a copy into the interior: as a tensor.pad it would bufferize
+  // to a loop that computes each element's value, which LLVM vectorizes
+  // poorly (scattered stores).
+  Value filled = filledTensor(b, loc, type.getShape(), value);
+  MLIRContext *ctx = b.getContext();
+  SmallVector<int64_t> ones(low.size(), 1);
+  return tensor::InsertSliceOp::create(b, loc, input, filled, getAsIndexOpFoldResult(ctx, low),
+                                       getAsIndexOpFoldResult(ctx, tensorType(input).getShape()),
+                                       getAsIndexOpFoldResult(ctx, ones));
+}
+
 Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,
                  double value, bool channelsLast) {
   if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
@@ -381,8 +397,7 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads
       shape[i] += low[i] + high[i];
   auto padded = RankedTensorType::get(shape, type.getElementType());
   Value padValue = scalarConst(b, loc, type.getElementType(), value);
-  return tensor::PadOp::create(b, loc, padded, input, getAsIndexOpFoldResult(b.getContext(), low),
-                               getAsIndexOpFoldResult(b.getContext(), high), padValue);
+  return padWithConstant(b, loc, input, low, high, padValue, padded);
 }
 
 Value buildTileLoop(OpBuilder &b, Location loc, OpFoldResult lb, OpFoldResult ub,

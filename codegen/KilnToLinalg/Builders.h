@@ -92,6 +92,11 @@ Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target
 Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
                   ArrayRef<OpFoldResult> sizes = {});
 
+/// `input` padded by `low` and `high` elements of `value` per dimension,
+/// into `type`.
+Value padWithConstant(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> low,
+                      ArrayRef<int64_t> high, Value value, RankedTensorType type);
+
 /// Pads the two spatial dimensions of an NCHW (or, with `channelsLast`,
 /// NHWC) tensor ([top, left, bottom, right]).
 Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,

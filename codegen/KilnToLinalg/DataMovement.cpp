@@ -216,7 +216,6 @@ struct PadLowering : OpConversionPattern<PadOp> {
   LogicalResult matchAndRewrite(PadOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto type = signlessType(op.getType());
     Value input = adaptor.getInput();
     ArrayRef<int64_t> in = tensorType(input).getShape();
@@ -225,9 +224,8 @@ struct PadLowering : OpConversionPattern<PadOp> {
     if (op.getMode() == "constant") {
       Value value = scalarConst(rewriter, loc, type.getElementType(),
                                 op.getValue().convertToDouble());
-      rewriter.replaceOpWithNewOp<tensor::PadOp>(
-          op, type, input, getAsIndexOpFoldResult(ctx, pads.take_front(rank)),
-          getAsIndexOpFoldResult(ctx, pads.drop_front(rank)), value);
+      rewriter.replaceOp(op, padWithConstant(rewriter, loc, input, pads.take_front(rank),
+                                             pads.drop_front(rank), value, type));
       return success();
     }
     bool reflect = op.getMode() == "reflect";

@@ -130,6 +130,25 @@ struct TransposeLowering : OpConversionPattern<TransposeOp> {
     for (int64_t p : op.getPerm())
       sizes.push_back(in[p]);
     Value init = emptyTensor(rewriter, op.getLoc(), sizes, type.getElementType());
+    auto inType = tensorType(adaptor.getInput());
+    int64_t rank = type.getRank();
+    if (rank > 1 && type.hasStaticShape() && type.getDimSize(rank - 1) < 8 &&
+        inType.getDimSize(rank - 1) >= 8) {
+      // A short innermost result dimension (NCHW -> NHWC of 3 channels):
+      // iterate in the input's order instead, so that the innermost loop
+      // reads long contiguous rows rather than a few scattered values.
+      SmallVector<AffineExpr> outputExprs;
+      for (int64_t p : op.getPerm())
+        outputExprs.push_back(rewriter.getAffineDimExpr(p));
+      auto copy = linalg::GenericOp::create(
+          rewriter, op.getLoc(), TypeRange{type}, adaptor.getInput(), init,
+          ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(rank),
+                              AffineMap::get(rank, 0, outputExprs, rewriter.getContext())},
+          SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+          [](OpBuilder &b, Location l, ValueRange args) { linalg::YieldOp::create(b, l, args[0]); });
+      rewriter.replaceOp(op, copy.getResult(0));
+      return success();
+    }
     auto t = linalg::TransposeOp::create(rewriter, op.getLoc(), adaptor.getInput(), init,
                                          op.getPerm());
     rewriter.replaceOp(op, t.getResult());

@@ -67,7 +67,7 @@ func.func @gemm_constant_trans_b(%a: tensor<1x2xf32>) -> tensor<1x2xf32> {
 // CHECK-DAG: #[[UNFOLD:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (0, d0, d1 + d3, d2 + d4)>
 // CHECK-DAG: #[[ID5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
 // CHECK-LABEL: func.func @conv_im2col
-// CHECK: %[[PADDED:.*]] = tensor.pad
+// CHECK: %[[PADDED:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 0, 1, 1] [1, 3, 8, 8] [1, 1, 1, 1]
 // CHECK: %[[COL:.*]] = linalg.generic {indexing_maps = [#[[UNFOLD]], #[[ID5]]]
 // CHECK-SAME: ins(%[[PADDED]] : tensor<1x3x10x10xf32>) outs(%{{.*}} : tensor<3x3x3x8x8xf32>)
 // CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
@@ -95,7 +95,7 @@ func.func @conv_batched_depthwise_grouped(%x: tensor<2x4x8x8xf32>, %w: tensor<4x
 // -----
 
 // CHECK-LABEL: func.func @pools
-// CHECK: tensor.pad
+// CHECK: tensor.insert_slice %arg0 into %{{.*}}[0, 0, 1, 1] [1, 2, 8, 8]
 // CHECK: linalg.pooling_nchw_max
 // CHECK: linalg.pooling_nchw_sum
 // CHECK: arith.constant dense<{{\[\[}}2.500000e-01, 0.166666672{{.*}}> : tensor<4x4xf32>
@@ -221,8 +221,11 @@ func.func @gathers(%d: tensor<5x3xf32>, %i: tensor<2xi64>, %j: tensor<5x3xi64>) 
 
 // -----
 
+// A constant pad of static shape is a fill, then the input copied into
+// its interior.
 // CHECK-LABEL: func.func @pad_expand_tile
-// CHECK: tensor.pad
+// CHECK: %[[FILLED:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4x7xf32>)
+// CHECK: tensor.insert_slice %arg0 into %[[FILLED]][1, 2] [2, 3] [1, 1]
 // CHECK: linalg.generic
 // CHECK: tensor.extract
 // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}]
@@ -510,7 +513,7 @@ func.func @widening_conv(%x: tensor<1x2x5x5xui8>) -> tensor<1x4x3x3xi32> {
 // row of filter^T is channel 1 of tap (0, 0)); the [pixels, filters]
 // product is the result with no copy.
 // CHECK-LABEL: func.func @widening_conv_channels_last
-// CHECK: %[[PAD:.*]] = tensor.pad %arg0 low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: %[[PAD:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 1, 1, 0] [1, 5, 5, 2] [1, 1, 1, 1]
 // CHECK: scf.forall (%{{.*}}) in (25) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<25x18xi8>)
 // CHECK-COUNT-9: vector.transfer_read %[[PAD]]{{.*}} {in_bounds = [true]} : tensor<1x7x7x2xi8>, vector<2xi8>
 // CHECK: tensor.parallel_insert_slice
@@ -529,7 +532,7 @@ func.func @widening_conv_channels_last(%x: tensor<1x5x5x2xui8>) -> tensor<1x5x5x
 
 // Channels-last max pooling: NHWC padding with -inf, then linalg's NHWC pool.
 // CHECK-LABEL: func.func @max_pool_channels_last
-// CHECK: tensor.pad %arg0 low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: tensor.insert_slice %arg0 into %{{.*}}[0, 1, 1, 0] [1, 6, 6, 3] [1, 1, 1, 1]
 // CHECK: linalg.pooling_nhwc_max {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x8x8x3xf32>, tensor<3x3xf32>) outs(%{{.*}} : tensor<1x3x3x3xf32>)
 func.func @max_pool_channels_last(%x: tensor<1x6x6x3xf32>) -> tensor<1x3x3x3xf32> {
   %0 = kiln.max_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, channels_last} : tensor<1x6x6x3xf32> -> tensor<1x3x3x3xf32>
