@@ -579,23 +579,43 @@ static Value unfoldChannelsLast(OpBuilder &b, Location loc, Value input, ArrayRe
   Value row = tensor::ExtractSliceOp::create(b, loc, forall.getRegionIterArgs()[0], offsets, sizes,
                                              unit);
   Value zero = arith::ConstantOp::create(b, loc, et, b.getZeroAttr(et));
-  auto at = [&](Value base, int64_t step, int64_t tap, int64_t dilation) -> Value {
-    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, base, index(step)),
-                                 index(tap * dilation));
+  auto copy = [&](OpBuilder &nb, Value into, Value iy, Value ix, Value c0, Value at,
+                  int64_t width) -> Value {
+    auto vectorType = VectorType::get({width}, et);
+    Value v = vector::TransferReadOp::create(nb, loc, vectorType, input,
+                                             ValueRange{image, iy, ix, c0}, zero,
+                                             ArrayRef<bool>{true});
+    return vector::TransferWriteOp::create(nb, loc, v, into, ValueRange{index(0), at},
+                                           ArrayRef<bool>{true})
+        .getResult();
   };
+  auto coordinate = [&](Value out, int64_t stride, int64_t k, int64_t dilation) -> Value {
+    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, out, index(stride)),
+                                 index(k * dilation));
+  };
+  // The taps are unrolled; more than two whole chunks per tap are a loop
+  // (bufferization's analysis grows quadratically with a chain of writes).
+  int64_t whole = c / chunk, rest = c % chunk;
   for (int64_t ky = 0; ky < kernel[0]; ++ky)
     for (int64_t kx = 0; kx < kernel[1]; ++kx) {
-      Value iy = at(oy, strides[0], ky, dilations[0]), ix = at(ox, strides[1], kx, dilations[1]);
-      for (int64_t c0 = 0; c0 < c; c0 += chunk) {
-        auto vectorType = VectorType::get({std::min(chunk, c - c0)}, et);
-        Value v = vector::TransferReadOp::create(b, loc, vectorType, input,
-                                                 ValueRange{image, iy, ix, index(c0)}, zero,
-                                                 ArrayRef<bool>{true});
-        row = vector::TransferWriteOp::create(
-                  b, loc, v, row, ValueRange{index(0), index((ky * kernel[1] + kx) * c + c0)},
-                  ArrayRef<bool>{true})
-                  .getResult();
+      Value iy = coordinate(oy, strides[0], ky, dilations[0]);
+      Value ix = coordinate(ox, strides[1], kx, dilations[1]);
+      int64_t base = (ky * kernel[1] + kx) * c;
+      if (whole > 2) {
+        Value baseValue = index(base);
+        row = scf::ForOp::create(
+                  b, loc, index(0), index(whole * chunk), index(chunk), ValueRange{row},
+                  [&](OpBuilder &cb, Location, Value c0, ValueRange iter) {
+                    Value at = arith::AddIOp::create(cb, loc, baseValue, c0);
+                    scf::YieldOp::create(cb, loc, copy(cb, iter[0], iy, ix, c0, at, chunk));
+                  })
+                  .getResult(0);
+      } else {
+        for (int64_t i = 0; i < whole; ++i)
+          row = copy(b, row, iy, ix, index(i * chunk), index(base + i * chunk), chunk);
       }
+      if (rest > 0)
+        row = copy(b, row, iy, ix, index(whole * chunk), index(base + whole * chunk), rest);
     }
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(b, loc, row, forall.getRegionIterArgs()[0], offsets, sizes,
