@@ -100,16 +100,12 @@ def section(rows, rounds, samples):
     lines += ["",
               "On this machine (AMX) int8 and bf16 matmuls and convolutions with at least 16 "
               "rows, and K a multiple of 64 (int8) or 32 (bf16), run on AMX tiles (tdpbusd, "
-              "tdpbf16ps); the others on AVX-512 VNNI (vpdpbusd) or vdpbf16ps. resnet18 int8 "
-              "misses its targets (3x kiln f32, 2.5x onnxruntime): in a perf profile of the "
-              "int8 executable (1 thread) the AMX and VNNI kernels take about a quarter of the "
-              "time, and the work around them in NCHW layout the rest: each convolution's "
-              "product is copied from NHWC back to NCHW (scatter stores; the first one alone "
-              "about 11%), the u8 im2col gathers single bytes (about 12%), max pooling is "
-              "scalar (4%), plus quantize, dequantize and the residual adds in f32. Keeping "
-              "activations in u8 NHWC between convolutions removes the copies and makes im2col "
-              "contiguous; that is the next step. Not implemented yet: grouped and depthwise "
-              "convolutions in int8, int8 kernels for targets without VNNI.", END]
+              "tdpbf16ps); the others on AVX-512 VNNI (vpdpbusd) or vdpbf16ps. int8 and bf16 "
+              "convolutions run channels-last (kiln-channels-last), so the ops between them "
+              "need no layout copies. Where the machine was loaded, 2 threads were no faster "
+              "than 1 for either runtime: compare the 1-thread rows. Not implemented yet: "
+              "grouped and depthwise convolutions in int8, int8 kernels for targets without "
+              "VNNI.", END]
     return "\n".join(lines)
 
 
