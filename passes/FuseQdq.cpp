@@ -191,34 +191,14 @@ FailureOr<QuantizedWeights> quantizedWeights(Value w, bool transposed, float alp
   return QuantizedWeights::of(std::move(values), std::move(scales));
 }
 
-/// The op as a matmul (its shape, bias and alpha/beta) with QDQ weights.
-FailureOr<ConstantWeightMatmul> qdqMatmul(Operation *op, std::string &why) {
-  auto weightType = [](Value w) { return cast<RankedTensorType>(w.getType()); };
-  if (auto matmul = dyn_cast<MatMulOp>(op)) {
-    if (weightType(matmul.getRhs()).getRank() != 2) {
-      why = "its weights are not a 2-D matrix";
-      return failure();
-    }
-    auto t = weightType(matmul.getRhs());
-    return ConstantWeightMatmul{op,   matmul.getLhs(), ElementsAttr(), t.getDimSize(0),
-                                t.getDimSize(1), false, 1.0f, 1.0f, Value()};
-  }
-  auto gemm = cast<GemmOp>(op);
-  if (gemm.getTransA()) {
-    why = "its activations are transposed (trans_a)";
+/// Weights that are a 2-D matrix: QDQ weights are read by quantizedWeights,
+/// not as a constant.
+FailureOr<ElementsAttr> matrixWeights(Value w, std::string &why) {
+  if (cast<RankedTensorType>(w.getType()).getRank() != 2) {
+    why = "its weights are not a 2-D matrix";
     return failure();
   }
-  auto t = weightType(gemm.getB());
-  bool transposed = gemm.getTransB();
-  return ConstantWeightMatmul{op,
-                              gemm.getA(),
-                              ElementsAttr(),
-                              t.getDimSize(transposed ? 1 : 0),
-                              t.getDimSize(transposed ? 0 : 1),
-                              transposed,
-                              gemm.getAlpha().convertToFloat(),
-                              gemm.getBeta().convertToFloat(),
-                              gemm.getC()};
+  return ElementsAttr();
 }
 
 /// The activations as the int8 product reads them: the values and rank-0
@@ -264,7 +244,7 @@ FailureOr<std::string> fuse(Operation *op, std::string &why) {
                         static_cast<int32_t>(x->zeroPoints[0]), *w);
     return std::string(how);
   }
-  FailureOr<ConstantWeightMatmul> c = qdqMatmul(op, why);
+  FailureOr<ConstantWeightMatmul> c = matmulCandidate(op, why, matrixWeights);
   if (failed(c))
     return failure();
   FailureOr<QuantizedWeights> w =
@@ -279,18 +259,13 @@ struct KilnFuseQdqPass : mlir::kiln::impl::KilnFuseQdqBase<KilnFuseQdqPass> {
   using KilnFuseQdqBase::KilnFuseQdqBase;
 
   void runOnOperation() override {
-    SmallVector<Operation *> ops;
-    getOperation().walk([&](Operation *op) {
-      if (isa<MatMulOp, GemmOp, ConvOp>(op))
-        ops.push_back(op);
-    });
-    for (Operation *op : ops) {
+    for (Operation *op : quantizableOps(getOperation())) {
       // Only ops that read a DequantizeLinear are part of a QDQ graph.
       Value activations = isa<ConvOp>(op) ? cast<ConvOp>(op).getInput() : op->getOperand(0);
       if (!matchDequantize(throughReshapes(activations)))
         continue;
       Location loc = op->getLoc();
-      StringRef kind = isa<MatMulOp>(op) ? "matmul" : isa<GemmOp>(op) ? "gemm" : "conv";
+      StringRef kind = quantKind(op);
       std::string why;
       FailureOr<std::string> how = fuse(op, why);
       if (!report)

@@ -38,7 +38,8 @@ FailureOr<ElementsAttr> constantWeights(Value w, std::string &why) {
 
 bool isF32(Value v) { return cast<RankedTensorType>(v.getType()).getElementType().isF32(); }
 
-FailureOr<ConstantWeightMatmul> matmulCandidate(MatMulOp op, std::string &why) {
+FailureOr<ConstantWeightMatmul> fromMatMul(MatMulOp op, std::string &why,
+                                           WeightCheck checkWeights) {
   if (!isF32(op.getLhs())) {
     why = "its activations are not f32";
     return failure();
@@ -47,7 +48,7 @@ FailureOr<ConstantWeightMatmul> matmulCandidate(MatMulOp op, std::string &why) {
     why = "its left operand is a vector";
     return failure();
   }
-  auto weights = constantWeights(op.getRhs(), why);
+  auto weights = checkWeights(op.getRhs(), why);
   if (failed(weights))
     return failure();
   auto type = cast<RankedTensorType>(op.getRhs().getType());
@@ -55,7 +56,8 @@ FailureOr<ConstantWeightMatmul> matmulCandidate(MatMulOp op, std::string &why) {
                               false, 1.0f,        1.0f,     Value()};
 }
 
-FailureOr<ConstantWeightMatmul> gemmCandidate(GemmOp op, std::string &why) {
+FailureOr<ConstantWeightMatmul> fromGemm(GemmOp op, std::string &why,
+                                         WeightCheck checkWeights) {
   if (!isF32(op.getA())) {
     why = "its activations are not f32";
     return failure();
@@ -64,7 +66,7 @@ FailureOr<ConstantWeightMatmul> gemmCandidate(GemmOp op, std::string &why) {
     why = "its activations are transposed (trans_a)";
     return failure();
   }
-  auto weights = constantWeights(op.getB(), why);
+  auto weights = checkWeights(op.getB(), why);
   if (failed(weights))
     return failure();
   auto type = cast<RankedTensorType>(op.getB().getType());
@@ -90,26 +92,41 @@ void replaceTagged(Operation *op, Value replacement) {
 
 } // namespace
 
-FailureOr<ConstantWeightMatmul> mlir::kiln::constantWeightMatmul(Operation *op, std::string &why) {
+FailureOr<ConstantWeightMatmul> mlir::kiln::matmulCandidate(Operation *op, std::string &why,
+                                                            WeightCheck checkWeights) {
   if (auto matmul = dyn_cast<MatMulOp>(op))
-    return matmulCandidate(matmul, why);
+    return fromMatMul(matmul, why, checkWeights);
   if (auto gemm = dyn_cast<GemmOp>(op))
-    return gemmCandidate(gemm, why);
+    return fromGemm(gemm, why, checkWeights);
   why = "it is not a matmul or gemm";
   return failure();
+}
+
+FailureOr<ConstantWeightMatmul> mlir::kiln::constantWeightMatmul(Operation *op, std::string &why) {
+  return matmulCandidate(op, why, constantWeights);
+}
+
+StringRef mlir::kiln::quantKind(Operation *op) {
+  return isa<MatMulOp>(op) ? "matmul" : isa<GemmOp>(op) ? "gemm" : "conv";
+}
+
+SmallVector<Operation *> mlir::kiln::quantizableOps(Operation *root) {
+  SmallVector<Operation *> ops;
+  root->walk([&](Operation *op) {
+    if (isa<MatMulOp, GemmOp, ConvOp>(op))
+      ops.push_back(op);
+  });
+  return ops;
 }
 
 void mlir::kiln::rewriteConstantWeightMatmuls(
     Operation *root, bool report, llvm::StringRef done,
     llvm::function_ref<void(const ConstantWeightMatmul &)> rewrite) {
-  SmallVector<Operation *> ops;
-  root->walk([&](Operation *op) {
-    if (isa<MatMulOp, GemmOp>(op))
-      ops.push_back(op);
-  });
-  for (Operation *op : ops) {
+  for (Operation *op : quantizableOps(root)) {
+    if (isa<ConvOp>(op))
+      continue;
     Location loc = op->getLoc();
-    StringRef kind = isa<MatMulOp>(op) ? "matmul" : "gemm";
+    StringRef kind = quantKind(op);
     std::string why;
     FailureOr<ConstantWeightMatmul> candidate = constantWeightMatmul(op, why);
     if (succeeded(candidate))

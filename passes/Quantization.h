@@ -31,9 +31,25 @@ struct ConstantWeightMatmul {
   Value bias; // a Gemm's C, or null
 };
 
+/// Checks an op's weights: their constant values (null when they are not a
+/// constant the rewrite reads), or failure with the reason in `why`.
+using WeightCheck = llvm::function_ref<FailureOr<ElementsAttr>(Value, std::string &)>;
+
+/// The op (a MatMul, or a Gemm without trans_a, of f32 activations) as a
+/// matmul whose weights `checkWeights` accepts, or failure with the reason
+/// in `why`.
+FailureOr<ConstantWeightMatmul> matmulCandidate(Operation *op, std::string &why,
+                                                WeightCheck checkWeights);
+
 /// The op as a matmul with constant f32 weights (what int8 and bf16 rewrite),
 /// or failure with the reason in `why`.
 FailureOr<ConstantWeightMatmul> constantWeightMatmul(Operation *op, std::string &why);
+
+/// "matmul", "gemm" or "conv": how the quantization remarks name `op`.
+llvm::StringRef quantKind(Operation *op);
+
+/// The MatMul, Gemm and Conv ops under `root`, in order.
+llvm::SmallVector<Operation *> quantizableOps(Operation *root);
 
 /// Calls `rewrite` on each MatMul and Gemm under `root` that is a
 /// constantWeightMatmul. With `report`, each gets a remark: "quant: <kind>

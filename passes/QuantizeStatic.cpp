@@ -43,14 +43,9 @@ struct KilnQuantizeStaticPass : mlir::kiln::impl::KilnQuantizeStaticBase<KilnQua
   using KilnQuantizeStaticBase::KilnQuantizeStaticBase;
 
   void runOnOperation() override {
-    SmallVector<Operation *> ops;
-    getOperation().walk([&](Operation *op) {
-      if (isa<MatMulOp, GemmOp, ConvOp>(op))
-        ops.push_back(op);
-    });
-    for (Operation *op : ops) {
+    for (Operation *op : quantizableOps(getOperation())) {
       Location loc = op->getLoc();
-      StringRef kind = isa<MatMulOp>(op) ? "matmul" : isa<GemmOp>(op) ? "gemm" : "conv";
+      StringRef kind = quantKind(op);
       std::string why, how;
       FailureOr<Value> activation = int8Activation(op, why);
       auto range = op->getAttrOfType<DenseF32ArrayAttr>(kActivationRangeAttr);

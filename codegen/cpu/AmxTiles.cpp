@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
+#include "codegen/cpu/WideningBody.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 
@@ -32,6 +33,7 @@ namespace mlir::kiln {
 } // namespace mlir::kiln
 
 using namespace mlir;
+using mlir::kiln::isZeroExtended;
 
 namespace {
 
@@ -47,10 +49,6 @@ struct TileProduct {
 
   int64_t tileColumns() const { return kTileBytes * 8 / element.getIntOrFloatBitWidth(); }
 };
-
-bool isZeroExtended(BlockArgument arg) {
-  return llvm::any_of(arg.getUsers(), [](Operation *u) { return isa<arith::ExtUIOp>(u); });
-}
 
 std::optional<TileProduct> matchTileProduct(linalg::GenericOp op) {
   if (!op->hasAttr("kiln.amx_tile") || !op.hasPureBufferSemantics() ||

@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/ConstantData.h"
 #include "codegen/Passes.h"
+#include "codegen/cpu/WideningBody.h"
 #include "dialects/kiln/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -47,6 +48,7 @@ namespace mlir::kiln {
 } // namespace mlir::kiln
 
 using namespace mlir;
+using mlir::kiln::isZeroExtended;
 
 namespace {
 
@@ -71,11 +73,6 @@ struct WideningMatmul {
   bool lhsUnsigned; // int8 only
   int64_t m, n, k;
 };
-
-/// Whether `arg` (a block argument of the body) is zero-extended.
-bool isZeroExtended(BlockArgument arg) {
-  return llvm::any_of(arg.getUsers(), [](Operation *u) { return isa<arith::ExtUIOp>(u); });
-}
 
 /// Which dot-product instructions the target has.
 struct DotInstructions {
