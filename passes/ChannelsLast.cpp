@@ -96,13 +96,20 @@ struct ConvToChannelsLast : OpRewritePattern<ConvOp> {
   }
 };
 
+/// Whether `v`'s element type is quantized per axis (its axis would need
+/// permuting too).
+bool isPerAxis(Value v) {
+  return isa<quant::UniformQuantizedPerAxisType>(tensorType(v).getElementType());
+}
+
 /// u(to_nchw(x)) -> to_nchw(u(x)) for elementwise ops of one operand.
 template <typename Op>
 struct SinkThroughUnary : OpRewritePattern<Op> {
   using OpRewritePattern<Op>::OpRewritePattern;
   LogicalResult matchAndRewrite(Op op, PatternRewriter &rewriter) const override {
     Value x = nhwcSource(op->getOperand(0));
-    if (!x || op->getNumOperands() != 1 || !isStatic4d(op->getResult(0).getType()))
+    if (!x || op->getNumOperands() != 1 || !isStatic4d(op->getResult(0).getType()) ||
+        isPerAxis(x) || isPerAxis(op->getResult(0)))
       return failure();
     rewriteInNhwc(rewriter, op, x);
     return success();
@@ -184,6 +191,7 @@ struct KilnChannelsLastPass : mlir::kiln::impl::KilnChannelsLastBase<KilnChannel
     patterns.add<ConvToChannelsLast, SinkThroughPad, SinkThroughMaxPool>(ctx);
     patterns.add<SinkThroughUnary<ReluOp>, SinkThroughUnary<CastOp>, SinkThroughUnary<ClipOp>,
                  SinkThroughUnary<RoundOp>, SinkThroughUnary<QuantizeOp>,
+                 SinkThroughUnary<DequantizeOp>, SinkThroughUnary<StorageCastOp>,
                  SinkThroughUnary<SigmoidOp>, SinkThroughUnary<TanhOp>, SinkThroughUnary<NegOp>,
                  SinkThroughUnary<AbsOp>, SinkThroughUnary<ExpOp>, SinkThroughUnary<ErfOp>,
                  SinkThroughUnary<SqrtOp>>(ctx);

@@ -23,15 +23,17 @@ using namespace mlir::kiln;
 
 namespace {
 
-/// kiln.quantize of `x` with `scale` and `zeroPoint`, with the rank-0
-/// constants the int8 product reads.
+/// kiln.quantize of `x` to uint8 with `scale` and `zeroPoint` (in its
+/// type), viewed as ui8, with the rank-0 constants the int8 product reads.
 QuantizedActivations quantizeFixed(OpBuilder &b, Location loc, Value x, float scale,
                                    uint8_t zeroPoint) {
   auto xType = cast<RankedTensorType>(x.getType());
   Type f32 = b.getF32Type(), u8 = b.getIntegerType(8, false);
+  auto quantType = quant::UniformQuantizedType::get(0, b.getIntegerType(8), f32, scale,
+                                                    zeroPoint, 0, 255);
+  Value q = QuantizeOp::create(b, loc, RankedTensorType::get(xType.getShape(), quantType), x);
+  q = StorageCastOp::create(b, loc, RankedTensorType::get(xType.getShape(), u8), q);
   auto scalar = [&](Type t) { return RankedTensorType::get({}, t); };
-  Value q = QuantizeOp::create(b, loc, RankedTensorType::get(xType.getShape(), u8), x,
-                               b.getF32FloatAttr(scale), b.getI64IntegerAttr(zeroPoint));
   Value scaleValue =
       ConstantOp::create(b, loc, scalar(f32), DenseElementsAttr::get(scalar(f32), scale));
   Value zp = ConstantOp::create(b, loc, scalar(u8),

@@ -1,5 +1,6 @@
 //===- Builders.cpp - helpers for the kiln -> linalg lowering -------------===//
 #include "codegen/KilnToLinalg/Builders.h"
+#include "dialects/kiln/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -93,6 +94,8 @@ Value scalarConst(OpBuilder &b, Location loc, Type type, double value) {
 
 RankedTensorType signlessType(Type t) {
   auto tt = cast<RankedTensorType>(t);
+  if (std::optional<QuantParams> q = quantParams(tt.getElementType()))
+    return RankedTensorType::get(tt.getShape(), IntegerType::get(t.getContext(), q->width));
   if (auto it = dyn_cast<IntegerType>(tt.getElementType()); it && !it.isSignless())
     return RankedTensorType::get(tt.getShape(),
                                  IntegerType::get(t.getContext(), it.getWidth()));

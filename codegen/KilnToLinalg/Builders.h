@@ -13,7 +13,8 @@ using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 inline RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// kiln tensors may hold unsigned integers (ui8...); linalg/arith work on
+/// kiln tensors may hold unsigned integers (ui8...) and quantized types
+/// (!quant.uniform, stored as 8- or 16-bit integers); linalg/arith work on
 /// signless integers, with the signedness picked per op. This is the
 /// signless form of a kiln tensor type.
 RankedTensorType signlessType(Type t);

@@ -5,7 +5,10 @@
 // (tagged `kiln.quantize`, so that elementwise fusion does not compute the
 // input's producers into it a second time). The scale and zero point are
 // computed once, as scalars, between them. kiln.quantize is that second
-// pass alone, with its scale and zero point fixed.
+// pass alone, with the scale and zero point of its result's quantized type
+// (scalars, or per axis constants that broadcast along the axis);
+// kiln.dequantize is (q - zero point) * scale the same way, and
+// kiln.storage_cast is nothing (quantized tensors lower to their storage).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KilnToLinalg/Builders.h"
@@ -70,17 +73,55 @@ Value clampTo(OpBuilder &b, Location loc, Value v, double lo, double hi) {
   return arith::SelectOp::create(b, loc, above, high, v);
 }
 
-/// saturate(round(x / divisor) + zeroPoint) as uint8, elementwise, for f32
-/// scalars `divisor` and `zeroPoint`. Tagged `kiln.quantize`: elementwise
-/// fusion does not compute the input's producers into it, as they also feed
-/// the f32 graph and would be computed twice.
-Value buildQuantize(OpBuilder &b, Location loc, Value x, RankedTensorType type, Value divisor,
-                    Value zeroPoint) {
-  Type i8 = b.getIntegerType(8);
-  Value q = buildElementwise(b, loc, type, {x}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    Value v = math::RoundEvenOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], divisor));
-    v = clampTo(nb, l, arith::AddFOp::create(nb, l, v, zeroPoint), 0, 255);
-    return arith::FPToUIOp::create(nb, l, i8, v);
+/// A quantization's scale and zero point as f32: scalars, or (per axis)
+/// tensors that broadcast along the axis, passed to the generic as operands
+/// 1 and 2.
+struct ScaleAndZeroPoint {
+  Value scale, zeroPoint;
+  bool perAxis = false;
+
+  /// The pair as the body of the generic reads it, from its arguments `a`.
+  std::pair<Value, Value> in(ValueRange a) const {
+    return perAxis ? std::pair{a[1], a[2]} : std::pair{scale, zeroPoint};
+  }
+};
+
+/// The scale and zero point of `p`, for a tensor of rank `rank`.
+ScaleAndZeroPoint constantParams(OpBuilder &b, Location loc, const QuantParams &p,
+                                 int64_t rank) {
+  Type f32 = b.getF32Type();
+  if (!p.axis)
+    return {scalarConst(b, loc, f32, p.scales[0]),
+            scalarConst(b, loc, f32, static_cast<double>(p.zeroPoints[0]))};
+  SmallVector<int64_t> shape(rank, 1);
+  shape[*p.axis] = static_cast<int64_t>(p.scales.size());
+  auto type = RankedTensorType::get(shape, f32);
+  SmallVector<float> scales(p.scales.begin(), p.scales.end());
+  SmallVector<float> zeroPoints(p.zeroPoints.begin(), p.zeroPoints.end());
+  auto constant = [&](ArrayRef<float> values) -> Value {
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
+  };
+  return {constant(scales), constant(zeroPoints), /*perAxis=*/true};
+}
+
+/// saturate(round(x / scale) + zeroPoint) into [lo, hi], elementwise, as the
+/// signless integers of `type` (converted by `isSigned`). Tagged
+/// `kiln.quantize`: elementwise fusion does not compute the input's
+/// producers into it, as they also feed the f32 graph and would be computed
+/// twice.
+Value buildQuantize(OpBuilder &b, Location loc, Value x, RankedTensorType type,
+                    const ScaleAndZeroPoint &params, double lo, double hi, bool isSigned) {
+  Type storage = type.getElementType();
+  SmallVector<Value> operands = {x};
+  if (params.perAxis)
+    operands.append({params.scale, params.zeroPoint});
+  Value q = buildElementwise(b, loc, type, operands, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    auto [scale, zeroPoint] = params.in(a);
+    Value v = math::RoundEvenOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], scale));
+    v = clampTo(nb, l, arith::AddFOp::create(nb, l, v, zeroPoint), lo, hi);
+    if (isSigned)
+      return arith::FPToSIOp::create(nb, l, storage, v);
+    return arith::FPToUIOp::create(nb, l, storage, v);
   });
   q.getDefiningOp()->setAttr("kiln.quantize", b.getUnitAttr());
   return q;
@@ -91,11 +132,50 @@ struct QuantizeLowering : OpConversionPattern<QuantizeOp> {
   LogicalResult matchAndRewrite(QuantizeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Type f32 = rewriter.getF32Type();
-    Value divisor = scalarConst(rewriter, loc, f32, op.getScale().convertToDouble());
-    Value zeroPoint = scalarConst(rewriter, loc, f32, static_cast<double>(op.getZeroPoint()));
+    QuantParams p = *quantParams(op.getType().getElementType());
+    ScaleAndZeroPoint params = constantParams(rewriter, loc, p, op.getType().getRank());
     rewriter.replaceOp(op, buildQuantize(rewriter, loc, adaptor.getInput(),
-                                         signlessType(op.getType()), divisor, zeroPoint));
+                                         signlessType(op.getType()), params,
+                                         static_cast<double>(p.storageMin),
+                                         static_cast<double>(p.storageMax), p.isSigned));
+    return success();
+  }
+};
+
+/// (q - zero point) * scale in f32, elementwise.
+struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(DequantizeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    QuantParams p = *quantParams(inputType.getElementType());
+    ScaleAndZeroPoint params = constantParams(rewriter, loc, p, inputType.getRank());
+    SmallVector<Value> operands = {adaptor.getInput()};
+    if (params.perAxis)
+      operands.append({params.scale, params.zeroPoint});
+    bool hasZeroPoint = llvm::any_of(p.zeroPoints, [](int64_t z) { return z != 0; });
+    Value y = buildElementwise(
+        rewriter, loc, op.getType(), operands, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          auto [scale, zeroPoint] = params.in(a);
+          Type f32 = b.getF32Type();
+          Value v = p.isSigned ? (Value)arith::SIToFPOp::create(b, l, f32, a[0])
+                               : (Value)arith::UIToFPOp::create(b, l, f32, a[0]);
+          if (hasZeroPoint)
+            v = arith::SubFOp::create(b, l, v, zeroPoint);
+          return arith::MulFOp::create(b, l, v, scale);
+        });
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+/// Quantized tensors lower to their storage: the cast is the value itself.
+struct StorageCastLowering : OpConversionPattern<StorageCastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(StorageCastOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getInput());
     return success();
   }
 };
@@ -124,8 +204,8 @@ struct DynamicQuantizeLowering : OpConversionPattern<DynamicQuantizeOp> {
         math::RoundEvenOp::create(
             b, loc, arith::DivFOp::create(b, loc, arith::NegFOp::create(b, loc, lo), divisor)),
         0, 255);
-    Value q = buildQuantize(rewriter, loc, x, signlessType(op.getResult().getType()), divisor,
-                            zeroPoint);
+    Value q = buildQuantize(rewriter, loc, x, signlessType(op.getResult().getType()),
+                            {divisor, zeroPoint}, 0, 255, /*isSigned=*/false);
     auto rank0 = [&](Value v) -> Value {
       return tensor::FromElementsOp::create(b, loc, RankedTensorType::get({}, v.getType()),
                                             ValueRange{v});
@@ -140,5 +220,6 @@ struct DynamicQuantizeLowering : OpConversionPattern<DynamicQuantizeOp> {
 } // namespace
 
 void mlir::kiln::populateQuantLowerings(RewritePatternSet &patterns) {
-  patterns.add<DynamicQuantizeLowering, QuantizeLowering>(patterns.getContext());
+  patterns.add<DynamicQuantizeLowering, QuantizeLowering, DequantizeLowering,
+               StorageCastLowering>(patterns.getContext());
 }

@@ -3,6 +3,8 @@
 #define KILN_DIALECTS_KILN_KILNDIALECT_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Quant/IR/Quant.h"
+#include "mlir/Dialect/Quant/IR/QuantTypes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -18,6 +20,22 @@
 #include "dialects/kiln/KilnOps.h.inc"
 
 namespace mlir::kiln {
+/// The parameters of a quantized element type (`!quant.uniform`), per tensor
+/// (one scale and zero point) or per axis (one per index along `axis`).
+struct QuantParams {
+  std::vector<double> scales;
+  std::vector<int64_t> zeroPoints;
+  std::optional<int64_t> axis; // the quantized dimension, when per axis
+  int64_t storageMin, storageMax;
+  bool isSigned;
+  unsigned width;
+  /// The integer type the values are stored in: i8 or ui8 (i16, ui16).
+  Type storageType(MLIRContext *ctx) const;
+};
+/// The parameters of `type` if it is a uniform quantized type (per tensor or
+/// per axis), else nullopt.
+std::optional<QuantParams> quantParams(Type type);
+
 /// numpy broadcasting of two static shapes; failure if incompatible.
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
                                                 ArrayRef<int64_t> b);

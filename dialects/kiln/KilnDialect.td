@@ -12,12 +12,15 @@ def Kiln_Dialect : Dialect {
     operator family (with ONNX broadcasting rules) but carries fully static
     attributes, so passes never need to know about ONNX protobufs.
 
-    Element types are deliberately open: f32 today; f16/bf16 and quantized
-    element types (`!quant.uniform<i8:f32, ...>`, per tensor or per axis)
-    plug in without new ops. Weights are `kiln.constant` ops holding
+    Element types are deliberately open: f32, integers, bf16, and quantized
+    element types (`!quant.uniform<u8:f32, 0.1:128>`, per tensor or per
+    axis) that carry their scale and zero point; kiln.quantize,
+    kiln.dequantize and kiln.storage_cast move between them. Weights are `kiln.constant` ops holding
     `dense_resource` blobs, so large tensors are never copied into attributes.
   }];
   let cppNamespace = "::mlir::kiln";
+  // Quantized element types are the quant dialect's !quant.uniform.
+  let dependentDialects = ["::mlir::quant::QuantDialect"];
   let hasConstantMaterializer = 1;
 }
 

@@ -214,18 +214,90 @@ LogicalResult MatMulOp::verify() {
   return verifyResult(*this, getType(), widening ? resultElement : lhsElement, expected);
 }
 
-LogicalResult QuantizeOp::verify() {
+Type QuantParams::storageType(MLIRContext *ctx) const {
+  return IntegerType::get(ctx, width, isSigned ? IntegerType::Signless : IntegerType::Unsigned);
+}
+
+std::optional<QuantParams> mlir::kiln::quantParams(Type type) {
+  auto quantized = dyn_cast<quant::QuantizedType>(type);
+  if (!quantized)
+    return std::nullopt;
+  QuantParams p;
+  p.storageMin = quantized.getStorageTypeMin();
+  p.storageMax = quantized.getStorageTypeMax();
+  p.isSigned = quantized.isSigned();
+  p.width = quantized.getStorageTypeIntegralWidth();
+  if (auto perTensor = dyn_cast<quant::UniformQuantizedType>(type)) {
+    p.scales = {perTensor.getScale()};
+    p.zeroPoints = {perTensor.getZeroPoint()};
+    return p;
+  }
+  if (auto perAxis = dyn_cast<quant::UniformQuantizedPerAxisType>(type)) {
+    p.scales.assign(perAxis.getScales().begin(), perAxis.getScales().end());
+    p.zeroPoints.assign(perAxis.getZeroPoints().begin(), perAxis.getZeroPoints().end());
+    p.axis = perAxis.getQuantizedDimension();
+    return p;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// Checks the two sides of a quantize or dequantize: `real` holds f32,
+/// `quantized` a uniform quantized type expressed in f32 whose axis (when
+/// per axis) exists and has one scale per index.
+LogicalResult verifyQuantPair(Operation *op, Value real, Value quantized) {
+  auto realType = cast<RankedTensorType>(real.getType());
+  auto quantType = cast<RankedTensorType>(quantized.getType());
+  if (!realType.getElementType().isF32())
+    return op->emitOpError("float side must hold f32, not ") << realType.getElementType();
+  std::optional<QuantParams> p = quantParams(quantType.getElementType());
+  if (!p || !cast<quant::QuantizedType>(quantType.getElementType()).getExpressedType().isF32())
+    return op->emitOpError("quantized side must hold a !quant.uniform type expressed in f32, not ")
+           << quantType.getElementType();
+  if (realType.getShape() != quantType.getShape())
+    return op->emitOpError("shapes differ: ") << realType << " and " << quantType;
+  if (p->axis) {
+    if (*p->axis >= quantType.getRank())
+      return op->emitOpError("quantized dimension ") << *p->axis << " is out of range for rank "
+                                                     << quantType.getRank();
+    int64_t size = quantType.getDimSize(*p->axis);
+    if (!ShapedType::isDynamic(size) && size != static_cast<int64_t>(p->scales.size()))
+      return op->emitOpError("quantized dimension ")
+             << *p->axis << " has size " << size << " but " << p->scales.size() << " scales";
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult QuantizeOp::verify() { return verifyQuantPair(*this, getInput(), getResult()); }
+
+LogicalResult DequantizeOp::verify() { return verifyQuantPair(*this, getResult(), getInput()); }
+
+LogicalResult StorageCastOp::verify() {
   auto input = cast<RankedTensorType>(getInput().getType());
   auto result = cast<RankedTensorType>(getResult().getType());
-  if (!input.getElementType().isF32())
-    return emitOpError("input must hold f32, not ") << input.getElementType();
-  if (!result.getElementType().isUnsignedInteger(8) || result.getShape() != input.getShape())
-    return emitOpError("result must be ui8 of the input's shape, not ") << result;
-  if (!(getScale().convertToFloat() > 0))
-    return emitOpError("scale must be positive");
-  if (getZeroPoint() < 0 || getZeroPoint() > 255)
-    return emitOpError("zero point ") << getZeroPoint() << " is outside [0, 255]";
+  if (input.getShape() != result.getShape())
+    return emitOpError("shapes differ: ") << input << " and " << result;
+  std::optional<QuantParams> in = quantParams(input.getElementType());
+  std::optional<QuantParams> out = quantParams(result.getElementType());
+  if (in.has_value() == out.has_value())
+    return emitOpError("exactly one side must be a quantized type, not ")
+           << input.getElementType() << " and " << result.getElementType();
+  const QuantParams &p = in ? *in : *out;
+  Type storage = in ? result.getElementType() : input.getElementType();
+  if (storage != p.storageType(getContext()))
+    return emitOpError("storage type must be ") << p.storageType(getContext()) << ", not "
+                                                << storage;
   return success();
+}
+
+OpFoldResult StorageCastOp::fold(FoldAdaptor) {
+  if (auto inner = getInput().getDefiningOp<StorageCastOp>())
+    if (inner.getInput().getType() == getType())
+      return inner.getInput();
+  return {};
 }
 
 LogicalResult DynamicQuantizeOp::verify() {

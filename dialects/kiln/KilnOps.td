@@ -181,15 +181,45 @@ def Kiln_DynamicQuantizeOp : Kiln_Op<"dynamic_quantize"> {
 }
 
 def Kiln_QuantizeOp : Kiln_Op<"quantize"> {
-  let summary = "f32 to uint8 with a fixed scale and zero point";
+  let summary = "f32 to a quantized type: saturate(round(x / scale) + zero_point)";
   let description = [{
-    y = saturate(round(x / scale) + zero_point) to [0, 255], rounding half
-    to even (QuantizeLinear with compile-time per-tensor parameters).
+    The result's element type, a `!quant.uniform` per tensor or per axis,
+    holds the scale, the zero point and the storage range:
+    y = saturate(round_half_even(x / scale) + zero_point) (ONNX
+    QuantizeLinear with compile-time parameters). A per-axis type takes the
+    scale and zero point of each element's index along its quantized
+    dimension.
   }];
-  let arguments = (ins Kiln_Tensor:$input, F32Attr:$scale, I64Attr:$zero_point);
+  let arguments = (ins Kiln_Tensor:$input);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+}
+
+def Kiln_DequantizeOp : Kiln_Op<"dequantize"> {
+  let summary = "a quantized type to f32: (q - zero_point) * scale";
+  let description = [{
+    The inverse of kiln.quantize: the scale and zero point (per tensor or per
+    axis) come from the input's `!quant.uniform` element type.
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_StorageCastOp : Kiln_Op<"storage_cast"> {
+  let summary = "between a quantized type and its integer storage, bits unchanged";
+  let description = [{
+    Views 8- or 16-bit integers (ui8/i8, ui16/i16 by the quantized type's
+    signedness) as the `!quant.uniform` values they store, or back. A cast of
+    a cast back to the original type folds away.
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Kiln_GemmOp : Kiln_Op<"gemm"> {

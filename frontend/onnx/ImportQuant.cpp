@@ -1,12 +1,21 @@
 //===- ImportQuant.cpp - ONNX quantization ops -----------------------------===//
 //
-// QuantizeLinear and DequantizeLinear, composed from kiln elementwise ops in
-// float: q = saturate(round_half_even(x / scale) + zp), x = (q - zp) * scale.
-// Per-axis scales and zero points broadcast along axis. DynamicQuantizeLinear
+// QuantizeLinear and DequantizeLinear with constant scales and zero points
+// (per tensor or per axis, 8- or 16-bit) become kiln.quantize and
+// kiln.dequantize on a !quant.uniform type that carries them, viewed as the
+// ONNX integer tensor through kiln.storage_cast. So a QDQ pair is one
+// quantized value, and passes read its parameters from its type.
+//
+// Otherwise (parameters computed at run time, other scale types) they are
+// composed from kiln elementwise ops in float:
+// q = saturate(round_half_even(x / scale) + zp), x = (q - zp) * scale, with
+// per-axis scales and zero points broadcast along axis. DynamicQuantizeLinear
 // is kiln.dynamic_quantize.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/ImportContext.h"
+
+#include <cmath>
 
 using namespace mlir;
 namespace k = mlir::kiln;
@@ -61,6 +70,56 @@ std::pair<double, double> quantRange(Type t) {
   return {-std::ldexp(1.0, w - 1), std::ldexp(1.0, w - 1) - 1};
 }
 
+/// The !quant.uniform type of the node's scale (input 1) and zero point
+/// (input 2, else 0 of `defaultStorage`) for data of type `x`, if both are
+/// constants that such a type holds: an f32 scale, positive and finite, per
+/// tensor or with one per index along the node's axis; an 8- or 16-bit
+/// integer zero point. Reads host constants only, so that nothing is
+/// materialized when the node is composed from elementwise ops instead.
+std::optional<Type> constantQuantType(ImportContext &ctx, RankedTensorType x,
+                                      Type defaultStorage) {
+  const HostTensor *scale = ctx.hostInput(1);
+  const HostTensor *zeroPoint = ctx.hasInput(2) ? ctx.hostInput(2) : nullptr;
+  if (!scale || scale->dtype != onnx::TensorProto::FLOAT || (ctx.hasInput(2) && !zeroPoint) ||
+      scale->shape.size() > 1)
+    return std::nullopt;
+  auto storage = dyn_cast<IntegerType>(
+      zeroPoint ? elementTypeOf(ctx.b, zeroPoint->dtype) : defaultStorage);
+  if (!storage || (storage.getWidth() != 8 && storage.getWidth() != 16))
+    return std::nullopt;
+  size_t count = scale->floats.size();
+  bool perAxis = scale->shape.size() == 1;
+  int64_t axis = ctx.attrInt("axis", 1);
+  if (axis < 0)
+    axis += x.getRank();
+  if (perAxis && (axis < 0 || axis >= x.getRank() || x.isDynamicDim(axis) ||
+                  x.getDimSize(axis) != static_cast<int64_t>(count)))
+    return std::nullopt;
+  if (zeroPoint && zeroPoint->ints.size() != count)
+    return std::nullopt;
+  bool isSigned = !storage.isUnsigned();
+  unsigned width = storage.getWidth();
+  int64_t lo = quant::QuantizedType::getDefaultMinimumForInteger(isSigned, width);
+  int64_t hi = quant::QuantizedType::getDefaultMaximumForInteger(isSigned, width);
+  std::vector<int64_t> zeroPoints = zeroPoint ? zeroPoint->ints : std::vector<int64_t>(count, 0);
+  for (size_t i = 0; i < count; ++i)
+    if (!(scale->floats[i] > 0) || std::isinf(scale->floats[i]) || zeroPoints[i] < lo ||
+        zeroPoints[i] > hi)
+      return std::nullopt;
+  MLIRContext *mctx = ctx.b.getContext();
+  unsigned flags = isSigned ? quant::QuantizationFlags::Signed : 0;
+  Type bits = IntegerType::get(mctx, width), f32 = Float32Type::get(mctx);
+  if (!perAxis)
+    return quant::UniformQuantizedType::get(flags, bits, f32, scale->floats[0], zeroPoints[0], lo,
+                                            hi);
+  return quant::UniformQuantizedPerAxisType::get(flags, bits, f32, scale->floats, zeroPoints,
+                                                 static_cast<int32_t>(axis), lo, hi);
+}
+
+RankedTensorType withElement(RankedTensorType t, Type element) {
+  return RankedTensorType::get(t.getShape(), element);
+}
+
 } // namespace
 
 FailureOr<Value> requantize(Emitter &e, Value scaled, Value zeroPoint, Type qt) {
@@ -89,6 +148,18 @@ FailureOr<Value> quantize(Emitter &e, Value x, Value scale, Value zeroPoint, Typ
 }
 
 LogicalResult importQuantize(ImportContext &ctx) {
+  auto input = ctx.input(0);
+  if (failed(input))
+    return failure();
+  auto inputType = cast<RankedTensorType>(input->getType());
+  if (inputType.getElementType().isF32())
+    if (std::optional<Type> quantType =
+            constantQuantType(ctx, inputType, ctx.b.getIntegerType(8, false))) {
+      Type qt = k::quantParams(*quantType)->storageType(ctx.b.getContext());
+      Value q = k::QuantizeOp::create(ctx.b, ctx.loc, withElement(inputType, *quantType), *input);
+      ctx.setOutput(0, k::StorageCastOp::create(ctx.b, ctx.loc, withElement(inputType, qt), q));
+      return success();
+    }
   auto operands = linearQuantOperands(ctx);
   if (failed(operands))
     return failure();
@@ -113,6 +184,18 @@ LogicalResult importQuantize(ImportContext &ctx) {
 }
 
 LogicalResult importDequantize(ImportContext &ctx) {
+  auto input = ctx.input(0);
+  if (failed(input))
+    return failure();
+  auto inputType = cast<RankedTensorType>(input->getType());
+  Type storage = inputType.getElementType();
+  if (std::optional<Type> quantType = constantQuantType(ctx, inputType, storage))
+    if (k::quantParams(*quantType)->storageType(ctx.b.getContext()) == storage) {
+      Value q = k::StorageCastOp::create(ctx.b, ctx.loc, withElement(inputType, *quantType), *input);
+      ctx.setOutput(0, k::DequantizeOp::create(ctx.b, ctx.loc,
+                                               withElement(inputType, ctx.b.getF32Type()), q));
+      return success();
+    }
   auto operands = linearQuantOperands(ctx);
   if (failed(operands))
     return failure();

@@ -542,15 +542,63 @@ func.func @max_pool_channels_last(%x: tensor<1x6x6x3xf32>) -> tensor<1x3x3x3xf32
 // -----
 
 // kiln.quantize: one elementwise generic, tagged so that fusion leaves its
-// input's producers alone; clamps are compares and selects.
+// input's producers alone; clamps are compares and selects; the scale and
+// zero point come from the result's type, which lowers to its storage.
 // CHECK-LABEL: func.func @quantize
+// CHECK-SAME: -> tensor<8xi8>
+// CHECK-DAG: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-DAG: %[[ZP:.*]] = arith.constant 3.000000e+00 : f32
 // CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>) outs(%{{.*}} : tensor<8xi8>) attrs =  {kiln.quantize}
-// CHECK:   arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK:   arith.divf %{{.*}}, %[[SCALE]] : f32
 // CHECK:   math.roundeven
+// CHECK:   arith.addf %{{.*}}, %[[ZP]] : f32
 // CHECK:   arith.cmpf olt
 // CHECK:   arith.select
 // CHECK:   arith.fptoui %{{.*}} : f32 to i8
+// CHECK-NOT: linalg.generic
+// CHECK: return
 func.func @quantize(%x: tensor<8xf32>) -> tensor<8xui8> {
-  %q = kiln.quantize %x {scale = 0.5 : f32, zero_point = 3 : i64} : tensor<8xf32> -> tensor<8xui8>
-  return %q : tensor<8xui8>
+  %q = kiln.quantize %x : tensor<8xf32> -> tensor<8x!quant.uniform<u8:f32, 0.5:3>>
+  %s = kiln.storage_cast %q : tensor<8x!quant.uniform<u8:f32, 0.5:3>> -> tensor<8xui8>
+  return %s : tensor<8xui8>
+}
+
+// -----
+
+// Per axis, the scales and zero points are constants that broadcast along
+// the axis, read by the generic; int8 storage saturates to [-128, 127]
+// and converts signed. kiln.dequantize subtracts the zero point and scales.
+// CHECK-LABEL: func.func @quantize_per_axis
+// CHECK-DAG: %[[SCALES:.*]] = arith.constant dense<[{{\[}}5.000000e-01], [2.500000e-01]]> : tensor<2x1xf32>
+// CHECK-DAG: %[[ZPS:.*]] = arith.constant dense<[{{\[}}-1.000000e+00], [4.000000e+00]]> : tensor<2x1xf32>
+// CHECK: %[[Q:.*]] = linalg.generic {{.*}} ins(%arg0, %[[SCALES]], %[[ZPS]] : tensor<2x3xf32>, tensor<2x1xf32>, tensor<2x1xf32>) outs(%{{.*}} : tensor<2x3xi8>) attrs =  {kiln.quantize}
+// CHECK: ^bb0(%[[X:.*]]: f32, %[[S:.*]]: f32, %[[Z:.*]]: f32, %{{.*}}: i8):
+// CHECK:   arith.divf %[[X]], %[[S]] : f32
+// CHECK:   arith.addf %{{.*}}, %[[Z]] : f32
+// CHECK:   arith.constant -1.280000e+02 : f32
+// CHECK:   arith.constant 1.270000e+02 : f32
+// CHECK:   arith.fptosi %{{.*}} : f32 to i8
+// CHECK: linalg.generic {{.*}} ins(%[[Q]], %{{.*}}, %{{.*}} : tensor<2x3xi8>, tensor<2x1xf32>, tensor<2x1xf32>) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK: ^bb0(%[[QV:.*]]: i8, %[[S2:.*]]: f32, %[[Z2:.*]]: f32, %{{.*}}: f32):
+// CHECK:   %[[F:.*]] = arith.sitofp %[[QV]] : i8 to f32
+// CHECK:   %[[C:.*]] = arith.subf %[[F]], %[[Z2]] : f32
+// CHECK:   arith.mulf %[[C]], %[[S2]] : f32
+func.func @quantize_per_axis(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %q = kiln.quantize %x : tensor<2x3xf32> -> tensor<2x3x!quant.uniform<i8:f32:0, {0.5:-1, 0.25:4}>>
+  %y = kiln.dequantize %q : tensor<2x3x!quant.uniform<i8:f32:0, {0.5:-1, 0.25:4}>> -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// A per-tensor dequantize with zero point 0 only scales.
+// CHECK-LABEL: func.func @dequantize
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<4xi8>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK:   %[[F:.*]] = arith.uitofp %{{.*}} : i8 to f32
+// CHECK-NOT: arith.subf
+// CHECK:   arith.mulf %[[F]], %{{.*}} : f32
+func.func @dequantize(%q: tensor<4xui8>) -> tensor<4xf32> {
+  %s = kiln.storage_cast %q : tensor<4xui8> -> tensor<4x!quant.uniform<u8:f32, 0.125>>
+  %y = kiln.dequantize %s : tensor<4x!quant.uniform<u8:f32, 0.125>> -> tensor<4xf32>
+  return %y : tensor<4xf32>
 }

@@ -105,6 +105,26 @@ def qdq_pair(x, name, scale, zero_point, dtype):
     return nodes, inits
 
 
+def quant_linear():
+    """QuantizeLinear -> DequantizeLinear with constant parameters: uint8 per
+    tensor, int8 per axis (axis 1, nonzero zero points), uint16 per tensor;
+    scales small enough that some values saturate."""
+    typed = lambda name, t, shape: helper.make_tensor_value_info(name, t, shape)
+    inits = [const("u8_scale", 0.01, np.float32), const("u8_zp", 100, np.uint8),
+             const("i8_scale", [0.02, 0.005, 0.04], np.float32), const("i8_zp", [0, -7, 20], np.int8),
+             const("u16_scale", 0.0001, np.float32), const("u16_zp", 30000, np.uint16)]
+    nodes, outputs = [], []
+    for kind, t, axis in [("u8", TensorProto.UINT8, 1), ("i8", TensorProto.INT8, 1),
+                          ("u16", TensorProto.UINT16, 1)]:
+        params = [kind + "_scale", kind + "_zp"]
+        nodes += [helper.make_node("QuantizeLinear", ["x"] + params, ["q_" + kind], axis=axis,
+                                   name="quantize_" + kind),
+                  helper.make_node("DequantizeLinear", ["q_" + kind] + params, ["y_" + kind],
+                                   axis=axis, name="dequantize_" + kind)]
+        outputs += [typed("q_" + kind, t, [2, 3, 4, 5]), tensor("y_" + kind, [2, 3, 4, 5])]
+    return model(nodes, [tensor("x", [2, 3, 4, 5])], outputs, inits, opset=21), [(2, 3, 4, 5)]
+
+
 def qdq_cnn():
     """A QDQ model, as quantization tools write them: each Conv/MatMul reads
     DequantizeLinear(QuantizeLinear(activation)) and int8 weights through
@@ -484,7 +504,7 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, import_tensor,
                                         shape_operands, window_operands]}
 

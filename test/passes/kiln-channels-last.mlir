@@ -13,7 +13,8 @@
 // CHECK: kiln.cast %{{.*}} : tensor<1x6x6x4xi32> -> tensor<1x6x6x4xf32>
 // CHECK: kiln.mul %{{.*}}, %{{.*}} : (tensor<1x6x6x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x6x6x4xf32>
 // CHECK: kiln.relu %{{.*}} : tensor<1x6x6x4xf32>
-// CHECK: kiln.quantize %{{.*}} : tensor<1x6x6x4xf32> -> tensor<1x6x6x4xui8>
+// CHECK: kiln.quantize %{{.*}} : tensor<1x6x6x4xf32> -> tensor<1x6x6x4x!quant.uniform<u8:f32, 1.000000e-01:7>>
+// CHECK: kiln.storage_cast %{{.*}} : tensor<1x6x6x4x!quant.uniform<u8:f32, 1.000000e-01:7>> -> tensor<1x6x6x4xui8>
 // CHECK: kiln.pad %{{.*}} {mode = "constant", pads = array<i64: 0, 1, 1, 0, 0, 1, 1, 0>, value = 7.000000e+00 : f64} : tensor<1x6x6x4xui8> -> tensor<1x8x8x4xui8>
 // CHECK: %[[C2:.*]] = kiln.conv %{{.*}}, %{{.*}} {channels_last, {{.*}}} : (tensor<1x8x8x4xui8>, tensor<2x4x3x3xi8>) -> tensor<1x6x6x2xi32>
 // CHECK: %[[F:.*]] = kiln.cast %[[C2]] : tensor<1x6x6x2xi32> -> tensor<1x6x6x2xf32>
@@ -30,7 +31,8 @@ func.func @int8_chain(%x: tensor<1x3x8x8xui8>) -> tensor<1x2x1x1xf32> {
   %f = kiln.cast %s : tensor<1x4x6x6xi32> -> tensor<1x4x6x6xf32>
   %m = kiln.mul %f, %scale : (tensor<1x4x6x6xf32>, tensor<4x1x1xf32>) -> tensor<1x4x6x6xf32>
   %r = kiln.relu %m : tensor<1x4x6x6xf32>
-  %q = kiln.quantize %r {scale = 0.1 : f32, zero_point = 7 : i64} : tensor<1x4x6x6xf32> -> tensor<1x4x6x6xui8>
+  %qq = kiln.quantize %r : tensor<1x4x6x6xf32> -> tensor<1x4x6x6x!quant.uniform<u8:f32, 0.1:7>>
+  %q = kiln.storage_cast %qq : tensor<1x4x6x6x!quant.uniform<u8:f32, 0.1:7>> -> tensor<1x4x6x6xui8>
   %p = kiln.pad %q {mode = "constant", pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>, value = 7.0 : f64} : tensor<1x4x6x6xui8> -> tensor<1x4x8x8xui8>
   %c2 = kiln.conv %p, %w2 {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64} : (tensor<1x4x8x8xui8>, tensor<2x4x3x3xi8>) -> tensor<1x2x6x6xi32>
   %cf = kiln.cast %c2 : tensor<1x2x6x6xi32> -> tensor<1x2x6x6xf32>

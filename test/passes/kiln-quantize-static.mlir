@@ -6,7 +6,8 @@
 // int8 product is kiln-quantize-dynamic's (see its test for the weights).
 // CHECK-LABEL: func.func @matmul
 // CHECK-NOT: kiln.dynamic_quantize
-// CHECK: %[[Q:.*]] = kiln.quantize %arg0 {scale = 0.0156862754 : f32, zero_point = 64 : i64} : tensor<4x3xf32> -> tensor<4x3xui8>
+// CHECK: %[[QQ:.*]] = kiln.quantize %arg0 : tensor<4x3xf32> -> tensor<4x3x!quant.uniform<u8:f32, 0.015686275437474251:64>>
+// CHECK: %[[Q:.*]] = kiln.storage_cast %[[QQ]] : tensor<4x3x!quant.uniform<u8:f32, 0.015686275437474251:64>> -> tensor<4x3xui8>
 // CHECK: %[[S:.*]] = kiln.constant dense<0.0156862754> : tensor<f32>
 // CHECK: %[[Z:.*]] = kiln.constant dense<64> : tensor<ui8>
 // CHECK: %[[ACC:.*]] = kiln.matmul %[[Q]], %{{.*}} : (tensor<4x3xui8>, tensor<3x2xi8>) -> tensor<4x2xi32>

@@ -209,10 +209,58 @@ func.func @max_pool_channels_last_shape(%x: tensor<1x6x6x4xf32>) -> tensor<1x4x3
 
 // -----
 
-func.func @quantize_zero_point(%x: tensor<2x3xf32>) -> tensor<2x3xui8> {
-  // expected-error @+1 {{'kiln.quantize' op zero point 300 is outside [0, 255]}}
-  %q = kiln.quantize %x {scale = 0.5 : f32, zero_point = 300 : i64} : tensor<2x3xf32> -> tensor<2x3xui8>
+func.func @quantize_to_integer(%x: tensor<2x3xf32>) -> tensor<2x3xui8> {
+  // expected-error @+1 {{'kiln.quantize' op quantized side must hold a !quant.uniform type expressed in f32, not 'ui8'}}
+  %q = kiln.quantize %x : tensor<2x3xf32> -> tensor<2x3xui8>
   return %q : tensor<2x3xui8>
+}
+
+// -----
+
+func.func @quantize_from_f16(%x: tensor<2x3xf16>) -> tensor<2x3x!quant.uniform<u8:f32, 0.5:3>> {
+  // expected-error @+1 {{'kiln.quantize' op float side must hold f32, not 'f16'}}
+  %q = kiln.quantize %x : tensor<2x3xf16> -> tensor<2x3x!quant.uniform<u8:f32, 0.5:3>>
+  return %q : tensor<2x3x!quant.uniform<u8:f32, 0.5:3>>
+}
+
+// -----
+
+func.func @dequantize_axis_size(%q: tensor<2x3x!quant.uniform<i8:f32:1, {0.5, 0.25}>>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'kiln.dequantize' op quantized dimension 1 has size 3 but 2 scales}}
+  %x = kiln.dequantize %q : tensor<2x3x!quant.uniform<i8:f32:1, {0.5, 0.25}>> -> tensor<2x3xf32>
+  return %x : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @dequantize_axis_range(%q: tensor<2x!quant.uniform<i8:f32:1, {0.5, 0.25}>>) -> tensor<2xf32> {
+  // expected-error @+1 {{'kiln.dequantize' op quantized dimension 1 is out of range for rank 1}}
+  %x = kiln.dequantize %q : tensor<2x!quant.uniform<i8:f32:1, {0.5, 0.25}>> -> tensor<2xf32>
+  return %x : tensor<2xf32>
+}
+
+// -----
+
+func.func @dequantize_shape(%q: tensor<2x3x!quant.uniform<u8:f32, 0.5>>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{'kiln.dequantize' op shapes differ: 'tensor<3x2xf32>' and 'tensor<2x3x!quant.uniform<u8:f32, 5.000000e-01>>'}}
+  %x = kiln.dequantize %q : tensor<2x3x!quant.uniform<u8:f32, 0.5>> -> tensor<3x2xf32>
+  return %x : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @storage_cast_signedness(%x: tensor<4xi8>) -> tensor<4x!quant.uniform<u8:f32, 0.5>> {
+  // expected-error @+1 {{'kiln.storage_cast' op storage type must be 'ui8', not 'i8'}}
+  %q = kiln.storage_cast %x : tensor<4xi8> -> tensor<4x!quant.uniform<u8:f32, 0.5>>
+  return %q : tensor<4x!quant.uniform<u8:f32, 0.5>>
+}
+
+// -----
+
+func.func @storage_cast_between_integers(%x: tensor<4xi8>) -> tensor<4xui8> {
+  // expected-error @+1 {{'kiln.storage_cast' op exactly one side must be a quantized type, not 'i8' and 'ui8'}}
+  %q = kiln.storage_cast %x : tensor<4xi8> -> tensor<4xui8>
+  return %q : tensor<4xui8>
 }
 
 // -----
