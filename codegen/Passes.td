@@ -63,7 +63,9 @@ def KilnVnniMatmul : Pass<"kiln-vnni-matmul", "func::FuncOp"> {
     (`llvm.aarch64.neon.usdot`, u8 x i8, four k per lane) does the same on
     4-lane registers, SDOT (`llvm.aarch64.neon.sdot`, i8 x i8) without
     I8MM, and AVX-VNNI (vpdpbusd on 256-bit registers, 16 of them) on AVX2
-    CPUs. Rows whose signedness the instruction does not read (signed for
+    CPUs. x86 CPUs without VNNI use vpmaddwd (`pmaddwd` = 8 or 16 lanes):
+    two k per lane on 16-bit values, A extended by its signedness and the
+    weights packed as i16, so the sums are exact. Rows whose signedness the instruction does not read (signed for
     vpdpbusd/USDOT, unsigned for SDOT) are flipped and corrected by a
     constant. With `amx-int8` / `amx-bf16` (and K a whole
     number of groups) the kernel uses AMX tiles instead: each output block
@@ -83,6 +85,9 @@ def KilnVnniMatmul : Pass<"kiln-vnni-matmul", "func::FuncOp"> {
            "The target has AVX-VNNI (vpdpbusd on 256-bit registers) but not AVX-512 VNNI">,
     Option<"amxInt8", "amx-int8", "bool", "false", "The target has AMX-INT8 tiles (tdpbusd)">,
     Option<"amxBf16", "amx-bf16", "bool", "false", "The target has AMX-BF16 tiles (tdpbf16ps)">,
+    Option<"pmaddwdLanes", "pmaddwd", "int64_t", "0",
+           "The target has no int8 dot product: int8 on vpmaddwd over this many 32-bit lanes "
+           "(8: AVX2, 16: AVX512-BW; 0: not used)">,
   ];
   let dependentDialects = ["arith::ArithDialect", "LLVM::LLVMDialect", "scf::SCFDialect",
                            "tensor::TensorDialect", "vector::VectorDialect"];

@@ -79,6 +79,8 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
   target.avxVnni = x86 && !target.avx512Vnni && sti->checkFeatures("+avxvnni");
   target.amxInt8 = x86 && sti->checkFeatures("+amx-tile,+amx-int8");
   target.amxBf16 = x86 && sti->checkFeatures("+amx-tile,+amx-bf16");
+  if (x86 && !target.avx512Vnni && !target.avxVnni)
+    target.pmaddwdLanes = sti->checkFeatures("+avx512bw") ? 16 : sti->checkFeatures("+avx2") ? 8 : 0;
   return target;
 }
 
@@ -122,12 +124,12 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "canonicalize,cse,canonicalize",
                target.vectorWidthF32, 2 * target.vectorWidthF32,
                target.avx512Vnni || target.avx512Bf16 || target.i8mm || target.dotProd ||
-                       target.avxVnni || target.amxInt8 || target.amxBf16
+                       target.avxVnni || target.amxInt8 || target.amxBf16 || target.pmaddwdLanes
                    ? llvm::formatv("kiln-vnni-matmul{{int8={0} bf16={1} usdot={2} sdot={3} "
-                                   "avxvnni={4} amx-int8={5} amx-bf16={6}},",
+                                   "avxvnni={4} amx-int8={5} amx-bf16={6} pmaddwd={7}},",
                                    target.avx512Vnni, target.avx512Bf16, target.i8mm,
                                    target.dotProd, target.avxVnni, target.amxInt8,
-                                   target.amxBf16)
+                                   target.amxBf16, target.pmaddwdLanes)
                          .str()
                    : std::string())
         .str();

@@ -29,6 +29,7 @@ struct CpuTarget {
   bool avxVnni = false;    // vpdpbusd on 256-bit registers only (AVX2 CPUs)
   bool amxInt8 = false;    // AMX tiles, tdpbusd (int8 matmuls)
   bool amxBf16 = false;    // AMX tiles, tdpbf16ps (bf16 matmuls)
+  int64_t pmaddwdLanes = 0; // x86 without VNNI: int8 on vpmaddwd, 8 (AVX2) or 16 (AVX512-BW) lanes
 };
 
 /// Resolves `--target` / `--mcpu` into a CpuTarget (host CPU when `cpu` is

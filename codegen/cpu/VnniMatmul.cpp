@@ -7,7 +7,11 @@
 //             64 multiply-adds per instruction, four times an f32 FMA;
 //   vdpbf16ps (AVX512-BF16)  bf16 x bf16 -> f32, two k per lane, 16 lanes;
 //   USDOT     (AArch64 I8MM) u8 x i8 -> i32, four k per lane, 4 lanes;
-//   SDOT      (AArch64 dot product) i8 x i8 -> i32, four k per lane, 4 lanes.
+//   SDOT      (AArch64 dot product) i8 x i8 -> i32, four k per lane, 4 lanes;
+//   vpmaddwd  (AVX2, AVX512-BW; for CPUs without VNNI) i16 x i16 -> i32, two
+//             k per lane, 8 or 16 lanes, not accumulating: both operands
+//             are extended from 8 bits (A by its signedness, B packed as
+//             i16 at compile time), so the product is exact, twice an FMA.
 // With AMX the product runs on tile registers instead (16 rows of 64 bytes;
 // one tdpbusd or tdpbf16ps multiplies a 16-row tile of A by a 16 x 16 tile
 // of B): each output block of 16 or 32 x 16 or 32 becomes a
@@ -57,11 +61,16 @@ struct DotKind {
   Type element;         // of A and B: i8 or bf16
   Type accumulator;     // i32 or f32
   int64_t lanes;        // 32-bit lanes of a register: 16 (AVX-512), 8 (AVX2), 4 (NEON)
-  int64_t group;        // k summed per lane: four bytes or two bf16
+  int64_t group;        // k summed per lane: four bytes, two bf16 or two i16
   const char *intrinsic;
   int64_t registers = 32; // vector registers: 16 on AVX2
   bool tiles = false;     // AMX tile registers rather than vector ones
   bool signedLhs = false; // int8: the instruction reads A's bytes as signed (SDOT)
+  Type widened = {};      // what both operands are extended to first (vpmaddwd: i16)
+  bool accumulates = true; // the instruction adds into its first operand
+
+  /// The element type the instruction multiplies (and B is packed in).
+  Type operand() const { return widened ? widened : element; }
 };
 
 /// A widening matmul that the kernel handles, with what it needs to know.
@@ -77,13 +86,15 @@ struct WideningMatmul {
 /// Which dot-product instructions the target has.
 struct DotInstructions {
   bool int8, bf16, usdot, sdot, avxvnni, amxInt8, amxBf16;
+  int64_t pmaddwdLanes; // 8 (AVX2) or 16 (AVX512-BW) when used for int8, else 0
 };
 
 /// The kernel's instruction for a widening matmul of these operands, if the
 /// target has it: AMX tiles (int8 of either signedness, or bf16; `k` must
 /// fill whole 64-byte tile rows), vpdpbusd (AVX-512 VNNI, or AVX-VNNI on 256-bit registers),
-/// vdpbf16ps (AVX512-BF16) or USDOT (AArch64 I8MM, u8 x i8 like vpdpbusd, on
-/// 128-bit registers).
+/// vdpbf16ps (AVX512-BF16), USDOT (AArch64 I8MM, u8 x i8 like vpdpbusd, on
+/// 128-bit registers), SDOT, or vpmaddwd on 8-bit values extended to 16 bits
+/// (x86 without VNNI).
 std::optional<DotKind> dotKindFor(linalg::GenericOp op, int64_t k, DotInstructions has) {
   Block &body = op.getRegion().front();
   Type element = body.getArgument(0).getType();
@@ -105,6 +116,19 @@ std::optional<DotKind> dotKindFor(linalg::GenericOp op, int64_t k, DotInstructio
     return DotKind{element, i32, 8, 4, "llvm.x86.avx512.vpdpbusd.256", 16};
   if (has.bf16 && element.isBF16())
     return DotKind{element, Float32Type::get(ctx), 16, 2, "llvm.x86.avx512bf16.dpbf16ps.512"};
+  if (has.pmaddwdLanes && element.isInteger(8) && signedWeights) {
+    bool wide = has.pmaddwdLanes == 16;
+    return DotKind{element,
+                   i32,
+                   has.pmaddwdLanes,
+                   2,
+                   wide ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd",
+                   wide ? 32 : 16,
+                   /*tiles=*/false,
+                   /*signedLhs=*/false,
+                   IntegerType::get(ctx, 16),
+                   /*accumulates=*/false};
+  }
   return std::nullopt;
 }
 
@@ -178,24 +202,33 @@ struct PackedWeights {
 PackedWeights packWeights(OpBuilder &b, Location loc, const WideningMatmul &mm, int64_t np) {
   ArrayRef<char> data = *mlir::kiln::rawElementsData(mm.weights);
   int64_t width = mm.kind.element.getIntOrFloatBitWidth() / 8, group = mm.kind.group;
+  int64_t packedWidth = mm.kind.operand().getIntOrFloatBitWidth() / 8;
   int64_t lanes = mm.kind.lanes;
   int64_t groups = ceilDiv(mm.k, group);
-  std::vector<char> packed(np * groups * group * width, 0);
+  std::vector<char> packed(np * groups * group * packedWidth, 0);
   for (int64_t block = 0; block < np / lanes; ++block)
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t lane = 0; lane < lanes; ++lane)
         for (int64_t r = 0; r < group; ++r) {
           int64_t k = g * group + r, n = block * lanes + lane;
-          if (k < mm.k && n < mm.n)
-            std::memcpy(&packed[(((block * groups + g) * lanes + lane) * group + r) * width],
-                        &data[(k * mm.n + n) * width], width);
+          if (k >= mm.k || n >= mm.n)
+            continue;
+          char *to = &packed[(((block * groups + g) * lanes + lane) * group + r) * packedWidth];
+          const char *from = &data[(k * mm.n + n) * width];
+          if (mm.kind.widened) { // int8 weights as int16
+            auto value = static_cast<int16_t>(static_cast<int8_t>(*from));
+            std::memcpy(to, &value, sizeof value);
+          } else {
+            std::memcpy(to, from, width);
+          }
         }
   auto panelType =
-      RankedTensorType::get({np / lanes, groups, lanes * group}, mm.kind.element);
+      RankedTensorType::get({np / lanes, groups, lanes * group}, mm.kind.operand());
   PackedWeights result;
   result.panels = arith::ConstantOp::create(
       b, loc, mlir::kiln::blobElements(panelType, "vnni_weight", packed));
-  if (mm.kind.element.isInteger(8) && !mm.kind.tiles && mm.lhsUnsigned == mm.kind.signedLhs) {
+  if (mm.kind.element.isInteger(8) && !mm.kind.tiles && !mm.kind.widened &&
+      mm.lhsUnsigned == mm.kind.signedLhs) {
     // Flipped rows: a + 128 (to unsigned) adds 128 * colsum, a - 128 (to
     // signed) takes it away.
     int32_t excess = mm.kind.signedLhs ? -128 : 128;
@@ -229,13 +262,14 @@ struct KernelBuilder {
     return arith::ConstantOp::create(b, loc, t, b.getZeroAttr(t));
   }
 
-  /// One group of A at (row, k) (four bytes), broadcast to every lane as the
-  /// instruction's first operand (vpdpbusd's unsigned one). `inBounds` is
-  /// false for a row's last, partial group.
+  /// One group of A at (row, k) (four bytes, two bf16 or two i16),
+  /// broadcast to every lane as the instruction's first operand (vpdpbusd's
+  /// unsigned one). `inBounds` is false for a row's last, partial group.
   Value broadcastA(Value row, Value k, bool inBounds) {
-    auto groupType = VectorType::get({mm.kind.group}, mm.kind.element);
+    Type element = mm.kind.operand();
+    auto groupType = VectorType::get({mm.kind.group}, element);
     Value word = vector::TransferReadOp::create(b, loc, groupType, mm.lhs, ValueRange{row, k},
-                                                zeroOf(mm.kind.element), ArrayRef<bool>{inBounds});
+                                                zeroOf(element), ArrayRef<bool>{inBounds});
     Value asI32 = vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), word);
     Value scalar = vector::ExtractOp::create(b, loc, asI32, ArrayRef<int64_t>{0});
     auto words = VectorType::get({mm.kind.lanes}, b.getI32Type());
@@ -249,15 +283,18 @@ struct KernelBuilder {
   }
 
   Value dot(Value accumulator, Value a, Value w) {
-    return LLVM::CallIntrinsicOp::create(b, loc, acc, b.getStringAttr(mm.kind.intrinsic),
-                                         ValueRange{accumulator, a, w})
-        .getResult(0);
+    StringAttr intrinsic = b.getStringAttr(mm.kind.intrinsic);
+    if (mm.kind.accumulates)
+      return LLVM::CallIntrinsicOp::create(b, loc, acc, intrinsic, ValueRange{accumulator, a, w})
+          .getResult(0);
+    Value sums = LLVM::CallIntrinsicOp::create(b, loc, acc, intrinsic, ValueRange{a, w}).getResult(0);
+    return arith::AddIOp::create(b, loc, accumulator, sums);
   }
 
   /// One k group for all rows and vectors of the tile.
   SmallVector<Value> step(ValueRange accs, Value m0, Value block0, Value group, bool inBounds) {
     SmallVector<Value> w;
-    Value zero = zeroOf(mm.kind.element);
+    Value zero = zeroOf(mm.kind.operand());
     for (int64_t v = 0; v < tile.vectors; ++v) {
       Value block = arith::AddIOp::create(b, loc, block0, index(v));
       w.push_back(vector::TransferReadOp::create(b, loc, bytes, weights.panels,
@@ -394,9 +431,29 @@ Value tileLoop(OpBuilder &b, Location loc, KernelBuilder kernel, Value init, int
   return forall.getResult(0);
 }
 
+/// A [M][K] extended to `wide` by its signedness, once, so that the kernel's
+/// broadcasts of A are plain loads.
+Value widenRows(OpBuilder &b, Location loc, const WideningMatmul &mm, Type wide) {
+  auto type = RankedTensorType::get({mm.m, mm.k}, wide);
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), wide);
+  AffineMap identity = b.getMultiDimIdentityMap(2);
+  auto widen = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{mm.lhs}, ValueRange{empty},
+      ArrayRef<AffineMap>{identity, identity},
+      ArrayRef<utils::IteratorType>{utils::IteratorType::parallel, utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value v = mm.lhsUnsigned ? (Value)arith::ExtUIOp::create(nb, l, wide, a[0])
+                                 : (Value)arith::ExtSIOp::create(nb, l, wide, a[0]);
+        linalg::YieldOp::create(nb, l, v);
+      });
+  return widen.getResult(0);
+}
+
 void rewriteAsKernel(WideningMatmul mm) {
   OpBuilder b(mm.op);
   Location loc = mm.op.getLoc();
+  if (mm.kind.widened)
+    mm.lhs = widenRows(b, loc, mm, mm.kind.widened);
   int64_t lanes = mm.kind.lanes;
   int64_t np = ceilDiv(mm.n, lanes) * lanes;
   // AMX: blocks of two by two 16 x 16 tiles (four accumulators, two tiles
@@ -415,7 +472,7 @@ void rewriteAsKernel(WideningMatmul mm) {
                          t,
                          weights,
                          VectorType::get({lanes}, mm.kind.accumulator),
-                         VectorType::get({lanes * mm.kind.group}, mm.kind.element)};
+                         VectorType::get({lanes * mm.kind.group}, mm.kind.operand())};
   };
   int64_t fullRows = mm.m - mm.m % tile.rows;
   Value result = init;
@@ -450,7 +507,8 @@ struct KilnVnniMatmulPass : mlir::kiln::impl::KilnVnniMatmulBase<KilnVnniMatmulP
   void runOnOperation() override {
     SmallVector<WideningMatmul> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (auto mm = matchWideningMatmul(op, {int8, bf16, usdot, sdot, avxvnni, amxInt8, amxBf16}))
+      if (auto mm = matchWideningMatmul(
+              op, {int8, bf16, usdot, sdot, avxvnni, amxInt8, amxBf16, pmaddwdLanes}))
         matmuls.push_back(*mm);
     });
     for (WideningMatmul &mm : matmuls)

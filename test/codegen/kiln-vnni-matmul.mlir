@@ -38,6 +38,38 @@
 // AVX2: scf.forall
 // AVX2:   llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<8xi32>, vector<32xi8>, vector<32xi8>) -> vector<8xi32>
 
+// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false pmaddwd=8" --split-input-file | FileCheck %s --check-prefix=PMADDWD
+// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false pmaddwd=16" --split-input-file | FileCheck %s --check-prefix=PMADDWD512
+
+// x86 without VNNI: vpmaddwd on 16-bit values, two k per lane. A is
+// extended once by its signedness (signed rows: extsi, no flip), B packed
+// as i16 ([3 blocks of 8 columns][3 groups of two k][16]); the instruction
+// does not accumulate, so each product is added.
+// PMADDWD-LABEL: func.func @signed_rows
+// PMADDWD-NOT: vnni_flip_start
+// PMADDWD: %[[WIDE:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<6x5xi8>) outs(%{{.*}} : tensor<6x5xi16>)
+// PMADDWD:   arith.extsi %{{.*}} : i8 to i16
+// PMADDWD: %[[PANELS:.*]] = arith.constant dense_resource<{{vnni_weight[_0-9]*}}> : tensor<3x3x16xi16>
+// PMADDWD: scf.forall
+// PMADDWD:   vector.transfer_read %[[PANELS]]{{.*}} : tensor<3x3x16xi16>, vector<16xi16>
+// PMADDWD:   %[[PAIR:.*]] = vector.transfer_read %[[WIDE]]{{.*}} : tensor<6x5xi16>, vector<2xi16>
+// PMADDWD:   vector.bitcast %[[PAIR]] : vector<2xi16> to vector<1xi32>
+// PMADDWD-NOT: arith.xori
+// PMADDWD:   %[[P:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%{{.*}}, %{{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+// PMADDWD:   arith.addi %{{.*}}, %[[P]] : vector<8xi32>
+// Column 0's first pair (k = 0, 1) is 79, -13 as little-endian i16.
+// PMADDWD: vnni_weight{{[_0-9]*}}: "0x020000004F00F3FF
+// PMADDWD-LABEL: func.func @unsigned_rows
+// PMADDWD: arith.extui %{{.*}} : i8 to i16
+// PMADDWD: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
+// PMADDWD-LABEL: func.func @bf16_rows
+// PMADDWD-NOT: llvm.call_intrinsic
+// PMADDWD-LABEL: func.func @amx_blocks
+// AVX512-BW without VNNI: the same on 16 lanes.
+// PMADDWD512-LABEL: func.func @unsigned_rows
+// PMADDWD512: tensor<2x3x32xi16>
+// PMADDWD512: llvm.call_intrinsic "llvm.x86.avx512.pmaddw.d.512"(%{{.*}}, %{{.*}}) : (vector<32xi16>, vector<32xi16>) -> vector<16xi32>
+
 // Signed rows (i8 x i8): K = 5 is one whole group of four and a partial one;
 // N = 20 pads to 32 columns, two blocks of 16 (one register each, both in one
 // tile); M = 6 gives one tile of 6 rows. B packs into [2 blocks][2 groups][64].
