@@ -26,8 +26,11 @@ from run import (BENCH, KILN, QUANT_BEGIN as BEGIN, QUANT_END as END, ROOT, fmt_
 
 MODELS = ["mlp", "resnet18", "bert2", "matmul1024"]
 # Convolutions are only quantized with calibration: no dynamic mode for them.
-MODES = {"mlp": ["int8-dynamic", "int8"], "resnet18": ["int8", "bf16"],
-         "bert2": ["int8-dynamic", "int8", "bf16"], "matmul1024": ["int8-dynamic", "int8", "bf16"]}
+# "mode@cpu": compiled with --mcpu=cpu, and compared with kiln f32 for that CPU
+# (haswell: AVX2 without VNNI, where int8 runs on vpmaddwd).
+MODES = {"mlp": ["int8-dynamic", "int8"], "resnet18": ["int8", "bf16", "int8@haswell"],
+         "bert2": ["int8-dynamic", "int8", "bf16"],
+         "matmul1024": ["int8-dynamic", "int8", "bf16", "int8@haswell"]}
 
 
 def compile_variant(name, path, extra):
@@ -85,6 +88,8 @@ def section(rows, rounds, samples):
              "run time (MatMul and Gemm). `int8`: activations quantized with ranges calibrated "
              f"(minmax) on {samples} random normal samples, convolutions included. `bf16`: "
              "`--precision=bf16`, MatMul, Gemm and Conv on bf16 operands with f32 sums. "
+             "`int8@haswell`: `int8` compiled with `--mcpu=haswell` (AVX2 without VNNI: int8 "
+             "on vpmaddwd), its kiln f32 column compiled for haswell too. "
              "Speedup = kiln f32 / kiln int8 or bf16; ratio = onnxruntime f32 / that. "
              "SQNR compares the int8 or bf16 executable's outputs with the f32 executable's on "
              "another random input.",
@@ -104,8 +109,7 @@ def section(rows, rounds, samples):
               "convolutions run channels-last (kiln-channels-last), so the ops between them "
               "need no layout copies. Where the machine was loaded, 2 threads were no faster "
               "than 1 for either runtime: compare the 1-thread rows. Not implemented yet: "
-              "grouped and depthwise convolutions in int8, int8 kernels for targets without "
-              "VNNI.", END]
+              "grouped and depthwise convolutions in int8.", END]
     return "\n".join(lines)
 
 
@@ -136,18 +140,26 @@ def main():
     for name in args.models.split(","):
         path = os.path.join(BENCH, "models", f"{name}.onnx")
         model = pinned_model(path, {})
-        f32, f32_s = compile_variant(f"{name}-f32", path, [])
+        f32_for = {None: compile_variant(f"{name}-f32", path, [])}
+        f32, f32_s = f32_for[None]
         inputs = random_inputs(model, os.path.join(BENCH, "inputs", name), {})
         names = [os.path.splitext(os.path.basename(f))[0] for f in inputs]
         reference = outputs(f32, names, inputs)
         first = p50(f32, 3, 1, inputs)
         runs = max(3, min(500, int(args.seconds * 1000 / max(first, 1e-3))))
         for mode in MODES[name]:
-            extra = ["--precision=bf16"] if mode == "bf16" else ["--quantize=" + mode]
-            if mode == "int8":
+            quantize, _, cpu = mode.partition("@")
+            cpu = cpu or None
+            target = [f"--mcpu={cpu}"] if cpu else []
+            if cpu not in f32_for:
+                f32_for[cpu] = compile_variant(f"{name}-f32-{cpu}", path, target)
+            f32, f32_s = f32_for[cpu]
+            extra = target + (["--precision=bf16"] if quantize == "bf16"
+                              else ["--quantize=" + quantize])
+            if quantize == "int8":
                 extra.append("--calibration-data=" + calibration_set(
                     model, os.path.join(BENCH, "calibration", name), args.samples))
-            int8, int8_s = compile_variant(f"{name}-{mode}", path, extra)
+            int8, int8_s = compile_variant(f"{name}-{mode.replace('@', '-')}", path, extra)
             sqnr = sqnr_db(reference, outputs(int8, names, inputs))
             log(f"{name} {mode}: compiled in {f32_s:.1f} s (f32), {int8_s:.1f} s ({mode}); "
                 f"SQNR {sqnr:.1f} dB")
