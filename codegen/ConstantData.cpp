@@ -26,6 +26,9 @@ ElementsAttr mlir::kiln::constantBehindReshapes(Value v) {
 Value mlir::kiln::relayoutConstant(OpBuilder &b, Location loc, ElementsAttr source,
                                    RankedTensorType type,
                                    function_ref<int64_t(int64_t)> sourceIndex) {
+  // A splat is the same splat in any layout.
+  if (auto dense = dyn_cast<DenseElementsAttr>(source); dense && dense.isSplat())
+    return arith::ConstantOp::create(b, loc, dense.resizeSplat(type));
   std::optional<ArrayRef<char>> data = rawElementsData(source);
   size_t width = type.getElementTypeBitWidth() / 8;
   int64_t count = type.getNumElements();

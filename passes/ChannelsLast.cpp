@@ -1,19 +1,24 @@
-//===- ChannelsLast.cpp - int8 and bf16 convolutions in NHWC -----------------===//
+//===- ChannelsLast.cpp - convolutions in NHWC -------------------------------===//
 //
-// A widening convolution (int8 or bf16, kiln-quantize-* / kiln-fuse-qdq /
-// kiln-convert-to-bf16) runs as im2col^T x filter^T, whose product is NHWC.
-// In NCHW every such convolution pays twice for the layout: its im2col
+// A convolution of static shape runs as im2col^T x filter^T, whose product
+// is NHWC. In NCHW every convolution pays twice for the layout: its im2col
 // gathers single values (one channel plane at a time) and its product is
-// scattered back to NCHW. This pass runs them channels-last instead:
+// scattered back to NCHW (or, for f32, the im2col is packed into panels at
+// run time instead of the constant filter at compile time). This pass runs
+// them channels-last instead: widening convolutions (int8 or bf16,
+// kiln-quantize-* / kiln-fuse-qdq / kiln-convert-to-bf16), and f32 ones with
+// a constant filter, without groups or depthwise (vectorized along the
+// channels):
 //
 //   conv(x)  ->  to_nchw(conv_nhwc(to_nhwc(x)))
 //
 // then moves each to_nchw down through the ops that follow, as long as they
 // work in either layout (elementwise ops, with per-channel operands
-// reshaped to [1, 1, 1, C]; constant padding; max pooling), where it meets
-// the next convolution's to_nhwc and both fold away. What remains are the
-// transposes at the edges of such a chain: the network's input and what
-// reads its output in NCHW (a global pooling, a reshape).
+// reshaped to [1, 1, 1, C]; constant padding; max pooling; concatenation;
+// global average pooling, as a mean over H and W), where it meets the next
+// convolution's to_nhwc and both fold away. What remains are the transposes
+// at the edges of such a chain: the network's input and what reads its
+// output in NCHW (a reshape, a resize).
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/KilnDialect.h"
@@ -79,18 +84,34 @@ void rewriteInNhwc(PatternRewriter &rewriter, Operation *op, ValueRange operands
   rewriter.replaceOp(op, transpose(rewriter, op->getLoc(), clone->getResult(0), kToNchw));
 }
 
-/// conv(x) -> to_nchw(conv_nhwc(to_nhwc(x))) for widening convolutions.
+/// Whether `op` is depthwise: one group per input channel, one filter each.
+bool isDepthwise(ConvOp op) {
+  int64_t channels = tensorType(op.getInput()).getDimSize(1);
+  return static_cast<int64_t>(op.getGroup()) == channels &&
+         tensorType(op.getFilter()).getDimSize(0) == channels;
+}
+
+/// conv(x) -> to_nchw(conv_nhwc(to_nhwc(x))) for widening convolutions
+/// without groups, and f32 ones with a constant filter, without groups or
+/// depthwise.
 struct ConvToChannelsLast : OpRewritePattern<ConvOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConvOp op, PatternRewriter &rewriter) const override {
+    if (op.getChannelsLast() || !isStatic4d(op.getType()) ||
+        !isStatic4d(op.getInput().getType()))
+      return failure();
     Type in = tensorType(op.getInput()).getElementType();
     Type out = tensorType(op.getResult()).getElementType();
     bool widening = (in.isInteger(8) && out.isInteger(32)) || (in.isBF16() && out.isF32());
-    if (op.getChannelsLast() || !widening || !isStatic4d(op.getType()) ||
-        !isStatic4d(op.getInput().getType()))
+    bool constantFloat = in.isF32() && out.isF32() && op.getFilter().getDefiningOp<ConstantOp>();
+    if (!(widening && op.getGroup() == 1) &&
+        !(constantFloat && (op.getGroup() == 1 || isDepthwise(op))))
       return failure();
-    Value x = transpose(rewriter, op.getLoc(), op.getInput(), kToNhwc);
-    rewriteInNhwc(rewriter, op, ValueRange{x, op.getFilter()},
+    SmallVector<Value> operands = {transpose(rewriter, op.getLoc(), op.getInput(), kToNhwc),
+                                   op.getFilter()};
+    if (op.getBias())
+      operands.push_back(op.getBias());
+    rewriteInNhwc(rewriter, op, operands,
                   [](Operation *conv) { cast<ConvOp>(conv).setChannelsLast(true); });
     return success();
   }
@@ -184,11 +205,50 @@ struct SinkThroughMaxPool : OpRewritePattern<MaxPoolOp> {
   }
 };
 
+/// concat(.., to_nchw(x), ..) -> to_nchw(concat(.. in NHWC ..)) along the
+/// permuted axis.
+struct SinkThroughConcat : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op, PatternRewriter &rewriter) const override {
+    if (!isStatic4d(op.getType()) || llvm::none_of(op.getInputs(), nhwcSource))
+      return failure();
+    SmallVector<Value> inputs;
+    for (Value v : op.getInputs()) {
+      Value x = isStatic4d(v.getType()) ? inNhwc(rewriter, op.getLoc(), v) : Value();
+      if (!x || tensorType(x).getRank() != 4)
+        return failure();
+      inputs.push_back(x);
+    }
+    int64_t axis = kToNchw[op.getAxis()];
+    rewriteInNhwc(rewriter, op, inputs,
+                  [&](Operation *concat) { cast<ConcatOp>(concat).setAxis(axis); });
+    return success();
+  }
+};
+
+/// global_average_pool(to_nchw(x)) -> to_nchw(reduce_mean(x) over H and W).
+struct SinkThroughGlobalAveragePool : OpRewritePattern<GlobalAveragePoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GlobalAveragePoolOp op, PatternRewriter &rewriter) const override {
+    Value x = nhwcSource(op.getInput());
+    if (!x || !isStatic4d(op.getType()))
+      return failure();
+    auto type = tensorType(op.getResult());
+    auto meanType = RankedTensorType::get(permuted(type.getShape(), kToNhwc), type.getElementType());
+    Value mean = ReduceMeanOp::create(rewriter, op.getLoc(), meanType, x,
+                                      rewriter.getDenseI64ArrayAttr({1, 2}),
+                                      rewriter.getBoolAttr(true));
+    rewriter.replaceOp(op, transpose(rewriter, op.getLoc(), mean, kToNchw));
+    return success();
+  }
+};
+
 struct KilnChannelsLastPass : mlir::kiln::impl::KilnChannelsLastBase<KilnChannelsLastPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
-    patterns.add<ConvToChannelsLast, SinkThroughPad, SinkThroughMaxPool>(ctx);
+    patterns.add<ConvToChannelsLast, SinkThroughPad, SinkThroughMaxPool, SinkThroughConcat,
+                 SinkThroughGlobalAveragePool>(ctx);
     patterns.add<SinkThroughUnary<ReluOp>, SinkThroughUnary<CastOp>, SinkThroughUnary<ClipOp>,
                  SinkThroughUnary<RoundOp>, SinkThroughUnary<QuantizeOp>,
                  SinkThroughUnary<DequantizeOp>, SinkThroughUnary<StorageCastOp>,

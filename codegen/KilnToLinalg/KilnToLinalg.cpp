@@ -548,12 +548,86 @@ static Value convolveImages(OpBuilder &b, Location loc, ConvOp op, Value input, 
       });
 }
 
+/// Where one output pixel of a window over an NHWC image reads: its image
+/// and, per tap, the input row and column.
+struct PixelWindow {
+  Value image, oy, ox;
+  ArrayRef<int64_t> strides, dilations;
+
+  Value inputCoordinate(OpBuilder &b, Location loc, int64_t dim, int64_t tap) const {
+    Value out = dim == 0 ? oy : ox;
+    Value scaled = arith::MulIOp::create(b, loc, out,
+                                         arith::ConstantIndexOp::create(b, loc, strides[dim]));
+    return arith::AddIOp::create(b, loc, scaled,
+                                 arith::ConstantIndexOp::create(b, loc, tap * dilations[dim]));
+  }
+};
+
+/// A [N*OH*OW, cols] tensor of `et` built one row per output pixel in an
+/// scf.forall: `fillRow(row, window)` returns the pixel's row ([1, cols])
+/// written.
+static Value buildPixelRows(OpBuilder &b, Location loc, int64_t n, int64_t oh, int64_t ow,
+                            int64_t cols, Type et, ArrayRef<int64_t> strides,
+                            ArrayRef<int64_t> dilations,
+                            function_ref<Value(Value, const PixelWindow &)> fillRow) {
+  auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value rows = emptyTensor(b, loc, ArrayRef<int64_t>{n * oh * ow, cols}, et);
+  auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(n * oh * ow)},
+                                      ValueRange{rows}, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  Value pixel = forall.getInductionVar(0);
+  Value within = arith::RemUIOp::create(b, loc, pixel, index(oh * ow));
+  PixelWindow window{arith::DivUIOp::create(b, loc, pixel, index(oh * ow)),
+                     arith::DivUIOp::create(b, loc, within, index(ow)),
+                     arith::RemUIOp::create(b, loc, within, index(ow)), strides, dilations};
+  SmallVector<OpFoldResult> offsets = {pixel, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(cols)};
+  SmallVector<OpFoldResult> unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  Value row = tensor::ExtractSliceOp::create(b, loc, forall.getRegionIterArgs()[0], offsets, sizes,
+                                             unit);
+  row = fillRow(row, window);
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, row, forall.getRegionIterArgs()[0], offsets, sizes,
+                                        unit);
+  return forall.getResult(0);
+}
+
+/// Calls `step(row, c0, width)` over `channels` in vectors of `chunk` (then
+/// one of the remainder), threading `row` through. More than two whole
+/// chunks are an scf.for: unrolled, bufferization's analysis grows
+/// quadratically with the chain of writes.
+static Value forEachChannelChunk(OpBuilder &b, Location loc, int64_t channels, int64_t chunk,
+                                 Value row, function_ref<Value(OpBuilder &, Value, Value, int64_t)> step) {
+  auto index = [&](OpBuilder &ib, int64_t v) { return arith::ConstantIndexOp::create(ib, loc, v); };
+  int64_t whole = channels / chunk, rest = channels % chunk;
+  if (whole > 2) {
+    row = scf::ForOp::create(b, loc, index(b, 0), index(b, whole * chunk), index(b, chunk),
+                             ValueRange{row},
+                             [&](OpBuilder &cb, Location, Value c0, ValueRange iter) {
+                               scf::YieldOp::create(cb, loc, step(cb, iter[0], c0, chunk));
+                             })
+              .getResult(0);
+  } else {
+    for (int64_t i = 0; i < whole; ++i)
+      row = step(b, row, index(b, i * chunk), chunk);
+  }
+  if (rest > 0)
+    row = step(b, row, index(b, whole * chunk), rest);
+  return row;
+}
+
+/// Elements of `et` in one 64-byte vector.
+static int64_t vectorChunk(Type et) {
+  return std::max<int64_t>(1, 64 / (et.getIntOrFloatBitWidth() / 8));
+}
+
 /// The receptive fields of the padded NHWC `input` as rows [N*OH*OW,
-/// KH*KW*C]: per output pixel (an scf.forall over them), each tap's C
-/// channels are one contiguous run in both the input and the row, copied as
-/// vectors of at most 64 bytes. (As a linalg.generic, LLVM unrolls the
-/// channel loop fully and then cannot vectorize the byte copies, not knowing
-/// that input and rows do not overlap.)
+/// KH*KW*C]: per output pixel, each tap's C channels are one contiguous run
+/// in both the input and the row, copied as vectors of at most 64 bytes. (As
+/// a linalg.generic, LLVM unrolls the channel loop fully and then cannot
+/// vectorize the byte copies, not knowing that input and rows do not
+/// overlap.) A 1x1 window of stride 1 needs no copy: the input is the rows.
 static Value unfoldChannelsLast(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> kernel,
                                 ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
                                 int64_t oh, int64_t ow) {
@@ -561,83 +635,105 @@ static Value unfoldChannelsLast(OpBuilder &b, Location loc, Value input, ArrayRe
   Type et = inType.getElementType();
   int64_t n = inType.getDimSize(0), c = inType.getDimSize(3);
   int64_t cols = kernel[0] * kernel[1] * c;
-  int64_t chunk = std::max<int64_t>(1, 64 / (et.getIntOrFloatBitWidth() / 8));
-  auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-  Value fields = emptyTensor(b, loc, ArrayRef<int64_t>{n * oh * ow, cols}, et);
-  auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(n * oh * ow)},
-                                      ValueRange{fields}, std::nullopt);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(forall.getTerminator());
-  Value pixel = forall.getInductionVar(0);
-  Value image = arith::DivUIOp::create(b, loc, pixel, index(oh * ow));
-  Value within = arith::RemUIOp::create(b, loc, pixel, index(oh * ow));
-  Value oy = arith::DivUIOp::create(b, loc, within, index(ow));
-  Value ox = arith::RemUIOp::create(b, loc, within, index(ow));
-  SmallVector<OpFoldResult> offsets = {pixel, b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(cols)};
-  SmallVector<OpFoldResult> unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
-  Value row = tensor::ExtractSliceOp::create(b, loc, forall.getRegionIterArgs()[0], offsets, sizes,
-                                             unit);
+  if (kernel[0] == 1 && kernel[1] == 1 && strides[0] == 1 && strides[1] == 1)
+    return reshapeTo(b, loc, input, RankedTensorType::get({n * oh * ow, cols}, et));
   Value zero = arith::ConstantOp::create(b, loc, et, b.getZeroAttr(et));
-  auto copy = [&](OpBuilder &nb, Value into, Value iy, Value ix, Value c0, Value at,
-                  int64_t width) -> Value {
-    auto vectorType = VectorType::get({width}, et);
-    Value v = vector::TransferReadOp::create(nb, loc, vectorType, input,
-                                             ValueRange{image, iy, ix, c0}, zero,
-                                             ArrayRef<bool>{true});
-    return vector::TransferWriteOp::create(nb, loc, v, into, ValueRange{index(0), at},
-                                           ArrayRef<bool>{true})
-        .getResult();
-  };
-  auto coordinate = [&](Value out, int64_t stride, int64_t k, int64_t dilation) -> Value {
-    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, out, index(stride)),
-                                 index(k * dilation));
-  };
-  // The taps are unrolled; more than two whole chunks per tap are a loop
-  // (bufferization's analysis grows quadratically with a chain of writes).
-  int64_t whole = c / chunk, rest = c % chunk;
-  for (int64_t ky = 0; ky < kernel[0]; ++ky)
-    for (int64_t kx = 0; kx < kernel[1]; ++kx) {
-      Value iy = coordinate(oy, strides[0], ky, dilations[0]);
-      Value ix = coordinate(ox, strides[1], kx, dilations[1]);
-      int64_t base = (ky * kernel[1] + kx) * c;
-      if (whole > 2) {
-        Value baseValue = index(base);
-        row = scf::ForOp::create(
-                  b, loc, index(0), index(whole * chunk), index(chunk), ValueRange{row},
-                  [&](OpBuilder &cb, Location, Value c0, ValueRange iter) {
-                    Value at = arith::AddIOp::create(cb, loc, baseValue, c0);
-                    scf::YieldOp::create(cb, loc, copy(cb, iter[0], iy, ix, c0, at, chunk));
-                  })
-                  .getResult(0);
-      } else {
-        for (int64_t i = 0; i < whole; ++i)
-          row = copy(b, row, iy, ix, index(i * chunk), index(base + i * chunk), chunk);
+  auto fill = [&](Value row, const PixelWindow &window) {
+    for (int64_t ky = 0; ky < kernel[0]; ++ky)
+      for (int64_t kx = 0; kx < kernel[1]; ++kx) {
+        Value iy = window.inputCoordinate(b, loc, 0, ky);
+        Value ix = window.inputCoordinate(b, loc, 1, kx);
+        Value base = arith::ConstantIndexOp::create(b, loc, (ky * kernel[1] + kx) * c);
+        row = forEachChannelChunk(
+            b, loc, c, vectorChunk(et), row,
+            [&](OpBuilder &nb, Value into, Value c0, int64_t width) -> Value {
+              Value v = vector::TransferReadOp::create(
+                  nb, loc, VectorType::get({width}, et), input,
+                  ValueRange{window.image, iy, ix, c0}, zero, ArrayRef<bool>{true});
+              Value at = arith::AddIOp::create(nb, loc, base, c0);
+              return vector::TransferWriteOp::create(
+                         nb, loc, v, into,
+                         ValueRange{arith::ConstantIndexOp::create(nb, loc, 0), at},
+                         ArrayRef<bool>{true})
+                  .getResult();
+            });
       }
-      if (rest > 0)
-        row = copy(b, row, iy, ix, index(whole * chunk), index(base + whole * chunk), rest);
-    }
-  b.setInsertionPointToStart(forall.getTerminator().getBody());
-  tensor::ParallelInsertSliceOp::create(b, loc, row, forall.getRegionIterArgs()[0], offsets, sizes,
-                                        unit);
-  return forall.getResult(0);
+    return row;
+  };
+  return buildPixelRows(b, loc, n, oh, ow, cols, et, strides, dilations, fill);
 }
 
-/// A widening convolution (8-bit input and filter with an i32 result, or
-/// bf16 with f32) of static shape as one widening matmul with the receptive
-/// fields as rows: im2col^T [N*OH*OW, K] x filter^T [K, F]. The constant
-/// filter is then the right operand, which kiln-vnni-matmul packs at compile
-/// time; the product is [N, OH, OW, F].
-///
-/// On NCHW input, K runs over (c, ky, kx), and the product is permuted back
-/// to NCHW by a copy that reads it in order and writes each pixel's channels
-/// to their planes. That copy stays unfused (`kiln.layout_copy`): fused into
-/// its consumer it would read the product with a gather per element, at a
-/// stride of F. With `channels_last` (NHWC input and result) K runs over
-/// (ky, kx, c), so that each field is a few runs of C contiguous values, and
-/// the product is the result as it is.
-static Value convolveWidening(OpBuilder &b, Location loc, ConvOp op, Value input, Value filter,
-                              RankedTensorType type, Extension ext) {
+/// A depthwise convolution of the padded NHWC `input` (f32, one filter per
+/// channel) as [N, OH, OW, C]: per output pixel and vector of channels, the
+/// bias (or zero) plus an FMA per tap of the input's channels by the
+/// filter's, the filter as `taps` [KH*KW, C].
+static Value depthwiseChannelsLast(OpBuilder &b, Location loc, Value input, Value taps, Value bias,
+                                   RankedTensorType type, ArrayRef<int64_t> kernel,
+                                   ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations) {
+  Type et = type.getElementType();
+  ArrayRef<int64_t> out = type.getShape();
+  int64_t c = out[3];
+  Value zero = arith::ConstantOp::create(b, loc, et, b.getZeroAttr(et));
+  auto fill = [&](Value row, const PixelWindow &window) {
+    return forEachChannelChunk(
+        b, loc, c, vectorChunk(et), row,
+        [&](OpBuilder &nb, Value into, Value c0, int64_t width) -> Value {
+          auto vt = VectorType::get({width}, et);
+          auto read = [&](Value from, ValueRange at) -> Value {
+            return vector::TransferReadOp::create(nb, loc, vt, from, at, zero,
+                                                  ArrayRef<bool>{true});
+          };
+          Value acc = bias ? read(bias, ValueRange{c0})
+                           : (Value)arith::ConstantOp::create(nb, loc, vt, nb.getZeroAttr(vt));
+          for (int64_t ky = 0; ky < kernel[0]; ++ky)
+            for (int64_t kx = 0; kx < kernel[1]; ++kx) {
+              Value iy = window.inputCoordinate(nb, loc, 0, ky);
+              Value ix = window.inputCoordinate(nb, loc, 1, kx);
+              Value tap = arith::ConstantIndexOp::create(nb, loc, ky * kernel[1] + kx);
+              acc = vector::FMAOp::create(nb, loc, read(input, ValueRange{window.image, iy, ix, c0}),
+                                          read(taps, ValueRange{tap, c0}), acc);
+            }
+          return vector::TransferWriteOp::create(
+                     nb, loc, acc, into, ValueRange{arith::ConstantIndexOp::create(nb, loc, 0), c0},
+                     ArrayRef<bool>{true})
+              .getResult();
+        });
+  };
+  Value rows = buildPixelRows(b, loc, out[0], out[1], out[2], c, et, strides, dilations, fill);
+  return reshapeTo(b, loc, rows, type);
+}
+
+/// A depthwise filter [C, 1, KH, KW] as taps [KH*KW, C]: relaid out at
+/// compile time when constant, else transposed.
+static Value depthwiseTaps(OpBuilder &b, Location loc, ConvOp op, Value filter) {
+  ArrayRef<int64_t> fs = tensorType(filter).getShape();
+  Type et = tensorType(filter).getElementType();
+  int64_t c = fs[0], taps = fs[2] * fs[3];
+  auto type = RankedTensorType::get({taps, c}, et);
+  if (auto constant = op.getFilter().getDefiningOp<ConstantOp>())
+    if (Value t = relayoutConstant(b, loc, constant.getValue(), type,
+                                   [&](int64_t i) { return (i % c) * taps + i / c; }))
+      return t;
+  Value t = linalg::TransposeOp::create(b, loc, filter,
+                                        emptyTensor(b, loc, ArrayRef<int64_t>{fs[2], fs[3], 1, c}, et),
+                                        ArrayRef<int64_t>{2, 3, 1, 0})
+                .getResult()[0];
+  return reshapeTo(b, loc, t, type);
+}
+
+/// A convolution of static shape as a matmul with the receptive fields as
+/// rows: fields = im2col^T [N*OH*OW, K] and filterT = filter^T [K, F]. A
+/// constant filter is relaid out at compile time and is then the matmul's
+/// right operand, which the matmul kernels pack at compile time. On NCHW
+/// input, K runs over (c, ky, kx); with `channels_last` (NHWC input) over
+/// (ky, kx, c), so that each field is a few runs of C contiguous values.
+struct FieldsTimesFilter {
+  Value fields, filterT;
+  int64_t n, oh, ow, f;
+};
+
+static FieldsTimesFilter fieldsTimesFilter(OpBuilder &b, Location loc, ConvOp op, Value input,
+                                           Value filter, RankedTensorType type) {
   MLIRContext *ctx = b.getContext();
   bool channelsLast = op.getChannelsLast();
   ArrayRef<int64_t> fs = tensorType(filter).getShape(), out = type.getShape();
@@ -647,16 +743,16 @@ static Value convolveWidening(OpBuilder &b, Location loc, ConvOp op, Value input
   int64_t c = fs[1], kh = fs[2], kw = fs[3];
   int64_t rows = n * oh * ow, cols = c * kh * kw;
   ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
-  AffineExpr in, oy, ox, ch, ky, kx;
-  bindDims(ctx, in, oy, ox, ch, ky, kx);
-  // NCHW: unfolded as [N, OH, OW, C, KH, KW].
-  AffineMap inputMap = AffineMap::get(
-      6, 0, {in, ch, oy * strides[0] + ky * dilations[0], ox * strides[1] + kx * dilations[1]},
-      ctx);
   Value fields;
   if (channelsLast) {
     fields = unfoldChannelsLast(b, loc, input, {kh, kw}, strides, dilations, oh, ow);
   } else {
+    // Unfolded as [N, OH, OW, C, KH, KW].
+    AffineExpr in, oy, ox, ch, ky, kx;
+    bindDims(ctx, in, oy, ox, ch, ky, kx);
+    AffineMap inputMap = AffineMap::get(
+        6, 0, {in, ch, oy * strides[0] + ky * dilations[0], ox * strides[1] + kx * dilations[1]},
+        ctx);
     SmallVector<int64_t> unfoldedShape = {n, oh, ow, c, kh, kw};
     auto unfold = linalg::GenericOp::create(
         b, loc, RankedTensorType::get(unfoldedShape, inType), input,
@@ -688,22 +784,57 @@ static Value convolveWidening(OpBuilder &b, Location loc, ConvOp op, Value input
                   .getResult()[0];
     filterT = reshapeTo(b, loc, t, filterTType);
   }
+  return {fields, filterT, n, oh, ow, f};
+}
+
+/// A widening convolution (8-bit input and filter with an i32 result, or
+/// bf16 with f32) of static shape as one widening matmul of
+/// fieldsTimesFilter; kiln-vnni-matmul packs the constant filter at compile
+/// time. The product is [N, OH, OW, F].
+///
+/// On NCHW input the product is permuted back to NCHW by a copy that reads
+/// it in order and writes each pixel's channels to their planes. That copy
+/// stays unfused (`kiln.layout_copy`): fused into its consumer it would read
+/// the product with a gather per element, at a stride of F. With
+/// `channels_last` the product is the result as it is.
+static Value convolveWidening(OpBuilder &b, Location loc, ConvOp op, Value input, Value filter,
+                              RankedTensorType type, Extension ext) {
+  MLIRContext *ctx = b.getContext();
+  FieldsTimesFilter m = fieldsTimesFilter(b, loc, op, input, filter, type);
   Type sumType = type.getElementType();
-  Value product = wideningMatmul(b, loc, fields, filterT,
-                                 zeroFilled(b, loc, ArrayRef<int64_t>{rows, f}, sumType), ext);
-  Value nhwf = reshapeTo(b, loc, product, RankedTensorType::get({n, oh, ow, f}, sumType));
-  if (channelsLast)
+  Value product =
+      wideningMatmul(b, loc, m.fields, m.filterT,
+                     zeroFilled(b, loc, ArrayRef<int64_t>{m.n * m.oh * m.ow, m.f}, sumType), ext);
+  Value nhwf = reshapeTo(b, loc, product, RankedTensorType::get({m.n, m.oh, m.ow, m.f}, sumType));
+  if (op.getChannelsLast())
     return nhwf;
   AffineExpr e0, e1, e2, e3;
   bindDims(ctx, e0, e1, e2, e3);
   auto toNchw = linalg::GenericOp::create(
-      b, loc, type, nhwf, emptyTensor(b, loc, out, sumType),
+      b, loc, type, nhwf, emptyTensor(b, loc, type.getShape(), sumType),
       ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(4, ctx),
                           AffineMap::get(4, 0, {e0, e3, e1, e2}, ctx)},
       SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
       [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); });
   toNchw->setAttr("kiln.layout_copy", b.getUnitAttr());
   return toNchw.getResult(0);
+}
+
+/// A channels-last convolution of static shape (f32, no group) as the
+/// matmul of fieldsTimesFilter, accumulating into the bias broadcast over
+/// the pixels (or zeros): [N*OH*OW, F], which is the NHWC result.
+static Value convolveChannelsLast(OpBuilder &b, Location loc, ConvOp op, Value input,
+                                  Value filter, Value bias, RankedTensorType type) {
+  FieldsTimesFilter m = fieldsTimesFilter(b, loc, op, input, filter, type);
+  Type et = type.getElementType();
+  SmallVector<int64_t> flat = {m.n * m.oh * m.ow, m.f};
+  Value init = bias ? broadcastTo(b, loc, reshapeTo(b, loc, bias, RankedTensorType::get({1, m.f}, et)),
+                                  flat)
+                    : zeroFilled(b, loc, flat, et);
+  Value product = linalg::MatmulOp::create(b, loc, TypeRange{init.getType()},
+                                           ValueRange{m.fields, m.filterT}, init)
+                      .getResult(0);
+  return reshapeTo(b, loc, product, type);
 }
 
 /// [N, channels, OH, OW] of a window of `kernel` sliding over the spatial
@@ -752,6 +883,19 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
         return rewriter.notifyMatchFailure(op, "widening convolutions need static shapes");
       Extension ext{isUnsigned(op.getInput()), isUnsigned(op.getFilter())};
       rewriter.replaceOp(op, convolveWidening(rewriter, loc, op, input, filter, type, ext));
+      return success();
+    }
+    if (op.getChannelsLast()) {
+      if (!type.hasStaticShape() || !tensorType(input).hasStaticShape())
+        return rewriter.notifyMatchFailure(op, "channels-last convolutions need static shapes");
+      if (op.getGroup() == 1)
+        rewriter.replaceOp(op, convolveChannelsLast(rewriter, loc, op, input, filter,
+                                                    adaptor.getBias(), type));
+      else
+        rewriter.replaceOp(op, depthwiseChannelsLast(rewriter, loc, input,
+                                                     depthwiseTaps(rewriter, loc, op, filter),
+                                                     adaptor.getBias(), type, {fs[2], fs[3]},
+                                                     op.getStrides(), op.getDilations()));
       return success();
     }
     int64_t group = op.getGroup(), channels = tensorType(input).getDimSize(1);

@@ -490,8 +490,11 @@ LogicalResult ConvOp::verify() {
       expected = nchwToNhwc(expected);
     return verifyResult(*this, getType(), resultElement, expected);
   }
-  if (getChannelsLast())
-    return emitOpError("only the widening form takes channels_last");
+  if (getChannelsLast()) {
+    if (g != 1 && !(g == x[1] && w[0] == g))
+      return emitOpError("channels_last takes no group, or one per channel (depthwise)");
+    expected = nchwToNhwc(expected);
+  }
   return verifyResult(*this, getType(), inputElement, expected);
 }
 

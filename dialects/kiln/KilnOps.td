@@ -241,8 +241,9 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
     `group` = G the input has C = G * filter.dim(1) channels and the filter
     count F is divisible by G. The widening forms (8-bit input and filter,
     each i8 or ui8, i32 result; or bf16 with an f32 result) have no group
-    and no bias; with `channels_last` their input is NHWC and their result
-    [N, OH, OW, F] (the filter stays FCHW).
+    and no bias. With `channels_last` (no group, or depthwise: one group per
+    channel and one filter per group) the input is NHWC and the result
+    [N, OH, OW, F]; the filter stays FCHW.
   }];
   let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$filter, Optional<Kiln_Tensor>:$bias,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,

@@ -212,15 +212,17 @@ def main():
 # the generated page says why the targets are not met yet.
 KNOWN_LIMITS = """## What limits kiln today
 
-- Convolutions (resnet18, PaddleOCR det/rec): a dense batch-1 convolution
-  copies its input three times before the matmul (padding, im2col, packing
-  into column panels; late layers with few pixels skip the packing by
-  computing the transposed product), and bias, ReLU and the residual Add are
-  separate passes over the output (no epilogue fusion yet). In resnet18's
-  first layers the im2col and panel copies (7 MB each per convolution, past
-  L2) cost about as much as the matmul. BatchNormalization is folded into the
-  weights (`kiln-fold-batch-norm`). Depthwise and grouped convolutions and
-  pooling are scalar loops (parallel, not vectorized).
+- Convolutions (resnet18, PaddleOCR det/rec): convolutions with constant
+  filters run channels-last (`kiln-channels-last`): per output pixel, each
+  tap's channels are copied as vectors into a row of fields (none for 1x1
+  stride-1 convolutions), multiplied by the filter packed at compile time,
+  into the bias. Depthwise ones are vectorized along the channels. Still
+  separate passes over the output: ReLU and the residual Add (no epilogue
+  fusion yet), and the im2col copy itself (9x the input for a 3x3
+  convolution). BatchNormalization is folded into the weights
+  (`kiln-fold-batch-norm`). Grouped (not depthwise) convolutions and pooling
+  are scalar loops (parallel, not vectorized); a resize works in NCHW, so
+  PaddleOCR det transposes around its upsampling.
 - Matmuls (matmul1024, bert2): operands packed into register panels (weights
   at compile time) and 8 x 32 register tiles with the accumulators in
   registers, but no cache blocking along K, and the activation operand is

@@ -530,6 +530,57 @@ func.func @widening_conv_channels_last(%x: tensor<1x5x5x2xui8>) -> tensor<1x5x5x
 
 // -----
 
+// An f32 channels-last convolution is the same fields times filter^T as a
+// linalg.matmul (whose constant right operand the matmul kernels pack at
+// compile time), accumulating into the bias broadcast over the pixels. A
+// 1x1 stride-1 convolution's fields are its input: no copy.
+// CHECK-LABEL: func.func @float_conv_channels_last
+// CHECK: %[[BIAS:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<1x4xf32>) outs(%{{.*}} : tensor<25x4xf32>)
+// CHECK: %[[P:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<25x18xf32>, tensor<18x4xf32>) outs(%[[BIAS]] : tensor<25x4xf32>)
+// CHECK: tensor.collapse_shape %[[P]]
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x5x5x4xf32>
+// CHECK-LABEL: func.func @pointwise_conv_channels_last
+// CHECK-NOT: scf.forall
+// CHECK: tensor.collapse_shape %arg0
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape {{.*}} into tensor<25x2xf32>
+// CHECK: linalg.matmul ins(%[[ROWS]], %{{.*}} : tensor<25x2xf32>, tensor<2x4xf32>)
+func.func @float_conv_channels_last(%x: tensor<1x5x5x2xf32>) -> tensor<1x5x5x4xf32> {
+  %w = kiln.constant dense<0.5> : tensor<4x2x3x3xf32> -> tensor<4x2x3x3xf32>
+  %b = kiln.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> -> tensor<4xf32>
+  %0 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, channels_last} : (tensor<1x5x5x2xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>) -> tensor<1x5x5x4xf32>
+  return %0 : tensor<1x5x5x4xf32>
+}
+func.func @pointwise_conv_channels_last(%x: tensor<1x5x5x2xf32>) -> tensor<1x5x5x4xf32> {
+  %w = kiln.constant dense<0.5> : tensor<4x2x1x1xf32> -> tensor<4x2x1x1xf32>
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, channels_last} : (tensor<1x5x5x2xf32>, tensor<4x2x1x1xf32>) -> tensor<1x5x5x4xf32>
+  return %0 : tensor<1x5x5x4xf32>
+}
+
+// -----
+
+// A channels-last depthwise convolution: per output pixel, each vector of
+// channels (16, then the remaining 4 of C = 20) starts from the bias and
+// adds one FMA per tap (nine) of the input's channels by the filter's,
+// whose taps are relaid out to [KH*KW, C] at compile time.
+// CHECK-LABEL: func.func @depthwise_channels_last
+// CHECK: %[[TAPS:.*]] = arith.constant dense<2.500000e-01> : tensor<9x20xf32>
+// CHECK: scf.forall (%{{.*}}) in (16) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<16x20xf32>)
+// CHECK:   vector.transfer_read %{{.*}} : tensor<20xf32>, vector<16xf32>
+// CHECK-COUNT-9: vector.fma %{{.*}} : vector<16xf32>
+// CHECK:   vector.transfer_write %{{.*}} : vector<16xf32>, tensor<1x20xf32>
+// CHECK:   vector.transfer_read %{{.*}} : tensor<20xf32>, vector<4xf32>
+// CHECK-COUNT-9: vector.fma %{{.*}} : vector<4xf32>
+// CHECK: tensor.parallel_insert_slice
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x4x4x20xf32>
+func.func @depthwise_channels_last(%x: tensor<1x4x4x20xf32>) -> tensor<1x4x4x20xf32> {
+  %w = kiln.constant dense<0.25> : tensor<20x1x3x3xf32> -> tensor<20x1x3x3xf32>
+  %b = kiln.constant dense<1.0> : tensor<20xf32> -> tensor<20xf32>
+  %0 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 20 : i64, channels_last} : (tensor<1x4x4x20xf32>, tensor<20x1x3x3xf32>, tensor<20xf32>) -> tensor<1x4x4x20xf32>
+  return %0 : tensor<1x4x4x20xf32>
+}
+
+// -----
+
 // Channels-last max pooling: NHWC padding with -inf, then linalg's NHWC pool.
 // CHECK-LABEL: func.func @max_pool_channels_last
 // CHECK: tensor.insert_slice %arg0 into %{{.*}}[0, 1, 1, 0] [1, 6, 6, 3] [1, 1, 1, 1]

@@ -185,9 +185,9 @@ func.func @conv_widening_group(%x: tensor<1x4x5x5xui8>, %w: tensor<4x2x3x3xi8>) 
 
 // -----
 
-func.func @conv_channels_last_float(%x: tensor<1x5x5x4xf32>, %w: tensor<4x4x3x3xf32>) -> tensor<1x3x3x4xf32> {
-  // expected-error @+1 {{'kiln.conv' op only the widening form takes channels_last}}
-  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, channels_last} : (tensor<1x5x5x4xf32>, tensor<4x4x3x3xf32>) -> tensor<1x3x3x4xf32>
+func.func @conv_channels_last_grouped(%x: tensor<1x5x5x4xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x3x3x4xf32> {
+  // expected-error @+1 {{'kiln.conv' op channels_last takes no group, or one per channel (depthwise)}}
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64, channels_last} : (tensor<1x5x5x4xf32>, tensor<4x2x3x3xf32>) -> tensor<1x3x3x4xf32>
   return %0 : tensor<1x3x3x4xf32>
 }
 
