@@ -4,13 +4,19 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-/* One job at a time: the caller posts (fn, ctx, n), every thread of the pool
- * (the caller is thread 0) runs its own contiguous share of [0, n), and the
- * caller waits for all shares. Workers sleep on a condition variable between
- * jobs, so an idle pool costs no CPU. */
+/* One job at a time: the caller posts (fn, ctx, n), split into a few
+ * contiguous chunks per thread; every thread of the pool (the caller is
+ * thread 0) claims chunks until none are left, and the caller waits until
+ * every claimed chunk is done. A thread that is slow to wake (its core busy
+ * with another process) claims less, or nothing, instead of holding the job
+ * up by a fixed share; the caller never waits for a worker that has not
+ * started. Workers sleep on a condition variable between jobs, so an idle
+ * pool costs no CPU. */
 struct kiln_pool {
   int size; /* threads, the caller included */
   pthread_t *workers;
@@ -21,9 +27,16 @@ struct kiln_pool {
   kiln_task_fn fn;
   void *ctx;
   void *environment; /* kiln_task_environment() of the posting thread */
-  int64_t n;
-  int unfinished; /* shares of the current job still running */
+  int64_t n, chunk, chunks;
+  /* The next chunk to claim, tagged with the job's generation in the high
+   * 32 bits, so that a worker still holding an old job claims nothing of a
+   * newer one. */
+  _Atomic uint64_t claim;
+  _Atomic int64_t done; /* chunks of the current job finished */
 };
+
+/* Chunks per thread: enough to even out a late or slow thread. */
+enum { CHUNKS_PER_THREAD = 4 };
 
 typedef struct {
   kiln_pool *pool;
@@ -33,13 +46,39 @@ typedef struct {
 static _Thread_local kiln_pool *current_pool;
 static _Thread_local int inside_task;
 
-static void run_share(kiln_pool *p, kiln_task_fn fn, void *ctx, int64_t n, int index) {
-  int64_t begin = n * index / p->size, end = n * (index + 1) / p->size;
-  if (begin < end) {
+/* A job as a thread saw it when it was posted. */
+typedef struct {
+  uint32_t generation;
+  kiln_task_fn fn;
+  void *ctx;
+  int64_t n, chunk, chunks;
+} job;
+
+/* Claims and runs chunks of `j` until none are left; whoever finishes the
+ * last one wakes the caller. */
+static void run_chunks(kiln_pool *p, const job *j) {
+  for (;;) {
+    uint64_t c = atomic_load(&p->claim);
+    if ((uint32_t)(c >> 32) != j->generation || (int64_t)(c & 0xffffffffu) >= j->chunks)
+      return;
+    if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1))
+      continue;
+    int64_t begin = (int64_t)(c & 0xffffffffu) * j->chunk;
+    int64_t end = begin + j->chunk < j->n ? begin + j->chunk : j->n;
     inside_task = 1;
-    fn(ctx, begin, end);
+    j->fn(j->ctx, begin, end);
     inside_task = 0;
+    if (atomic_fetch_add(&p->done, 1) + 1 == j->chunks) {
+      pthread_mutex_lock(&p->mutex);
+      pthread_cond_signal(&p->finished);
+      pthread_mutex_unlock(&p->mutex);
+    }
   }
+}
+
+static job current_job(const kiln_pool *p) {
+  job j = {(uint32_t)p->generation, p->fn, p->ctx, p->n, p->chunk, p->chunks};
+  return j;
 }
 
 static void *worker_main(void *raw) {
@@ -54,16 +93,13 @@ static void *worker_main(void *raw) {
     if (p->stop)
       break;
     seen = p->generation;
-    kiln_task_fn fn = p->fn;
-    void *ctx = p->ctx, *environment = p->environment;
-    int64_t n = p->n;
+    job j = current_job(p);
+    void *environment = p->environment;
     pthread_mutex_unlock(&p->mutex);
     kiln_set_task_environment(environment);
-    run_share(p, fn, ctx, n, arg.index);
+    run_chunks(p, &j);
     kiln_set_task_environment(NULL);
     pthread_mutex_lock(&p->mutex);
-    if (--p->unfinished == 0)
-      pthread_cond_signal(&p->finished);
   }
   pthread_mutex_unlock(&p->mutex);
   return NULL;
@@ -128,20 +164,27 @@ void kiln_parallel_for(kiln_task_fn fn, void *ctx, int64_t n) {
     fn(ctx, 0, n);
     return;
   }
+  int64_t chunks = (int64_t)p->size * CHUNKS_PER_THREAD;
+  if (chunks > n)
+    chunks = n;
   pthread_mutex_lock(&p->mutex);
   p->fn = fn;
   p->ctx = ctx;
   p->environment = kiln_task_environment();
   p->n = n;
-  p->unfinished = p->size - 1;
+  p->chunk = (n + chunks - 1) / chunks;
+  p->chunks = (n + p->chunk - 1) / p->chunk;
   ++p->generation;
+  atomic_store(&p->done, 0);
+  atomic_store(&p->claim, (uint64_t)(uint32_t)p->generation << 32);
+  job j = current_job(p);
   pthread_cond_broadcast(&p->posted);
   pthread_mutex_unlock(&p->mutex);
 
-  run_share(p, fn, ctx, n, 0);
+  run_chunks(p, &j);
 
   pthread_mutex_lock(&p->mutex);
-  while (p->unfinished > 0)
+  while (atomic_load(&p->done) < j.chunks)
     pthread_cond_wait(&p->finished, &p->mutex);
   pthread_mutex_unlock(&p->mutex);
 }

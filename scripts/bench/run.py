@@ -232,8 +232,10 @@ KNOWN_LIMITS = """## What limits kiln today
   vectorize itself, and the attention batch_matmuls read head-transposed copies.
 - Silero VAD: tiny kernels, the LSTM unrolled into scalar loops; the time is
   per-op overhead rather than arithmetic.
-- Threads: parallel loops are split statically into one contiguous share per
-  thread; loops below the outlining pass's work threshold stay serial."""
+- Threads: parallel loops are split into four contiguous chunks per thread,
+  claimed by whichever thread is free; loops below the outlining pass's work
+  threshold stay serial, and every loop is a wake-up and a join of the pool
+  (no fusion of consecutive loops into one parallel region)."""
 
 
 def geomean(values):
