@@ -107,7 +107,9 @@ def section(rows, rounds, samples):
               "rows, and K a multiple of 64 (int8) or 32 (bf16), run on AMX tiles (tdpbusd, "
               "tdpbf16ps); the others on AVX-512 VNNI (vpdpbusd) or vdpbf16ps. int8 and bf16 "
               "convolutions run channels-last (kiln-channels-last), so the ops between them "
-              "need no layout copies. Where the machine was loaded, 2 threads were no faster "
+              "need no layout copies. Each row times the kiln f32 executable again: compare a "
+              "model's f32 column across its rows for the run-to-run spread, which on this shared "
+              "machine can exceed 20%. Where the machine was loaded, 2 threads were no faster "
               "than 1 for either runtime: compare the 1-thread rows. Not implemented yet: "
               "grouped and depthwise convolutions in int8.", END]
     return "\n".join(lines)
