@@ -177,16 +177,9 @@ FailureOr<ElementsAttr> matrixWeights(Value w, std::string &why) {
 /// (reshaped as `v` is) and rank-0 constants of their scale and zero point.
 QuantizedActivations activationOperands(OpBuilder &b, Location loc, Value v,
                                         const Dequantized &x) {
-  Value values = activationValues(b, v, x);
-  auto scalar = [&](Type t) { return RankedTensorType::get({}, t); };
-  Type et = cast<RankedTensorType>(values.getType()).getElementType();
-  Value scale = ConstantOp::create(b, loc, scalar(b.getF32Type()),
-                                   DenseElementsAttr::get(scalar(b.getF32Type()),
-                                                          static_cast<float>(x.params.scales[0])));
-  int64_t z = x.params.zeroPoints[0];
-  APInt zp(8, static_cast<uint64_t>(z), /*isSigned=*/z < 0);
-  Value zeroPoint = ConstantOp::create(b, loc, scalar(et), DenseElementsAttr::get(scalar(et), zp));
-  return {values, scale, zeroPoint};
+  return QuantizedActivations::fixed(b, loc, activationValues(b, v, x),
+                                     static_cast<float>(x.params.scales[0]),
+                                     x.params.zeroPoints[0]);
 }
 
 /// Rewrites `op` if it reads QDQ activations and weights; returns how, or

@@ -92,6 +92,19 @@ void replaceTagged(Operation *op, Value replacement) {
 
 } // namespace
 
+QuantizedActivations QuantizedActivations::fixed(OpBuilder &b, Location loc, Value values,
+                                                float scale, int64_t zeroPoint) {
+  auto scalar = [&](Type t) { return RankedTensorType::get({}, t); };
+  Type f32 = b.getF32Type();
+  Type et = cast<RankedTensorType>(values.getType()).getElementType();
+  Value scaleValue =
+      ConstantOp::create(b, loc, scalar(f32), DenseElementsAttr::get(scalar(f32), scale));
+  APInt zp(et.getIntOrFloatBitWidth(), static_cast<uint64_t>(zeroPoint), /*isSigned=*/zeroPoint < 0);
+  Value zeroPointValue =
+      ConstantOp::create(b, loc, scalar(et), DenseElementsAttr::get(scalar(et), zp));
+  return {values, scaleValue, zeroPointValue};
+}
+
 FailureOr<ConstantWeightMatmul> mlir::kiln::matmulCandidate(Operation *op, std::string &why,
                                                             WeightCheck checkWeights) {
   if (auto matmul = dyn_cast<MatMulOp>(op))

@@ -75,6 +75,11 @@ inline constexpr const char *kLayerAttr = "kiln.layer";
 /// with a rank-0 f32 scale and a rank-0 zero point of the values' type.
 struct QuantizedActivations {
   Value values, scale, zeroPoint;
+
+  /// `values` with a compile-time `scale` and `zeroPoint` (of the values'
+  /// type), as those rank-0 constants.
+  static QuantizedActivations fixed(OpBuilder &b, Location loc, Value values, float scale,
+                                    int64_t zeroPoint);
 };
 
 /// Int8 weights [K, N] with a scale per column, as the product uses them.

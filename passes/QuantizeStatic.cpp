@@ -33,12 +33,7 @@ QuantizedActivations quantizeFixed(OpBuilder &b, Location loc, Value x, float sc
                                                     zeroPoint, 0, 255);
   Value q = QuantizeOp::create(b, loc, RankedTensorType::get(xType.getShape(), quantType), x);
   q = StorageCastOp::create(b, loc, RankedTensorType::get(xType.getShape(), u8), q);
-  auto scalar = [&](Type t) { return RankedTensorType::get({}, t); };
-  Value scaleValue =
-      ConstantOp::create(b, loc, scalar(f32), DenseElementsAttr::get(scalar(f32), scale));
-  Value zp = ConstantOp::create(b, loc, scalar(u8),
-                                DenseElementsAttr::get(scalar(u8), APInt(8, zeroPoint)));
-  return {q, scaleValue, zp};
+  return QuantizedActivations::fixed(b, loc, q, scale, zeroPoint);
 }
 
 struct KilnQuantizeStaticPass : mlir::kiln::impl::KilnQuantizeStaticBase<KilnQuantizeStaticPass> {

@@ -80,6 +80,13 @@ struct ScaleAndZeroPoint {
   Value scale, zeroPoint;
   bool perAxis = false;
 
+  /// The generic's operands: `x`, then (per axis) the scale and zero point.
+  SmallVector<Value> operandsAfter(Value x) const {
+    if (perAxis)
+      return {x, scale, zeroPoint};
+    return {x};
+  }
+
   /// The pair as the body of the generic reads it, from its arguments `a`.
   std::pair<Value, Value> in(ValueRange a) const {
     return perAxis ? std::pair{a[1], a[2]} : std::pair{scale, zeroPoint};
@@ -112,10 +119,7 @@ ScaleAndZeroPoint constantParams(OpBuilder &b, Location loc, const QuantParams &
 Value buildQuantize(OpBuilder &b, Location loc, Value x, RankedTensorType type,
                     const ScaleAndZeroPoint &params, double lo, double hi, bool isSigned) {
   Type storage = type.getElementType();
-  SmallVector<Value> operands = {x};
-  if (params.perAxis)
-    operands.append({params.scale, params.zeroPoint});
-  Value q = buildElementwise(b, loc, type, operands, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+  Value q = buildElementwise(b, loc, type, params.operandsAfter(x), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
     auto [scale, zeroPoint] = params.in(a);
     Value v = math::RoundEvenOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], scale));
     v = clampTo(nb, l, arith::AddFOp::create(nb, l, v, zeroPoint), lo, hi);
@@ -151,12 +155,9 @@ struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
     auto inputType = cast<RankedTensorType>(op.getInput().getType());
     QuantParams p = *quantParams(inputType.getElementType());
     ScaleAndZeroPoint params = constantParams(rewriter, loc, p, inputType.getRank());
-    SmallVector<Value> operands = {adaptor.getInput()};
-    if (params.perAxis)
-      operands.append({params.scale, params.zeroPoint});
     bool hasZeroPoint = llvm::any_of(p.zeroPoints, [](int64_t z) { return z != 0; });
     Value y = buildElementwise(
-        rewriter, loc, op.getType(), operands, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        rewriter, loc, op.getType(), params.operandsAfter(adaptor.getInput()), [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           auto [scale, zeroPoint] = params.in(a);
           Type f32 = b.getF32Type();
           Value v = p.isSigned ? (Value)arith::SIToFPOp::create(b, l, f32, a[0])
