@@ -173,6 +173,30 @@ def KilnDistinctResults : Pass<"kiln-distinct-results", "func::FuncOp"> {
   let dependentDialects = ["bufferization::BufferizationDialect"];
 }
 
+def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
+  let summary = "Pack each function's intermediate buffers into one arena by liveness";
+  let description = [{
+    Runs after bufferization. Every statically sized `memref.alloc` at the
+    top level of a function becomes a `memref.view` at a fixed offset into
+    one arena, a single `memref.alloc` of i8 at the start of the function.
+    A buffer is live from the first to the last top-level op that uses it
+    or a view of it; buffers placed largest first at the lowest offset that
+    no buffer with an overlapping lifetime occupies (64-byte aligned), so
+    buffers that are never live together share memory. Allocations of
+    dynamic size, nested in loops, or whose address leaves the analysis
+    (returned, yielded, freed, cast to a pointer) keep their own. The module
+    gets `kiln.arena_bytes`, the sum of the arenas, which the runtime
+    allocates when a model instance is created. With `report`, each function
+    gets a remark with the buffers' total size, the arena's size, the most
+    bytes live at once, and how many buffers stayed separate and why.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a `memory:` remark per function with the plan's sizes">,
+  ];
+  let dependentDialects = ["arith::ArithDialect", "memref::MemRefDialect"];
+}
+
 def KilnFlattenEmptyArguments : Pass<"kiln-flatten-empty-arguments", "func::FuncOp"> {
   let summary = "Give zero-element memref arguments the type memref<0xT>";
   let description = [{

@@ -121,7 +121,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "function-boundary-type-conversion=identity-layout-map},canonicalize,"
                "kiln-dynamic-entry,"
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
-               "canonicalize,cse,canonicalize",
+               "canonicalize,cse,canonicalize,kiln-plan-memory{{report={3}}",
                target.vectorWidthF32, 2 * target.vectorWidthF32,
                target.avx512Vnni || target.avx512Bf16 || target.i8mm || target.dotProd ||
                        target.avxVnni || target.amxInt8 || target.amxBf16 || target.pmaddwdLanes
@@ -131,7 +131,8 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                                    target.dotProd, target.avxVnni, target.amxInt8,
                                    target.amxBf16, target.pmaddwdLanes)
                          .str()
-                   : std::string())
+                   : std::string(),
+               options.reportMemory)
         .str();
   case Stage::LLVM: {
     bool amx = target.amxInt8 || target.amxBf16;
@@ -148,7 +149,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
                "convert-math-to-funcs,convert-scf-to-cf,convert-vector-to-llvm{{enable-amx={3}},"
                "convert-math-to-llvm,"
-               "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions},"
+               "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions use-aligned-alloc},"
                "convert-arith-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,{4},"
                "convert-func-to-llvm{{use-bare-ptr-memref-call-conv},kiln-lower-parallel-calls,"
                "reconcile-unrealized-casts,kiln-emit-entry-point{{prefix={0}},canonicalize",

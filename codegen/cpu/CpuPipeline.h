@@ -44,6 +44,7 @@ struct PipelineOptions {
   bool quantizeDynamic = false; // int8 matmuls, activations quantized at run time
   bool reportQuant = false;     // quantization passes emit a "quant: " remark per decision
   bool bf16 = false;            // matmuls with constant weights in bf16 (f32 sums)
+  bool reportMemory = false;    // kiln-plan-memory emits a "memory: " remark per function
 };
 
 /// Adds the passes that take the module from stage `from` to stage `to`.

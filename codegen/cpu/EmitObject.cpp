@@ -18,7 +18,7 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 /// Must match kiln_tensor_info / kiln_model_info in runtime/include/kiln/runtime.h.
-static constexpr uint32_t kAbiVersion = 2;
+static constexpr uint32_t kAbiVersion = 3;
 
 static llvm::Constant *cString(llvm::Module &m, llvm::StringRef s, const llvm::Twine &name) {
   llvm::Constant *data = llvm::ConstantDataArray::getString(m.getContext(), s);
@@ -67,15 +67,17 @@ static llvm::Constant *tensorInfos(llvm::Module &m, llvm::StructType *infoType,
 }
 
 /// Adds `const kiln_model_info <prefix>_info`, the descriptor the runtime
-/// reads: names, dtypes and shapes of inputs and outputs, and the entry.
+/// reads: names, dtypes and shapes of inputs and outputs, the entry, and the
+/// size of the intermediate buffers' arena.
 static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::StringRef prefix,
-                         bool addMainAlias) {
+                         bool addMainAlias, uint64_t arenaBytes) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
   auto *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
   auto *tensorInfo = llvm::StructType::create(ctx, {ptr, i32, i32, ptr, ptr}, "kiln_tensor_info");
-  auto *modelInfo =
-      llvm::StructType::create(ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr}, "kiln_model_info");
+  auto *modelInfo = llvm::StructType::create(ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr, i64},
+                                             "kiln_model_info");
   llvm::Function *entry = m.getFunction((prefix + "_entry").str());
   auto *info = new llvm::GlobalVariable(
       m, modelInfo, true, llvm::GlobalValue::ExternalLinkage,
@@ -86,7 +88,8 @@ static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::Strin
            llvm::ConstantInt::get(i32, sig.inputs.size()),
            llvm::ConstantInt::get(i32, sig.outputs.size()),
            tensorInfos(m, tensorInfo, sig.inputs, prefix, "input"),
-           tensorInfos(m, tensorInfo, sig.outputs, prefix, "output"), entry}),
+           tensorInfos(m, tensorInfo, sig.outputs, prefix, "output"), entry,
+           llvm::ConstantInt::get(i64, arenaBytes)}),
       (prefix + "_info").str());
   if (addMainAlias)
     llvm::GlobalAlias::create("kiln_main_model", info);
@@ -137,7 +140,11 @@ LogicalResult mlir::kiln::emitNative(ModuleOp module, const CpuTarget &target,
     if (!target.features.empty())
       f.addFnAttr("target-features", target.features);
   }
-  addModelInfo(*llvmModule, signature, prefix, addMainAlias);
+  // kiln-plan-memory's arena: the runtime allocates it with the instance.
+  uint64_t arenaBytes = 0;
+  if (auto bytes = module->getAttrOfType<IntegerAttr>("kiln.arena_bytes"))
+    arenaBytes = bytes.getInt();
+  addModelInfo(*llvmModule, signature, prefix, addMainAlias, arenaBytes);
   optimize(*llvmModule, *tm);
 
   llvm::raw_string_ostream os(out);

@@ -10,9 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Intermediates are bump-allocated from one arena per instance. The first run
- * discovers the size (growing by chunks); afterwards the chunks are merged
- * into one block, so steady-state runs never call malloc. */
+/* Intermediates are bump-allocated from one arena per instance. It starts as
+ * one block of the size planned at compile time (kiln_model_info's
+ * arena_bytes, which holds every statically sized intermediate); buffers of
+ * dynamic size or allocated inside loops grow it by chunks during the first
+ * runs, and the chunks are merged into one block at the next run, so
+ * steady-state runs never call malloc. */
 typedef struct arena_chunk {
   struct arena_chunk *next;
   size_t size, used;
@@ -161,6 +164,16 @@ kiln_model *kiln_model_create(const kiln_model_info *info) {
   if (!m->shapes) {
     free(m);
     return NULL;
+  }
+  /* The arena planned at compile time: runs never allocate it. */
+  if (info->arena_bytes) {
+    m->arena.high_water = info->arena_bytes;
+    m->arena.chunks = chunk_new(info->arena_bytes);
+    if (!m->arena.chunks) {
+      free(m->shapes);
+      free(m);
+      return NULL;
+    }
   }
   m->num_threads = kiln_default_num_threads();
   return m;

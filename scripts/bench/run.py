@@ -106,22 +106,35 @@ def random_inputs(model, directory, values):
     return files
 
 
+MEMORY_LINE = re.compile(r"memory: @\S+: (\d+) intermediate buffers?, (\d+) bytes .* share an arena "
+                         r"of (\d+) bytes .* at most (\d+) bytes are live at once")
+
+
 def compile_model(name, path, shapes, values):
+    """Compiles the model; returns the executable, the compile time and the
+    memory plan (--report=memory, summed over functions)."""
     exe = os.path.join(BENCH, name)
-    args = [KILN, path, "-o", exe]
+    args = [KILN, path, "-o", exe, "--report=memory"]
     for k, v in shapes.items():
         args += ["--input-shape", f"{k}=" + "x".join(map(str, v))]
     for k, v in values.items():
         args += ["--input-value", f"{k}={v}"]
     start = time.time()
-    subprocess.run(args, check=True)
-    return exe, time.time() - start
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    elapsed = time.time() - start
+    memory = dict(buffers=0, total=0, arena=0, live=0)
+    for m in MEMORY_LINE.finditer(out):
+        for key, value in zip(memory, m.groups()):
+            memory[key] += int(value)
+    return exe, elapsed, memory
 
 
 def kiln_round(exe, runs, threads):
+    """The round's median latency (ms) and the instance's arena (bytes)."""
     out = subprocess.run([exe, "--bench", str(runs), "--threads", str(threads)],
                          check=True, capture_output=True, text=True).stdout
-    return float(re.search(r"p50=([0-9.]+)", out).group(1))
+    return (float(re.search(r"p50=([0-9.]+)", out).group(1)),
+            int(re.search(r"arena (\d+) bytes", out).group(1)))
 
 
 def ort_round(path, runs, threads, inputs):
@@ -180,7 +193,7 @@ def main():
         log(f"peak at {t} thread(s): OpenBLAS sgemm {p['sgemm']:.0f} GFLOP/s, "
             f"FMA loop {p['fma']:.0f} GFLOP/s")
 
-    rows = []
+    rows, memories = [], {}
     for name in args.models.split(","):
         if name in REAL_MODELS:
             rel, shapes, values = REAL_MODELS[name]
@@ -189,15 +202,16 @@ def main():
             path, shapes, values = os.path.join(BENCH, "models", f"{name}.onnx"), {}, {}
         model = pinned_model(path, shapes)
         flops = count_flops(model)
-        exe, compile_s = compile_model(name, path, shapes, values)
+        exe, compile_s, memory = compile_model(name, path, shapes, values)
         log(f"{name}: compiled in {compile_s:.1f} s, {flops / 1e6:.1f} MFLOP per inference")
         inputs = random_inputs(model, os.path.join(BENCH, "inputs", name), values)
-        first = kiln_round(exe, 3, 1)
+        first, memory["run_arena"] = kiln_round(exe, 3, 1)
+        memories[name] = memory
         runs = max(3, min(500, int(args.seconds * 1000 / max(first, 1e-3))))
         for threads in thread_counts:
             kiln, ort = [], []
             for r in range(args.rounds):
-                kiln.append(kiln_round(exe, runs, threads))
+                kiln.append(kiln_round(exe, runs, threads)[0])
                 ort.append(ort_round(path, runs, threads, inputs))
             k, o = statistics.median(kiln), statistics.median(ort)
             log(f"{name} at {threads} thread(s): kiln {fmt_ms(k)} ms, onnxruntime {fmt_ms(o)} ms, "
@@ -205,7 +219,7 @@ def main():
             rows.append(dict(name=name, threads=threads, kiln=k, kiln_range=(min(kiln), max(kiln)),
                              ort=o, ort_range=(min(ort), max(ort)), flops=flops,
                              compile_s=compile_s, runs=runs))
-    write_report(args, rows, peaks)
+    write_report(args, rows, peaks, memories)
 
 
 # What the profiles (perf record on the kiln executables) show; kept here so
@@ -242,7 +256,29 @@ def geomean(values):
     return float(np.exp(np.mean(np.log(values)))) if values else float("nan")
 
 
-def write_report(args, rows, peaks):
+def fmt_bytes(b):
+    return f"{b / 2**20:.1f} MiB" if b >= 2**20 else f"{b / 2**10:.1f} KiB"
+
+
+def memory_section(memories):
+    lines = ["## Memory", "",
+             "Intermediate tensors: the statically sized buffers of the compiled model (after "
+             "bufferization) and their sum, as if each had memory of its own. Arena: where "
+             "`kiln-plan-memory` packs them by liveness (`kiln-compile --report=memory`); live "
+             "at once: the most bytes live at one op, a lower bound for any arena. At run time: "
+             "the arena the instance held after a run (`--bench`), which also holds what was "
+             "allocated at run time (buffers of dynamic size or inside loops).", "",
+             "| model | intermediate tensors | sum | arena | arena / sum | live at once | "
+             "at run time |", "|---|---|---|---|---|---|---|"]
+    for name, m in memories.items():
+        share = f"{100 * m['arena'] / m['total']:.0f}%" if m["total"] else "-"
+        lines.append(f"| {name} | {m['buffers']} | {fmt_bytes(m['total'])} | "
+                     f"{fmt_bytes(m['arena'])} | {share} | {fmt_bytes(m['live'])} | "
+                     f"{fmt_bytes(m['run_arena'])} |")
+    return lines
+
+
+def write_report(args, rows, peaks, memories):
     lines = ["# Benchmarks", "",
              "Generated by `scripts/bench.sh` (scripts/bench/run.py). Do not edit by hand.", "",
              f"Machine: {cpu_name()}, {os.cpu_count()} CPUs. kiln executables (`--bench N "
@@ -274,6 +310,7 @@ def write_report(args, rows, peaks):
         ratios = [r["ort"] / r["kiln"] for r in rows if r["threads"] == t and r["name"] in SYNTHETIC]
         if ratios:
             lines.append(f"- {t} thread(s): {geomean(ratios):.2f} over {len(ratios)} models")
+    lines += [""] + memory_section(memories)
     lines += ["", KNOWN_LIMITS]
     page = open(args.output).read() if os.path.exists(args.output) else ""
     if QUANT_BEGIN in page:

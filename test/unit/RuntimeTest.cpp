@@ -59,6 +59,27 @@ TEST(Runtime, RunsAndReusesOneArena) {
   kiln_model_destroy(m);
 }
 
+// The same model with its arena planned at compile time: the instance holds
+// the block from its creation, and the first run already uses it.
+const kiln_model_info kPlannedModel = {KILN_ABI_VERSION, 0, "planned", 1, 1, kInputs, kOutputs,
+                                       doubleEntry, 1024};
+
+TEST(Runtime, AllocatesThePlannedArenaAtCreation) {
+  kiln_model *m = kiln_model_create(&kPlannedModel);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(kiln_model_arena_bytes(m), 1024u);
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {};
+  const void *in[] = {x};
+  void *out[] = {y};
+  scratchSeen.clear();
+  for (int run = 0; run < 2; ++run)
+    ASSERT_EQ(kiln_model_run(m, in, out), 0);
+  EXPECT_FLOAT_EQ(y[5], 12.0f);
+  EXPECT_EQ(scratchSeen[0], scratchSeen[1]);
+  EXPECT_EQ(kiln_model_arena_bytes(m), 1024u);
+  kiln_model_destroy(m);
+}
+
 // A fake model whose generated check fails when x[0] is negative, after it
 // has taken arena memory (as a guard after a computation would).
 void checkedEntry(void **buffers, int64_t *) {

@@ -48,7 +48,7 @@ using namespace mlir;
 
 namespace {
 enum class Emit { Exe, StaticLib, Object, LLVMIR, MLIR };
-enum class Report { Fusion, Quant };
+enum class Report { Fusion, Quant, Memory };
 
 cl::OptionCategory category("kiln-compile options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
@@ -99,7 +99,10 @@ cl::list<Report> reports("report",
                                                "and why"),
                                     clEnumValN(Report::Quant, "quant",
                                                "which ops run quantized, and why the others "
-                                               "do not")),
+                                               "do not"),
+                                    clEnumValN(Report::Memory, "memory",
+                                               "the intermediate buffers' total size against "
+                                               "the arena they share by liveness")),
                          cl::CommaSeparated, cl::cat(category));
 cl::opt<std::string> quantize("quantize",
                               cl::desc("Run matmuls in int8: int8 (activations calibrated on "
@@ -146,12 +149,18 @@ static std::string describeNode(Location loc) {
 }
 
 /// Prints the report remarks of passes ("<kind>: message") to stdout as
-/// "<kind>: <node>: message"; other diagnostics go on to the default handler.
+/// "<kind>: <node>: message" ("memory: message": its remarks are about whole
+/// functions, not nodes); other diagnostics go on to the default handler.
 static LogicalResult printReportRemark(Diagnostic &diag) {
   std::string message = diag.str();
   StringRef kind = StringRef(message).split(": ").first;
-  if (diag.getSeverity() != DiagnosticSeverity::Remark || (kind != "fusion" && kind != "quant"))
+  if (diag.getSeverity() != DiagnosticSeverity::Remark ||
+      (kind != "fusion" && kind != "quant" && kind != "memory"))
     return failure();
+  if (kind == "memory") {
+    llvm::outs() << message << "\n";
+    return success();
+  }
   llvm::outs() << kind << ": " << describeNode(diag.getLocation()) << ": "
                << StringRef(message).drop_front(kind.size() + 2) << "\n";
   return success();
@@ -454,6 +463,7 @@ int main(int argc, char **argv) {
   pipelineOptions.reportFusion = llvm::is_contained(reports, Report::Fusion);
   pipelineOptions.quantizeDynamic = quantize == "int8-dynamic";
   pipelineOptions.reportQuant = llvm::is_contained(reports, Report::Quant);
+  pipelineOptions.reportMemory = llvm::is_contained(reports, Report::Memory);
   pipelineOptions.bf16 = precision == "bf16";
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
   ScopedDiagnosticHandler reportPrinter(&context, printReportRemark);

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 2
+#define KILN_ABI_VERSION 3
 
 /* A dimension whose size is given at run time. */
 #define KILN_DYNAMIC (-1)
@@ -77,6 +77,9 @@ typedef struct kiln_model_info {
    * reads its inputs' sizes from `shapes` and writes each output's address
    * (into the run's memory) to its buffer slot and its sizes to `shapes`. */
   void (*entry)(void **buffers, int64_t *shapes);
+  /* Bytes of the intermediate buffers' arena, planned at compile time; the
+   * instance allocates it when it is created. */
+  uint64_t arena_bytes;
 } kiln_model_info;
 
 /* Whether any input or output has a dynamic dimension. */
