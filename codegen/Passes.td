@@ -173,6 +173,20 @@ def KilnDistinctResults : Pass<"kiln-distinct-results", "func::FuncOp"> {
   let dependentDialects = ["bufferization::BufferizationDialect"];
 }
 
+def KilnApproximateMath : Pass<"kiln-approximate-math"> {
+  let summary = "Replace f32 exp, erf and tanh with inline polynomial approximations";
+  let description = [{
+    Rewrites `math.exp`, `math.erf` and `math.tanh` on f32 (scalars or
+    vectors) with upstream's polynomial approximations: bit manipulation,
+    FMAs and selects, no calls. The loops around them, Softmax's and GELU's
+    among them, then vectorize like any other elementwise loop instead of
+    calling libm once per element. Other math functions keep their libm
+    calls. test/e2e/math-accuracy.test bounds the approximations' error
+    against float64 references.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "math::MathDialect", "vector::VectorDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
   let summary = "Pack each function's intermediate buffers into one arena by liveness";
   let description = [{

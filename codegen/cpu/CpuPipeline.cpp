@@ -139,7 +139,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
     return llvm::formatv(
                "{1}scf-forall-to-parallel,"
                "func.func({2}kiln-flatten-empty-arguments,kiln-copies-to-loops,"
-               "convert-linalg-to-parallel-loops),"
+               "convert-linalg-to-parallel-loops,kiln-approximate-math),"
                "kiln-outline-parallel-loops,"
                // Views become strided metadata first: folding a collapse_shape
                // into its loads would delinearize every address (div/mod per

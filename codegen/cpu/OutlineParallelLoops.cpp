@@ -152,7 +152,11 @@ static Value rebuildCapture(OpBuilder &b, Location loc, Value original, ValueRan
 
 /// Splits the values used in `loop` but defined above it into ops to clone into
 /// the task (constants and pure, region-free ops such as memref views) and
-/// captures passed as arguments. Ops are returned in program order.
+/// captures passed as arguments. Ops are returned in program order. Views of
+/// kiln-plan-memory's arena are captured, not cloned: as pointers of their
+/// own they are distinct objects to LLVM, which then vectorizes the task's
+/// loops behind run-time alias checks; offsets of one arena pointer would be
+/// an unknown dependence that it gives up on.
 static void partitionCaptures(scf::ParallelOp loop, SmallVectorImpl<Operation *> &cloned,
                               SmallVectorImpl<Value> &captures) {
   llvm::SetVector<Value> worklist;
@@ -166,7 +170,7 @@ static void partitionCaptures(scf::ParallelOp loop, SmallVectorImpl<Operation *>
     Value v = worklist[i];
     Operation *def = v.getDefiningOp();
     bool clonable = def && def->getNumRegions() == 0 && isMemoryEffectFree(def) &&
-                    def->getBlock() == loop->getBlock();
+                    def->getBlock() == loop->getBlock() && !isa<memref::ViewOp>(def);
     if (!clonable) {
       args.insert(v);
       continue;
