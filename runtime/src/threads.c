@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,15 +16,20 @@
  * every claimed chunk is done. A thread that is slow to wake (its core busy
  * with another process) claims less, or nothing, instead of holding the job
  * up by a fixed share; the caller never waits for a worker that has not
- * started. Workers sleep on a condition variable between jobs, so an idle
- * pool costs no CPU. */
+ * started. Between jobs a worker spins for a moment (SPIN_NS) watching for
+ * the next one, which in a run usually follows within microseconds, and then
+ * sleeps on a condition variable; the caller spins as long before it sleeps
+ * waiting for the last chunk. So an idle pool costs no CPU a moment after a
+ * run, and jobs in a run do not pay a futex wake-up each. */
 struct kiln_pool {
   int size; /* threads, the caller included */
   pthread_t *workers;
   pthread_mutex_t mutex;
   pthread_cond_t posted, finished;
-  unsigned long generation; /* bumped for every job */
-  int stop;
+  /* Bumped for every job, under the mutex; read by spinning workers. */
+  _Atomic unsigned long generation;
+  int sleepers; /* workers waiting on `posted` */
+  _Atomic int stop;
   kiln_task_fn fn;
   void *ctx;
   void *environment; /* kiln_task_environment() of the posting thread */
@@ -37,6 +43,41 @@ struct kiln_pool {
 
 /* Chunks per thread: enough to even out a late or slow thread. */
 enum { CHUNKS_PER_THREAD = 4 };
+
+/* How long a worker waits for the next job, and the caller for the last
+ * chunk, before sleeping. */
+enum { SPIN_NS = 50 * 1000 };
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Spins up to SPIN_NS until `ready(p, arg)`; returns whether it became true. */
+static int spin_until(int (*ready)(kiln_pool *, uint64_t), kiln_pool *p, uint64_t arg) {
+  int64_t deadline = 0;
+  for (unsigned i = 0;; ++i) {
+    if (ready(p, arg))
+      return 1;
+    if ((i & 63) == 0) {
+      int64_t t = now_ns();
+      if (!deadline)
+        deadline = t + SPIN_NS;
+      else if (t > deadline)
+        return 0;
+    }
+    cpu_relax();
+  }
+}
 
 typedef struct {
   kiln_pool *pool;
@@ -81,15 +122,24 @@ static job current_job(const kiln_pool *p) {
   return j;
 }
 
+static int job_posted(kiln_pool *p, uint64_t seen) {
+  return atomic_load(&p->generation) != seen || atomic_load(&p->stop);
+}
+
 static void *worker_main(void *raw) {
   worker_arg arg = *(worker_arg *)raw;
   free(raw);
   kiln_pool *p = arg.pool;
   unsigned long seen = 0;
-  pthread_mutex_lock(&p->mutex);
   for (;;) {
-    while (!p->stop && p->generation == seen)
-      pthread_cond_wait(&p->posted, &p->mutex);
+    int posted = spin_until(job_posted, p, seen);
+    pthread_mutex_lock(&p->mutex);
+    if (!posted) {
+      ++p->sleepers;
+      while (!p->stop && p->generation == seen)
+        pthread_cond_wait(&p->posted, &p->mutex);
+      --p->sleepers;
+    }
     if (p->stop)
       break;
     seen = p->generation;
@@ -99,7 +149,6 @@ static void *worker_main(void *raw) {
     kiln_set_task_environment(environment);
     run_chunks(p, &j);
     kiln_set_task_environment(NULL);
-    pthread_mutex_lock(&p->mutex);
   }
   pthread_mutex_unlock(&p->mutex);
   return NULL;
@@ -158,6 +207,10 @@ kiln_pool *kiln_pool_enter(kiln_pool *p) {
   return previous;
 }
 
+static int chunks_done(kiln_pool *p, uint64_t chunks) {
+  return atomic_load(&p->done) >= (int64_t)chunks;
+}
+
 void kiln_parallel_for(kiln_task_fn fn, void *ctx, int64_t n) {
   kiln_pool *p = current_pool;
   if (!p || p->size == 1 || n < 2 || inside_task) {
@@ -178,11 +231,14 @@ void kiln_parallel_for(kiln_task_fn fn, void *ctx, int64_t n) {
   atomic_store(&p->done, 0);
   atomic_store(&p->claim, (uint64_t)(uint32_t)p->generation << 32);
   job j = current_job(p);
-  pthread_cond_broadcast(&p->posted);
+  if (p->sleepers)
+    pthread_cond_broadcast(&p->posted);
   pthread_mutex_unlock(&p->mutex);
 
   run_chunks(p, &j);
 
+  if (spin_until(chunks_done, p, (uint64_t)j.chunks))
+    return;
   pthread_mutex_lock(&p->mutex);
   while (atomic_load(&p->done) < j.chunks)
     pthread_cond_wait(&p->finished, &p->mutex);

@@ -10,6 +10,8 @@ void memrefCopy(int64_t elemSize, void *src, void *dst);
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
 #include <mutex>
 #include <cstdio>
 #include <cstdlib>
@@ -202,6 +204,42 @@ TEST(Threads, ParallelForCoversTheRangeOnce) {
     if (threads == 2)
       EXPECT_EQ(chunkLengths, std::vector<int64_t>(8, 125));
   }
+}
+
+// Jobs posted back to back (workers spinning between them, or asleep when
+// they were slow) still cover each range exactly once.
+void manyLoopsEntry(void **, int64_t *) {
+  for (int job = 0; job < 500; ++job)
+    kiln_parallel_for(countRange, nullptr, 1000);
+}
+
+const kiln_model_info kManyLoopsModel = {KILN_ABI_VERSION, 0, "many", 1, 1, kInputs, kOutputs,
+                                         manyLoopsEntry};
+
+double processCpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+TEST(Threads, BackToBackJobsThenIdleWorkersSleep) {
+  for (auto &h : hits)
+    h = 0;
+  kiln_model *m = kiln_model_create(&kManyLoopsModel);
+  ASSERT_EQ(kiln_model_set_num_threads(m, 3), 0);
+  float x[6] = {}, y[6] = {};
+  const void *in[] = {x};
+  void *out[] = {y};
+  ASSERT_EQ(kiln_model_run(m, in, out), 0);
+  for (auto &h : hits)
+    ASSERT_EQ(h, 500);
+  // Workers spin for at most 50 us after a job, then sleep: 200 ms after the
+  // run the process uses (almost) no CPU; two spinning workers would use 400.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  double before = processCpuSeconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_LT(processCpuSeconds() - before, 0.02);
+  kiln_model_destroy(m);
 }
 
 TEST(Threads, OutsideARunLoopsAreSerial) {

@@ -114,8 +114,9 @@ const char *kiln_model_error(const kiln_model *model);
 
 /* Threads one inference of this instance may use (the caller's included).
  * 0 picks the default: KILN_NUM_THREADS when set to a count, else the CPUs
- * this process may run on. Worker threads start at the next run, sleep
- * between parallel loops, and end with kiln_model_destroy. Returns 0 on
+ * this process may run on. Worker threads start at the next run, wait for
+ * the next parallel loop spinning for 50 us and then asleep, and end with
+ * kiln_model_destroy. Returns 0 on
  * success, nonzero (with kiln_model_error) for a count outside 0..1024. */
 #define KILN_MAX_THREADS 1024
 int kiln_model_set_num_threads(kiln_model *model, int num_threads);
