@@ -26,6 +26,21 @@ static bool keepsIdentity(Operation *op) {
 /// fused into both would be computed twice, so its input stays a tensor.
 static bool readsInputTwice(Operation *op) { return op && op->hasAttr("kiln.quantize"); }
 
+/// Fusing a producer that has other users computes it once more per
+/// consumer. That pays for a scale or a bias (one op), but not for a
+/// normalization: fused into the next residual add and LayerNormalization,
+/// whose reductions it feeds too, each LayerNormalization of a BERT encoder
+/// recomputed all the ones before it for every element.
+static bool worthFusing(OpOperand *fused) {
+  Value value = fused->get();
+  Operation *consumer = fused->getOwner();
+  if (llvm::all_of(value.getUsers(), [&](Operation *user) { return user == consumer; }))
+    return true;
+  auto producer = value.getDefiningOp<linalg::GenericOp>();
+  return producer && producer.getNumReductionLoops() == 0 &&
+         producer.getBody()->getOperations().size() <= 2; // one op and the yield
+}
+
 namespace {
 struct KilnFuseElementwisePass
     : mlir::kiln::impl::KilnFuseElementwiseBase<KilnFuseElementwisePass> {
@@ -33,7 +48,7 @@ struct KilnFuseElementwisePass
     MLIRContext *ctx = &getContext();
     linalg::ControlFusionFn control = [](OpOperand *fused) {
       return !keepsIdentity(fused->get().getDefiningOp()) && !keepsIdentity(fused->getOwner()) &&
-             !readsInputTwice(fused->getOwner());
+             !readsInputTwice(fused->getOwner()) && worthFusing(fused);
     };
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);

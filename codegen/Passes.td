@@ -25,7 +25,10 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "ModuleOp"> {
     reshape folding by expansion, constant folding), except that no fusion
     touches a named structured op such as linalg.matmul or linalg.fill:
     folding a reshape into a matmul would turn it into a linalg.generic that
-    the CPU schedule no longer recognizes, leaving a scalar loop nest.
+    the CPU schedule no longer recognizes, leaving a scalar loop nest. A
+    producer that other ops use too is fused (computed again in each
+    consumer) only when it is a single elementwise op; anything larger, such
+    as a LayerNormalization's normalize step, is computed once.
   }];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
                            "affine::AffineDialect"];

@@ -31,3 +31,59 @@ func.func @matmul_then_chain(%a: tensor<2x4x8xf32>, %b: tensor<8x16xf32>, %bias:
   } -> tensor<8x16xf32>
   return %relu : tensor<8x16xf32>
 }
+
+// A producer with other users: a one-op scale is recomputed in each consumer
+// (cheaper than a pass over memory), but a normalization (several ops) stays
+// one generic whose result both consumers read, instead of being recomputed
+// in each (a LayerNormalization chain recomputed every earlier one).
+
+#rowr = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @shared_producers
+// CHECK: %[[NORM:.*]] = linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+// CHECK: arith.mulf
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%[[NORM]] : tensor<4x8xf32>)
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[NORM]], %arg2, %arg0 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: arith.addf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @shared_producers(%x: tensor<4x8xf32>, %m: tensor<4xf32>, %r: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %half = arith.constant 0.5 : f32
+  %two = arith.constant 2.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %scaled = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %half : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %norm = linalg.generic {indexing_maps = [#id, #rowr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%scaled, %m : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %mean: f32, %o: f32):
+    %d = arith.subf %a, %mean : f32
+    %s = arith.mulf %d, %two : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %z = arith.constant dense<0.0> : tensor<4xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #rowr], iterator_types = ["parallel", "reduction"]}
+      ins(%norm : tensor<4x8xf32>) outs(%z : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %a, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %res = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%norm, %r, %scaled : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    %t = arith.addf %s, %c : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  return %sum, %res : tensor<4xf32>, tensor<4x8xf32>
+}
