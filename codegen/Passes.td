@@ -139,7 +139,13 @@ def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {
     target CPU features) and applies it in-process: matmuls and convolutions
     are tiled to register-sized blocks and vectorized. Contractions packed by
     kiln-pack-matmul are tiled one register tile per (column panel, row
-    panel) and vectorized the same way.
+    panel) and vectorized the same way. Row reductions (one reduction, over
+    the innermost and contiguous dimension of f32 inputs, a multiple of the
+    vector width long, with a sum, product, max or min combiner: Softmax's
+    and LayerNormalization's) run one row per forall iteration, reduced into
+    a vector of partial results by a loop of vector ops and then into the
+    result; an operand that keeps the reduced dimension as size 1 is
+    collapsed for the vectorizer.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",

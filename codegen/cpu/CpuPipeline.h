@@ -68,7 +68,9 @@ MatmulTile chooseRegisterTile(bool batched, int64_t m, int64_t n, int64_t vector
 /// The transform-dialect script used by kiln-cpu-schedule: tiles and
 /// vectorizes the matmuls tagged `kiln.tile = array<i64: ...>`, and the
 /// contractions tagged `kiln.packed` when `packed` is set.
-std::string buildCpuScheduleScript(llvm::ArrayRef<MatmulTile> tiles, bool packed);
+std::string buildCpuScheduleScript(llvm::ArrayRef<MatmulTile> tiles, bool packed,
+                                   llvm::ArrayRef<int64_t> rowReductionLoops = {},
+                                   int64_t vectorWidth = 16);
 
 /// Name, element type code (ONNX TensorProto.DataType) and shape of one
 /// model input or output, as the runtime sees it.

@@ -9,7 +9,9 @@
 #include "codegen/Passes.h"
 #include "codegen/cpu/CpuPipeline.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
@@ -86,8 +88,46 @@ static constexpr const char *packedSchedule = R"mlir(
     transform.structured.vectorize %packRow : !transform.any_op
 )mlir";
 
-std::string mlir::kiln::buildCpuScheduleScript(ArrayRef<MatmulTile> tiles, bool packed) {
+/// Row reductions (kiln.row_reduction = loop count): one task per row, the
+/// row reduced into a vector of partial results (`width` lanes) by a loop of
+/// vector ops, then the lanes into the result (vector.reduction, a shuffle
+/// tree in LLVM). As scalar loops, LLVM kept
+/// the accumulator in memory (the output may alias the input, as far as it
+/// knows) and could not vectorize them: Softmax's sums of exponentials and
+/// LayerNormalization's means ran one element at a time.
+static std::string rowReductionSchedule(int64_t loops, int64_t width) {
+  std::string rows, reduced;
+  for (int64_t d = 0; d + 1 < loops; ++d) {
+    rows += "1, ";
+    reduced += "0, ";
+  }
+  return llvm::formatv(R"mlir(
+    %reduction{0} = transform.structured.match ops{{["linalg.generic"]}
+        attributes{{kiln.row_reduction = {0} : i64} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %row{0}, %rowForall{0} = transform.structured.tile_using_forall %reduction{0}
+        tile_sizes [{1}0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %lanesInit{0}, %lanes{0}, %merge{0}, %lanesLoop{0} =
+        transform.structured.tile_reduction_using_for %row{0} by tile_sizes = [{2}{3}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    transform.structured.vectorize %lanesInit{0} : !transform.any_op
+    transform.structured.vectorize %lanes{0} : !transform.any_op
+    transform.structured.vectorize %merge{0} : !transform.any_op
+    transform.apply_patterns to %rowForall{0} {{
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+    } : !transform.any_op
+)mlir",
+                       loops, rows, reduced, width)
+      .str();
+}
+
+std::string mlir::kiln::buildCpuScheduleScript(ArrayRef<MatmulTile> tiles, bool packed,
+                                               ArrayRef<int64_t> rowReductionLoops,
+                                               int64_t vectorWidth) {
   std::string body = packed ? packedSchedule : "";
+  for (int64_t loops : rowReductionLoops)
+    body += rowReductionSchedule(loops, vectorWidth);
   for (auto [i, t] : llvm::enumerate(tiles)) {
     // Register tiles form an scf.forall (run on the thread pool after
     // kiln-outline-parallel-loops); each tile loops over K in steps of t.k.
@@ -159,6 +199,106 @@ SmallVector<mlir::kiln::MatmulTile> chooseTiles(ModuleOp module, int64_t vectorW
   return distinct;
 }
 
+/// Whether operand `operand` of `op` keeps a reduced dimension as size 1:
+/// its map's last result is the constant 0 (kiln lowers Softmax and
+/// LayerNormalization's statistics so).
+bool keepsUnitDimension(linalg::GenericOp op, OpOperand &operand) {
+  AffineMap map = op.getMatchingIndexingMap(&operand);
+  auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+  auto zero = map.getNumResults() >= 2 ? dyn_cast<AffineConstantExpr>(map.getResults().back())
+                                       : AffineConstantExpr();
+  return type && zero && zero.getValue() == 0 && type.getShape().back() == 1;
+}
+
+/// The operand's map without a kept unit dimension.
+AffineMap mapWithoutUnitDimension(linalg::GenericOp op, OpOperand &operand) {
+  AffineMap map = op.getMatchingIndexingMap(&operand);
+  return keepsUnitDimension(op, operand) ? map.dropResult(map.getNumResults() - 1) : map;
+}
+
+/// Whether `op` reduces the innermost, contiguous dimension of its inputs
+/// with one combiner that has a neutral element (sum, product, max, min),
+/// over a multiple of `width` f32 elements, in static shapes.
+bool isRowReduction(linalg::GenericOp op, int64_t width) {
+  int64_t loops = op.getNumLoops();
+  if (loops < 2 || op.getNumReductionLoops() != 1 || op.getNumDpsInits() != 1 ||
+      !op.hasPureTensorSemantics() ||
+      op.getIteratorTypesArray().back() != utils::IteratorType::reduction)
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges.back() % width != 0)
+    return false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = mapWithoutUnitDimension(op, operand);
+    if (!getElementTypeOrSelf(operand.get().getType()).isF32() || !map.isProjectedPermutation())
+      return false;
+    // The reduced dimension, where read, must be the operand's innermost.
+    std::optional<unsigned> at =
+        map.getResultPosition(getAffineDimExpr(loops - 1, op.getContext()));
+    if (at && *at != map.getNumResults() - 1)
+      return false;
+  }
+  SmallVector<Operation *> combiner;
+  if (!matchReduction(op.getRegionOutputArgs(), 0, combiner) || combiner.size() != 1)
+    return false;
+  return arith::getNeutralElement(combiner.front()).has_value();
+}
+
+/// Rewrites `op` so that no operand keeps a unit dimension (the vectorizer
+/// does not take constant indexing-map results): such operands are
+/// collapsed, and a collapsed result is expanded back. Returns the new op.
+linalg::GenericOp dropUnitDimensions(linalg::GenericOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  SmallVector<AffineMap> maps;
+  SmallVector<Value> operands;
+  SmallVector<ReassociationIndices> resultGroups;
+  for (OpOperand &operand : op->getOpOperands()) {
+    maps.push_back(mapWithoutUnitDimension(op, operand));
+    operands.push_back(operand.get());
+    if (!keepsUnitDimension(op, operand))
+      continue;
+    int64_t rank = cast<RankedTensorType>(operand.get().getType()).getRank();
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t d = 0; d + 2 < rank; ++d)
+      groups.push_back({d});
+    groups.push_back({rank - 2, rank - 1});
+    operands.back() = tensor::CollapseShapeOp::create(b, loc, operand.get(), groups);
+    if (op.isDpsInit(&operand))
+      resultGroups = groups;
+  }
+  auto clone = cast<linalg::GenericOp>(b.clone(*op));
+  clone->setOperands(operands);
+  clone.getResult(0).setType(clone.getDpsInits()[0].getType());
+  clone.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
+  Value result = clone.getResult(0);
+  if (!resultGroups.empty())
+    result =
+        tensor::ExpandShapeOp::create(b, loc, op.getResult(0).getType(), result, resultGroups);
+  op.getResult(0).replaceAllUsesWith(result);
+  op.erase();
+  return clone;
+}
+
+/// Tags the row reductions `kiln.row_reduction = <loop count>`; returns the
+/// distinct loop counts.
+SmallVector<int64_t> tagRowReductions(ModuleOp module, int64_t width) {
+  SmallVector<int64_t> loopCounts;
+  SmallVector<linalg::GenericOp> candidates;
+  module.walk([&](linalg::GenericOp op) {
+    if (isRowReduction(op, width))
+      candidates.push_back(op);
+  });
+  for (linalg::GenericOp candidate : candidates) {
+    linalg::GenericOp op = dropUnitDimensions(candidate);
+    int64_t loops = op.getNumLoops();
+    op->setAttr("kiln.row_reduction", IntegerAttr::get(IntegerType::get(op.getContext(), 64), loops));
+    if (!llvm::is_contained(loopCounts, loops))
+      loopCounts.push_back(loops);
+  }
+  return loopCounts;
+}
+
 struct KilnCpuSchedulePass : mlir::kiln::impl::KilnCpuScheduleBase<KilnCpuSchedulePass> {
   using KilnCpuScheduleBase::KilnCpuScheduleBase;
 
@@ -172,9 +312,11 @@ struct KilnCpuSchedulePass : mlir::kiln::impl::KilnCpuScheduleBase<KilnCpuSchedu
                                    : WalkResult::advance();
                       })
                       .wasInterrupted();
-    if (tiles.empty() && !packed)
+    SmallVector<int64_t> rowReductions = tagRowReductions(module, vectorWidth);
+    if (tiles.empty() && !packed && rowReductions.empty())
       return;
-    std::string script = mlir::kiln::buildCpuScheduleScript(tiles, packed);
+    std::string script =
+        mlir::kiln::buildCpuScheduleScript(tiles, packed, rowReductions, vectorWidth);
     OwningOpRef<ModuleOp> schedule =
         parseSourceString<ModuleOp>(script, ParserConfig(&getContext()));
     if (!schedule) {

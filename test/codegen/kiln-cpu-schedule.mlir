@@ -82,3 +82,64 @@ func.func @pack(%b: tensor<3x32xf32>) -> tensor<2x3x16xf32> {
   } -> tensor<2x3x16xf32>
   return %0 : tensor<2x3x16xf32>
 }
+
+// Row reductions (a Softmax's sum of exponentials: rows of 32, the row max
+// kept as a unit dimension) run one row per forall iteration, 16 lanes of
+// partial sums carried by a loop of vector ops, then reduced to the row's
+// sum. The unit dimensions are collapsed for the vectorizer and expanded
+// back.
+#rows = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#kept = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+// CHECK-LABEL: func.func @softmax_sum
+// CHECK: tensor.collapse_shape %arg1 {{\[\[}}0], [1, 2]] : tensor<2x4x1xf32> into tensor<2x4xf32>
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 4)
+// CHECK: scf.for
+// CHECK: vector.transfer_read {{.*}} : tensor<1x1x16xf32>, vector<16xf32>
+// CHECK: math.exp {{.*}} : vector<16xf32>
+// CHECK: arith.addf {{.*}} : vector<16xf32>
+// CHECK: vector.reduction <add>, %{{.*}}, %{{.*}} : vector<16xf32> into f32
+// CHECK-NOT: linalg.generic
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x4x1xf32>
+func.func @softmax_sum(%x: tensor<2x4x32xf32>, %max: tensor<2x4x1xf32>) -> tensor<2x4x1xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x1xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4x1xf32>) -> tensor<2x4x1xf32>
+  %sum = linalg.generic {indexing_maps = [#rows, #kept, #kept],
+                         iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %max : tensor<2x4x32xf32>, tensor<2x4x1xf32>) outs(%init : tensor<2x4x1xf32>) {
+  ^bb0(%v: f32, %m: f32, %acc: f32):
+    %d = arith.subf %v, %m : f32
+    %p = math.exp %d : f32
+    %s = arith.addf %p, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x1xf32>
+  return %sum : tensor<2x4x1xf32>
+}
+
+// Not row reductions: 24 elements per row (no whole vectors), and a
+// reduction over the outer dimension (strided).
+#cols = affine_map<(d0, d1) -> (d1, d0)>
+#out = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @not_row_reductions
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK-NOT: vector.
+func.func @not_row_reductions(%x: tensor<4x24xf32>, %y: tensor<32x4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %short = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, #out],
+                           iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x24xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %v, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %strided = linalg.generic {indexing_maps = [#cols, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%y : tensor<32x4xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %v, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %short, %strided : tensor<4xf32>, tensor<4xf32>
+}
