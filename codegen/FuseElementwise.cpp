@@ -1,8 +1,12 @@
 //===- FuseElementwise.cpp - elementwise fusion that spares contractions --===//
 #include "codegen/Passes.h"
 
+#include "dialects/kiln/KilnDialect.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <set>
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNFUSEELEMENTWISE
@@ -41,15 +45,50 @@ static bool worthFusing(OpOperand *fused) {
          producer.getBody()->getOperations().size() <= 2; // one op and the yield
 }
 
+/// "relu1 (Relu)" for an op imported from an ONNX node, else its name.
+static std::string describe(Operation *op) {
+  std::optional<mlir::kiln::OnnxNode> node = mlir::kiln::onnxNodeOf(op->getLoc());
+  return node ? node->describe() : op->getName().getStringRef().str();
+}
+
+/// Why the elementwise producer of `fused` is not fused into its consumer,
+/// or nothing when it is.
+static std::optional<std::string> whyNotFused(OpOperand *fused) {
+  Operation *producer = fused->get().getDefiningOp();
+  Operation *consumer = fused->getOwner();
+  if (keepsIdentity(producer) || keepsIdentity(consumer))
+    return std::string("one of them keeps its identity for the CPU schedule");
+  if (readsInputTwice(consumer))
+    return std::string("the quantization reads its input twice");
+  if (!worthFusing(fused))
+    return std::string("it has other users and is more than one op, so it is computed once");
+  return std::nullopt;
+}
+
 namespace {
 struct KilnFuseElementwisePass
     : mlir::kiln::impl::KilnFuseElementwiseBase<KilnFuseElementwisePass> {
+  using KilnFuseElementwiseBase::KilnFuseElementwiseBase;
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    linalg::ControlFusionFn control = [](OpOperand *fused) {
-      return !keepsIdentity(fused->get().getDefiningOp()) && !keepsIdentity(fused->getOwner()) &&
-             !readsInputTwice(fused->getOwner()) && worthFusing(fused);
+    // The greedy driver asks again after every rewrite: report each
+    // decision once.
+    std::set<std::string> reported;
+    auto remark = [&](Operation *at, const std::string &message) {
+      if (report && reported.insert(describe(at) + message).second)
+        emitRemark(at->getLoc()) << "fusion: " << message;
     };
+    linalg::ControlFusionFn control = [&](OpOperand *fused) {
+      std::optional<std::string> why = whyNotFused(fused);
+      Operation *producer = fused->get().getDefiningOp();
+      if (producer && isa<linalg::GenericOp>(producer) && isa<linalg::GenericOp>(fused->getOwner()))
+        remark(producer, why ? "not fused into " + describe(fused->getOwner()) + ": " + *why
+                             : "fused into " + describe(fused->getOwner()));
+      return !why;
+    };
+    if (report)
+      reportUnfusedEpilogues();
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
@@ -61,6 +100,21 @@ struct KilnFuseElementwisePass
     ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
+  }
+
+  /// Contractions whose result an elementwise op reads: that op is a pass of
+  /// its own over the result (no epilogue fusion into contractions yet).
+  void reportUnfusedEpilogues() {
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (!linalg::isaContractionOpInterface(op) && !linalg::isaConvolutionOpInterface(op) &&
+          !op->hasAttr("kiln.widening_matmul"))
+        return;
+      for (Operation *user : op->getUsers())
+        if (isa<linalg::GenericOp>(user) && !keepsIdentity(user))
+          emitRemark(op.getLoc()) << "fusion: " << describe(user)
+                                  << " runs as a separate pass over the result (epilogue "
+                                     "fusion into contractions is not implemented)";
+    });
   }
 };
 } // namespace

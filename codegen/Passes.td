@@ -28,8 +28,15 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "ModuleOp"> {
     the CPU schedule no longer recognizes, leaving a scalar loop nest. A
     producer that other ops use too is fused (computed again in each
     consumer) only when it is a single elementwise op; anything larger, such
-    as a LayerNormalization's normalize step, is computed once.
+    as a LayerNormalization's normalize step, is computed once. With
+    `report`, each decision on an elementwise producer and consumer gets a
+    `fusion:` remark at the producer, and each contraction or convolution
+    whose result an elementwise op reads gets one saying that op stays a
+    separate pass.
   }];
+  let options = [
+    Option<"report", "report", "bool", "false", "Emit a `fusion:` remark per decision">,
+  ];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
                            "affine::AffineDialect"];
 }

@@ -70,12 +70,12 @@ static void failIfNot(OpBuilder &b, Location loc, Value ok, StringRef message) {
 /// "node 'conv1' (Conv): " for the NameLoc(node, NameLoc(op type)) that the
 /// importer gives each op; empty for other locations.
 static std::string nodePrefix(Location loc) {
-  auto node = dyn_cast<NameLoc>(loc);
+  std::optional<OnnxNode> node = onnxNodeOf(loc);
   if (!node)
     return "";
-  std::string prefix = "node '" + node.getName().str() + "'";
-  if (auto op = dyn_cast<NameLoc>(node.getChildLoc()))
-    prefix += " (" + op.getName().str() + ")";
+  std::string prefix = "node '" + node->name.str() + "'";
+  if (!node->opType.empty())
+    prefix += " (" + node->opType.str() + ")";
   return prefix + ": ";
 }
 

@@ -107,8 +107,10 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
     return text;
   }
   case Stage::Linalg:
-    return "kiln-channels-last,canonicalize,kiln-convert-to-linalg,canonicalize,"
-           "kiln-fuse-elementwise,canonicalize,cse";
+    return llvm::formatv("kiln-channels-last,canonicalize,kiln-convert-to-linalg,canonicalize,"
+                         "kiln-fuse-elementwise{{report={0}},canonicalize,cse",
+                         options.reportFusion)
+        .str();
   case Stage::Bufferized:
     return llvm::formatv(
                "func.func({2}kiln-peel-dynamic-matmul{{columns={1}}),"

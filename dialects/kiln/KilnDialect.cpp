@@ -42,6 +42,16 @@ DenseResourceElementsAttr mlir::kiln::blobElements(ShapedType type, StringRef na
       type, name, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, align));
 }
 
+std::optional<OnnxNode> mlir::kiln::onnxNodeOf(Location loc) {
+  auto node = dyn_cast<NameLoc>(loc);
+  if (!node)
+    return std::nullopt;
+  OnnxNode result{node.getName().strref(), StringRef()};
+  if (auto opType = dyn_cast<NameLoc>(node.getChildLoc()))
+    result.opType = opType.getName().strref();
+  return result;
+}
+
 bool mlir::kiln::hasF32Elements(ElementsAttr attr) {
   if (!attr.getElementType().isF32())
     return false;

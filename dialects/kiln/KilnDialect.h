@@ -65,6 +65,18 @@ std::optional<std::vector<float>> f32Elements(ElementsAttr attr);
 /// Whether f32Elements(attr) has a value (without copying the elements).
 bool hasF32Elements(ElementsAttr attr);
 
+/// The ONNX node an op came from: its name and op type, from the
+/// NameLoc(node, NameLoc(op type)) the importer gives each op; nullopt for
+/// other locations (op type empty where the location lacks it).
+struct OnnxNode {
+  StringRef name, opType;
+  /// "conv1 (Conv)", or the name alone.
+  std::string describe() const {
+    return opType.empty() ? name.str() : (name + " (" + opType + ")").str();
+  }
+};
+std::optional<OnnxNode> onnxNodeOf(Location loc);
+
 /// A kiln.constant of `type` holding the row-major `values` in a blob named
 /// after `name` (weights made at compile time).
 template <typename T>

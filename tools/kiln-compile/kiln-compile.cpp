@@ -139,13 +139,8 @@ static int error(const Twine &message) {
 
 /// "name (OpType)" for the location of an imported ONNX node.
 static std::string describeNode(Location loc) {
-  auto node = dyn_cast<NameLoc>(loc);
-  if (!node)
-    return "?";
-  std::string text = node.getName().str();
-  if (auto opType = dyn_cast<NameLoc>(node.getChildLoc()))
-    text += " (" + opType.getName().str() + ")";
-  return text;
+  std::optional<mlir::kiln::OnnxNode> node = mlir::kiln::onnxNodeOf(loc);
+  return node ? node->describe() : "?";
 }
 
 /// Prints the report remarks of passes ("<kind>: message") to stdout as
