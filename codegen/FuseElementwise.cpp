@@ -31,17 +31,23 @@ static bool keepsIdentity(Operation *op) {
 static bool readsInputTwice(Operation *op) { return op && op->hasAttr("kiln.quantize"); }
 
 /// Fusing a producer that has other users computes it once more per
-/// consumer. That pays for a scale or a bias (one op), but not for a
-/// normalization: fused into the next residual add and LayerNormalization,
-/// whose reductions it feeds too, each LayerNormalization of a BERT encoder
-/// recomputed all the ones before it for every element.
+/// consumer. That pays for a scale or a bias (one op) that every user can
+/// take in, so that it is never written to memory; not for one that stays
+/// for a matmul or a convolution (the consumer would read the producer's
+/// inputs instead of its result), nor for a normalization: fused into the
+/// next residual add and LayerNormalization, whose reductions it feeds
+/// too, each LayerNormalization of a BERT encoder recomputed all the ones
+/// before it for every element.
 static bool worthFusing(OpOperand *fused) {
   Value value = fused->get();
   Operation *consumer = fused->getOwner();
   if (llvm::all_of(value.getUsers(), [&](Operation *user) { return user == consumer; }))
     return true;
   auto producer = value.getDefiningOp<linalg::GenericOp>();
-  return producer && producer.getNumReductionLoops() == 0 &&
+  bool allUsersFuse = llvm::all_of(value.getUsers(), [](Operation *user) {
+    return isa<linalg::GenericOp>(user) && !keepsIdentity(user) && !readsInputTwice(user);
+  });
+  return producer && allUsersFuse && producer.getNumReductionLoops() == 0 &&
          producer.getBody()->getOperations().size() <= 2; // one op and the yield
 }
 
@@ -61,8 +67,20 @@ static std::optional<std::string> whyNotFused(OpOperand *fused) {
   if (readsInputTwice(consumer))
     return std::string("the quantization reads its input twice");
   if (!worthFusing(fused))
-    return std::string("it has other users and is more than one op, so it is computed once");
+    return std::string("it has other users, and recomputing it would not save its pass");
   return std::nullopt;
+}
+
+/// The users of `value`, looking through tensor reshapes.
+static SmallVector<Operation *> usersThroughReshapes(Value value) {
+  SmallVector<Operation *> users;
+  for (Operation *user : value.getUsers()) {
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user))
+      users.append(usersThroughReshapes(user->getResult(0)));
+    else
+      users.push_back(user);
+  }
+  return users;
 }
 
 namespace {
@@ -81,10 +99,12 @@ struct KilnFuseElementwisePass
     };
     linalg::ControlFusionFn control = [&](OpOperand *fused) {
       std::optional<std::string> why = whyNotFused(fused);
-      Operation *producer = fused->get().getDefiningOp();
-      if (producer && isa<linalg::GenericOp>(producer) && isa<linalg::GenericOp>(fused->getOwner()))
-        remark(producer, why ? "not fused into " + describe(fused->getOwner()) + ": " + *why
-                             : "fused into " + describe(fused->getOwner()));
+      // Decisions between two ops of one node's lowering are not news.
+      Operation *producer = fused->get().getDefiningOp(), *consumer = fused->getOwner();
+      if (producer && isa<linalg::GenericOp>(producer) && isa<linalg::GenericOp>(consumer) &&
+          describe(producer) != describe(consumer))
+        remark(producer, why ? "not fused into " + describe(consumer) + ": " + *why
+                             : "fused into " + describe(consumer));
       return !why;
     };
     if (report)
@@ -102,15 +122,19 @@ struct KilnFuseElementwisePass
       return signalPassFailure();
   }
 
-  /// Contractions whose result an elementwise op reads: that op is a pass of
-  /// its own over the result (no epilogue fusion into contractions yet).
+  /// Matmuls and convolutions whose result an elementwise op of another
+  /// node reads: that op is a pass of its own over the result (no epilogue
+  /// fusion into contractions yet).
   void reportUnfusedEpilogues() {
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (!linalg::isaContractionOpInterface(op) && !linalg::isaConvolutionOpInterface(op) &&
-          !op->hasAttr("kiln.widening_matmul"))
+      bool pooling = op->getName().getStringRef().starts_with("linalg.pooling");
+      if (pooling || (!linalg::isaContractionOpInterface(op) &&
+                      !linalg::isaConvolutionOpInterface(op) &&
+                      !op->hasAttr("kiln.widening_matmul")))
         return;
-      for (Operation *user : op->getUsers())
-        if (isa<linalg::GenericOp>(user) && !keepsIdentity(user))
+      for (Operation *user : usersThroughReshapes(op->getResult(0)))
+        if (isa<linalg::GenericOp>(user) && !keepsIdentity(user) &&
+            describe(user) != describe(op))
           emitRemark(op.getLoc()) << "fusion: " << describe(user)
                                   << " runs as a separate pass over the result (epilogue "
                                      "fusion into contractions is not implemented)";

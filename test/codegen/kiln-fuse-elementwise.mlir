@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s --kiln-fuse-elementwise | FileCheck %s
+// RUN: kiln-opt %s --kiln-fuse-elementwise=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // Two elementwise ops fuse into one generic; the reshape feeding the matmul
 // is not folded into it, so the matmul stays a named op for the CPU schedule.
@@ -86,4 +87,46 @@ func.func @shared_producers(%x: tensor<4x8xf32>, %m: tensor<4xf32>, %r: tensor<4
     linalg.yield %t : f32
   } -> tensor<4x8xf32>
   return %sum, %res : tensor<4xf32>, tensor<4x8xf32>
+}
+
+// The report names the ONNX nodes: a matmul's elementwise consumer is a pass
+// of its own, and a producer that stays for another matmul is not fused.
+// REPORT-DAG: remark: loc("fc"("MatMul")): fusion: act (Relu) runs as a separate pass over the result (epilogue fusion into contractions is not implemented)
+// REPORT-DAG: remark: loc("act"("Relu")): fusion: not fused into flip (Neg): it has other users, and recomputing it would not save its pass
+// REPORT-DAG: remark: loc("fc3"("MatMul")): fusion: scale (Mul) runs as a separate pass over the result (epilogue fusion into contractions is not implemented)
+// REPORT-DAG: remark: loc("scale"("Mul")): fusion: fused into shift (Add)
+// CHECK-LABEL: func.func @report
+func.func @report(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x8xf32>) outs(%init : tensor<4x8xf32>) -> tensor<4x8xf32> loc("fc"("MatMul"))
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.maximumf %a, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32> loc("act"("Relu"))
+  %neg = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%relu : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  } -> tensor<4x8xf32> loc("flip"("Neg"))
+  %mm2 = linalg.matmul ins(%relu, %w : tensor<4x8xf32>, tensor<8x8xf32>) outs(%init : tensor<4x8xf32>) -> tensor<4x8xf32> loc("fc2"("MatMul"))
+  %mm3 = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x8xf32>) outs(%init : tensor<4x8xf32>) -> tensor<4x8xf32> loc("fc3"("MatMul"))
+  %scale = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm3 : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %two : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32> loc("scale"("Mul"))
+  %shift = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%scale : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.addf %a, %two : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32> loc("shift"("Add"))
+  return %neg, %mm2, %shift : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
