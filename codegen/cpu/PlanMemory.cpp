@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -175,11 +176,35 @@ std::string formatBytes(int64_t bytes) {
   return llvm::formatv("{0} B", bytes).str();
 }
 
+/// Erases allocations that nothing reads, with their writes. Vectorized
+/// reductions leave one per row: the partial sums' initial value written to
+/// a buffer of its own, while the loop carries them in registers; each was a
+/// call into the runtime (under its arena's lock) per row.
+void eraseWriteOnlyAllocations(ModuleOp module) {
+  SmallVector<memref::AllocOp> dead;
+  module.walk([&](memref::AllocOp alloc) {
+    bool writeOnly = llvm::all_of(alloc->getUses(), [&](OpOperand &use) {
+      auto write = dyn_cast<vector::TransferWriteOp>(use.getOwner());
+      auto store = dyn_cast<memref::StoreOp>(use.getOwner());
+      return (write && write.getBase() == alloc && !write.getMask()) ||
+             (store && store.getMemRef() == alloc);
+    });
+    if (writeOnly)
+      dead.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : dead) {
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      user->erase();
+    alloc.erase();
+  }
+}
+
 struct KilnPlanMemoryPass : mlir::kiln::impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
   using KilnPlanMemoryBase::KilnPlanMemoryBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    eraseWriteOnlyAllocations(module);
     int64_t moduleArena = 0;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && func.getBody().hasOneBlock())

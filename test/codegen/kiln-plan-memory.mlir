@@ -99,3 +99,28 @@ func.func @mixed(%n: index, %out: memref<4xf32>) {
   memref.copy %a, %out : memref<4xf32> to memref<4xf32>
   return
 }
+
+// A buffer that is only written (a vectorized reduction's initial partial
+// sums, carried in registers by its loop) is erased with its writes, also
+// inside loops; a buffer that is read stays.
+// CHECK-LABEL: func.func @write_only
+// CHECK: scf.forall
+// CHECK-NOT: vector.transfer_write %{{.*}}, %{{.*}} : vector<16xf32>, memref<16xf32>
+// CHECK: %[[KEPT:.*]] = memref.alloc() : memref<16xf32>
+// CHECK-NEXT: vector.transfer_write %{{.*}}, %[[KEPT]]
+// CHECK-NEXT: vector.transfer_read %[[KEPT]]
+func.func @write_only(%out: memref<4x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant dense<0.0> : vector<16xf32>
+  %pad = arith.constant 0.0 : f32
+  scf.forall (%i) in (4) {
+    %dead = memref.alloc() : memref<16xf32>
+    vector.transfer_write %zero, %dead[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32>
+    memref.store %pad, %dead[%c0] : memref<16xf32>
+    %kept = memref.alloc() : memref<16xf32>
+    vector.transfer_write %zero, %kept[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32>
+    %v = vector.transfer_read %kept[%c0], %pad {in_bounds = [true]} : memref<16xf32>, vector<16xf32>
+    vector.transfer_write %v, %out[%i, %c0] {in_bounds = [true]} : vector<16xf32>, memref<4x16xf32>
+  }
+  return
+}
