@@ -91,10 +91,10 @@ static constexpr const char *packedSchedule = R"mlir(
 /// Row reductions (kiln.row_reduction = loop count): one task per row, the
 /// row reduced into a vector of partial results (`width` lanes) by a loop of
 /// vector ops, then the lanes into the result (vector.reduction, a shuffle
-/// tree in LLVM). As scalar loops, LLVM kept
-/// the accumulator in memory (the output may alias the input, as far as it
-/// knows) and could not vectorize them: Softmax's sums of exponentials and
-/// LayerNormalization's means ran one element at a time.
+/// tree in LLVM). As scalar loops, LLVM kept the accumulator in memory (the
+/// output may alias the input, as far as it knows) and could not vectorize
+/// them: Softmax's sums of exponentials and LayerNormalization's means ran
+/// one element at a time.
 static std::string rowReductionSchedule(int64_t loops, int64_t width) {
   std::string rows, reduced;
   for (int64_t d = 0; d + 1 < loops; ++d) {
