@@ -2,7 +2,6 @@
 #include "codegen/Passes.h"
 
 #include "dialects/kiln/KilnDialect.h"
-#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -71,18 +70,6 @@ static std::optional<std::string> whyNotFused(OpOperand *fused) {
   return std::nullopt;
 }
 
-/// The users of `value`, looking through tensor reshapes.
-static SmallVector<Operation *> usersThroughReshapes(Value value) {
-  SmallVector<Operation *> users;
-  for (Operation *user : value.getUsers()) {
-    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user))
-      users.append(usersThroughReshapes(user->getResult(0)));
-    else
-      users.push_back(user);
-  }
-  return users;
-}
-
 namespace {
 struct KilnFuseElementwisePass
     : mlir::kiln::impl::KilnFuseElementwiseBase<KilnFuseElementwisePass> {
@@ -107,8 +94,6 @@ struct KilnFuseElementwisePass
                              : "fused into " + describe(consumer));
       return !why;
     };
-    if (report)
-      reportUnfusedEpilogues();
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
@@ -120,25 +105,6 @@ struct KilnFuseElementwisePass
     ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
-  }
-
-  /// Matmuls and convolutions whose result an elementwise op of another
-  /// node reads: that op is a pass of its own over the result (no epilogue
-  /// fusion into contractions yet).
-  void reportUnfusedEpilogues() {
-    getOperation().walk([&](linalg::LinalgOp op) {
-      bool pooling = op->getName().getStringRef().starts_with("linalg.pooling");
-      if (pooling || (!linalg::isaContractionOpInterface(op) &&
-                      !linalg::isaConvolutionOpInterface(op) &&
-                      !op->hasAttr("kiln.widening_matmul")))
-        return;
-      for (Operation *user : usersThroughReshapes(op->getResult(0)))
-        if (isa<linalg::GenericOp>(user) && !keepsIdentity(user) &&
-            describe(user) != describe(op))
-          emitRemark(op.getLoc()) << "fusion: " << describe(user)
-                                  << " runs as a separate pass over the result (epilogue "
-                                     "fusion into contractions is not implemented)";
-    });
   }
 };
 } // namespace

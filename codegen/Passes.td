@@ -30,9 +30,8 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "ModuleOp"> {
     consumer) only when it is a single elementwise op; anything larger, such
     as a LayerNormalization's normalize step, is computed once. With
     `report`, each decision on an elementwise producer and consumer gets a
-    `fusion:` remark at the producer, and each contraction or convolution
-    whose result an elementwise op reads gets one saying that op stays a
-    separate pass.
+    `fusion:` remark at the producer (kiln-fuse-epilogues reports what
+    happens to the consumers of matmuls and convolutions).
   }];
   let options = [
     Option<"report", "report", "bool", "false", "Emit a `fusion:` remark per decision">,
@@ -201,6 +200,26 @@ def KilnApproximateMath : Pass<"kiln-approximate-math"> {
     against float64 references.
   }];
   let dependentDialects = ["arith::ArithDialect", "math::MathDialect", "vector::VectorDialect"];
+}
+
+def KilnFuseEpilogues : Pass<"kiln-fuse-epilogues", "func::FuncOp"> {
+  let summary = "Apply an elementwise consumer of a tiled matmul or convolution in its register tiles";
+  let description = [{
+    Runs on tensors after kiln-cpu-schedule and subset hoisting. An
+    scf.forall whose every tile is written once, from index 0, by one
+    vector.transfer_write (a register tile of a matmul or convolution, with
+    the vectors its K loop carried) and whose result, past reshapes, is read
+    only by an elementwise linalg.generic with that result as its only
+    tensor (a ReLU, a Clip, a scale) gets the generic's scalar body applied
+    to the vectors before the write; the generic is erased. Values the body
+    takes from outside are broadcast. With `report`, each such consumer
+    gets a `fusion:` remark at the tiled op, fused or with the reason it
+    stays a separate pass (a residual Add reads another tensor too).
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false", "Emit a `fusion:` remark per consumer">,
+  ];
+  let dependentDialects = ["vector::VectorDialect"];
 }
 
 def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {

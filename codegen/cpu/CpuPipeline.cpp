@@ -118,7 +118,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                // Subset hoisting turns each tile's accumulator into a vector
                // carried by its K loop, so it stays in registers.
                "kiln-cpu-schedule{{vector-width={0}},canonicalize,cse,loop-invariant-subset-hoisting,"
-               "func.func(kiln-distinct-results),eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
+               "func.func(kiln-fuse-epilogues{{report={4}},kiln-distinct-results),eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
                "one-shot-bufferize{{bufferize-function-boundaries "
                "function-boundary-type-conversion=identity-layout-map},canonicalize,"
                "kiln-dynamic-entry,"
@@ -134,7 +134,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                                    target.amxBf16, target.pmaddwdLanes)
                          .str()
                    : std::string(),
-               options.reportMemory)
+               options.reportMemory, options.reportFusion)
         .str();
   case Stage::LLVM: {
     bool amx = target.amxInt8 || target.amxBf16;

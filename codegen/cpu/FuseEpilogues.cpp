@@ -1,0 +1,155 @@
+//===- FuseEpilogues.cpp - elementwise consumers applied in register tiles ===//
+//
+// A matmul or convolution tiled by kiln-cpu-schedule writes each register
+// tile once, from the vectors its K loop carried. An elementwise op that
+// only reads that result (a ReLU after a convolution) is applied to those
+// vectors before the write instead of in a pass of its own over memory.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Passes.h"
+
+#include "dialects/kiln/KilnDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNFUSEEPILOGUES
+#include "codegen/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+
+namespace {
+
+std::string describe(Operation *op) {
+  std::optional<mlir::kiln::OnnxNode> node = mlir::kiln::onnxNodeOf(op->getLoc());
+  return node ? node->describe() : op->getName().getStringRef().str();
+}
+
+/// The only user of `value` past tensor reshapes, and the reshaped value it
+/// reads; nothing when a value on the way has other users.
+std::optional<std::pair<Operation *, Value>> soleUserThroughReshapes(Value value) {
+  while (value.hasOneUse()) {
+    Operation *user = *value.getUsers().begin();
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user))
+      return std::make_pair(user, value);
+    value = user->getResult(0);
+  }
+  return std::nullopt;
+}
+
+/// Why `op` cannot be applied to its input's vectors, or nothing: it must
+/// map each element of `input`, its only tensor operand, to one element of
+/// the same type with scalar arith and math ops.
+std::optional<StringRef> whyNotAnEpilogue(linalg::GenericOp op, Value input) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 || op.getDpsInputs()[0] != input)
+    return StringRef("it reads other tensors too");
+  if (op.getNumReductionLoops() != 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }) ||
+      op.getResult(0).getType() != input.getType())
+    return StringRef("it is not elementwise on the result");
+  Block *body = op.getBlock();
+  if (!body->getArgument(1).use_empty())
+    return StringRef("it reads its output");
+  for (Operation &inner : body->without_terminator())
+    if (!isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()) ||
+        inner.getNumRegions() != 0)
+      return StringRef("its body is not scalar arithmetic");
+  return std::nullopt;
+}
+
+/// The transfer_write that produces the forall's only tile, covering the
+/// whole tile from index 0; nothing otherwise.
+vector::TransferWriteOp tileWrite(scf::ForallOp forall) {
+  auto yielding = forall.getTerminator().getYieldingOps();
+  if (!llvm::hasSingleElement(yielding))
+    return {};
+  auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(&*yielding.begin());
+  auto write = insert ? insert.getSource().getDefiningOp<vector::TransferWriteOp>()
+                      : vector::TransferWriteOp();
+  if (!write || write.getMask() || write->getBlock() != forall.getBody())
+    return {};
+  auto tile = cast<RankedTensorType>(write.getBase().getType());
+  bool fromZero = llvm::all_of(write.getIndices(), [](Value i) { return matchPattern(i, m_Zero()); });
+  if (!fromZero || !tile.hasStaticShape() ||
+      write.getVectorType().getNumElements() != tile.getNumElements())
+    return {};
+  return write;
+}
+
+/// Applies `op`'s body to the vector `write` stores, before the store.
+/// Values the body takes from outside are broadcast; constants are cloned.
+/// Fails (changing nothing) where such a value is not available there.
+LogicalResult applyBefore(linalg::GenericOp op, vector::TransferWriteOp write,
+                          DominanceInfo &dominance) {
+  Block *body = op.getBlock();
+  for (Operation &inner : body->without_terminator())
+    for (Value operand : inner.getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      bool usable = operand.getParentBlock() == body ||
+                    (def && def->hasTrait<OpTrait::ConstantLike>()) ||
+                    dominance.properlyDominates(operand, write->getParentOp());
+      if (!usable)
+        return failure();
+    }
+  OpBuilder b(write);
+  VectorType vectorType = write.getVectorType();
+  IRMapping map;
+  map.map(body->getArgument(0), write.getVector());
+  auto vectorOf = [&](Value v) -> Value {
+    if (map.contains(v))
+      return map.lookup(v);
+    Value scalar = v;
+    if (Operation *def = v.getDefiningOp(); def && def->hasTrait<OpTrait::ConstantLike>())
+      scalar = b.clone(*def)->getResult(0);
+    return vector::BroadcastOp::create(b, write.getLoc(),
+                                       VectorType::get(vectorType.getShape(), v.getType()), scalar);
+  };
+  for (Operation &inner : body->without_terminator()) {
+    SmallVector<Value> operands = llvm::map_to_vector(inner.getOperands(), vectorOf);
+    Operation *clone = b.clone(inner);
+    clone->setOperands(operands);
+    for (auto [from, to] : llvm::zip(inner.getResults(), clone->getResults())) {
+      to.setType(VectorType::get(vectorType.getShape(), from.getType()));
+      map.map(from, to);
+    }
+  }
+  write.getValueToStoreMutable().assign(vectorOf(body->getTerminator()->getOperand(0)));
+  return success();
+}
+
+struct KilnFuseEpiloguesPass : mlir::kiln::impl::KilnFuseEpiloguesBase<KilnFuseEpiloguesPass> {
+  using KilnFuseEpiloguesBase::KilnFuseEpiloguesBase;
+
+  void runOnOperation() override {
+    SmallVector<scf::ForallOp> foralls;
+    getOperation().walk([&](scf::ForallOp forall) {
+      if (forall.getNumResults() == 1 && tileWrite(forall))
+        foralls.push_back(forall);
+    });
+    for (scf::ForallOp forall : foralls)
+      fuseInto(forall);
+  }
+
+  void fuseInto(scf::ForallOp forall) {
+    auto use = soleUserThroughReshapes(forall.getResult(0));
+    auto consumer = use ? dyn_cast<linalg::GenericOp>(use->first) : linalg::GenericOp();
+    if (!consumer)
+      return;
+    std::optional<StringRef> why = whyNotAnEpilogue(consumer, use->second);
+    DominanceInfo &dominance = getAnalysis<DominanceInfo>();
+    if (!why && failed(applyBefore(consumer, tileWrite(forall), dominance)))
+      why = StringRef("it takes a value computed after the tiles");
+    if (report)
+      emitRemark(forall.getLoc()) << "fusion: " << describe(consumer)
+                                  << (why ? " runs as a separate pass over the result: " + why->str()
+                                          : std::string(" applied in the register tiles (epilogue)"));
+    if (why)
+      return;
+    consumer.getResult(0).replaceAllUsesWith(use->second);
+    consumer.erase();
+  }
+};
+} // namespace

@@ -1,0 +1,70 @@
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-fuse-epilogues))' | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-fuse-epilogues{report=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Register tiles (2 x 16, written once from index 0) feeding a ReLU through
+// a reshape: the ReLU runs on the tile's vectors before the write, with its
+// constant broadcast, and the generic is gone.
+// CHECK-LABEL: func.func @relu_epilogue
+// CHECK: scf.forall
+// CHECK: %[[ACC:.*]] = arith.addf
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[SPLAT:.*]] = vector.broadcast %[[ZERO]] : f32 to vector<2x16xf32>
+// CHECK: %[[RELU:.*]] = arith.maximumf %[[ACC]], %[[SPLAT]] : vector<2x16xf32>
+// CHECK: vector.transfer_write %[[RELU]]
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[FLAT]]
+// REPORT: remark: loc("conv"("Conv")): fusion: act (Relu) applied in the register tiles (epilogue)
+func.func @relu_epilogue(%a: tensor<4x2x16xf32>, %init: tensor<4x2x16xf32>) -> tensor<8x16xf32> {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %tiles = scf.forall (%i) in (4) shared_outs(%out = %init) -> (tensor<4x2x16xf32>) {
+    %in = tensor.extract_slice %a[%i, 0, 0] [1, 2, 16] [1, 1, 1] : tensor<4x2x16xf32> to tensor<2x16xf32>
+    %tile = tensor.extract_slice %out[%i, 0, 0] [1, 2, 16] [1, 1, 1] : tensor<4x2x16xf32> to tensor<2x16xf32>
+    %v = vector.transfer_read %in[%c0, %c0], %pad {in_bounds = [true, true]} : tensor<2x16xf32>, vector<2x16xf32>
+    %acc = arith.addf %v, %v : vector<2x16xf32>
+    %w = vector.transfer_write %acc, %tile[%c0, %c0] {in_bounds = [true, true]} : vector<2x16xf32>, tensor<2x16xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %w into %out[%i, 0, 0] [1, 2, 16] [1, 1, 1] : tensor<2x16xf32> into tensor<4x2x16xf32>
+    }
+  } loc("conv"("Conv"))
+  %flat = tensor.collapse_shape %tiles [[0, 1], [2]] : tensor<4x2x16xf32> into tensor<8x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x16xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%flat : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.maximumf %x, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<8x16xf32> loc("act"("Relu"))
+  return %relu : tensor<8x16xf32>
+}
+
+// A residual Add reads another tensor: it stays a generic over the result.
+// CHECK-LABEL: func.func @residual_stays
+// CHECK: scf.forall
+// CHECK: linalg.generic
+// REPORT: remark: loc("conv2"("Conv")): fusion: add (Add) runs as a separate pass over the result: it reads other tensors too
+func.func @residual_stays(%a: tensor<4x16xf32>, %init: tensor<4x16xf32>, %r: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %tiles = scf.forall (%i) in (4) shared_outs(%out = %init) -> (tensor<4x16xf32>) {
+    %in = tensor.extract_slice %a[%i, 0] [1, 16] [1, 1] : tensor<4x16xf32> to tensor<1x16xf32>
+    %tile = tensor.extract_slice %out[%i, 0] [1, 16] [1, 1] : tensor<4x16xf32> to tensor<1x16xf32>
+    %v = vector.transfer_read %in[%c0, %c0], %pad {in_bounds = [true, true]} : tensor<1x16xf32>, vector<1x16xf32>
+    %w = vector.transfer_write %v, %tile[%c0, %c0] {in_bounds = [true, true]} : vector<1x16xf32>, tensor<1x16xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %w into %out[%i, 0] [1, 16] [1, 1] : tensor<1x16xf32> into tensor<4x16xf32>
+    }
+  } loc("conv2"("Conv"))
+  %e = tensor.empty() : tensor<4x16xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%tiles, %r : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32> loc("add"("Add"))
+  return %sum : tensor<4x16xf32>
+}
