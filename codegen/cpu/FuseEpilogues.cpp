@@ -72,7 +72,8 @@ vector::TransferWriteOp tileWrite(scf::ForallOp forall) {
   if (!write || write.getMask() || write->getBlock() != forall.getBody())
     return {};
   auto tile = cast<RankedTensorType>(write.getBase().getType());
-  bool fromZero = llvm::all_of(write.getIndices(), [](Value i) { return matchPattern(i, m_Zero()); });
+  bool fromZero =
+      llvm::all_of(write.getIndices(), [](Value i) { return matchPattern(i, m_Zero()); });
   if (!fromZero || !tile.hasStaticShape() ||
       write.getVectorType().getNumElements() != tile.getNumElements())
     return {};
@@ -104,10 +105,14 @@ LogicalResult applyBefore(linalg::GenericOp op, vector::TransferWriteOp write,
     Value scalar = v;
     if (Operation *def = v.getDefiningOp(); def && def->hasTrait<OpTrait::ConstantLike>())
       scalar = b.clone(*def)->getResult(0);
-    return vector::BroadcastOp::create(b, write.getLoc(),
-                                       VectorType::get(vectorType.getShape(), v.getType()), scalar);
+    Value splat = vector::BroadcastOp::create(
+        b, write.getLoc(), VectorType::get(vectorType.getShape(), v.getType()), scalar);
+    map.map(v, splat);
+    return splat;
   };
   for (Operation &inner : body->without_terminator()) {
+    if (inner.hasTrait<OpTrait::ConstantLike>()) // a scalar, broadcast where used
+      continue;
     SmallVector<Value> operands = llvm::map_to_vector(inner.getOperands(), vectorOf);
     Operation *clone = b.clone(inner);
     clone->setOperands(operands);

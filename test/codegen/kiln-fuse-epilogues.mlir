@@ -68,3 +68,40 @@ func.func @residual_stays(%a: tensor<4x16xf32>, %init: tensor<4x16xf32>, %r: ten
   } -> tensor<4x16xf32> loc("add"("Add"))
   return %sum : tensor<4x16xf32>
 }
+
+// A Clip whose bounds are constants inside its body (and a comparison with
+// an i1 result): each op runs on vectors, each constant broadcast once.
+// CHECK-LABEL: func.func @clip_epilogue
+// CHECK: %[[V:.*]] = vector.transfer_read
+// CHECK: %[[LO:.*]] = vector.broadcast %{{.*}} : f32 to vector<1x16xf32>
+// CHECK: %[[UP:.*]] = arith.maximumf %[[V]], %[[LO]] : vector<1x16xf32>
+// CHECK: %[[HI:.*]] = vector.broadcast %{{.*}} : f32 to vector<1x16xf32>
+// CHECK: %[[BIG:.*]] = arith.cmpf ogt, %[[UP]], %[[HI]] : vector<1x16xf32>
+// CHECK: %[[CLIP:.*]] = arith.select %[[BIG]], %[[HI]], %[[UP]] : vector<1x16xi1>, vector<1x16xf32>
+// CHECK: vector.transfer_write %[[CLIP]]
+// CHECK-NOT: linalg.generic
+func.func @clip_epilogue(%a: tensor<4x16xf32>, %init: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %tiles = scf.forall (%i) in (4) shared_outs(%out = %init) -> (tensor<4x16xf32>) {
+    %in = tensor.extract_slice %a[%i, 0] [1, 16] [1, 1] : tensor<4x16xf32> to tensor<1x16xf32>
+    %tile = tensor.extract_slice %out[%i, 0] [1, 16] [1, 1] : tensor<4x16xf32> to tensor<1x16xf32>
+    %v = vector.transfer_read %in[%c0, %c0], %pad {in_bounds = [true, true]} : tensor<1x16xf32>, vector<1x16xf32>
+    %w = vector.transfer_write %v, %tile[%c0, %c0] {in_bounds = [true, true]} : vector<1x16xf32>, tensor<1x16xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %w into %out[%i, 0] [1, 16] [1, 1] : tensor<1x16xf32> into tensor<4x16xf32>
+    }
+  }
+  %e = tensor.empty() : tensor<4x16xf32>
+  %clip = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%tiles : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %lo = arith.constant 0.0 : f32
+    %hi = arith.constant 6.0 : f32
+    %up = arith.maximumf %x, %lo : f32
+    %big = arith.cmpf ogt, %up, %hi : f32
+    %c = arith.select %big, %hi, %up : f32
+    linalg.yield %c : f32
+  } -> tensor<4x16xf32>
+  return %clip : tensor<4x16xf32>
+}
