@@ -209,12 +209,14 @@ def KilnFuseEpilogues : Pass<"kiln-fuse-epilogues", "func::FuncOp"> {
     scf.forall whose every tile is written once, from index 0, by one
     vector.transfer_write (a register tile of a matmul or convolution, with
     the vectors its K loop carried) and whose result, past reshapes, is read
-    only by an elementwise linalg.generic with that result as its only
-    tensor (a ReLU, a Clip, a scale) gets the generic's scalar body applied
-    to the vectors before the write; the generic is erased. Values the body
-    takes from outside are broadcast. With `report`, each such consumer
-    gets a `fusion:` remark at the tiled op, fused or with the reason it
-    stays a separate pass (a residual Add reads another tensor too).
+    only by an elementwise linalg.generic (a ReLU, a Clip, a scale, a
+    residual Add) gets the generic's scalar body applied to the vectors
+    before the write; the generic is erased. Other tensors the generic
+    reads at the same elements (a residual) must have the result's shape
+    and exist before the tiles: their tiles are read like the result's.
+    Scalars the body takes from outside are broadcast. With `report`, each
+    such consumer gets a `fusion:` remark at the tiled op, fused or with the
+    reason it stays a separate pass.
   }];
   let options = [
     Option<"report", "report", "bool", "false", "Emit a `fusion:` remark per consumer">,

@@ -10,6 +10,7 @@
 
 #include "dialects/kiln/KilnDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -28,30 +29,60 @@ std::string describe(Operation *op) {
   return node ? node->describe() : op->getName().getStringRef().str();
 }
 
-/// The only user of `value` past tensor reshapes, and the reshaped value it
-/// reads; nothing when a value on the way has other users.
-std::optional<std::pair<Operation *, Value>> soleUserThroughReshapes(Value value) {
+/// The only user of a tiled op's result past tensor reshapes.
+struct Consumer {
+  Operation *op;
+  Value input;                        // the reshaped result it reads
+  SmallVector<Operation *> reshapes;  // from the result to `input`
+};
+
+/// The only user of `value` past tensor reshapes; nothing when a value on
+/// the way has other users.
+std::optional<Consumer> soleUserThroughReshapes(Value value) {
+  SmallVector<Operation *> reshapes;
   while (value.hasOneUse()) {
     Operation *user = *value.getUsers().begin();
     if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user))
-      return std::make_pair(user, value);
+      return Consumer{user, value, reshapes};
+    reshapes.push_back(user);
     value = user->getResult(0);
   }
   return std::nullopt;
 }
 
+/// `other`, shaped like the consumer's input, reshaped back to the tiled
+/// op's result: `reshapes` undone in reverse order.
+Value reshapeBack(OpBuilder &b, Location loc, Value other, ArrayRef<Operation *> reshapes) {
+  for (Operation *reshape : llvm::reverse(reshapes)) {
+    auto from = cast<RankedTensorType>(reshape->getOperand(0).getType());
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(reshape))
+      other = tensor::ExpandShapeOp::create(b, loc, from, other,
+                                            collapse.getReassociationIndices());
+    else
+      other = tensor::CollapseShapeOp::create(
+          b, loc, from, other, cast<tensor::ExpandShapeOp>(reshape).getReassociationIndices());
+  }
+  return other;
+}
+
 /// Why `op` cannot be applied to its input's vectors, or nothing: it must
-/// map each element of `input`, its only tensor operand, to one element of
-/// the same type with scalar arith and math ops.
-std::optional<StringRef> whyNotAnEpilogue(linalg::GenericOp op, Value input) {
-  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 || op.getDpsInputs()[0] != input)
-    return StringRef("it reads other tensors too");
+/// map each element of `input` to one element of the same type with scalar
+/// arith and math ops, reading other tensors only at the same element (a
+/// residual), tensors that exist before `tiled` runs.
+std::optional<StringRef> whyNotAnEpilogue(linalg::GenericOp op, Value input, Operation *tiled,
+                                          DominanceInfo &dominance) {
+  if (op.getNumDpsInits() != 1 || !llvm::is_contained(op.getDpsInputs(), input))
+    return StringRef("it is not elementwise on the result");
+  for (Value other : op.getDpsInputs())
+    if (other != input && (other.getType() != input.getType() ||
+                           !dominance.properlyDominates(other, tiled)))
+      return StringRef("it reads a tensor of another shape, or one computed after the tiles");
   if (op.getNumReductionLoops() != 0 ||
       !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }) ||
       op.getResult(0).getType() != input.getType())
     return StringRef("it is not elementwise on the result");
   Block *body = op.getBlock();
-  if (!body->getArgument(1).use_empty())
+  if (!op.getRegionOutputArgs()[0].use_empty())
     return StringRef("it reads its output");
   for (Operation &inner : body->without_terminator())
     if (!isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()) ||
@@ -83,8 +114,8 @@ vector::TransferWriteOp tileWrite(scf::ForallOp forall) {
 /// Applies `op`'s body to the vector `write` stores, before the store.
 /// Values the body takes from outside are broadcast; constants are cloned.
 /// Fails (changing nothing) where such a value is not available there.
-LogicalResult applyBefore(linalg::GenericOp op, vector::TransferWriteOp write,
-                          DominanceInfo &dominance) {
+LogicalResult applyBefore(linalg::GenericOp op, const Consumer &consumer,
+                          vector::TransferWriteOp write, DominanceInfo &dominance) {
   Block *body = op.getBlock();
   for (Operation &inner : body->without_terminator())
     for (Value operand : inner.getOperands()) {
@@ -98,7 +129,25 @@ LogicalResult applyBefore(linalg::GenericOp op, vector::TransferWriteOp write,
   OpBuilder b(write);
   VectorType vectorType = write.getVectorType();
   IRMapping map;
-  map.map(body->getArgument(0), write.getVector());
+  auto tiled = cast<scf::ForallOp>(write->getParentOp());
+  auto insert = cast<tensor::ParallelInsertSliceOp>(*tiled.getTerminator().getYieldingOps().begin());
+  for (OpOperand *operand : op.getDpsInputOperands()) {
+    BlockArgument arg = body->getArgument(operand->getOperandNumber());
+    if (operand->get() == consumer.input) {
+      map.map(arg, write.getVector());
+      continue;
+    }
+    // Another tensor at the same elements: its tile, read like the result's.
+    OpBuilder before(tiled);
+    Value whole = reshapeBack(before, op.getLoc(), operand->get(), consumer.reshapes);
+    Value tile = tensor::ExtractSliceOp::create(
+        b, write.getLoc(), cast<RankedTensorType>(insert.getSourceType()), whole,
+        insert.getMixedOffsets(), insert.getMixedSizes(), insert.getMixedStrides());
+    Value padding = ub::PoisonOp::create(b, write.getLoc(), vectorType.getElementType());
+    map.map(arg, vector::TransferReadOp::create(b, write.getLoc(), vectorType, tile,
+                                                write.getIndices(), write.getPermutationMapAttr(),
+                                                padding, Value(), write.getInBoundsAttr()));
+  }
   auto vectorOf = [&](Value v) -> Value {
     if (map.contains(v))
       return map.lookup(v);
@@ -139,21 +188,22 @@ struct KilnFuseEpiloguesPass : mlir::kiln::impl::KilnFuseEpiloguesBase<KilnFuseE
   }
 
   void fuseInto(scf::ForallOp forall) {
-    auto use = soleUserThroughReshapes(forall.getResult(0));
-    auto consumer = use ? dyn_cast<linalg::GenericOp>(use->first) : linalg::GenericOp();
+    std::optional<Consumer> use = soleUserThroughReshapes(forall.getResult(0));
+    auto consumer = use ? dyn_cast<linalg::GenericOp>(use->op) : linalg::GenericOp();
     if (!consumer)
       return;
-    std::optional<StringRef> why = whyNotAnEpilogue(consumer, use->second);
     DominanceInfo &dominance = getAnalysis<DominanceInfo>();
-    if (!why && failed(applyBefore(consumer, tileWrite(forall), dominance)))
+    std::optional<StringRef> why = whyNotAnEpilogue(consumer, use->input, forall, dominance);
+    if (!why && failed(applyBefore(consumer, *use, tileWrite(forall), dominance)))
       why = StringRef("it takes a value computed after the tiles");
-    if (report)
+    // A step of the tiled node's own lowering (a Gemm's bias) is not news.
+    if (report && describe(consumer) != describe(forall))
       emitRemark(forall.getLoc()) << "fusion: " << describe(consumer)
                                   << (why ? " runs as a separate pass over the result: " + why->str()
                                           : std::string(" applied in the register tiles (epilogue)"));
     if (why)
       return;
-    consumer.getResult(0).replaceAllUsesWith(use->second);
+    consumer.getResult(0).replaceAllUsesWith(use->input);
     consumer.erase();
   }
 };

@@ -234,10 +234,11 @@ KNOWN_LIMITS = """## What limits kiln today
   register tiles reach about 70% of the FMA loop on resnet18's 56x56 and
   28x28 layers, 45% on the 7x7 ones (K = 4608) and on the first 7x7
   stride-2 convolution (K = 147); onnxruntime convolves directly in a
-  blocked channel layout. A ReLU after a convolution runs in its register
-  tiles (`kiln-fuse-epilogues`), but the residual Add (with its ReLU) is
-  still a separate pass over the output, and so is the im2col copy (9x the
-  input for a 3x3 convolution, about 6% of resnet18's time). Grouped
+  blocked channel layout. ReLUs and residual Adds run in the register
+  tiles of the convolution before them (`kiln-fuse-epilogues`; this did not
+  change resnet18's time measurably); the im2col copy is still a pass of
+  its own (9x the input for a 3x3 convolution, about 6% of resnet18's
+  time). Grouped
   (not depthwise) convolutions and pooling are scalar loops (parallel, not
   vectorized); a resize works in NCHW, so PaddleOCR det transposes around
   its upsampling.

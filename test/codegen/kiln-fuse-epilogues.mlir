@@ -42,12 +42,48 @@ func.func @relu_epilogue(%a: tensor<4x2x16xf32>, %init: tensor<4x2x16xf32>) -> t
   return %relu : tensor<8x16xf32>
 }
 
-// A residual Add reads another tensor: it stays a generic over the result.
-// CHECK-LABEL: func.func @residual_stays
+// A residual Add reads another tensor of the result's shape, which exists
+// before the tiles: its tile is read like the result's (reshaped back to the
+// tiled layout) and added to the vectors.
+// CHECK-LABEL: func.func @residual_epilogue
+// CHECK: %[[RES:.*]] = tensor.expand_shape %arg2 {{\[\[}}0, 1], [2]] output_shape [4, 1, 16]
+// CHECK: scf.forall
+// CHECK: %[[V:.*]] = vector.transfer_read %{{.*}} : tensor<1x16xf32>, vector<1x16xf32>
+// CHECK: %[[RTILE:.*]] = tensor.extract_slice %[[RES]][%{{.*}}, 0, 0] [1, 1, 16] [1, 1, 1] : tensor<4x1x16xf32> to tensor<1x16xf32>
+// CHECK: %[[R:.*]] = vector.transfer_read %[[RTILE]]
+// CHECK: %[[SUM:.*]] = arith.addf %[[V]], %[[R]] : vector<1x16xf32>
+// CHECK: vector.transfer_write %[[SUM]]
+// CHECK-NOT: linalg.generic
+// REPORT: remark: loc("conv2"("Conv")): fusion: add (Add) applied in the register tiles (epilogue)
+func.func @residual_epilogue(%a: tensor<4x16xf32>, %init: tensor<4x1x16xf32>, %r: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %tiles = scf.forall (%i) in (4) shared_outs(%out = %init) -> (tensor<4x1x16xf32>) {
+    %in = tensor.extract_slice %a[%i, 0] [1, 16] [1, 1] : tensor<4x16xf32> to tensor<1x16xf32>
+    %tile = tensor.extract_slice %out[%i, 0, 0] [1, 1, 16] [1, 1, 1] : tensor<4x1x16xf32> to tensor<1x16xf32>
+    %v = vector.transfer_read %in[%c0, %c0], %pad {in_bounds = [true, true]} : tensor<1x16xf32>, vector<1x16xf32>
+    %w = vector.transfer_write %v, %tile[%c0, %c0] {in_bounds = [true, true]} : vector<1x16xf32>, tensor<1x16xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %w into %out[%i, 0, 0] [1, 1, 16] [1, 1, 1] : tensor<1x16xf32> into tensor<4x1x16xf32>
+    }
+  } loc("conv2"("Conv"))
+  %flat = tensor.collapse_shape %tiles [[0, 1], [2]] : tensor<4x1x16xf32> into tensor<4x16xf32>
+  %e = tensor.empty() : tensor<4x16xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%flat, %r : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32> loc("add"("Add"))
+  return %sum : tensor<4x16xf32>
+}
+
+// A bias broadcast along the rows is not the result's shape: the Add stays.
+// CHECK-LABEL: func.func @broadcast_stays
 // CHECK: scf.forall
 // CHECK: linalg.generic
-// REPORT: remark: loc("conv2"("Conv")): fusion: add (Add) runs as a separate pass over the result: it reads other tensors too
-func.func @residual_stays(%a: tensor<4x16xf32>, %init: tensor<4x16xf32>, %r: tensor<4x16xf32>) -> tensor<4x16xf32> {
+// REPORT: remark: loc("conv3"("Conv")): fusion: bias (Add) runs as a separate pass over the result: it reads a tensor of another shape, or one computed after the tiles
+func.func @broadcast_stays(%a: tensor<4x16xf32>, %init: tensor<4x16xf32>, %bias: tensor<16xf32>) -> tensor<4x16xf32> {
   %c0 = arith.constant 0 : index
   %pad = arith.constant 0.0 : f32
   %tiles = scf.forall (%i) in (4) shared_outs(%out = %init) -> (tensor<4x16xf32>) {
@@ -58,14 +94,14 @@ func.func @residual_stays(%a: tensor<4x16xf32>, %init: tensor<4x16xf32>, %r: ten
     scf.forall.in_parallel {
       tensor.parallel_insert_slice %w into %out[%i, 0] [1, 16] [1, 1] : tensor<1x16xf32> into tensor<4x16xf32>
     }
-  } loc("conv2"("Conv"))
+  } loc("conv3"("Conv"))
   %e = tensor.empty() : tensor<4x16xf32>
-  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%tiles, %r : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  %sum = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d1)>, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%tiles, %bias : tensor<4x16xf32>, tensor<16xf32>) outs(%e : tensor<4x16xf32>) {
   ^bb0(%x: f32, %y: f32, %o: f32):
     %s = arith.addf %x, %y : f32
     linalg.yield %s : f32
-  } -> tensor<4x16xf32> loc("add"("Add"))
+  } -> tensor<4x16xf32> loc("bias"("Add"))
   return %sum : tensor<4x16xf32>
 }
 
