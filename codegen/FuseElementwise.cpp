@@ -13,6 +13,7 @@ namespace mlir::kiln {
 } // namespace mlir::kiln
 
 using namespace mlir;
+using mlir::kiln::describeNode;
 
 /// Named structured ops (matmul, batch_matmul, fill, transpose, ...) keep
 /// their identity: the CPU schedule and bufferization look for them by name.
@@ -50,12 +51,6 @@ static bool worthFusing(OpOperand *fused) {
          producer.getBody()->getOperations().size() <= 2; // one op and the yield
 }
 
-/// "relu1 (Relu)" for an op imported from an ONNX node, else its name.
-static std::string describe(Operation *op) {
-  std::optional<mlir::kiln::OnnxNode> node = mlir::kiln::onnxNodeOf(op->getLoc());
-  return node ? node->describe() : op->getName().getStringRef().str();
-}
-
 /// Why the elementwise producer of `fused` is not fused into its consumer,
 /// or nothing when it is.
 static std::optional<std::string> whyNotFused(OpOperand *fused) {
@@ -81,7 +76,7 @@ struct KilnFuseElementwisePass
     // decision once.
     std::set<std::string> reported;
     auto remark = [&](Operation *at, const std::string &message) {
-      if (report && reported.insert(describe(at) + message).second)
+      if (report && reported.insert(describeNode(at) + message).second)
         emitRemark(at->getLoc()) << "fusion: " << message;
     };
     linalg::ControlFusionFn control = [&](OpOperand *fused) {
@@ -89,9 +84,9 @@ struct KilnFuseElementwisePass
       // Decisions between two ops of one node's lowering are not news.
       Operation *producer = fused->get().getDefiningOp(), *consumer = fused->getOwner();
       if (producer && isa<linalg::GenericOp>(producer) && isa<linalg::GenericOp>(consumer) &&
-          describe(producer) != describe(consumer))
-        remark(producer, why ? "not fused into " + describe(consumer) + ": " + *why
-                             : "fused into " + describe(consumer));
+          describeNode(producer) != describeNode(consumer))
+        remark(producer, why ? "not fused into " + describeNode(consumer) + ": " + *why
+                             : "fused into " + describeNode(consumer));
       return !why;
     };
     RewritePatternSet patterns(ctx);

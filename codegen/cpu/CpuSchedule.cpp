@@ -292,7 +292,8 @@ SmallVector<int64_t> tagRowReductions(ModuleOp module, int64_t width) {
   for (linalg::GenericOp candidate : candidates) {
     linalg::GenericOp op = dropUnitDimensions(candidate);
     int64_t loops = op.getNumLoops();
-    op->setAttr("kiln.row_reduction", IntegerAttr::get(IntegerType::get(op.getContext(), 64), loops));
+    op->setAttr("kiln.row_reduction",
+                IntegerAttr::get(IntegerType::get(op.getContext(), 64), loops));
     if (!llvm::is_contained(loopCounts, loops))
       loopCounts.push_back(loops);
   }

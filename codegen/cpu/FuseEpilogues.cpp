@@ -21,13 +21,9 @@ namespace mlir::kiln {
 } // namespace mlir::kiln
 
 using namespace mlir;
+using mlir::kiln::describeNode;
 
 namespace {
-
-std::string describe(Operation *op) {
-  std::optional<mlir::kiln::OnnxNode> node = mlir::kiln::onnxNodeOf(op->getLoc());
-  return node ? node->describe() : op->getName().getStringRef().str();
-}
 
 /// The only user of a tiled op's result past tensor reshapes.
 struct Consumer {
@@ -130,7 +126,8 @@ LogicalResult applyBefore(linalg::GenericOp op, const Consumer &consumer,
   VectorType vectorType = write.getVectorType();
   IRMapping map;
   auto tiled = cast<scf::ForallOp>(write->getParentOp());
-  auto insert = cast<tensor::ParallelInsertSliceOp>(*tiled.getTerminator().getYieldingOps().begin());
+  auto insert =
+      cast<tensor::ParallelInsertSliceOp>(*tiled.getTerminator().getYieldingOps().begin());
   for (OpOperand *operand : op.getDpsInputOperands()) {
     BlockArgument arg = body->getArgument(operand->getOperandNumber());
     if (operand->get() == consumer.input) {
@@ -197,10 +194,11 @@ struct KilnFuseEpiloguesPass : mlir::kiln::impl::KilnFuseEpiloguesBase<KilnFuseE
     if (!why && failed(applyBefore(consumer, *use, tileWrite(forall), dominance)))
       why = StringRef("it takes a value computed after the tiles");
     // A step of the tiled node's own lowering (a Gemm's bias) is not news.
-    if (report && describe(consumer) != describe(forall))
-      emitRemark(forall.getLoc()) << "fusion: " << describe(consumer)
-                                  << (why ? " runs as a separate pass over the result: " + why->str()
-                                          : std::string(" applied in the register tiles (epilogue)"));
+    if (report && describeNode(consumer) != describeNode(forall))
+      emitRemark(forall.getLoc())
+          << "fusion: " << describeNode(consumer)
+          << (why ? " runs as a separate pass over the result: " + why->str()
+                  : std::string(" applied in the register tiles (epilogue)"));
     if (why)
       return;
     consumer.getResult(0).replaceAllUsesWith(use->input);

@@ -125,7 +125,8 @@ int64_t assignOffsets(MutableArrayRef<Buffer> buffers) {
     for (Buffer *other : live) {
       if (offset + buffer->bytes <= other->offset)
         break;
-      offset = std::max<int64_t>(offset, llvm::alignTo(other->offset + other->bytes, buffer->alignment));
+      int64_t next = llvm::alignTo(other->offset + other->bytes, buffer->alignment);
+      offset = std::max(offset, next);
     }
     buffer->offset = offset;
     arenaBytes = std::max(arenaBytes, offset + buffer->bytes);

@@ -52,6 +52,11 @@ std::optional<OnnxNode> mlir::kiln::onnxNodeOf(Location loc) {
   return result;
 }
 
+std::string mlir::kiln::describeNode(Operation *op) {
+  std::optional<OnnxNode> node = onnxNodeOf(op->getLoc());
+  return node ? node->describe() : op->getName().getStringRef().str();
+}
+
 bool mlir::kiln::hasF32Elements(ElementsAttr attr) {
   if (!attr.getElementType().isF32())
     return false;

@@ -76,6 +76,9 @@ struct OnnxNode {
   }
 };
 std::optional<OnnxNode> onnxNodeOf(Location loc);
+/// "relu1 (Relu)" for an op imported from an ONNX node, else the op's name
+/// ("linalg.generic"): how reports name the ops they speak of.
+std::string describeNode(Operation *op);
 
 /// A kiln.constant of `type` holding the row-major `values` in a blob named
 /// after `name` (weights made at compile time).

@@ -4,10 +4,10 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <time.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* One job at a time: the caller posts (fn, ctx, n), split into a few
