@@ -224,6 +224,47 @@ def KilnFuseEpilogues : Pass<"kiln-fuse-epilogues", "func::FuncOp"> {
   let dependentDialects = ["vector::VectorDialect"];
 }
 
+def KilnHoistLoopBuffers : Pass<"kiln-hoist-loop-buffers", "func::FuncOp"> {
+  let summary = "Move buffers out of sequential loops; put those of parallel iterations on the stack";
+  let description = [{
+    Runs after bufferization, before kiln-plan-memory. A statically sized
+    `memref.alloc` inside a loop holds data for one iteration only (its
+    contents start undefined), unless its address leaves the analysis
+    (yielded, returned, freed, cast to a pointer). Such a buffer moves out
+    of every enclosing sequential loop (scf.for, scf.while), up to the
+    innermost enclosing parallel loop (scf.forall, scf.parallel) or the
+    function. At the function's top level, kiln-plan-memory then places it
+    in the arena. Inside a parallel loop, iterations run at once on several
+    threads, so each needs its own copy: a buffer of at most
+    `max-stack-bytes` becomes a `memref.alloca` at the start of the
+    iteration, freed when the iteration ends (the loop is an automatic
+    allocation scope; see kiln-loop-alloca-scopes). Before this pass each such buffer was a
+    call into the runtime per iteration, and its memory was kept until the
+    run ended: a loop over blocks of keys used memory quadratic in the
+    sequence length.
+  }];
+  let options = [
+    Option<"maxStackBytes", "max-stack-bytes", "int64_t", "262144",
+           "Largest buffer put on a parallel iteration's stack">,
+  ];
+  let dependentDialects = ["memref::MemRefDialect"];
+}
+
+def KilnLoopAllocaScopes : Pass<"kiln-loop-alloca-scopes", "func::FuncOp"> {
+  let summary = "Free the allocas of each loop iteration when it ends";
+  let description = [{
+    Run right before convert-scf-to-cf. The body of an scf.for, scf.parallel
+    or scf.while is an automatic allocation scope: its `memref.alloca`s live
+    for one iteration. Lowered to control flow, a body would allocate on the
+    stack at every iteration and free nothing until the function returns.
+    Each body block holding an alloca starts with `llvm.intr.stacksave` and
+    ends, before its terminator, with `llvm.intr.stackrestore`.
+    (`memref.alloca_scope` would say the same, but its region must remain
+    one block, which convert-scf-to-cf breaks when it lowers loops inside.)
+  }];
+  let dependentDialects = ["LLVM::LLVMDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
   let summary = "Pack each function's intermediate buffers into one arena by liveness";
   let description = [{

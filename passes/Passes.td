@@ -20,6 +20,25 @@ def KilnFoldBatchNorm : Pass<"kiln-fold-batch-norm", "ModuleOp"> {
   ];
 }
 
+def KilnFuseAttention : Pass<"kiln-fuse-attention", "ModuleOp"> {
+  let summary = "Fuse MatMul -> scale -> mask -> Softmax -> MatMul into kiln.attention";
+  let description = [{
+    `kiln.matmul(kiln.softmax(s, axis = last), V)` where s is
+    `kiln.matmul(Q, Kt)`, optionally multiplied or divided by a one-element
+    f32 constant, then optionally plus an additive mask, becomes one
+    `kiln.attention(Q, Kt, V, mask) {scale}`; its lowering never holds more
+    than a block of the scores. Q, Kt and V must be f32 of static shape with
+    the same batch dimensions; the mask must broadcast over all batch
+    dimensions or none, and over the query rows or none; every
+    intermediate must have no other user. With `report`, every softmax gets
+    a remark saying whether it was fused and, if not, why.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per softmax: fused into an attention kernel, or why not">,
+  ];
+}
+
 def KilnQuantizeDynamic : Pass<"kiln-quantize-dynamic", "ModuleOp"> {
   let summary = "Run matmuls with constant weights in int8, activations quantized at run time";
   let description = [{

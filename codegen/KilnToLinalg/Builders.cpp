@@ -9,6 +9,13 @@
 
 namespace mlir::kiln {
 
+int64_t largestDivisorUpTo(int64_t extent, int64_t limit) {
+  for (int64_t d = std::min(extent, limit); d > 1; --d)
+    if (extent % d == 0)
+      return d;
+  return 1;
+}
+
 Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType) {
   return tensor::EmptyOp::create(b, loc, shape, elementType);
 }

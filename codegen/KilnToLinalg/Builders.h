@@ -21,6 +21,10 @@ RankedTensorType signlessType(Type t);
 /// Whether a kiln value holds unsigned integers.
 inline bool isUnsigned(Value v) { return getElementTypeOrSelf(v.getType()).isUnsignedInteger(); }
 
+/// The largest divisor of `extent` that is at most `limit` (at least 1):
+/// tiles of that size cover an extent exactly, without a remainder.
+int64_t largestDivisorUpTo(int64_t extent, int64_t limit);
+
 Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type elementType);
 /// tensor.empty with sizes that may be known only at run time.
 Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes, Type elementType);
@@ -125,6 +129,8 @@ void populateElementwiseLowerings(RewritePatternSet &patterns);
 void populateDataMovementLowerings(RewritePatternSet &patterns);
 /// The pattern for kiln.assert (Assert.cpp).
 void populateAssertLowering(RewritePatternSet &patterns);
+/// The pattern for kiln.attention (Attention.cpp).
+void populateAttentionLowering(RewritePatternSet &patterns);
 /// Patterns for the quantization ops (Quant.cpp).
 void populateQuantLowerings(RewritePatternSet &patterns);
 

@@ -1601,6 +1601,7 @@ struct ConvertKilnToLinalgPass
     populateDataMovementLowerings(patterns);
     populateAssertLowering(patterns);
     populateQuantLowerings(patterns);
+    populateAttentionLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

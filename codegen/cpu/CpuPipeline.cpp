@@ -92,7 +92,8 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
     return "";
   case Stage::KilnOpt: {
     std::string text =
-        llvm::formatv("canonicalize,kiln-fold-batch-norm{{report={0}},canonicalize,cse,"
+        llvm::formatv("canonicalize,kiln-fold-batch-norm{{report={0}},"
+                      "kiln-fuse-attention{{report={0}},canonicalize,cse,"
                       "kiln-fuse-qdq{{report={1}},canonicalize,cse",
                       options.reportFusion, options.reportQuant)
             .str();
@@ -123,7 +124,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "function-boundary-type-conversion=identity-layout-map},canonicalize,"
                "kiln-dynamic-entry,"
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
-               "canonicalize,cse,canonicalize,kiln-plan-memory{{report={3}}",
+               "canonicalize,cse,canonicalize,func.func(kiln-hoist-loop-buffers),kiln-plan-memory{{report={3}}",
                target.vectorWidthF32, 2 * target.vectorWidthF32,
                target.avx512Vnni || target.avx512Bf16 || target.i8mm || target.dotProd ||
                        target.avxVnni || target.amxInt8 || target.amxBf16 || target.pmaddwdLanes
@@ -149,7 +150,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "func.func(expand-strided-metadata,fold-memref-alias-ops,canonicalize,cse,"
                "loop-invariant-code-motion),"
                "convert-vector-to-scf{{full-unroll=true},lower-affine,expand-strided-metadata,lower-affine,"
-               "convert-math-to-funcs,convert-scf-to-cf,convert-vector-to-llvm{{enable-amx={3}},"
+               "convert-math-to-funcs,func.func(kiln-loop-alloca-scopes),convert-scf-to-cf,convert-vector-to-llvm{{enable-amx={3}},"
                "convert-math-to-llvm,"
                "convert-math-to-libm,finalize-memref-to-llvm{{use-generic-functions use-aligned-alloc},"
                "convert-arith-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,{4},"

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
+#include "codegen/KilnToLinalg/Builders.h"
 #include "codegen/cpu/CpuPipeline.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -24,15 +25,6 @@ namespace mlir::kiln {
 
 using namespace mlir;
 
-/// The largest divisor of `extent` that is at most `limit`: tiles then cover
-/// the iteration space exactly and vectorize without masks.
-static int64_t largestDivisorUpTo(int64_t extent, int64_t limit) {
-  for (int64_t d = std::min(extent, limit); d > 1; --d)
-    if (extent % d == 0)
-      return d;
-  return 1;
-}
-
 /// Columns per register tile: two or one whole vector registers when they
 /// divide the extent; otherwise the largest divisor that fits one register
 /// (wider odd tiles split into mixed-width vectors and spill).
@@ -40,7 +32,7 @@ static int64_t chooseColumns(int64_t extent, int64_t vectorWidth) {
   for (int64_t regs : {2, 1})
     if (extent % (regs * vectorWidth) == 0)
       return regs * vectorWidth;
-  return largestDivisorUpTo(extent, vectorWidth);
+  return mlir::kiln::largestDivisorUpTo(extent, vectorWidth);
 }
 
 static std::string tileList(const mlir::kiln::MatmulTile &t) {
@@ -63,7 +55,7 @@ mlir::kiln::MatmulTile mlir::kiln::chooseRegisterTile(bool batched, int64_t m, i
   // fit beside the B registers and a broadcast. AVX2 (8 floats) has 16: at
   // most 6 x 2 sums, or the tile spills in its inner loop.
   int64_t maxRows = vectorWidth == 8 ? 6 : 8;
-  return {batched, largestDivisorUpTo(m, maxRows), chooseColumns(n, vectorWidth), 1};
+  return {batched, mlir::kiln::largestDivisorUpTo(m, maxRows), chooseColumns(n, vectorWidth), 1};
 }
 
 /// Packed contractions (kiln-pack-matmul): one register tile per (column

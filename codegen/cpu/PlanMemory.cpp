@@ -13,15 +13,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
+#include "codegen/cpu/BufferUses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
@@ -73,37 +72,23 @@ DenseMap<Operation *, unsigned> numberOps(Block &body) {
   return index;
 }
 
-/// Extends [first, last] over every use of `value` and of the views of it.
-/// Fails where the buffer could escape the analysis: returned, yielded,
-/// freed, turned into a pointer, or taken by an op that makes a memref which
-/// is not a view of it.
+/// Extends [first, last] over every use of `value` and of the views of it;
+/// fails where the buffer escapes (forEachBufferUser).
 LogicalResult extendLifetime(Value value, Block &body,
                              const DenseMap<Operation *, unsigned> &index, unsigned &first,
                              unsigned &last) {
-  for (OpOperand &use : value.getUses()) {
-    Operation *user = use.getOwner();
+  bool outside = false;
+  LogicalResult walked = mlir::kiln::forEachBufferUser(value, [&](Operation *user) {
     Operation *top = body.findAncestorOpInBlock(*user);
-    if (!top)
-      return failure();
+    if (!top) {
+      outside = true;
+      return;
+    }
     unsigned at = index.lookup(top);
     first = std::min(first, at);
     last = std::max(last, at);
-    if (auto view = dyn_cast<ViewLikeOpInterface>(user);
-        view && view.getViewSource() == value) {
-      for (Value result : user->getResults())
-        if (failed(extendLifetime(result, body, index, first, last)))
-          return failure();
-      continue;
-    }
-    if (user->hasTrait<OpTrait::IsTerminator>() ||
-        isa<memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp,
-            UnrealizedConversionCastOp>(user) ||
-        isa<LLVM::LLVMDialect>(user->getDialect()))
-      return failure();
-    if (llvm::any_of(user->getResultTypes(), llvm::IsaPred<BaseMemRefType>))
-      return failure();
-  }
-  return success();
+  });
+  return success(succeeded(walked) && !outside);
 }
 
 /// Places the buffers, largest first, each at the lowest aligned offset that

@@ -30,6 +30,7 @@
 // a compile-time constant, starts the accumulators (negated for a + 128).
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/KilnToLinalg/Builders.h"
 #include "codegen/ConstantData.h"
 #include "codegen/Passes.h"
 #include "codegen/cpu/WideningBody.h"
@@ -171,13 +172,6 @@ std::optional<WideningMatmul> matchWideningMatmul(linalg::GenericOp op, DotInstr
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int64_t largestDivisorUpTo(int64_t extent, int64_t limit) {
-  for (int64_t d = std::min(extent, limit); d > 1; --d)
-    if (extent % d == 0)
-      return d;
-  return 1;
-}
-
 /// The register tile: `rows` of A by `vectors` registers of lanes columns,
 /// with rows * vectors accumulators, `vectors` registers of B and one
 /// broadcast of A live at once.
@@ -189,7 +183,7 @@ struct Tile {
 /// M % rows rows forming a tile of their own (49 rows: 8 tiles of 6, then
 /// 1, not 49 of 1; 128 rows: 21 of 6, then 2, measured faster than 32 of 4).
 Tile chooseTile(int64_t m, int64_t columnBlocks, int64_t registers) {
-  int64_t vectors = largestDivisorUpTo(columnBlocks, registers / 8);
+  int64_t vectors = mlir::kiln::largestDivisorUpTo(columnBlocks, registers / 8);
   return {std::min<int64_t>({8, m, (registers - 2 - vectors) / vectors}), vectors};
 }
 

@@ -183,6 +183,37 @@ static bool isWidening(Type lhs, Type rhs, Type result) {
   return lhs.isInteger(8) && rhs.isInteger(8) && result.isSignlessInteger(32);
 }
 
+LogicalResult AttentionOp::verify() {
+  ArrayRef<int64_t> q = shapeOf(getQuery()), kt = shapeOf(getKeyT()), v = shapeOf(getValue());
+  for (Value operand : getOperands()) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    if (!type.getElementType().isF32() || !type.hasStaticShape())
+      return emitOpError("operands must be f32 tensors of static shape");
+    if (type.getRank() != (int64_t)q.size() || q.size() < 2)
+      return emitOpError("operands must have one rank, at least 2");
+  }
+  size_t rank = q.size();
+  ArrayRef<int64_t> batch = q.drop_back(2);
+  if (kt.drop_back(2) != batch || v.drop_back(2) != batch)
+    return emitOpError("batch dimensions differ: ")
+           << shapeStr(q) << ", " << shapeStr(kt) << ", " << shapeStr(v);
+  int64_t lq = q[rank - 2], d = q[rank - 1], lk = kt[rank - 1];
+  if (kt[rank - 2] != d || v[rank - 2] != lk)
+    return emitOpError("query ") << shapeStr(q) << ", key_t " << shapeStr(kt) << " and value "
+                                 << shapeStr(v) << " do not chain as [Lq, D] x [D, Lk] x [Lk, Dv]";
+  if (Value mask = getMask()) {
+    ArrayRef<int64_t> m = shapeOf(mask);
+    ArrayRef<int64_t> mb = m.drop_back(2);
+    bool batchOk = llvm::all_of(mb, [](int64_t s) { return s == 1; }) || mb == batch;
+    if (!batchOk || (m[rank - 2] != 1 && m[rank - 2] != lq) || m[rank - 1] != lk)
+      return emitOpError("mask of shape ") << shapeStr(m) << " is not [1 or B..., 1 or " << lq
+                                           << ", " << lk << "]";
+  }
+  SmallVector<int64_t> expected(batch);
+  expected.append({lq, v[rank - 1]});
+  return verifyResult(*this, getType(), getElementTypeOrSelf(getQuery().getType()), expected);
+}
+
 LogicalResult MatMulOp::verify() {
   SmallVector<int64_t> a(shapeOf(getLhs())), b(shapeOf(getRhs()));
   if (a.empty() || b.empty())

@@ -153,6 +153,27 @@ def Kiln_MatMulOp : Kiln_Op<"matmul"> {
   let hasVerifier = 1;
 }
 
+def Kiln_AttentionOp : Kiln_Op<"attention"> {
+  let summary = "softmax(scale * (query @ key_t) + mask) @ value, one row block at a time";
+  let description = [{
+    Scaled dot-product attention over matrices in the trailing two
+    dimensions: `query` [B..., Lq, D], `key_t` [B..., D, Lk] (keys already
+    transposed), `value` [B..., Lk, Dv], result [B..., Lq, Dv]; the batch
+    dimensions B... are equal. The optional additive `mask` has the
+    scores' rank [M..., Mq, Lk], where M... are all 1 or all B... and Mq is
+    1 or Lq. Softmax runs along Lk. kiln-fuse-attention forms it from
+    MatMul -> (Mul/Div by a constant) -> (Add mask) -> Softmax -> MatMul;
+    its lowering never holds more than a block of the [Lq, Lk] scores
+    (online softmax, as in flash attention).
+  }];
+  let arguments = (ins Kiln_Tensor:$query, Kiln_Tensor:$key_t, Kiln_Tensor:$value,
+                   Optional<Kiln_Tensor>:$mask, F32Attr:$scale);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat =
+      "$query `,` $key_t `,` $value (`,` $mask^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_EinsumOp : Kiln_Op<"einsum"> {
   let summary = "Einstein summation (ONNX Einsum), e.g. \"bij,bjk->bik\"";
   let description = [{

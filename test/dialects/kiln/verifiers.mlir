@@ -270,3 +270,36 @@ func.func @matmul_bf16_result(%a: tensor<2x3xbf16>, %b: tensor<3x4xbf16>) -> ten
   %0 = kiln.matmul %a, %b : (tensor<2x3xbf16>, tensor<3x4xbf16>) -> tensor<2x4xf16>
   return %0 : tensor<2x4xf16>
 }
+
+// -----
+
+func.func @attention_chain(%q: tensor<2x8x4xf32>, %kt: tensor<2x5x16xf32>, %v: tensor<2x16x6xf32>) -> tensor<2x8x6xf32> {
+  // expected-error @+1 {{'kiln.attention' op query 2x8x4, key_t 2x5x16 and value 2x16x6 do not chain as [Lq, D] x [D, Lk] x [Lk, Dv]}}
+  %0 = kiln.attention %q, %kt, %v {scale = 1.0 : f32} : (tensor<2x8x4xf32>, tensor<2x5x16xf32>, tensor<2x16x6xf32>) -> tensor<2x8x6xf32>
+  return %0 : tensor<2x8x6xf32>
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<2x8x4xf32>, %kt: tensor<3x4x16xf32>, %v: tensor<2x16x6xf32>) -> tensor<2x8x6xf32> {
+  // expected-error @+1 {{'kiln.attention' op batch dimensions differ: 2x8x4, 3x4x16, 2x16x6}}
+  %0 = kiln.attention %q, %kt, %v {scale = 1.0 : f32} : (tensor<2x8x4xf32>, tensor<3x4x16xf32>, tensor<2x16x6xf32>) -> tensor<2x8x6xf32>
+  return %0 : tensor<2x8x6xf32>
+}
+
+// -----
+
+// The mask broadcasts over all batch dimensions or none.
+func.func @attention_mask(%q: tensor<2x3x8x4xf32>, %kt: tensor<2x3x4x16xf32>, %v: tensor<2x3x16x6xf32>, %m: tensor<2x1x8x16xf32>) -> tensor<2x3x8x6xf32> {
+  // expected-error @+1 {{'kiln.attention' op mask of shape 2x1x8x16 is not [1 or B..., 1 or 8, 16]}}
+  %0 = kiln.attention %q, %kt, %v, %m {scale = 1.0 : f32} : (tensor<2x3x8x4xf32>, tensor<2x3x4x16xf32>, tensor<2x3x16x6xf32>, tensor<2x1x8x16xf32>) -> tensor<2x3x8x6xf32>
+  return %0 : tensor<2x3x8x6xf32>
+}
+
+// -----
+
+func.func @attention_dynamic(%q: tensor<?x4xf32>, %kt: tensor<4x16xf32>, %v: tensor<16x6xf32>) -> tensor<?x6xf32> {
+  // expected-error @+1 {{'kiln.attention' op operands must be f32 tensors of static shape}}
+  %0 = kiln.attention %q, %kt, %v {scale = 1.0 : f32} : (tensor<?x4xf32>, tensor<4x16xf32>, tensor<16x6xf32>) -> tensor<?x6xf32>
+  return %0 : tensor<?x6xf32>
+}

@@ -1,0 +1,201 @@
+//===- FuseAttention.cpp - scaled dot-product attention as one op ---------===//
+//
+// Attention written out in ONNX materializes the [Lq, Lk] scores of every
+// head: 64 MiB per head at 4096 tokens. Recognised as kiln.attention, it is
+// lowered to an online softmax over blocks of keys that never holds more
+// than a block of scores (see codegen/KilnToLinalg/Attention.cpp).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "dialects/kiln/KilnDialect.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNFUSEATTENTION
+#include "passes/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+/// The pieces of softmax(scale * (q @ kt) + mask) @ v, and the ops they
+/// replace (last first).
+struct AttentionChain {
+  Value query, keyT, value, mask;
+  float scale = 1.0f;
+  SmallVector<Operation *> ops;
+};
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+/// The value of a one-element f32 constant.
+std::optional<float> scalarConstant(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant || cast<RankedTensorType>(constant.getType()).getNumElements() != 1)
+    return std::nullopt;
+  std::optional<std::vector<float>> values = f32Elements(constant.getValue());
+  return values ? std::optional<float>(values->front()) : std::nullopt;
+}
+
+/// `op`'s result feeds only the next op of the chain.
+bool feedsOnlyChain(Operation *op) { return op && op->hasOneUse(); }
+
+/// Matches the scores `s` = [scale *] (q @ kt), dividing or multiplying by
+/// a constant; fills the chain's query, key and scale.
+LogicalResult matchScores(Value s, AttentionChain &chain, std::string &why) {
+  Operation *op = s.getDefiningOp();
+  if (isa_and_nonnull<MulOp, DivOp>(op) && feedsOnlyChain(op)) {
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    std::optional<float> c = scalarConstant(rhs);
+    if (!c && isa<MulOp>(op) && (c = scalarConstant(lhs)))
+      std::swap(lhs, rhs);
+    if (c && shapeOf(lhs) == shapeOf(s)) {
+      chain.scale = isa<DivOp>(op) ? 1.0f / *c : *c;
+      chain.ops.push_back(op);
+      op = lhs.getDefiningOp();
+    }
+  }
+  auto matmul = dyn_cast_or_null<MatMulOp>(op);
+  if (!matmul) {
+    why = "its input is not a matmul, scaled by a constant and masked at most";
+    return failure();
+  }
+  if (!feedsOnlyChain(matmul)) {
+    why = "the scores have other users";
+    return failure();
+  }
+  chain.ops.push_back(matmul);
+  chain.query = matmul.getLhs();
+  chain.keyT = matmul.getRhs();
+  return success();
+}
+
+/// Matches what feeds the softmax: scores, plus a mask when it is an Add of
+/// a tensor that does not broadcast the scores.
+LogicalResult matchMaskedScores(Value x, AttentionChain &chain, std::string &why) {
+  auto add = x.getDefiningOp<AddOp>();
+  if (!add || !feedsOnlyChain(add))
+    return matchScores(x, chain, why);
+  for (auto [scores, mask] : {std::pair(add.getLhs(), add.getRhs()),
+                              std::pair(add.getRhs(), add.getLhs())}) {
+    if (shapeOf(scores) != shapeOf(x))
+      continue;
+    AttentionChain attempt = chain;
+    attempt.ops.push_back(add);
+    std::string ignored;
+    if (succeeded(matchScores(scores, attempt, ignored))) {
+      attempt.mask = mask;
+      chain = attempt;
+      return success();
+    }
+  }
+  why = "its input adds two tensors, neither of them scores of a matmul";
+  return failure();
+}
+
+/// Whether the shapes fit kiln.attention (see its verifier).
+LogicalResult checkShapes(const AttentionChain &chain, std::string &why) {
+  for (Value v : {chain.query, chain.keyT, chain.value}) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (!type.getElementType().isF32() || !type.hasStaticShape()) {
+      why = "the matmul operands are not f32 tensors of static shape";
+      return failure();
+    }
+    if (type.getRank() < 2 || shapeOf(v).size() != shapeOf(chain.query).size() ||
+        shapeOf(v).drop_back(2) != shapeOf(chain.query).drop_back(2)) {
+      why = "the matmuls broadcast their batch dimensions";
+      return failure();
+    }
+  }
+  if (!chain.mask)
+    return success();
+  auto maskType = cast<RankedTensorType>(chain.mask.getType());
+  size_t rank = shapeOf(chain.query).size();
+  if (!maskType.getElementType().isF32() || !maskType.hasStaticShape() ||
+      maskType.getRank() > (int64_t)rank) {
+    why = "the mask is not an f32 tensor of static shape and at most the scores' rank";
+    return failure();
+  }
+  SmallVector<int64_t> mask(rank - maskType.getRank(), 1);
+  llvm::append_range(mask, maskType.getShape());
+  ArrayRef<int64_t> batch = shapeOf(chain.query).drop_back(2), maskBatch = ArrayRef(mask).drop_back(2);
+  if (!llvm::all_of(maskBatch, [](int64_t s) { return s == 1; }) && maskBatch != batch) {
+    why = "the mask broadcasts over some batch dimensions but not all";
+    return failure();
+  }
+  return success();
+}
+
+/// Matches the attention that ends in the matmul using `softmax`.
+FailureOr<AttentionChain> matchAttention(SoftmaxOp softmax, std::string &why) {
+  int64_t rank = cast<RankedTensorType>(softmax.getType()).getRank();
+  if (softmax.getAxis() != rank - 1) {
+    why = "it does not run along the last axis";
+    return failure();
+  }
+  auto output = softmax->hasOneUse() ? dyn_cast<MatMulOp>(*softmax->user_begin()) : MatMulOp();
+  if (!output || output.getLhs() != softmax.getResult()) {
+    why = "its result is not used only as the left operand of a matmul";
+    return failure();
+  }
+  AttentionChain chain;
+  chain.ops = {output, softmax};
+  chain.value = output.getRhs();
+  if (failed(matchMaskedScores(softmax.getInput(), chain, why)) || failed(checkShapes(chain, why)))
+    return failure();
+  return chain;
+}
+
+/// Replaces the chain by one kiln.attention; a mask of lower rank is
+/// reshaped to the scores' rank.
+void fuse(AttentionChain &chain) {
+  auto output = cast<MatMulOp>(chain.ops.front());
+  OpBuilder b(output);
+  Location loc = output.getLoc();
+  Value mask = chain.mask;
+  int64_t rank = cast<RankedTensorType>(chain.query.getType()).getRank();
+  if (mask && cast<RankedTensorType>(mask.getType()).getRank() < rank) {
+    auto maskType = cast<RankedTensorType>(mask.getType());
+    SmallVector<int64_t> shape(rank - maskType.getRank(), 1);
+    llvm::append_range(shape, maskType.getShape());
+    mask = ReshapeOp::create(b, loc, maskType.clone(shape), mask);
+  }
+  auto attention = AttentionOp::create(b, loc, output.getType(), chain.query, chain.keyT,
+                                       chain.value, mask, b.getF32FloatAttr(chain.scale));
+  output.replaceAllUsesWith(attention.getResult());
+  for (Operation *op : chain.ops)
+    op->erase();
+}
+
+/// "qk (MatMul), scale (Mul), softmax (Softmax), pv (MatMul)", first to last.
+std::string fusedNodes(const AttentionChain &chain) {
+  std::string names;
+  for (Operation *op : llvm::reverse(chain.ops))
+    names += (names.empty() ? "" : ", ") + describeNode(op);
+  return names;
+}
+
+struct KilnFuseAttentionPass : mlir::kiln::impl::KilnFuseAttentionBase<KilnFuseAttentionPass> {
+  using KilnFuseAttentionBase::KilnFuseAttentionBase;
+
+  void runOnOperation() override {
+    SmallVector<SoftmaxOp> softmaxes;
+    getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    for (SoftmaxOp softmax : softmaxes) {
+      Location loc = softmax.getLoc();
+      std::string why;
+      FailureOr<AttentionChain> chain = matchAttention(softmax, why);
+      if (failed(chain)) {
+        if (report)
+          emitRemark(loc) << "fusion: not fused into an attention kernel: " << why;
+        continue;
+      }
+      if (report)
+        emitRemark(loc) << "fusion: attention kernel over blocks of keys: " << fusedNodes(*chain);
+      fuse(*chain);
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Attention models written out in ONNX ops, with float64 reference outputs.
+
+usage: attention.py KIND OUT_DIR
+
+Writes OUT_DIR/model.onnx, its inputs as OUT_DIR/<input>.npy (pass them in
+the order of `inputs.txt`) and OUT_DIR/reference/out.npy, computed in
+float64 with a materialized softmax. Every model computes
+  out = Softmax(scale(Q @ K^T) [+ mask]) @ V
+with K transposed by a Transpose node, as exported transformers do:
+
+  long-L     1 x 2 heads x L tokens x 64, scaled by Mul(0.125), plus a
+             padding mask input [1, 1, 1, L] that hides the last 96 keys
+             (-inf); L = 1024 or 4096 (kind long-1024, long-4096).
+  banded     3 heads x 320 tokens x 32, Div by sqrt(32), plus a constant
+             [320, 320] mask that hides the keys before each query (-inf):
+             the first key blocks of late rows are masked out entirely.
+  odd        batch [2, 3], 50 queries x 100 keys, head size 24, values 40,
+             no scale, no mask: blocks that are not whole vectors.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def reference(q, k, v, scale, mask):
+    s = (q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2)) * scale
+    if mask is not None:
+        s = s + mask.astype(np.float64)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    p /= p.sum(axis=-1, keepdims=True)
+    return (p @ v.astype(np.float64)).astype(np.float32)
+
+
+def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal(batch + [lq, d]).astype(np.float32)
+    k = rng.standard_normal(batch + [lk, d]).astype(np.float32)
+    v = rng.standard_normal(batch + [lk, dv]).astype(np.float32)
+    rank = len(batch) + 2
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=perm, name="key_t"),
+             helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk")]
+    inits, inputs = [], {"q": q, "k": k, "v": v}
+    scale, s = 1.0, "scores"
+    if scale_op:
+        op, c = scale_op
+        scale = c if op == "Mul" else 1.0 / c
+        inits.append(numpy_helper.from_array(np.array(c, np.float32), "scale"))
+        nodes.append(helper.make_node(op, [s, "scale"], ["scaled"], name="scale"))
+        s = "scaled"
+    if mask is not None:
+        if mask_is_input:
+            inputs["mask"] = mask
+        else:
+            inits.append(numpy_helper.from_array(mask, "mask"))
+        nodes.append(helper.make_node("Add", [s, "mask"], ["masked"], name="mask"))
+        s = "masked"
+    nodes += [helper.make_node("Softmax", [s], ["p"], axis=-1, name="softmax"),
+              helper.make_node("MatMul", ["p", "v"], ["out"], name="pv")]
+    info = lambda name, a: helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape))
+    want = reference(q, k, v, scale, mask)
+    graph = helper.make_graph(nodes, "attention", [info(n, a) for n, a in inputs.items()],
+                              [info("out", want)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    os.makedirs(os.path.join(out, "reference"), exist_ok=True)
+    onnx.save(model, os.path.join(out, "model.onnx"))
+    for name, a in inputs.items():
+        np.save(os.path.join(out, f"{name}.npy"), a)
+    with open(os.path.join(out, "inputs.txt"), "w") as f:
+        f.write(" ".join(os.path.join(out, f"{n}.npy") for n in inputs) + "\n")
+    np.save(os.path.join(out, "reference", "out.npy"), want)
+
+
+def main():
+    kind, out = sys.argv[1], sys.argv[2]
+    if kind.startswith("long-"):
+        length = int(kind[len("long-"):])
+        mask = np.zeros([1, 1, 1, length], np.float32)
+        mask[..., -96:] = -np.inf
+        build(out, [1, 2], length, length, 64, 64, ("Mul", 0.125), mask, True)
+    elif kind == "banded":
+        length = 320
+        rows, cols = np.indices([length, length])
+        mask = np.where(cols < rows, -np.inf, 0).astype(np.float32)
+        build(out, [3], length, length, 32, 32, ("Div", np.sqrt(32)), mask, False)
+    elif kind == "odd":
+        build(out, [2, 3], 50, 100, 24, 40, None, None, False)
+    else:
+        sys.exit(f"attention.py: unknown kind '{kind}'")
+
+
+if __name__ == "__main__":
+    main()
