@@ -146,7 +146,19 @@ def matmul1024():
     return g.model([tensor("x", [1024, 1024])], [tensor("y", [1024, 1024])])
 
 
-MODELS = {f.__name__: f for f in [mlp, resnet18, bert2, matmul1024]}
+def attention4k():
+    """Self-attention over 4096 tokens, 2 heads of 64, as exporters write it:
+    its scores alone are 128 MiB (kiln fuses it into one flash-style kernel)."""
+    g = Graph()
+    kt = g.op("Transpose", ["k"], perm=[0, 1, 3, 2])
+    scores = g.op("Mul", [g.op("MatMul", ["q", kt]), g.const("scale", 0.125)])
+    g.op("MatMul", [g.op("Softmax", [scores], axis=-1), "v"])
+    g.nodes[-1].output[0] = "y"
+    shape = [1, 2, 4096, 64]
+    return g.model([tensor(n, shape) for n in "qkv"], [tensor("y", shape)])
+
+
+MODELS = {f.__name__: f for f in [mlp, resnet18, bert2, matmul1024, attention4k]}
 
 if __name__ == "__main__":
     out = sys.argv[1]
