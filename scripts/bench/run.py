@@ -268,7 +268,7 @@ KNOWN_LIMITS = """## What limits kiln today
   polynomials, `kiln-approximate-math`), row reductions (Softmax,
   LayerNormalization) by kiln's schedule.
 - Attention (bert2, attention4k) runs as one kernel (`kiln-fuse-attention`):
-  per task, 32 query rows of one head against blocks of up to 256 keys with
+  per task, up to 128 query rows of one head against blocks of up to 256 keys with
   an online softmax, so the scores never exist whole (attention4k's arena is
   4 MiB; its ONNX graph materializes 3 x 128 MiB). K is still transposed
   into a copy first, and the exponentials run 8 lanes wide (LLVM's

@@ -656,36 +656,37 @@ func.func @dequantize(%q: tensor<4xui8>) -> tensor<4xf32> {
 
 // -----
 
-// Attention: a task per (batch entry, 32 query rows), an online softmax
-// over blocks of 256 keys carrying the row maxima, the row sums and the
-// unnormalized output; the scores exist one [32, 256] block at a time.
+// Attention: a task per batch entry and block of query rows (the largest
+// divisor of 64 up to 128), an online softmax over blocks of 256 keys
+// carrying the row maxima, the row sums and the unnormalized output; the
+// scores exist one [64, 256] block at a time.
 // CHECK-LABEL: func.func @attention
-// CHECK: scf.forall (%[[N:.*]], %[[QI:.*]]) = (0, 0) to (2, 64) step (1, 32) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<2x64x8xf32>)
-// CHECK: %[[Q:.*]] = tensor.extract_slice %{{.*}}[%[[N]], %[[QI]], 0] [1, 32, 16] [1, 1, 1] : tensor<2x64x16xf32> to tensor<32x16xf32>
+// CHECK: scf.forall (%[[N:.*]], %[[QI:.*]]) = (0, 0) to (2, 64) step (1, 64) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<2x64x8xf32>)
+// CHECK: %[[Q:.*]] = tensor.extract_slice %{{.*}}[%[[N]], %[[QI]], 0] [1, 64, 16] [1, 1, 1] : tensor<2x64x16xf32> to tensor<64x16xf32>
 // CHECK: %[[C256:.*]] = arith.constant 256 : index
-// CHECK: %[[R:.*]]:3 = scf.for %[[KJ:.*]] = %{{.*}} to %{{.*}} step %[[C256]] iter_args(%[[MAX:.*]] = %{{.*}}, %[[SUM:.*]] = %{{.*}}, %[[ACC:.*]] = %{{.*}}) -> (tensor<32xf32>, tensor<32xf32>, tensor<32x8xf32>)
+// CHECK: %[[R:.*]]:3 = scf.for %[[KJ:.*]] = %{{.*}} to %{{.*}} step %[[C256]] iter_args(%[[MAX:.*]] = %{{.*}}, %[[SUM:.*]] = %{{.*}}, %[[ACC:.*]] = %{{.*}}) -> (tensor<64xf32>, tensor<64xf32>, tensor<64x8xf32>)
 // CHECK: %[[KT:.*]] = tensor.extract_slice %{{.*}}[%[[N]], 0, %[[KJ]]] [1, 16, 256] [1, 1, 1] : tensor<2x16x512xf32> to tensor<16x256xf32>
 // CHECK: %[[V:.*]] = tensor.extract_slice %{{.*}}[%[[N]], %[[KJ]], 0] [1, 256, 8] [1, 1, 1] : tensor<2x512x8xf32> to tensor<256x8xf32>
-// CHECK: %[[S:.*]] = linalg.matmul ins(%[[Q]], %[[KT]] : tensor<32x16xf32>, tensor<16x256xf32>)
+// CHECK: %[[S:.*]] = linalg.matmul ins(%[[Q]], %[[KT]] : tensor<64x16xf32>, tensor<16x256xf32>)
 // CHECK: %[[MASK:.*]] = tensor.extract_slice %{{.*}}[0, 0, %[[KJ]]] [1, 1, 256] [1, 1, 1] : tensor<1x1x512xf32> to tensor<1x256xf32>
-// CHECK: %[[SM:.*]] = linalg.generic {{.*}} ins(%[[MASK]] : tensor<1x256xf32>) outs(%[[S]] : tensor<32x256xf32>)
+// CHECK: %[[SM:.*]] = linalg.generic {{.*}} ins(%[[MASK]] : tensor<1x256xf32>) outs(%[[S]] : tensor<64x256xf32>)
 // CHECK:   arith.mulf %{{.*}}, %{{.*}} : f32
 // CHECK:   arith.addf
-// CHECK: %[[ROWMAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[SM]] : tensor<32x256xf32>)
+// CHECK: %[[ROWMAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[SM]] : tensor<64x256xf32>)
 // CHECK:   arith.maximumf
-// CHECK: %[[STATS:.*]]:2 = linalg.generic {{.*}} ins(%[[ROWMAX]] : tensor<32xf32>) outs(%[[MAX]], %{{.*}} : tensor<32xf32>, tensor<32xf32>)
+// CHECK: %[[STATS:.*]]:2 = linalg.generic {{.*}} ins(%[[ROWMAX]] : tensor<64xf32>) outs(%[[MAX]], %{{.*}} : tensor<64xf32>, tensor<64xf32>)
 // CHECK:   arith.select
 // CHECK:   math.exp
-// CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0 : tensor<32xf32>) outs(%[[SM]] : tensor<32x256xf32>)
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#0 : tensor<64xf32>) outs(%[[SM]] : tensor<64x256xf32>)
 // CHECK:   math.exp
-// CHECK: %[[SUMSCALED:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#1 : tensor<32xf32>) outs(%[[SUM]] : tensor<32xf32>)
-// CHECK: %[[NEWSUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[P]] : tensor<32x256xf32>) outs(%[[SUMSCALED]] : tensor<32xf32>)
-// CHECK: %[[ACCSCALED:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#1 : tensor<32xf32>) outs(%[[ACC]] : tensor<32x8xf32>)
-// CHECK: %[[NEWACC:.*]] = linalg.matmul ins(%[[P]], %[[V]] : tensor<32x256xf32>, tensor<256x8xf32>) outs(%[[ACCSCALED]] : tensor<32x8xf32>)
+// CHECK: %[[SUMSCALED:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#1 : tensor<64xf32>) outs(%[[SUM]] : tensor<64xf32>)
+// CHECK: %[[NEWSUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[P]] : tensor<64x256xf32>) outs(%[[SUMSCALED]] : tensor<64xf32>)
+// CHECK: %[[ACCSCALED:.*]] = linalg.generic {{.*}} ins(%[[STATS]]#1 : tensor<64xf32>) outs(%[[ACC]] : tensor<64x8xf32>)
+// CHECK: %[[NEWACC:.*]] = linalg.matmul ins(%[[P]], %[[V]] : tensor<64x256xf32>, tensor<256x8xf32>) outs(%[[ACCSCALED]] : tensor<64x8xf32>)
 // CHECK: scf.yield %[[STATS]]#0, %[[NEWSUM]], %[[NEWACC]]
-// CHECK: %[[O:.*]] = linalg.generic {{.*}} ins(%[[R]]#2, %[[R]]#1 : tensor<32x8xf32>, tensor<32xf32>)
+// CHECK: %[[O:.*]] = linalg.generic {{.*}} ins(%[[R]]#2, %[[R]]#1 : tensor<64x8xf32>, tensor<64xf32>)
 // CHECK:   arith.divf
-// CHECK: tensor.parallel_insert_slice %[[O]] into %[[OUT]][%[[N]], %[[QI]], 0] [1, 32, 8] [1, 1, 1]
+// CHECK: tensor.parallel_insert_slice %[[O]] into %[[OUT]][%[[N]], %[[QI]], 0] [1, 64, 8] [1, 1, 1]
 func.func @attention(%q: tensor<1x2x64x16xf32>, %kt: tensor<1x2x16x512xf32>, %v: tensor<1x2x512x8xf32>, %mask: tensor<1x1x1x512xf32>) -> tensor<1x2x64x8xf32> {
   %0 = kiln.attention %q, %kt, %v, %mask {scale = 0.25 : f32} : (tensor<1x2x64x16xf32>, tensor<1x2x16x512xf32>, tensor<1x2x512x8xf32>, tensor<1x1x1x512xf32>) -> tensor<1x2x64x8xf32>
   return %0 : tensor<1x2x64x8xf32>
