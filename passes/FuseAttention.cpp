@@ -120,7 +120,8 @@ LogicalResult checkShapes(const AttentionChain &chain, std::string &why) {
   }
   SmallVector<int64_t> mask(rank - maskType.getRank(), 1);
   llvm::append_range(mask, maskType.getShape());
-  ArrayRef<int64_t> batch = shapeOf(chain.query).drop_back(2), maskBatch = ArrayRef(mask).drop_back(2);
+  ArrayRef<int64_t> batch = shapeOf(chain.query).drop_back(2);
+  ArrayRef<int64_t> maskBatch = ArrayRef(mask).drop_back(2);
   if (!llvm::all_of(maskBatch, [](int64_t s) { return s == 1; }) && maskBatch != batch) {
     why = "the mask broadcasts over some batch dimensions but not all";
     return failure();
@@ -131,7 +132,7 @@ LogicalResult checkShapes(const AttentionChain &chain, std::string &why) {
 /// Matches the attention that ends in the matmul using `softmax`.
 FailureOr<AttentionChain> matchAttention(SoftmaxOp softmax, std::string &why) {
   int64_t rank = cast<RankedTensorType>(softmax.getType()).getRank();
-  if (softmax.getAxis() != rank - 1) {
+  if ((int64_t)softmax.getAxis() != rank - 1) {
     why = "it does not run along the last axis";
     return failure();
   }

@@ -42,23 +42,23 @@ struct BlockBuilder {
   }
   /// A generic with `iterators` whose operands' maps are `maps` (inputs, then
   /// outputs) and whose body yields `body(args)`; returns its results.
-  ValueRange multiGeneric(ValueRange inputs, ValueRange outputs, ArrayRef<AffineMap> maps,
-                     ArrayRef<IteratorType> iterators,
-                     function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
-    auto op = linalg::GenericOp::create(
-        b, loc, outputs.getTypes(), inputs, outputs, maps, iterators,
-        [&](OpBuilder &nb, Location l, ValueRange args) {
-          linalg::YieldOp::create(nb, l, body(nb, l, args));
-        });
+  ValueRange
+  multiGeneric(ValueRange inputs, ValueRange outputs, ArrayRef<AffineMap> maps,
+               ArrayRef<IteratorType> iterators,
+               function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
+    auto op = linalg::GenericOp::create(b, loc, outputs.getTypes(), inputs, outputs, maps,
+                                        iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
+                                          linalg::YieldOp::create(nb, l, body(nb, l, args));
+                                        });
     return op.getResults();
   }
   /// The same with one output.
   Value generic(ValueRange inputs, Value output, ArrayRef<AffineMap> maps,
                 ArrayRef<IteratorType> iterators, BodyFn body) {
     return multiGeneric(inputs, ValueRange{output}, maps, iterators,
-                   [&](OpBuilder &nb, Location l, ValueRange args) -> SmallVector<Value> {
-                     return {body(nb, l, args)};
-                   })[0];
+                        [&](OpBuilder &nb, Location l, ValueRange args) -> SmallVector<Value> {
+                          return {body(nb, l, args)};
+                        })[0];
   }
   /// out[r] = combine(in[r, c], out[r]) over all c.
   Value rowReduction(Value in, Value out, BodyFn combine) {
@@ -69,7 +69,9 @@ struct BlockBuilder {
   Value scaleRows(Value out, Value row, BodyFn f) {
     return generic(row, out, {map(2, {r}), map(2, {r, c})},
                    {IteratorType::parallel, IteratorType::parallel},
-                   [&](OpBuilder &nb, Location l, ValueRange a) { return f(nb, l, {a[1], a[0]}); });
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     return f(nb, l, {a[1], a[0]});
+                   });
   }
 };
 
@@ -82,8 +84,8 @@ Value finiteMax(OpBuilder &b, Location loc, Value m) {
 }
 
 /// An f32 [rows, cols] slice of a [N, rows, cols] tensor at (n, row, col).
-Value block(OpBuilder &b, Location loc, Value t, OpFoldResult n, OpFoldResult row,
-            OpFoldResult col, int64_t rows, int64_t cols) {
+Value block(OpBuilder &b, Location loc, Value t, OpFoldResult n, OpFoldResult row, OpFoldResult col,
+            int64_t rows, int64_t cols) {
   auto type = RankedTensorType::get({rows, cols}, tensorType(t).getElementType());
   SmallVector<OpFoldResult> offsets = {n, row, col};
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(rows), b.getIndexAttr(cols)};
@@ -137,11 +139,11 @@ struct Attention {
                                        ValueRange{zeroFilled(b, loc, {bq, bk}, f32)})
                   .getResult(0);
     s = scaleAndMask(bb, s, batch, qi, kj);
-    Value rowMax = bb.rowReduction(
-        s, filledTensor(b, loc, {bq}, scalarConst(b, loc, f32, -INFINITY)),
-        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          return arith::MaximumFOp::create(nb, l, a[0], a[1]);
-        });
+    Value rowMax =
+        bb.rowReduction(s, filledTensor(b, loc, {bq}, scalarConst(b, loc, f32, -INFINITY)),
+                        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                          return arith::MaximumFOp::create(nb, l, a[0], a[1]);
+                        });
     // m' = max(m, rowmax) in place of m; alpha = exp(m - m').
     ValueRange stats = bb.multiGeneric(
         rowMax, ValueRange{m, emptyTensor(b, loc, {bq}, f32)},
@@ -178,13 +180,13 @@ struct Attention {
     SmallVector<Value> init = {filledTensor(b, loc, {bq}, scalarConst(b, loc, f32, -INFINITY)),
                                zeroFilled(b, loc, {bq}, f32), zeroFilled(b, loc, {bq, dv}, f32)};
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    auto loop = scf::ForOp::create(
-        b, loc, zero, arith::ConstantIndexOp::create(b, loc, lk),
-        arith::ConstantIndexOp::create(b, loc, bk), init,
-        [&](OpBuilder &nb, Location l, Value kj, ValueRange carried) {
-          BlockBuilder inner{nb, l};
-          scf::YieldOp::create(nb, l, keyBlock(inner, q, batch, qi, kj, carried));
-        });
+    auto loop = scf::ForOp::create(b, loc, zero, arith::ConstantIndexOp::create(b, loc, lk),
+                                   arith::ConstantIndexOp::create(b, loc, bk), init,
+                                   [&](OpBuilder &nb, Location l, Value kj, ValueRange carried) {
+                                     BlockBuilder inner{nb, l};
+                                     scf::YieldOp::create(
+                                         nb, l, keyBlock(inner, q, batch, qi, kj, carried));
+                                   });
     Value acc = loop.getResult(2), sum = loop.getResult(1);
     Value outBlock = block(b, loc, out, batch, qi, b.getIndexAttr(0), bq, dv);
     return bb.generic(ValueRange{acc, sum}, outBlock,
@@ -244,11 +246,9 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
       SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(1), rewriter.getIndexAttr(a.bq),
                                          rewriter.getIndexAttr(a.dv)};
       SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
-      tensor::ParallelInsertSliceOp::create(rewriter, loc, result, shared, offsets, sizes,
-                                            strides);
+      tensor::ParallelInsertSliceOp::create(rewriter, loc, result, shared, offsets, sizes, strides);
     }
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, loop.getResult(0),
-                                     signlessType(op.getType())));
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, loop.getResult(0), signlessType(op.getType())));
     return success();
   }
 };
