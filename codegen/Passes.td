@@ -281,9 +281,9 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
     allocates when a model instance is created. With `report`, each function
     gets a remark with the buffers' total size, the arena's size, the most
     bytes live at once, and how many buffers stayed separate and why.
-    Allocations that are only written, never read (a vectorized reduction's
-    initial partial sums, kept in registers by its loop), are erased with
-    their writes first.
+    Allocations (heap or stack) that are only written, never read (a
+    vectorized reduction's initial partial sums, kept in registers by its
+    loop), are erased with their writes first.
   }];
   let options = [
     Option<"report", "report", "bool", "false",

@@ -95,6 +95,13 @@ LogicalResult matchMaskedScores(Value x, AttentionChain &chain, std::string &why
   return failure();
 }
 
+/// The mask's shape with leading 1s up to `rank` (numpy broadcasting).
+SmallVector<int64_t> maskShapeAtRank(RankedTensorType mask, int64_t rank) {
+  SmallVector<int64_t> shape(rank - mask.getRank(), 1);
+  llvm::append_range(shape, mask.getShape());
+  return shape;
+}
+
 /// Whether the shapes fit kiln.attention (see its verifier).
 LogicalResult checkShapes(const AttentionChain &chain, std::string &why) {
   for (Value v : {chain.query, chain.keyT, chain.value}) {
@@ -118,8 +125,7 @@ LogicalResult checkShapes(const AttentionChain &chain, std::string &why) {
     why = "the mask is not an f32 tensor of static shape and at most the scores' rank";
     return failure();
   }
-  SmallVector<int64_t> mask(rank - maskType.getRank(), 1);
-  llvm::append_range(mask, maskType.getShape());
+  SmallVector<int64_t> mask = maskShapeAtRank(maskType, rank);
   ArrayRef<int64_t> batch = shapeOf(chain.query).drop_back(2);
   ArrayRef<int64_t> maskBatch = ArrayRef(mask).drop_back(2);
   if (!llvm::all_of(maskBatch, [](int64_t s) { return s == 1; }) && maskBatch != batch) {
@@ -159,9 +165,7 @@ void fuse(AttentionChain &chain) {
   int64_t rank = cast<RankedTensorType>(chain.query.getType()).getRank();
   if (mask && cast<RankedTensorType>(mask.getType()).getRank() < rank) {
     auto maskType = cast<RankedTensorType>(mask.getType());
-    SmallVector<int64_t> shape(rank - maskType.getRank(), 1);
-    llvm::append_range(shape, maskType.getShape());
-    mask = ReshapeOp::create(b, loc, maskType.clone(shape), mask);
+    mask = ReshapeOp::create(b, loc, maskType.clone(maskShapeAtRank(maskType, rank)), mask);
   }
   auto attention = AttentionOp::create(b, loc, output.getType(), chain.query, chain.keyT,
                                        chain.value, mask, b.getF32FloatAttr(chain.scale));

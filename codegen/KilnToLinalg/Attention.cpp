@@ -78,7 +78,7 @@ struct BlockBuilder {
 /// The running maximum with -inf replaced by 0, so that a row whose scores
 /// so far are all -inf (masked) gives exp(-inf - 0) = 0, not NaN.
 Value finiteMax(OpBuilder &b, Location loc, Value m) {
-  Value ninf = scalarConst(b, loc, m.getType(), -INFINITY);
+  Value ninf = extremeConst(b, loc, m.getType(), /*lowest=*/true);
   Value isNinf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, ninf);
   return arith::SelectOp::create(b, loc, isNinf, scalarConst(b, loc, m.getType(), 0.0), m);
 }
@@ -98,7 +98,7 @@ Value block(OpBuilder &b, Location loc, Value t, OpFoldResult n, OpFoldResult ro
 struct Attention {
   Value query, keyT, value, mask;
   float scale;
-  int64_t n, lq, d, lk, dv, bq, bk;
+  int64_t lq, d, lk, dv, bq, bk;
 
   /// scale * s + mask for the block of keys at `kj`, in place.
   Value scaleAndMask(BlockBuilder &bb, Value s, Value batch, Value qi, Value kj) {
@@ -116,12 +116,12 @@ struct Attention {
       maps.push_back(bb.map(2, {perRow ? bb.r : getAffineConstantExpr(0, bb.ctx), bb.c}));
     }
     maps.push_back(bb.map(2, {bb.r, bb.c}));
-    float k = scale;
     return bb.generic(inputs, s, maps, {IteratorType::parallel, IteratorType::parallel},
                       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                         Value x = a.back();
-                        if (k != 1.0f)
-                          x = arith::MulFOp::create(nb, l, x, scalarConst(nb, l, x.getType(), k));
+                        if (scale != 1.0f)
+                          x = arith::MulFOp::create(nb, l, x,
+                                                    scalarConst(nb, l, x.getType(), scale));
                         return a.size() > 1 ? arith::AddFOp::create(nb, l, x, a[0]) : x;
                       });
   }
@@ -140,7 +140,7 @@ struct Attention {
                   .getResult(0);
     s = scaleAndMask(bb, s, batch, qi, kj);
     Value rowMax =
-        bb.rowReduction(s, filledTensor(b, loc, {bq}, scalarConst(b, loc, f32, -INFINITY)),
+        bb.rowReduction(s, filledTensor(b, loc, {bq}, extremeConst(b, loc, f32, /*lowest=*/true)),
                         [](OpBuilder &nb, Location l, ValueRange a) -> Value {
                           return arith::MaximumFOp::create(nb, l, a[0], a[1]);
                         });
@@ -177,8 +177,9 @@ struct Attention {
     BlockBuilder bb{b, loc};
     Type f32 = b.getF32Type();
     Value q = block(b, loc, query, batch, qi, b.getIndexAttr(0), bq, d);
-    SmallVector<Value> init = {filledTensor(b, loc, {bq}, scalarConst(b, loc, f32, -INFINITY)),
-                               zeroFilled(b, loc, {bq}, f32), zeroFilled(b, loc, {bq, dv}, f32)};
+    SmallVector<Value> init = {
+        filledTensor(b, loc, {bq}, extremeConst(b, loc, f32, /*lowest=*/true)),
+        zeroFilled(b, loc, {bq}, f32), zeroFilled(b, loc, {bq, dv}, f32)};
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     auto loop = scf::ForOp::create(b, loc, zero, arith::ConstantIndexOp::create(b, loc, lk),
                                    arith::ConstantIndexOp::create(b, loc, bk), init,
@@ -211,7 +212,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     for (int64_t s : q.drop_back(2))
       n *= s;
     Attention a{};
-    a.n = n, a.lq = q[rank - 2], a.d = q[rank - 1], a.lk = kt[rank - 1], a.dv = v[rank - 1];
+    a.lq = q[rank - 2], a.d = q[rank - 1], a.lk = kt[rank - 1], a.dv = v[rank - 1];
     a.bq = largestDivisorUpTo(a.lq, maxQueryBlock);
     a.bk = largestDivisorUpTo(a.lk, maxKeyBlock);
     a.scale = op.getScale().convertToFloat();
@@ -230,25 +231,17 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
       a.mask = collapsed(mask, broadcast ? 1 : n);
     }
     Value out = emptyTensor(rewriter, loc, {n, a.lq, a.dv}, f32);
-    auto loop = scf::ForallOp::create(
-        rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(n), rewriter.getIndexAttr(a.lq)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(a.bq)},
-        ValueRange{out}, std::nullopt);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(loop.getTerminator());
-      Value batch = loop.getInductionVar(0), qi = loop.getInductionVar(1);
-      Value shared = loop.getRegionIterArgs()[0];
-      Value result = a.queryBlock(rewriter, loc, batch, qi, shared);
-      rewriter.setInsertionPointToStart(loop.getTerminator().getBody());
-      SmallVector<OpFoldResult> offsets = {batch, qi, rewriter.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(1), rewriter.getIndexAttr(a.bq),
-                                         rewriter.getIndexAttr(a.dv)};
-      SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
-      tensor::ParallelInsertSliceOp::create(rewriter, loc, result, shared, offsets, sizes, strides);
-    }
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, loop.getResult(0), signlessType(op.getType())));
+    Value result =
+        buildTileLoop(rewriter, loc, {rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
+                      {rewriter.getIndexAttr(n), rewriter.getIndexAttr(a.lq)},
+                      {rewriter.getIndexAttr(1), rewriter.getIndexAttr(a.bq)}, out,
+                      [&](OpBuilder &b, Location l, ValueRange ivs, Value shared) -> TileResult {
+                        Value batch = ivs[0], qi = ivs[1];
+                        return {a.queryBlock(b, l, batch, qi, shared),
+                                {batch, qi, b.getIndexAttr(0)},
+                                {b.getIndexAttr(1), b.getIndexAttr(a.bq), b.getIndexAttr(a.dv)}};
+                      });
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, result, signlessType(op.getType())));
     return success();
   }
 };

@@ -410,13 +410,13 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads
   return padWithConstant(b, loc, input, low, high, padValue, padded);
 }
 
-Value buildTileLoop(OpBuilder &b, Location loc, OpFoldResult lb, OpFoldResult ub,
-                    OpFoldResult step, Value init,
-                    function_ref<TileResult(OpBuilder &, Location, Value, Value)> tile) {
-  auto loop = scf::ForallOp::create(b, loc, {lb}, {ub}, {step}, ValueRange{init}, std::nullopt);
+Value buildTileLoop(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> lbs,
+                    ArrayRef<OpFoldResult> ubs, ArrayRef<OpFoldResult> steps, Value init,
+                    function_ref<TileResult(OpBuilder &, Location, ValueRange, Value)> tile) {
+  auto loop = scf::ForallOp::create(b, loc, lbs, ubs, steps, ValueRange{init}, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getTerminator());
-  TileResult r = tile(b, loc, loop.getInductionVar(0), loop.getRegionIterArgs()[0]);
+  TileResult r = tile(b, loc, loop.getInductionVars(), loop.getRegionIterArgs()[0]);
   b.setInsertionPointToStart(loop.getTerminator().getBody());
   SmallVector<OpFoldResult> strides(r.offsets.size(), b.getIndexAttr(1));
   tensor::ParallelInsertSliceOp::create(b, loc, r.value, loop.getRegionIterArgs()[0], r.offsets,

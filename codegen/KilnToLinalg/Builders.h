@@ -114,14 +114,14 @@ struct TileResult {
   SmallVector<OpFoldResult> offsets, sizes;
 };
 
-/// An scf.forall over [lb, ub) by `step` whose iterations each compute one
-/// tile of `init` independently: `tile(b, loc, iv, out)` builds it from the
-/// shared output `out`. Returns the filled tensor. (A forall, not an
+/// An scf.forall over [lbs, ubs) by `steps` whose iterations each compute
+/// one tile of `init` independently: `tile(b, loc, ivs, out)` builds it from
+/// the shared output `out`. Returns the filled tensor. (A forall, not an
 /// scf.for: its iterations may run on several threads, and subset hoisting
 /// does not analyse it, which is costly on slices of dynamic sizes.)
-Value buildTileLoop(OpBuilder &b, Location loc, OpFoldResult lb, OpFoldResult ub,
-                    OpFoldResult step, Value init,
-                    function_ref<TileResult(OpBuilder &, Location, Value, Value)> tile);
+Value buildTileLoop(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> lbs,
+                    ArrayRef<OpFoldResult> ubs, ArrayRef<OpFoldResult> steps, Value init,
+                    function_ref<TileResult(OpBuilder &, Location, ValueRange, Value)> tile);
 
 /// Patterns for elementwise kiln ops (Elementwise.cpp).
 void populateElementwiseLowerings(RewritePatternSet &patterns);

@@ -531,8 +531,9 @@ static Value convolveImages(OpBuilder &b, Location loc, ConvOp op, Value input, 
       {1, outType.getDimSize(1), outType.getDimSize(2), outType.getDimSize(3)},
       outType.getElementType());
   return buildTileLoop(
-      b, loc, b.getIndexAttr(0), sizes[0], b.getIndexAttr(1), init,
-      [&](OpBuilder &nb, Location l, Value n, Value out) -> TileResult {
+      b, loc, {b.getIndexAttr(0)}, {sizes[0]}, {b.getIndexAttr(1)}, init,
+      [&](OpBuilder &nb, Location l, ValueRange ivs, Value out) -> TileResult {
+        Value n = ivs[0];
         auto unit = [&](ArrayRef<OpFoldResult> full) {
           SmallVector<OpFoldResult> s(full);
           s[0] = nb.getIndexAttr(1);

@@ -26,6 +26,7 @@ using namespace mlir;
 
 namespace {
 bool isParallelLoop(Operation *op) { return isa<scf::ForallOp, scf::ParallelOp>(op); }
+bool isSequentialLoop(Operation *op) { return isa<scf::ForOp, scf::WhileOp>(op); }
 
 /// The enclosing ops of `op`, innermost first, up to the function.
 SmallVector<Operation *> enclosingOps(Operation *op) {
@@ -42,7 +43,7 @@ Operation *outermostSequentialLoop(Operation *op) {
   for (Operation *p : enclosingOps(op)) {
     if (isParallelLoop(p))
       break;
-    if (isa<scf::ForOp, scf::WhileOp>(p))
+    if (isSequentialLoop(p))
       outermost = p;
   }
   return outermost;
@@ -63,7 +64,7 @@ bool isIterationLocal(memref::AllocOp alloc) {
   if (!type.hasStaticShape() || !type.getLayout().isIdentity() || type.getMemorySpace())
     return false;
   bool inLoop = llvm::any_of(enclosingOps(alloc), [](Operation *p) {
-    return isParallelLoop(p) || isa<scf::ForOp, scf::WhileOp>(p);
+    return isParallelLoop(p) || isSequentialLoop(p);
   });
   return inLoop && succeeded(mlir::kiln::forEachBufferUser(alloc, [](Operation *) {}));
 }

@@ -36,10 +36,10 @@ Value tileLoop(OpBuilder &b, Location loc, linalg::MatmulOp mm, unsigned dim, Op
   int64_t m = dim == 0 ? tile : ct.getDimSize(0), n = dim == 1 ? tile : ct.getDimSize(1);
   int64_t k = at.getDimSize(1);
   return mlir::kiln::buildTileLoop(
-      b, loc, lb, ub, b.getIndexAttr(tile), acc,
-      [&](OpBuilder &nb, Location l, Value i, Value out) -> mlir::kiln::TileResult {
+      b, loc, {lb}, {ub}, {b.getIndexAttr(tile)}, acc,
+      [&](OpBuilder &nb, Location l, ValueRange ivs, Value out) -> mlir::kiln::TileResult {
         SmallVector<OpFoldResult> offsets = {nb.getIndexAttr(0), nb.getIndexAttr(0)};
-        offsets[dim] = i;
+        offsets[dim] = ivs[0];
         SmallVector<OpFoldResult> unit(2, nb.getIndexAttr(1));
         auto slice = [&](Value v, ArrayRef<int64_t> shape) -> Value {
           SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(shape[0]), nb.getIndexAttr(shape[1])};

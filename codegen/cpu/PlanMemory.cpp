@@ -165,23 +165,27 @@ std::string formatBytes(int64_t bytes) {
 /// Erases allocations that nothing reads, with their writes. Vectorized
 /// reductions leave one per row: the partial sums' initial value written to
 /// a buffer of its own, while the loop carries them in registers; each was a
-/// call into the runtime (under its arena's lock) per row.
+/// call into the runtime (under its arena's lock) per row, and is now a stack
+/// buffer of the row's iteration (kiln-hoist-loop-buffers runs first).
 void eraseWriteOnlyAllocations(ModuleOp module) {
-  SmallVector<memref::AllocOp> dead;
-  module.walk([&](memref::AllocOp alloc) {
-    bool writeOnly = llvm::all_of(alloc->getUses(), [&](OpOperand &use) {
+  SmallVector<Operation *> dead;
+  module.walk([&](Operation *op) {
+    if (!isa<memref::AllocOp, memref::AllocaOp>(op))
+      return;
+    Value buffer = op->getResult(0);
+    bool writeOnly = llvm::all_of(buffer.getUses(), [&](OpOperand &use) {
       auto write = dyn_cast<vector::TransferWriteOp>(use.getOwner());
       auto store = dyn_cast<memref::StoreOp>(use.getOwner());
-      return (write && write.getBase() == alloc && !write.getMask()) ||
-             (store && store.getMemRef() == alloc);
+      return (write && write.getBase() == buffer && !write.getMask()) ||
+             (store && store.getMemRef() == buffer);
     });
     if (writeOnly)
-      dead.push_back(alloc);
+      dead.push_back(op);
   });
-  for (memref::AllocOp alloc : dead) {
-    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+  for (Operation *allocation : dead) {
+    for (Operation *user : llvm::make_early_inc_range(allocation->getUsers()))
       user->erase();
-    alloc.erase();
+    allocation->erase();
   }
 }
 
