@@ -117,6 +117,34 @@ def KilnAmxTiles : Pass<"kiln-amx-tiles", "func::FuncOp"> {
   let dependentDialects = ["amx::AMXDialect", "arith::ArithDialect", "scf::SCFDialect"];
 }
 
+def KilnDirectConv : Pass<"kiln-direct-conv", "ModuleOp"> {
+  let summary = "Compute channels-last convolutions in register tiles straight from their input";
+  let description = [{
+    Rewrites each static f32 channels-last `kiln.conv` (no group) whose
+    filter is a constant, and whose output rows split into register tiles
+    of at least half the register rows, as an `scf.forall` of register
+    tiles: rows neighbouring output pixels of one output row by cols output
+    channels. A tile starts from the bias and, per filter row, accumulates
+    each input value of its pixels' windows (broadcast) times a row of the
+    filter, packed at compile time into panels [F/cols][KH*KW*C][cols].
+    No receptive-field matrix is built. Other convolutions are left to
+    kiln-convert-to-linalg.
+
+    Tasks run over (image row, pixel tile, channel panel) when the packed
+    filter fits in `resident-filter-bytes`, so that neighbouring tasks share
+    their input; over (channel panel, image row, pixel tile) otherwise, so
+    that a panel of a large filter is read from memory once.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "f32 lanes of the widest vector register (16 = AVX-512, 8 = AVX2, 4 = NEON)">,
+    Option<"residentFilterBytes", "resident-filter-bytes", "int64_t", "1048576",
+           "Largest packed filter that is expected to stay in cache across tasks">,
+  ];
+  let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "vector::VectorDialect",
+                           "arith::ArithDialect", "ub::UBDialect"];
+}
+
 def KilnPackMatmul : Pass<"kiln-pack-matmul", "ModuleOp"> {
   let summary = "Rewrite static matmuls as contractions on operands packed into register panels";
   let description = [{

@@ -108,9 +108,10 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
     return text;
   }
   case Stage::Linalg:
-    return llvm::formatv("kiln-channels-last,canonicalize,kiln-convert-to-linalg,canonicalize,"
+    return llvm::formatv("kiln-channels-last,canonicalize,kiln-direct-conv{{vector-width={1}},"
+                         "kiln-convert-to-linalg,canonicalize,"
                          "kiln-fuse-elementwise{{report={0}},canonicalize,cse",
-                         options.reportFusion)
+                         options.reportFusion, target.vectorWidthF32)
         .str();
   case Stage::Bufferized:
     return llvm::formatv(

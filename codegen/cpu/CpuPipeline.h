@@ -60,6 +60,10 @@ struct MatmulTile {
   }
 };
 
+/// The most rows a register tile holds for `vectorWidth` f32 lanes: 8 with
+/// 32 vector registers (AVX-512, NEON), 6 with 16 (AVX2).
+int64_t maxRegisterRows(int64_t vectorWidth);
+
 /// The register tile of an M x N (batch) matmul for `vectorWidth` f32 lanes:
 /// up to 8 rows by one or two whole vector registers of columns, one K step,
 /// as exact divisors of M and N so that no tile is partial.

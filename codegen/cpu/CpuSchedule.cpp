@@ -49,13 +49,17 @@ static std::string reductionTileList(const mlir::kiln::MatmulTile &t) {
   return llvm::formatv("{0}0, 0, {1}", t.batched ? "0, " : "", t.k).str();
 }
 
-mlir::kiln::MatmulTile mlir::kiln::chooseRegisterTile(bool batched, int64_t m, int64_t n,
-                                                      int64_t vectorWidth) {
+int64_t mlir::kiln::maxRegisterRows(int64_t vectorWidth) {
   // AVX-512 and NEON have 32 vector registers: 8 rows x 2 registers of sums
   // fit beside the B registers and a broadcast. AVX2 (8 floats) has 16: at
   // most 6 x 2 sums, or the tile spills in its inner loop.
-  int64_t maxRows = vectorWidth == 8 ? 6 : 8;
-  return {batched, mlir::kiln::largestDivisorUpTo(m, maxRows), chooseColumns(n, vectorWidth), 1};
+  return vectorWidth == 8 ? 6 : 8;
+}
+
+mlir::kiln::MatmulTile mlir::kiln::chooseRegisterTile(bool batched, int64_t m, int64_t n,
+                                                      int64_t vectorWidth) {
+  return {batched, mlir::kiln::largestDivisorUpTo(m, maxRegisterRows(vectorWidth)),
+          chooseColumns(n, vectorWidth), 1};
 }
 
 /// Packed contractions (kiln-pack-matmul): one register tile per (column
