@@ -133,7 +133,8 @@ def KilnDirectConv : Pass<"kiln-direct-conv", "ModuleOp"> {
     Tasks run over (image row, pixel tile, channel panel) when the packed
     filter fits in `resident-filter-bytes`, so that neighbouring tasks share
     their input; over (channel panel, image row, pixel tile) otherwise, so
-    that a panel of a large filter is read from memory once.
+    that a panel of a large filter is read from memory once, and prefetched
+    a few panel rows ahead of the K loop.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
@@ -142,7 +143,8 @@ def KilnDirectConv : Pass<"kiln-direct-conv", "ModuleOp"> {
            "Largest packed filter that is expected to stay in cache across tasks">,
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "vector::VectorDialect",
-                           "arith::ArithDialect", "ub::UBDialect"];
+                           "arith::ArithDialect", "ub::UBDialect", "memref::MemRefDialect",
+                           "bufferization::BufferizationDialect"];
 }
 
 def KilnPackMatmul : Pass<"kiln-pack-matmul", "ModuleOp"> {
