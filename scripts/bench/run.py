@@ -244,20 +244,22 @@ def main():
 KNOWN_LIMITS = """## What limits kiln today
 
 - Convolutions (resnet18, PaddleOCR det/rec): convolutions with constant
-  filters run channels-last (`kiln-channels-last`): per output pixel, each
-  tap's channels are copied as vectors into a row of fields (none for 1x1
-  stride-1 convolutions), multiplied by the filter packed at compile time,
-  into the bias. Depthwise ones are vectorized along the channels. The
-  register tiles reach about 70% of the FMA loop on resnet18's 56x56 and
-  28x28 layers, 45% on the 7x7 ones (K = 4608) and on the first 7x7
-  stride-2 convolution (K = 147); onnxruntime convolves directly in a
-  blocked channel layout. ReLUs and residual Adds run in the register
-  tiles of the convolution before them (`kiln-fuse-epilogues`; this did not
-  change resnet18's time measurably); the im2col copy is still a pass of
-  its own (9x the input for a 3x3 convolution, about 6% of resnet18's
-  time). Grouped
-  (not depthwise) convolutions and pooling are scalar loops (parallel, not
-  vectorized); a resize works in NCHW, so PaddleOCR det transposes around
+  filters run channels-last (`kiln-channels-last`). f32 ones whose output
+  rows split into register tiles of at least 4 pixels and whose channels
+  into whole vectors are computed straight from the input
+  (`kiln-direct-conv`): per tile, the window's runs of contiguous input
+  values times the filter packed at compile time, into the bias, nothing
+  copied. In resnet18 (1 thread, `perf` shares of this run's time) the
+  56x56 and 28x28 layers reach about 80% of the FMA loop, the 14x14 ones
+  70%, the 7x7 ones (a 9.4 MiB filter each, read from memory every run and
+  prefetched ahead) about 50%. Other convolutions copy each pixel's window
+  into a row of fields first (im2col; none for 1x1 stride-1 ones) and
+  multiply it by the packed filter. Depthwise ones are vectorized along the
+  channels. ReLUs and residual Adds run in the register tiles of the
+  convolution before them (`kiln-fuse-epilogues`). Grouped (not depthwise)
+  convolutions and pooling are scalar loops (parallel, not vectorized);
+  channel counts that are not a multiple of 16 (PaddleOCR det's) take the
+  im2col path; a resize works in NCHW, so PaddleOCR det transposes around
   its upsampling.
 - Matmuls (matmul1024, bert2): operands packed into register panels (weights
   at compile time) and 8 x 32 register tiles with the accumulators in
