@@ -133,8 +133,8 @@ def KilnDirectConv : Pass<"kiln-direct-conv", "ModuleOp"> {
     Tasks run over (image row, pixel tile, channel panel) when the packed
     filter fits in `resident-filter-bytes`, so that neighbouring tasks share
     their input; over (channel panel, image row, pixel tile) otherwise, so
-    that a panel of a large filter is read from memory once, and prefetched
-    a few panel rows ahead of the K loop.
+    that a panel of a large filter is read from memory once
+    (kiln-prefetch-weights then prefetches it ahead of the K loop).
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
@@ -143,8 +143,7 @@ def KilnDirectConv : Pass<"kiln-direct-conv", "ModuleOp"> {
            "Largest packed filter that is expected to stay in cache across tasks">,
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "vector::VectorDialect",
-                           "arith::ArithDialect", "ub::UBDialect", "memref::MemRefDialect",
-                           "bufferization::BufferizationDialect"];
+                           "arith::ArithDialect", "ub::UBDialect"];
 }
 
 def KilnPackMatmul : Pass<"kiln-pack-matmul", "ModuleOp"> {
@@ -252,6 +251,26 @@ def KilnFuseEpilogues : Pass<"kiln-fuse-epilogues", "func::FuncOp"> {
     Option<"report", "report", "bool", "false", "Emit a `fusion:` remark per consumer">,
   ];
   let dependentDialects = ["vector::VectorDialect"];
+}
+
+def KilnPrefetchWeights : Pass<"kiln-prefetch-weights", "func::FuncOp"> {
+  let summary = "Prefetch large constants ahead of the loops that stream them";
+  let description = [{
+    Runs after bufferization. A `vector.transfer_read` directly inside an
+    `scf.for` that reads a constant global of more than `min-bytes`
+    (directly, or through a subview of unit strides) at an index that is
+    the loop's induction variable plus loop-invariant terms gets a
+    `memref.prefetch` of the same place `distance` iterations ahead (the
+    index clamped to its dimension's last), one per cache line of the row it
+    reads. Such weights do not stay in cache from one run to the next, and
+    the hardware prefetchers restart at every page of the stream.
+  }];
+  let options = [
+    Option<"minBytes", "min-bytes", "int64_t", "1048576",
+           "Constants of at most this many bytes are expected to stay in cache">,
+    Option<"distance", "distance", "int64_t", "16", "Iterations ahead to prefetch">,
+  ];
+  let dependentDialects = ["memref::MemRefDialect", "arith::ArithDialect"];
 }
 
 def KilnHoistLoopBuffers : Pass<"kiln-hoist-loop-buffers", "func::FuncOp"> {

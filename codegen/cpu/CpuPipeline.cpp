@@ -125,7 +125,7 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                "function-boundary-type-conversion=identity-layout-map},canonicalize,"
                "kiln-dynamic-entry,"
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"
-               "canonicalize,cse,canonicalize,func.func(kiln-hoist-loop-buffers),kiln-plan-memory{{report={3}}",
+               "canonicalize,cse,canonicalize,func.func(kiln-hoist-loop-buffers,kiln-prefetch-weights),kiln-plan-memory{{report={3}}",
                target.vectorWidthF32, 2 * target.vectorWidthF32,
                target.avx512Vnni || target.avx512Bf16 || target.i8mm || target.dotProd ||
                        target.avxVnni || target.amxInt8 || target.amxBf16 || target.pmaddwdLanes

@@ -23,8 +23,6 @@
 #include "codegen/cpu/CpuPipeline.h"
 
 #include "dialects/kiln/KilnDialect.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -89,21 +87,15 @@ Value packFilter(OpBuilder &b, Location loc, ElementsAttr filter, const ConvShap
   });
 }
 
-/// How far ahead a streamed filter is prefetched, in panel rows (2 KiB at
-/// 32 columns; 8 to 32 rows measured the same on resnet18), and the f32
-/// values per cache line.
-constexpr int64_t kPrefetchRows = 16, kLineFloats = 16;
-
 /// Builds the task loop and each task's tile.
 struct DirectConvBuilder {
   OpBuilder &b;
   Location loc;
   const ConvShape &s;
-  Value rowsOfInput;    // [N*H, W*C]: one padded input row per image row
-  Value panels;         // packed filter
-  Value bias;           // [F] or null
-  VectorType vector;    // one tile row: cols lanes
-  Value streamedPanels; // the packed filter's buffer when it is prefetched
+  Value rowsOfInput; // [N*H, W*C]: one padded input row per image row
+  Value panels;      // packed filter
+  Value bias;        // [F] or null
+  VectorType vector; // one tile row: cols lanes
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value mul(Value x, int64_t v) { return arith::MulIOp::create(b, loc, x, index(v)); }
@@ -116,18 +108,6 @@ struct DirectConvBuilder {
     Value pad = ub::PoisonOp::create(b, loc, vector.getElementType());
     return vector::TransferReadOp::create(b, loc, vector, bias, ValueRange{f0}, pad,
                                           ArrayRef<bool>{true});
-  }
-
-  /// Prefetches the filter panel row kPrefetchRows after row `k` (or the
-  /// last), one request per cache line, into L1. The hardware prefetchers
-  /// stop at page boundaries and ramp up again behind a stream of this rate;
-  /// a filter that does not stay in cache is read from memory at every row.
-  void prefetchPanelRow(Value panel, Value k) {
-    Value ahead =
-        arith::MinUIOp::create(b, loc, add(k, index(kPrefetchRows)), index(s.reduction() - 1));
-    for (int64_t lane = 0; lane < s.cols; lane += kLineFloats)
-      memref::PrefetchOp::create(b, loc, streamedPanels, ValueRange{panel, ahead, index(lane)},
-                                 /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
   }
 
   /// Accumulates one run of the window into `acc` (a row per pixel): value j
@@ -144,8 +124,6 @@ struct DirectConvBuilder {
           Value weights = vector::TransferReadOp::create(b, l, vector, panels,
                                                          ValueRange{panel, add(k0, j), index(0)},
                                                          pad, ArrayRef<bool>{true});
-          if (streamedPanels)
-            prefetchPanelRow(panel, add(k0, j));
           Value at = add(first, j);
           SmallVector<Value> next;
           for (auto [i, sum] : llvm::enumerate(sums)) {
@@ -249,12 +227,6 @@ LogicalResult convolveDirectly(ConvOp op, int64_t vectorWidth, int64_t residentF
   DirectConvBuilder builder{
       b, loc, s, rowsOfInput, panels, op.getBias(), VectorType::get({s.cols}, b.getF32Type())};
   bool panelsInner = s.reduction() * s.f * 4 <= residentFilterBytes;
-  if (!panelsInner) {
-    auto panelsType = cast<RankedTensorType>(panels.getType());
-    builder.streamedPanels = bufferization::ToBufferOp::create(
-        b, loc, MemRefType::get(panelsType.getShape(), panelsType.getElementType()), panels,
-        /*readOnly=*/true);
-  }
   Value product = builder.build(panelsInner);
   SmallVector<ReassociationIndices> pixels = {{0, 1, 2}, {3}};
   op.getResult().replaceAllUsesWith(tensor::ExpandShapeOp::create(b, loc, type, product, pixels));
