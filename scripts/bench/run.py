@@ -252,7 +252,7 @@ KNOWN_LIMITS = """## What limits kiln today
   copied. In resnet18 (1 thread, `perf` shares of this run's time) the
   56x56 and 28x28 layers reach about 80% of the FMA loop, the 14x14 ones
   70%, the 7x7 ones (a 9.4 MiB filter each, read from memory every run and
-  prefetched ahead) about 50%. Other convolutions copy each pixel's window
+  prefetched ahead, `kiln-prefetch-weights`) about 50%. Other convolutions copy each pixel's window
   into a row of fields first (im2col; none for 1x1 stride-1 ones) and
   multiply it by the packed filter. Depthwise ones are vectorized along the
   channels. ReLUs and residual Adds run in the register tiles of the
@@ -263,7 +263,8 @@ KNOWN_LIMITS = """## What limits kiln today
   its upsampling.
 - Matmuls (matmul1024, bert2): operands packed into register panels (weights
   at compile time) and 8 x 32 register tiles with the accumulators in
-  registers; the activation operand is read in place (not packed). Blocking
+  registers; the activation operand is read in place (not packed). Weights
+  over 1 MiB are prefetched ahead of the K loops that stream them. Blocking
   K so that a weight panel's block stays in L1 was measured and left out:
   +2.5% on resnet18, -7% on matmul1024, no change on bert2.
 - Elementwise loops are vectorized by LLVM (exp, erf and tanh are inline
