@@ -110,31 +110,53 @@ struct DirectConvBuilder {
                                           ArrayRef<bool>{true});
   }
 
+  /// An scf.for over [0, count) carrying `init`; `body(iv, carried)`
+  /// returns the values the iteration yields.
+  SmallVector<Value> loop(int64_t count, ValueRange init,
+                          function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto forOp = scf::ForOp::create(b, loc, index(0), index(count), index(1), init,
+                                    [&](OpBuilder &lb, Location, Value iv, ValueRange carried) {
+                                      OpBuilder::InsertionGuard guard(b);
+                                      b.setInsertionPointToEnd(lb.getInsertionBlock());
+                                      scf::YieldOp::create(b, loc, body(iv, carried));
+                                    });
+    return SmallVector<Value>(forOp.getResults());
+  }
+
   /// Accumulates one run of the window into `acc` (a row per pixel): value j
   /// of the run at input column offset `first + i * sx * C` for pixel i,
   /// times row `k0 + j` of the filter panel.
   SmallVector<Value> accumulateRun(ValueRange acc, Value inputRow, Value first, Value panel,
                                    Value k0) {
-    auto loop = scf::ForOp::create(
-        b, loc, index(0), index(s.runLength), index(1), acc,
-        [&](OpBuilder &lb, Location l, Value j, ValueRange sums) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToEnd(lb.getInsertionBlock());
-          Value pad = ub::PoisonOp::create(b, l, vector.getElementType());
-          Value weights = vector::TransferReadOp::create(b, l, vector, panels,
-                                                         ValueRange{panel, add(k0, j), index(0)},
-                                                         pad, ArrayRef<bool>{true});
-          Value at = add(first, j);
-          SmallVector<Value> next;
-          for (auto [i, sum] : llvm::enumerate(sums)) {
-            Value column = add(at, index(static_cast<int64_t>(i) * s.sx * s.c));
-            Value x = tensor::ExtractOp::create(b, l, rowsOfInput, ValueRange{inputRow, column});
-            Value splat = vector::BroadcastOp::create(b, l, vector, x);
-            next.push_back(vector::FMAOp::create(b, l, splat, weights, sum));
-          }
-          scf::YieldOp::create(b, l, next);
-        });
-    return SmallVector<Value>(loop.getResults());
+    return loop(s.runLength, acc, [&](Value j, ValueRange sums) {
+      Value pad = ub::PoisonOp::create(b, loc, vector.getElementType());
+      Value weights = vector::TransferReadOp::create(b, loc, vector, panels,
+                                                     ValueRange{panel, add(k0, j), index(0)}, pad,
+                                                     ArrayRef<bool>{true});
+      Value at = add(first, j);
+      SmallVector<Value> next;
+      for (auto [i, sum] : llvm::enumerate(sums)) {
+        Value column = add(at, index(static_cast<int64_t>(i) * s.sx * s.c));
+        Value x = tensor::ExtractOp::create(b, loc, rowsOfInput, ValueRange{inputRow, column});
+        Value splat = vector::BroadcastOp::create(b, loc, vector, x);
+        next.push_back(vector::FMAOp::create(b, loc, splat, weights, sum));
+      }
+      return next;
+    });
+  }
+
+  /// Accumulates filter row `ky` into `acc`: its runs of the window of the
+  /// pixels starting at input column offset `firstColumn` of image row
+  /// (image, oy).
+  SmallVector<Value> accumulateFilterRow(ValueRange acc, Value image, Value oy, Value firstColumn,
+                                         Value panel, Value ky) {
+    Value inputRow = add(mul(image, s.h), add(mul(oy, s.sy), mul(ky, s.dy)));
+    Value k0 = mul(ky, s.kw * s.c);
+    SmallVector<Value> sums(acc);
+    for (int64_t r = 0; r < s.runs; ++r)
+      sums = accumulateRun(sums, inputRow, add(firstColumn, index(r * s.dx * s.c)), panel,
+                           add(k0, index(r * s.runLength)));
+    return sums;
   }
 
   /// The tile of output pixels [p0, p0 + rows) of image row (image, oy),
@@ -143,25 +165,12 @@ struct DirectConvBuilder {
   Value tile(Value image, Value oy, Value ox0, Value panel, Value f0) {
     SmallVector<Value> acc(s.rows, initialRow(f0));
     Value firstColumn = mul(mul(ox0, s.sx), s.c);
-    auto filterRows = scf::ForOp::create(b, loc, index(0), index(s.kh), index(1), acc,
-                                         [&](OpBuilder &lb, Location l, Value ky, ValueRange sums) {
-                                           OpBuilder::InsertionGuard guard(b);
-                                           b.setInsertionPointToEnd(lb.getInsertionBlock());
-                                           Value iy = add(mul(oy, s.sy), mul(ky, s.dy));
-                                           Value inputRow = add(mul(image, s.h), iy);
-                                           Value k0 = mul(ky, s.kw * s.c);
-                                           SmallVector<Value> rowSums(sums);
-                                           for (int64_t r = 0; r < s.runs; ++r) {
-                                             Value first = add(firstColumn, index(r * s.dx * s.c));
-                                             rowSums =
-                                                 accumulateRun(rowSums, inputRow, first, panel,
-                                                               add(k0, index(r * s.runLength)));
-                                           }
-                                           scf::YieldOp::create(b, l, rowSums);
-                                         });
+    SmallVector<Value> rows = loop(s.kh, acc, [&](Value ky, ValueRange sums) {
+      return accumulateFilterRow(sums, image, oy, firstColumn, panel, ky);
+    });
     auto tileType = VectorType::get({s.rows, s.cols}, vector.getElementType());
     Value result = ub::PoisonOp::create(b, loc, tileType);
-    for (auto [i, row] : llvm::enumerate(filterRows.getResults()))
+    for (auto [i, row] : llvm::enumerate(rows))
       result = vector::InsertOp::create(b, loc, row, result, static_cast<int64_t>(i));
     return result;
   }
