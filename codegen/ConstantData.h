@@ -19,7 +19,9 @@ namespace mlir::kiln {
 ElementsAttr constantBehindReshapes(Value v);
 
 /// An arith.constant of `type` whose element i is element `sourceIndex(i)`
-/// of `source` (row-major linear indices). Null if `source` has no raw data.
+/// of `source` (row-major linear indices), or zero where `sourceIndex(i)` is
+/// negative (padding). Null if `source` has no raw data of `type`'s element
+/// width.
 Value relayoutConstant(OpBuilder &b, Location loc, ElementsAttr source, RankedTensorType type,
                        function_ref<int64_t(int64_t)> sourceIndex);
 

@@ -16,6 +16,10 @@
 // nothing is copied. The tile's single write is where kiln-fuse-epilogues
 // applies a ReLU or a residual Add.
 //
+// A filter count that is not a multiple of the vector width (24, 42 or 360
+// channels) is padded with zero filters to whole vectors: the padded lanes
+// are computed and masked off when the tile is written.
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/ConstantData.h"
 #include "codegen/KilnToLinalg/Builders.h"
@@ -42,12 +46,15 @@ namespace {
 struct ConvShape {
   int64_t n, h, w, c;      // padded NHWC input
   int64_t f, kh, kw;       // filter count and window
+  int64_t paddedF;         // f rounded up to whole vectors
   int64_t oh, ow;          // output rows and columns
   int64_t sy, sx, dy, dx;  // strides and dilations
   int64_t rows, cols;      // register tile: output pixels x output channels
   int64_t runs, runLength; // per filter row: runs of contiguous input values
 
   int64_t reduction() const { return kh * kw * c; }
+  int64_t panels() const { return paddedF / cols; }
+  bool ragged() const { return paddedF != f; }
 };
 
 /// The shape and register tile of `op`, if it has a tile worth running.
@@ -63,11 +70,16 @@ FailureOr<ConvShape> directShape(ConvOp op, int64_t vectorWidth) {
   s.oh = out.getDimSize(1), s.ow = out.getDimSize(2);
   s.sy = op.getStrides()[0], s.sx = op.getStrides()[1];
   s.dy = op.getDilations()[0], s.dx = op.getDilations()[1];
-  MatmulTile tile = chooseRegisterTile(false, s.ow, s.f, vectorWidth);
+  // Padding that would waste more than a quarter of the lanes (6 or 18
+  // filters) loses to the im2col path's narrower vectors.
+  s.paddedF = llvm::alignTo(s.f, vectorWidth);
+  if (3 * s.paddedF > 4 * s.f)
+    return failure();
+  MatmulTile tile = chooseRegisterTile(false, s.ow, s.paddedF, vectorWidth);
   s.rows = tile.m, s.cols = tile.n;
   // Tiles stay within an output row; one with fewer than half the register
   // rows would leave most FMA slots idle.
-  if (s.cols % vectorWidth != 0 || 2 * s.rows < maxRegisterRows(vectorWidth))
+  if (2 * s.rows < maxRegisterRows(vectorWidth))
     return failure();
   // Along a window row of dilation 1, the taps' channels are one run.
   s.runs = s.dx == 1 ? 1 : s.kw;
@@ -75,13 +87,15 @@ FailureOr<ConvShape> directShape(ConvOp op, int64_t vectorWidth) {
   return s;
 }
 
-/// The FCHW filter as panels [F/cols][KH*KW*C][cols], reduction index
-/// (ky, kx, c) in the order the runs read the input.
+/// The FCHW filter as panels [paddedF/cols][KH*KW*C][cols], reduction index
+/// (ky, kx, c) in the order the runs read the input; zeros past F.
 Value packFilter(OpBuilder &b, Location loc, ElementsAttr filter, const ConvShape &s) {
   int64_t k = s.reduction();
-  auto type = RankedTensorType::get({s.f / s.cols, k, s.cols}, filter.getElementType());
-  return relayoutConstant(b, loc, filter, type, [&](int64_t i) {
+  auto type = RankedTensorType::get({s.panels(), k, s.cols}, filter.getElementType());
+  return relayoutConstant(b, loc, filter, type, [&](int64_t i) -> int64_t {
     int64_t f = (i / (k * s.cols)) * s.cols + i % s.cols, r = (i / s.cols) % k;
+    if (f >= s.f)
+      return -1;
     int64_t ch = r % s.c, tap = r / s.c;
     return ((f * s.c + ch) * s.kh + tap / s.kw) * s.kw + tap % s.kw;
   });
@@ -99,6 +113,7 @@ struct DirectConvBuilder {
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value mul(Value x, int64_t v) { return arith::MulIOp::create(b, loc, x, index(v)); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
 
   /// The accumulators' start: the bias of the tile's channels, else zeros.
@@ -107,7 +122,7 @@ struct DirectConvBuilder {
       return arith::ConstantOp::create(b, loc, vector, b.getZeroAttr(vector));
     Value pad = ub::PoisonOp::create(b, loc, vector.getElementType());
     return vector::TransferReadOp::create(b, loc, vector, bias, ValueRange{f0}, pad,
-                                          ArrayRef<bool>{true});
+                                          ArrayRef<bool>{!s.ragged()});
   }
 
   /// An scf.for over [0, count) carrying `init`; `body(iv, carried)`
@@ -175,6 +190,16 @@ struct DirectConvBuilder {
     return result;
   }
 
+  /// How many of the panel's channels from `f0` on exist: `cols`, except in
+  /// the last panel of a padded filter.
+  OpFoldResult channelsFrom(Value f0) {
+    if (!s.ragged())
+      return b.getIndexAttr(s.cols);
+    if (s.panels() == 1)
+      return b.getIndexAttr(s.f);
+    return arith::MinSIOp::create(b, loc, index(s.cols), sub(index(s.f), f0)).getResult();
+  }
+
   /// The convolution as [N*OH*OW, F]: a forall over (channel panel, image
   /// row, pixel tile), or (image row, pixel tile, channel panel) when the
   /// whole packed filter stays in cache: consecutive tasks then share their
@@ -182,7 +207,7 @@ struct DirectConvBuilder {
   Value build(bool panelsInner) {
     Type et = vector.getElementType();
     Value init = emptyTensor(b, loc, ArrayRef<int64_t>{s.n * s.oh * s.ow, s.f}, et);
-    SmallVector<int64_t> counts = {s.f / s.cols, s.n * s.oh, s.ow / s.rows};
+    SmallVector<int64_t> counts = {s.panels(), s.n * s.oh, s.ow / s.rows};
     if (panelsInner)
       std::rotate(counts.begin(), counts.begin() + 1, counts.end());
     SmallVector<OpFoldResult> lbs(3, b.getIndexAttr(0)), ubs, steps(3, b.getIndexAttr(1));
@@ -200,13 +225,12 @@ struct DirectConvBuilder {
           Value f0 = mul(panel, s.cols);
           Value sums = tile(image, oy, ox0, panel, f0);
           SmallVector<OpFoldResult> offsets = {add(mul(outputRow, s.ow), ox0), f0};
-          SmallVector<OpFoldResult> sizes = {b.getIndexAttr(s.rows), b.getIndexAttr(s.cols)};
+          SmallVector<OpFoldResult> sizes = {b.getIndexAttr(s.rows), channelsFrom(f0)};
           SmallVector<OpFoldResult> unit(2, b.getIndexAttr(1));
-          auto tileType = RankedTensorType::get({s.rows, s.cols}, et);
-          Value slot = tensor::ExtractSliceOp::create(b, loc, tileType, out, offsets, sizes, unit);
+          Value slot = tensor::ExtractSliceOp::create(b, loc, out, offsets, sizes, unit);
           Value written =
               vector::TransferWriteOp::create(b, loc, sums, slot, ValueRange{index(0), index(0)},
-                                              ArrayRef<bool>{true, true})
+                                              ArrayRef<bool>{true, !s.ragged()})
                   .getResult();
           return {written, offsets, sizes};
         });

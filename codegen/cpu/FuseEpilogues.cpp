@@ -28,8 +28,8 @@ namespace {
 /// The only user of a tiled op's result past tensor reshapes.
 struct Consumer {
   Operation *op;
-  Value input;                        // the reshaped result it reads
-  SmallVector<Operation *> reshapes;  // from the result to `input`
+  Value input;                       // the reshaped result it reads
+  SmallVector<Operation *> reshapes; // from the result to `input`
 };
 
 /// The only user of `value` past tensor reshapes; nothing when a value on
@@ -52,8 +52,8 @@ Value reshapeBack(OpBuilder &b, Location loc, Value other, ArrayRef<Operation *>
   for (Operation *reshape : llvm::reverse(reshapes)) {
     auto from = cast<RankedTensorType>(reshape->getOperand(0).getType());
     if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(reshape))
-      other = tensor::ExpandShapeOp::create(b, loc, from, other,
-                                            collapse.getReassociationIndices());
+      other =
+          tensor::ExpandShapeOp::create(b, loc, from, other, collapse.getReassociationIndices());
     else
       other = tensor::CollapseShapeOp::create(
           b, loc, from, other, cast<tensor::ExpandShapeOp>(reshape).getReassociationIndices());
@@ -70,8 +70,8 @@ std::optional<StringRef> whyNotAnEpilogue(linalg::GenericOp op, Value input, Ope
   if (op.getNumDpsInits() != 1 || !llvm::is_contained(op.getDpsInputs(), input))
     return StringRef("it is not elementwise on the result");
   for (Value other : op.getDpsInputs())
-    if (other != input && (other.getType() != input.getType() ||
-                           !dominance.properlyDominates(other, tiled)))
+    if (other != input &&
+        (other.getType() != input.getType() || !dominance.properlyDominates(other, tiled)))
       return StringRef("it reads a tensor of another shape, or one computed after the tiles");
   if (op.getNumReductionLoops() != 0 ||
       !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }) ||
@@ -87,8 +87,38 @@ std::optional<StringRef> whyNotAnEpilogue(linalg::GenericOp op, Value input, Ope
   return std::nullopt;
 }
 
+/// A constant that size `size` of a tile never exceeds: the size itself, or
+/// the constant of the arith.minsi that bounds a last, partial tile.
+std::optional<int64_t> sizeBound(OpFoldResult size) {
+  if (std::optional<int64_t> known = getConstantIntValue(size))
+    return known;
+  auto min = dyn_cast<Value>(size).getDefiningOp<arith::MinSIOp>();
+  if (!min)
+    return std::nullopt;
+  std::optional<int64_t> lhs = getConstantIntValue(min.getLhs());
+  return lhs ? lhs : getConstantIntValue(min.getRhs());
+}
+
+/// Whether the `vector` written at index 0 covers all of `tile` (a slice):
+/// each of its sizes is at most the vector's.
+bool coversTile(VectorType vector, Value tile) {
+  auto slice = tile.getDefiningOp<tensor::ExtractSliceOp>();
+  auto type = cast<RankedTensorType>(tile.getType());
+  if (type.getRank() != vector.getRank())
+    return false;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    std::optional<int64_t> bound = type.isDynamicDim(d) && slice
+                                       ? sizeBound(slice.getMixedSizes()[d])
+                                       : std::optional<int64_t>(type.getDimSize(d));
+    if (!bound || *bound > vector.getDimSize(d))
+      return false;
+  }
+  return true;
+}
+
 /// The transfer_write that produces the forall's only tile, covering the
-/// whole tile from index 0; nothing otherwise.
+/// whole tile from index 0 (with a masked edge where the vector is larger);
+/// nothing otherwise.
 vector::TransferWriteOp tileWrite(scf::ForallOp forall) {
   auto yielding = forall.getTerminator().getYieldingOps();
   if (!llvm::hasSingleElement(yielding))
@@ -98,11 +128,10 @@ vector::TransferWriteOp tileWrite(scf::ForallOp forall) {
                       : vector::TransferWriteOp();
   if (!write || write.getMask() || write->getBlock() != forall.getBody())
     return {};
-  auto tile = cast<RankedTensorType>(write.getBase().getType());
   bool fromZero =
       llvm::all_of(write.getIndices(), [](Value i) { return matchPattern(i, m_Zero()); });
-  if (!fromZero || !tile.hasStaticShape() ||
-      write.getVectorType().getNumElements() != tile.getNumElements())
+  if (!fromZero || !write.getPermutationMap().isMinorIdentity() ||
+      !coversTile(write.getVectorType(), write.getBase()))
     return {};
   return write;
 }

@@ -84,19 +84,55 @@ func.func @panel_order(%x: tensor<1x2x4x1xf32>) -> tensor<1x2x4x8xf32> {
 
 // -----
 
+// Three filters, not whole 2-lane vectors: the packed filter is padded with
+// a zero filter to two vectors, the bias read and the tile's write are
+// masked (in_bounds false) past the third channel.
+// CHECK-LABEL: func.func @padded_filters
+// CHECK-DAG: arith.constant dense<{{\[\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00, 0.000000e+00]]]> : tensor<1x1x4xf32>
+// CHECK: vector.transfer_read %arg1[%c0], %{{.*}} : tensor<3xf32>, vector<4xf32>
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %c0] {in_bounds = [true, false]} : vector<4x4xf32>, tensor<4x3xf32>
+func.func @padded_filters(%x: tensor<1x1x4x1xf32>, %bias: tensor<3xf32>) -> tensor<1x1x4x3xf32> {
+  %w = kiln.constant dense<[[[[1.0]]], [[[2.0]]], [[[3.0]]]]> : tensor<3x1x1x1xf32> -> tensor<3x1x1x1xf32>
+  %y = kiln.conv %x, %w, %bias {channels_last, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x1xf32>, tensor<3x1x1x1xf32>, tensor<3xf32>) -> tensor<1x1x4x3xf32>
+  return %y : tensor<1x1x4x3xf32>
+}
+
+// -----
+
+// Five filters in 2-lane panels: three panels, the last one padded; each
+// task writes min(2, 5 - f0) channels.
+// CHECK-LABEL: func.func @ragged_panels
+// CHECK-DAG: arith.constant dense<{{\[\[\[}}1.000000e+00, 2.000000e+00]], {{\[\[}}3.000000e+00, 4.000000e+00]], {{\[\[}}5.000000e+00, 0.000000e+00]]]> : tensor<3x1x2xf32>
+// CHECK: scf.forall (%[[PANEL:.*]]) in (3)
+// CHECK: %[[F0:.*]] = arith.muli %[[PANEL]], %c2
+// CHECK: %[[LEFT:.*]] = arith.subi %c5, %[[F0]]
+// CHECK: %[[WIDTH:.*]] = arith.minsi %[[LEFT]], %c2
+// CHECK: %[[SLOT:.*]] = tensor.extract_slice %{{.*}}[0, %[[F0]]] [4, %[[WIDTH]]] [1, 1] : tensor<4x5xf32> to tensor<4x?xf32>
+// CHECK: vector.transfer_write %{{.*}}, %[[SLOT]][%c0, %c0] {in_bounds = [true, false]} : vector<4x2xf32>, tensor<4x?xf32>
+func.func @ragged_panels(%x: tensor<1x1x4x1xf32>) -> tensor<1x1x4x5xf32> {
+  %w = kiln.constant dense<[[[[1.0]]], [[[2.0]]], [[[3.0]]], [[[4.0]]], [[[5.0]]]]> : tensor<5x1x1x1xf32> -> tensor<5x1x1x1xf32>
+  %y = kiln.conv %x, %w {channels_last, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x1xf32>, tensor<5x1x1x1xf32>) -> tensor<1x1x4x5xf32>
+  return %y : tensor<1x1x4x5xf32>
+}
+
+// -----
+
 // Left to kiln-convert-to-linalg: output rows of 3 pixels (fewer than half
 // of the 8 register rows), a filter known only at run time, a depthwise
-// convolution, and an NCHW one.
+// convolution, an NCHW one, and one filter padded to a vector of 2 (half
+// the lanes wasted).
 // CHECK-LABEL: func.func @not_direct
-// CHECK-COUNT-4: kiln.conv
+// CHECK-COUNT-5: kiln.conv
 // CHECK-NOT: scf.forall
-func.func @not_direct(%x: tensor<1x1x3x4xf32>, %wv: tensor<4x4x1x1xf32>, %nchw: tensor<1x4x1x4xf32>)
-    -> (tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>, tensor<1x4x1x4xf32>) {
+func.func @not_direct(%x: tensor<1x1x3x4xf32>, %wv: tensor<4x4x1x1xf32>, %nchw: tensor<1x4x1x4xf32>, %row: tensor<1x1x8x1xf32>)
+    -> (tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>, tensor<1x4x1x4xf32>, tensor<1x1x8x1xf32>) {
   %w = kiln.constant dense<1.0> : tensor<4x4x1x1xf32> -> tensor<4x4x1x1xf32>
+  %one = kiln.constant dense<1.0> : tensor<1x1x1x1xf32> -> tensor<1x1x1x1xf32>
+  %single = kiln.conv %row, %one {channels_last, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x8x1xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x8x1xf32>
   %g = kiln.constant dense<1.0> : tensor<4x1x1x1xf32> -> tensor<4x1x1x1xf32>
   %short = kiln.conv %x, %w {channels_last, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x3x4xf32>, tensor<4x4x1x1xf32>) -> tensor<1x1x3x4xf32>
   %runtime = kiln.conv %x, %wv {channels_last, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x3x4xf32>, tensor<4x4x1x1xf32>) -> tensor<1x1x3x4xf32>
   %grouped = kiln.conv %x, %g {channels_last, dilations = array<i64: 1, 1>, group = 4 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x3x4xf32>, tensor<4x1x1x1xf32>) -> tensor<1x1x3x4xf32>
   %planar = kiln.conv %nchw, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x1x4xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x1x4xf32>
-  return %short, %runtime, %grouped, %planar : tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>, tensor<1x4x1x4xf32>
+  return %short, %runtime, %grouped, %planar, %single : tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>, tensor<1x4x1x4xf32>, tensor<1x1x8x1xf32>
 }

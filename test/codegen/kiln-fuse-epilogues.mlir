@@ -141,3 +141,63 @@ func.func @clip_epilogue(%a: tensor<4x16xf32>, %init: tensor<4x16xf32>) -> tenso
   } -> tensor<4x16xf32>
   return %clip : tensor<4x16xf32>
 }
+
+// Tiles of a 40-channel result in 16-lane panels: the last is 8 channels
+// wide (min(16, 40 - f0)), written by a masked transfer_write of the whole
+// vector. The residual's tile is read the same way (in_bounds false).
+// CHECK-LABEL: func.func @ragged_residual
+// CHECK: scf.forall
+// CHECK: %[[WIDTH:.*]] = arith.minsi
+// CHECK: %[[RTILE:.*]] = tensor.extract_slice %arg2[0, %{{.*}}] [2, %[[WIDTH]]] [1, 1] : tensor<2x40xf32> to tensor<2x?xf32>
+// CHECK: %[[R:.*]] = vector.transfer_read %[[RTILE]][%c0, %c0], %{{.*}} {in_bounds = [true, false]} : tensor<2x?xf32>, vector<2x16xf32>
+// CHECK: %[[SUM:.*]] = arith.addf %{{.*}}, %[[R]] : vector<2x16xf32>
+// CHECK: vector.transfer_write %[[SUM]], %{{.*}} {in_bounds = [true, false]}
+// CHECK-NOT: linalg.generic
+func.func @ragged_residual(%v: vector<2x16xf32>, %init: tensor<2x40xf32>, %r: tensor<2x40xf32>) -> tensor<2x40xf32> {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c40 = arith.constant 40 : index
+  %tiles = scf.forall (%p) in (3) shared_outs(%out = %init) -> (tensor<2x40xf32>) {
+    %f0 = arith.muli %p, %c16 : index
+    %left = arith.subi %c40, %f0 : index
+    %width = arith.minsi %left, %c16 : index
+    %tile = tensor.extract_slice %out[0, %f0] [2, %width] [1, 1] : tensor<2x40xf32> to tensor<2x?xf32>
+    %w = vector.transfer_write %v, %tile[%c0, %c0] {in_bounds = [true, false]} : vector<2x16xf32>, tensor<2x?xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %w into %out[0, %f0] [2, %width] [1, 1] : tensor<2x?xf32> into tensor<2x40xf32>
+    }
+  }
+  %e = tensor.empty() : tensor<2x40xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%tiles, %r : tensor<2x40xf32>, tensor<2x40xf32>) outs(%e : tensor<2x40xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<2x40xf32>
+  return %sum : tensor<2x40xf32>
+}
+
+// A tile of a size nothing bounds may be wider than the vector, which would
+// then not be the whole tile: the ReLU stays a pass of its own.
+// CHECK-LABEL: func.func @unbounded_tile
+// CHECK: scf.forall
+// CHECK: linalg.generic
+func.func @unbounded_tile(%v: vector<2x16xf32>, %init: tensor<2x40xf32>, %width: index) -> tensor<2x40xf32> {
+  %c0 = arith.constant 0 : index
+  %tiles = scf.forall (%p) in (3) shared_outs(%out = %init) -> (tensor<2x40xf32>) {
+    %tile = tensor.extract_slice %out[0, %p] [2, %width] [1, 1] : tensor<2x40xf32> to tensor<2x?xf32>
+    %w = vector.transfer_write %v, %tile[%c0, %c0] {in_bounds = [true, false]} : vector<2x16xf32>, tensor<2x?xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %w into %out[0, %p] [2, %width] [1, 1] : tensor<2x?xf32> into tensor<2x40xf32>
+    }
+  }
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x40xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%tiles : tensor<2x40xf32>) outs(%e : tensor<2x40xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.maximumf %x, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<2x40xf32>
+  return %relu : tensor<2x40xf32>
+}
