@@ -82,6 +82,16 @@ def count_flops(model):
     return flops
 
 
+def weight_bytes(model):
+    """The bytes of the model's constants: initializers and Constant nodes."""
+    tensors = list(model.graph.initializer) + [
+        a.t for node in model.graph.node if node.op_type == "Constant"
+        for a in node.attribute if a.name == "value"]
+    return sum(int(np.prod(t.dims)) *
+               np.dtype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[t.data_type]).itemsize
+               for t in tensors)
+
+
 def graph_intermediate_bytes(model):
     """The bytes of the ONNX graph's intermediate tensors (node outputs that
     are not graph outputs) with inferred static shapes, each counted once."""
@@ -161,12 +171,25 @@ def ort_round(path, runs, threads, inputs):
     return float(re.search(r"p50=([0-9.]+)", out).group(1))
 
 
-def measure_peak(threads):
+def peak_exe():
     exe = os.path.join(BENCH, "peak")
-    if not os.path.exists(exe):
-        subprocess.run(["/usr/lib/llvm-22/bin/clang", "-O2", "-march=native",
-                        os.path.join(ROOT, "scripts", "bench", "peak.c"), "-o", exe, "-ldl",
-                        "-lpthread"], check=True)
+    source = os.path.join(ROOT, "scripts", "bench", "peak.c")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(source):
+        subprocess.run(["/usr/lib/llvm-22/bin/clang", "-O2", "-march=native", source, "-o", exe,
+                        "-ldl", "-lpthread"], check=True)
+    return exe
+
+
+def measure_read_ms(num_bytes, threads):
+    """How long T threads take to read num_bytes (a model's weights) once,
+    passes back to back: the floor of a model that streams its weights."""
+    out = subprocess.run([peak_exe(), str(threads), str(num_bytes)], check=True,
+                         capture_output=True, text=True).stdout
+    return float(re.search(r"read_ms=([0-9.]+)", out).group(1))
+
+
+def measure_peak(threads):
+    exe = peak_exe()
     env = dict(os.environ)
     # OpenBLAS 0.3.21 does not know Sapphire Rapids and falls back to a
     # Prescott kernel (~15 GFLOP/s) unless told the core type.
@@ -217,7 +240,7 @@ def main():
         else:
             path, shapes, values = os.path.join(BENCH, "models", f"{name}.onnx"), {}, {}
         model = pinned_model(path, shapes)
-        flops = count_flops(model)
+        flops, weights = count_flops(model), weight_bytes(model)
         exe, compile_s, memory = compile_model(name, path, shapes, values)
         log(f"{name}: compiled in {compile_s:.1f} s, {flops / 1e6:.1f} MFLOP per inference")
         inputs = random_inputs(model, os.path.join(BENCH, "inputs", name), values)
@@ -235,6 +258,7 @@ def main():
                 f"ratio {o / k:.2f}")
             rows.append(dict(name=name, threads=threads, kiln=k, kiln_range=(min(kiln), max(kiln)),
                              ort=o, ort_range=(min(ort), max(ort)), flops=flops,
+                             weights=weights, read_ms=measure_read_ms(weights, threads),
                              compile_s=compile_s, runs=runs))
     write_report(args, rows, peaks, memories)
 
@@ -243,6 +267,15 @@ def main():
 # the generated page says why the targets are not met yet.
 KNOWN_LIMITS = """## What limits kiln today
 
+- mlp at batch 1 is a stream of 7.1 MiB of weights with one multiply-add per
+  weight. None of it stays in this core's 2 MiB L2 from one inference to the
+  next, so at 1 thread kiln takes what a plain vector loop takes to read
+  the same bytes (the weight read column, ~29 GB/s): 1.5x onnxruntime
+  (about 0.2 ms against its 0.30) would need reading faster than this core
+  reads memory. Measured and not kept: prefetching further ahead (no
+  change; `kiln-prefetch-weights` prefetches 16 iterations ahead) and
+  non-temporal prefetches (4x slower here). At 2 threads each core streams
+  half, and kiln is below the two-thread read loop's figure.
 - Convolutions (resnet18, PaddleOCR det/rec): convolutions with constant
   filters run channels-last (`kiln-channels-last`). f32 ones whose output
   rows split into register tiles of at least 4 pixels and whose channels
@@ -323,12 +356,17 @@ def write_report(args, rows, peaks, memories):
              f"{args.seconds:g} s) and yields its median. Latency is the median of the round "
              "medians, with their min-max. Ratio = onnxruntime / kiln: above 1, kiln is faster. "
              "GFLOP/s counts the multiply-adds of Conv, MatMul and Gemm; % peak is against "
-             "OpenBLAS sgemm 1024^3 measured in the same run on the same threads.", "",
+             "OpenBLAS sgemm 1024^3 measured in the same run on the same threads. Weights: the "
+             "bytes of the model's constants. Weight read: the median time T threads take to read "
+             "that many bytes once with vector loads, passes back to back (scripts/bench/peak.c, "
+             "in the same run): about what a model that streams its weights from memory every "
+             "inference cannot beat.", "",
              "| threads | OpenBLAS sgemm GFLOP/s | FMA loop GFLOP/s |", "|---|---|---|"]
     for t, p in peaks.items():
         lines.append(f"| {t} | {p['sgemm']:.0f} | {p['fma']:.0f} |")
     lines += ["", "| model | threads | kiln ms (min-max) | onnxruntime ms (min-max) | ratio | "
-              "kiln GFLOP/s | % of sgemm | compile s |", "|---|---|---|---|---|---|---|---|"]
+              "kiln GFLOP/s | % of sgemm | weights | weight read ms | compile s |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         gflops = r["flops"] / (r["kiln"] / 1e3) / 1e9
         peak = peaks[r["threads"]]["sgemm"]
@@ -338,7 +376,7 @@ def write_report(args, rows, peaks, memories):
             f"| {r['name']} | {r['threads']} | {fmt_ms(r['kiln'])} ({fmt_ms(r['kiln_range'][0])}-"
             f"{fmt_ms(r['kiln_range'][1])}) | {fmt_ms(r['ort'])} ({fmt_ms(r['ort_range'][0])}-"
             f"{fmt_ms(r['ort_range'][1])}) | {r['ort'] / r['kiln']:.2f} | {rate} | "
-            f"{r['compile_s']:.1f} |")
+            f"{fmt_bytes(r['weights'])} | {fmt_ms(r['read_ms'])} | {r['compile_s']:.1f} |")
     lines += ["", "Geometric mean of the ratio over the synthetic models (mlp, resnet18, bert2, "
               "matmul1024):", ""]
     for t in peaks:
