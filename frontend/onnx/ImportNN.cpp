@@ -64,8 +64,8 @@ static FailureOr<Window> windowFrom(ImportContext &ctx, ArrayRef<int64_t> inSpat
   Window w{std::move(kernel), std::move(strides), std::move(dilations), std::move(pads), {}};
   if (w.kernel.size() != n || w.strides.size() != n || w.dilations.size() != n ||
       w.pads.size() != 2 * n)
-    return ctx.fail("kernel_shape, strides, dilations and pads do not match the " +
-                    llvm::Twine(n) + " spatial dimensions");
+    return ctx.fail("kernel_shape, strides, dilations and pads do not match the " + llvm::Twine(n) +
+                    " spatial dimensions");
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   for (size_t i = 0; i < n; ++i) {
     int64_t in = inSpatial[i], s = w.strides[i];
@@ -138,10 +138,10 @@ static FailureOr<Value> emitConv(ImportContext &ctx, Value x, Value w, Value bia
       lifted);
   if (failed(window))
     return failure();
-  auto type = withShape(xt, {xt.getDimSize(0), ft.getDimSize(0), window->outSize[0],
-                             window->outSize[1]});
-  Value r = k::ConvOp::create(ctx.b, ctx.loc, type, x, w, bias, window->strides,
-                              window->dilations, window->pads, ctx.attrInt("group", 1));
+  auto type =
+      withShape(xt, {xt.getDimSize(0), ft.getDimSize(0), window->outSize[0], window->outSize[1]});
+  Value r = k::ConvOp::create(ctx.b, ctx.loc, type, x, w, bias, window->strides, window->dilations,
+                              window->pads, ctx.attrInt("group", 1));
   return lifted ? dropLift(ctx, r) : r;
 }
 
@@ -160,10 +160,10 @@ static FailureOr<Value> emitConv3d(ImportContext &ctx, Value x, Value w, Value b
     return ctx.fail("3-D convolution with auto_pad '" + autoPad + "' is not supported");
   if (strides.size() != 3 || dilations.size() != 3 || pads.size() != 6)
     return ctx.fail("3-D convolution needs 3 strides, 3 dilations and 6 pads");
-  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), d = xt.getDimSize(2),
-          h = xt.getDimSize(3), wd = xt.getDimSize(4);
-  int64_t f = ft.getDimSize(0), cg = ft.getDimSize(1), kd = ft.getDimSize(2),
-          kh = ft.getDimSize(3), kw = ft.getDimSize(4);
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), d = xt.getDimSize(2), h = xt.getDimSize(3),
+          wd = xt.getDimSize(4);
+  int64_t f = ft.getDimSize(0), cg = ft.getDimSize(1), kd = ft.getDimSize(2), kh = ft.getDimSize(3),
+          kw = ft.getDimSize(4);
   int64_t dPad = d + pads[0] + pads[3];
   int64_t dOut = (dPad - dilations[0] * (kd - 1) - 1) / strides[0] + 1;
   if (dOut < 1)
@@ -179,10 +179,9 @@ static FailureOr<Value> emitConv3d(ImportContext &ctx, Value x, Value w, Value b
   }
   auto plane = [&](Value v, int64_t at, int64_t dim1, int64_t dimH, int64_t dimW,
                    int64_t dim0) -> Value {
-    Value s = k::SliceOp::create(ctx.b, ctx.loc,
-                                 RankedTensorType::get({dim0, dim1, 1, dimH, dimW}, et), v,
-                                 ArrayRef<int64_t>{0, 0, at, 0, 0},
-                                 ArrayRef<int64_t>{1, 1, 1, 1, 1});
+    Value s =
+        k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({dim0, dim1, 1, dimH, dimW}, et),
+                           v, ArrayRef<int64_t>{0, 0, at, 0, 0}, ArrayRef<int64_t>{1, 1, 1, 1, 1});
     return e.reshape(s, {dim0, dim1, dimH, dimW});
   };
   SmallVector<int64_t> s2 = {strides[1], strides[2]}, d2 = {dilations[1], dilations[2]},
@@ -194,11 +193,10 @@ static FailureOr<Value> emitConv3d(ImportContext &ctx, Value x, Value w, Value b
   for (int64_t od = 0; od < dOut; ++od) {
     Value acc;
     for (int64_t z = 0; z < kd; ++z) {
-      Value conv = k::ConvOp::create(
-          ctx.b, ctx.loc, planeType,
-          plane(padded, od * strides[0] + z * dilations[0], c, h, wd, n),
-          plane(w, z, cg, kh, kw, f), (z == 0 ? bias : Value()), s2, d2, p2,
-          ctx.attrInt("group", 1));
+      Value conv = k::ConvOp::create(ctx.b, ctx.loc, planeType,
+                                     plane(padded, od * strides[0] + z * dilations[0], c, h, wd, n),
+                                     plane(w, z, cg, kh, kw, f), (z == 0 ? bias : Value()), s2, d2,
+                                     p2, ctx.attrInt("group", 1));
       if (acc) {
         auto sum = e.binary<k::AddOp>(acc, conv);
         if (failed(sum))
@@ -320,17 +318,16 @@ static FailureOr<Value> widenedConv(ImportContext &ctx, Value x, Value w, size_t
   Value xz = ctx.optionalInput(xZero);
   if (xz && cast<RankedTensorType>(xz.getType()).getNumElements() != 1)
     return Value();
-  int64_t f = wt.getDimSize(0), c = wt.getDimSize(1), kh = wt.getDimSize(2),
-          kw = wt.getDimSize(3);
+  int64_t f = wt.getDimSize(0), c = wt.getDimSize(1), kh = wt.getDimSize(2), kw = wt.getDimSize(3);
   auto window = resolveWindow(ctx, xt.getShape().drop_front(2),
                               ctx.attrInts("kernel_shape", {kh, kw}), false);
   if (failed(window))
     return failure();
   int64_t oh = window->outSize[0], ow = window->outSize[1];
   Type i32 = ctx.b.getI32Type();
-  Value sums = k::ConvOp::create(ctx.b, ctx.loc,
-                                 RankedTensorType::get({xt.getDimSize(0), f, oh, ow}, i32), x, w,
-                                 Value(), window->strides, window->dilations, window->pads, 1);
+  Value sums =
+      k::ConvOp::create(ctx.b, ctx.loc, RankedTensorType::get({xt.getDimSize(0), f, oh, ow}, i32),
+                        x, w, Value(), window->strides, window->dilations, window->pads, 1);
   if (zeroPointIsZero(ctx, xZero))
     return sums;
   // Per filter and tap, the sum over channels; then per output, over the
@@ -338,7 +335,8 @@ static FailureOr<Value> widenedConv(ImportContext &ctx, Value x, Value w, size_t
   std::vector<int64_t> tapSums(f * kh * kw, 0);
   for (int64_t i = 0; i < f * c * kh * kw; ++i)
     tapSums[(i / (c * kh * kw)) * kh * kw + i % (kh * kw)] += filter->ints[i];
-  HostTensor inside{onnx::TensorProto::INT32, {1, f, oh, ow}, {}, std::vector<int64_t>(f * oh * ow, 0)};
+  HostTensor inside{
+      onnx::TensorProto::INT32, {1, f, oh, ow}, {}, std::vector<int64_t>(f * oh * ow, 0)};
   const std::vector<int64_t> &s = window->strides, &d = window->dilations, &p = window->pads;
   for (int64_t fi = 0; fi < f; ++fi)
     for (int64_t oy = 0; oy < oh; ++oy)
@@ -360,8 +358,7 @@ static FailureOr<Value> widenedConv(ImportContext &ctx, Value x, Value w, size_t
 }
 
 /// ConvInteger / MatMulInteger: int32 results of zero-point-centered inputs.
-template <bool conv>
-static LogicalResult importInteger(ImportContext &ctx) {
+template <bool conv> static LogicalResult importInteger(ImportContext &ctx) {
   auto a = ctx.input(0), b = ctx.input(1);
   if (failed(a) || failed(b))
     return failure();
@@ -390,13 +387,13 @@ static LogicalResult importInteger(ImportContext &ctx) {
 
 /// QLinearConv / QLinearMatMul: the integer product, rescaled by
 /// a_scale * b_scale / y_scale and requantized around y_zero_point.
-template <bool conv>
-static LogicalResult importQLinear(ImportContext &ctx) {
+template <bool conv> static LogicalResult importQLinear(ImportContext &ctx) {
   auto a = ctx.input(0), aScale = ctx.input(1), b = ctx.input(3), bScale = ctx.input(4),
        yScale = ctx.input(6);
   if (failed(a) || failed(aScale) || failed(b) || failed(bScale) || failed(yScale))
     return failure();
-  FailureOr<Value> acc = conv ? widenedConv(ctx, *a, *b, 2, 3, 5) : widenedProduct(ctx, *a, *b, 2, 3, 5);
+  FailureOr<Value> acc =
+      conv ? widenedConv(ctx, *a, *b, 2, 3, 5) : widenedProduct(ctx, *a, *b, 2, 3, 5);
   if (failed(acc))
     return failure();
   if (*acc && conv && ctx.hasInput(8)) {
@@ -490,8 +487,8 @@ static FailureOr<Value> dynamicZeroInsertion(ImportContext &ctx, Value x, int64_
     auto i64 = ctx.b.getI64Type();
     Value shape6 = k::ShapeOp::create(ctx.b, ctx.loc, RankedTensorType::get({6}, i64), up);
     Value picks = int64Constant(ctx, {0, 1, 2, 4}, {4});
-    Value shape4 = k::GatherOp::create(ctx.b, ctx.loc, RankedTensorType::get({4}, i64), shape6,
-                                       picks, 0);
+    Value shape4 =
+        k::GatherOp::create(ctx.b, ctx.loc, RankedTensorType::get({4}, i64), shape6, picks, 0);
     Value factors = int64Constant(ctx, {1, 1, sh, sw}, {4});
     shape4 = *e.binary<k::MulOp>(shape4, factors);
     SmallVector<int64_t> kept = {0, 1, -2, -2};
@@ -514,6 +511,37 @@ static FailureOr<Value> dynamicZeroInsertion(ImportContext &ctx, Value x, int64_
                           ctx.b.getF64FloatAttr(0.0));
   }
   return up;
+}
+
+/// A ConvTranspose whose stride equals its kernel, without padding, dilation
+/// or groups: each output pixel takes one tap of one input pixel, so it is a
+/// 1x1 convolution to Cout*kh*kw channels (one per tap) and a depth-to-space.
+/// The general lowering's zero-inserted input would be 3/4 zeros for a 2x2
+/// stride-2 kernel, and its convolution 4x the work.
+static Value convTransposeOfDisjointTaps(ImportContext &ctx, Value x, Value wt, Value bias) {
+  Emitter e{ctx};
+  auto xt = cast<RankedTensorType>(x.getType()), ft = cast<RankedTensorType>(wt.getType());
+  Type et = xt.getElementType();
+  int64_t n = xt.getDimSize(0), cin = xt.getDimSize(1), h = xt.getDimSize(2), w = xt.getDimSize(3);
+  int64_t cout = ft.getDimSize(1), kh = ft.getDimSize(2), kw = ft.getDimSize(3);
+  int64_t taps = cout * kh * kw;
+  // Filter [Cin, Cout, kh, kw] -> [Cout*kh*kw, Cin, 1, 1]; bias per tap.
+  Value filter = k::TransposeOp::create(ctx.b, ctx.loc, RankedTensorType::get({taps, cin}, et),
+                                        e.reshape(wt, {cin, taps}), ArrayRef<int64_t>{1, 0});
+  filter = e.reshape(filter, {taps, cin, 1, 1});
+  if (bias) {
+    bias = k::ExpandOp::create(ctx.b, ctx.loc, RankedTensorType::get({cout, kh * kw}, et),
+                               e.reshape(bias, {cout, 1}));
+    bias = e.reshape(bias, {taps});
+  }
+  Value perTap = k::ConvOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, taps, h, w}, et), x,
+                                   filter, bias, ArrayRef<int64_t>{1, 1}, ArrayRef<int64_t>{1, 1},
+                                   ArrayRef<int64_t>{0, 0, 0, 0}, 1);
+  // [N, Cout, kh, kw, H, W] -> [N, Cout, H, kh, W, kw] -> [N, Cout, H*kh, W*kw].
+  Value spread = k::TransposeOp::create(
+      ctx.b, ctx.loc, RankedTensorType::get({n, cout, h, kh, w, kw}, et),
+      e.reshape(perTap, {n, cout, kh, kw, h, w}), ArrayRef<int64_t>{0, 1, 4, 2, 5, 3});
+  return e.reshape(spread, {n, cout, h * kh, w * kw});
 }
 
 static LogicalResult importConvTranspose(ImportContext &ctx) {
@@ -545,7 +573,7 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
   for (int i = 0; i < 2; ++i) {
     int64_t in = xt.getDimSize(2 + i), eff = dilations[i] * (kernel[i] - 1) + 1;
     int64_t full = strides[i] * (in - 1) + outPad[i] + eff;
-    int64_t target = !outShape.empty() ? outShape[outShape.size() - 2 + i]
+    int64_t target = !outShape.empty()               ? outShape[outShape.size() - 2 + i]
                      : autoPad.rfind("SAME", 0) == 0 ? in * strides[i]
                                                      : -1;
     if (target >= 0) {
@@ -555,6 +583,18 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
       pads[i + 2] = total - pads[i];
     }
     out[i] = full - pads[i] - pads[i + 2];
+  }
+  bool disjointTaps = xt.hasStaticShape() && g == 1;
+  for (int i = 0; i < 2; ++i)
+    disjointTaps &= strides[i] == kernel[i] && ft.getDimSize(2 + i) == kernel[i] &&
+                    dilations[i] == 1 && pads[i] == 0 && pads[i + 2] == 0 && outPad[i] == 0;
+  if (disjointTaps) {
+    FailureOr<Value> bias = ctx.hasInput(2) ? ctx.input(2) : FailureOr<Value>(Value());
+    if (failed(bias))
+      return failure();
+    Value r = convTransposeOfDisjointTaps(ctx, *x, *wt, *bias);
+    ctx.setOutput(0, lifted ? dropLift(ctx, r) : r);
+    return success();
   }
 
   // 1. Zero insertion: [N,C,H,W] -> [N,C,H,1,W,1] -> pad to [N,C,H,sh,W,sw] -> view.
@@ -617,12 +657,11 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
   int64_t kh = ft.getDimSize(2), kw = ft.getDimSize(3);
   Value wk = e.reshape(*wt, {g, cinPerGroup, coutPerGroup, kh, kw});
   wk = k::TransposeOp::create(ctx.b, ctx.loc,
-                              RankedTensorType::get({g, coutPerGroup, cinPerGroup, kh, kw}, et),
-                              wk, ArrayRef<int64_t>{0, 2, 1, 3, 4});
+                              RankedTensorType::get({g, coutPerGroup, cinPerGroup, kh, kw}, et), wk,
+                              ArrayRef<int64_t>{0, 2, 1, 3, 4});
   wk = e.reshape(wk, {g * coutPerGroup, cinPerGroup, kh, kw});
   wk = k::SliceOp::create(ctx.b, ctx.loc, cast<RankedTensorType>(wk.getType()), wk,
-                          ArrayRef<int64_t>{0, 0, kh - 1, kw - 1},
-                          ArrayRef<int64_t>{1, 1, -1, -1});
+                          ArrayRef<int64_t>{0, 0, kh - 1, kw - 1}, ArrayRef<int64_t>{1, 1, -1, -1});
   Value bias;
   if (ctx.hasInput(2)) {
     auto bv = ctx.input(2);
@@ -733,22 +772,21 @@ static LogicalResult importBatchNorm(ImportContext &ctx) {
 /// combines (max, or mean) the 2-D pools of the planes its depth window
 /// covers inside the input; padding planes are skipped, which matches
 /// max pooling and count_include_pad=0 averaging.
-template <bool isMax>
-static FailureOr<Value> emitPool3d(ImportContext &ctx, Value x) {
+template <bool isMax> static FailureOr<Value> emitPool3d(ImportContext &ctx, Value x) {
   auto xt = cast<RankedTensorType>(x.getType());
   Emitter e{ctx};
   Type et = xt.getElementType();
   std::vector<int64_t> kernel = ctx.attrInts("kernel_shape");
-  auto w = windowFrom(ctx, xt.getShape().drop_front(2), kernel,
-                      ctx.attrInts("strides", {1, 1, 1}), ctx.attrInts("dilations", {1, 1, 1}),
+  auto w = windowFrom(ctx, xt.getShape().drop_front(2), kernel, ctx.attrInts("strides", {1, 1, 1}),
+                      ctx.attrInts("dilations", {1, 1, 1}),
                       ctx.attrInts("pads", {0, 0, 0, 0, 0, 0}), ctx.attrInt("ceil_mode", 0));
   if (failed(w))
     return failure();
   if (!isMax && ctx.attrInt("count_include_pad", 0) &&
       llvm::any_of(w->pads, [](int64_t p) { return p != 0; }))
     return ctx.fail("3-D AveragePool with count_include_pad and padding is not supported");
-  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), d = xt.getDimSize(2),
-          h = xt.getDimSize(3), wd = xt.getDimSize(4);
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), d = xt.getDimSize(2), h = xt.getDimSize(3),
+          wd = xt.getDimSize(4);
   SmallVector<int64_t> k2 = {w->kernel[1], w->kernel[2]}, s2 = {w->strides[1], w->strides[2]},
                        p2 = {w->pads[1], w->pads[2], w->pads[4], w->pads[5]},
                        d2 = {w->dilations[1], w->dilations[2]};
@@ -760,15 +798,15 @@ static FailureOr<Value> emitPool3d(ImportContext &ctx, Value x) {
       int64_t at = od * w->strides[0] + z * w->dilations[0] - w->pads[0];
       if (at < 0 || at >= d)
         continue;
-      Value s = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, c, 1, h, wd}, et),
-                                   x, ArrayRef<int64_t>{0, 0, at, 0, 0},
-                                   ArrayRef<int64_t>{1, 1, 1, 1, 1});
+      Value s =
+          k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, c, 1, h, wd}, et), x,
+                             ArrayRef<int64_t>{0, 0, at, 0, 0}, ArrayRef<int64_t>{1, 1, 1, 1, 1});
       Value plane = e.reshape(s, {n, c, h, wd});
       if constexpr (isMax)
         pooled.push_back(k::MaxPoolOp::create(ctx.b, ctx.loc, planeType, plane, k2, s2, p2, d2));
       else
-        pooled.push_back(k::AveragePoolOp::create(ctx.b, ctx.loc, planeType, plane, k2, s2, p2,
-                                                  false));
+        pooled.push_back(
+            k::AveragePoolOp::create(ctx.b, ctx.loc, planeType, plane, k2, s2, p2, false));
     }
     if (pooled.empty())
       return ctx.fail("a pooling window lies entirely in the padding");
@@ -791,13 +829,12 @@ static FailureOr<Value> emitPool3d(ImportContext &ctx, Value x) {
     return planes[0];
   return k::ConcatOp::create(
              ctx.b, ctx.loc,
-             RankedTensorType::get({n, c, w->outSize[0], w->outSize[1], w->outSize[2]}, et),
-             planes, 2)
+             RankedTensorType::get({n, c, w->outSize[0], w->outSize[1], w->outSize[2]}, et), planes,
+             2)
       .getResult();
 }
 
-template <bool isMax>
-static LogicalResult importPool(ImportContext &ctx) {
+template <bool isMax> static LogicalResult importPool(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
@@ -822,8 +859,8 @@ static LogicalResult importPool(ImportContext &ctx) {
     return failure();
   if (!isMax && (window->dilations[0] != 1 || window->dilations[1] != 1))
     return ctx.fail("AveragePool with dilations is not supported");
-  auto type = withShape(xt, {xt.getDimSize(0), xt.getDimSize(1), window->outSize[0],
-                             window->outSize[1]});
+  auto type =
+      withShape(xt, {xt.getDimSize(0), xt.getDimSize(1), window->outSize[0], window->outSize[1]});
   Value r;
   bool wantIndices = ctx.node->output_size() > 1 && !ctx.node->output(1).empty();
   if (wantIndices && (lifted || xt.getRank() != 4))
@@ -832,10 +869,11 @@ static LogicalResult importPool(ImportContext &ctx) {
     r = k::MaxPoolOp::create(ctx.b, ctx.loc, type, *x, window->kernel, window->strides,
                              window->pads, window->dilations);
     if (wantIndices)
-      ctx.setOutput(1, k::MaxPoolIndicesOp::create(
-                           ctx.b, ctx.loc, RankedTensorType::get(type.getShape(), ctx.b.getI64Type()),
-                           *x, window->kernel, window->strides, window->pads, window->dilations,
-                           ctx.attrInt("storage_order", 0) != 0));
+      ctx.setOutput(
+          1, k::MaxPoolIndicesOp::create(ctx.b, ctx.loc,
+                                         RankedTensorType::get(type.getShape(), ctx.b.getI64Type()),
+                                         *x, window->kernel, window->strides, window->pads,
+                                         window->dilations, ctx.attrInt("storage_order", 0) != 0));
   }
   if constexpr (!isMax)
     r = k::AveragePoolOp::create(ctx.b, ctx.loc, type, *x, window->kernel, window->strides,
@@ -918,8 +956,7 @@ static LogicalResult importMatMul(ImportContext &ctx) {
 }
 
 /// Before opset 13, (Log)Softmax flattens the input to 2-D at `axis` (default 1).
-template <typename SoftmaxOp>
-static LogicalResult importSoftmax(ImportContext &ctx) {
+template <typename SoftmaxOp> static LogicalResult importSoftmax(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
@@ -1057,9 +1094,10 @@ static LogicalResult importLRN(ImportContext &ctx) {
   pads[1] = before;
   pads[rank + 1] = after;
   paddedShape[1] += size - 1;
-  Value padded = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(paddedShape, xt.getElementType()),
-                                  *squared, ctx.b.getDenseI64ArrayAttr(pads),
-                                  ctx.b.getStringAttr("constant"), ctx.b.getF64FloatAttr(0.0));
+  Value padded =
+      k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(paddedShape, xt.getElementType()),
+                       *squared, ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getStringAttr("constant"),
+                       ctx.b.getF64FloatAttr(0.0));
   Value sum;
   SmallVector<int64_t> steps(rank, 1);
   for (int64_t i = 0; i < size; ++i) {
@@ -1102,15 +1140,15 @@ static LogicalResult importGlobalMaxPool(ImportContext &ctx) {
     axes.push_back(i);
     shape[i] = 1;
   }
-  ctx.setOutput(0, k::ReduceOp::create(ctx.b, ctx.loc, withShape(xt, shape), *x, "max", axes,
-                                       true));
+  ctx.setOutput(0,
+                k::ReduceOp::create(ctx.b, ctx.loc, withShape(xt, shape), *x, "max", axes, true));
   return success();
 }
 
 /// Every set of `n` axes whose removal turns `in` into `out`, in
 /// lexicographic order.
-static std::vector<std::vector<int64_t>> removalsGiving(ArrayRef<int64_t> in,
-                                                        ArrayRef<int64_t> out, int64_t n) {
+static std::vector<std::vector<int64_t>> removalsGiving(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
+                                                        int64_t n) {
   std::vector<std::vector<int64_t>> sets;
   int64_t rank = in.size();
   if (n < 0 || n > rank || (int64_t)out.size() != rank - n)
@@ -1161,17 +1199,18 @@ static FailureOr<SmallVector<ReduceChoice>> runtimeReduceAxes(ImportContext &ctx
         required.push_back(d);
     }
     if (!fits || (int64_t)required.size() > n || (int64_t)allowed.size() < n)
-      return failRuntimeOperand(ctx, "axes", "the declared output shape does not follow from "
-                                             "the input shape by reducing " +
-                                                 llvm::Twine(n) + " axes");
+      return failRuntimeOperand(ctx, "axes",
+                                "the declared output shape does not follow from "
+                                "the input shape by reducing " +
+                                    llvm::Twine(n) + " axes");
     if (failed(guardAxes(ctx, 1, "axes", rank, required, allowed)))
       return failure();
     return SmallVector<ReduceChoice>{{required.empty() ? allowed : required, nullptr}};
   }
   std::vector<std::vector<int64_t>> sets = removalsGiving(in, *declared, n);
   if (sets.empty())
-    return failRuntimeOperand(ctx, "axes", "no " + llvm::Twine(n) +
-                                               " axes reduce the input to the declared shape");
+    return failRuntimeOperand(
+        ctx, "axes", "no " + llvm::Twine(n) + " axes reduce the input to the declared shape");
   if (sets.size() == 1) {
     if (failed(guardAxes(ctx, 1, "axes", rank, sets[0], sets[0])))
       return failure();
@@ -1198,8 +1237,7 @@ static FailureOr<SmallVector<ReduceChoice>> runtimeReduceAxes(ImportContext &ctx
 /// from the `axes` input (ReduceSum from opset 13, the others from 18) or
 /// attribute; none with noop_with_empty_axes and no axes (the input passes
 /// through).
-static FailureOr<SmallVector<ReduceChoice>> reduceAxes(ImportContext &ctx,
-                                                       ArrayRef<int64_t> in) {
+static FailureOr<SmallVector<ReduceChoice>> reduceAxes(ImportContext &ctx, ArrayRef<int64_t> in) {
   int64_t rank = in.size();
   bool axesInput = ctx.opset >= (ctx.node->op_type() == "ReduceSum" ? 13 : 18);
   SmallVector<ReduceChoice> choices = {{}};
@@ -1279,9 +1317,8 @@ static LogicalResult importReduce(ImportContext &ctx, StringRef kind) {
   Value result;
   for (const ReduceChoice &choice : llvm::reverse(*choices)) {
     Value r = reduceOver(choice.axes);
-    result = result ? (Value)k::WhereOp::create(ctx.b, ctx.loc, r.getType(), choice.when, r,
-                                                result)
-                    : r;
+    result =
+        result ? (Value)k::WhereOp::create(ctx.b, ctx.loc, r.getType(), choice.when, r, result) : r;
   }
   ctx.setOutput(0, result);
   return success();
@@ -1294,8 +1331,7 @@ struct Square {
   }
 };
 
-template <typename ArgOp>
-static LogicalResult importArg(ImportContext &ctx) {
+template <typename ArgOp> static LogicalResult importArg(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
@@ -1338,8 +1374,8 @@ static LogicalResult importEinsum(ImportContext &ctx) {
   if (failed(shape))
     return ctx.fail(message);
   auto et = getElementTypeOrSelf(inputs[0].getType());
-  ctx.setOutput(0, k::EinsumOp::create(ctx.b, ctx.loc, RankedTensorType::get(*shape, et), inputs,
-                                       equation));
+  ctx.setOutput(
+      0, k::EinsumOp::create(ctx.b, ctx.loc, RankedTensorType::get(*shape, et), inputs, equation));
   return success();
 }
 
@@ -1436,9 +1472,9 @@ static LogicalResult importMaxUnpool(ImportContext &ctx) {
     }
     flatIndices = moved;
   }
-  Value scattered = k::ScatterElementsOp::create(ctx.b, ctx.loc, zeros.getType(), zeros,
-                                                 flatIndices, e.reshape(*x, {xt.getNumElements()}),
-                                                 0, "none");
+  Value scattered =
+      k::ScatterElementsOp::create(ctx.b, ctx.loc, zeros.getType(), zeros, flatIndices,
+                                   e.reshape(*x, {xt.getNumElements()}), 0, "none");
   ctx.setOutput(0, e.reshape(scattered, shape));
   return success();
 }
@@ -1465,9 +1501,8 @@ static LogicalResult importDet(ImportContext &ctx) {
     starts[rank - 2] = i;
     starts[rank - 1] = j;
     size[rank - 2] = size[rank - 1] = 1;
-    Value slice = k::SliceOp::create(ctx.b, ctx.loc,
-                                     RankedTensorType::get(size, xt.getElementType()), *x,
-                                     starts, steps);
+    Value slice = k::SliceOp::create(
+        ctx.b, ctx.loc, RankedTensorType::get(size, xt.getElementType()), *x, starts, steps);
     return e.reshape(slice, batch);
   };
   SmallVector<int64_t> perm(n);

@@ -436,6 +436,19 @@ def import_nn():
             [(1, 2, 9, 11)])
 
 
+def conv_transpose_taps():
+    """ConvTransposes whose stride equals their kernel (each output pixel
+    takes one tap): 2-D 2x2 stride 2 with a bias, 24 -> 6 channels, and 1-D
+    kernel 3 stride 3 without one (opset 11)."""
+    n = helper.make_node
+    nodes = [n("ConvTranspose", ["x", "w2d", "b2d"], ["y"], name="up2d", strides=[2, 2]),
+             n("ConvTranspose", ["z", "w1d"], ["u"], name="up1d", strides=[3])]
+    inits = [weight("w2d", 24, 6, 2, 2, scale=0.3), weight("b2d", 6), weight("w1d", 4, 3, 3)]
+    return (model(nodes, [tensor("x", [1, 24, 5, 8]), tensor("z", [2, 4, 16])],
+                  [tensor("y", [1, 6, 10, 16]), tensor("u", [2, 3, 48])], inits, opset=11),
+            [(1, 24, 5, 8), (2, 4, 16)])
+
+
 def import_tensor():
     """Shape arithmetic that folds at compile time, and data movement (opset 13)."""
     n = helper.make_node
@@ -505,7 +518,7 @@ def window_operands():
 
 
 BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
-                                        import_math, prelu_opset6, import_nn, import_tensor,
+                                        import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
 if __name__ == "__main__":
