@@ -191,7 +191,7 @@ def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {
 }
 
 def KilnCopiesToLoops : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
-  let summary = "Turn memref.copy between non-contiguous buffers into parallel loops";
+  let summary = "Turn strided memref.copy and linalg.fill on buffers into vectorized parallel loops";
   let description = [{
     Runs on buffers. A strided memref.copy (such as padding, which writes
     into the interior of a larger buffer) would lower to the runtime's
@@ -200,7 +200,9 @@ def KilnCopiesToLoops : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
     static shapes and unit-stride rows in both buffers, an `scf.parallel`
     over all but the innermost dimension that copies each row with
     `vector.transfer_read`/`transfer_write` of at most 64 bytes; otherwise a
-    `linalg.copy`. Copies between contiguous buffers stay memcpy.
+    `linalg.copy`. Copies between contiguous buffers stay memcpy. A
+    `linalg.fill` of a buffer with static unit-stride rows (contiguous or
+    not) becomes the same loop nest, storing a broadcast of the value.
   }];
   let dependentDialects = ["linalg::LinalgDialect", "scf::SCFDialect", "vector::VectorDialect"];
 }

@@ -1,4 +1,4 @@
-//===- CopiesToLoops.cpp - strided memref.copy becomes a loop nest --------===//
+//===- CopiesToLoops.cpp - strided copies and fills become loop nests -----===//
 //
 // A memref.copy between buffers that are not both contiguous (padding writes
 // into the interior of a larger buffer) lowers to a call of the runtime's
@@ -10,6 +10,10 @@
 // 64 bytes: as a plain loop, LLVM unrolls short rows fully and then cannot
 // vectorize them, not knowing that the buffers do not overlap. Other copies
 // become a linalg.copy, lowered to loops like any other.
+//
+// A linalg.fill of a buffer with static unit-stride rows (the -inf border of
+// a max pool's padded input) is stored the same way, row by row: as a plain
+// loop LLVM unrolls its rows and vectorizes across them with scatters.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
@@ -40,41 +44,39 @@ bool hasStaticUnitStrideRows(MemRefType type) {
   return succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
 }
 
-/// The copy as an scf.parallel over the outer dimensions copying each
-/// innermost row with vector transfers of at most 64 bytes.
-void copyRowsAsVectors(OpBuilder &b, memref::CopyOp copy) {
-  Location loc = copy.getLoc();
-  auto type = cast<MemRefType>(copy.getSource().getType());
+/// Calls `chunk(b, indices, width)` for pieces of at most 64 bytes covering
+/// each innermost row of `type` (static, unit-stride rows), inside an
+/// scf.parallel over the outer dimensions; `indices` ends with the piece's
+/// offset in its row.
+void forEachRowChunk(OpBuilder &b, Location loc, MemRefType type,
+                     function_ref<void(OpBuilder &, ValueRange, int64_t)> chunk) {
   ArrayRef<int64_t> shape = type.getShape();
-  Type et = type.getElementType();
   int64_t row = shape.back();
-  int64_t chunk = std::max<int64_t>(1, 64 / std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8));
+  int64_t bytes = std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
+  int64_t lanes = std::max<int64_t>(1, 64 / bytes);
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-  auto copyChunk = [&](OpBuilder &nb, SmallVector<Value> at, Value c0, int64_t width) {
-    at.push_back(c0);
-    auto vectorType = VectorType::get({width}, et);
-    Value pad = arith::ConstantOp::create(nb, loc, et, nb.getZeroAttr(et));
-    Value v = vector::TransferReadOp::create(nb, loc, vectorType, copy.getSource(), at, pad,
-                                             ArrayRef<bool>{true});
-    vector::TransferWriteOp::create(nb, loc, v, copy.getTarget(), at, ArrayRef<bool>{true});
+  auto atOffset = [](ValueRange outer, Value offset) {
+    SmallVector<Value> at(outer);
+    at.push_back(offset);
+    return at;
   };
-  auto copyRow = [&](OpBuilder &nb, SmallVector<Value> at) {
-    int64_t whole = row / chunk;
+  auto visitRow = [&](OpBuilder &nb, ValueRange outer) {
+    int64_t whole = row / lanes;
     if (whole > 4) {
-      scf::ForOp::create(nb, loc, index(0), index(whole * chunk), index(chunk), ValueRange{},
-                         [&](OpBuilder &lb, Location, Value c0, ValueRange) {
-                           copyChunk(lb, at, c0, chunk);
+      scf::ForOp::create(nb, loc, index(0), index(whole * lanes), index(lanes), ValueRange{},
+                         [&](OpBuilder &lb, Location, Value offset, ValueRange) {
+                           chunk(lb, atOffset(outer, offset), lanes);
                            scf::YieldOp::create(lb, loc);
                          });
     } else {
       for (int64_t i = 0; i < whole; ++i)
-        copyChunk(nb, at, index(i * chunk), chunk);
+        chunk(nb, atOffset(outer, index(i * lanes)), lanes);
     }
-    if (row % chunk != 0)
-      copyChunk(nb, at, index(whole * chunk), row % chunk);
+    if (row % lanes != 0)
+      chunk(nb, atOffset(outer, index(whole * lanes)), row % lanes);
   };
   if (shape.size() == 1) {
-    copyRow(b, {});
+    visitRow(b, {});
     return;
   }
   SmallVector<Value> lbs, ubs, steps;
@@ -84,9 +86,32 @@ void copyRowsAsVectors(OpBuilder &b, memref::CopyOp copy) {
     steps.push_back(index(1));
   }
   scf::ParallelOp::create(b, loc, lbs, ubs, steps,
-                          [&](OpBuilder &nb, Location, ValueRange ivs) {
-                            copyRow(nb, SmallVector<Value>(ivs));
-                          });
+                          [&](OpBuilder &nb, Location, ValueRange ivs) { visitRow(nb, ivs); });
+}
+
+/// The copy, row by row with vector transfers.
+void copyRowsAsVectors(OpBuilder &b, memref::CopyOp copy) {
+  Location loc = copy.getLoc();
+  auto type = cast<MemRefType>(copy.getSource().getType());
+  Type et = type.getElementType();
+  forEachRowChunk(b, loc, type, [&](OpBuilder &nb, ValueRange at, int64_t width) {
+    Value pad = arith::ConstantOp::create(nb, loc, et, nb.getZeroAttr(et));
+    Value v = vector::TransferReadOp::create(nb, loc, VectorType::get({width}, et),
+                                             copy.getSource(), at, pad, ArrayRef<bool>{true});
+    vector::TransferWriteOp::create(nb, loc, v, copy.getTarget(), at, ArrayRef<bool>{true});
+  });
+}
+
+/// The fill, row by row with vector stores of the value.
+void fillRowsAsVectors(OpBuilder &b, linalg::FillOp fill) {
+  Location loc = fill.getLoc();
+  Value target = fill.getOutputs()[0];
+  auto type = cast<MemRefType>(target.getType());
+  forEachRowChunk(b, loc, type, [&](OpBuilder &nb, ValueRange at, int64_t width) {
+    Value v = vector::BroadcastOp::create(nb, loc, VectorType::get({width}, type.getElementType()),
+                                          fill.getInputs()[0]);
+    vector::TransferWriteOp::create(nb, loc, v, target, at, ArrayRef<bool>{true});
+  });
 }
 
 struct KilnCopiesToLoopsPass : mlir::kiln::impl::KilnCopiesToLoopsBase<KilnCopiesToLoopsPass> {
@@ -98,6 +123,20 @@ struct KilnCopiesToLoopsPass : mlir::kiln::impl::KilnCopiesToLoopsBase<KilnCopie
       if (ranked && !(isContiguous(copy.getSource()) && isContiguous(copy.getTarget())))
         copies.push_back(copy);
     });
+    // Fills of any layout, contiguous ones included: as loops, their short
+    // rows meet the same full unrolling (LLVM then vectorizes across rows,
+    // with scatters).
+    SmallVector<linalg::FillOp> fills;
+    getOperation().walk([&](linalg::FillOp fill) {
+      auto type = dyn_cast<MemRefType>(fill.getOutputs()[0].getType());
+      if (type && hasStaticUnitStrideRows(type) && type.getElementType().isIntOrFloat())
+        fills.push_back(fill);
+    });
+    for (linalg::FillOp fill : fills) {
+      OpBuilder b(fill);
+      fillRowsAsVectors(b, fill);
+      fill.erase();
+    }
     for (memref::CopyOp copy : copies) {
       OpBuilder b(copy);
       auto source = cast<MemRefType>(copy.getSource().getType());

@@ -45,3 +45,36 @@ func.func @contiguous(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
   memref.copy %x, %y : memref<4x8xf32> to memref<4x8xf32>
   return
 }
+
+// A fill of a buffer with static unit-stride rows is stored row by row: a
+// parallel loop over the outer dimensions, each row of 20 f32 as a vector
+// of 16 and one of 4 (as a loop nest LLVM would unroll the rows and store
+// across them with scatters). Strided buffers too; dynamic shapes stay.
+// CHECK-LABEL: func.func @fill_rows
+// CHECK-DAG: %[[TAIL:.*]] = arith.constant dense<0xFF800000> : vector<4xf32>
+// CHECK-DAG: %[[HEAD:.*]] = arith.constant dense<0xFF800000> : vector<16xf32>
+// CHECK: scf.parallel (%[[I:.*]], %[[J:.*]]) = (%c0, %c0) to (%c3, %c4) step (%c1, %c1)
+// CHECK: vector.transfer_write %[[HEAD]], %arg0[%[[I]], %[[J]], %c0] {in_bounds = [true]} : vector<16xf32>, memref<3x4x20xf32>
+// CHECK: vector.transfer_write %[[TAIL]], %arg0[%[[I]], %[[J]], %c16] {in_bounds = [true]} : vector<4xf32>, memref<3x4x20xf32>
+// CHECK-NOT: linalg.fill
+func.func @fill_rows(%buf: memref<3x4x20xf32>) {
+  %lowest = arith.constant 0xFF800000 : f32
+  linalg.fill ins(%lowest : f32) outs(%buf : memref<3x4x20xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @fill_strided
+// CHECK: scf.parallel (%[[I:.*]]) = (%c0) to (%c4) step (%c1)
+// CHECK: %[[V:.*]] = vector.broadcast %arg1 : f32 to vector<6xf32>
+// CHECK: vector.transfer_write %[[V]], %arg0[%[[I]], %c0] {in_bounds = [true]} : vector<6xf32>, memref<4x6xf32, strided<[8, 1], offset: 9>>
+func.func @fill_strided(%buf: memref<4x6xf32, strided<[8, 1], offset: 9>>, %v: f32) {
+  linalg.fill ins(%v : f32) outs(%buf : memref<4x6xf32, strided<[8, 1], offset: 9>>)
+  return
+}
+
+// CHECK-LABEL: func.func @fill_dynamic_stays
+// CHECK: linalg.fill
+func.func @fill_dynamic_stays(%buf: memref<?x4xf32>, %v: f32) {
+  linalg.fill ins(%v : f32) outs(%buf : memref<?x4xf32>)
+  return
+}
