@@ -289,11 +289,14 @@ KNOWN_LIMITS = """## What limits kiln today
   into a row of fields first (im2col; none for 1x1 stride-1 ones) and
   multiply it by the packed filter. Depthwise ones are vectorized along the
   channels. ReLUs and residual Adds run in the register tiles of the
-  convolution before them (`kiln-fuse-epilogues`). Grouped (not depthwise)
-  convolutions and pooling are scalar loops (parallel, not vectorized);
-  channel counts that are not a multiple of 16 (PaddleOCR det's) take the
-  im2col path; a resize works in NCHW, so PaddleOCR det transposes around
-  its upsampling.
+  convolution before them (`kiln-fuse-epilogues`). Filter counts that are
+  not a multiple of 16 (PaddleOCR det's 24, 42, 360) are padded with zero
+  filters to whole vectors (at most a quarter of the lanes; fewer filters
+  take im2col). Grouped (not depthwise) convolutions and pooling are scalar
+  loops (parallel, not vectorized). A resize works in NCHW, so PaddleOCR
+  det transposes around its upsampling, element by element (~2% of its
+  time each); its 2x2 stride-2 ConvTransposes are 1x1 convolutions and a
+  depth-to-space.
 - Matmuls (matmul1024, bert2): operands packed into register panels (weights
   at compile time) and 8 x 32 register tiles with the accumulators in
   registers; the activation operand is read in place (not packed). Weights
