@@ -28,7 +28,7 @@ MODELS = ["mlp", "resnet18", "bert2", "matmul1024"]
 # Convolutions are only quantized with calibration: no dynamic mode for them.
 # "mode@cpu": compiled with --mcpu=cpu, and compared with kiln f32 for that CPU
 # (haswell: AVX2 without VNNI, where int8 runs on vpmaddwd).
-MODES = {"mlp": ["int8-dynamic", "int8"], "resnet18": ["int8", "bf16", "int8@haswell"],
+MODES = {"mlp": ["int8-dynamic", "int8", "bf16"], "resnet18": ["int8", "bf16", "int8@haswell"],
          "bert2": ["int8-dynamic", "int8", "bf16"],
          "matmul1024": ["int8-dynamic", "int8", "bf16", "int8@haswell"]}
 
