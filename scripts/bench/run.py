@@ -287,7 +287,9 @@ KNOWN_LIMITS = """## What limits kiln today
   reads memory. Measured and not kept: prefetching further ahead (no
   change; `kiln-prefetch-weights` prefetches 16 iterations ahead) and
   non-temporal prefetches (4x slower here). At 2 threads each core streams
-  half, and kiln is below the two-thread read loop's figure.
+  half, and kiln is below the two-thread read loop's figure. Opting into
+  `--precision=bf16` (bf16 weights, f32 sums) halves the bytes read: see
+  the mlp bf16 rows under Quantization.
 - Convolutions (resnet18, PaddleOCR det/rec): convolutions with constant
   filters run channels-last (`kiln-channels-last`). f32 ones whose output
   rows split into register tiles of at least 4 pixels and whose channels
