@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/STLExtras.h"
+#include <cstring>
 #include <map>
 
 using namespace mlir;
@@ -627,7 +628,88 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Constant folding of data movement: weights that the importer slices,
+// concatenates, reshapes or transposes (an LSTM's gate weights, a
+// ConvTranspose's filter) are re-laid out once at compile time instead of
+// on every inference.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The row-major elements of a constant operand as bytes (a splat
+/// repeated), with their width; nothing for non-constants, elements narrower
+/// than a byte (i1) or dynamic shapes.
+struct ConstantBytes {
+  std::vector<char> bytes;
+  size_t width;
+  bool blob; // came from a dense_resource blob (weights stay out of the text)
+};
+
+std::optional<ConstantBytes> constantBytes(Attribute attr) {
+  auto elements = dyn_cast_or_null<ElementsAttr>(attr);
+  if (!elements || !elements.getShapedType().hasStaticShape())
+    return std::nullopt;
+  Type et = elements.getElementType();
+  if (!et.isIntOrFloat() || et.getIntOrFloatBitWidth() % 8 != 0)
+    return std::nullopt;
+  size_t width = et.getIntOrFloatBitWidth() / 8, count = elements.getNumElements();
+  if (auto dense = dyn_cast<DenseElementsAttr>(elements); dense && dense.isSplat()) {
+    ArrayRef<char> one = dense.getRawData();
+    if (one.size() != width)
+      return std::nullopt;
+    std::vector<char> bytes(count * width);
+    for (size_t i = 0; i < count; ++i)
+      std::memcpy(&bytes[i * width], one.data(), width);
+    return ConstantBytes{std::move(bytes), width, false};
+  }
+  std::optional<ArrayRef<char>> data = rawElementsData(elements);
+  if (!data || data->size() != count * width)
+    return std::nullopt;
+  return ConstantBytes{std::vector<char>(data->begin(), data->end()), width,
+                       isa<DenseResourceElementsAttr>(elements)};
+}
+
+/// Constant elements of `type` from row-major `bytes`.
+Attribute foldedElements(Type type, ArrayRef<char> bytes, bool blob) {
+  auto shaped = cast<ShapedType>(type);
+  if (blob)
+    return blobElements(shaped, "folded", bytes);
+  return DenseElementsAttr::getFromRawBuffer(shaped, bytes);
+}
+
+/// Row-major strides of `shape`, in elements.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// The constant whose element at each index of the static `type` is the
+/// source element `sourceIndex(index)` (multi-dimensional).
+Attribute gatherElements(const ConstantBytes &source, RankedTensorType type,
+                         function_ref<int64_t(ArrayRef<int64_t>)> sourceIndex) {
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t count = type.getNumElements();
+  std::vector<char> bytes(count * source.width);
+  SmallVector<int64_t> index(shape.size(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(&bytes[i * source.width], &source.bytes[sourceIndex(index) * source.width],
+                source.width);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return foldedElements(type, bytes, source.blob);
+}
+} // namespace
+
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (!getShape() && getType().hasStaticShape())
+    if (std::optional<ConstantBytes> data = constantBytes(adaptor.getInput()))
+      return foldedElements(getType(), data->bytes, data->blob);
   auto keepsInPlace = [&] {
     ArrayRef<int64_t> kept = getKept().value_or(ArrayRef<int64_t>{});
     for (auto [i, source] : llvm::enumerate(kept))
@@ -678,8 +760,19 @@ LogicalResult TransposeOp::verify() {
                       expected);
 }
 
-OpFoldResult TransposeOp::fold(FoldAdaptor) {
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int64_t> perm = getPerm();
+  auto type = cast<RankedTensorType>(getType());
+  if (std::optional<ConstantBytes> data = constantBytes(adaptor.getInput());
+      data && type.hasStaticShape()) {
+    SmallVector<int64_t> strides = stridesOf(shapeOf(getInput()));
+    return gatherElements(*data, type, [&](ArrayRef<int64_t> index) {
+      int64_t at = 0;
+      for (auto [d, p] : llvm::enumerate(perm))
+        at += index[d] * strides[p];
+      return at;
+    });
+  }
   auto isIdentity = [](auto &&indices) {
     for (auto [i, p] : llvm::enumerate(indices))
       if ((int64_t)i != p)
@@ -725,10 +818,35 @@ LogicalResult ConcatOp::verify() {
   return verifyResult(*this, getType(), elementType, expected);
 }
 
-OpFoldResult ConcatOp::fold(FoldAdaptor) {
+OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
   if (getInputs().size() == 1 && getInputs().front().getType() == getType())
     return getInputs().front();
-  return {};
+  auto type = cast<RankedTensorType>(getType());
+  if (!type.hasStaticShape())
+    return {};
+  // Each input contributes, per index of the dimensions before the axis, one
+  // contiguous chunk of its rows.
+  SmallVector<ConstantBytes> parts;
+  for (Attribute input : adaptor.getInputs()) {
+    std::optional<ConstantBytes> data = constantBytes(input);
+    if (!data)
+      return {};
+    parts.push_back(std::move(*data));
+  }
+  int64_t axis = getAxis();
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= type.getDimSize(d);
+  std::vector<char> bytes;
+  bytes.reserve(type.getNumElements() * parts.front().width);
+  for (int64_t o = 0; o < outer; ++o)
+    for (const ConstantBytes &part : parts) {
+      size_t chunk = part.bytes.size() / outer;
+      bytes.insert(bytes.end(), part.bytes.begin() + o * chunk,
+                   part.bytes.begin() + (o + 1) * chunk);
+    }
+  bool blob = llvm::any_of(parts, [](const ConstantBytes &p) { return p.blob; });
+  return foldedElements(type, bytes, blob);
 }
 
 static LogicalResult verifyAxis(Operation *op, Value input, int64_t axis);
@@ -755,6 +873,26 @@ LogicalResult SliceOp::verify() {
       return emitOpError("dimension ") << i << " reads outside the input";
   }
   return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
+  auto type = cast<RankedTensorType>(getType());
+  bool whole = getInput().getType() == type &&
+               llvm::all_of(getStarts(), [](int64_t s) { return s == 0; }) &&
+               llvm::all_of(getSteps(), [](int64_t s) { return s == 1; });
+  if (whole)
+    return getInput();
+  std::optional<ConstantBytes> data = constantBytes(adaptor.getInput());
+  if (!data || !type.hasStaticShape())
+    return {};
+  SmallVector<int64_t> strides = stridesOf(shapeOf(getInput()));
+  ArrayRef<int64_t> starts = getStarts(), steps = getSteps();
+  return gatherElements(*data, type, [&](ArrayRef<int64_t> index) {
+    int64_t at = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      at += (starts[d] + index[d] * steps[d]) * strides[d];
+    return at;
+  });
 }
 
 LogicalResult GatherOp::verify() {

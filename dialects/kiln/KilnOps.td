@@ -400,6 +400,7 @@ def Kiln_SliceOp : Kiln_Op<"slice"> {
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Kiln_GatherOp : Kiln_Op<"gather"> {

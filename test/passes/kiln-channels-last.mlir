@@ -3,15 +3,17 @@
 // Two int8 convolutions with the dequantize/relu/requantize between them
 // (as kiln-quantize-static writes them): both run channels-last, every op
 // between them works on NHWC (the per-channel [4, 1, 1] constants become
-// [1, 1, 1, 4]), the global pooling is a mean over H and W, and the only
-// transposes left are the input's to NHWC and the pooled result's to NCHW.
+// [1, 1, 1, 4] constants, reshaped at compile time), the global pooling is
+// a mean over H and W, and the only transposes left are the input's to NHWC
+// and the pooled result's to NCHW.
 // CHECK-LABEL: func.func @int8_chain
+// CHECK-DAG: %[[OFF:.*]] = kiln.constant dense<5> : tensor<1x1x1x4xi32>
+// CHECK-DAG: %[[SCALE:.*]] = kiln.constant dense<5.000000e-01> : tensor<1x1x1x4xf32>
 // CHECK: %[[IN:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : tensor<1x3x8x8xui8> -> tensor<1x8x8x3xui8>
 // CHECK: %[[C1:.*]] = kiln.conv %[[IN]], %{{.*}} {channels_last, {{.*}}} : (tensor<1x8x8x3xui8>, tensor<4x3x3x3xi8>) -> tensor<1x6x6x4xi32>
-// CHECK: kiln.reshape %{{.*}} : tensor<4x1x1xi32> -> tensor<1x1x1x4xi32>
-// CHECK: kiln.sub %[[C1]], %{{.*}} : (tensor<1x6x6x4xi32>, tensor<1x1x1x4xi32>) -> tensor<1x6x6x4xi32>
+// CHECK: kiln.sub %[[C1]], %[[OFF]] : (tensor<1x6x6x4xi32>, tensor<1x1x1x4xi32>) -> tensor<1x6x6x4xi32>
 // CHECK: kiln.cast %{{.*}} : tensor<1x6x6x4xi32> -> tensor<1x6x6x4xf32>
-// CHECK: kiln.mul %{{.*}}, %{{.*}} : (tensor<1x6x6x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x6x6x4xf32>
+// CHECK: kiln.mul %{{.*}}, %[[SCALE]] : (tensor<1x6x6x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x6x6x4xf32>
 // CHECK: kiln.relu %{{.*}} : tensor<1x6x6x4xf32>
 // CHECK: kiln.quantize %{{.*}} : tensor<1x6x6x4xf32> -> tensor<1x6x6x4x!quant.uniform<u8:f32, 1.000000e-01:7>>
 // CHECK: kiln.storage_cast %{{.*}} : tensor<1x6x6x4x!quant.uniform<u8:f32, 1.000000e-01:7>> -> tensor<1x6x6x4xui8>

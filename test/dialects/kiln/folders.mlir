@@ -60,3 +60,29 @@ func.func @transpose_pair(%x: tensor<1x2x3x4xf32>) -> (tensor<1x2x3x4xf32>, tens
   %twice = kiln.transpose %t {perm = array<i64: 0, 2, 3, 1>} : tensor<1x3x4x2xf32> -> tensor<1x4x2x3xf32>
   return %back, %twice : tensor<1x2x3x4xf32>, tensor<1x4x2x3xf32>
 }
+
+// Data movement of constants happens at compile time: an LSTM's gate
+// weights, sliced, concatenated and transposed by the importer, reach the
+// matmul as one constant. Each op's result is checked element by element:
+// transpose, concat along 0 and along 1 (a splat part expanded), a strided
+// slice with a negative step, and a reshape. A slice taking all of its input
+// folds to the input.
+// CHECK-LABEL: func.func @constant_movement
+// CHECK-DAG: %[[T:.*]] = kiln.constant dense<{{\[\[}}1, 4], [2, 5], [3, 6]]> : tensor<3x2xi32>
+// CHECK-DAG: %[[C0:.*]] = kiln.constant dense<{{\[\[}}1, 2, 3], [4, 5, 6], [7, 7, 7]]> : tensor<3x3xi32>
+// CHECK-DAG: %[[C1:.*]] = kiln.constant dense<{{\[\[}}1, 2, 3, 7], [4, 5, 6, 7]]> : tensor<2x4xi32>
+// CHECK-DAG: %[[S:.*]] = kiln.constant dense<{{\[\[}}6, 4]]> : tensor<1x2xi32>
+// CHECK-DAG: %[[R:.*]] = kiln.constant dense<[1, 2, 3, 4, 5, 6]> : tensor<6xi32>
+// CHECK: return %[[T]], %[[C0]], %[[C1]], %[[S]], %[[R]], %arg0
+func.func @constant_movement(%x: tensor<2x3xf32>) -> (tensor<3x2xi32>, tensor<3x3xi32>, tensor<2x4xi32>, tensor<1x2xi32>, tensor<6xi32>, tensor<2x3xf32>) {
+  %m = kiln.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi32> -> tensor<2x3xi32>
+  %row = kiln.constant dense<7> : tensor<1x3xi32> -> tensor<1x3xi32>
+  %col = kiln.constant dense<7> : tensor<2x1xi32> -> tensor<2x1xi32>
+  %t = kiln.transpose %m {perm = array<i64: 1, 0>} : tensor<2x3xi32> -> tensor<3x2xi32>
+  %c0 = kiln.concat %m, %row {axis = 0 : i64} : (tensor<2x3xi32>, tensor<1x3xi32>) -> tensor<3x3xi32>
+  %c1 = kiln.concat %m, %col {axis = 1 : i64} : (tensor<2x3xi32>, tensor<2x1xi32>) -> tensor<2x4xi32>
+  %s = kiln.slice %m {starts = array<i64: 1, 2>, steps = array<i64: 1, -2>} : tensor<2x3xi32> -> tensor<1x2xi32>
+  %r = kiln.reshape %m : tensor<2x3xi32> -> tensor<6xi32>
+  %all = kiln.slice %x {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %t, %c0, %c1, %s, %r, %all : tensor<3x2xi32>, tensor<3x3xi32>, tensor<2x4xi32>, tensor<1x2xi32>, tensor<6xi32>, tensor<2x3xf32>
+}
