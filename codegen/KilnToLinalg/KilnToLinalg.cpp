@@ -628,7 +628,10 @@ static int64_t vectorChunk(Type et) {
 /// in both the input and the row, copied as vectors of at most 64 bytes. (As
 /// a linalg.generic, LLVM unrolls the channel loop fully and then cannot
 /// vectorize the byte copies, not knowing that input and rows do not
-/// overlap.) A 1x1 window of stride 1 needs no copy: the input is the rows.
+/// overlap.) Without dilation along x, an f32 window row's KW taps are one
+/// run of KW*C values (read from the input viewed as [N, H, W*C]): a 1-D
+/// convolution over one channel copies its window in vectors, not tap by
+/// tap. A 1x1 window of stride 1 needs no copy: the input is the rows.
 static Value unfoldChannelsLast(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> kernel,
                                 ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
                                 int64_t oh, int64_t ow) {
@@ -639,18 +642,36 @@ static Value unfoldChannelsLast(OpBuilder &b, Location loc, Value input, ArrayRe
   if (kernel[0] == 1 && kernel[1] == 1 && strides[0] == 1 && strides[1] == 1)
     return reshapeTo(b, loc, input, RankedTensorType::get({n * oh * ow, cols}, et));
   Value zero = arith::ConstantOp::create(b, loc, et, b.getZeroAttr(et));
+  // One run per tap, or per window row when its taps are contiguous (f32
+  // only: LLVM fails to legalize bf16 vectors of some odd run lengths).
+  bool rowRuns = dilations[1] == 1 && et.isF32();
+  int64_t runLength = rowRuns ? kernel[1] * c : c, runsPerRow = rowRuns ? 1 : kernel[1];
+  Value source = input;
+  if (rowRuns)
+    source = tensor::CollapseShapeOp::create(
+        b, loc, input, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
   auto fill = [&](Value row, const PixelWindow &window) {
     for (int64_t ky = 0; ky < kernel[0]; ++ky)
-      for (int64_t kx = 0; kx < kernel[1]; ++kx) {
+      for (int64_t kx = 0; kx < runsPerRow; ++kx) {
         Value iy = window.inputCoordinate(b, loc, 0, ky);
         Value ix = window.inputCoordinate(b, loc, 1, kx);
         Value base = arith::ConstantIndexOp::create(b, loc, (ky * kernel[1] + kx) * c);
+        SmallVector<Value> at = {window.image, iy};
+        if (rowRuns)
+          at.push_back(
+              arith::MulIOp::create(b, loc, ix, arith::ConstantIndexOp::create(b, loc, c)));
+        else
+          at.push_back(ix);
         row = forEachChannelChunk(
-            b, loc, c, vectorChunk(et), row,
+            b, loc, runLength, vectorChunk(et), row,
             [&](OpBuilder &nb, Value into, Value c0, int64_t width) -> Value {
-              Value v = vector::TransferReadOp::create(
-                  nb, loc, VectorType::get({width}, et), input,
-                  ValueRange{window.image, iy, ix, c0}, zero, ArrayRef<bool>{true});
+              SmallVector<Value> from = at;
+              if (rowRuns)
+                from.back() = arith::AddIOp::create(nb, loc, from.back(), c0);
+              else
+                from.push_back(c0);
+              Value v = vector::TransferReadOp::create(nb, loc, VectorType::get({width}, et),
+                                                       source, from, zero, ArrayRef<bool>{true});
               Value at = arith::AddIOp::create(nb, loc, base, c0);
               return vector::TransferWriteOp::create(
                          nb, loc, v, into,
