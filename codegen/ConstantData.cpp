@@ -26,23 +26,8 @@ ElementsAttr mlir::kiln::constantBehindReshapes(Value v) {
 Value mlir::kiln::relayoutConstant(OpBuilder &b, Location loc, ElementsAttr source,
                                    RankedTensorType type,
                                    function_ref<int64_t(int64_t)> sourceIndex) {
-  int64_t count = type.getNumElements();
-  // A splat is the same splat in any layout without padding.
-  if (auto dense = dyn_cast<DenseElementsAttr>(source);
-      dense && dense.isSplat() && count == source.getNumElements())
-    return arith::ConstantOp::create(b, loc, dense.resizeSplat(type));
-  std::optional<ArrayRef<char>> data = rawElementsData(source);
-  size_t width = type.getElementTypeBitWidth() / 8;
-  if (!data || width == 0 || data->size() != source.getNumElements() * width)
+  ElementsAttr relaid = relaidElements(source, type, "relaid_weight", sourceIndex);
+  if (!relaid)
     return {};
-  std::vector<char> relaid(count * width, 0);
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t from = sourceIndex(i);
-    assert(from < source.getNumElements() && "source index out of range");
-    if (from >= 0)
-      std::memcpy(&relaid[i * width], &(*data)[from * width], width);
-  }
-  if (isa<DenseElementsAttr>(source))
-    return arith::ConstantOp::create(b, loc, DenseElementsAttr::getFromRawBuffer(type, relaid));
-  return arith::ConstantOp::create(b, loc, blobElements(type, "relaid_weight", relaid));
+  return arith::ConstantOp::create(b, loc, cast<TypedAttr>(relaid));
 }

@@ -42,6 +42,32 @@ DenseResourceElementsAttr mlir::kiln::blobElements(ShapedType type, StringRef na
       type, name, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, align));
 }
 
+ElementsAttr mlir::kiln::relaidElements(ElementsAttr source, ShapedType type, StringRef name,
+                                        function_ref<int64_t(int64_t)> sourceIndex) {
+  int64_t count = type.getNumElements();
+  if (auto dense = dyn_cast<DenseElementsAttr>(source); dense && dense.isSplat()) {
+    for (int64_t i = 0; i < count; ++i)
+      if (sourceIndex(i) < 0)
+        return {};
+    return dense.resizeSplat(type);
+  }
+  std::optional<ArrayRef<char>> data = rawElementsData(source);
+  size_t width = type.getElementTypeBitWidth() / 8;
+  if (!data || width == 0 || type.getElementTypeBitWidth() % 8 != 0 ||
+      data->size() != source.getNumElements() * width)
+    return {};
+  std::vector<char> relaid(count * width, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t from = sourceIndex(i);
+    assert(from < source.getNumElements() && "source index out of range");
+    if (from >= 0)
+      std::memcpy(&relaid[i * width], &(*data)[from * width], width);
+  }
+  if (isa<DenseElementsAttr>(source))
+    return DenseElementsAttr::getFromRawBuffer(type, relaid);
+  return blobElements(type, name, relaid);
+}
+
 std::optional<OnnxNode> mlir::kiln::onnxNodeOf(Location loc) {
   auto node = dyn_cast<NameLoc>(loc);
   if (!node)

@@ -59,6 +59,13 @@ std::optional<ArrayRef<char>> rawElementsData(ElementsAttr attr);
 /// `bytes`. Weights live in such blobs: printed once at the end of a module
 /// and never uniqued as attributes.
 DenseResourceElementsAttr blobElements(ShapedType type, StringRef name, ArrayRef<char> bytes);
+/// Elements of the static `type` whose element i is element `sourceIndex(i)`
+/// of `source` (row-major linear indices), or zero where that is negative
+/// (padding). A splat stays a splat when nothing is padding; raw data stays
+/// a blob (named `name`) or a dense attribute, as the source was. Null when
+/// `source` has no raw data of `type`'s element width (sub-byte types).
+ElementsAttr relaidElements(ElementsAttr source, ShapedType type, StringRef name,
+                            function_ref<int64_t(int64_t)> sourceIndex);
 /// The elements of an f32 attribute, splats expanded; nullopt for another
 /// element type or when the data is not available.
 std::optional<std::vector<float>> f32Elements(ElementsAttr attr);

@@ -669,14 +669,6 @@ std::optional<ConstantBytes> constantBytes(Attribute attr) {
                        isa<DenseResourceElementsAttr>(elements)};
 }
 
-/// Constant elements of `type` from row-major `bytes`.
-Attribute foldedElements(Type type, ArrayRef<char> bytes, bool blob) {
-  auto shaped = cast<ShapedType>(type);
-  if (blob)
-    return blobElements(shaped, "folded", bytes);
-  return DenseElementsAttr::getFromRawBuffer(shaped, bytes);
-}
-
 /// Row-major strides of `shape`, in elements.
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
@@ -685,31 +677,31 @@ SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-/// The constant whose element at each index of the static `type` is the
-/// source element `sourceIndex(index)` (multi-dimensional).
-Attribute gatherElements(const ConstantBytes &source, RankedTensorType type,
+/// The constant `input` re-laid out as the static `type`: its element at
+/// each index is the input element `sourceIndex(index)`; null when `input`
+/// is not a constant with data.
+Attribute relaidConstant(Attribute input, RankedTensorType type,
                          function_ref<int64_t(ArrayRef<int64_t>)> sourceIndex) {
-  ArrayRef<int64_t> shape = type.getShape();
-  int64_t count = type.getNumElements();
-  std::vector<char> bytes(count * source.width);
-  SmallVector<int64_t> index(shape.size(), 0);
-  for (int64_t i = 0; i < count; ++i) {
-    std::memcpy(&bytes[i * source.width], &source.bytes[sourceIndex(index) * source.width],
-                source.width);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (++index[d] < shape[d])
-        break;
-      index[d] = 0;
-    }
-  }
-  return foldedElements(type, bytes, source.blob);
+  auto elements = dyn_cast_or_null<ElementsAttr>(input);
+  if (!elements || !type.hasStaticShape())
+    return {};
+  SmallVector<int64_t> strides = stridesOf(type.getShape());
+  SmallVector<int64_t> index(strides.size());
+  return relaidElements(elements, type, "folded", [&](int64_t i) {
+    for (auto [d, stride] : llvm::enumerate(strides))
+      index[d] = (i / stride) % type.getDimSize(d);
+    return sourceIndex(index);
+  });
 }
 } // namespace
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
-  if (!getShape() && getType().hasStaticShape())
-    if (std::optional<ConstantBytes> data = constantBytes(adaptor.getInput()))
-      return foldedElements(getType(), data->bytes, data->blob);
+  // The same row-major elements in another shape.
+  auto elements = dyn_cast_or_null<ElementsAttr>(adaptor.getInput());
+  if (elements && !getShape() && getType().hasStaticShape())
+    if (ElementsAttr same =
+            relaidElements(elements, getType(), "folded", [](int64_t i) { return i; }))
+      return same;
   auto keepsInPlace = [&] {
     ArrayRef<int64_t> kept = getKept().value_or(ArrayRef<int64_t>{});
     for (auto [i, source] : llvm::enumerate(kept))
@@ -762,17 +754,15 @@ LogicalResult TransposeOp::verify() {
 
 OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int64_t> perm = getPerm();
-  auto type = cast<RankedTensorType>(getType());
-  if (std::optional<ConstantBytes> data = constantBytes(adaptor.getInput());
-      data && type.hasStaticShape()) {
-    SmallVector<int64_t> strides = stridesOf(shapeOf(getInput()));
-    return gatherElements(*data, type, [&](ArrayRef<int64_t> index) {
-      int64_t at = 0;
-      for (auto [d, p] : llvm::enumerate(perm))
-        at += index[d] * strides[p];
-      return at;
-    });
-  }
+  SmallVector<int64_t> strides = stridesOf(shapeOf(getInput()));
+  if (Attribute transposed = relaidConstant(adaptor.getInput(), cast<RankedTensorType>(getType()),
+                                            [&](ArrayRef<int64_t> index) {
+                                              int64_t at = 0;
+                                              for (auto [d, p] : llvm::enumerate(perm))
+                                                at += index[d] * strides[p];
+                                              return at;
+                                            }))
+    return transposed;
   auto isIdentity = [](auto &&indices) {
     for (auto [i, p] : llvm::enumerate(indices))
       if ((int64_t)i != p)
@@ -845,8 +835,9 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
       bytes.insert(bytes.end(), part.bytes.begin() + o * chunk,
                    part.bytes.begin() + (o + 1) * chunk);
     }
-  bool blob = llvm::any_of(parts, [](const ConstantBytes &p) { return p.blob; });
-  return foldedElements(type, bytes, blob);
+  if (llvm::any_of(parts, [](const ConstantBytes &p) { return p.blob; }))
+    return blobElements(type, "folded", bytes);
+  return DenseElementsAttr::getFromRawBuffer(type, bytes);
 }
 
 static LogicalResult verifyAxis(Operation *op, Value input, int64_t axis);
@@ -882,12 +873,9 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
                llvm::all_of(getSteps(), [](int64_t s) { return s == 1; });
   if (whole)
     return getInput();
-  std::optional<ConstantBytes> data = constantBytes(adaptor.getInput());
-  if (!data || !type.hasStaticShape())
-    return {};
   SmallVector<int64_t> strides = stridesOf(shapeOf(getInput()));
   ArrayRef<int64_t> starts = getStarts(), steps = getSteps();
-  return gatherElements(*data, type, [&](ArrayRef<int64_t> index) {
+  return relaidConstant(adaptor.getInput(), type, [&](ArrayRef<int64_t> index) {
     int64_t at = 0;
     for (size_t d = 0; d < index.size(); ++d)
       at += (starts[d] + index[d] * steps[d]) * strides[d];
