@@ -38,6 +38,10 @@ REAL_MODELS = {
 SYNTHETIC = ["mlp", "resnet18", "bert2", "matmul1024"]
 # scripts/bench/quant.py owns the part of docs/BENCHMARKS.md between these.
 QUANT_BEGIN, QUANT_END = "<!-- quant:begin -->", "<!-- quant:end -->"
+SCALING_BEGIN, SCALING_END = "<!-- scaling:begin -->", "<!-- scaling:end -->"
+# Sections other scripts write (quant.py, scaling.py), kept when this one
+# rewrites the page.
+KEPT_SECTIONS = [(QUANT_BEGIN, QUANT_END), (SCALING_BEGIN, SCALING_END)]
 
 
 def log(message):
@@ -410,9 +414,10 @@ def write_report(args, rows, peaks, memories):
     lines += [""] + memory_section(memories)
     lines += ["", KNOWN_LIMITS]
     page = open(args.output).read() if os.path.exists(args.output) else ""
-    if QUANT_BEGIN in page:
-        kept = page.split(QUANT_BEGIN, 1)[1].split(QUANT_END, 1)[0]
-        lines += ["", QUANT_BEGIN + kept + QUANT_END]
+    for begin, end in KEPT_SECTIONS:
+        if begin in page:
+            kept = page.split(begin, 1)[1].split(end, 1)[0]
+            lines += ["", begin + kept + end]
     with open(args.output, "w") as f:
         f.write("\n".join(lines) + "\n")
     log(f"wrote {args.output}")

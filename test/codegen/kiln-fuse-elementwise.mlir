@@ -131,3 +131,49 @@ func.func @report(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>,
   } -> tensor<4x8xf32> loc("shift"("Add"))
   return %neg, %mm2, %shift : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// A tree of single-use elementwise producers becomes one generic in one
+// step: the broadcast leaf keeps its map composed into the root's space, the
+// splat constants become scalars in the body, and a leaf read twice (%x) is
+// one operand.
+#row = affine_map<(d0, d1) -> (d1)>
+#one = affine_map<(d0, d1) -> (0)>
+// CHECK-LABEL: func.func @tree
+// CHECK: %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK: linalg.generic {indexing_maps = [#[[ID:.*]], #[[ROW:.*]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<8xf32>)
+// CHECK-NEXT: ^bb0(%[[X:.*]]: f32, %[[B:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[S:.*]] = arith.mulf %[[X]], %[[HALF]]
+// CHECK-NEXT: %[[A:.*]] = arith.addf %[[X]], %[[B]]
+// CHECK-NEXT: %[[D:.*]] = arith.subf %[[S]], %[[A]]
+// CHECK-NEXT: arith.maximumf %[[D]], %[[HALF]]
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @tree(%x: tensor<4x8xf32>, %bias: tensor<8xf32>) -> tensor<4x8xf32> {
+  %half = arith.constant dense<0.5> : tensor<1xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %scaled = linalg.generic {indexing_maps = [#id, #one, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %half : tensor<4x8xf32>, tensor<1xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %h: f32, %o: f32):
+    %s = arith.mulf %a, %h : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %biased = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %bias : tensor<4x8xf32>, tensor<8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %diff = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%scaled, %biased : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #one, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%diff, %half : tensor<4x8xf32>, tensor<1xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %h: f32, %o: f32):
+    %s = arith.maximumf %a, %h : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  return %relu : tensor<4x8xf32>
+}

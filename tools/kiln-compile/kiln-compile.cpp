@@ -24,6 +24,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -158,6 +159,24 @@ static LogicalResult printReportRemark(Diagnostic &diag) {
   }
   llvm::outs() << kind << ": " << describeNode(diag.getLocation()) << ": "
                << StringRef(message).drop_front(kind.size() + 2) << "\n";
+  return success();
+}
+
+/// Prints errors at an ONNX node as "error: <model>: node '<name>' (<op>):
+/// message" and those about the whole model as "error: <model>: message";
+/// others go on to the default handler (which prints only errors).
+static LogicalResult printModelDiagnostic(Diagnostic &diag) {
+  std::optional<mlir::kiln::OnnxNode> node = mlir::kiln::onnxNodeOf(diag.getLocation());
+  bool atNode = node && !node->opType.empty();
+  auto file = dyn_cast<FileLineColLoc>(diag.getLocation());
+  if (diag.getSeverity() != DiagnosticSeverity::Error || (!atNode && !(file && file.getLine() == 0)))
+    return failure();
+  errs() << "error: " << inputFile << ": ";
+  if (atNode)
+    errs() << "node '" << node->name << "' (" << node->opType << "): ";
+  errs() << diag.str() << "\n";
+  for (const Diagnostic &note : diag.getNotes())
+    errs() << "note: " << note.str() << "\n";
   return success();
 }
 
@@ -441,8 +460,18 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
+  ScopedDiagnosticHandler modelDiagnostics(&context, printModelDiagnostic);
+
+  // --mlir-timing and its siblings: the import, every pass and code
+  // generation, printed when the compilation ends.
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope timingRoot = timing.getRootScope();
+
   Progress progress;
+  TimingScope importTiming = timingRoot.nest("import " + inputFile);
   OwningOpRef<ModuleOp> module = ::kiln::onnx_frontend::importModel(inputFile, options, context);
+  importTiming.stop();
   if (!module)
     return 1;
   progress.done("imported " + inputFile);
@@ -468,6 +497,7 @@ int main(int argc, char **argv) {
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
     mlir::kiln::buildPipeline(pm, from, to, *target, pipelineOptions);
+    pm.enableTiming(timingRoot);
     return pm.run(*module);
   };
   mlir::kiln::Stage from = mlir::kiln::Stage::Kiln;
@@ -518,10 +548,12 @@ int main(int argc, char **argv) {
   }
 
   std::string native;
+  TimingScope codegenTiming = timingRoot.nest("LLVM code generation");
   if (failed(mlir::kiln::emitNative(*module, *target, *signature, prefix,
                                     /*addMainAlias=*/emit == Emit::Exe,
                                     emit == Emit::LLVMIR, native)))
     return 1;
+  codegenTiming.stop();
   progress.done("generated code for " + target->triple + " (" + target->cpu + ")");
   if (emit == Emit::LLVMIR || emit == Emit::Object)
     return writeFile(outputFile, native) ? 0 : 1;
