@@ -21,8 +21,16 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "ModuleOp"> {
 def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "ModuleOp"> {
   let summary = "Fuse elementwise linalg ops and fold reshapes, keeping contractions named";
   let description = [{
-    Upstream elementwise fusion (producer/consumer fusion of linalg.generic,
-    reshape folding by expansion, constant folding), except that no fusion
+    First, each tree of single-use elementwise producers (all-parallel
+    generics with a permutation result map, reading neither their output nor
+    linalg.index) is fused into its root in one step: every body is cloned
+    once, leaves are deduplicated by (value, indexing map), and splat
+    constants become scalars, so that compile time is linear in the graph
+    (upstream's pairwise pattern re-clones the growing body per node). A
+    fused body stops at 256 operations: LLVM's loop vectorizer is quadratic
+    in a loop body's length. Then upstream elementwise fusion (producer/
+    consumer fusion of linalg.generic, reshape folding by expansion, constant
+    folding) handles the rest, except that no fusion
     touches a named structured op such as linalg.matmul or linalg.fill:
     folding a reshape into a matmul would turn it into a linalg.generic that
     the CPU schedule no longer recognizes, leaving a scalar loop nest. A

@@ -50,7 +50,7 @@ public:
   /// entries (used to specialise shape operands known only at run time).
   llvm::StringMap<std::vector<int64_t>> declaredShapes;
 
-  /// Prints "<file>: node '<name>' (<op>, opset N): <message>"; returns failure.
+  /// Emits `message` as an error at the current node's location; returns failure.
   mlir::LogicalResult fail(const llvm::Twine &message) const;
 
   // Attributes of the current node.
@@ -146,14 +146,36 @@ mlir::FailureOr<mlir::Value> Emitter::binary(mlir::Value a, mlir::Value b,
 }
 
 /// The values of an ONNX TensorProto (prints an error naming `file` on failure).
-mlir::FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std::string &file);
+mlir::FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, mlir::Location loc);
 
 /// The MLIR element type of an ONNX data type; null if unsupported.
 mlir::Type elementTypeOf(mlir::Builder &b, int32_t dtype);
 /// The ONNX data type code of an element type (0 if none).
 int32_t dtypeCodeOf(mlir::Type t);
 /// "FLOAT", "INT64", ... for messages.
-std::string dtypeName(int32_t dtype);
+std::string dtypeName(int32_t dtype); // "FLOAT", "FLOAT8E4M3FN", ...
+
+/// The newest ONNX versions kiln reads: IR 13 and opset 27 (ONNX 1.22).
+constexpr int64_t kMaxIrVersion = 13, kMaxOpset = 27;
+
+/// The location of an imported node: NameLoc(name, NameLoc(op type)).
+mlir::Location nodeLocation(mlir::Builder &b, const onnx::NodeProto &node);
+
+/// The element count of `shape`, or an error through `error` naming `what`
+/// when a dimension is negative or the byte count would not fit 2^47.
+mlir::FailureOr<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> shape, int32_t dtype,
+                                             const std::function<mlir::InFlightDiagnostic()> &error,
+                                             llvm::StringRef what);
+
+/// Model-level checks (versions, outputs, graph inputs and outputs) that
+/// replace libonnx's checker; diagnostics at `loc`.
+mlir::LogicalResult validateModel(const onnx::ModelProto &model, mlir::Location loc);
+
+/// The nodes of `graph` in an order where each comes after what it reads,
+/// after checking that every value is defined once and every input is
+/// defined; diagnostics on the node at fault.
+mlir::FailureOr<std::vector<const onnx::NodeProto *>> sortedNodes(ImportContext &ctx,
+                                                                  const onnx::GraphProto &graph);
 /// The 2-D [outer, inner] type that Flatten gives `t` at `axis`, with the
 /// `kept` attribute of that reshape (null for static shapes). Fails when
 /// dynamic dimensions leave the two sizes undetermined.

@@ -36,7 +36,7 @@ static std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
 static LogicalResult importConstant(ImportContext &ctx) {
   for (const auto &a : ctx.node->attribute()) {
     if (a.name() == "value") {
-      auto t = parseTensor(a.t(), ctx.file);
+      auto t = parseTensor(a.t(), ctx.loc);
       if (failed(t))
         return failure();
       ctx.setHostOutput(0, std::move(*t));
@@ -863,7 +863,7 @@ static LogicalResult importConstantOfShape(ImportContext &ctx) {
   for (const auto &a : ctx.node->attribute())
     if (a.name() == "value") {
       r.dtype = a.t().data_type();
-      auto v = parseTensor(a.t(), ctx.file);
+      auto v = parseTensor(a.t(), ctx.loc);
       if (failed(v))
         return failure();
       if (v->numElements() != 1)

@@ -5,7 +5,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -30,10 +29,14 @@ int64_t HostTensor::numElements() const {
 }
 
 LogicalResult ImportContext::fail(const llvm::Twine &message) const {
-  llvm::errs() << "error: " << file << ": node '" << (node ? node->name() : "") << "' ("
-               << (node ? node->op_type() : "") << ", opset " << opset << "): " << message
-               << "\n";
-  return failure();
+  return mlir::emitError(loc) << message;
+}
+
+Location nodeLocation(Builder &b, const onnx::NodeProto &node) {
+  std::string name = !node.name().empty()        ? node.name()
+                     : node.output_size() > 0 ? node.output(0)
+                                              : "";
+  return NameLoc::get(b.getStringAttr(name), NameLoc::get(b.getStringAttr(node.op_type())));
 }
 
 static const onnx::AttributeProto *findAttr(const onnx::NodeProto *node, llvm::StringRef name) {
@@ -232,12 +235,6 @@ std::string shapeText(ArrayRef<int64_t> shape) {
   return s;
 }
 
-std::string dtypeName(int32_t dtype) {
-  const auto *desc = onnx::TensorProto::DataType_descriptor();
-  const auto *value = desc->FindValueByNumber(dtype);
-  return value ? value->name() : "data type " + std::to_string(dtype);
-}
-
 FailureOr<Value> ImportContext::materialize(const HostTensor &t, llvm::StringRef name) {
   Type et = elementTypeOf(b, t.dtype);
   if (!et)
@@ -279,16 +276,18 @@ FailureOr<Value> ImportContext::materialize(const HostTensor &t, llvm::StringRef
 // Model loading
 //===----------------------------------------------------------------------===//
 
-FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std::string &file) {
+FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, Location loc) {
   HostTensor t;
   t.dtype = tp.data_type();
   t.shape.assign(tp.dims().begin(), tp.dims().end());
-  int64_t n = t.numElements();
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-    llvm::errs() << "error: " << file << ": tensor '" << tp.name()
-                 << "' uses external data, which kiln does not support yet\n";
+  auto error = [&] { return mlir::emitError(loc) << "tensor '" << tp.name() << "' "; };
+  auto count = checkedElementCount(t.shape, t.dtype, [&] { return mlir::emitError(loc); },
+                                   "tensor '" + tp.name() + "'");
+  if (failed(count))
     return failure();
-  }
+  int64_t n = *count;
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL)
+    return error() << "uses external data, which kiln does not support yet";
   const std::string &raw = tp.raw_data();
   auto fromRaw = [&](auto sample, auto &out) -> bool {
     using T = decltype(sample);
@@ -369,42 +368,30 @@ FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, const std::string
       t.ints.assign(tp.int32_data().begin(), tp.int32_data().end());
     break;
   default:
-    llvm::errs() << "error: " << file << ": tensor '" << tp.name() << "' has ONNX data type "
-                 << t.dtype << ", which kiln does not support yet\n";
-    return failure();
+    return error() << "has element type " << dtypeName(t.dtype)
+                   << ", which kiln does not support";
   }
   int64_t have = t.isFloat() ? t.floats.size() : t.ints.size();
-  if (!ok || have != n) {
-    llvm::errs() << "error: " << file << ": tensor '" << tp.name() << "' holds " << have
-                 << " values but its shape needs " << n << "\n";
-    return failure();
-  }
+  if (!ok || have != n)
+    return error() << "holds " << have << " values but its shape needs " << n;
   return t;
 }
 
-static FailureOr<onnx::ModelProto> loadModel(const std::string &path) {
+static FailureOr<onnx::ModelProto> loadModel(const std::string &path, Location loc) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    llvm::errs() << "error: cannot read '" << path << "': " << buffer.getError().message()
-                 << "\n";
-    return failure();
-  }
+  if (!buffer)
+    return mlir::emitError(loc) << "cannot read the model: " << buffer.getError().message();
   onnx::ModelProto model;
   llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (bytes.size() > (size_t)INT_MAX)
+    return mlir::emitError(loc) << "the model file is over 2 GiB; protobuf cannot parse it "
+                                   "(keep large weights as external data)";
   if (bytes.empty() || !model.ParseFromArray(bytes.data(), (int)bytes.size()) ||
-      !model.has_graph()) {
-    llvm::errs() << "error: " << path
-                 << ": not a valid ONNX model (the protobuf does not parse; the file may be "
-                    "truncated or not ONNX)\n";
+      !model.has_graph())
+    return mlir::emitError(loc) << "not a valid ONNX model (the protobuf does not parse; the "
+                                   "file may be truncated or not ONNX)";
+  if (failed(validateModel(model, loc)))
     return failure();
-  }
-  try {
-    onnx::checker::check_model(model);
-  } catch (const std::exception &e) {
-    llvm::errs() << "error: " << path << ": the ONNX checker rejects the model: " << e.what()
-                 << "\n";
-    return failure();
-  }
   return model;
 }
 
@@ -424,36 +411,32 @@ struct InputType {
 };
 
 static FailureOr<InputType> graphInputType(const onnx::ValueInfoProto &vi,
-                                           const ImportOptions &options,
-                                           const std::string &file) {
+                                           const ImportOptions &options, Location loc) {
   const auto &tt = vi.type().tensor_type();
   InputType type{tt.elem_type(), {}, {}};
   auto pinned = options.inputShapes.find(vi.name());
   if (pinned != options.inputShapes.end()) {
     type.shape = pinned->second;
     type.dimNames.assign(type.shape.size(), "");
-    if (tt.has_shape() && tt.shape().dim_size() != (int)type.shape.size()) {
-      llvm::errs() << "error: " << file << ": --input-shape " << vi.name() << " has rank "
-                   << type.shape.size() << " but the model's input has rank "
-                   << tt.shape().dim_size() << "\n";
-      return failure();
-    }
+    if (tt.has_shape() && tt.shape().dim_size() != (int)type.shape.size())
+      return mlir::emitError(loc) << "--input-shape " << vi.name() << " has rank "
+                                  << type.shape.size() << " but the model's input has rank "
+                                  << tt.shape().dim_size();
     for (int i = 0; tt.has_shape() && i < tt.shape().dim_size(); ++i) {
       const auto &d = tt.shape().dim(i);
-      if (d.has_dim_value() && d.dim_value() != type.shape[i]) {
-        llvm::errs() << "error: " << file << ": --input-shape " << vi.name() << " sets dimension "
-                     << i << " to " << type.shape[i] << " but the model fixes it to "
-                     << d.dim_value() << "\n";
-        return failure();
-      }
+      if (d.has_dim_value() && d.dim_value() != type.shape[i])
+        return mlir::emitError(loc) << "--input-shape " << vi.name() << " sets dimension " << i
+                                    << " to " << type.shape[i] << " but the model fixes it to "
+                                    << d.dim_value();
     }
+    if (failed(checkedElementCount(type.shape, type.dtype, [&] { return mlir::emitError(loc); },
+                                   "input '" + vi.name() + "'")))
+      return failure();
     return type;
   }
-  if (!tt.has_shape()) {
-    llvm::errs() << "error: " << file << ": input '" << vi.name()
-                 << "' has no shape; pin it with --input-shape " << vi.name() << "=DxDx...\n";
-    return failure();
-  }
+  if (!tt.has_shape())
+    return mlir::emitError(loc) << "input '" << vi.name() << "' has no shape; pin it with "
+                                << "--input-shape " << vi.name() << "=DxDx...";
   for (const auto &d : tt.shape().dim()) {
     type.shape.push_back(d.has_dim_value() ? d.dim_value() : ShapedType::kDynamic);
     type.dimNames.push_back(d.has_dim_value() ? "" : d.dim_param());
@@ -537,16 +520,18 @@ LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph) {
   const onnx::NodeProto *outer = ctx.node;
   Location outerLoc = ctx.loc;
   for (const auto &init : graph.initializer()) { // subgraphs may have their own
-    auto t = parseTensor(init, ctx.file);
+    auto t = parseTensor(init, ctx.loc);
     if (failed(t))
       return failure();
     ctx.values[init.name()] = GraphValue{Value(), std::move(*t)};
   }
-  for (const auto &node : graph.node()) {
+  auto order = sortedNodes(ctx, graph);
+  if (failed(order))
+    return failure();
+  for (const onnx::NodeProto *nodePtr : *order) {
+    const onnx::NodeProto &node = *nodePtr;
     ctx.node = &node;
-    ctx.loc = NameLoc::get(
-        ctx.b.getStringAttr(node.name().empty() ? node.output(0) : node.name()),
-        NameLoc::get(ctx.b.getStringAttr(node.op_type())));
+    ctx.loc = nodeLocation(ctx.b, node);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       return ctx.fail("operator domain '" + node.domain() + "' is not supported");
     auto it = table.find(node.op_type());
@@ -565,7 +550,8 @@ LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph) {
 OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &options,
                                   MLIRContext &context) {
   context.loadDialect<mlir::kiln::KilnDialect, func::FuncDialect>();
-  auto model = loadModel(path);
+  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+  auto model = loadModel(path, fileLoc);
   if (failed(model))
     return nullptr;
   const onnx::GraphProto &graph = model->graph();
@@ -573,8 +559,8 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
   auto checkNames = [&](auto keys, const char *flag) {
     for (const auto &name : keys)
       if (!llvm::any_of(graph.input(), [&](const auto &vi) { return vi.name() == name; })) {
-        llvm::errs() << "error: " << path << ": " << flag << " names '" << name
-                     << "', which is not an input of the model\n";
+        mlir::emitError(fileLoc) << flag << " names '" << name
+                                 << "', which is not an input of the model";
         return false;
       }
     return true;
@@ -584,7 +570,6 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
     return nullptr;
 
   OpBuilder b(&context);
-  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   ImportContext ctx(b, path, opset);
   recordDeclaredShapes(graph, ctx.declaredShapes);
@@ -592,7 +577,7 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
   // Initializers are constants; graph inputs that are also initializers are
   // treated as constants too (the ONNX IR < 4 convention).
   for (const auto &init : graph.initializer()) {
-    auto t = parseTensor(init, path);
+    auto t = parseTensor(init, fileLoc);
     if (failed(t))
       return nullptr;
     ctx.values[init.name()] = GraphValue{Value(), std::move(*t)};
@@ -603,14 +588,14 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
   for (const auto &vi : graph.input()) {
     if (ctx.values.count(vi.name()))
       continue;
-    auto type = graphInputType(vi, options, path);
+    auto type = graphInputType(vi, options, fileLoc);
     if (failed(type))
       return nullptr;
     if (auto bound = options.inputValues.find(vi.name()); bound != options.inputValues.end()) {
       HostTensor t;
       if (llvm::is_contained(type->shape, ShapedType::kDynamic)) {
-        llvm::errs() << "error: " << path << ": --input-value " << vi.name()
-                     << " needs a static shape; pin it with --input-shape\n";
+        mlir::emitError(fileLoc) << "--input-value " << vi.name()
+                                 << " needs a static shape; pin it with --input-shape";
         return nullptr;
       }
       t.dtype = type->dtype;
@@ -623,12 +608,7 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
       ctx.values[vi.name()] = GraphValue{Value(), std::move(t)};
       continue;
     }
-    Type et = elementTypeOf(b, type->dtype);
-    if (!et) {
-      llvm::errs() << "error: " << path << ": input '" << vi.name() << "' has element type "
-                   << dtypeName(type->dtype) << ", which is not supported\n";
-      return nullptr;
-    }
+    Type et = elementTypeOf(b, type->dtype); // validateModel checked it
     inputTypes.push_back(RankedTensorType::get(type->shape, et));
     inputNames.push_back(vi.name());
     inputDimNames.push_back(type->dimNames);
@@ -653,8 +633,7 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
   for (const auto &out : graph.output()) {
     auto it = ctx.values.find(out.name());
     if (it == ctx.values.end()) {
-      llvm::errs() << "error: " << path << ": graph output '" << out.name()
-                   << "' is never produced\n";
+      mlir::emitError(fileLoc) << "graph output '" << out.name() << "' is never produced";
       return nullptr;
     }
     if (!it->second.value) {

@@ -517,15 +517,76 @@ def window_operands():
     return model(nodes, inputs, [tensor("sliced", [2, 3, 2]), tensor("padded", [2, 4, 6])], []), [(2, 3, 4)]
 
 
-BUILDERS = {f.__name__: f for f in [relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+def modern():
+    """What today's exporters write: IR 10, opset 18 (Split num_outputs,
+    ReduceMean with axes as an input), which libonnx 1.12's checker refuses."""
+    nodes = [helper.make_node("Split", ["x"], ["a", "b"], name="split", axis=1, num_outputs=2),
+             helper.make_node("ReduceMean", ["a", "axes"], ["m"], name="mean", keepdims=1),
+             helper.make_node("Sub", ["b", "m"], ["y"], name="centre")]
+    m = model(nodes, [tensor("x", [4, 6])], [tensor("y", [4, 3])], [const("axes", [1])], opset=18)
+    m.ir_version = 10
+    return m, [(4, 6)]
+
+
+def unsorted():
+    """Nodes listed after their consumers, as fp16 converters leave Casts."""
+    nodes = [helper.make_node("Mul", ["h", "h"], ["y"], name="square"),
+             helper.make_node("Add", ["r", "x"], ["h"], name="residual"),
+             helper.make_node("Relu", ["x"], ["r"], name="act")]
+    return model(nodes, [tensor("x", [2, 3])], [tensor("y", [2, 3])], []), [(2, 3)]
+
+
+def relu_with(**fields):
+    """relu() with ModelProto fields overridden (ir_version, an opset)."""
+    m, shapes = relu()
+    for key, value in fields.items():
+        if key == "opset":
+            m.opset_import[0].version = value
+        else:
+            setattr(m, key, value)
+    return m, shapes
+
+
+# Malformed models: each must be refused with a located diagnostic.
+HOSTILE = {
+    "opset99": lambda: relu_with(opset=99),
+    "ir14": lambda: relu_with(ir_version=14),
+    "no_outputs": lambda: (model([helper.make_node("Relu", ["x"], ["y"], name="act")],
+                                 [tensor("x", [2])], [], []), []),
+    "huge_input": lambda: (model([helper.make_node("Relu", ["x"], ["y"], name="act")],
+                                 [tensor("x", [2**40, 2**40])], [tensor("y", [2**40, 2**40])], []), []),
+    "huge_weight": lambda: (model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                                  [tensor("x", [2])], [tensor("y", [2])],
+                                  [onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2**40, 2**20])]), []),
+    "cycle": lambda: (model([helper.make_node("Relu", ["x"], ["a"], name="first"),
+                             helper.make_node("Add", ["a", "c"], ["b"], name="loop_a"),
+                             helper.make_node("Relu", ["b"], ["c"], name="loop_b")],
+                            [tensor("x", [2])], [tensor("c", [2])], []), []),
+    "undefined_input": lambda: (model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")],
+                                      [tensor("x", [2])], [tensor("y", [2])], []), []),
+    "produced_twice": lambda: (model([helper.make_node("Relu", ["x"], ["y"], name="one"),
+                                      helper.make_node("Neg", ["x"], ["y"], name="two")],
+                                     [tensor("x", [2])], [tensor("y", [2])], []), []),
+    "float8_input": lambda: (model([helper.make_node("Cast", ["x"], ["y"], name="cast", to=1)],
+                                   [helper.make_tensor_value_info("x", 17, [2])],
+                                   [tensor("y", [2])], []), []),
+    "unknown_op": lambda: (model([helper.make_node("FrobnicateXYZ", ["x"], ["y"], name="frob")],
+                                 [tensor("x", [2])], [tensor("y", [2])], []), []),
+    "missing_attribute": lambda: (model([helper.make_node("Cast", ["x"], ["y"], name="cast")],
+                                        [tensor("x", [2])], [tensor("y", [2])], []), []),
+}
+
+
+BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
 if __name__ == "__main__":
     name, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    m, input_shapes = BUILDERS[name]()
-    onnx.checker.check_model(m)
+    m, input_shapes = (BUILDERS | HOSTILE)[name]()
+    if name not in HOSTILE | {"unsorted": 0} and m.ir_version <= 8 and m.opset_import[0].version <= 17:
+        onnx.checker.check_model(m)  # python3-onnx is 1.12 too: it knows up to IR 8, opset 17
     onnx.save(m, os.path.join(out, "model.onnx"))
     for i, shape in enumerate(input_shapes):
         np.save(os.path.join(out, f"input_{i}.npy"), rng.standard_normal(shape).astype(np.float32))
