@@ -115,11 +115,13 @@ def section(rows, rounds, samples):
     return "\n".join(lines)
 
 
-def write_section(text, output):
+def write_section(text, output, begin=BEGIN, end=END):
+    """Puts `text` (which starts with `begin` and ends with `end`) in place
+    of the page's section between those markers, or at its end."""
     page = open(output).read() if os.path.exists(output) else "# Benchmarks\n"
-    if BEGIN in page:
-        before, rest = page.split(BEGIN, 1)
-        page = before + text + rest.split(END, 1)[1]
+    if begin in page:
+        before, rest = page.split(begin, 1)
+        page = before + text + rest.split(end, 1)[1]
     else:
         page = page.rstrip("\n") + "\n\n" + text + "\n"
     with open(output, "w") as f:

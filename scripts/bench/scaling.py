@@ -109,7 +109,7 @@ def main():
               "body once per node, and LLVM's loop vectorizer is quadratic in a loop body's "
               "length, so fused bodies now stop at 256 operations.", END]
     text = "\n".join(lines)
-    write_section(text, args.output)
+    write_section(text, args.output, BEGIN, END)
     print(text)
 
 
