@@ -212,13 +212,14 @@ private:
         AffineMap map = op.getMatchingIndexingMap(use).compose(rootToOp);
         auto producer = use->get().getDefiningOp<linalg::GenericOp>();
         bool fusable = isTreeFusable(*use);
-        if (fusable && size + bodySize(producer) <= kMaxFusedOps && control(use)) {
+        bool fits = fusable && size + bodySize(producer) <= kMaxFusedOps;
+        if (fits && control(use)) {
           size += bodySize(producer);
           AffineMap result = producer.getIndexingMapMatchingResult(cast<OpResult>(use->get()));
           worklist.push_back({producer, inversePermutation(result).compose(map)});
           continue;
         }
-        if (fusable && size + bodySize(producer) > kMaxFusedOps)
+        if (fusable && !fits)
           moreRoots.push_back(producer);
         leafOf[use] = leaves.insert({{use->get(), map}, (unsigned)leaves.size()}).first->second;
       }

@@ -161,11 +161,10 @@ constexpr int64_t kMaxIrVersion = 13, kMaxOpset = 27;
 /// The location of an imported node: NameLoc(name, NameLoc(op type)).
 mlir::Location nodeLocation(mlir::Builder &b, const onnx::NodeProto &node);
 
-/// The element count of `shape`, or an error through `error` naming `what`
-/// when a dimension is negative or the byte count would not fit 2^47.
+/// The element count of `shape`, or an error at `loc` naming `what` when a
+/// dimension is negative or the byte count would not fit 2^47.
 mlir::FailureOr<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> shape, int32_t dtype,
-                                             const std::function<mlir::InFlightDiagnostic()> &error,
-                                             llvm::StringRef what);
+                                             mlir::Location loc, llvm::StringRef what);
 
 /// Model-level checks (versions, outputs, graph inputs and outputs) that
 /// replace libonnx's checker; diagnostics at `loc`.

@@ -281,8 +281,7 @@ FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, Location loc) {
   t.dtype = tp.data_type();
   t.shape.assign(tp.dims().begin(), tp.dims().end());
   auto error = [&] { return mlir::emitError(loc) << "tensor '" << tp.name() << "' "; };
-  auto count = checkedElementCount(t.shape, t.dtype, [&] { return mlir::emitError(loc); },
-                                   "tensor '" + tp.name() + "'");
+  auto count = checkedElementCount(t.shape, t.dtype, loc, "tensor '" + tp.name() + "'");
   if (failed(count))
     return failure();
   int64_t n = *count;
@@ -429,8 +428,7 @@ static FailureOr<InputType> graphInputType(const onnx::ValueInfoProto &vi,
                                     << " to " << type.shape[i] << " but the model fixes it to "
                                     << d.dim_value();
     }
-    if (failed(checkedElementCount(type.shape, type.dtype, [&] { return mlir::emitError(loc); },
-                                   "input '" + vi.name() + "'")))
+    if (failed(checkedElementCount(type.shape, type.dtype, loc, "input '" + vi.name() + "'")))
       return failure();
     return type;
   }

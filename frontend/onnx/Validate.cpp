@@ -12,7 +12,6 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/ImportContext.h"
 
-#include "onnx/checker.h"
 #include "onnx/defs/schema.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -34,8 +33,8 @@ std::string dtypeName(int32_t dtype) {
 }
 
 FailureOr<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> shape, int32_t dtype,
-                                       const std::function<InFlightDiagnostic()> &error,
-                                       llvm::StringRef what) {
+                                       Location loc, llvm::StringRef what) {
+  auto error = [&] { return mlir::emitError(loc); };
   // 2^47 bytes is the whole user address space of x86-64 and AArch64 Linux.
   constexpr int64_t kMaxBytes = int64_t(1) << 47;
   int64_t count = 1, bytes = 0;
@@ -49,10 +48,9 @@ FailureOr<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> shape, int32_t dt
       return failure();
     }
   }
-  int64_t width = dtype == onnx::TensorProto::DOUBLE || dtype == onnx::TensorProto::INT64 ||
-                          dtype == onnx::TensorProto::UINT64
-                      ? 8
-                      : 4;
+  Builder b(loc.getContext());
+  Type type = elementTypeOf(b, dtype);
+  int64_t width = type ? std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8) : 1;
   if (__builtin_mul_overflow(count, width, &bytes) || bytes > kMaxBytes) {
     error() << what << " would take more than 2^47 bytes (" << count
             << " elements), more than any process can address";
@@ -81,7 +79,7 @@ static LogicalResult checkValueInfo(const onnx::ValueInfoProto &vi, const char *
   for (const auto &d : tt.shape().dim())
     if (d.has_dim_value())
       known.push_back(d.dim_value());
-  return checkedElementCount(known, tt.elem_type(), error,
+  return checkedElementCount(known, tt.elem_type(), loc,
                              (llvm::Twine(role) + " '" + vi.name() + "'").str());
 }
 
