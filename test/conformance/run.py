@@ -2,9 +2,10 @@
 """ONNX conformance runner for kiln.
 
 Runs every test of the ONNX backend test data (Debian package
-libonnx-testdata: node, simple, pytorch-converted, pytorch-operator) through
-kiln-compile and the compiled executable, compares the outputs with the
-expected ones, writes docs/CONFORMANCE.md and prints a summary line.
+libonnx-testdata: node, simple, pytorch-converted, pytorch-operator) and of
+kiln's generated opset 18+ suite (modern.py, references from onnxruntime)
+through kiln-compile and the compiled executable, compares the outputs with
+the expected ones, writes docs/CONFORMANCE.md and prints a summary line.
 
   test/conformance/run.py                       # all suites, writes the doc
   test/conformance/run.py --filter 'test_relu'  # a subset, no doc
@@ -27,9 +28,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+import modern
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = "/usr/share/libonnx-testdata/data"
-SUITES = ["node", "simple", "pytorch-converted", "pytorch-operator"]
+MODERN = "opset18+"
+SUITES = ["node", "simple", "pytorch-converted", "pytorch-operator", MODERN]
 FLOOR_FILE = os.path.join(ROOT, "test", "conformance", "floor.txt")
 
 # Ops whose outputs are random, or that only exist in training.
@@ -84,6 +88,22 @@ def contradicts_declared_input(model, input_name, tensor):
     return None
 
 
+def suite_dir(suite, work):
+    return os.path.join(work, MODERN + "-data") if suite == MODERN else os.path.join(DATA, suite)
+
+
+def generate_modern_suite(work):
+    """Writes the opset 18+ cases unless they are newer than their generator."""
+    out = suite_dir(MODERN, work)
+    stamp = os.path.join(out, ".generated")
+    sources = [modern.__file__, modern.ORT_RUN]
+    if os.path.exists(stamp) and all(os.path.getmtime(stamp) > os.path.getmtime(f) for f in sources):
+        return
+    shutil.rmtree(out, ignore_errors=True)
+    modern.generate(out)
+    open(stamp, "w").close()
+
+
 def op_label(name, model):
     """The operator a test is about, for the per-op table."""
     ops = [n.op_type for n in model.graph.node if n.op_type != "Constant"]
@@ -107,13 +127,18 @@ def first_line(text):
 def run_test(kiln, suite, name, work):
     """Returns (status, reason, op, seconds); status in pass/fail/unsupported/n/a."""
     start = time.time()
-    test_dir = os.path.join(DATA, suite, name)
+    test_dir = os.path.join(suite_dir(suite, work), name)
     try:
         model = onnx.load(os.path.join(test_dir, "model.onnx"))
     except Exception as e:  # noqa: BLE001 - any load failure is a test failure
         return "fail", f"cannot load model: {e}", "(model)", 0.0
-    op = op_label(name, model) if suite == "node" else "(model)"
-    reason = not_applicable(model)
+    if suite == MODERN:
+        op = f"{model.graph.node[0].op_type}-{model.opset_import[0].version}"
+    else:
+        op = op_label(name, model) if suite == "node" else "(model)"
+    no_reference = os.path.join(test_dir, "no_reference.txt")
+    reason = not_applicable(model) or (os.path.exists(no_reference) and
+                                       "onnxruntime 1.30 refuses it: " + open(no_reference).read())
     if reason:
         return "n/a", reason, op, 0.0
     data_dir = os.path.join(test_dir, "test_data_set_0")
@@ -212,12 +237,30 @@ def write_report(path, results, summary):
             bad = next(t for t in applicable if t[1] != "pass")
             state = f"{bad[1]}: {bad[2]} ({bad[0]})".replace("|", "\\|")
         lines.append(f"| {op} | {passed} | {len(applicable)} | {state} |")
+    lines += modern_report(results)
     lines += ["", "## Other suites", "", "| suite | test | status | reason |", "|---|---|---|---|"]
     for (suite, name), (status, reason, _, _) in sorted(results.items()):
-        if suite != "node":
+        if suite not in ("node", MODERN):
             lines.append(f"| {suite} | {name} | {status} | {reason.replace('|', '/')} |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def modern_report(results):
+    """The opsets 18-27 table: one row per case of modern.py."""
+    rows = sorted(((op, name, status, reason) for (suite, name), (status, reason, op, _)
+                   in results.items() if suite == MODERN),
+                  key=lambda r: (r[0].rsplit("-", 1)[0], int(r[0].rsplit("-", 1)[1]), r[1]))
+    passed = sum(1 for r in rows if r[2] == "pass")
+    lines = ["", "## Opsets 18-27", "",
+             "Generated cases (test/conformance/modern.py): one model per new or changed op,",
+             "written at the opset named, references from onnxruntime-node 1.30 (which runs",
+             "opsets up to 26; kiln accepts 27). "
+             f"**{passed} of {len(rows)} pass.**", "",
+             "| op-opset | case | status | reason |", "|---|---|---|---|"]
+    for op, name, status, reason in rows:
+        lines.append(f"| {op} | {name} | {status} | {reason.replace('|', '/')} |")
+    return lines
 
 
 def main():
@@ -234,9 +277,10 @@ def main():
                     help="where to write every test's status and reason (TSV)")
     args = ap.parse_args()
 
+    generate_modern_suite(args.work)
     tests = [(suite, name) for suite in SUITES
-             for name in sorted(os.listdir(os.path.join(DATA, suite)))
-             if os.path.exists(os.path.join(DATA, suite, name, "model.onnx"))
+             for name in sorted(os.listdir(suite_dir(suite, args.work)))
+             if os.path.exists(os.path.join(suite_dir(suite, args.work), name, "model.onnx"))
              and (not args.filter or re.search(args.filter, name))]
     results = {}
     start = time.time()

@@ -1,14 +1,17 @@
 // Runs an ONNX model with onnxruntime-node (the reference) on .npy inputs
 // and writes OUT_DIR/<sanitized output name>.npy, like kiln executables do.
 // usage: node ort_run.js model.onnx OUT_DIR input_0.npy [input_1.npy ...]
+//        node ort_run.js --batch JOBS.json
+// A batch is a JSON list of [model, OUT_DIR, inputs...] runs, all in one
+// process; it prints {case: message} for the runs onnxruntime refused, where
+// a case is named by its model's folder.
 const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
 
 const {readNpy, writeNpy} = require('./npy.js');
 
-(async () => {
-  const [model, outDir, ...inputs] = process.argv.slice(2);
+async function run(model, outDir, inputs) {
   const session = await ort.InferenceSession.create(model);
   const feeds = {};
   session.inputNames.forEach((name, i) => { feeds[name] = readNpy(inputs[i]); });
@@ -16,4 +19,24 @@ const {readNpy, writeNpy} = require('./npy.js');
   fs.mkdirSync(outDir, {recursive: true});
   for (const name of session.outputNames)
     writeNpy(path.join(outDir, name.replace(/[^A-Za-z0-9_.-]/g, '_') + '.npy'), results[name]);
+}
+
+async function runBatch(jobsFile) {
+  const refused = {};
+  for (const [model, outDir, ...inputs] of JSON.parse(fs.readFileSync(jobsFile, 'utf8'))) {
+    try {
+      await run(model, outDir, inputs);
+    } catch (e) {
+      refused[path.basename(path.dirname(model))] = e.message.split('\n')[0];
+    }
+  }
+  console.log(JSON.stringify(refused));
+}
+
+(async () => {
+  const args = process.argv.slice(2);
+  if (args[0] === '--batch')
+    await runBatch(args[1]);
+  else
+    await run(args[0], args[1], args.slice(2));
 })().catch((e) => { console.error(e.message); process.exit(1); });
