@@ -20,6 +20,8 @@ python = "/usr/bin/python3"  # Debian's python, which has python3-onnx and numpy
 ort_modules = os.path.join(config.kiln_src_root, ".cache", "npm", "node_modules")
 config.substitutions.append(("%python", python))
 config.substitutions.append(("%models", os.path.join(config.kiln_src_root, "test", "inputs")))
+config.substitutions.append(("%modern", os.path.join(config.kiln_src_root, "test", "conformance",
+                                                    "modern.py")))
 config.substitutions.append(("%node_tests", "/usr/share/libonnx-testdata/data/node"))
 config.substitutions.append(("%examples", os.path.join(config.kiln_src_root, "examples")))
 config.substitutions.append(("%runtime", os.path.join(config.kiln_obj_root, "lib", "kiln")))

@@ -18,8 +18,12 @@ inline RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.ge
 /// signless integers, with the signedness picked per op. This is the
 /// signless form of a kiln tensor type.
 RankedTensorType signlessType(Type t);
-/// Whether a kiln value holds unsigned integers.
-inline bool isUnsigned(Value v) { return getElementTypeOrSelf(v.getType()).isUnsignedInteger(); }
+/// Whether a kiln value holds unsigned integers or booleans (false < true,
+/// extended with zeros).
+inline bool isUnsigned(Value v) {
+  Type t = getElementTypeOrSelf(v.getType());
+  return t.isUnsignedInteger() || t.isInteger(1);
+}
 
 /// The largest divisor of `extent` that is at most `limit` (at least 1):
 /// tiles of that size cover an extent exactly, without a remainder.

@@ -153,9 +153,9 @@ struct ReciprocalLowering : ElementwiseLowering<ReciprocalOp> {
 
 struct NotLowering : ElementwiseLowering<NotOp> {
   using ElementwiseLowering::ElementwiseLowering;
-  bool supports(Type et) const override { return et.isInteger(1); }
+  bool supports(Type et) const override { return et.isInteger(); }
   Value scalar(OpBuilder &b, Location loc, NotOp, ValueRange a) const override {
-    return arith::XOrIOp::create(b, loc, a[0], scalarConst(b, loc, a[0].getType(), 1));
+    return arith::XOrIOp::create(b, loc, a[0], scalarConst(b, loc, a[0].getType(), -1));
   }
 };
 
@@ -215,7 +215,7 @@ struct CastLowering : ElementwiseLowering<CastOp> {
   Value scalar(OpBuilder &b, Location loc, CastOp op, ValueRange a) const override {
     Value x = a[0];
     Type from = x.getType(), to = getElementTypeOrSelf(signlessType(op.getType()));
-    bool fromUnsigned = isUnsigned(op.getInput()) || from.isInteger(1);
+    bool fromUnsigned = isUnsigned(op.getInput());
     bool toUnsigned = isUnsigned(op.getResult());
     if (from == to)
       return x;

@@ -1444,12 +1444,13 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
   }
 };
 
-/// CumSum as a masked contraction along the axis: out[..i..] = sum over j of
-/// x[..j..] where j precedes i (per exclusive/reverse). Quadratic in the axis
-/// length, but one vectorizable generic.
-struct CumSumLowering : OpConversionPattern<CumSumOp> {
+/// CumSum/CumProd as a masked contraction along the axis: out[..i..] = sum
+/// (product) over j of x[..j..] where j precedes i (per exclusive/reverse),
+/// other elements counting as 0 (1). Quadratic in the axis length, but one
+/// vectorizable generic.
+struct CumulativeLowering : OpConversionPattern<CumulativeOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(CumSumOp op, OpAdaptor adaptor,
+  LogicalResult matchAndRewrite(CumulativeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
@@ -1466,7 +1467,9 @@ struct CumSumLowering : OpConversionPattern<CumSumOp> {
                                    AffineMap::get(rank + 1, 0, outExprs, ctx)};
     SmallVector<utils::IteratorType> iterators(rank + 1, utils::IteratorType::parallel);
     iterators[rank] = utils::IteratorType::reduction;
-    Value init = zeroFilled(rewriter, loc, type.getShape(), type.getElementType());
+    bool product = op.getKind() == "prod";
+    Value identity = scalarConst(rewriter, loc, type.getElementType(), product ? 1.0 : 0.0);
+    Value init = filledTensor(rewriter, loc, type.getShape(), identity);
     Value r = linalg::GenericOp::create(
                   rewriter, loc, type, adaptor.getInput(), init, maps, iterators,
                   [&](OpBuilder &b, Location l, ValueRange a) {
@@ -1475,12 +1478,13 @@ struct CumSumLowering : OpConversionPattern<CumSumOp> {
                     using P = arith::CmpIPredicate;
                     P pred = reverse ? (exclusive ? P::ugt : P::uge) : (exclusive ? P::ult : P::ule);
                     Value take = arith::CmpIOp::create(b, l, pred, j, i);
-                    Value zero = scalarConst(b, l, a[0].getType(), 0);
-                    Value v = arith::SelectOp::create(b, l, take, a[0], zero);
-                    Value sum = isa<FloatType>(v.getType())
-                                    ? (Value)arith::AddFOp::create(b, l, a[1], v)
-                                    : (Value)arith::AddIOp::create(b, l, a[1], v);
-                    linalg::YieldOp::create(b, l, sum);
+                    Value v = arith::SelectOp::create(b, l, take, a[0], identity);
+                    bool isFloat = isa<FloatType>(v.getType());
+                    Value acc = product ? (isFloat ? (Value)arith::MulFOp::create(b, l, a[1], v)
+                                                   : (Value)arith::MulIOp::create(b, l, a[1], v))
+                                        : (isFloat ? (Value)arith::AddFOp::create(b, l, a[1], v)
+                                                   : (Value)arith::AddIOp::create(b, l, a[1], v));
+                    linalg::YieldOp::create(b, l, acc);
                   })
                   .getResult(0);
     rewriter.replaceOp(op, r);
@@ -1617,7 +1621,7 @@ struct ConvertKilnToLinalgPass
                  ReduceMeanLowering, SoftmaxLowering<SoftmaxOp, false>,
                  SoftmaxLowering<LogSoftmaxOp, true>, ReduceLowering,
                  ArgLowering<ArgMaxOp, true>, ArgLowering<ArgMinOp, false>, LayerNormLowering,
-                 CumSumLowering, EinsumLowering, MaxPoolIndicesLowering, TopKLowering>(
+                 CumulativeLowering, EinsumLowering, MaxPoolIndicesLowering, TopKLowering>(
         ctx);
     populateElementwiseLowerings(patterns);
     populateDataMovementLowerings(patterns);

@@ -14,6 +14,7 @@
 // A linalg.fill of a buffer with static unit-stride rows (the -inf border of
 // a max pool's padded input) is stored the same way, row by row: as a plain
 // loop LLVM unrolls its rows and vectorizes across them with scatters.
+// Booleans stay scalar: LLVM packs a vector of i1 into bits in memory.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
@@ -102,6 +103,13 @@ void copyRowsAsVectors(OpBuilder &b, memref::CopyOp copy) {
   });
 }
 
+/// Whether vector loads and stores of `et` match its memref layout: memrefs
+/// of i1 hold a byte per element, but LLVM stores a vector of i1 as packed
+/// bits.
+bool hasByteElements(Type et) {
+  return et.isIntOrFloat() && et.getIntOrFloatBitWidth() % 8 == 0;
+}
+
 /// The fill, row by row with vector stores of the value.
 void fillRowsAsVectors(OpBuilder &b, linalg::FillOp fill) {
   Location loc = fill.getLoc();
@@ -129,7 +137,7 @@ struct KilnCopiesToLoopsPass : mlir::kiln::impl::KilnCopiesToLoopsBase<KilnCopie
     SmallVector<linalg::FillOp> fills;
     getOperation().walk([&](linalg::FillOp fill) {
       auto type = dyn_cast<MemRefType>(fill.getOutputs()[0].getType());
-      if (type && hasStaticUnitStrideRows(type) && type.getElementType().isIntOrFloat())
+      if (type && hasStaticUnitStrideRows(type) && hasByteElements(type.getElementType()))
         fills.push_back(fill);
     });
     for (linalg::FillOp fill : fills) {
@@ -141,7 +149,8 @@ struct KilnCopiesToLoopsPass : mlir::kiln::impl::KilnCopiesToLoopsBase<KilnCopie
       OpBuilder b(copy);
       auto source = cast<MemRefType>(copy.getSource().getType());
       auto target = cast<MemRefType>(copy.getTarget().getType());
-      if (hasStaticUnitStrideRows(source) && hasStaticUnitStrideRows(target))
+      if (hasStaticUnitStrideRows(source) && hasStaticUnitStrideRows(target) &&
+          hasByteElements(source.getElementType()))
         copyRowsAsVectors(b, copy);
       else
         linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(), copy.getTarget());

@@ -941,7 +941,11 @@ LogicalResult ResizeOp::verify() {
   return success();
 }
 
-LogicalResult CumSumOp::verify() { return verifyAxis(*this, getInput(), getAxis()); }
+LogicalResult CumulativeOp::verify() {
+  if (getKind() != "sum" && getKind() != "prod")
+    return emitOpError("kind must be \"sum\" or \"prod\", got \"") << getKind() << "\"";
+  return verifyAxis(*this, getInput(), getAxis());
+}
 
 LogicalResult GatherNDOp::verify() {
   ArrayRef<int64_t> data = shapeOf(getData()), idx = shapeOf(getIndices());

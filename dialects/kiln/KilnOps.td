@@ -51,6 +51,7 @@ def Kiln_ModOp : Kiln_BinaryOp<"mod"> {
   let summary = "Remainder: sign of the divisor (integers), or of the dividend with `fmod`";
   let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs, UnitAttr:$fmod);
 }
+// And/Or/Xor: logical on i1, bitwise on integers.
 def Kiln_AndOp : Kiln_BinaryOp<"and", [Commutative]>;
 def Kiln_OrOp : Kiln_BinaryOp<"or", [Commutative]>;
 def Kiln_XorOp : Kiln_BinaryOp<"xor", [Commutative]>;
@@ -124,7 +125,7 @@ def Kiln_CoshOp : Kiln_UnaryOp<"cosh", "hyperbolic cosine">;
 def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", "inverse hyperbolic sine">;
 def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", "inverse hyperbolic cosine">;
 def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", "inverse hyperbolic tangent">;
-def Kiln_NotOp : Kiln_UnaryOp<"not", "logical not of an i1 tensor">;
+def Kiln_NotOp : Kiln_UnaryOp<"not", "every bit flipped: logical not of i1, bitwise not of integers">;
 
 def Kiln_ClipOp : Kiln_Op<"clip", [AllTypesMatch<["input", "result"]>]> {
   let summary = "min(max(x, min), max)";
@@ -466,12 +467,14 @@ def Kiln_ResizeOp : Kiln_Op<"resize"> {
   let hasVerifier = 1;
 }
 
-def Kiln_CumSumOp : Kiln_Op<"cumsum", [AllTypesMatch<["input", "result"]>]> {
-  let summary = "Running sum along one axis (ONNX CumSum)";
+def Kiln_CumulativeOp : Kiln_Op<"cumulative", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Running sum or product along one axis (ONNX CumSum, CumProd)";
   let description = [{
-    `exclusive` leaves out the element itself; `reverse` sums from the end.
+    `kind` is "sum" or "prod". `exclusive` leaves out the element itself;
+    `reverse` runs from the end.
   }];
-  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, UnitAttr:$exclusive, UnitAttr:$reverse);
+  let arguments = (ins Kiln_Tensor:$input, StrAttr:$kind, I64Attr:$axis, UnitAttr:$exclusive,
+                   UnitAttr:$reverse);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;

@@ -37,10 +37,19 @@ KILN_HOST_FN(k::LessOp, a < b)
 KILN_HOST_FN(k::LessEqualOp, a <= b)
 KILN_HOST_FN(k::GreaterOp, a > b)
 KILN_HOST_FN(k::GreaterEqualOp, a >= b)
-KILN_HOST_FN(k::AndOp, a && b)
-KILN_HOST_FN(k::OrOp, a || b)
-KILN_HOST_FN(k::XorOp, (a != 0) != (b != 0))
 #undef KILN_HOST_FN
+// And/Or/Xor are bitwise on integers (ONNX Bitwise*) and logical on bools,
+// which hold 0 and 1; they have no floating-point form.
+#define KILN_HOST_BITWISE(OP, EXPR)                                                          \
+  template <>                                                                                \
+  struct HostFn<OP> {                                                                        \
+    static double f(double a, double) { return a; }                                          \
+    static int64_t i(int64_t a, int64_t b) { return EXPR; }                                  \
+  };
+KILN_HOST_BITWISE(k::AndOp, a & b)
+KILN_HOST_BITWISE(k::OrOp, a | b)
+KILN_HOST_BITWISE(k::XorOp, a ^ b)
+#undef KILN_HOST_BITWISE
 template <>
 struct HostFn<k::ShiftLeftOp> {
   static double f(double a, double) { return a; }
@@ -380,6 +389,48 @@ LogicalResult importThresholdedRelu(ImportContext &ctx) {
   });
 }
 
+/// BitwiseNot: kiln.not flips every bit of an integer (not a bool: ONNX Not).
+LogicalResult importBitwiseNot(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  Type et = getElementTypeOrSelf(x->getType());
+  if (!et.isInteger() || et.isInteger(1))
+    return ctx.fail("BitwiseNot needs an integer input");
+  ctx.setOutput(0, Emitter{ctx}.unary<k::NotOp>(*x));
+  return success();
+}
+
+/// Gelu(x) = x/2 * (1 + erf(x / sqrt 2)), or with approximate="tanh"
+/// x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+LogicalResult importGelu(ImportContext &ctx) {
+  std::string approximate = ctx.attrString("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return ctx.fail("approximate must be 'none' or 'tanh', got '" + approximate + "'");
+  return importComposed(ctx, [&](Emitter &e, Value x) -> FailureOr<Value> {
+    FailureOr<Value> inner;
+    if (approximate == "tanh") {
+      auto cube = e.binary<k::MulOp>(x, *e.binary<k::MulOp>(x, x));
+      auto poly = e.binary<k::AddOp>(x, *e.binary<k::MulOp>(*cube, e.constant(x, 0.044715)));
+      inner = e.binary<k::MulOp>(*poly, e.constant(x, std::sqrt(2.0 / M_PI)));
+      inner = e.unary<k::TanhOp>(*inner);
+    } else {
+      inner = e.unary<k::ErfOp>(*e.binary<k::MulOp>(x, e.constant(x, M_SQRT1_2)));
+    }
+    auto half = e.binary<k::MulOp>(x, e.constant(x, 0.5));
+    return e.binary<k::MulOp>(*half, *e.binary<k::AddOp>(*inner, e.constant(x, 1.0)));
+  });
+}
+
+/// Swish(x) = x * sigmoid(alpha * x).
+LogicalResult importSwish(ImportContext &ctx) {
+  float alpha = ctx.attrFloat("alpha", 1.0f);
+  return importComposed(ctx, [&](Emitter &e, Value x) -> FailureOr<Value> {
+    Value scaled = alpha == 1.0f ? x : *e.binary<k::MulOp>(x, e.constant(x, alpha));
+    return e.binary<k::MulOp>(x, e.unary<k::SigmoidOp>(scaled));
+  });
+}
+
 /// Softplus(x) = log(exp(x) + 1).
 FailureOr<Value> softplus(Emitter &e, Value x) {
   auto s = e.binary<k::AddOp>(e.unary<k::ExpOp>(x), e.constant(x, 1.0));
@@ -550,6 +601,10 @@ void registerMathOps(ImportTable &t) {
   t["And"] = importBinary<k::AndOp>;
   t["Or"] = importBinary<k::OrOp>;
   t["Xor"] = importBinary<k::XorOp>;
+  t["BitwiseAnd"] = importBinary<k::AndOp>;
+  t["BitwiseOr"] = importBinary<k::OrOp>;
+  t["BitwiseXor"] = importBinary<k::XorOp>;
+  t["BitwiseNot"] = importBitwiseNot;
   t["Equal"] = importCompare<k::EqualOp>;
   t["Less"] = importCompare<k::LessOp>;
   t["LessOrEqual"] = importCompare<k::LessEqualOp>;
@@ -596,6 +651,8 @@ void registerMathOps(ImportTable &t) {
   t["Softplus"] = importSoftplus;
   t["Softsign"] = importSoftsign;
   t["Mish"] = importMish;
+  t["Gelu"] = importGelu;
+  t["Swish"] = importSwish;
   t["HardSigmoid"] = importHardSigmoid;
   t["HardSwish"] = importHardSwish;
   t["Shrink"] = importShrink;

@@ -1053,6 +1053,86 @@ static LogicalResult importInstanceNorm(ImportContext &ctx) {
   return success();
 }
 
+/// GroupNormalization: x [N, C, ...] viewed as [N, G, C/G * ...] is
+/// normalized over its last dimension. Opset 18 scales and shifts per group
+/// (scale and bias [G]), opset 21 per channel ([C]).
+static LogicalResult importGroupNorm(ImportContext &ctx) {
+  auto x = ctx.input(0), scale = ctx.input(1), bias = ctx.input(2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t groups = ctx.attrInt("num_groups", 0);
+  if (xt.getRank() < 2 || !xt.hasStaticShape())
+    return ctx.fail("GroupNormalization needs a static input shape of rank >= 2, got " +
+                    shapeText(xt.getShape()));
+  int64_t channels = xt.getDimSize(1);
+  if (groups <= 0 || channels % groups)
+    return ctx.fail("num_groups " + llvm::Twine(groups) + " does not divide the " +
+                    llvm::Twine(channels) + " channels");
+  bool perChannel = ctx.opset >= 21;
+  int64_t affine = perChannel ? channels : groups;
+  for (Value v : {*scale, *bias}) {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
+    if (shape != ArrayRef<int64_t>{affine})
+      return ctx.fail(llvm::Twine("scale and bias must have shape [") + llvm::Twine(affine) +
+                      "] (per " + (perChannel ? "channel" : "group") + " at opset " +
+                      llvm::Twine(ctx.opset) + "), got " + shapeText(shape));
+  }
+  Emitter e{ctx};
+  int64_t batch = xt.getDimSize(0), perGroup = xt.getNumElements() / (batch * groups);
+  auto norm = normalize(ctx, e.reshape(*x, {batch, groups, perGroup}), {2},
+                        ctx.attrFloat("epsilon", 1e-5f));
+  if (failed(norm))
+    return failure();
+  // The affine step on the grouped view ([G, 1]) or on x's ([C, 1, ...]).
+  Value y = perChannel ? e.reshape(norm->value, xt.getShape()) : norm->value;
+  SmallVector<int64_t> affineShape(perChannel ? xt.getRank() - 1 : 2, 1);
+  affineShape[0] = affine;
+  auto scaled = e.binary<k::MulOp>(y, e.reshape(*scale, affineShape));
+  if (failed(scaled))
+    return failure();
+  auto shifted = e.binary<k::AddOp>(*scaled, e.reshape(*bias, affineShape));
+  if (failed(shifted))
+    return failure();
+  ctx.setOutput(0, perChannel ? *shifted : e.reshape(*shifted, xt.getShape()));
+  return success();
+}
+
+/// RMSNormalization: x / sqrt(mean(x^2) + epsilon) * scale, the mean over
+/// the dimensions from `axis` on.
+static LogicalResult importRMSNorm(ImportContext &ctx) {
+  auto x = ctx.input(0), scale = ctx.input(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  auto axis = ctx.axis(ctx.attrInt("axis", -1), xt.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> axes, statShape(xt.getShape());
+  for (int64_t i = *axis; i < xt.getRank(); ++i) {
+    axes.push_back(i);
+    statShape[i] = 1;
+  }
+  Emitter e{ctx};
+  auto squared = e.binary<k::MulOp>(*x, *x);
+  if (failed(squared))
+    return failure();
+  Value meanSquare = k::ReduceMeanOp::create(ctx.b, ctx.loc, withShape(xt, statShape), *squared,
+                                             axes, true);
+  auto shifted = e.binary<k::AddOp>(meanSquare, e.constant(meanSquare, ctx.attrFloat("epsilon",
+                                                                                     1e-5f)));
+  if (failed(shifted))
+    return failure();
+  auto normalized = e.binary<k::MulOp>(*x, e.unary<k::ReciprocalOp>(e.unary<k::SqrtOp>(*shifted)));
+  if (failed(normalized))
+    return failure();
+  auto y = e.binary<k::MulOp>(*normalized, *scale);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
 /// MeanVarianceNormalization: (x - mean) / sqrt(var + 1e-9) over `axes`.
 static LogicalResult importMVN(ImportContext &ctx) {
   auto x = ctx.input(0);
@@ -1542,6 +1622,8 @@ void registerNNOps(ImportTable &t) {
   t["Softmax"] = importSoftmax<k::SoftmaxOp>;
   t["LayerNormalization"] = importLayerNorm;
   t["InstanceNormalization"] = importInstanceNorm;
+  t["GroupNormalization"] = importGroupNorm;
+  t["RMSNormalization"] = importRMSNorm;
   t["GlobalMaxPool"] = importGlobalMaxPool;
   t["MeanVarianceNormalization"] = importMVN;
   t["LRN"] = importLRN;

@@ -1133,10 +1133,11 @@ static LogicalResult importResize(ImportContext &ctx) {
   return success();
 }
 
-/// CumSum. The axis input may be a run-time value: it does not change the
-/// result shape, so every possible axis is computed and the one asked for is
-/// selected (a rank-1 input has only one).
-static LogicalResult importCumSum(ImportContext &ctx) {
+/// CumSum and CumProd (`kind` "sum" or "prod"). The axis input may be a
+/// run-time value: it does not change the result shape, so every possible
+/// axis is computed and the one asked for is selected (a rank-1 input has
+/// only one).
+static LogicalResult importCumulative(ImportContext &ctx, StringRef kind) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
@@ -1144,7 +1145,7 @@ static LogicalResult importCumSum(ImportContext &ctx) {
   int64_t rank = xt.getRank();
   bool exclusive = ctx.attrInt("exclusive", 0), reverse = ctx.attrInt("reverse", 0);
   auto along = [&](int64_t axis) -> Value {
-    return k::CumSumOp::create(ctx.b, ctx.loc, xt, *x, axis, exclusive, reverse);
+    return k::CumulativeOp::create(ctx.b, ctx.loc, xt, *x, kind, axis, exclusive, reverse);
   };
   if (const HostTensor *a = ctx.hostInput(1)) {
     if (a->numElements() != 1 || a->isFloat())
@@ -1428,7 +1429,8 @@ void registerTensorOps(ImportTable &t) {
   t["ScatterElements"] = importScatter<false>;
   t["Scatter"] = importScatter<false>;
   t["ScatterND"] = importScatter<true>;
-  t["CumSum"] = importCumSum;
+  t["CumSum"] = [](ImportContext &c) { return importCumulative(c, "sum"); };
+  t["CumProd"] = [](ImportContext &c) { return importCumulative(c, "prod"); };
   t["Hardmax"] = importHardmax;
   t["OneHot"] = importOneHot;
   t["EyeLike"] = importEyeLike;

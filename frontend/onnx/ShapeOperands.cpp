@@ -404,8 +404,8 @@ FailureOr<Value> truePositions(ImportContext &ctx, Value mask, int64_t count, St
   Value ones = m.toInt(mask);
   guard(ctx, m.test<k::EqualOp>(m.e.sumAll(ones), m.scalar(count)), what,
         "must hold " + llvm::Twine(count) + " true (nonzero) elements");
-  Value before = k::CumSumOp::create(ctx.b, ctx.loc, ones.getType(), ones, 0,
-                                     /*exclusive=*/true, /*reverse=*/false);
+  Value before = k::CumulativeOp::create(ctx.b, ctx.loc, ones.getType(), ones, "sum", 0,
+                                         /*exclusive=*/true, /*reverse=*/false);
   Value slot = m.test<k::AndOp>(
       m.test<k::EqualOp>(m.e.reshape(before, {n, 1}), m.constant(iotaValues(count), {1, count})),
       m.e.reshape(mask, {n, 1}));

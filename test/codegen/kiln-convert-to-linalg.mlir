@@ -243,16 +243,21 @@ func.func @pad_expand_tile(%x: tensor<2x3xf32>) -> (tensor<4x7xf32>, tensor<4x7x
 // CHECK-LABEL: func.func @cumsum_trilu_resize
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
 // CHECK: arith.cmpi ule
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.cmpi ugt
+// CHECK: arith.mulf
 // CHECK: linalg.generic
 // CHECK: arith.cmpi sge
 // CHECK: linalg.generic
 // CHECK: math.floor
 // CHECK: tensor.extract
-func.func @cumsum_trilu_resize(%x: tensor<3x4xf32>, %k: tensor<i64>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<6x8xf32>) {
-  %0 = kiln.cumsum %x {axis = 1 : i64} : tensor<3x4xf32>
+func.func @cumsum_trilu_resize(%x: tensor<3x4xf32>, %k: tensor<i64>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<6x8xf32>, tensor<3x4xf32>) {
+  %0 = kiln.cumulative %x {kind = "sum", axis = 1 : i64} : tensor<3x4xf32>
+  %3 = kiln.cumulative %x {kind = "prod", axis = 0 : i64, exclusive, reverse} : tensor<3x4xf32>
   %1 = kiln.trilu %x, %k {upper = true} : (tensor<3x4xf32>, tensor<i64>) -> tensor<3x4xf32>
   %2 = kiln.resize %x {mode = "linear", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 2.0, 2.0>} : tensor<3x4xf32> -> tensor<6x8xf32>
-  return %0, %1, %2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<6x8xf32>
+  return %0, %1, %2, %3 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<6x8xf32>, tensor<3x4xf32>
 }
 
 // -----

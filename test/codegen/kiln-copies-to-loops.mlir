@@ -78,3 +78,19 @@ func.func @fill_dynamic_stays(%buf: memref<?x4xf32>, %v: f32) {
   linalg.fill ins(%v : f32) outs(%buf : memref<?x4xf32>)
   return
 }
+
+// -----
+
+// Booleans are a byte each in memory but a bit each in a stored vector of
+// i1: their fills and copies stay element by element.
+// CHECK-LABEL: func.func @bool_rows
+// CHECK-NOT: vector<4xi1>
+// CHECK: linalg.fill
+// CHECK: linalg.copy
+func.func @bool_rows(%x: memref<2x4xi1>, %padded: memref<4x6xi1>) {
+  %true = arith.constant true
+  linalg.fill ins(%true : i1) outs(%padded : memref<4x6xi1>)
+  %view = memref.subview %padded[1, 1] [2, 4] [1, 1] : memref<4x6xi1> to memref<2x4xi1, strided<[6, 1], offset: 7>>
+  memref.copy %x, %view : memref<2x4xi1> to memref<2x4xi1, strided<[6, 1], offset: 7>>
+  return
+}

@@ -10,7 +10,8 @@ NAME/test_data_set_0/{input,output}_N.pb), so run.py runs it like the other
 suites. onnxruntime 1.30 runs opsets up to 26; opset 27 cases have no
 reference and are not written.
 
-  test/conformance/modern.py OUT_DIR   # writes every case (run.py does this)
+  test/conformance/modern.py OUT_DIR              # every case (run.py does this)
+  test/conformance/modern.py --model NAME FILE    # one case's model, no reference
 """
 import json
 import os
@@ -316,6 +317,12 @@ def generate(out_dir):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--model":
+        define_cases()
+        if sys.argv[2] not in CASES:
+            raise SystemExit(f"modern.py: no case '{sys.argv[2]}'")
+        onnx.save(CASES[sys.argv[2]][0], sys.argv[3])
+        sys.exit(0)
     if len(sys.argv) != 2:
         raise SystemExit(__doc__)
     missing = generate(sys.argv[1])
