@@ -113,6 +113,14 @@ Value reflectIndex(OpBuilder &b, Location l, Value i, int64_t size) {
   return arith::SelectOp::create(b, l, past, back, i);
 }
 
+/// i modulo size, in [0, size): the input repeated in both directions.
+Value wrapIndex(OpBuilder &b, Location l, Value i, int64_t size) {
+  Value n = indexConst(b, l, size);
+  Value r = arith::RemSIOp::create(b, l, i, n);
+  Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, r, indexConst(b, l, 0));
+  return arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, r, n), r);
+}
+
 struct SliceLowering : OpConversionPattern<SliceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
@@ -228,15 +236,17 @@ struct PadLowering : OpConversionPattern<PadOp> {
                                              pads.drop_front(rank), value, type));
       return success();
     }
-    bool reflect = op.getMode() == "reflect";
+    StringRef mode = op.getMode();
     Value r = gatherFrom(rewriter, loc, input, {}, {}, type,
                          [&](OpBuilder &b, Location l, ValueRange, ArrayRef<Value> out) {
                            SmallVector<Value> src;
                            for (int64_t d = 0; d < rank; ++d) {
                              Value i = arith::SubIOp::create(b, l, out[d],
                                                              indexConst(b, l, pads[d]));
-                             if (reflect)
+                             if (mode == "reflect")
                                i = reflectIndex(b, l, i, in[d]);
+                             else if (mode == "wrap")
+                               i = wrapIndex(b, l, i, in[d]);
                              src.push_back(clampIndex(b, l, i, in[d]));
                            }
                            return src;
@@ -293,6 +303,8 @@ struct WindowLowering : OpConversionPattern<WindowOp> {
             inside = arith::AndIOp::create(b, l, inside, arith::AndIOp::create(b, l, low, high));
             if (mode == "reflect")
               p = reflectIndex(b, l, p, in[d]);
+            else if (mode == "wrap")
+              p = wrapIndex(b, l, p, in[d]);
             src.push_back(clampIndex(b, l, p, in[d]));
           }
           Value v = tensor::ExtractOp::create(b, l, input, src);

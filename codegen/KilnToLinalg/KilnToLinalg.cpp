@@ -1120,26 +1120,34 @@ struct MaxPoolIndicesLowering : OpConversionPattern<MaxPoolIndicesOp> {
 /// Number of non-padding input elements under each output window position
 /// along one spatial axis.
 SmallVector<int64_t> windowCounts(int64_t in, int64_t padBefore, int64_t kernel,
-                                  int64_t stride, int64_t outSize) {
+                                  int64_t stride, int64_t dilation, int64_t outSize) {
   SmallVector<int64_t> counts;
   for (int64_t o = 0; o < outSize; ++o) {
-    int64_t start = o * stride - padBefore;
-    int64_t lo = std::max<int64_t>(start, 0), hi = std::min(start + kernel, in);
-    counts.push_back(std::max<int64_t>(hi - lo, 0));
+    int64_t count = 0;
+    for (int64_t j = 0, at = o * stride - padBefore; j < kernel; ++j, at += dilation)
+      count += at >= 0 && at < in;
+    counts.push_back(count);
   }
   return counts;
 }
 
-/// The elements of the window at output position `o` that lie inside an
-/// input of `size`: min(o*stride - pad + kernel, size) - max(o*stride - pad, 0).
+/// The taps of the window at output position `o` that lie inside an input
+/// of `size`: with start = o*stride - pad, the taps start + j*dilation for
+/// j from max(0, ceil(-start / dilation)) to min(kernel, ceil((size - start)
+/// / dilation)).
 static Value windowCount(OpBuilder &b, Location loc, Value o, Value size, int64_t kernel,
-                         int64_t stride, int64_t pad) {
+                         int64_t stride, int64_t dilation, int64_t pad) {
   auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Value start = arith::SubIOp::create(
       b, loc, arith::MulIOp::create(b, loc, o, constant(stride)), constant(pad));
-  Value end = arith::MinSIOp::create(b, loc, arith::AddIOp::create(b, loc, start, constant(kernel)),
-                                     size);
-  return arith::SubIOp::create(b, loc, end, arith::MaxSIOp::create(b, loc, start, constant(0)));
+  Value d = constant(dilation);
+  Value first = arith::MaxSIOp::create(
+      b, loc, arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, constant(0), start), d),
+      constant(0));
+  Value end = arith::MinSIOp::create(
+      b, loc, arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, size, start), d),
+      constant(kernel));
+  return arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, end, first), constant(0));
 }
 
 struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
@@ -1150,8 +1158,9 @@ struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
     auto type = signlessType(op.getType());
     Type et = type.getElementType();
     Value sum = buildPool<AveragePoolOp, linalg::PoolingNchwSumOp>(
-        rewriter, op, adaptor.getInput(), {1, 1}, 0.0);
-    ArrayRef<int64_t> k = op.getKernel(), s = op.getStrides(), p = op.getPads();
+        rewriter, op, adaptor.getInput(), op.getDilations(), 0.0);
+    ArrayRef<int64_t> k = op.getKernel(), s = op.getStrides(), p = op.getPads(),
+                      d = op.getDilations();
     ArrayRef<int64_t> in = tensorType(adaptor.getInput()).getShape();
     int64_t oh = type.getDimSize(2), ow = type.getDimSize(3);
     if (ShapedType::isDynamic(oh) || ShapedType::isDynamic(ow)) {
@@ -1168,7 +1177,7 @@ struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
                                    Value n = arith::ConstantIndexOp::create(b, l, k[i]);
                                    if (!counted)
                                      n = windowCount(b, l, linalg::IndexOp::create(b, l, i + 2),
-                                                     size[i], k[i], s[i], p[i]);
+                                                     size[i], k[i], s[i], d[i], p[i]);
                                    count = arith::MulIOp::create(b, l, count, n);
                                  }
                                  Value c = arith::IndexCastOp::create(b, l, b.getI64Type(), count);
@@ -1181,8 +1190,8 @@ struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
     // otherwise only the elements inside the input (a compile-time table).
     SmallVector<int64_t> rows(oh, k[0]), cols(ow, k[1]);
     if (!op.getCountIncludePad()) {
-      rows = windowCounts(in[2], p[0], k[0], s[0], oh);
-      cols = windowCounts(in[3], p[1], k[1], s[1], ow);
+      rows = windowCounts(in[2], p[0], k[0], s[0], d[0], oh);
+      cols = windowCounts(in[3], p[1], k[1], s[1], d[1], ow);
     }
     // The table has the input's element type, so f16/f64 pools stay consistent.
     SmallVector<Attribute> inverse;

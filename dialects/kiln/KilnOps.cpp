@@ -572,7 +572,7 @@ LogicalResult MaxPoolOp::verify() {
 LogicalResult MaxPoolIndicesOp::verify() {
   return verifyPool(*this, getDilations(), IntegerType::get(getContext(), 64));
 }
-LogicalResult AveragePoolOp::verify() { return verifyPool(*this, {1, 1}); }
+LogicalResult AveragePoolOp::verify() { return verifyPool(*this, getDilations()); }
 
 LogicalResult GlobalAveragePoolOp::verify() {
   SmallVector<int64_t> x(shapeOf(getInput()));
@@ -1009,8 +1009,8 @@ LogicalResult PadOp::verify() {
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> pads = getPads();
   StringRef mode = getMode();
-  if (mode != "constant" && mode != "reflect" && mode != "edge")
-    return emitOpError("mode must be constant, reflect or edge");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    return emitOpError("mode must be constant, reflect, edge or wrap");
   if (pads.size() != 2 * in.size())
     return emitOpError("needs 2 pads per dimension");
   SmallVector<int64_t> expected;
@@ -1140,8 +1140,9 @@ LogicalResult AssertOp::verify() {
 }
 
 LogicalResult WindowOp::verify() {
-  if (getMode() != "constant" && getMode() != "edge" && getMode() != "reflect")
-    return emitOpError("mode must be constant, edge or reflect, got '") << getMode() << "'";
+  if (getMode() != "constant" && getMode() != "edge" && getMode() != "reflect" &&
+      getMode() != "wrap")
+    return emitOpError("mode must be constant, edge, reflect or wrap, got '") << getMode() << "'";
   auto input = cast<RankedTensorType>(getInput().getType());
   int64_t rank = input.getRank();
   for (Value v : {getStarts(), getSteps()}) {

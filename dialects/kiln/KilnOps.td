@@ -320,7 +320,7 @@ def Kiln_MaxPoolIndicesOp : Kiln_Op<"max_pool_indices"> {
 def Kiln_AveragePoolOp : Kiln_PoolOp<"average_pool", "2-D average pooling"> {
   let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$kernel,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                   BoolAttr:$count_include_pad);
+                   DenseI64ArrayAttr:$dilations, BoolAttr:$count_include_pad);
 }
 
 def Kiln_GlobalAveragePoolOp : Kiln_Op<"global_average_pool"> {
@@ -528,7 +528,7 @@ def Kiln_GridSampleOp : Kiln_Op<"grid_sample"> {
 }
 
 def Kiln_PadOp : Kiln_Op<"pad"> {
-  let summary = "Pad every dimension: constant, reflect or edge mode";
+  let summary = "Pad every dimension: constant, reflect, edge or wrap mode";
   let description = [{
     `pads` holds [begin_0, ..., begin_n, end_0, ..., end_n] (non-negative).
   }];
@@ -545,8 +545,9 @@ def Kiln_WindowOp : Kiln_Op<"window"> {
     result[i] = input[starts + i * steps], per dimension, where `starts` and
     `steps` are i64 tensors with one entry per dimension whose values are
     known only at run time. Positions outside the input read, by `mode`,
-    `padding` (a rank-0 tensor; "constant"), the nearest edge ("edge") or
-    their mirror image across the edge ("reflect"). The result shape is
+    `padding` (a rank-0 tensor; "constant"), the nearest edge ("edge"),
+    their mirror image across the edge ("reflect") or the input repeated
+    ("wrap"). The result shape is
     static. Slice and Pad import to this op when their offsets are graph
     inputs.
   }];

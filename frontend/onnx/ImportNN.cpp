@@ -806,7 +806,7 @@ template <bool isMax> static FailureOr<Value> emitPool3d(ImportContext &ctx, Val
         pooled.push_back(k::MaxPoolOp::create(ctx.b, ctx.loc, planeType, plane, k2, s2, p2, d2));
       else
         pooled.push_back(
-            k::AveragePoolOp::create(ctx.b, ctx.loc, planeType, plane, k2, s2, p2, false));
+            k::AveragePoolOp::create(ctx.b, ctx.loc, planeType, plane, k2, s2, p2, d2, false));
     }
     if (pooled.empty())
       return ctx.fail("a pooling window lies entirely in the padding");
@@ -834,21 +834,16 @@ template <bool isMax> static FailureOr<Value> emitPool3d(ImportContext &ctx, Val
       .getResult();
 }
 
-template <bool isMax> static LogicalResult importPool(ImportContext &ctx) {
-  auto x = ctx.input(0);
-  if (failed(x))
-    return failure();
-  if (cast<RankedTensorType>(x->getType()).getRank() == 5) {
-    auto r = emitPool3d<isMax>(ctx, *x);
-    if (failed(r))
-      return failure();
-    ctx.setOutput(0, *r);
-    return success();
-  }
-  bool lifted = isLifted1d(cast<RankedTensorType>(x->getType()));
+/// MaxPool or AveragePool of `x` (1-D to 3-D) with the node's window
+/// attributes; MaxPool also sets the Indices output when it is used.
+template <bool isMax>
+static FailureOr<Value> emitPool(ImportContext &ctx, Value x, bool countIncludePad) {
+  if (cast<RankedTensorType>(x.getType()).getRank() == 5)
+    return emitPool3d<isMax>(ctx, x);
+  bool lifted = isLifted1d(cast<RankedTensorType>(x.getType()));
   if (lifted)
-    *x = liftTo2d(ctx, *x);
-  auto xt = cast<RankedTensorType>(x->getType());
+    x = liftTo2d(ctx, x);
+  auto xt = cast<RankedTensorType>(x.getType());
   if (xt.getRank() != 4)
     return ctx.fail(llvm::Twine(xt.getRank() - 2) +
                     "-D pooling is not supported (only 1-D to 3-D)");
@@ -857,8 +852,6 @@ template <bool isMax> static LogicalResult importPool(ImportContext &ctx) {
                               ctx.attrInt("ceil_mode", 0), lifted);
   if (failed(window))
     return failure();
-  if (!isMax && (window->dilations[0] != 1 || window->dilations[1] != 1))
-    return ctx.fail("AveragePool with dilations is not supported");
   auto type =
       withShape(xt, {xt.getDimSize(0), xt.getDimSize(1), window->outSize[0], window->outSize[1]});
   Value r;
@@ -866,19 +859,65 @@ template <bool isMax> static LogicalResult importPool(ImportContext &ctx) {
   if (wantIndices && (lifted || xt.getRank() != 4))
     return ctx.fail("the MaxPool Indices output is supported for 2-D pooling only");
   if constexpr (isMax) {
-    r = k::MaxPoolOp::create(ctx.b, ctx.loc, type, *x, window->kernel, window->strides,
+    r = k::MaxPoolOp::create(ctx.b, ctx.loc, type, x, window->kernel, window->strides,
                              window->pads, window->dilations);
     if (wantIndices)
       ctx.setOutput(
           1, k::MaxPoolIndicesOp::create(ctx.b, ctx.loc,
                                          RankedTensorType::get(type.getShape(), ctx.b.getI64Type()),
-                                         *x, window->kernel, window->strides, window->pads,
+                                         x, window->kernel, window->strides, window->pads,
                                          window->dilations, ctx.attrInt("storage_order", 0) != 0));
   }
   if constexpr (!isMax)
-    r = k::AveragePoolOp::create(ctx.b, ctx.loc, type, *x, window->kernel, window->strides,
-                                 window->pads, ctx.attrInt("count_include_pad", 0) != 0);
-  ctx.setOutput(0, lifted ? dropLift(ctx, r) : r);
+    r = k::AveragePoolOp::create(ctx.b, ctx.loc, type, x, window->kernel, window->strides,
+                                 window->pads, window->dilations, countIncludePad);
+  return lifted ? dropLift(ctx, r) : r;
+}
+
+template <bool isMax> static LogicalResult importPool(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto r = emitPool<isMax>(ctx, *x, ctx.attrInt("count_include_pad", 0) != 0);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+/// LpPool: (sum of |x|^p over the window)^(1/p), padding counting as 0: the
+/// padding-inclusive average times the window size.
+static LogicalResult importLpPool(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  if (xt.getRank() != 3 && xt.getRank() != 4)
+    return ctx.fail("LpPool is supported in 1-D and 2-D only, got rank " +
+                    llvm::Twine(xt.getRank()));
+  if (!isa<FloatType>(xt.getElementType()))
+    return ctx.fail("LpPool needs a floating-point input");
+  int64_t p = ctx.attrInt("p", 2);
+  if (p <= 0)
+    return ctx.fail("p must be positive, got " + llvm::Twine(p));
+  Emitter e{ctx};
+  Value magnitude = e.unary<k::AbsOp>(*x);
+  auto powered = p == 1 ? magnitude : e.binary<k::PowOp>(magnitude, e.constant(*x, (double)p));
+  if (failed(powered))
+    return failure();
+  auto mean = emitPool<false>(ctx, *powered, /*countIncludePad=*/true);
+  if (failed(mean))
+    return failure();
+  int64_t volume = 1;
+  for (int64_t k : ctx.attrInts("kernel_shape"))
+    volume *= k;
+  auto sum = e.binary<k::MulOp>(*mean, e.constant(*mean, (double)volume));
+  if (failed(sum))
+    return failure();
+  auto y = p == 1 ? sum : e.binary<k::PowOp>(*sum, e.constant(*sum, 1.0 / (double)p));
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
   return success();
 }
 
@@ -1616,6 +1655,7 @@ void registerNNOps(ImportTable &t) {
   t["BatchNormalization"] = importBatchNorm;
   t["MaxPool"] = importPool<true>;
   t["AveragePool"] = importPool<false>;
+  t["LpPool"] = importLpPool;
   t["GlobalAveragePool"] = importGlobalAveragePool;
   t["Gemm"] = importGemm;
   t["MatMul"] = importMatMul;

@@ -765,15 +765,34 @@ static LogicalResult importPad(ImportContext &ctx) {
   if ((int64_t)pads.size() != 2 * rank)
     return ctx.fail("pads needs 2 entries per dimension");
   std::string mode = ctx.attrString("mode", "constant");
-  if (mode == "wrap")
-    return ctx.fail("Pad mode 'wrap' is not supported");
-  if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
-    return ctx.fail("negative pads are not supported");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    return ctx.fail("Pad mode '" + mode + "' is not supported");
+  // Negative pads crop: a slice of the input, then padding of what is left.
+  SmallVector<int64_t> starts(rank, 0), steps(rank, 1), kept(xt.getShape());
+  bool crops = false;
+  for (int64_t i = 0; i < rank; ++i)
+    for (int64_t side : {i, i + rank})
+      if (pads[side] < 0) {
+        if (xt.isDynamicDim(i))
+          return ctx.fail("negative pads of dynamic dimension " + llvm::Twine(i) +
+                          " are not supported");
+        kept[i] += pads[side];
+        starts[i] += side == i ? -pads[side] : 0;
+        pads[side] = 0;
+        crops = true;
+      }
+  if (llvm::any_of(kept, [](int64_t d) { return d < 0 && !ShapedType::isDynamic(d); }))
+    return ctx.fail("negative pads remove more than the input holds");
+  Value in = *x;
+  if (crops)
+    in = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get(kept, xt.getElementType()), in,
+                            starts, steps);
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < rank; ++i)
-    shape.push_back(xt.getDimSize(i) + pads[i] + pads[i + rank]);
+    shape.push_back(ShapedType::isDynamic(kept[i]) ? kept[i] : kept[i] + pads[i] + pads[i + rank]);
   ctx.setOutput(0, k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
-                                    *x, ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getStringAttr(mode), ctx.b.getF64FloatAttr(value)));
+                                    in, ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getStringAttr(mode),
+                                    ctx.b.getF64FloatAttr(value)));
   return success();
 }
 

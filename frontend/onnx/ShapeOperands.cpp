@@ -352,7 +352,7 @@ LogicalResult importRuntimeSlice(ImportContext &ctx) {
 
 LogicalResult importRuntimePad(ImportContext &ctx) {
   std::string mode = ctx.attrString("mode", "constant");
-  if (mode != "constant" && mode != "edge" && mode != "reflect")
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
     return ctx.fail("Pad mode '" + mode + "' is not supported");
   if (ctx.hasInput(3))
     return failRuntimeOperand(ctx, "pads", "run-time pads with an 'axes' input are not "

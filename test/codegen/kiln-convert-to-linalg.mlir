@@ -102,7 +102,7 @@ func.func @conv_batched_depthwise_grouped(%x: tensor<2x4x8x8xf32>, %w: tensor<4x
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]
 func.func @pools(%x: tensor<1x2x8x8xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>) {
   %0 = kiln.max_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
-  %1 = kiln.average_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, count_include_pad = false} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
+  %1 = kiln.average_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, count_include_pad = false} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
   %2 = kiln.global_average_pool %x : tensor<1x2x8x8xf32> -> tensor<1x2x1x1xf32>
   return %0, %1, %2 : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>
 }
@@ -695,4 +695,30 @@ func.func @dequantize(%q: tensor<4xui8>) -> tensor<4xf32> {
 func.func @attention(%q: tensor<1x2x64x16xf32>, %kt: tensor<1x2x16x512xf32>, %v: tensor<1x2x512x8xf32>, %mask: tensor<1x1x1x512xf32>) -> tensor<1x2x64x8xf32> {
   %0 = kiln.attention %q, %kt, %v, %mask {scale = 0.25 : f32} : (tensor<1x2x64x16xf32>, tensor<1x2x16x512xf32>, tensor<1x2x512x8xf32>, tensor<1x1x1x512xf32>) -> tensor<1x2x64x8xf32>
   return %0 : tensor<1x2x64x8xf32>
+}
+
+// -----
+
+// Wrap padding reads the input at (i - pad) mod size.
+// CHECK-LABEL: func.func @pad_wrap
+// CHECK: linalg.generic
+// CHECK: arith.remsi
+// CHECK: arith.select
+// CHECK: tensor.extract
+func.func @pad_wrap(%x: tensor<3x5xf32>) -> tensor<6x10xf32> {
+  %0 = kiln.pad %x {pads = array<i64: 1, 2, 2, 3>, mode = "wrap", value = 0.0 : f64} : tensor<3x5xf32> -> tensor<6x10xf32>
+  return %0 : tensor<6x10xf32>
+}
+
+// -----
+
+// A dilated average pool divides by the taps inside the input: rows 0 and
+// 4 of a 3-tap, dilation-2 window over 7 rows padded by 1 see 2 taps, the
+// others 3 (columns likewise).
+// CHECK-LABEL: func.func @average_pool_dilated
+// CHECK: linalg.pooling_nchw_sum {dilations = dense<2> : tensor<2xi64>
+// CHECK: arith.constant dense<{{\[\[}}2.500000e-01, 0.166666672, 0.166666672, 0.166666672, 2.500000e-01]
+func.func @average_pool_dilated(%x: tensor<1x2x7x7xf32>) -> tensor<1x2x5x5xf32> {
+  %0 = kiln.average_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 2, 2>, count_include_pad = false} : tensor<1x2x7x7xf32> -> tensor<1x2x5x5xf32>
+  return %0 : tensor<1x2x5x5xf32>
 }

@@ -125,6 +125,11 @@ def define_cases():
                                               Const(np.array([1, 3], np.int64))])
     case("Pad_19_wrap", 19, "Pad", [In(rand(3, 5)), Const(np.array([1, 2, 2, 3], np.int64))],
          mode="wrap")
+    case("Pad_19_wrap_4d_axes", 19, "Pad", [In(x1245), Const(np.array([3, 1, 2, 4], np.int64)),
+                                             None, Const(np.array([2, 3], np.int64))],
+         mode="wrap")
+    case("Pad_18_negative_crop", 18, "Pad", [In(x1245), Const(np.array([0, 0, -1, 2, 0, 0, 1, -2],
+                                                                        np.int64))])
     case("Pad_21_edge", 21, "Pad", [In(x1245), Const(np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64))],
          mode="edge")
     # Split-18 num_outputs (the last chunk is smaller).
@@ -163,6 +168,10 @@ def define_cases():
          ceil_mode=1, p=2)
     case("LpPool_18_dilations", 18, "LpPool", [In(x177)], kernel_shape=[2, 2],
          dilations=[2, 2], p=3)
+    case("LpPool_18_1d_pads", 18, "LpPool", [In(rand(1, 3, 9))], kernel_shape=[3], pads=[1, 1],
+         p=1)
+    case("AveragePool_19_dilations_exclude_pad", 19, "AveragePool", [In(x177)],
+         kernel_shape=[2, 3], dilations=[3, 2], pads=[1, 2, 1, 2], strides=[2, 1])
     case("AveragePool_19_dilations", 19, "AveragePool", [In(x177)], kernel_shape=[3, 3],
          dilations=[2, 2], pads=[1, 1, 1, 1])
     case("AveragePool_22_ceil", 22, "AveragePool", [In(x177)], kernel_shape=[2, 2],
