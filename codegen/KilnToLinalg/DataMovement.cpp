@@ -412,6 +412,16 @@ Value sourceCoordinate(OpBuilder &b, Location loc, StringRef mode, Value x, Valu
   Value halfPixel = arith::SubFOp::create(b, loc, shifted, c(0.5));
   if (mode == "pytorch_half_pixel")
     return unlessSingle(halfPixel);
+  if (mode == "half_pixel_symmetric") {
+    // Centred on the input where rounding made the output smaller than
+    // in * scale: shifted by in/2 * (1 - out / (in * scale)).
+    Value inF = sizeAsF32(b, loc, in);
+    Value adjustment =
+        arith::DivFOp::create(b, loc, sizeAsF32(b, loc, out), arith::MulFOp::create(b, loc, inF, scale));
+    Value offset = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, inF, c(0.5)),
+                                         arith::SubFOp::create(b, loc, c(1), adjustment));
+    return arith::AddFOp::create(b, loc, offset, halfPixel);
+  }
   return halfPixel;
 }
 

@@ -925,8 +925,8 @@ LogicalResult ResizeOp::verify() {
   if (getMode() != "nearest" && getMode() != "linear" && getMode() != "cubic")
     return emitOpError("mode must be nearest, linear or cubic");
   StringRef c = getCoordinateMode();
-  if (c != "half_pixel" && c != "pytorch_half_pixel" && c != "align_corners" &&
-      c != "asymmetric" && c != "tf_half_pixel_for_nn")
+  if (c != "half_pixel" && c != "half_pixel_symmetric" && c != "pytorch_half_pixel" &&
+      c != "align_corners" && c != "asymmetric" && c != "tf_half_pixel_for_nn")
     return emitOpError("unknown coordinate_mode '") << c << "'";
   StringRef n = getNearestMode();
   if (n != "round_prefer_floor" && n != "round_prefer_ceil" && n != "floor" && n != "ceil")

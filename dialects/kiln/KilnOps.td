@@ -445,8 +445,8 @@ def Kiln_ResizeOp : Kiln_Op<"resize"> {
   let summary = "Nearest, (n-)linear or cubic resampling to the result shape (ONNX Resize)";
   let description = [{
     `scales` (one per dimension) maps output to input coordinates through
-    `coordinate_mode` (half_pixel, pytorch_half_pixel, align_corners,
-    asymmetric, tf_half_pixel_for_nn); `nearest_mode` rounds for
+    `coordinate_mode` (half_pixel, half_pixel_symmetric, pytorch_half_pixel,
+    align_corners, asymmetric, tf_half_pixel_for_nn); `nearest_mode` rounds for
     mode = "nearest" (round_prefer_floor, round_prefer_ceil, floor, ceil).
     mode = "cubic" blends 4 taps per dimension with Keys' kernel of parameter
     `cubic_coeff_a`; with `exclude_outside`, taps outside the input get no

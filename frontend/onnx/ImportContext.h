@@ -129,6 +129,7 @@ void registerTensorOps(ImportTable &table);
 void registerLossOps(ImportTable &table);
 void registerQuantOps(ImportTable &table);
 void registerSignalOps(ImportTable &table);
+void registerTransformerOps(ImportTable &table);
 
 /// kiln binary op result type under numpy broadcasting, with `a`'s element
 /// type unless `elementType` is given.

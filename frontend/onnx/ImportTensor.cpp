@@ -1094,12 +1094,25 @@ static LogicalResult importResize(ImportContext &ctx) {
   std::string coord = v10 ? "asymmetric"
                           : ctx.attrString("coordinate_transformation_mode", "half_pixel");
   std::string nearest = v10 ? "floor" : ctx.attrString("nearest_mode", "round_prefer_floor");
-  if (coord == "tf_crop_and_resize" || coord == "half_pixel_symmetric")
+  if (coord == "tf_crop_and_resize")
     return ctx.fail("coordinate_transformation_mode '" + coord + "' is not supported");
   if (ctx.attrInt("antialias", 0))
     return ctx.fail("Resize with antialias is not supported");
-  if (ctx.hasAttr("axes") || ctx.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
-    return ctx.fail("Resize axes and keep_aspect_ratio_policy are not supported");
+  std::string policy = ctx.attrString("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    return ctx.fail("unknown keep_aspect_ratio_policy '" + policy + "'");
+  // Opset 18 `axes`: scales and sizes name only these dimensions.
+  std::vector<int64_t> axes;
+  for (int64_t a : ctx.attrInts("axes")) {
+    auto axis = ctx.axis(a, rank);
+    if (failed(axis))
+      return failure();
+    axes.push_back(*axis);
+  }
+  bool allAxes = axes.empty();
+  if (allAxes)
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
   std::vector<double> scales(rank, 1.0);
   SmallVector<int64_t> shape(xt.getShape());
   size_t scalesInput = v10 ? 1 : 2, sizesInput = 3;
@@ -1109,17 +1122,32 @@ static LogicalResult importResize(ImportContext &ctx) {
       if (a.name() == "scales")
         scales.assign(a.floats().begin(), a.floats().end());
   } else if (ctx.hasInput(sizesInput)) {
+    if (!allAxes && !ctx.hostInput(sizesInput))
+      return ctx.fail("Resize with axes needs constant sizes");
     auto sizes = ctx.hostInput(sizesInput) ? ctx.hostInts(sizesInput, "sizes")
                                            : runtimeShapeOperand(ctx, sizesInput, "sizes");
     if (failed(sizes))
       return failure();
-    if ((int64_t)sizes->size() != rank)
-      return ctx.fail("sizes needs one entry per dimension");
-    for (int64_t d = 0; d < rank; ++d) {
-      shape[d] = (*sizes)[d];
-      scales[d] = double(shape[d]) / double(xt.getDimSize(d));
+    if (sizes->size() != axes.size())
+      return ctx.fail("sizes needs one entry per resized dimension");
+    if (policy != "stretch" && !xt.hasStaticShape())
+      return ctx.fail("keep_aspect_ratio_policy needs a static input shape");
+    // not_larger/not_smaller: one scale for every axis, the smallest
+    // (largest) that the sizes allow; sizes are then rounded from it.
+    double common = policy == "not_larger" ? INFINITY : 0.0;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      double ratio = double((*sizes)[i]) / double(xt.getDimSize(axes[i]));
+      common = policy == "not_larger" ? std::min(common, ratio) : std::max(common, ratio);
+    }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t d = axes[i];
+      scales[d] = policy == "stretch" ? double((*sizes)[i]) / double(xt.getDimSize(d)) : common;
+      shape[d] = policy == "stretch" ? (*sizes)[i]
+                                     : (int64_t)std::round(common * double(xt.getDimSize(d)));
     }
   } else if (ctx.hasInput(scalesInput) && !ctx.hostInput(scalesInput)) {
+    if (!allAxes)
+      return ctx.fail("Resize with axes needs constant scales");
     auto r = runtimeResizeScales(ctx, scalesInput, xt.getShape(), shape, scales);
     if (failed(r))
       return failure();
@@ -1128,9 +1156,10 @@ static LogicalResult importResize(ImportContext &ctx) {
     const HostTensor *s = ctx.hostInput(scalesInput);
     if (!s->isFloat())
       return ctx.fail("scales must be a float tensor");
-    if ((int64_t)s->floats.size() != rank)
-      return ctx.fail("scales needs one entry per dimension");
-    scales = s->floats;
+    if (s->floats.size() != axes.size())
+      return ctx.fail("scales needs one entry per resized dimension");
+    for (size_t i = 0; i < axes.size(); ++i)
+      scales[axes[i]] = s->floats[i];
   } else {
     return ctx.fail("Resize needs scales or sizes");
   }

@@ -508,6 +508,7 @@ static const ImportTable &importTable() {
     registerSignalOps(t);
     registerControlFlowOps(t);
     registerRNNOps(t);
+    registerTransformerOps(t);
     return t;
   }();
   return table;

@@ -252,12 +252,18 @@ def define_cases():
          [In(rand(1, 4, 3, 8)), In(rand(1, 2, 5, 8)), In(rand(1, 2, 5, 8)), In(rand(3, 5))])
     case("Attention_23_3d", 23, "Attention", [In(rand(2, 4, 16)), In(rand(2, 6, 16)),
                                               In(rand(2, 6, 16))], q_num_heads=2, kv_num_heads=2)
+    case("Attention_23_past_bool_mask", 23, "Attention",
+         [In(rand(1, 2, 2, 8)), In(rand(1, 2, 3, 8)), In(rand(1, 2, 3, 8)),
+          In(ints(2, 5, lo=0, hi=2).astype(bool) | (np.arange(5) == 0)),
+          In(rand(1, 2, 2, 8)), In(rand(1, 2, 2, 8))], outputs=3)
     cos, sin = rand(8, 4), rand(8, 4)
     case("RotaryEmbedding_23", 23, "RotaryEmbedding",
          [In(rand(1, 2, 3, 8)), Const(cos), Const(sin), Const(np.array([[0, 2, 5]], np.int64))])
     case("RotaryEmbedding_23_interleaved_3d", 23, "RotaryEmbedding",
          [In(rand(1, 3, 16)), Const(cos), Const(sin), Const(np.array([[1, 2, 3]], np.int64))],
          interleaved=1, num_heads=2)
+    case("RotaryEmbedding_23_partial_no_ids", 23, "RotaryEmbedding",
+         [In(rand(2, 2, 3, 8)), In(rand(2, 3, 2)), In(rand(2, 3, 2))], rotary_embedding_dim=4)
     case("TensorScatter_24", 24, "TensorScatter",
          [In(rand(2, 3, 6, 4)), In(rand(2, 3, 2, 4)), Const(np.array([1, 3], np.int64))],
          axis=-2)
