@@ -156,6 +156,9 @@ int32_t dtypeCodeOf(mlir::Type t);
 /// "FLOAT", "INT64", ... for messages.
 std::string dtypeName(int32_t dtype); // "FLOAT", "FLOAT8E4M3FN", ...
 
+/// ONNX element type codes newer than libonnx 1.12's enum.
+constexpr int32_t kDtypeUint4 = 21, kDtypeInt4 = 22;
+
 /// The newest ONNX versions kiln reads: IR 13 and opset 27 (ONNX 1.22).
 constexpr int64_t kMaxIrVersion = 13, kMaxOpset = 27;
 

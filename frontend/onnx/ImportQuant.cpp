@@ -183,10 +183,71 @@ LogicalResult importQuantize(ImportContext &ctx) {
   return success();
 }
 
+/// A blockwise parameter (scale or zero point: the data's shape with
+/// ceil(n / block) along `axis`) repeated to the data's shape.
+FailureOr<Value> perElement(ImportContext &ctx, Value param, RankedTensorType data, int64_t axis,
+                            int64_t block) {
+  auto pt = cast<RankedTensorType>(param.getType());
+  int64_t n = data.getDimSize(axis);
+  SmallVector<int64_t> expected(data.getShape());
+  expected[axis] = (n + block - 1) / block;
+  if (pt.getShape() != ArrayRef<int64_t>(expected))
+    return ctx.fail("blockwise scale and zero point must have shape " + shapeText(expected) +
+                    " (block_size " + llvm::Twine(block) + "), got " + shapeText(pt.getShape()));
+  Emitter e{ctx};
+  SmallVector<int64_t> spread(expected), repeated(expected), flat(expected);
+  spread.insert(spread.begin() + axis + 1, 1);
+  repeated.insert(repeated.begin() + axis + 1, block);
+  flat[axis] *= block;
+  Value r = k::ExpandOp::create(ctx.b, ctx.loc, RankedTensorType::get(repeated, pt.getElementType()),
+                                e.reshape(param, spread));
+  r = e.reshape(r, flat);
+  if (flat[axis] == n)
+    return r;
+  SmallVector<int64_t> starts(flat.size(), 0), steps(flat.size(), 1);
+  return k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get(data.getShape(), pt.getElementType()),
+                            r, starts, steps).getResult();
+}
+
+/// DequantizeLinear with block_size (opset 21): (x - zero_point) * scale with
+/// one scale per block of `block_size` elements along `axis`.
+LogicalResult importBlockDequantize(ImportContext &ctx, Value x, int64_t block) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto axis = ctx.axis(ctx.attrInt("axis", 1), xt.getRank());
+  auto scale = ctx.input(1);
+  if (failed(axis) || failed(scale))
+    return failure();
+  auto fullScale = perElement(ctx, *scale, xt, *axis, block);
+  if (failed(fullScale))
+    return failure();
+  Emitter e{ctx};
+  Type ft = getElementTypeOrSelf(scale->getType());
+  Value v = e.castTo(x, ft);
+  if (ctx.hasInput(2)) {
+    auto z = ctx.input(2);
+    if (failed(z))
+      return failure();
+    auto fullZero = perElement(ctx, *z, xt, *axis, block);
+    if (failed(fullZero))
+      return failure();
+    auto centered = e.binary<k::SubOp>(v, e.castTo(*fullZero, ft));
+    if (failed(centered))
+      return failure();
+    v = *centered;
+  }
+  auto y = e.binary<k::MulOp>(v, *fullScale);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
 LogicalResult importDequantize(ImportContext &ctx) {
   auto input = ctx.input(0);
   if (failed(input))
     return failure();
+  if (int64_t block = ctx.attrInt("block_size", 0); block > 0)
+    return importBlockDequantize(ctx, *input, block);
   auto inputType = cast<RankedTensorType>(input->getType());
   Type storage = inputType.getElementType();
   if (std::optional<Type> quantType = constantQuantType(ctx, inputType, storage))

@@ -366,6 +366,25 @@ FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, Location loc) {
     else
       t.ints.assign(tp.int32_data().begin(), tp.int32_data().end());
     break;
+  case kDtypeUint4:
+  case kDtypeInt4: {
+    // Two per byte, the first in the low nibble; kiln holds them widened to
+    // 8 bits (weights of blockwise-quantized LLMs feed DequantizeLinear).
+    bool isSigned = t.dtype == kDtypeInt4;
+    std::vector<int64_t> bytes;
+    if (!raw.empty())
+      for (char c : raw)
+        bytes.push_back(static_cast<uint8_t>(c));
+    else
+      bytes.assign(tp.int32_data().begin(), tp.int32_data().end());
+    ok = bytes.size() == size_t((n + 1) / 2);
+    for (int64_t i = 0; ok && i < n; ++i) {
+      int64_t nibble = (bytes[i / 2] >> (4 * (i % 2))) & 0xF;
+      t.ints.push_back(isSigned && nibble >= 8 ? nibble - 16 : nibble);
+    }
+    t.dtype = isSigned ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8;
+    break;
+  }
   default:
     return error() << "has element type " << dtypeName(t.dtype)
                    << ", which kiln does not support";
