@@ -210,6 +210,14 @@ struct WhereLowering : ElementwiseLowering<WhereOp> {
 
 /// ONNX Cast: float -> int truncates; anything -> bool is "nonzero";
 /// bool -> number is 0/1; integer signedness comes from the kiln types.
+struct BitcastLowering : ElementwiseLowering<BitcastOp> {
+  using ElementwiseLowering::ElementwiseLowering;
+  Value scalar(OpBuilder &b, Location loc, BitcastOp op, ValueRange a) const override {
+    Type to = getElementTypeOrSelf(signlessType(op.getType()));
+    return arith::BitcastOp::create(b, loc, to, a[0]);
+  }
+};
+
 struct CastLowering : ElementwiseLowering<CastOp> {
   using ElementwiseLowering::ElementwiseLowering;
   Value scalar(OpBuilder &b, Location loc, CastOp op, ValueRange a) const override {
@@ -274,5 +282,5 @@ void mlir::kiln::populateElementwiseLowerings(RewritePatternSet &patterns) {
       CompareLowering<GreaterEqualOp, CF::OGE, CI::sge, CI::uge>, ReluLowering, AbsLowering,
       NegLowering,
       SignLowering, SigmoidLowering, ReciprocalLowering, NotLowering, ClipLowering,
-      PowLowering, ModLowering, WhereLowering, CastLowering>(patterns.getContext());
+      PowLowering, ModLowering, WhereLowering, CastLowering, BitcastLowering>(patterns.getContext());
 }

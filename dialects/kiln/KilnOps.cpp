@@ -135,6 +135,20 @@ LogicalResult WhereOp::verify() {
   return verifyResult(*this, getType(), et, *shape);
 }
 
+LogicalResult BitcastOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getType());
+  if (in.getShape() != out.getShape())
+    return emitOpError("changes the shape");
+  Type from = in.getElementType(), to = out.getElementType();
+  if (!from.isIntOrFloat() || !to.isIntOrFloat() ||
+      from.getIntOrFloatBitWidth() != to.getIntOrFloatBitWidth() ||
+      from.getIntOrFloatBitWidth() < 8)
+    return emitOpError("needs element types of one width of at least 8 bits, got ")
+           << from << " and " << to;
+  return success();
+}
+
 LogicalResult CastOp::verify() {
   if (shapeOf(getInput()) != cast<RankedTensorType>(getType()).getShape())
     return emitOpError("changes the shape");

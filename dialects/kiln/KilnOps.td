@@ -79,6 +79,15 @@ def Kiln_WhereOp : Kiln_Op<"where"> {
   let hasVerifier = 1;
 }
 
+def Kiln_BitcastOp : Kiln_Op<"bitcast"> {
+  let summary = "Each element's bits read as the result's element type (ONNX BitCast)";
+  let description = [{ Both element types have the same width of 8 bits or more. }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Kiln_CastOp : Kiln_Op<"cast"> {
   let summary = "Elementwise conversion to the result's element type (ONNX Cast)";
   let description = [{

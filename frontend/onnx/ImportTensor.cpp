@@ -492,6 +492,72 @@ static LogicalResult importCast(ImportContext &ctx) {
   return success();
 }
 
+/// BitCast (opset 26): the same bits read as another element type.
+static LogicalResult importBitCast(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  int64_t to = ctx.attrInt("to", 0);
+  Type et = elementTypeOf(ctx.b, to);
+  Type from = getElementTypeOrSelf(x->getType());
+  if (!et || et.isInteger(1) || from.isInteger(1))
+    return ctx.fail("BitCast to " + dtypeName(to) + " is not supported");
+  if (et.getIntOrFloatBitWidth() != from.getIntOrFloatBitWidth())
+    return ctx.fail("BitCast needs types of one width: " + dtypeName(dtypeCodeOf(from)) +
+                    " has " + llvm::Twine(from.getIntOrFloatBitWidth()) + " bits, " +
+                    dtypeName(to) + " " + llvm::Twine(et.getIntOrFloatBitWidth()));
+  auto shape = cast<RankedTensorType>(x->getType()).getShape();
+  ctx.setOutput(0, k::BitcastOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, et), *x));
+  return success();
+}
+
+/// CenterCropPad (opset 18): each named axis cropped or zero-padded to its
+/// target size, keeping the centre (the extra element goes at the end).
+static LogicalResult importCenterCropPad(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  auto target = ctx.hostInts(1, "shape");
+  if (failed(x) || failed(target))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  int64_t rank = xt.getRank();
+  std::vector<int64_t> axes = ctx.attrInts("axes");
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  if (axes.size() != target->size())
+    return ctx.fail("shape has " + llvm::Twine(target->size()) + " entries for " +
+                    llvm::Twine(axes.size()) + " axes");
+  SmallVector<int64_t> starts(rank, 0), steps(rank, 1), cropped(xt.getShape()),
+      pads(2 * rank, 0), padded(xt.getShape());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto axis = ctx.axis(axes[i], rank);
+    if (failed(axis))
+      return failure();
+    int64_t dim = xt.getDimSize(*axis), want = (*target)[i];
+    if (ShapedType::isDynamic(dim) || want < 0)
+      return ctx.fail("CenterCropPad needs static sizes, got dimension " + llvm::Twine(*axis) +
+                      " of " + shapeText(xt.getShape()));
+    if (want < dim) {
+      starts[*axis] = (dim - want) / 2;
+      cropped[*axis] = want;
+    } else {
+      pads[*axis] = (want - dim) / 2;
+      pads[*axis + rank] = want - dim - pads[*axis];
+    }
+    padded[*axis] = want;
+  }
+  Value r = *x;
+  if (ArrayRef<int64_t>(cropped) != xt.getShape())
+    r = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get(cropped, xt.getElementType()), r,
+                           starts, steps);
+  if (llvm::any_of(pads, [](int64_t p) { return p != 0; }))
+    r = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(padded, xt.getElementType()), r,
+                         ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getStringAttr("constant"),
+                         ctx.b.getF64FloatAttr(0.0));
+  ctx.setOutput(0, r);
+  return success();
+}
+
 /// CastLike: Cast to the element type of the second input.
 static LogicalResult importCastLike(ImportContext &ctx) {
   auto like = ctx.inputType(1);
@@ -1438,6 +1504,63 @@ static LogicalResult importReverseSequence(ImportContext &ctx) {
   return success();
 }
 
+/// AffineGrid (opset 20): grid[n, (d,) h, w] = theta[n] @ (x_w, y_h, (z_d,) 1),
+/// the coordinates of each output point normalized to [-1, 1]: one batched
+/// matmul of a constant base grid [points, k+1] by theta^T [N, k+1, k].
+static LogicalResult importAffineGrid(ImportContext &ctx) {
+  auto theta = ctx.input(0);
+  auto size = ctx.hostInts(1, "size");
+  if (failed(theta) || failed(size))
+    return failure();
+  auto tt = cast<RankedTensorType>(theta->getType());
+  int64_t spatial = (int64_t)size->size() - 2;
+  if ((spatial != 2 && spatial != 3) || tt.getRank() != 3 || !tt.hasStaticShape() ||
+      tt.getDimSize(1) != spatial || tt.getDimSize(2) != spatial + 1)
+    return ctx.fail("AffineGrid needs theta [N, 2, 3] with a 4-entry size or [N, 3, 4] with a "
+                    "5-entry size, got theta " + shapeText(tt.getShape()) + " and size " +
+                    shapeText(*size));
+  bool alignCorners = ctx.attrInt("align_corners", 0);
+  // Normalized coordinate of index i of n.
+  auto coordinate = [&](int64_t i, int64_t n) -> double {
+    if (alignCorners)
+      return n == 1 ? 0.0 : -1.0 + 2.0 * i / double(n - 1);
+    return (2.0 * i + 1.0) / double(n) - 1.0;
+  };
+  // Points in row-major order of (d,) h, w; columns x (along w), y, (z,) 1.
+  std::vector<int64_t> dims(size->begin() + 2, size->end());
+  int64_t points = 1;
+  for (int64_t d : dims)
+    points *= d;
+  HostTensor base;
+  base.dtype = dtypeCodeOf(tt.getElementType());
+  base.shape = {1, points, spatial + 1};
+  for (int64_t p = 0; p < points; ++p) {
+    std::vector<int64_t> index(spatial);
+    for (int64_t d = spatial - 1, rest = p; d >= 0; --d) {
+      index[d] = rest % dims[d];
+      rest /= dims[d];
+    }
+    for (int64_t d = spatial - 1; d >= 0; --d) // x first: the last dimension
+      base.floats.push_back(coordinate(index[d], dims[d]));
+    base.floats.push_back(1.0);
+  }
+  auto grid = ctx.materialize(base, "affine_grid_base");
+  if (failed(grid))
+    return failure();
+  int64_t n = tt.getDimSize(0);
+  Type et = tt.getElementType();
+  Value thetaT = k::TransposeOp::create(
+      ctx.b, ctx.loc, RankedTensorType::get({n, spatial + 1, spatial}, et), *theta,
+      ArrayRef<int64_t>{0, 2, 1});
+  Value flat = k::MatMulOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, points, spatial}, et),
+                                   *grid, thetaT);
+  SmallVector<int64_t> shape = {n};
+  shape.append(dims.begin(), dims.end());
+  shape.push_back(spatial);
+  ctx.setOutput(0, Emitter{ctx}.reshape(flat, shape));
+  return success();
+}
+
 static LogicalResult importGridSample(ImportContext &ctx) {
   auto x = ctx.input(0), grid = ctx.input(1);
   if (failed(x) || failed(grid))
@@ -1504,6 +1627,9 @@ void registerTensorOps(ImportTable &t) {
   t["Concat"] = importConcat;
   t["Shape"] = importShape;
   t["Cast"] = importCast;
+  t["BitCast"] = importBitCast;
+  t["AffineGrid"] = importAffineGrid;
+  t["CenterCropPad"] = importCenterCropPad;
   t["CastLike"] = importCastLike;
   t["Slice"] = importSlice;
   t["Gather"] = importGather;
