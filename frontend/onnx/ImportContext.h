@@ -99,7 +99,10 @@ struct Emitter {
     auto type = mlir::RankedTensorType::get(shape, mlir::getElementTypeOrSelf(x.getType()));
     return mlir::kiln::ReshapeOp::create(ctx.b, ctx.loc, type, x);
   }
+  /// `x` converted to `elementType` (itself when it already has it).
   mlir::Value castTo(mlir::Value x, mlir::Type elementType) {
+    if (mlir::getElementTypeOrSelf(x.getType()) == elementType)
+      return x;
     auto shape = mlir::cast<mlir::RankedTensorType>(x.getType()).getShape();
     return mlir::kiln::CastOp::create(ctx.b, ctx.loc,
                                       mlir::RankedTensorType::get(shape, elementType), x);

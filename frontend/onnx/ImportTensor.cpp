@@ -1561,6 +1561,143 @@ static LogicalResult importAffineGrid(ImportContext &ctx) {
   return success();
 }
 
+/// An i64 host tensor of `shape` holding f(flat index).
+static HostTensor indexTensor(std::vector<int64_t> shape,
+                              llvm::function_ref<int64_t(int64_t)> f) {
+  HostTensor t;
+  t.dtype = onnx::TensorProto::INT64;
+  t.shape = std::move(shape);
+  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+    t.ints.push_back(f(i));
+  return t;
+}
+
+/// TensorScatter (opset 24): a KV cache with `update` written along `axis`
+/// at write_indices[b] + i (modulo the cache length when "circular"): a
+/// ScatterElements whose indices are computed from write_indices.
+static LogicalResult importTensorScatter(ImportContext &ctx) {
+  auto cache = ctx.input(0), update = ctx.input(1);
+  if (failed(cache) || failed(update))
+    return failure();
+  auto ct = cast<RankedTensorType>(cache->getType()), ut = cast<RankedTensorType>(update->getType());
+  if (!ct.hasStaticShape() || !ut.hasStaticShape() || ct.getRank() != ut.getRank() ||
+      ct.getRank() < 2)
+    return ctx.fail("TensorScatter needs static cache and update shapes of one rank >= 2, got " +
+                    shapeText(ct.getShape()) + " and " + shapeText(ut.getShape()));
+  int64_t rank = ct.getRank();
+  auto axis = ctx.axis(ctx.attrInt("axis", -2), rank);
+  if (failed(axis))
+    return failure();
+  if (*axis == 0)
+    return ctx.fail("TensorScatter's axis cannot be the batch axis 0");
+  std::string mode = ctx.attrString("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    return ctx.fail("mode must be 'linear' or 'circular', got '" + mode + "'");
+  Emitter e{ctx};
+  std::vector<int64_t> along(rank, 1);
+  along[*axis] = ut.getDimSize(*axis);
+  auto offsets = ctx.materialize(indexTensor(along, [](int64_t i) { return i; }),
+                                 "tensor_scatter_offsets");
+  if (failed(offsets))
+    return failure();
+  Value positions = *offsets;
+  if (ctx.hasInput(2)) {
+    auto starts = ctx.input(2);
+    if (failed(starts))
+      return failure();
+    std::vector<int64_t> perBatch(rank, 1);
+    perBatch[0] = ct.getDimSize(0);
+    auto sum = e.binary<k::AddOp>(e.reshape(e.castTo(*starts, ctx.b.getI64Type()), perBatch),
+                                  positions);
+    if (failed(sum))
+      return failure();
+    positions = *sum;
+  }
+  if (mode == "circular") {
+    auto wrapped = e.binary<k::ModOp>(positions, e.constant(positions, ct.getDimSize(*axis)));
+    if (failed(wrapped))
+      return failure();
+    positions = *wrapped;
+  }
+  Value indices = k::ExpandOp::create(
+      ctx.b, ctx.loc, RankedTensorType::get(ut.getShape(), ctx.b.getI64Type()), positions);
+  ctx.setOutput(0, k::ScatterElementsOp::create(ctx.b, ctx.loc, ct, *cache, indices, *update,
+                                                *axis, "none"));
+  return success();
+}
+
+/// Col2Im (opset 18): input [N, C * prod(block), L] holds, for each of the
+/// L sliding blocks, its C x block values; they are summed into the image
+/// [N, C, image...]. A ScatterElements with reduction add onto the flat
+/// image plus one slot that collects the taps falling into the padding.
+static LogicalResult importCol2Im(ImportContext &ctx) {
+  auto x = ctx.input(0);
+  auto image = ctx.hostInts(1, "image_shape"), block = ctx.hostInts(2, "block_shape");
+  if (failed(x) || failed(image) || failed(block))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType());
+  size_t dims = image->size();
+  std::vector<int64_t> dilations = ctx.attrInts("dilations", std::vector<int64_t>(dims, 1));
+  std::vector<int64_t> strides = ctx.attrInts("strides", std::vector<int64_t>(dims, 1));
+  std::vector<int64_t> pads = ctx.attrInts("pads", std::vector<int64_t>(2 * dims, 0));
+  if (xt.getRank() != 3 || !xt.hasStaticShape() || block->size() != dims ||
+      dilations.size() != dims || strides.size() != dims || pads.size() != 2 * dims)
+    return ctx.fail("Col2Im needs a static [N, C*prod(block), L] input and one block size, "
+                    "dilation, stride and two pads per image dimension");
+  int64_t taps = 1, pixels = 1, blocks = 1;
+  std::vector<int64_t> perDim(dims);
+  for (size_t d = 0; d < dims; ++d) {
+    taps *= (*block)[d];
+    pixels *= (*image)[d];
+    int64_t span = dilations[d] * ((*block)[d] - 1) + 1;
+    perDim[d] = ((*image)[d] + pads[d] + pads[d + dims] - span) / strides[d] + 1;
+    blocks *= perDim[d];
+  }
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1) / std::max<int64_t>(taps, 1);
+  if (c * taps != xt.getDimSize(1) || blocks != xt.getDimSize(2))
+    return ctx.fail("input " + shapeText(xt.getShape()) + " does not hold C x " +
+                    llvm::Twine(taps) + " values for each of " + llvm::Twine(blocks) + " blocks");
+  // Where tap k of block l lands: a flat pixel, or `pixels` in the padding.
+  auto target = [&](int64_t i) {
+    int64_t k = i / blocks, l = i % blocks, flat = 0, scale = 1;
+    for (size_t d = dims; d-- > 0; scale *= (*image)[d]) {
+      int64_t at = (l % perDim[d]) * strides[d] - pads[d] + (k % (*block)[d]) * dilations[d];
+      if (at < 0 || at >= (*image)[d])
+        return pixels;
+      flat += at * scale;
+      k /= (*block)[d];
+      l /= perDim[d];
+    }
+    return flat;
+  };
+  auto where = ctx.materialize(indexTensor({1, 1, taps * blocks}, target), "col2im_targets");
+  if (failed(where))
+    return failure();
+  Emitter e{ctx};
+  Type et = xt.getElementType();
+  Value updates = e.reshape(*x, {n, c, taps * blocks});
+  Value indices = *where;
+  if (n * c > 1)
+    indices = k::ExpandOp::create(
+        ctx.b, ctx.loc, RankedTensorType::get({n, c, taps * blocks}, ctx.b.getI64Type()), indices);
+  HostTensor zeros;
+  zeros.dtype = dtypeCodeOf(et);
+  zeros.shape = {n, c, pixels + 1};
+  zeros.floats.assign(n * c * (pixels + 1), 0.0);
+  auto canvas = ctx.materialize(zeros, "col2im_canvas");
+  if (failed(canvas))
+    return failure();
+  Value summed = k::ScatterElementsOp::create(ctx.b, ctx.loc, canvas->getType(), *canvas, indices,
+                                              updates, 2, "add");
+  Value inside = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, c, pixels}, et),
+                                    summed, ArrayRef<int64_t>{0, 0, 0},
+                                    ArrayRef<int64_t>{1, 1, 1});
+  SmallVector<int64_t> shape = {n, c};
+  shape.append(image->begin(), image->end());
+  ctx.setOutput(0, e.reshape(inside, shape));
+  return success();
+}
+
 static LogicalResult importGridSample(ImportContext &ctx) {
   auto x = ctx.input(0), grid = ctx.input(1);
   if (failed(x) || failed(grid))
@@ -1629,6 +1766,8 @@ void registerTensorOps(ImportTable &t) {
   t["Cast"] = importCast;
   t["BitCast"] = importBitCast;
   t["AffineGrid"] = importAffineGrid;
+  t["TensorScatter"] = importTensorScatter;
+  t["Col2Im"] = importCol2Im;
   t["CenterCropPad"] = importCenterCropPad;
   t["CastLike"] = importCastLike;
   t["Slice"] = importSlice;

@@ -267,6 +267,11 @@ def define_cases():
     case("TensorScatter_24", 24, "TensorScatter",
          [In(rand(2, 3, 6, 4)), In(rand(2, 3, 2, 4)), Const(np.array([1, 3], np.int64))],
          axis=-2)
+    case("TensorScatter_24_circular", 24, "TensorScatter",
+         [In(rand(2, 5, 3)), In(rand(2, 3, 3)), Const(np.array([4, 1], np.int64))], axis=1,
+         mode="circular")
+    case("TensorScatter_24_no_indices", 24, "TensorScatter", [In(rand(1, 2, 6, 4)),
+                                                             In(rand(1, 2, 2, 4))])
     case("DeformConv_19", 19, "DeformConv",
          [In(rand(1, 2, 5, 5)), Const(rand(3, 2, 2, 2)), In(rand(1, 8, 4, 4, lo=-0.6, hi=0.6))])
     # Ops whose version only added element types: the import rule is the same.

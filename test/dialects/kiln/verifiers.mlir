@@ -113,8 +113,8 @@ func.func @window_starts(%x: tensor<3x4xf32>, %starts: tensor<3xi64>, %steps: te
 // -----
 
 func.func @window_mode(%x: tensor<3x4xf32>, %starts: tensor<2xi64>, %pad: tensor<f32>) -> tensor<2x2xf32> {
-  // expected-error @+1 {{'kiln.window' op mode must be constant, edge or reflect, got 'wrap'}}
-  %0 = kiln.window %x, %starts, %starts, %pad {mode = "wrap"} : (tensor<3x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<f32>) -> tensor<2x2xf32>
+  // expected-error @+1 {{'kiln.window' op mode must be constant, edge, reflect or wrap, got 'mirror'}}
+  %0 = kiln.window %x, %starts, %starts, %pad {mode = "mirror"} : (tensor<3x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<f32>) -> tensor<2x2xf32>
   return %0 : tensor<2x2xf32>
 }
 
@@ -302,4 +302,20 @@ func.func @attention_dynamic(%q: tensor<?x4xf32>, %kt: tensor<4x16xf32>, %v: ten
   // expected-error @+1 {{'kiln.attention' op operands must be f32 tensors of static shape}}
   %0 = kiln.attention %q, %kt, %v {scale = 1.0 : f32} : (tensor<?x4xf32>, tensor<4x16xf32>, tensor<16x6xf32>) -> tensor<?x6xf32>
   return %0 : tensor<?x6xf32>
+}
+
+// -----
+
+func.func @bitcast_width(%x: tensor<4xf32>) -> tensor<4xi16> {
+  // expected-error @+1 {{'kiln.bitcast' op needs element types of one width of at least 8 bits, got 'f32' and 'i16'}}
+  %0 = kiln.bitcast %x : tensor<4xf32> -> tensor<4xi16>
+  return %0 : tensor<4xi16>
+}
+
+// -----
+
+func.func @cumulative_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'kiln.cumulative' op kind must be "sum" or "prod", got "max"}}
+  %0 = kiln.cumulative %x {kind = "max", axis = 0 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }
