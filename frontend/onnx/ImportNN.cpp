@@ -544,6 +544,130 @@ static Value convTransposeOfDisjointTaps(ImportContext &ctx, Value x, Value wt, 
   return e.reshape(spread, {n, cout, h * kh, w * kw});
 }
 
+/// Entries [begin, begin + count) of dimension `dim` of x.
+static Value sliceDim(ImportContext &ctx, Value x, int64_t dim, int64_t begin, int64_t count) {
+  auto t = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape(t.getShape()), starts(t.getRank(), 0), steps(t.getRank(), 1);
+  shape[dim] = count;
+  starts[dim] = begin;
+  if (begin == 0 && count == t.getDimSize(dim))
+    return x;
+  return k::SliceOp::create(ctx.b, ctx.loc, withShape(t, shape), x, starts, steps);
+}
+
+/// DeformConv (opset 19), 2-D: each kernel tap reads the input at its
+/// regular position plus a learned (dy, dx) offset per output pixel, with
+/// bilinear interpolation and zeros outside, optionally scaled by a mask.
+/// Each (offset group, tap) is a kiln.grid_sample of the group's channels;
+/// the gathered columns [N, C*taps, pixels] meet the weights in a matmul
+/// per convolution group.
+static LogicalResult importDeformConv(ImportContext &ctx) {
+  auto x = ctx.input(0), w = ctx.input(1), offset = ctx.input(2);
+  if (failed(x) || failed(w) || failed(offset))
+    return failure();
+  auto xt = cast<RankedTensorType>(x->getType()), wt = cast<RankedTensorType>(w->getType());
+  if (xt.getRank() != 4 || wt.getRank() != 4 || !xt.hasStaticShape() || !wt.hasStaticShape())
+    return ctx.fail("DeformConv is supported in 2-D with static shapes, got " +
+                    shapeText(xt.getShape()));
+  auto window = resolveWindow(ctx, xt.getShape().drop_front(2),
+                              ctx.attrInts("kernel_shape", {wt.getDimSize(2), wt.getDimSize(3)}),
+                              false);
+  if (failed(window))
+    return failure();
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2), wd = xt.getDimSize(3);
+  int64_t oc = wt.getDimSize(0), kh = window->kernel[0], kw = window->kernel[1], taps = kh * kw;
+  int64_t oh = window->outSize[0], ow = window->outSize[1], pixels = oh * ow;
+  int64_t groups = ctx.attrInt("group", 1), offsetGroups = ctx.attrInt("offset_group", 1);
+  if (groups <= 0 || offsetGroups <= 0 || c % groups || oc % groups || c % offsetGroups ||
+      wt.getDimSize(1) * groups != c)
+    return ctx.fail("group " + llvm::Twine(groups) + " and offset_group " +
+                    llvm::Twine(offsetGroups) + " must divide the channels");
+  SmallVector<int64_t> offsetShape = {n, offsetGroups * taps * 2, oh, ow};
+  if (cast<RankedTensorType>(offset->getType()).getShape() != ArrayRef<int64_t>(offsetShape))
+    return ctx.fail("offset must have shape " + shapeText(offsetShape));
+  Value mask = ctx.optionalInput(4);
+  Emitter e{ctx};
+  Type et = xt.getElementType();
+  // Grid coordinates in GridSample's align_corners=0 convention: pixel p of
+  // a size-s axis is (2p + 1) / s - 1.
+  auto normalized = [&](Value pos, int64_t size) -> Value {
+    Value twice = *e.binary<k::MulOp>(pos, e.constant(pos, 2.0 / double(size)));
+    return *e.binary<k::AddOp>(twice, e.constant(pos, 1.0 / double(size) - 1.0));
+  };
+  auto plane = [&](Value v, int64_t channel) { // [N, 1, oh, ow] -> [N, oh, ow, 1]
+    return e.reshape(sliceDim(ctx, v, 1, channel, 1), {n, oh, ow, 1});
+  };
+  int64_t perOffsetGroup = c / offsetGroups;
+  SmallVector<Value> columns; // [N, C/offset_group, taps, pixels] per offset group
+  for (int64_t g = 0; g < offsetGroups; ++g) {
+    Value channels = sliceDim(ctx, *x, 1, g * perOffsetGroup, perOffsetGroup);
+    SmallVector<Value> sampled;
+    for (int64_t tap = 0; tap < taps; ++tap) {
+      // The tap's regular position at every output pixel, as constants.
+      HostTensor rows, cols;
+      rows.dtype = cols.dtype = dtypeCodeOf(et);
+      rows.shape = cols.shape = {1, oh, ow, 1};
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xo = 0; xo < ow; ++xo) {
+          rows.floats.push_back(y * window->strides[0] - window->pads[0] +
+                                (tap / kw) * window->dilations[0]);
+          cols.floats.push_back(xo * window->strides[1] - window->pads[1] +
+                                (tap % kw) * window->dilations[1]);
+        }
+      auto baseY = ctx.materialize(rows, "deform_rows"), baseX = ctx.materialize(cols, "deform_cols");
+      if (failed(baseY) || failed(baseX))
+        return failure();
+      int64_t channel = (g * taps + tap) * 2;
+      auto y = e.binary<k::AddOp>(*baseY, plane(*offset, channel));
+      auto xPos = e.binary<k::AddOp>(*baseX, plane(*offset, channel + 1));
+      if (failed(y) || failed(xPos))
+        return failure();
+      Value grid = k::ConcatOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, oh, ow, 2}, et),
+                                       ValueRange{normalized(*xPos, wd), normalized(*y, h)}, 3);
+      Value s = k::GridSampleOp::create(
+          ctx.b, ctx.loc, RankedTensorType::get({n, perOffsetGroup, oh, ow}, et), channels, grid,
+          ctx.b.getStringAttr("bilinear"), ctx.b.getStringAttr("zeros"), ctx.b.getBoolAttr(false));
+      if (mask) {
+        auto masked = e.binary<k::MulOp>(s, sliceDim(ctx, mask, 1, g * taps + tap, 1));
+        if (failed(masked))
+          return failure();
+        s = *masked;
+      }
+      sampled.push_back(e.reshape(s, {n, perOffsetGroup, 1, pixels}));
+    }
+    columns.push_back(k::ConcatOp::create(
+        ctx.b, ctx.loc, RankedTensorType::get({n, perOffsetGroup, taps, pixels}, et), sampled, 2));
+  }
+  Value all = columns.size() == 1
+                  ? columns[0]
+                  : k::ConcatOp::create(ctx.b, ctx.loc,
+                                        RankedTensorType::get({n, c, taps, pixels}, et), columns, 1)
+                        .getResult();
+  // Per convolution group: weights [OC/g, C/g * taps] x columns [N, C/g * taps, pixels].
+  int64_t cg = c / groups, ocg = oc / groups;
+  SmallVector<Value> outputs;
+  for (int64_t g = 0; g < groups; ++g) {
+    Value cols = e.reshape(sliceDim(ctx, all, 1, g * cg, cg), {n, cg * taps, pixels});
+    Value weights = e.reshape(sliceDim(ctx, *w, 0, g * ocg, ocg), {ocg, cg * taps});
+    outputs.push_back(k::MatMulOp::create(ctx.b, ctx.loc,
+                                          RankedTensorType::get({n, ocg, pixels}, et), weights,
+                                          cols));
+  }
+  Value y = outputs.size() == 1
+                ? outputs[0]
+                : k::ConcatOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, oc, pixels}, et),
+                                      outputs, 1)
+                      .getResult();
+  if (Value bias = ctx.optionalInput(3)) {
+    auto biased = e.binary<k::AddOp>(y, e.reshape(bias, {oc, 1}));
+    if (failed(biased))
+      return failure();
+    y = *biased;
+  }
+  ctx.setOutput(0, e.reshape(y, {n, oc, oh, ow}));
+  return success();
+}
+
 static LogicalResult importConvTranspose(ImportContext &ctx) {
   auto x = ctx.input(0), wt = ctx.input(1);
   if (failed(x) || failed(wt))
@@ -1652,6 +1776,7 @@ void registerNNOps(ImportTable &t) {
   t["Einsum"] = importEinsum;
   t["Conv"] = importConv;
   t["ConvTranspose"] = importConvTranspose;
+  t["DeformConv"] = importDeformConv;
   t["BatchNormalization"] = importBatchNorm;
   t["MaxPool"] = importPool<true>;
   t["AveragePool"] = importPool<false>;

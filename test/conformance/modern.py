@@ -274,6 +274,10 @@ def define_cases():
                                                              In(rand(1, 2, 2, 4))])
     case("DeformConv_19", 19, "DeformConv",
          [In(rand(1, 2, 5, 5)), Const(rand(3, 2, 2, 2)), In(rand(1, 8, 4, 4, lo=-0.6, hi=0.6))])
+    case("DeformConv_19_groups_mask_bias", 19, "DeformConv",
+         [In(rand(1, 4, 6, 7)), Const(rand(4, 2, 3, 3)), In(rand(1, 36, 3, 2, lo=-1.5, hi=1.5)),
+          Const(rand(4)), In(rand(1, 18, 3, 2, lo=0, hi=1))],
+         group=2, offset_group=2, strides=[2, 2], pads=[1, 0, 1, 1], dilations=[1, 2])
     # Ops whose version only added element types: the import rule is the same.
     case("Identity_24", 24, "Identity", [In(rand(2, 3))])
     case("Reshape_21", 21, "Reshape", [In(rand(2, 6)), Const(np.array([3, -1], np.int64))])
