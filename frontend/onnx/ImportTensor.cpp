@@ -1149,6 +1149,97 @@ static FailureOr<Value> runtimeResizeScales(ImportContext &ctx, size_t input,
 }
 
 /// Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample.
+/// The input coordinate of output index i along an axis resized from `in`
+/// to `out` by `scale` (Resize's coordinate_transformation_mode).
+static double resizeSource(StringRef coord, double i, double scale, int64_t in, int64_t out) {
+  if (coord == "asymmetric")
+    return i / scale;
+  if (coord == "align_corners")
+    return out == 1 ? 0.0 : i * double(in - 1) / double(out - 1);
+  if (coord == "tf_half_pixel_for_nn")
+    return (i + 0.5) / scale;
+  if (coord == "pytorch_half_pixel" && out == 1)
+    return -0.5;
+  double halfPixel = (i + 0.5) / scale - 0.5;
+  if (coord == "half_pixel_symmetric")
+    return double(in) / 2 * (1 - double(out) / (double(in) * scale)) + halfPixel;
+  return halfPixel;
+}
+
+/// The [out, in] interpolation weights of an antialiased Resize along one
+/// axis, as onnxruntime computes them (PIL's resampling): the linear
+/// (triangle) or cubic kernel stretched by 1/scale when downscaling,
+/// normalized per output; taps past the edge read the edge value, or are
+/// dropped with exclude_outside.
+static HostTensor antialiasWeights(int32_t dtype, int64_t in, int64_t out, double scale,
+                                   bool cubic, double a, bool excludeOutside, StringRef coord) {
+  auto kernel = [&](double x) {
+    x = std::fabs(x);
+    if (!cubic)
+      return std::max(0.0, 1.0 - x);
+    if (x <= 1)
+      return ((a + 2) * x - (a + 3)) * x * x + 1;
+    return x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a : 0.0;
+  };
+  double stretch = scale < 1 ? 1 / scale : 1.0;
+  double support = (cubic ? 2.0 : 1.0) * stretch;
+  HostTensor w;
+  w.dtype = dtype;
+  w.shape = {out, in};
+  w.floats.assign(out * in, 0.0);
+  for (int64_t o = 0; o < out; ++o) {
+    double center = resizeSource(coord, double(o), scale, in, out) + 0.5, total = 0;
+    auto first = (int64_t)std::floor(center - support + 0.5);
+    auto last = (int64_t)std::floor(center + support + 0.5);
+    for (int64_t x = first; x < last; ++x) {
+      if (excludeOutside && (x < 0 || x >= in))
+        continue;
+      double weight = kernel((double(x) - center + 0.5) / stretch);
+      w.floats[o * in + std::clamp<int64_t>(x, 0, in - 1)] += weight;
+      total += weight;
+    }
+    for (int64_t x = 0; x < in && total != 0; ++x)
+      w.floats[o * in + x] /= total;
+  }
+  return w;
+}
+
+/// Resize with antialias=1 (linear or cubic): a contraction of each resized
+/// axis with its constant weight matrix.
+static LogicalResult importAntialiasResize(ImportContext &ctx, Value x, ArrayRef<int64_t> shape,
+                                           ArrayRef<double> scales, StringRef mode,
+                                           StringRef coord) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (!xt.hasStaticShape())
+    return ctx.fail("antialiased Resize needs a static input shape");
+  if (coord == "tf_half_pixel_for_nn")
+    return ctx.fail("antialiased Resize does not take coordinate_transformation_mode "
+                    "'tf_half_pixel_for_nn'");
+  Value r = x;
+  SmallVector<int64_t> current(xt.getShape());
+  std::string letters = std::string("abcdefgh").substr(0, xt.getRank());
+  for (int64_t d = 0; d < xt.getRank(); ++d) {
+    if (shape[d] == current[d] && scales[d] == 1.0)
+      continue;
+    auto weights = ctx.materialize(
+        antialiasWeights(dtypeCodeOf(xt.getElementType()), current[d], shape[d], scales[d],
+                         mode == "cubic", ctx.attrFloat("cubic_coeff_a", -0.75f),
+                         ctx.attrInt("exclude_outside", 0) != 0, coord),
+        "resize_weights");
+    if (failed(weights))
+      return failure();
+    // "abcd,zc->abzd" contracts axis d (here c) into the new size z.
+    std::string result = letters;
+    result[d] = 'z';
+    current[d] = shape[d];
+    r = k::EinsumOp::create(ctx.b, ctx.loc, RankedTensorType::get(current, xt.getElementType()),
+                            ValueRange{r, *weights},
+                            letters + ",z" + letters[d] + "->" + result);
+  }
+  ctx.setOutput(0, r);
+  return success();
+}
+
 static LogicalResult importResize(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
@@ -1162,8 +1253,6 @@ static LogicalResult importResize(ImportContext &ctx) {
   std::string nearest = v10 ? "floor" : ctx.attrString("nearest_mode", "round_prefer_floor");
   if (coord == "tf_crop_and_resize")
     return ctx.fail("coordinate_transformation_mode '" + coord + "' is not supported");
-  if (ctx.attrInt("antialias", 0))
-    return ctx.fail("Resize with antialias is not supported");
   std::string policy = ctx.attrString("keep_aspect_ratio_policy", "stretch");
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
     return ctx.fail("unknown keep_aspect_ratio_policy '" + policy + "'");
@@ -1240,6 +1329,11 @@ static LogicalResult importResize(ImportContext &ctx) {
       shape[d] = xt.isDynamicDim(d)
                      ? ShapedType::kDynamic
                      : static_cast<int64_t>(std::floor(xt.getDimSize(d) * (float)scales[d]));
+  if (ctx.attrInt("antialias", 0) && mode != "nearest") {
+    if (runtimeScales)
+      return ctx.fail("antialiased Resize needs constant scales or sizes");
+    return importAntialiasResize(ctx, *x, shape, scales, mode, coord);
+  }
   ctx.setOutput(0, k::ResizeOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
                                        *x, runtimeScales, mode, coord, nearest, scales,
                                        APFloat((double)ctx.attrFloat("cubic_coeff_a", -0.75f)),

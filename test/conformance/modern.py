@@ -142,6 +142,13 @@ def define_cases():
     case("Resize_18_antialias_cubic", 18, "Resize",
          [In(img), None, Const(np.array([1, 1, 0.6, 0.6], np.float32))], mode="cubic",
          antialias=1)
+    case("Resize_18_antialias_cubic_exclude_align", 18, "Resize",
+         [In(rand(1, 2, 7, 6)), None, Const(np.array([1, 1, 0.6, 1.5], np.float32))],
+         mode="cubic", antialias=1, exclude_outside=1,
+         coordinate_transformation_mode="align_corners")
+    case("Resize_18_antialias_linear_sizes", 18, "Resize",
+         [In(rand(2, 9, 10)), None, None, Const(np.array([2, 4, 13], np.int64))],
+         mode="linear", antialias=1, coordinate_transformation_mode="asymmetric")
     case("Resize_18_axes_scales", 18, "Resize",
          [In(img), None, Const(np.array([0.5, 1.5], np.float32))], mode="linear",
          axes=[2, 3])
