@@ -111,6 +111,19 @@ def KilnChannelsLast : Pass<"kiln-channels-last", "ModuleOp"> {
   }];
 }
 
+def KilnComputeHalfInF32 : Pass<"kiln-compute-half-in-f32", "ModuleOp"> {
+  let summary = "Carry out f16/bf16 arithmetic in f32, rounding once per op";
+  let description = [{
+    Every kiln op with an f16 or bf16 result that rounds (sums, products,
+    transcendental functions, normalizations, pooling averages) takes its
+    16-bit float operands extended to f32 (constants at compile time),
+    computes in f32 and rounds its results back to 16 bits, as onnxruntime
+    does: a dot product of K terms summed in 16 bits would lose about
+    log2(K) bits. Ops that move, select or compare values (reshape, gather,
+    max, where, ...) are exact in any precision and are left alone.
+  }];
+}
+
 def KilnConvertToBF16 : Pass<"kiln-convert-to-bf16", "ModuleOp"> {
   let summary = "Run matmuls and convolutions with constant weights in bf16, summing in f32";
   let description = [{

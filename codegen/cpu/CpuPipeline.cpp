@@ -92,7 +92,8 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
     return "";
   case Stage::KilnOpt: {
     std::string text =
-        llvm::formatv("canonicalize,kiln-fold-batch-norm{{report={0}},"
+        llvm::formatv("canonicalize,kiln-compute-half-in-f32,canonicalize,"
+                      "kiln-fold-batch-norm{{report={0}},"
                       "kiln-fuse-attention{{report={0}},canonicalize,cse,"
                       "kiln-fuse-qdq{{report={1}},canonicalize,cse",
                       options.reportFusion, options.reportQuant)

@@ -1,0 +1,53 @@
+// RUN: kiln-opt %s --kiln-compute-half-in-f32 --split-input-file | FileCheck %s
+
+// A matmul of f16 operands runs on f32 ones and rounds its result once: the
+// activation is cast, the constant weights are widened at compile time.
+// CHECK-LABEL: func.func @matmul
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense_resource<[[BLOB:widened.*]]> : tensor<2x2xf32>
+// CHECK-DAG: %[[X:.*]] = kiln.cast %arg0 : tensor<3x2xf16> -> tensor<3x2xf32>
+// CHECK: %[[Y:.*]] = kiln.matmul %[[X]], %[[W]] : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+// CHECK: %[[R:.*]] = kiln.cast %[[Y]] : tensor<3x2xf32> -> tensor<3x2xf16>
+// CHECK: return %[[R]]
+// The f32 weights [1, 2, 0.5, 0.25].
+// CHECK: [[BLOB]]: "0x040000000000803F000000400000003F0000803E"
+func.func @matmul(%x: tensor<3x2xf16>) -> tensor<3x2xf16> {
+  %w = kiln.constant dense<[[1.0, 2.0], [0.5, 0.25]]> : tensor<2x2xf16> -> tensor<2x2xf16>
+  %0 = kiln.matmul %x, %w : (tensor<3x2xf16>, tensor<2x2xf16>) -> tensor<3x2xf16>
+  return %0 : tensor<3x2xf16>
+}
+
+// -----
+
+// Each rounding op rounds its own result (as onnxruntime stores each op's
+// f16 output); bf16 alike. A splat constant is widened as a splat.
+// CHECK-LABEL: func.func @chain
+// CHECK: %[[X:.*]] = kiln.cast %arg0 : tensor<8xbf16> -> tensor<8xf32>
+// CHECK: %[[E:.*]] = kiln.exp %[[X]] : tensor<8xf32>
+// CHECK: %[[E16:.*]] = kiln.cast %[[E]] : tensor<8xf32> -> tensor<8xbf16>
+// CHECK-DAG: %[[H:.*]] = kiln.constant dense<5.000000e-01> : tensor<f32>
+// CHECK-DAG: %[[E32:.*]] = kiln.cast %[[E16]] : tensor<8xbf16> -> tensor<8xf32>
+// CHECK: kiln.mul %[[E32]], %[[H]] : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+func.func @chain(%x: tensor<8xbf16>) -> tensor<8xbf16> {
+  %0 = kiln.exp %x : tensor<8xbf16>
+  %h = kiln.constant dense<0.5> : tensor<bf16> -> tensor<bf16>
+  %1 = kiln.mul %0, %h : (tensor<8xbf16>, tensor<bf16>) -> tensor<8xbf16>
+  return %1 : tensor<8xbf16>
+}
+
+// -----
+
+// Ops that move, select or compare are exact and stay in f16; so do f32
+// ops and ops with f32 operands next to f16 ones.
+// CHECK-LABEL: func.func @exact
+// CHECK-NEXT: kiln.reshape %arg0 : tensor<2x4xf16> -> tensor<8xf16>
+// CHECK-NEXT: kiln.relu %{{.*}} : tensor<8xf16>
+// CHECK-NEXT: kiln.reduce %{{.*}} {axes = array<i64: 0>, keepdims = false, kind = "max"} : tensor<8xf16> -> tensor<f16>
+// CHECK-NEXT: kiln.exp %arg1 : tensor<4xf32>
+// CHECK-NEXT: return
+func.func @exact(%x: tensor<2x4xf16>, %y: tensor<4xf32>) -> (tensor<f16>, tensor<4xf32>) {
+  %0 = kiln.reshape %x : tensor<2x4xf16> -> tensor<8xf16>
+  %1 = kiln.relu %0 : tensor<8xf16>
+  %2 = kiln.reduce %1 {kind = "max", axes = array<i64: 0>, keepdims = false} : tensor<8xf16> -> tensor<f16>
+  %3 = kiln.exp %y : tensor<4xf32>
+  return %2, %3 : tensor<f16>, tensor<4xf32>
+}
