@@ -7,6 +7,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
 using namespace llvm;
@@ -46,6 +47,12 @@ bool linkExecutable(StringRef object, const RuntimeLocation &runtime, StringRef 
   std::string mainArchive = runtime.mainArchive(), runtimeArchive = runtime.runtimeArchive();
   SmallVector<StringRef> args = {driver,         targetFlag, object, mainArchive,
                                  runtimeArchive, "-lm",      "-lpthread", "-o", output};
+#ifdef KILN_SANITIZE_FLAGS
+  // A sanitized build's host runtime needs the sanitizers' own runtimes
+  // (its cross runtimes are not instrumented).
+  if (tt.getArch() == Triple(sys::getProcessTriple()).getArch())
+    args.push_back(KILN_SANITIZE_FLAGS);
+#endif
   std::string message;
   int rc = sys::ExecuteAndWait(driver, args, std::nullopt, {}, 0, 0, &message);
   if (rc != 0) {

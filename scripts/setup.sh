@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what kiln needs on Debian 12 (only what is missing) and builds it
 # into build/. Safe to rerun; later runs only rebuild what changed.
+# KILN_BUILD_DIR and KILN_CMAKE_ARGS build another configuration elsewhere
+# (scripts/sanitize.sh: build-asan/ with the sanitizers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
           libonnx-dev libprotobuf-dev protobuf-compiler ninja-build cmake
           python3-onnx python3-numpy libgtest-dev file libonnx-testdata qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-          libopenblas0-pthread time)  # OpenBLAS: the benchmark measures its sgemm as the peak; time: compile-time benchmark
+          libopenblas0-pthread time  # OpenBLAS: the benchmark measures its sgemm as the peak; time: compile-time benchmark
+          libclang-rt-22-dev)        # ASan, UBSan and libFuzzer runtimes (scripts/sanitize.sh)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,14 +35,16 @@ fi
 
 scripts/fetch-models.sh
 
+BUILD_DIR=${KILN_BUILD_DIR:-build}
+read -r -a EXTRA_ARGS <<< "${KILN_CMAKE_ARGS:-}"
 LAUNCHER=()
 command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-if [ ! -f build/build.ninja ]; then
-  cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release \
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -G Ninja -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${EXTRA_ARGS[@]}" \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DCMAKE_C_COMPILER=/usr/lib/llvm-22/bin/clang \
     -DCMAKE_CXX_COMPILER=/usr/lib/llvm-22/bin/clang++ \
     -DLLVM_USE_LINKER=lld -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit "${LAUNCHER[@]}" >/dev/null
 fi
-echo "setup: building kiln"
-ninja -C build
+echo "setup: building kiln in $BUILD_DIR"
+ninja -C "$BUILD_DIR"

@@ -26,6 +26,14 @@ config.substitutions.append(("%node_tests", "/usr/share/libonnx-testdata/data/no
 config.substitutions.append(("%examples", os.path.join(config.kiln_src_root, "examples")))
 config.substitutions.append(("%runtime", os.path.join(config.kiln_obj_root, "lib", "kiln")))
 config.environment["NODE_PATH"] = ort_modules
+# %cc links C programs against kiln's static libraries; a sanitized build's
+# runtime needs clang's sanitizer runtimes (scripts/sanitize.sh).
+config.substitutions.append(
+    ("%cc", f"/usr/lib/llvm-22/bin/clang -fsanitize={config.kiln_sanitize}"
+     if config.kiln_sanitize else "cc"))
+for name in ["ASAN_OPTIONS", "UBSAN_OPTIONS"]:
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
 
 if os.path.isdir(os.path.join(ort_modules, "onnxruntime-node")) and shutil.which("node"):
     config.available_features.add("ort")

@@ -263,9 +263,10 @@ static func::FuncOp buildTask(scf::ParallelOp loop, unsigned distributed, String
     };
     auto inner = scf::ParallelOp::create(b, loc, inside(loop.getLowerBound()),
                                          inside(loop.getUpperBound()), inside(loop.getStep()));
-    for (auto [iv, innerIv] :
-         llvm::zip(ArrayRef<Value>(loop.getInductionVars()).drop_front(distributed),
-                   inner.getInductionVars()))
+    // A range-for would destroy the temporary vector of induction variables
+    // before its body runs: hold it.
+    SmallVector<Value> ivs = loop.getInductionVars(), innerIvs = inner.getInductionVars();
+    for (auto [iv, innerIv] : llvm::zip(ArrayRef(ivs).drop_front(distributed), innerIvs))
       map.map(iv, innerIv);
     b.setInsertionPoint(inner.getBody()->getTerminator());
   }

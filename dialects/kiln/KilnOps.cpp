@@ -683,11 +683,12 @@ std::optional<ConstantBytes> constantBytes(Attribute attr) {
                        isa<DenseResourceElementsAttr>(elements)};
 }
 
-/// Row-major strides of `shape`, in elements.
+/// Row-major strides of `shape`, in elements; 0 from a dynamic dimension
+/// on (only constants, always static, are relaid with them).
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
+    strides[d] = ShapedType::isDynamic(shape[d + 1]) ? 0 : strides[d + 1] * shape[d + 1];
   return strides;
 }
 

@@ -173,6 +173,14 @@ mlir::Location nodeLocation(mlir::Builder &b, const onnx::NodeProto &node);
 mlir::FailureOr<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> shape, int32_t dtype,
                                              mlir::Location loc, llvm::StringRef what);
 
+/// The most elements of a constant the importer computes (index tables,
+/// interpolation weights, grids): 64M, 512 MiB while held as doubles.
+constexpr int64_t kMaxConstantElements = int64_t(1) << 26;
+/// The element count of such a constant of `shape`, or an error at `loc`
+/// naming `what` when it is negative, overflows or exceeds the limit.
+mlir::FailureOr<int64_t> constantElementCount(llvm::ArrayRef<int64_t> shape, mlir::Location loc,
+                                              llvm::StringRef what);
+
 /// Model-level checks (versions, outputs, graph inputs and outputs) that
 /// replace libonnx's checker; diagnostics at `loc`.
 mlir::LogicalResult validateModel(const onnx::ModelProto &model, mlir::Location loc);

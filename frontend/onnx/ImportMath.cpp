@@ -561,6 +561,8 @@ LogicalResult importIsInf(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
     return failure();
+  if (!isa<FloatType>(getElementTypeOrSelf(x->getType())))
+    return ctx.fail("IsInf needs a floating-point input");
   Emitter e{ctx};
   Value r;
   for (auto [attr, sign] : {std::pair{"detect_positive", 1.0}, std::pair{"detect_negative", -1.0}}) {

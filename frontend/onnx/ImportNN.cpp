@@ -122,7 +122,11 @@ static FailureOr<Window> resolveWindow(ImportContext &ctx, ArrayRef<int64_t> inS
 
 /// A convolution of the current node's attributes on x, w (and bias), for
 /// Conv and the integer/quantized convolutions.
+static LogicalResult checkWeightRank(ImportContext &ctx, Value x, Value w);
+
 static FailureOr<Value> emitConv(ImportContext &ctx, Value x, Value w, Value bias) {
+  if (failed(checkWeightRank(ctx, x, w)))
+    return failure();
   bool lifted = isLifted1d(cast<RankedTensorType>(x.getType()));
   if (lifted) {
     x = liftTo2d(ctx, x);
@@ -576,7 +580,11 @@ static LogicalResult importDeformConv(ImportContext &ctx) {
     return failure();
   int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2), wd = xt.getDimSize(3);
   int64_t oc = wt.getDimSize(0), kh = window->kernel[0], kw = window->kernel[1], taps = kh * kw;
-  int64_t oh = window->outSize[0], ow = window->outSize[1], pixels = oh * ow;
+  int64_t oh = window->outSize[0], ow = window->outSize[1];
+  auto pixelCount = constantElementCount({oh, ow}, ctx.loc, "the tap positions");
+  if (failed(pixelCount))
+    return failure();
+  int64_t pixels = *pixelCount;
   int64_t groups = ctx.attrInt("group", 1), offsetGroups = ctx.attrInt("offset_group", 1);
   if (groups <= 0 || offsetGroups <= 0 || c % groups || oc % groups || c % offsetGroups ||
       wt.getDimSize(1) * groups != c)
@@ -668,9 +676,19 @@ static LogicalResult importDeformConv(ImportContext &ctx) {
   return success();
 }
 
+/// The weights of a convolution have the input's rank.
+static LogicalResult checkWeightRank(ImportContext &ctx, Value x, Value w) {
+  int64_t xr = cast<RankedTensorType>(x.getType()).getRank();
+  int64_t wr = cast<RankedTensorType>(w.getType()).getRank();
+  if (xr != wr || xr < 3)
+    return ctx.fail("the input (rank " + llvm::Twine(xr) + ") and the weights (rank " +
+                    llvm::Twine(wr) + ") must have one rank of at least 3");
+  return success();
+}
+
 static LogicalResult importConvTranspose(ImportContext &ctx) {
   auto x = ctx.input(0), wt = ctx.input(1);
-  if (failed(x) || failed(wt))
+  if (failed(x) || failed(wt) || failed(checkWeightRank(ctx, *x, *wt)))
     return failure();
   bool lifted = isLifted1d(cast<RankedTensorType>(x->getType()));
   if (lifted) {
@@ -696,17 +714,21 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
   SmallVector<int64_t> out(2);
   for (int i = 0; i < 2; ++i) {
     int64_t in = xt.getDimSize(2 + i), eff = dilations[i] * (kernel[i] - 1) + 1;
-    int64_t full = strides[i] * (in - 1) + outPad[i] + eff;
-    int64_t target = !outShape.empty()               ? outShape[outShape.size() - 2 + i]
-                     : autoPad.rfind("SAME", 0) == 0 ? in * strides[i]
-                                                     : -1;
-    if (target >= 0) {
-      int64_t total = full - target;
+    bool dynamic = ShapedType::isDynamic(in);
+    // The unpadded output length, s * (in - 1) + output_padding + eff.
+    int64_t full = dynamic ? 0 : strides[i] * (in - 1) + outPad[i] + eff;
+    bool same = autoPad.rfind("SAME", 0) == 0;
+    if (!outShape.empty() && dynamic)
+      return ctx.fail("ConvTranspose output_shape with a dynamic input size is not supported");
+    if (!outShape.empty() || same) {
+      // SAME targets in * s, so its padding does not depend on `in`.
+      int64_t total = !outShape.empty() ? full - outShape[outShape.size() - 2 + i]
+                                        : outPad[i] + eff - strides[i];
       bool upper = autoPad == "SAME_UPPER" || (outShape.empty() ? false : autoPad != "SAME_LOWER");
       pads[i] = upper ? total / 2 : total - total / 2;
       pads[i + 2] = total - pads[i];
     }
-    out[i] = full - pads[i] - pads[i + 2];
+    out[i] = dynamic ? ShapedType::kDynamic : full - pads[i] - pads[i + 2];
   }
   bool disjointTaps = xt.hasStaticShape() && g == 1;
   for (int i = 0; i < 2; ++i)

@@ -72,10 +72,23 @@ std::vector<std::string> stringsAttr(ImportContext &ctx, llvm::StringRef name) {
   return {};
 }
 
+/// Whether `v` is absent or a static tensor of exactly `shape`.
+bool hasShape(ImportContext &ctx, size_t input, ArrayRef<int64_t> shape) {
+  if (!ctx.hasInput(input))
+    return true;
+  auto t = ctx.inputType(input);
+  return succeeded(t) && t->hasStaticShape() && t->getShape() == shape;
+}
+
 LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
   auto x = ctx.input(0), w = ctx.input(1), r = ctx.input(2);
   if (failed(x) || failed(w) || failed(r))
     return failure();
+  if (cast<RankedTensorType>(x->getType()).getRank() != 3 ||
+      !cast<RankedTensorType>(x->getType()).hasStaticShape() ||
+      cast<RankedTensorType>(w->getType()).getRank() != 3 ||
+      !cast<RankedTensorType>(w->getType()).hasStaticShape())
+    return ctx.fail("X and W must be static 3-D tensors");
   if (ctx.hasInput(4)) {
     const HostTensor *lens = ctx.hostInput(4);
     auto xt = cast<RankedTensorType>(x->getType());
@@ -101,6 +114,19 @@ LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
   if (!hidden)
     hidden = wt.getDimSize(1) / gates;
   int64_t dirs = wt.getDimSize(0);
+  if (seq == 0)
+    return ctx.fail("an empty sequence is not supported");
+  if (hidden <= 0 || dirs <= 0 || dirs > 2 || wt.getDimSize(1) != gates * hidden ||
+      wt.getDimSize(2) != input)
+    return ctx.fail("W " + shapeText(wt.getShape()) + " does not match hidden_size " +
+                    llvm::Twine(hidden) + " and input size " + llvm::Twine(input));
+  // R, B, initial_h, initial_c, P: [dirs, G*h, h], [dirs, 2*G*h], [dirs, batch, h] x 2, [dirs, 3*h].
+  if (!hasShape(ctx, 2, {dirs, gates * hidden, hidden}) ||
+      !hasShape(ctx, 3, {dirs, 2 * gates * hidden}) || !hasShape(ctx, 5, {dirs, batch, hidden}) ||
+      (cell == Cell::LSTM && (!hasShape(ctx, 6, {dirs, batch, hidden}) ||
+                              !hasShape(ctx, 7, {dirs, 3 * hidden}))))
+    return ctx.fail("R, B, initial_h, initial_c or P does not have the shape W, X and "
+                    "hidden_size imply");
   std::string direction = ctx.attrString("direction", "forward");
   if ((direction == "bidirectional") != (dirs == 2))
     return ctx.fail("direction does not match the number of weight sets");

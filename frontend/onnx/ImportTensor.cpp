@@ -5,6 +5,7 @@
 // dynamic-looking shape arithmetic folds into static kiln shapes.
 //
 //===----------------------------------------------------------------------===//
+#include "frontend/onnx/HostEval.h"
 #include "frontend/onnx/ImportContext.h"
 #include "frontend/onnx/ShapeOperands.h"
 
@@ -102,7 +103,8 @@ static FailureOr<SmallVector<int64_t>> resolveReshape(ImportContext &ctx,
     }
     if (d < 0)
       return ctx.fail("Reshape shape has invalid dimension " + llvm::Twine(d));
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known))
+      return ctx.fail("Reshape shape has more elements than a 64-bit count holds");
     shape.push_back(d);
   }
   if (dynamic) {
@@ -955,11 +957,26 @@ static LogicalResult importConstantOfShape(ImportContext &ctx) {
         return ctx.fail("value must be a one-element tensor");
       value = v->isFloat() ? v->floats[0] : (double)v->ints[0];
     }
-  int64_t n = r.numElements();
+  auto n = checkedElementCount(r.shape, r.dtype, ctx.loc, "the output");
+  if (failed(n))
+    return failure();
+  if (*n > kMaxHostElements) {
+    // Too large to evaluate here: a splat constant, which holds one value.
+    Type et = elementTypeOf(ctx.b, r.dtype);
+    if (!et)
+      return ctx.fail("value has element type " + dtypeName(r.dtype) + ", which kiln does not "
+                      "support");
+    auto type = RankedTensorType::get(r.shape, et);
+    Attribute element = isa<FloatType>(et) ? (Attribute)ctx.b.getFloatAttr(et, value)
+                                           : (Attribute)ctx.b.getIntegerAttr(et, (int64_t)value);
+    ctx.setOutput(0, k::ConstantOp::create(ctx.b, ctx.loc, type,
+                                           DenseElementsAttr::get(type, element)));
+    return success();
+  }
   if (r.isFloat())
-    r.floats.assign(n, value);
+    r.floats.assign(*n, value);
   else
-    r.ints.assign(n, (int64_t)value);
+    r.ints.assign(*n, (int64_t)value);
   ctx.setHostOutput(0, std::move(r));
   return success();
 }
@@ -1010,11 +1027,18 @@ static LogicalResult importRange(ImportContext &ctx) {
   const HostTensor *s = ctx.hostInput(0), *l = ctx.hostInput(1), *d = ctx.hostInput(2);
   if (!s || !l || !d)
     return runtimeRange(ctx);
+  for (const HostTensor *t : {s, l, d})
+    if (t->numElements() != 1)
+      return ctx.fail("start, limit and delta must be scalars");
   auto scalar = [](const HostTensor *t) { return t->isFloat() ? t->floats[0] : (double)t->ints[0]; };
   double start = scalar(s), limit = scalar(l), delta = scalar(d);
   if (delta == 0)
     return ctx.fail("Range delta must not be 0");
-  int64_t n = std::max<int64_t>(0, (int64_t)std::ceil((limit - start) / delta));
+  double length = std::ceil((limit - start) / delta);
+  if (!(length <= double(kMaxHostElements)))
+    return ctx.fail("Range would have more than the " + llvm::Twine(kMaxHostElements) +
+                    " elements kiln computes while compiling");
+  int64_t n = std::max<int64_t>(0, (int64_t)length);
   HostTensor r;
   r.dtype = s->dtype;
   r.shape = {n};
@@ -1221,6 +1245,9 @@ static LogicalResult importAntialiasResize(ImportContext &ctx, Value x, ArrayRef
   for (int64_t d = 0; d < xt.getRank(); ++d) {
     if (shape[d] == current[d] && scales[d] == 1.0)
       continue;
+    if (shape[d] <= 0 || failed(constantElementCount({shape[d], current[d]}, ctx.loc,
+                                                      "the interpolation weights")))
+      return ctx.fail("antialiased Resize needs positive output sizes");
     auto weights = ctx.materialize(
         antialiasWeights(dtypeCodeOf(xt.getElementType()), current[d], shape[d], scales[d],
                          mode == "cubic", ctx.attrFloat("cubic_coeff_a", -0.75f),
@@ -1622,13 +1649,13 @@ static LogicalResult importAffineGrid(ImportContext &ctx) {
   };
   // Points in row-major order of (d,) h, w; columns x (along w), y, (z,) 1.
   std::vector<int64_t> dims(size->begin() + 2, size->end());
-  int64_t points = 1;
-  for (int64_t d : dims)
-    points *= d;
+  auto points = constantElementCount(dims, ctx.loc, "the grid");
+  if (failed(points) || failed(constantElementCount({*points, spatial + 1}, ctx.loc, "the grid")))
+    return failure();
   HostTensor base;
   base.dtype = dtypeCodeOf(tt.getElementType());
-  base.shape = {1, points, spatial + 1};
-  for (int64_t p = 0; p < points; ++p) {
+  base.shape = {1, *points, spatial + 1};
+  for (int64_t p = 0; p < *points; ++p) {
     std::vector<int64_t> index(spatial);
     for (int64_t d = spatial - 1, rest = p; d >= 0; --d) {
       index[d] = rest % dims[d];
@@ -1646,7 +1673,7 @@ static LogicalResult importAffineGrid(ImportContext &ctx) {
   Value thetaT = k::TransposeOp::create(
       ctx.b, ctx.loc, RankedTensorType::get({n, spatial + 1, spatial}, et), *theta,
       ArrayRef<int64_t>{0, 2, 1});
-  Value flat = k::MatMulOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, points, spatial}, et),
+  Value flat = k::MatMulOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, *points, spatial}, et),
                                    *grid, thetaT);
   SmallVector<int64_t> shape = {n};
   shape.append(dims.begin(), dims.end());
@@ -1738,15 +1765,28 @@ static LogicalResult importCol2Im(ImportContext &ctx) {
       dilations.size() != dims || strides.size() != dims || pads.size() != 2 * dims)
     return ctx.fail("Col2Im needs a static [N, C*prod(block), L] input and one block size, "
                     "dilation, stride and two pads per image dimension");
-  int64_t taps = 1, pixels = 1, blocks = 1;
+  // Sizes in [1, 2^31) (pads in (-2^31, 2^31)) keep the arithmetic below exact.
+  auto within = [](ArrayRef<int64_t> v, int64_t low) {
+    return llvm::all_of(v, [&](int64_t x) { return x >= low && x < (int64_t(1) << 31); });
+  };
+  if (!within(*image, 1) || !within(*block, 1) || !within(strides, 1) || !within(dilations, 1) ||
+      !within(pads, 1 - (int64_t(1) << 31)))
+    return ctx.fail("Col2Im needs image and block sizes, strides and dilations from 1 to 2^31 "
+                    "and pads under 2^31");
   std::vector<int64_t> perDim(dims);
   for (size_t d = 0; d < dims; ++d) {
-    taps *= (*block)[d];
-    pixels *= (*image)[d];
     int64_t span = dilations[d] * ((*block)[d] - 1) + 1;
     perDim[d] = ((*image)[d] + pads[d] + pads[d + dims] - span) / strides[d] + 1;
-    blocks *= perDim[d];
+    if (perDim[d] <= 0)
+      return ctx.fail("no block fits the padded image along dimension " + llvm::Twine(d));
   }
+  auto pixelCount = constantElementCount(*image, ctx.loc, "the image");
+  auto tapCount = constantElementCount(*block, ctx.loc, "the block");
+  auto blockCount = constantElementCount(perDim, ctx.loc, "the blocks");
+  if (failed(pixelCount) || failed(tapCount) || failed(blockCount) ||
+      failed(constantElementCount({*tapCount, *blockCount}, ctx.loc, "the block targets")))
+    return failure();
+  int64_t taps = *tapCount, pixels = *pixelCount, blocks = *blockCount;
   int64_t n = xt.getDimSize(0), c = xt.getDimSize(1) / std::max<int64_t>(taps, 1);
   if (c * taps != xt.getDimSize(1) || blocks != xt.getDimSize(2))
     return ctx.fail("input " + shapeText(xt.getShape()) + " does not hold C x " +

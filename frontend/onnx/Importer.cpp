@@ -143,11 +143,20 @@ FailureOr<int64_t> ImportContext::axis(int64_t a, int64_t rank) const {
   return normalized;
 }
 
+/// `value` as an int64, saturated (NaN to 0), as the C++ cast is not.
+static int64_t saturatedInt(double value) {
+  if (std::isnan(value))
+    return 0;
+  if (value >= 0x1p63)
+    return std::numeric_limits<int64_t>::max();
+  return value <= -0x1p63 ? std::numeric_limits<int64_t>::min() : (int64_t)value;
+}
+
 Value ImportContext::scalar(Type elementType, double value) {
   auto type = RankedTensorType::get({}, elementType);
   Attribute element = isa<FloatType>(elementType)
                           ? (Attribute)b.getFloatAttr(elementType, value)
-                          : (Attribute)b.getIntegerAttr(elementType, (int64_t)value);
+                          : (Attribute)b.getIntegerAttr(elementType, saturatedInt(value));
   auto attr = DenseElementsAttr::get(type, element);
   return mlir::kiln::ConstantOp::create(b, loc, type, attr);
 }
@@ -395,12 +404,8 @@ FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, Location loc) {
   return t;
 }
 
-static FailureOr<onnx::ModelProto> loadModel(const std::string &path, Location loc) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return mlir::emitError(loc) << "cannot read the model: " << buffer.getError().message();
+static FailureOr<onnx::ModelProto> parseModel(llvm::StringRef bytes, Location loc) {
   onnx::ModelProto model;
-  llvm::StringRef bytes = (*buffer)->getBuffer();
   if (bytes.size() > (size_t)INT_MAX)
     return mlir::emitError(loc) << "the model file is over 2 GiB; protobuf cannot parse it "
                                    "(keep large weights as external data)";
@@ -567,9 +572,20 @@ LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph) {
 
 OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &options,
                                   MLIRContext &context) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    mlir::emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << "cannot read the model: " << buffer.getError().message();
+    return nullptr;
+  }
+  return importModelBytes((*buffer)->getBuffer(), path, options, context);
+}
+
+OwningOpRef<ModuleOp> importModelBytes(llvm::StringRef bytes, const std::string &path,
+                                       const ImportOptions &options, MLIRContext &context) {
   context.loadDialect<mlir::kiln::KilnDialect, func::FuncDialect>();
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
-  auto model = loadModel(path, fileLoc);
+  auto model = parseModel(bytes, fileLoc);
   if (failed(model))
     return nullptr;
   const onnx::GraphProto &graph = model->graph();

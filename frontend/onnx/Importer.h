@@ -27,6 +27,12 @@ mlir::OwningOpRef<mlir::ModuleOp> importModel(const std::string &path,
                                               const ImportOptions &options,
                                               mlir::MLIRContext &context);
 
+/// importModel() of a model already in memory; `path` names it in messages.
+mlir::OwningOpRef<mlir::ModuleOp> importModelBytes(llvm::StringRef bytes,
+                                                   const std::string &path,
+                                                   const ImportOptions &options,
+                                                   mlir::MLIRContext &context);
+
 } // namespace kiln::onnx_frontend
 
 #endif

@@ -59,6 +59,20 @@ FailureOr<int64_t> checkedElementCount(llvm::ArrayRef<int64_t> shape, int32_t dt
   return count;
 }
 
+FailureOr<int64_t> constantElementCount(llvm::ArrayRef<int64_t> shape, Location loc,
+                                       llvm::StringRef what) {
+  auto count = checkedElementCount(shape, onnx::TensorProto::DOUBLE, loc, what);
+  if (failed(count))
+    return failure();
+  if (*count > kMaxConstantElements) {
+    mlir::emitError(loc) << what << " would need a constant of " << *count
+                         << " elements, more than the " << kMaxConstantElements
+                         << " kiln builds while compiling";
+    return failure();
+  }
+  return count;
+}
+
 //===----------------------------------------------------------------------===//
 // Model-level checks
 //===----------------------------------------------------------------------===//

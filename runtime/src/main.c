@@ -116,8 +116,10 @@ static int bench(kiln_model *model, long runs, const kiln_tensor *in) {
   kiln_tensor *out = calloc(info->num_outputs + 1, sizeof(kiln_tensor));
   long warmup = runs / 10 > 1 ? runs / 10 : 1;
   for (long i = 0; i < warmup; ++i)
-    if (kiln_model_run_tensors(model, in, out))
+    if (kiln_model_run_tensors(model, in, out)) {
+      free(out);
       return fail("%s", kiln_model_error(model));
+    }
   double *times = malloc((size_t)runs * sizeof(double)), total = 0;
   for (long i = 0; i < runs; ++i) {
     double t0 = now_ms();
@@ -157,19 +159,23 @@ static void summarize(const kiln_tensor_info *t, const kiln_tensor *value) {
   printf(n > shown ? " ...\n" : "\n");
 }
 
-int main(int argc, char **argv) {
-  prog = argv[0];
+/* What the command line asks for. */
+typedef struct {
+  const char **paths; /* per input; NULL where none was given */
+  const char *output_dir;
+  long bench_runs, threads;
+} options;
+
+/* 0 to run, 1 after an error, -1 after --help. */
+static int parse_args(int argc, char **argv, options *o) {
   const kiln_model_info *info = &kiln_main_model;
-  const char **paths = calloc(info->num_inputs + 1, sizeof(char *));
-  const char *output_dir = NULL;
-  long bench_runs = 0, threads = 0;
   uint32_t positional = 0;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     int has_value = i + 1 < argc;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
-      return 0;
+      return -1;
     } else if (!strcmp(a, "--input") && has_value) {
       const char *spec = argv[++i], *eq = strchr(spec, '=');
       if (!eq)
@@ -179,17 +185,17 @@ int main(int argc, char **argv) {
       int idx = input_index(name);
       if (idx < 0)
         return fail("the model has no input named '%s' (see --help)", name);
-      paths[idx] = eq + 1;
+      o->paths[idx] = eq + 1;
     } else if (!strcmp(a, "--output-dir") && has_value) {
-      output_dir = argv[++i];
+      o->output_dir = argv[++i];
     } else if (!strcmp(a, "--bench") && has_value) {
-      bench_runs = strtol(argv[++i], NULL, 10);
-      if (bench_runs < 1)
+      o->bench_runs = strtol(argv[++i], NULL, 10);
+      if (o->bench_runs < 1)
         return fail("--bench expects a positive run count, got '%s'", argv[i]);
     } else if (!strcmp(a, "--threads") && has_value) {
       char *end;
-      threads = strtol(argv[++i], &end, 10);
-      if (*end || threads < 1 || threads > KILN_MAX_THREADS)
+      o->threads = strtol(argv[++i], &end, 10);
+      if (*end || o->threads < 1 || o->threads > KILN_MAX_THREADS)
         return fail("--threads expects a count from 1 to " STRINGIFY(KILN_MAX_THREADS) ", got '%s'",
                     argv[i]);
     } else if (a[0] == '-' && a[1] == '-') {
@@ -197,62 +203,87 @@ int main(int argc, char **argv) {
     } else {
       if (positional >= info->num_inputs)
         return fail("too many positional inputs at '%s'", a);
-      paths[positional++] = a;
+      o->paths[positional++] = a;
     }
   }
-  kiln_model *model = kiln_model_create(info);
-  if (!model)
-    return fail("%s", "model ABI version is not supported by this runtime");
-  if (kiln_model_set_num_threads(model, (int)threads))
+  return 0;
+}
+
+/* Fills `in` (from .npy files read into `arrays`, or random for a
+ * benchmark), then benchmarks the model or runs it once and writes or
+ * prints its outputs. */
+static int run(const options *o, kiln_model *model, kiln_tensor *in, kiln_npy *arrays) {
+  const kiln_model_info *info = &kiln_main_model;
+  if (kiln_model_set_num_threads(model, (int)o->threads))
     return fail("%s", kiln_model_error(model));
-  kiln_tensor *in = calloc(info->num_inputs + 1, sizeof(kiln_tensor));
-  kiln_npy *arrays = calloc(info->num_inputs + 1, sizeof(kiln_npy));
   char msg[512];
   unsigned seed = 42;
   for (uint32_t i = 0; i < info->num_inputs; ++i) {
     const kiln_tensor_info *t = &info->inputs[i];
-    if (!paths[i]) {
-      if (!bench_runs)
+    if (!o->paths[i]) {
+      if (!o->bench_runs)
         return fail("missing input '%s' (give --input NAME=FILE.npy; see --help)", t->name);
       for (int32_t d = 0; d < t->rank; ++d)
         if (t->shape[d] < 0)
           return fail("input '%s' has dynamic dimensions: give its value with --input to "
                       "benchmark",
                       t->name);
-      in[i] = (kiln_tensor){random_input(t, &seed), t->dtype, t->rank, t->shape};
+      arrays[i].data = random_input(t, &seed); /* freed with the arrays */
+      in[i] = (kiln_tensor){arrays[i].data, t->dtype, t->rank, t->shape};
       continue;
     }
-    if (kiln_npy_read(paths[i], &arrays[i], msg, sizeof msg))
+    if (kiln_npy_read(o->paths[i], &arrays[i], msg, sizeof msg))
       return fail("%s", msg);
     /* .npy has no bfloat16: bf16 inputs come as uint16 bit patterns. */
     if (t->dtype == KILN_BFLOAT16 && arrays[i].dtype == KILN_UINT16)
       arrays[i].dtype = KILN_BFLOAT16;
     in[i] = (kiln_tensor){arrays[i].data, arrays[i].dtype, arrays[i].rank, arrays[i].shape};
   }
-  if (bench_runs)
-    return bench(model, bench_runs, in);
+  if (o->bench_runs)
+    return bench(model, o->bench_runs, in);
   kiln_tensor *out = calloc(info->num_outputs + 1, sizeof(kiln_tensor));
   double t0 = now_ms();
-  if (kiln_model_run_tensors(model, in, out))
-    return fail("%s", kiln_model_error(model));
+  int rc = kiln_model_run_tensors(model, in, out) ? fail("%s", kiln_model_error(model)) : 0;
   double elapsed = now_ms() - t0;
-
-  if (output_dir && mkdir(output_dir, 0777) != 0 && errno != EEXIST)
-    return fail("cannot create output directory '%s'", output_dir);
-  for (uint32_t i = 0; i < info->num_outputs; ++i) {
+  if (!rc && o->output_dir && mkdir(o->output_dir, 0777) != 0 && errno != EEXIST)
+    rc = fail("cannot create output directory '%s'", o->output_dir);
+  for (uint32_t i = 0; !rc && i < info->num_outputs; ++i) {
     const kiln_tensor_info *t = &info->outputs[i];
-    if (!output_dir) {
+    if (!o->output_dir) {
       summarize(t, &out[i]);
       continue;
     }
     char name[256], path[4096];
     snprintf(name, sizeof name, "%s", t->name);
     sanitize(name);
-    snprintf(path, sizeof path, "%s/%s.npy", output_dir, name);
+    snprintf(path, sizeof path, "%s/%s.npy", o->output_dir, name);
     if (kiln_npy_write(path, t->dtype, out[i].rank, out[i].shape, out[i].data, msg, sizeof msg))
-      return fail("%s", msg);
+      rc = fail("%s", msg);
   }
-  fprintf(stderr, "inference: %.3f ms\n", elapsed);
-  kiln_model_destroy(model);
-  return 0;
+  if (!rc)
+    fprintf(stderr, "inference: %.3f ms\n", elapsed);
+  free(out);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  prog = argv[0];
+  const kiln_model_info *info = &kiln_main_model;
+  options o = {calloc(info->num_inputs + 1, sizeof(char *)), NULL, 0, 0};
+  int rc = parse_args(argc, argv, &o);
+  if (rc == 0) {
+    kiln_model *model = kiln_model_create(info);
+    kiln_tensor *in = calloc(info->num_inputs + 1, sizeof(kiln_tensor));
+    kiln_npy *arrays = calloc(info->num_inputs + 1, sizeof(kiln_npy));
+    rc = model ? run(&o, model, in, arrays)
+               : fail("%s", "model ABI version is not supported by this runtime");
+    for (uint32_t i = 0; i < info->num_inputs; ++i)
+      kiln_npy_free(&arrays[i]);
+    free(arrays);
+    free(in);
+    if (model)
+      kiln_model_destroy(model);
+  }
+  free(o.paths);
+  return rc < 0 ? 0 : rc;
 }
