@@ -705,6 +705,8 @@ static FailureOr<std::vector<int64_t>> runtimeSplitSizes(ImportContext &ctx, int
 static LogicalResult importSplit(ImportContext &ctx) {
   std::vector<int64_t> shape = shapeOfInput(ctx);
   int64_t rank = shape.size();
+  if (rank == 0)
+    return ctx.fail("Split needs an input of rank 1 or more");
   auto axis = ctx.axis(ctx.attrInt("axis", 0), rank);
   if (failed(axis))
     return failure();
@@ -720,6 +722,8 @@ static LogicalResult importSplit(ImportContext &ctx) {
   int64_t outputs = ctx.node->output_size(), dim = shape[*axis];
   if (sizes.empty()) {
     int64_t parts = ctx.attrInt("num_outputs", outputs);
+    if (parts <= 0 || ShapedType::isDynamic(dim))
+      return ctx.fail("Split into equal parts needs a static dimension and at least one output");
     int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t i = 0; i < parts; ++i)
       sizes.push_back(std::min(chunk, dim - i * chunk));
@@ -742,6 +746,8 @@ static LogicalResult importSplit(ImportContext &ctx) {
 /// Gather on host tensors (e.g. picking one dimension out of Shape).
 static LogicalResult importGather(ImportContext &ctx) {
   const HostTensor *data = ctx.hostInput(0), *indices = ctx.hostInput(1);
+  if (data ? data->shape.empty() : succeeded(ctx.inputType(0)) && ctx.inputType(0)->getRank() == 0)
+    return ctx.fail("Gather needs data of rank 1 or more");
   if (!data || !indices) {
     auto d = ctx.input(0), i = ctx.input(1);
     if (failed(d) || failed(i))
@@ -820,6 +826,8 @@ static LogicalResult importPad(ImportContext &ctx) {
     auto a = ctx.hostInts(3, "axes");
     if (failed(a))
       return failure();
+    if (pads.size() != 2 * a->size())
+      return ctx.fail("pads needs 2 entries per axis");
     std::vector<int64_t> full(2 * rank, 0);
     for (size_t i = 0; i < a->size(); ++i) {
       auto axis = ctx.axis((*a)[i], rank);
@@ -1347,15 +1355,27 @@ static LogicalResult importResize(ImportContext &ctx) {
   }
   if (mode == "linear" && v10)
     coord = "asymmetric";
+  if (!runtimeScales && llvm::any_of(scales, [](double s) { return !(s > 0 && std::isfinite(s)); }))
+    return ctx.fail("scales must be positive and finite");
   bool sized = ctx.hasInput(sizesInput) && !v10;
   if (!xt.hasStaticShape() && (runtimeScales || sized))
     return ctx.fail("Resize of an input with dynamic dimensions needs constant scales; pin "
                     "the model's input shapes with --input-shape");
-  for (int64_t d = 0; d < rank && !runtimeScales; ++d)
-    if (!sized)
-      shape[d] = xt.isDynamicDim(d)
-                     ? ShapedType::kDynamic
-                     : static_cast<int64_t>(std::floor(xt.getDimSize(d) * (float)scales[d]));
+  for (int64_t d = 0; d < rank && !runtimeScales; ++d) {
+    if (sized || xt.isDynamicDim(d)) {
+      shape[d] = sized ? shape[d] : ShapedType::kDynamic;
+      continue;
+    }
+    float size = std::floor(xt.getDimSize(d) * (float)scales[d]);
+    if (!(size < 0x1p47f))
+      return ctx.fail("scales make dimension " + llvm::Twine(d) + " larger than 2^47");
+    shape[d] = static_cast<int64_t>(size);
+  }
+  SmallVector<int64_t> known;
+  for (int64_t d : shape)
+    known.push_back(ShapedType::isDynamic(d) ? 1 : d);
+  if (failed(checkedElementCount(known, dtypeCodeOf(xt.getElementType()), ctx.loc, "the output")))
+    return failure();
   if (ctx.attrInt("antialias", 0) && mode != "nearest") {
     if (runtimeScales)
       return ctx.fail("antialiased Resize needs constant scales or sizes");
