@@ -843,6 +843,8 @@ static LogicalResult importPad(ImportContext &ctx) {
   std::string mode = ctx.attrString("mode", "constant");
   if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
     return ctx.fail("Pad mode '" + mode + "' is not supported");
+  if (llvm::any_of(pads, [](int64_t p) { return p <= -(int64_t(1) << 40) || p >= int64_t(1) << 40; }))
+    return ctx.fail("pads must be under 2^40 in magnitude");
   // Negative pads crop: a slice of the input, then padding of what is left.
   SmallVector<int64_t> starts(rank, 0), steps(rank, 1), kept(xt.getShape());
   bool crops = false;
@@ -866,6 +868,11 @@ static LogicalResult importPad(ImportContext &ctx) {
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < rank; ++i)
     shape.push_back(ShapedType::isDynamic(kept[i]) ? kept[i] : kept[i] + pads[i] + pads[i + rank]);
+  SmallVector<int64_t> known;
+  for (int64_t d : shape)
+    known.push_back(ShapedType::isDynamic(d) ? 1 : d);
+  if (failed(checkedElementCount(known, dtypeCodeOf(xt.getElementType()), ctx.loc, "the output")))
+    return failure();
   ctx.setOutput(0, k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
                                     in, ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getStringAttr(mode),
                                     ctx.b.getF64FloatAttr(value)));
