@@ -1693,6 +1693,8 @@ static LogicalResult importMaxUnpool(ImportContext &ctx) {
   if (failed(x) || failed(indices))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
+  if (xt.getRank() < 3 || !xt.hasStaticShape())
+    return ctx.fail("MaxUnpool needs a static input of rank 3 or more");
   int64_t rank = xt.getRank(), spatial = rank - 2;
   std::vector<int64_t> kernel = ctx.attrInts("kernel_shape");
   std::vector<int64_t> strides = ctx.attrInts("strides", std::vector<int64_t>(spatial, 1));
@@ -1713,9 +1715,10 @@ static LogicalResult importMaxUnpool(ImportContext &ctx) {
     if ((int64_t)shape.size() != rank)
       return ctx.fail("output_shape needs one entry per dimension");
   }
-  int64_t total = 1;
-  for (int64_t d : shape)
-    total *= d;
+  auto count = checkedElementCount(shape, dtypeCodeOf(xt.getElementType()), ctx.loc, "the output");
+  if (failed(count))
+    return failure();
+  int64_t total = *count;
   Emitter e{ctx};
   Value zeros = k::ConstantOp::create(
       ctx.b, ctx.loc, RankedTensorType::get({total}, xt.getElementType()),
