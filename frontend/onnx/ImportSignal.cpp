@@ -147,6 +147,9 @@ std::optional<int64_t> hostScalar(ImportContext &ctx, size_t i) {
 /// times the window, each transformed by a DFT (onesided by default). A
 /// run-time frame_step or frame_length is the one value the declared output
 /// shape allows, checked at run time.
+/// The longest signal whose frame length and step STFT infers by search.
+constexpr int64_t kMaxSearchedLength = 1 << 20;
+
 LogicalResult importSTFT(ImportContext &ctx) {
   auto signal = ctx.input(0);
   if (failed(signal))
@@ -158,14 +161,21 @@ LogicalResult importSTFT(ImportContext &ctx) {
   bool onesided = ctx.attrInt("onesided", 1);
   Value window = ctx.optionalInput(2);
   std::optional<int64_t> step = hostScalar(ctx, 1), frameLength = hostScalar(ctx, 3);
-  if (window)
+  if (window) {
+    if (cast<RankedTensorType>(window.getType()).getRank() != 1)
+      return ctx.fail("STFT's window must be 1-D");
     frameLength = cast<RankedTensorType>(window.getType()).getDimSize(0);
+  }
   if (!step || !frameLength) {
     auto declared = declaredFor(ctx, step ? "frame_length" : "frame_step");
     if (failed(declared))
       return failure();
     if (declared->size() != 4)
       return ctx.fail("the declared output shape of STFT must be 4-D");
+    // The search below tries every frame length and step.
+    if (ShapedType::isDynamic(length) || length > kMaxSearchedLength)
+      return ctx.fail("STFT infers frame_length or frame_step only for static signals of at "
+                      "most " + llvm::Twine(kMaxSearchedLength) + " samples");
     int64_t frames = (*declared)[1], bins = (*declared)[2];
     // Every (frame_length, frame_step) the declared frames and bins allow.
     std::vector<std::pair<int64_t, int64_t>> fits;
