@@ -26,6 +26,15 @@ static HostTensor intTensor(std::vector<int64_t> values, std::vector<int64_t> sh
   return t;
 }
 
+/// Fails, naming the output, when the static dimensions of an output of
+/// `shape` and element type `et` would take more than 2^47 bytes.
+static LogicalResult checkOutputSize(ImportContext &ctx, ArrayRef<int64_t> shape, Type et) {
+  SmallVector<int64_t> known;
+  for (int64_t d : shape)
+    known.push_back(ShapedType::isDynamic(d) ? 1 : d);
+  return checkedElementCount(known, dtypeCodeOf(et), ctx.loc, "the output");
+}
+
 /// Row-major strides of `shape`.
 static std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   std::vector<int64_t> s(shape.size(), 1);
@@ -868,10 +877,7 @@ static LogicalResult importPad(ImportContext &ctx) {
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < rank; ++i)
     shape.push_back(ShapedType::isDynamic(kept[i]) ? kept[i] : kept[i] + pads[i] + pads[i + rank]);
-  SmallVector<int64_t> known;
-  for (int64_t d : shape)
-    known.push_back(ShapedType::isDynamic(d) ? 1 : d);
-  if (failed(checkedElementCount(known, dtypeCodeOf(xt.getElementType()), ctx.loc, "the output")))
+  if (failed(checkOutputSize(ctx, shape, xt.getElementType())))
     return failure();
   ctx.setOutput(0, k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
                                     in, ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getStringAttr(mode),
@@ -1378,10 +1384,7 @@ static LogicalResult importResize(ImportContext &ctx) {
       return ctx.fail("scales make dimension " + llvm::Twine(d) + " larger than 2^47");
     shape[d] = static_cast<int64_t>(size);
   }
-  SmallVector<int64_t> known;
-  for (int64_t d : shape)
-    known.push_back(ShapedType::isDynamic(d) ? 1 : d);
-  if (failed(checkedElementCount(known, dtypeCodeOf(xt.getElementType()), ctx.loc, "the output")))
+  if (failed(checkOutputSize(ctx, shape, xt.getElementType())))
     return failure();
   if (ctx.attrInt("antialias", 0) && mode != "nearest") {
     if (runtimeScales)
@@ -1712,12 +1715,11 @@ static LogicalResult importAffineGrid(ImportContext &ctx) {
 /// An i64 host tensor of `shape` holding f(flat index).
 static HostTensor indexTensor(std::vector<int64_t> shape,
                               llvm::function_ref<int64_t(int64_t)> f) {
-  HostTensor t;
-  t.dtype = onnx::TensorProto::INT64;
-  t.shape = std::move(shape);
-  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
-    t.ints.push_back(f(i));
-  return t;
+  std::vector<int64_t> values(std::accumulate(shape.begin(), shape.end(), int64_t(1),
+                                              std::multiplies<int64_t>()));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = f(i);
+  return intTensor(std::move(values), std::move(shape));
 }
 
 /// TensorScatter (opset 24): a KV cache with `update` written along `axis`

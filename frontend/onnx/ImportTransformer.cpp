@@ -78,9 +78,9 @@ FailureOr<Value> additiveMask(ImportContext &ctx, Type et, int64_t lq, int64_t l
       return failure();
     mask = *m;
     if (typeOf(mask).getElementType().isInteger(1)) {
-      auto zero = e.constant(e.castTo(mask, et), 0.0);
       auto r = RankedTensorType::get(typeOf(mask).getShape(), et);
-      mask = k::WhereOp::create(ctx.b, ctx.loc, r, mask, zero, ctx.scalar(et, minusInf));
+      mask = k::WhereOp::create(ctx.b, ctx.loc, r, mask, ctx.scalar(et, 0.0),
+                                ctx.scalar(et, minusInf));
     } else if (typeOf(mask).getElementType() != et) {
       return ctx.fail("attn_mask must be bool or the query's element type");
     }
