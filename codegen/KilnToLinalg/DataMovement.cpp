@@ -620,6 +620,12 @@ struct GatherNDLowering : OpConversionPattern<GatherNDOp> {
     Value data = adaptor.getData(), indices = adaptor.getIndices();
     ArrayRef<int64_t> ds = tensorType(data).getShape(), is = tensorType(indices).getShape();
     int64_t b = op.getBatchDims(), q = is.size(), k = is.back();
+    // Index tuples may be counted at run time (NonZero's); the data is static.
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d = 0; d + 1 < q; ++d)
+      sizes.push_back(dimOf(rewriter, op.getLoc(), indices, d));
+    for (int64_t d = b + k; d < (int64_t)ds.size(); ++d)
+      sizes.push_back(rewriter.getIndexAttr(ds[d]));
     Value r = gatherFrom(rewriter, op.getLoc(), data, {}, {}, type,
                          [&](OpBuilder &nb, Location l, ValueRange, ArrayRef<Value> out) {
                            SmallVector<Value> at(out.begin(), out.begin() + q - 1), src;
@@ -632,7 +638,8 @@ struct GatherNDLowering : OpConversionPattern<GatherNDOp> {
                            }
                            src.append(out.begin() + q - 1, out.end());
                            return src;
-                         });
+                         },
+                         sizes);
     rewriter.replaceOp(op, r);
     return success();
   }

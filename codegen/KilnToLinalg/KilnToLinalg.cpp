@@ -1434,8 +1434,26 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
             })
             .getResult(0);
     auto valuesType = signlessType(op.getValues().getType());
-    Value values = zeroFilled(rewriter, loc, valuesType.getShape(), et);
-    Value indices = zeroFilled(rewriter, loc, valuesType.getShape(), i64);
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, x);
+    if (Value k = adaptor.getK()) {
+      Value kValue = tensor::ExtractOp::create(rewriter, loc, k, ValueRange{});
+      Value n = arith::ConstantIntOp::create(rewriter, loc, i64, in.getDimSize(axis));
+      Value zero = arith::ConstantIntOp::create(rewriter, loc, i64, 0);
+      checkAtRunTime(rewriter, loc,
+                     arith::AndIOp::create(
+                         rewriter, loc,
+                         arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, kValue,
+                                               zero),
+                         arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, kValue, n)),
+                     "K must be between 0 and " + Twine(in.getDimSize(axis)) +
+                         ", the input's size along the axis");
+      sizes[axis] = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), kValue)
+                        .getResult();
+    } else {
+      sizes[axis] = rewriter.getIndexAttr(valuesType.getDimSize(axis));
+    }
+    Value values = zeroFilled(rewriter, loc, sizes, et);
+    Value indices = zeroFilled(rewriter, loc, sizes, i64);
     auto select = linalg::GenericOp::create(
         rewriter, loc, TypeRange{valuesType, indices.getType()}, ValueRange{x, ranks},
         ValueRange{values, indices},
@@ -1637,6 +1655,7 @@ struct ConvertKilnToLinalgPass
     populateAssertLowering(patterns);
     populateQuantLowerings(patterns);
     populateAttentionLowering(patterns);
+    populateDataDependentLowerings(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

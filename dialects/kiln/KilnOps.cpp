@@ -1204,10 +1204,81 @@ LogicalResult TopKOp::verify() {
       !indices.getElementType().isInteger(64) || values.getShape() != indices.getShape())
     return emitOpError("values must have the input's element type and indices i64, both of one "
                        "shape");
+  if (values.getRank() != in.getRank())
+    return emitOpError("results must have the input's rank");
   for (int64_t d = 0; d < in.getRank(); ++d)
     if (d != axis && values.getDimSize(d) != in.getDimSize(d))
       return emitOpError("result dimension ") << d << " differs from the input's";
-  if (values.getRank() != in.getRank() || values.getDimSize(axis) > in.getDimSize(axis))
+  if (Value k = getK()) {
+    auto kt = cast<RankedTensorType>(k.getType());
+    if (kt.getRank() != 0 || !kt.getElementType().isInteger(64) || !values.isDynamicDim(axis))
+      return emitOpError("a run-time k must be an i64 scalar, with a dynamic result axis");
+  } else if (values.isDynamicDim(axis) || values.getDimSize(axis) > in.getDimSize(axis)) {
     return emitOpError("k must not exceed the input's size along the axis");
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Ops whose result sizes depend on the data
+//===----------------------------------------------------------------------===//
+
+/// Whether `v` is a rank-0 tensor of `elementType`.
+static bool isScalarOf(Value v, Type elementType) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return t.getRank() == 0 && t.getElementType() == elementType;
+}
+
+static bool isI64(Type t) { return cast<RankedTensorType>(t).getElementType().isInteger(64); }
+
+LogicalResult NonZeroOp::verify() {
+  auto result = cast<RankedTensorType>(getType());
+  int64_t rank = cast<RankedTensorType>(getInput().getType()).getRank();
+  if (!isI64(result) || result.getRank() != 2 || result.getDimSize(0) != rank ||
+      !result.isDynamicDim(1))
+    return emitOpError("result must be i64 of shape [") << rank << ", ?]";
+  return success();
+}
+
+LogicalResult UniqueOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto unique = cast<RankedTensorType>(getUnique().getType());
+  if (in.getRank() != 2)
+    return emitOpError("input must be 2-D (rows)");
+  if (unique.getElementType() != in.getElementType() || unique.getRank() != 2 ||
+      !unique.isDynamicDim(0) || unique.getDimSize(1) != in.getDimSize(1))
+    return emitOpError("unique must hold rows of the input: ?x") << in.getDimSize(1);
+  auto rows = [](Value v, int64_t n) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return isI64(t) && t.getRank() == 1 && t.getDimSize(0) == n;
+  };
+  if (!rows(getFirst(), ShapedType::kDynamic) || !rows(getCounts(), ShapedType::kDynamic) ||
+      !rows(getInverse(), in.getDimSize(0)))
+    return emitOpError("first and counts must be i64 of shape [?], inverse i64 of shape [")
+           << in.getDimSize(0) << "]";
+  return success();
+}
+
+LogicalResult NonMaxSuppressionOp::verify() {
+  auto boxes = cast<RankedTensorType>(getBoxes().getType());
+  auto scores = cast<RankedTensorType>(getScores().getType());
+  auto f32 = Float32Type::get(getContext());
+  if (boxes.getRank() != 3 || boxes.getDimSize(2) != 4 || boxes.getElementType() != f32)
+    return emitOpError("boxes must be f32 of shape [B, N, 4]");
+  auto agree = [](int64_t a, int64_t b) {
+    return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
+  };
+  if (scores.getRank() != 3 || scores.getElementType() != f32 ||
+      !agree(scores.getDimSize(0), boxes.getDimSize(0)) ||
+      !agree(scores.getDimSize(2), boxes.getDimSize(1)))
+    return emitOpError("scores must be f32 of shape [B, C, N] for boxes [B, N, 4]");
+  if (!isScalarOf(getMaxPerClass(), IntegerType::get(getContext(), 64)) ||
+      !isScalarOf(getIouThreshold(), f32) ||
+      (getScoreThreshold() && !isScalarOf(getScoreThreshold(), f32)))
+    return emitOpError("max_per_class must be an i64 scalar and the thresholds f32 scalars");
+  auto selected = cast<RankedTensorType>(getType());
+  if (!isI64(selected) || selected.getRank() != 2 || !selected.isDynamicDim(0) ||
+      selected.getDimSize(1) != 3)
+    return emitOpError("result must be i64 of shape [?, 3]");
   return success();
 }

@@ -647,11 +647,84 @@ def Kiln_TopKOp : Kiln_Op<"top_k"> {
   let description = [{
     Along `axis`, the result holds the k largest elements (`largest`) or the
     k smallest, best first; of equal elements the one with the lower index
-    comes first. `indices` are their positions (i64) in the input.
+    comes first. `indices` are their positions (i64) in the input. k is the
+    results' size along the axis, or, with the `k` operand (an i64 scalar
+    known at run time), the value of `k`: the results' axis is dynamic then.
   }];
-  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, BoolAttr:$largest);
+  let arguments = (ins Kiln_Tensor:$input, Optional<Kiln_Tensor>:$k, I64Attr:$axis,
+                       BoolAttr:$largest);
   let results = (outs Kiln_Tensor:$values, Kiln_Tensor:$indices);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($values) `,` type($indices)";
+  let builders = [
+    OpBuilder<(ins "Type":$values, "Type":$indices, "Value":$input, "int64_t":$axis,
+                   "bool":$largest), [{
+      build($_builder, $_state, values, indices, input, Value(), axis, largest);
+    }]>
+  ];
+  let assemblyFormat = [{
+    $input (`k` $k^)? attr-dict `:` type($input) (`,` type($k)^)? `->` type($values) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Ops whose result sizes depend on the data
+//===----------------------------------------------------------------------===//
+
+def Kiln_NonZeroOp : Kiln_Op<"nonzero"> {
+  let summary = "The coordinates of the nonzero (true) elements, one column per element";
+  let description = [{
+    ONNX NonZero: result[d][j] is coordinate d of the j-th nonzero element
+    of `input` in row-major order. The result is i64 of shape
+    [rank(input), ?]: how many elements are nonzero is known only after the
+    run.
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_UniqueOp : Kiln_Op<"unique"> {
+  let summary = "The distinct rows of a 2-D tensor, where each first occurs and how often";
+  let description = [{
+    The input is N rows of M elements (ONNX Unique flattens or moves its
+    axis first). `unique` holds the U distinct rows, in the order of their
+    first occurrence, or ascending (lexicographically) with `sorted`;
+    `first` the index of each one's first occurrence; `inverse` for every
+    input row the position of its row in `unique`; `counts` how many input
+    rows equal each. U is known only after the run.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, BoolAttr:$sorted);
+  let results = (outs Kiln_Tensor:$unique, Kiln_Tensor:$first, Kiln_Tensor:$inverse,
+                      Kiln_Tensor:$counts);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($unique) `,` type($first) `,` type($inverse) `,` type($counts)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_NonMaxSuppressionOp : Kiln_Op<"non_max_suppression"> {
+  let summary = "Greedy non-maximum suppression of boxes, per batch and class (ONNX)";
+  let description = [{
+    `boxes` is [B, N, 4] (corners y1, x1, y2, x2 in either order, or with
+    `center_point_box` x, y, width, height) and `scores` [B, C, N]. For each
+    batch and class, boxes are taken in order of decreasing score (the lower
+    index first among equal scores), skipping those whose score is not above
+    `score_threshold` (when given), and kept unless their intersection over
+    union with a box already kept exceeds `iou_threshold`, until
+    `max_per_class` are kept. The result lists the kept boxes as rows
+    [batch, class, box] (i64), batch by batch and class by class, in the
+    order they were kept; its length is known only after the run.
+    `max_per_class` (i64) and the thresholds (f32) are scalars.
+  }];
+  let arguments = (ins Kiln_Tensor:$boxes, Kiln_Tensor:$scores, Kiln_Tensor:$max_per_class,
+                       Kiln_Tensor:$iou_threshold, Optional<Kiln_Tensor>:$score_threshold,
+                       BoolAttr:$center_point_box);
+  let results = (outs Kiln_Tensor:$selected);
+  let assemblyFormat = [{
+    $boxes `,` $scores `,` $max_per_class `,` $iou_threshold (`score_threshold` $score_threshold^)?
+    attr-dict `:` type(operands) `->` type($selected)
+  }];
   let hasVerifier = 1;
 }
 

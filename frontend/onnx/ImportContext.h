@@ -133,6 +133,7 @@ void registerLossOps(ImportTable &table);
 void registerQuantOps(ImportTable &table);
 void registerSignalOps(ImportTable &table);
 void registerTransformerOps(ImportTable &table);
+void registerDataDependentOps(ImportTable &table);
 
 /// kiln binary op result type under numpy broadcasting, with `a`'s element
 /// type unless `elementType` is given.

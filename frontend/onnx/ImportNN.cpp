@@ -1654,7 +1654,12 @@ static LogicalResult importTopK(ImportContext &ctx) {
   auto axis = ctx.axis(ctx.attrInt("axis", -1), xt.getRank());
   if (failed(axis))
     return failure();
-  int64_t k;
+  if (xt.isDynamicDim(*axis))
+    return ctx.fail("TopK needs a static size along its axis; pin it with --input-shape");
+  // k: the attribute (opset < 10), a constant, or a value known only at run
+  // time, whose results have a dynamic axis.
+  int64_t k = ShapedType::kDynamic;
+  Value runtimeK;
   if (ctx.opset < 10) {
     k = ctx.attrInt("k", -1);
   } else if (const HostTensor *t = ctx.hostInput(1)) {
@@ -1662,23 +1667,21 @@ static LogicalResult importTopK(ImportContext &ctx) {
       return ctx.fail("K must be one integer");
     k = t->ints[0];
   } else {
-    auto declared = declaredFor(ctx, "K");
-    if (failed(declared))
+    auto kt = ctx.inputType(1);
+    if (failed(kt))
       return failure();
-    if ((int64_t)declared->size() != xt.getRank())
-      return ctx.fail("the declared output rank differs from the input's");
-    k = (*declared)[*axis];
-    if (failed(guardElements(ctx, 1, "K", {{k}})))
-      return failure();
+    if (!kt->hasStaticShape() || kt->getNumElements() != 1 || !kt->getElementType().isInteger(64))
+      return ctx.fail("K must be one int64");
+    runtimeK = Emitter{ctx}.reshape(*ctx.input(1), {});
   }
-  if (k < 0 || k > xt.getDimSize(*axis))
+  if (!runtimeK && (k < 0 || k > xt.getDimSize(*axis)))
     return ctx.fail("k = " + llvm::Twine(k) + " is outside 0.." +
                     llvm::Twine(xt.getDimSize(*axis)));
   SmallVector<int64_t> shape(xt.getShape());
   shape[*axis] = k;
   auto op = k::TopKOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
-                              RankedTensorType::get(shape, ctx.b.getI64Type()), *x, *axis,
-                              ctx.attrInt("largest", 1) != 0);
+                              RankedTensorType::get(shape, ctx.b.getI64Type()), *x, runtimeK,
+                              *axis, ctx.attrInt("largest", 1) != 0);
   ctx.setOutput(0, op.getValues());
   ctx.setOutput(1, op.getIndices());
   return success();

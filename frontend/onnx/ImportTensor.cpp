@@ -1586,6 +1586,9 @@ static LogicalResult importGatherND(ImportContext &ctx) {
     return failure();
   auto dt = cast<RankedTensorType>(d->getType());
   auto it = cast<RankedTensorType>(i->getType());
+  if (!dt.hasStaticShape() || it.isDynamicDim(it.getRank() - 1))
+    return ctx.fail("GatherND needs static data and a static index tuple length (only the "
+                    "number of index tuples may be dynamic)");
   int64_t b = ctx.attrInt("batch_dims", 0), k = it.getShape().back();
   if (b + k > dt.getRank())
     return ctx.fail("index tuples do not fit the data rank");
@@ -1892,8 +1895,6 @@ static LogicalResult importGridSample(ImportContext &ctx) {
 }
 
 void registerTensorOps(ImportTable &t) {
-  t["Compress"] = importCompress;
-  t["NonZero"] = importNonZero;
   t["GridSample"] = importGridSample;
   t["ReverseSequence"] = importReverseSequence;
   t["GatherND"] = importGatherND;

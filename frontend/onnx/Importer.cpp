@@ -498,7 +498,8 @@ static bool acceptsDynamicShapes(StringRef op) {
       "AveragePool", "GlobalAveragePool", "Softmax", "LogSoftmax", "Flatten", "Reshape",
       "Transpose", "Concat", "Unsqueeze", "Squeeze", "Shape", "ReduceMean", "ReduceSum",
       "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Slice", "Resize",
-      "Upsample", "ConvTranspose", "LayerNormalization", "Gather"};
+      "Upsample", "ConvTranspose", "LayerNormalization", "Gather", "GatherND", "NonZero",
+      "Compress", "Unique", "NonMaxSuppression"};
   return ops.contains(op);
 }
 
@@ -533,6 +534,7 @@ static const ImportTable &importTable() {
     registerControlFlowOps(t);
     registerRNNOps(t);
     registerTransformerOps(t);
+    registerDataDependentOps(t);
     return t;
   }();
   return table;

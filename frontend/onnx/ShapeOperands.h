@@ -93,8 +93,6 @@ mlir::LogicalResult importRuntimePad(ImportContext &ctx);
 /// Compress and NonZero, whose output size is the number of true (nonzero)
 /// elements: compiled for the declared output length, with a run-time check
 /// of the count; the positions themselves are found at run time.
-mlir::LogicalResult importCompress(ImportContext &ctx);
-mlir::LogicalResult importNonZero(ImportContext &ctx);
 
 /// A rank-0 i1 value: whether every axis in integer input `input` (negative
 /// ones counting from the end of `rank`) is in `set`. With distinct axes (see

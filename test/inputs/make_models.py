@@ -38,7 +38,7 @@ def relu():
 
 
 def unsupported():
-    return model([helper.make_node("Unique", ["x"], ["y"], name="the_unique")],
+    return model([helper.make_node("Bernoulli", ["x"], ["y"], name="the_coin")],
                  [tensor("x", [6])], [tensor("y", [6])], []), [(6,)]
 
 

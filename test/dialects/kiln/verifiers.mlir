@@ -319,3 +319,51 @@ func.func @cumulative_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = kiln.cumulative %x {kind = "max", axis = 0 : i64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @nonzero_static_count(%a: tensor<2x3xf32>) -> tensor<2x4xi64> {
+  // expected-error @+1 {{'kiln.nonzero' op result must be i64 of shape [2, ?]}}
+  %0 = kiln.nonzero %a : tensor<2x3xf32> -> tensor<2x4xi64>
+  return %0 : tensor<2x4xi64>
+}
+
+// -----
+
+func.func @unique_row_width(%a: tensor<5x2xf32>) -> tensor<?x3xf32> {
+  // expected-error @+1 {{'kiln.unique' op unique must hold rows of the input: ?x2}}
+  %0:4 = kiln.unique %a {sorted = true} : tensor<5x2xf32> -> tensor<?x3xf32>, tensor<?xi64>, tensor<5xi64>, tensor<?xi64>
+  return %0#0 : tensor<?x3xf32>
+}
+
+// -----
+
+func.func @unique_inverse_length(%a: tensor<5x2xf32>) -> tensor<4xi64> {
+  // expected-error @+1 {{'kiln.unique' op first and counts must be i64 of shape [?], inverse i64 of shape [5]}}
+  %0:4 = kiln.unique %a {sorted = false} : tensor<5x2xf32> -> tensor<?x2xf32>, tensor<?xi64>, tensor<4xi64>, tensor<?xi64>
+  return %0#2 : tensor<4xi64>
+}
+
+// -----
+
+func.func @nms_scores(%b: tensor<1x6x4xf32>, %s: tensor<1x2x5xf32>, %m: tensor<i64>, %t: tensor<f32>) -> tensor<?x3xi64> {
+  // expected-error @+1 {{'kiln.non_max_suppression' op scores must be f32 of shape [B, C, N] for boxes [B, N, 4]}}
+  %0 = kiln.non_max_suppression %b, %s, %m, %t {center_point_box = false} : tensor<1x6x4xf32>, tensor<1x2x5xf32>, tensor<i64>, tensor<f32> -> tensor<?x3xi64>
+  return %0 : tensor<?x3xi64>
+}
+
+// -----
+
+func.func @nms_threshold(%b: tensor<1x6x4xf32>, %s: tensor<1x2x6xf32>, %m: tensor<i64>, %t: tensor<1xf32>) -> tensor<?x3xi64> {
+  // expected-error @+1 {{'kiln.non_max_suppression' op max_per_class must be an i64 scalar and the thresholds f32 scalars}}
+  %0 = kiln.non_max_suppression %b, %s, %m, %t {center_point_box = false} : tensor<1x6x4xf32>, tensor<1x2x6xf32>, tensor<i64>, tensor<1xf32> -> tensor<?x3xi64>
+  return %0 : tensor<?x3xi64>
+}
+
+// -----
+
+func.func @top_k_runtime_static(%x: tensor<3x9xf32>, %k: tensor<i64>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'kiln.top_k' op a run-time k must be an i64 scalar, with a dynamic result axis}}
+  %0:2 = kiln.top_k %x k %k {axis = 1 : i64, largest = true} : tensor<3x9xf32>, tensor<i64> -> tensor<3x4xf32>, tensor<3x4xi64>
+  return %0#0 : tensor<3x4xf32>
+}
