@@ -104,18 +104,20 @@ Value normalizeIndex(OpBuilder &b, Location loc, Value raw, OpFoldResult size);
 
 /// Reflect padding's source coordinate: -i before the start, 2(n-1) - i past
 /// the end (one reflection; callers clamp the rest).
-Value reflectIndex(OpBuilder &b, Location l, Value i, int64_t size) {
+Value reflectIndex(OpBuilder &b, Location l, Value i, OpFoldResult size) {
+  Value n = indexValue(b, l, size);
   Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, indexConst(b, l, 0));
   Value mirrored = arith::SubIOp::create(b, l, indexConst(b, l, 0), i);
   i = arith::SelectOp::create(b, l, neg, mirrored, i);
-  Value past = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, i, indexConst(b, l, size));
-  Value back = arith::SubIOp::create(b, l, indexConst(b, l, 2 * (size - 1)), i);
+  Value past = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, i, n);
+  Value last = arith::SubIOp::create(b, l, n, indexConst(b, l, 1));
+  Value back = arith::SubIOp::create(b, l, arith::AddIOp::create(b, l, last, last), i);
   return arith::SelectOp::create(b, l, past, back, i);
 }
 
 /// i modulo size, in [0, size): the input repeated in both directions.
-Value wrapIndex(OpBuilder &b, Location l, Value i, int64_t size) {
-  Value n = indexConst(b, l, size);
+Value wrapIndex(OpBuilder &b, Location l, Value i, OpFoldResult size) {
+  Value n = indexValue(b, l, size);
   Value r = arith::RemSIOp::create(b, l, i, n);
   Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, r, indexConst(b, l, 0));
   return arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, r, n), r);
@@ -237,6 +239,23 @@ struct PadLowering : OpConversionPattern<PadOp> {
       return success();
     }
     StringRef mode = op.getMode();
+    // Dynamic sizes: the result's are the input's plus the pads, and the
+    // input must have what the mode reads (an element to repeat; for
+    // reflect, more elements than either pad, the mirror excluding the edge).
+    SmallVector<OpFoldResult> inSizes = sizesOf(rewriter, loc, input), outSizes;
+    for (int64_t d = 0; d < rank; ++d) {
+      outSizes.push_back(addSizes(rewriter, loc, inSizes[d],
+                                  rewriter.getIndexAttr(pads[d] + pads[d + rank])));
+      if (!ShapedType::isDynamic(in[d]))
+        continue;
+      int64_t least = mode == "reflect" ? std::max(pads[d], pads[d + rank]) + 1 : 1;
+      checkAtRunTime(rewriter, loc,
+                     arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge,
+                                           indexValue(rewriter, loc, inSizes[d]),
+                                           indexConst(rewriter, loc, least)),
+                     "dimension " + Twine(d) + " must have at least " + Twine(least) +
+                         " elements for " + mode + " padding");
+    }
     Value r = gatherFrom(rewriter, loc, input, {}, {}, type,
                          [&](OpBuilder &b, Location l, ValueRange, ArrayRef<Value> out) {
                            SmallVector<Value> src;
@@ -244,13 +263,14 @@ struct PadLowering : OpConversionPattern<PadOp> {
                              Value i = arith::SubIOp::create(b, l, out[d],
                                                              indexConst(b, l, pads[d]));
                              if (mode == "reflect")
-                               i = reflectIndex(b, l, i, in[d]);
+                               i = reflectIndex(b, l, i, inSizes[d]);
                              else if (mode == "wrap")
-                               i = wrapIndex(b, l, i, in[d]);
-                             src.push_back(clampIndex(b, l, i, in[d]));
+                               i = wrapIndex(b, l, i, inSizes[d]);
+                             src.push_back(clampIndex(b, l, i, inSizes[d]));
                            }
                            return src;
-                         });
+                         },
+                         outSizes);
     rewriter.replaceOp(op, r);
     return success();
   }
@@ -302,9 +322,9 @@ struct WindowLowering : OpConversionPattern<WindowOp> {
                                                indexConst(b, l, in[d]));
             inside = arith::AndIOp::create(b, l, inside, arith::AndIOp::create(b, l, low, high));
             if (mode == "reflect")
-              p = reflectIndex(b, l, p, in[d]);
+              p = reflectIndex(b, l, p, b.getIndexAttr(in[d]));
             else if (mode == "wrap")
-              p = wrapIndex(b, l, p, in[d]);
+              p = wrapIndex(b, l, p, b.getIndexAttr(in[d]));
             src.push_back(clampIndex(b, l, p, in[d]));
           }
           Value v = tensor::ExtractOp::create(b, l, input, src);

@@ -540,6 +540,8 @@ def Kiln_PadOp : Kiln_Op<"pad"> {
   let summary = "Pad every dimension: constant, reflect, edge or wrap mode";
   let description = [{
     `pads` holds [begin_0, ..., begin_n, end_0, ..., end_n] (non-negative).
+    Reflect pads must be smaller than their dimension: at compile time for
+    static dimensions, at run time for dynamic ones.
   }];
   let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$pads, StrAttr:$mode,
                    F64Attr:$value);

@@ -498,7 +498,7 @@ static bool acceptsDynamicShapes(StringRef op) {
       "AveragePool", "GlobalAveragePool", "Softmax", "LogSoftmax", "Flatten", "Reshape",
       "Transpose", "Concat", "Unsqueeze", "Squeeze", "Shape", "ReduceMean", "ReduceSum",
       "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Slice", "Resize",
-      "Upsample", "ConvTranspose", "LayerNormalization", "Gather", "GatherND", "NonZero",
+      "Upsample", "ConvTranspose", "LayerNormalization", "Gather", "GatherND", "Pad", "NonZero",
       "Compress", "Unique", "NonMaxSuppression"};
   return ops.contains(op);
 }

@@ -363,6 +363,10 @@ LogicalResult importRuntimePad(ImportContext &ctx) {
   if (failed(declared) || failed(x) || failed(pads))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
+  if (!xt.hasStaticShape())
+    return failRuntimeOperand(ctx, "pads", "the input has a dynamic dimension (shape " +
+                                               shapeText(xt.getShape()) +
+                                               "); pin it with --input-shape");
   int64_t rank = xt.getRank();
   if (cast<RankedTensorType>(pads->getType()).getNumElements() != 2 * rank ||
       (int64_t)declared->size() != rank)

@@ -722,3 +722,19 @@ func.func @average_pool_dilated(%x: tensor<1x2x7x7xf32>) -> tensor<1x2x5x5xf32> 
   %0 = kiln.average_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 2, 2>, count_include_pad = false} : tensor<1x2x7x7xf32> -> tensor<1x2x5x5xf32>
   return %0 : tensor<1x2x5x5xf32>
 }
+
+// -----
+
+// Reflect padding of a dynamic dimension: the result is the input's size
+// plus the pads, and the input must be longer than either pad.
+// CHECK-LABEL: func.func @pad_reflect_dynamic
+// CHECK: %[[L:.*]] = tensor.dim %arg0, %c1
+// CHECK: %[[OUT:.*]] = arith.addi %[[L]], %c5
+// CHECK: arith.cmpi sge, %{{.*}}, %c4
+// CHECK: call @kiln_check_failed
+// CHECK: tensor.empty(%[[OUT]]) : tensor<2x?xf32>
+// CHECK: linalg.generic
+func.func @pad_reflect_dynamic(%x: tensor<2x?xf32>) -> tensor<2x?xf32> {
+  %0 = kiln.pad %x {mode = "reflect", pads = array<i64: 0, 3, 0, 2>, value = 0.0 : f64} : tensor<2x?xf32> -> tensor<2x?xf32>
+  return %0 : tensor<2x?xf32>
+}

@@ -291,6 +291,23 @@ def dynamic_rules():
                  opset=13), [(2, 4, 6, 10)]
 
 
+def dynamic_pad():
+    """Pad in every mode on x[N, C, L] with dynamic sizes (as audio models pad
+    before an STFT): reflect and wrap along L, edge and constant along C and
+    L."""
+    n = helper.make_node
+    nodes = [n("Pad", ["x", "p_reflect"], ["reflect"], name="reflect", mode="reflect"),
+             n("Pad", ["x", "p_edge"], ["edge"], name="edge", mode="edge"),
+             n("Pad", ["x", "p_wrap"], ["wrap"], name="wrap", mode="wrap"),
+             n("Pad", ["x", "p_edge", "value"], ["constant"], name="constant")]
+    inits = [const("p_reflect", [0, 0, 3, 0, 0, 2]), const("p_edge", [0, 1, 2, 0, 2, 1]),
+             const("p_wrap", [0, 0, 4, 0, 0, 5]),
+             numpy_helper.from_array(np.array(1.5, np.float32), "value")]
+    return model(nodes, [tensor("x", ["N", "C", "L"])],
+                 [tensor(o, None) for o in ["reflect", "edge", "wrap", "constant"]], inits,
+                 opset=19), [(2, 3, 8)]
+
+
 def embedding_dynamic():
     """Token embeddings: Gather of ids[batch, seq] from a [50, 16] table, then
     a Gather of one position (a dynamic axis) and a MatMul."""
@@ -577,7 +594,7 @@ HOSTILE = {
 }
 
 
-BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
