@@ -135,7 +135,7 @@ void populateDataMovementLowerings(RewritePatternSet &patterns);
 void populateAssertLowering(RewritePatternSet &patterns);
 /// The pattern for kiln.attention (Attention.cpp).
 void populateAttentionLowering(RewritePatternSet &patterns);
-/// Patterns for nonzero, unique and non_max_suppression (DataDependent.cpp).
+/// Patterns for iota, nonzero, unique and non_max_suppression (DataDependent.cpp).
 void populateDataDependentLowerings(RewritePatternSet &patterns);
 /// Patterns for the quantization ops (Quant.cpp).
 void populateQuantLowerings(RewritePatternSet &patterns);

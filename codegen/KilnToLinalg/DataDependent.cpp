@@ -1,11 +1,13 @@
 //===- DataDependent.cpp - ops whose result sizes depend on the data -----===//
 //
-// kiln.nonzero, kiln.unique and kiln.non_max_suppression produce tensors
-// whose size is known only after the run. Each is a sequential scf.for over
-// tensors (bufferization makes the inserts in place): it writes into a
-// buffer of the largest possible size while counting, and the result is the
-// counted prefix (tensor.extract_slice with a run-time size), which the entry
-// returns with its sizes like any dynamic output.
+// kiln.iota, kiln.nonzero, kiln.unique and kiln.non_max_suppression produce
+// tensors whose size is known only at run time; the entry returns them with
+// their sizes like any dynamic output. kiln.iota is one parallel loop over
+// its run-time count. The others are sequential scf.for loops over tensors
+// (bufferization makes their inserts in place) that count what they find:
+// NonZero counts first, then writes each column; Unique and
+// NonMaxSuppression write into buffers of the largest possible size and
+// return the counted part.
 //
 // These are scalar loops on purpose: their work is small next to the
 // networks around them, and their order matters (NonZero is row-major,
@@ -91,6 +93,40 @@ Value extract(OpBuilder &b, Location l, Value t, ValueRange at) {
 Value insert(OpBuilder &b, Location l, Value v, Value t, ValueRange at) {
   return tensor::InsertOp::create(b, l, v, t, at);
 }
+
+//===----------------------------------------------------------------------===//
+// Iota
+//===----------------------------------------------------------------------===//
+
+/// Sizes a run-time count may take: enough for any tensor kiln compiles,
+/// and far from index overflow.
+constexpr int64_t kMaxCount = int64_t(1) << 40;
+
+struct IotaLowering : OpConversionPattern<IotaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(IotaOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Type i64 = b.getI64Type();
+    Value count = extract(b, loc, adaptor.getCount(), {});
+    Value inRange = andI(
+        b, loc, cmpi(b, loc, arith::CmpIPredicate::sge, count, scalarConst(b, loc, i64, 0)),
+        cmpi(b, loc, arith::CmpIPredicate::sle, count, scalarConst(b, loc, i64, kMaxCount)));
+    checkAtRunTime(b, loc, inRange,
+                   "the element count must be between 0 and 2^40");
+    Value empty = emptyTensor(b, loc, {OpFoldResult(toIndex(b, loc, count))}, i64);
+    auto iota = linalg::GenericOp::create(
+        b, loc, empty.getType(), ValueRange{}, ValueRange{empty},
+        SmallVector<AffineMap>{b.getMultiDimIdentityMap(1)},
+        SmallVector<utils::IteratorType>{utils::IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange) {
+          linalg::YieldOp::create(nb, l, ValueRange{toI64(nb, l, linalg::IndexOp::create(nb, l, 0))});
+        });
+    rewriter.replaceOp(op, iota.getResult(0));
+    return success();
+  }
+};
 
 //===----------------------------------------------------------------------===//
 // NonZero
@@ -486,6 +522,6 @@ struct NonMaxSuppressionLowering : OpConversionPattern<NonMaxSuppressionOp> {
 } // namespace
 
 void mlir::kiln::populateDataDependentLowerings(RewritePatternSet &patterns) {
-  patterns.add<NonZeroLowering, UniqueLowering, NonMaxSuppressionLowering>(
+  patterns.add<IotaLowering, NonZeroLowering, UniqueLowering, NonMaxSuppressionLowering>(
       patterns.getContext());
 }

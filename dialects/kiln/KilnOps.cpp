@@ -1229,6 +1229,14 @@ static bool isScalarOf(Value v, Type elementType) {
 
 static bool isI64(Type t) { return cast<RankedTensorType>(t).getElementType().isInteger(64); }
 
+LogicalResult IotaOp::verify() {
+  auto result = cast<RankedTensorType>(getType());
+  if (!isScalarOf(getCount(), IntegerType::get(getContext(), 64)) || !isI64(result) ||
+      result.getRank() != 1 || !result.isDynamicDim(0))
+    return emitOpError("takes an i64 scalar count and gives i64 of shape [?]");
+  return success();
+}
+
 LogicalResult NonZeroOp::verify() {
   auto result = cast<RankedTensorType>(getType());
   int64_t rank = cast<RankedTensorType>(getInput().getType()).getRank();

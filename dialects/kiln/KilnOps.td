@@ -672,6 +672,19 @@ def Kiln_TopKOp : Kiln_Op<"top_k"> {
 // Ops whose result sizes depend on the data
 //===----------------------------------------------------------------------===//
 
+def Kiln_IotaOp : Kiln_Op<"iota"> {
+  let summary = "0, 1, ..., count - 1 (i64), for a count known at run time";
+  let description = [{
+    `count` is an i64 scalar, at least 0 and at most 2^40 (checked at run
+    time); the result is i64 of shape [?]. ONNX Range with a run-time limit
+    scales and offsets it.
+  }];
+  let arguments = (ins Kiln_Tensor:$count);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$count attr-dict `:` type($count) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Kiln_NonZeroOp : Kiln_Op<"nonzero"> {
   let summary = "The coordinates of the nonzero (true) elements, one column per element";
   let description = [{

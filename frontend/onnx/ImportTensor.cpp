@@ -1002,31 +1002,21 @@ static LogicalResult importConstantOfShape(ImportContext &ctx) {
   return success();
 }
 
-/// Range whose start, limit or delta arrive at run time: the declared length
-/// n, the values start + i * delta computed at run time, and a check that
-/// n = max(ceil((limit - start) / delta), 0).
+/// Range with an operand known only at run time: start + i * delta for i
+/// below max(ceil((limit - start) / delta), 0), computed in f64. With a
+/// declared static output length, that length is checked at run time;
+/// without one, the output's length is a dynamic dimension.
 static LogicalResult runtimeRange(ImportContext &ctx) {
-  auto declared = declaredFor(ctx, "limit");
   auto start = ctx.input(0), limit = ctx.input(1), delta = ctx.input(2);
-  if (failed(declared) || failed(start) || failed(limit) || failed(delta))
+  if (failed(start) || failed(limit) || failed(delta))
     return failure();
-  if (declared->size() != 1)
-    return ctx.fail("Range's declared output shape must be 1-D");
-  int64_t n = (*declared)[0];
+  for (Value v : {*start, *limit, *delta})
+    if (cast<RankedTensorType>(v.getType()).getRank() != 0)
+      return ctx.fail("start, limit and delta must be scalars");
   Emitter e{ctx};
-  Type et = getElementTypeOrSelf(start->getType());
-  std::vector<int64_t> steps(n);
-  std::iota(steps.begin(), steps.end(), 0);
-  auto iotaValue = ctx.materialize(intTensor(steps, {n}), "range");
-  if (failed(iotaValue))
-    return failure();
-  auto offsets = e.binary<k::MulOp>(e.castTo(*iotaValue, et), *delta);
-  if (failed(offsets))
-    return failure();
-  auto values = e.binary<k::AddOp>(*offsets, *start);
-  Type f64 = ctx.b.getF64Type();
+  Type et = getElementTypeOrSelf(start->getType()), f64 = ctx.b.getF64Type();
   auto span = e.binary<k::SubOp>(e.castTo(*limit, f64), e.castTo(*start, f64));
-  if (failed(values) || failed(span))
+  if (failed(span))
     return failure();
   auto count = e.binary<k::DivOp>(*span, e.castTo(*delta, f64));
   if (failed(count))
@@ -1034,11 +1024,31 @@ static LogicalResult runtimeRange(ImportContext &ctx) {
   auto clamped = e.binary<k::MaxOp>(e.unary<k::CeilOp>(*count), ctx.scalar(f64, 0));
   if (failed(clamped))
     return failure();
-  auto fits = e.binary<k::EqualOp>(*clamped, ctx.scalar(f64, (double)n), ctx.b.getI1Type());
-  if (failed(fits))
+  Value steps;
+  if (std::optional<std::vector<int64_t>> declared = declaredShape(ctx, 0)) {
+    if (declared->size() != 1)
+      return ctx.fail("Range's declared output shape must be 1-D");
+    int64_t n = (*declared)[0];
+    std::vector<int64_t> iota(n);
+    std::iota(iota.begin(), iota.end(), 0);
+    auto iotaValue = ctx.materialize(intTensor(iota, {n}), "range");
+    auto fits = e.binary<k::EqualOp>(*clamped, ctx.scalar(f64, (double)n), ctx.b.getI1Type());
+    if (failed(iotaValue) || failed(fits))
+      return failure();
+    guard(ctx, *fits, "limit",
+          "must give max(ceil((limit - start) / delta), 0) = " + llvm::Twine(n) + " elements");
+    steps = *iotaValue;
+  } else {
+    auto i64 = ctx.b.getI64Type();
+    steps = k::IotaOp::create(ctx.b, ctx.loc, RankedTensorType::get({ShapedType::kDynamic}, i64),
+                              e.castTo(*clamped, i64));
+  }
+  auto offsets = e.binary<k::MulOp>(e.castTo(steps, et), *delta);
+  if (failed(offsets))
     return failure();
-  guard(ctx, *fits, "limit",
-        "must give max(ceil((limit - start) / delta), 0) = " + llvm::Twine(n) + " elements");
+  auto values = e.binary<k::AddOp>(*offsets, *start);
+  if (failed(values))
+    return failure();
   ctx.setOutput(0, *values);
   return success();
 }

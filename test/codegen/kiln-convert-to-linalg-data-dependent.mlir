@@ -93,3 +93,19 @@ func.func @top_k_runtime(%x: tensor<3x9xf32>, %k: tensor<i64>) -> (tensor<3x?xf3
   %0:2 = kiln.top_k %x k %k {axis = 1 : i64, largest = true} : tensor<3x9xf32>, tensor<i64> -> tensor<3x?xf32>, tensor<3x?xi64>
   return %0#0, %0#1 : tensor<3x?xf32>, tensor<3x?xi64>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @iota
+// CHECK: %[[N:.*]] = tensor.extract %arg0[] : tensor<i64>
+// CHECK: arith.cmpi sge, %[[N]]
+// CHECK: arith.cmpi sle, %[[N]]
+// CHECK: call @kiln_check_failed
+// CHECK: %[[I:.*]] = arith.index_cast %[[N]] : i64 to index
+// CHECK: %[[E:.*]] = tensor.empty(%[[I]]) : tensor<?xi64>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel"]} outs(%[[E]] : tensor<?xi64>)
+// CHECK: linalg.index 0
+func.func @iota(%n: tensor<i64>) -> tensor<?xi64> {
+  %0 = kiln.iota %n : tensor<i64> -> tensor<?xi64>
+  return %0 : tensor<?xi64>
+}

@@ -84,6 +84,14 @@ def cases():
               [("y", T.FLOAT), ("first", T.INT64), ("inverse", T.INT64), ("counts", T.INT64)],
               opset=11),
         [{"x": rng.integers(0, k, (2, 6, 2)).astype(np.float32)} for k in (1, 2, 5)])
+    # Range with a run-time limit, then elementwise ops (a window function).
+    out["range"] = (
+        model([h.make_node("Range", ["start", "limit", "delta"], ["r"]),
+               h.make_node("Cos", ["r"], ["y"])],
+              [vi("start", T.FLOAT, []), vi("limit", T.FLOAT, []), vi("delta", T.FLOAT, [])],
+              [("y", T.FLOAT)], opset=11),
+        [{"start": np.array(a, np.float32), "limit": np.array(b, np.float32),
+          "delta": np.array(c, np.float32)} for a, b, c in ((0, 5.5, 1.5), (3, 1, 1), (10, -3, -0.5))])
     out["top_k"] = (
         model([h.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1)],
               [vi("x", T.FLOAT, [3, 9]), vi("k", T.INT64, [1])],

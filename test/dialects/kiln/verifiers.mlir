@@ -367,3 +367,11 @@ func.func @top_k_runtime_static(%x: tensor<3x9xf32>, %k: tensor<i64>) -> tensor<
   %0:2 = kiln.top_k %x k %k {axis = 1 : i64, largest = true} : tensor<3x9xf32>, tensor<i64> -> tensor<3x4xf32>, tensor<3x4xi64>
   return %0#0 : tensor<3x4xf32>
 }
+
+// -----
+
+func.func @iota_count(%n: tensor<1xi64>) -> tensor<?xi64> {
+  // expected-error @+1 {{'kiln.iota' op takes an i64 scalar count and gives i64 of shape [?]}}
+  %0 = kiln.iota %n : tensor<1xi64> -> tensor<?xi64>
+  return %0 : tensor<?xi64>
+}
