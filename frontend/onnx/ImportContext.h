@@ -58,6 +58,7 @@ public:
   int64_t attrInt(llvm::StringRef name, int64_t fallback) const;
   float attrFloat(llvm::StringRef name, float fallback) const;
   std::vector<int64_t> attrInts(llvm::StringRef name, std::vector<int64_t> fallback = {}) const;
+  std::vector<float> attrFloats(llvm::StringRef name) const;
   std::string attrString(llvm::StringRef name, std::string fallback = "") const;
 
   // Inputs of the current node (an empty name is an omitted optional input).
@@ -134,6 +135,7 @@ void registerQuantOps(ImportTable &table);
 void registerSignalOps(ImportTable &table);
 void registerTransformerOps(ImportTable &table);
 void registerDataDependentOps(ImportTable &table);
+void registerTextOps(ImportTable &table);
 
 /// kiln binary op result type under numpy broadcasting, with `a`'s element
 /// type unless `elementType` is given.

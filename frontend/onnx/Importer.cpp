@@ -66,6 +66,13 @@ std::vector<int64_t> ImportContext::attrInts(llvm::StringRef name,
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
+std::vector<float> ImportContext::attrFloats(llvm::StringRef name) const {
+  const auto *a = findAttr(node, name);
+  if (!a)
+    return {};
+  return std::vector<float>(a->floats().begin(), a->floats().end());
+}
+
 std::string ImportContext::attrString(llvm::StringRef name, std::string fallback) const {
   const auto *a = findAttr(node, name);
   return a ? a->s() : fallback;
@@ -535,6 +542,7 @@ static const ImportTable &importTable() {
     registerRNNOps(t);
     registerTransformerOps(t);
     registerDataDependentOps(t);
+    registerTextOps(t);
     return t;
   }();
   return table;
