@@ -64,6 +64,10 @@ OpFoldResult mulSizes(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes) 
       .getResult();
 }
 
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
 Value indexValue(OpBuilder &b, Location loc, OpFoldResult size) {
   return getValueOrCreateConstantIndexOp(b, loc, size);
 }

@@ -40,6 +40,8 @@ SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc, Value tensor);
 OpFoldResult addSizes(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y);
 /// The product of sizes, folded where they are constants.
 OpFoldResult mulSizes(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes);
+/// An index constant.
+Value indexConst(OpBuilder &b, Location loc, int64_t v);
 /// The index value of a size.
 Value indexValue(OpBuilder &b, Location loc, OpFoldResult size);
 

@@ -32,7 +32,6 @@ using Values = SmallVector<Value>;
 using LoopBody = function_ref<Values(OpBuilder &, Location, Value, ValueRange)>;
 using Branch = function_ref<Values(OpBuilder &, Location)>;
 
-Value idx(OpBuilder &b, Location l, int64_t v) { return arith::ConstantIndexOp::create(b, l, v); }
 Value boolConst(OpBuilder &b, Location l, bool v) {
   return arith::ConstantIntOp::create(b, l, b.getI1Type(), v);
 }
@@ -51,13 +50,13 @@ Value notI(OpBuilder &b, Location l, Value x) {
   return arith::XOrIOp::create(b, l, x, boolConst(b, l, true));
 }
 Value addIdx(OpBuilder &b, Location l, Value x, int64_t y) {
-  return arith::AddIOp::create(b, l, x, idx(b, l, y));
+  return arith::AddIOp::create(b, l, x, indexConst(b, l, y));
 }
 
 /// scf.for from `lb` to `ub` carrying `inits`; `body` returns what to yield.
 ValueRange forLoop(OpBuilder &b, Location loc, Value lb, Value ub, ValueRange inits,
                    LoopBody body) {
-  auto loop = scf::ForOp::create(b, loc, lb, ub, idx(b, loc, 1), inits,
+  auto loop = scf::ForOp::create(b, loc, lb, ub, indexConst(b, loc, 1), inits,
                                  [&](OpBuilder &nb, Location l, Value iv, ValueRange args) {
                                    scf::YieldOp::create(nb, l, body(nb, l, iv, args));
                                  });
@@ -82,9 +81,8 @@ Value leadingRows(OpBuilder &b, Location loc, Value padded, Value count) {
   strides.assign(type.getRank(), b.getIndexAttr(1));
   SmallVector<int64_t> shape(type.getShape());
   shape[0] = ShapedType::kDynamic;
-  return tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get(shape, type.getElementType()), padded, offsets, sizes,
-      strides);
+  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()),
+                                        padded, offsets, sizes, strides);
 }
 
 Value extract(OpBuilder &b, Location l, Value t, ValueRange at) {
@@ -110,18 +108,18 @@ struct IotaLowering : OpConversionPattern<IotaOp> {
     OpBuilder &b = rewriter;
     Type i64 = b.getI64Type();
     Value count = extract(b, loc, adaptor.getCount(), {});
-    Value inRange = andI(
-        b, loc, cmpi(b, loc, arith::CmpIPredicate::sge, count, scalarConst(b, loc, i64, 0)),
-        cmpi(b, loc, arith::CmpIPredicate::sle, count, scalarConst(b, loc, i64, kMaxCount)));
-    checkAtRunTime(b, loc, inRange,
-                   "the element count must be between 0 and 2^40");
+    Value inRange =
+        andI(b, loc, cmpi(b, loc, arith::CmpIPredicate::sge, count, scalarConst(b, loc, i64, 0)),
+             cmpi(b, loc, arith::CmpIPredicate::sle, count, scalarConst(b, loc, i64, kMaxCount)));
+    checkAtRunTime(b, loc, inRange, "the element count must be between 0 and 2^40");
     Value empty = emptyTensor(b, loc, {OpFoldResult(toIndex(b, loc, count))}, i64);
     auto iota = linalg::GenericOp::create(
         b, loc, empty.getType(), ValueRange{}, ValueRange{empty},
         SmallVector<AffineMap>{b.getMultiDimIdentityMap(1)},
         SmallVector<utils::IteratorType>{utils::IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange) {
-          linalg::YieldOp::create(nb, l, ValueRange{toI64(nb, l, linalg::IndexOp::create(nb, l, 0))});
+          linalg::YieldOp::create(nb, l,
+                                  ValueRange{toI64(nb, l, linalg::IndexOp::create(nb, l, 0))});
         });
     rewriter.replaceOp(op, iota.getResult(0));
     return success();
@@ -177,20 +175,23 @@ struct NonZeroLowering : OpConversionPattern<NonZeroOp> {
     Value count = toIndex(b, loc, extract(b, loc, counted, {}));
     Value result = emptyTensor(b, loc, {b.getIndexAttr(rank), count}, i64);
     Value total = indexValue(b, loc, mulSizes(b, loc, sizes));
-    ValueRange filled = forLoop(
-        b, loc, idx(b, loc, 0), total, {result, idx(b, loc, 0)},
-        [&](OpBuilder &nb, Location l, Value i, ValueRange acc) -> Values {
-          Values at = delinearize(nb, l, i, sizes);
-          return ifThenElse(
-              nb, l, isNonzero(nb, l, extract(nb, l, x, at)),
-              [&](OpBuilder &tb, Location tl) -> Values {
-                Value column = acc[0];
-                for (int64_t d = 0; d < rank; ++d)
-                  column = insert(tb, tl, toI64(tb, tl, at[d]), column, {idx(tb, tl, d), acc[1]});
-                return {column, addIdx(tb, tl, acc[1], 1)};
-              },
-              [&](OpBuilder &, Location) -> Values { return {acc[0], acc[1]}; });
-        });
+    ValueRange filled =
+        forLoop(b, loc, indexConst(b, loc, 0), total, {result, indexConst(b, loc, 0)},
+                [&](OpBuilder &nb, Location l, Value i, ValueRange acc) -> Values {
+                  Values at = delinearize(nb, l, i, sizes);
+                  return ifThenElse(
+                      nb, l, isNonzero(nb, l, extract(nb, l, x, at)),
+                      [&](OpBuilder &tb, Location tl) -> Values {
+                        Value column = acc[0];
+                        for (int64_t d = 0; d < rank; ++d)
+                          column = insert(tb, tl, toI64(tb, tl, at[d]), column,
+                                          {indexConst(tb, tl, d), acc[1]});
+                        return {column, addIdx(tb, tl, acc[1], 1)};
+                      },
+                      [&](OpBuilder &, Location) -> Values {
+                        return {acc[0], acc[1]};
+                      });
+                });
     rewriter.replaceOp(op, filled[0]);
     return success();
   }
@@ -206,13 +207,13 @@ struct RowCompare {
   bool isUnsignedInt;
 
   Value equal(OpBuilder &b, Location loc, Value r, Value s) const {
-    return forLoop(b, loc, idx(b, loc, 0), width, {boolConst(b, loc, true)},
+    return forLoop(b, loc, indexConst(b, loc, 0), width, {boolConst(b, loc, true)},
                    [&](OpBuilder &nb, Location l, Value k, ValueRange acc) -> Values {
                      Value x = extract(nb, l, rows, {r, k}), y = extract(nb, l, rows, {s, k});
-                     Value eq = isa<FloatType>(x.getType())
-                                    ? (Value)arith::CmpFOp::create(
-                                          nb, l, arith::CmpFPredicate::OEQ, x, y)
-                                    : cmpi(nb, l, arith::CmpIPredicate::eq, x, y);
+                     Value eq =
+                         isa<FloatType>(x.getType())
+                             ? (Value)arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, x, y)
+                             : cmpi(nb, l, arith::CmpIPredicate::eq, x, y);
                      return {andI(nb, l, acc[0], eq)};
                    })[0];
   }
@@ -220,7 +221,7 @@ struct RowCompare {
   /// Whether row r comes before row s in lexicographic order.
   Value less(OpBuilder &b, Location loc, Value r, Value s) const {
     ValueRange state = forLoop(
-        b, loc, idx(b, loc, 0), width, {boolConst(b, loc, false), boolConst(b, loc, false)},
+        b, loc, indexConst(b, loc, 0), width, {boolConst(b, loc, false), boolConst(b, loc, false)},
         [&](OpBuilder &nb, Location l, Value k, ValueRange acc) -> Values {
           Value x = extract(nb, l, rows, {r, k}), y = extract(nb, l, rows, {s, k});
           Value lt, gt;
@@ -255,7 +256,7 @@ struct UniqueLowering : OpConversionPattern<UniqueOp> {
     Value n = indexValue(b, loc, dimOf(b, loc, x, 0));
     RowCompare rows{x, indexValue(b, loc, dimOf(b, loc, x, 1)),
                     isUnsigned(op.getInput()) && !isa<FloatType>(et)};
-    Value zero = idx(b, loc, 0);
+    Value zero = indexConst(b, loc, 0);
     auto column = [&](OpFoldResult size) { return emptyTensor(b, loc, {size}, i64); };
     OpFoldResult nSize = dimOf(b, loc, x, 0);
 
@@ -265,7 +266,7 @@ struct UniqueLowering : OpConversionPattern<UniqueOp> {
         b, loc, zero, n, {column(nSize), column(nSize), column(nSize), zero},
         [&](OpBuilder &nb, Location l, Value i, ValueRange acc) -> Values {
           Value first = acc[0], counts = acc[1], inverse = acc[2], u = acc[3];
-          Value match = forLoop(nb, l, idx(nb, l, 0), u, {u},
+          Value match = forLoop(nb, l, indexConst(nb, l, 0), u, {u},
                                 [&](OpBuilder &fb, Location fl, Value j, ValueRange m) -> Values {
                                   Value searching = cmpi(fb, fl, arith::CmpIPredicate::eq, m[0], u);
                                   Value hit = ifThenElse(
@@ -289,8 +290,8 @@ struct UniqueLowering : OpConversionPattern<UniqueOp> {
               },
               [&](OpBuilder &eb, Location el) -> Values {
                 Value c = extract(eb, el, counts, {match});
-                Value more = arith::AddIOp::create(eb, el, c,
-                                                   arith::ConstantIntOp::create(eb, el, i64, 1));
+                Value more =
+                    arith::AddIOp::create(eb, el, c, arith::ConstantIntOp::create(eb, el, i64, 1));
                 return {first, insert(eb, el, more, counts, {match}), u};
               });
           return {next[0], next[1], insert(nb, l, toI64(nb, l, match), inverse, {i}), next[2]};
@@ -305,15 +306,13 @@ struct UniqueLowering : OpConversionPattern<UniqueOp> {
           b, loc, zero, u, {column(nSize), column(nSize)},
           [&](OpBuilder &nb, Location l, Value v, ValueRange acc) -> Values {
             Value rv = toIndex(nb, l, extract(nb, l, first, {v}));
-            Value r = forLoop(nb, l, idx(nb, l, 0), u, {idx(nb, l, 0)},
-                              [&](OpBuilder &fb, Location fl, Value w, ValueRange c) -> Values {
-                                Value rw = toIndex(fb, fl, extract(fb, fl, first, {w}));
-                                Value before = rows.less(fb, fl, rw, rv);
-                                return {arith::AddIOp::create(
-                                    fb, fl, c[0], arith::IndexCastOp::create(
-                                                      fb, fl, fb.getIndexType(),
-                                                      arith::ExtUIOp::create(fb, fl, i64, before)))};
-                              })[0];
+            Value r = forLoop(
+                nb, l, indexConst(nb, l, 0), u, {indexConst(nb, l, 0)},
+                [&](OpBuilder &fb, Location fl, Value w, ValueRange c) -> Values {
+                  Value rw = toIndex(fb, fl, extract(fb, fl, first, {w}));
+                  Value before = rows.less(fb, fl, rw, rv);
+                  return {arith::SelectOp::create(fb, fl, before, addIdx(fb, fl, c[0], 1), c[0])};
+                })[0];
             return {insert(nb, l, toI64(nb, l, r), acc[0], {v}),
                     insert(nb, l, toI64(nb, l, v), acc[1], {r})};
           });
@@ -331,11 +330,11 @@ struct UniqueLowering : OpConversionPattern<UniqueOp> {
           Value v = slot ? toIndex(nb, l, extract(nb, l, slot, {r})) : r;
           Value f = extract(nb, l, first, {v});
           Value row = toIndex(nb, l, f);
-          Value values = forLoop(nb, l, idx(nb, l, 0), width, {acc[0]},
-                                 [&](OpBuilder &cb, Location cl, Value k, ValueRange t) -> Values {
-                                   return {insert(cb, cl, extract(cb, cl, x, {row, k}), t[0],
-                                                  {r, k})};
-                                 })[0];
+          Value values =
+              forLoop(nb, l, indexConst(nb, l, 0), width, {acc[0]},
+                      [&](OpBuilder &cb, Location cl, Value k, ValueRange t) -> Values {
+                        return {insert(cb, cl, extract(cb, cl, x, {row, k}), t[0], {r, k})};
+                      })[0];
           return {values, insert(nb, l, f, acc[1], {r}),
                   insert(nb, l, extract(nb, l, counts, {v}), acc[2], {r})};
         });
@@ -362,12 +361,11 @@ struct Box {
 Box loadBox(OpBuilder &b, Location l, Value boxes, Value batch, Value i, bool centerPoint) {
   Value c[4];
   for (int64_t k = 0; k < 4; ++k)
-    c[k] = extract(b, l, boxes, {batch, i, idx(b, l, k)});
+    c[k] = extract(b, l, boxes, {batch, i, indexConst(b, l, k)});
   if (!centerPoint) // [y1, x1, y2, x2], corners in either order
-    return {arith::MinimumFOp::create(b, l, c[0], c[2]),
-            arith::MinimumFOp::create(b, l, c[1], c[3]),
-            arith::MaximumFOp::create(b, l, c[0], c[2]),
-            arith::MaximumFOp::create(b, l, c[1], c[3])};
+    return {
+        arith::MinimumFOp::create(b, l, c[0], c[2]), arith::MinimumFOp::create(b, l, c[1], c[3]),
+        arith::MaximumFOp::create(b, l, c[0], c[2]), arith::MaximumFOp::create(b, l, c[1], c[3])};
   // [x_center, y_center, width, height]
   Value half = scalarConst(b, l, b.getF32Type(), 0.5);
   Value hw = arith::MulFOp::create(b, l, c[2], half), hh = arith::MulFOp::create(b, l, c[3], half);
@@ -385,10 +383,10 @@ Value overlapsAbove(OpBuilder &b, Location l, const Box &p, const Box &q, Value 
   auto positive = [&](Value v) {
     return (Value)arith::CmpFOp::create(b, l, P::OGT, v, scalarConst(b, l, v.getType(), 0));
   };
-  Value h = sub(arith::MinimumFOp::create(b, l, p.y1, q.y1),
-                arith::MaximumFOp::create(b, l, p.y0, q.y0));
-  Value w = sub(arith::MinimumFOp::create(b, l, p.x1, q.x1),
-                arith::MaximumFOp::create(b, l, p.x0, q.x0));
+  Value h =
+      sub(arith::MinimumFOp::create(b, l, p.y1, q.y1), arith::MaximumFOp::create(b, l, p.y0, q.y0));
+  Value w =
+      sub(arith::MinimumFOp::create(b, l, p.x1, q.x1), arith::MaximumFOp::create(b, l, p.x0, q.x0));
   Value inter = mul(h, w);
   Value areaP = mul(sub(p.y1, p.y0), sub(p.x1, p.x0));
   Value areaQ = mul(sub(q.y1, q.y0), sub(q.x1, q.x0));
@@ -422,39 +420,41 @@ struct NonMaxSuppressionLowering : OpConversionPattern<NonMaxSuppressionOp> {
                     "scores and boxes must have the same number of boxes");
     Value n = indexValue(b, loc, nSize);
     Value classes = indexValue(b, loc, dimOf(b, loc, scores, 1));
-    Value pairs = arith::MulIOp::create(b, loc, indexValue(b, loc, dimOf(b, loc, scores, 0)),
-                                        classes);
+    Value pairs =
+        arith::MulIOp::create(b, loc, indexValue(b, loc, dimOf(b, loc, scores, 0)), classes);
     // max_per_class below 0 keeps nothing, as 0 does.
     Value limit = arith::MinSIOp::create(
         b, loc, n,
-        arith::MaxSIOp::create(b, loc, idx(b, loc, 0),
+        arith::MaxSIOp::create(b, loc, indexConst(b, loc, 0),
                                toIndex(b, loc, extract(b, loc, adaptor.getMaxPerClass(), {}))));
     Value capacity = arith::MulIOp::create(b, loc, pairs, limit);
-    Value zero = idx(b, loc, 0);
+    Value zero = indexConst(b, loc, 0);
     Value selected = emptyTensor(b, loc, {OpFoldResult(capacity), b.getIndexAttr(3)}, i64);
     Value taken = emptyTensor(b, loc, {nSize}, i1);
 
-    ValueRange all = forLoop(
-        b, loc, zero, pairs, {selected, taken, zero},
-        [&](OpBuilder &pb, Location pl, Value pair, ValueRange acc) -> Values {
-          Value batch = arith::DivUIOp::create(pb, pl, pair, classes);
-          Value cls = arith::RemUIOp::create(pb, pl, pair, classes);
-          Value start = acc[2];
-          Value none = linalg::FillOp::create(pb, pl, boolConst(pb, pl, false), acc[1]).getResult(0);
-          ValueRange rounds = forLoop(
-              pb, pl, zero, n, {acc[0], none, start, boolConst(pb, pl, false)},
-              [&](OpBuilder &rb, Location rl, Value, ValueRange st) -> Values {
-                Value kept = arith::SubIOp::create(rb, rl, st[2], start);
-                Value done = orI(rb, rl, st[3], cmpi(rb, rl, arith::CmpIPredicate::uge, kept, limit));
-                return ifThenElse(
-                    rb, rl, done, [&](OpBuilder &, Location) -> Values { return st; },
-                    [&](OpBuilder &ob, Location ol) -> Values {
-                      return pickAndKeep(ob, ol, boxes, scores, batch, cls, n, start, st,
-                                         iouThreshold, scoreThreshold, center);
-                    });
-              });
-          return {rounds[0], rounds[1], rounds[2]};
-        });
+    ValueRange all =
+        forLoop(b, loc, zero, pairs, {selected, taken, zero},
+                [&](OpBuilder &pb, Location pl, Value pair, ValueRange acc) -> Values {
+                  Value batch = arith::DivUIOp::create(pb, pl, pair, classes);
+                  Value cls = arith::RemUIOp::create(pb, pl, pair, classes);
+                  Value start = acc[2];
+                  Value none =
+                      linalg::FillOp::create(pb, pl, boolConst(pb, pl, false), acc[1]).getResult(0);
+                  ValueRange rounds = forLoop(
+                      pb, pl, zero, n, {acc[0], none, start, boolConst(pb, pl, false)},
+                      [&](OpBuilder &rb, Location rl, Value, ValueRange st) -> Values {
+                        Value kept = arith::SubIOp::create(rb, rl, st[2], start);
+                        Value done = orI(rb, rl, st[3],
+                                         cmpi(rb, rl, arith::CmpIPredicate::uge, kept, limit));
+                        return ifThenElse(
+                            rb, rl, done, [&](OpBuilder &, Location) -> Values { return st; },
+                            [&](OpBuilder &ob, Location ol) -> Values {
+                              return pickAndKeep(ob, ol, boxes, scores, batch, cls, n, start, st,
+                                                 iouThreshold, scoreThreshold, center);
+                            });
+                      });
+                  return {rounds[0], rounds[1], rounds[2]};
+                });
     Value count = all[2];
     Value result = leadingRows(b, loc, all[0], count);
     rewriter.replaceOp(op, result);
@@ -472,14 +472,14 @@ struct NonMaxSuppressionLowering : OpConversionPattern<NonMaxSuppressionOp> {
     Type f32 = b.getF32Type();
     // best = n means no candidate.
     ValueRange best = forLoop(
-        b, l, idx(b, l, 0), n, {n, scalarConst(b, l, f32, 0)},
+        b, l, indexConst(b, l, 0), n, {n, scalarConst(b, l, f32, 0)},
         [&](OpBuilder &sb, Location sl, Value i, ValueRange bestSoFar) -> Values {
           Value s = extract(sb, sl, scores, {batch, cls, i});
           Value free = notI(sb, sl, extract(sb, sl, taken, {i}));
           if (scoreThreshold)
-            free = andI(sb, sl, free,
-                        arith::CmpFOp::create(sb, sl, arith::CmpFPredicate::OGT, s,
-                                              scoreThreshold));
+            free =
+                andI(sb, sl, free,
+                     arith::CmpFOp::create(sb, sl, arith::CmpFPredicate::OGT, s, scoreThreshold));
           Value first = cmpi(sb, sl, arith::CmpIPredicate::eq, bestSoFar[0], n);
           Value higher = arith::CmpFOp::create(sb, sl, arith::CmpFPredicate::OGT, s, bestSoFar[1]);
           Value better = andI(sb, sl, free, orI(sb, sl, first, higher));
@@ -496,19 +496,23 @@ struct NonMaxSuppressionLowering : OpConversionPattern<NonMaxSuppressionOp> {
           Value suppressed =
               forLoop(tb, tl, start, count, {boolConst(tb, tl, false)},
                       [&](OpBuilder &kb, Location kl, Value r, ValueRange sup) -> Values {
-                        Value other = toIndex(kb, kl, extract(kb, kl, selected, {r, idx(kb, kl, 2)}));
+                        Value other =
+                            toIndex(kb, kl, extract(kb, kl, selected, {r, indexConst(kb, kl, 2)}));
                         Box keptBox = loadBox(kb, kl, boxes, batch, other, center);
                         return {orI(kb, kl, sup[0],
                                     overlapsAbove(kb, kl, candidate, keptBox, iouThreshold))};
                       })[0];
           ValueRange kept = ifThenElse(
               tb, tl, suppressed,
-              [&](OpBuilder &, Location) -> Values { return {selected, count}; },
+              [&](OpBuilder &, Location) -> Values {
+                return {selected, count};
+              },
               [&](OpBuilder &kb, Location kl) -> Values {
                 Value row = selected;
                 Value fields[3] = {batch, cls, pick};
                 for (int64_t k = 0; k < 3; ++k)
-                  row = insert(kb, kl, toI64(kb, kl, fields[k]), row, {count, idx(kb, kl, k)});
+                  row =
+                      insert(kb, kl, toI64(kb, kl, fields[k]), row, {count, indexConst(kb, kl, k)});
                 return {row, addIdx(kb, kl, count, 1)};
               });
           return {kept[0], nowTaken, kept[1], boolConst(tb, tl, false)};

@@ -71,10 +71,6 @@ Value gatherFrom(OpBuilder &b, Location loc, Value source, ValueRange inputs,
       .getResult(0);
 }
 
-Value indexConst(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 Value clampIndex(OpBuilder &b, Location loc, Value i, int64_t size) {
   Value lo = arith::MaxSIOp::create(b, loc, i, indexConst(b, loc, 0));
   return arith::MinSIOp::create(b, loc, lo, indexConst(b, loc, size - 1));
