@@ -50,6 +50,18 @@ public:
   /// entries (used to specialise shape operands known only at run time).
   llvm::StringMap<std::vector<int64_t>> declaredShapes;
 
+  /// What the region being built (the function body, or one arm of a run-time
+  /// If) still has to import after the current node: the rest of every node
+  /// list up to the region's end. It returns the values the region yields. A
+  /// run-time If whose branches cannot merge imports it once per branch (see
+  /// importIf). Null inside Scan and Loop bodies, which are unrolled.
+  std::function<mlir::FailureOr<llvm::SmallVector<mlir::Value>>()> rest;
+  /// Set when a node has imported `rest` itself; the node loops stop and the
+  /// region yields these values.
+  std::optional<llvm::SmallVector<mlir::Value>> regionResults;
+  /// How many tail-duplicating run-time Ifs enclose the current node.
+  int duplicationDepth = 0;
+
   /// Emits `message` as an error at the current node's location; returns failure.
   mlir::LogicalResult fail(const llvm::Twine &message) const;
 
@@ -96,10 +108,9 @@ struct Emitter {
   mlir::Value constant(mlir::Value like, double v) {
     return ctx.scalar(mlir::getElementTypeOrSelf(like.getType()), v);
   }
-  mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
-    auto type = mlir::RankedTensorType::get(shape, mlir::getElementTypeOrSelf(x.getType()));
-    return mlir::kiln::ReshapeOp::create(ctx.b, ctx.loc, type, x);
-  }
+  /// `x` reshaped to `shape`. With dynamic dimensions, the reshape may only
+  /// insert or drop size-1 dimensions (the dynamic ones carry over).
+  mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape);
   /// `x` converted to `elementType` (itself when it already has it).
   mlir::Value castTo(mlir::Value x, mlir::Type elementType) {
     if (mlir::getElementTypeOrSelf(x.getType()) == elementType)
@@ -122,8 +133,23 @@ mlir::FailureOr<mlir::Value> requantize(Emitter &e, mlir::Value scaled, mlir::Va
                                         mlir::Type qt);
 
 /// Imports the nodes of `graph` (the main graph or an inlined subgraph) at
-/// the builder's insertion point; names resolve through ctx.values.
+/// the builder's insertion point; names resolve through ctx.values. Stops
+/// early, with ctx.regionResults set, when a node imported ctx.rest.
 mlir::LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph);
+
+/// Builds a region: runs `body` with ctx.rest = `finish` and returns what the
+/// region yields (`finish`'s values, or ctx.regionResults when a node of
+/// `body` imported the rest itself).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+importRegion(ImportContext &ctx, llvm::function_ref<mlir::LogicalResult()> body,
+             std::function<mlir::FailureOr<llvm::SmallVector<mlir::Value>>()> finish);
+
+/// The values named `names` (host constants are materialized); `what` names
+/// them in the error for one that was never produced.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>> valuesNamed(ImportContext &ctx,
+                                                            llvm::ArrayRef<std::string> names,
+                                                            mlir::Location loc,
+                                                            llvm::StringRef what);
 
 void registerMathOps(ImportTable &table);
 void registerControlFlowOps(ImportTable &table);

@@ -9,6 +9,9 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/ImportContext.h"
 #include "frontend/onnx/ShapeOperands.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
 namespace k = mlir::kiln;
@@ -24,73 +27,321 @@ const onnx::GraphProto *branch(ImportContext &ctx, llvm::StringRef name) {
   return nullptr;
 }
 
-/// Imports a branch; returns its outputs (materialized or host).
-FailureOr<SmallVector<GraphValue>> importBranch(ImportContext &ctx, const onnx::GraphProto &g) {
-  if (failed(importNodes(ctx, g)))
+/// Imports a Scan or Loop body; returns its outputs (materialized or host).
+/// The rest of the model cannot be copied into an unrolled body, so a
+/// run-time If inside must merge its branches.
+FailureOr<SmallVector<GraphValue>> importBody(ImportContext &ctx, const onnx::GraphProto &g) {
+  auto outer = std::exchange(ctx.rest, nullptr);
+  LogicalResult imported = importNodes(ctx, g);
+  ctx.rest = outer;
+  if (failed(imported))
     return failure();
   SmallVector<GraphValue> outs;
   for (const auto &o : g.output()) {
     auto it = ctx.values.find(o.name());
     if (it == ctx.values.end())
-      return ctx.fail("branch output '" + o.name() + "' is never produced");
+      return ctx.fail("body output '" + o.name() + "' is never produced");
     outs.push_back(it->second);
   }
   return outs;
 }
 
-/// A branch output as an SSA value (host constants are materialized).
+/// A body output as an SSA value (host constants are materialized).
 FailureOr<Value> valueOf(ImportContext &ctx, const GraphValue &gv, StringRef name) {
   if (gv.value)
     return gv.value;
   return ctx.materialize(*gv.host, name);
 }
 
+std::vector<std::string> outputNames(const onnx::GraphProto &g) {
+  std::vector<std::string> names;
+  for (const auto &o : g.output())
+    names.push_back(o.name());
+  return names;
+}
+
+/// Imports `branch` of If `node` in place, as if its nodes stood in the
+/// enclosing graph, and binds the If's outputs to the branch's. When a node
+/// of the branch imports the rest of the region (ctx.regionResults), the
+/// binding happens inside that rest.
+LogicalResult importInline(ImportContext &ctx, const onnx::NodeProto *node,
+                           const onnx::GraphProto &branch) {
+  auto bind = [&ctx, node, &branch]() -> LogicalResult {
+    for (auto [i, o] : llvm::enumerate(branch.output())) {
+      auto it = ctx.values.find(o.name());
+      if (it == ctx.values.end())
+        return mlir::emitError(nodeLocation(ctx.b, *node))
+               << "branch output '" << o.name() << "' is never produced";
+      if (i < (size_t)node->output_size() && !node->output(i).empty())
+        ctx.values[node->output(i)] = it->second;
+    }
+    return success();
+  };
+  auto parent = ctx.rest;
+  if (parent)
+    ctx.rest = [bind, parent]() -> FailureOr<SmallVector<Value>> {
+      if (failed(bind()))
+        return failure();
+      return parent();
+    };
+  LogicalResult imported = importNodes(ctx, branch);
+  ctx.rest = parent;
+  ctx.node = node;
+  if (failed(imported) || ctx.regionResults)
+    return imported;
+  return bind();
+}
+
+/// One arm of a run-time If, imported into a block of its own: the values it
+/// yields, or why it cannot be compiled.
+struct Arm {
+  std::unique_ptr<Block> block = std::make_unique<Block>();
+  SmallVector<Value> results;
+  std::string error; // empty when the arm compiled
+};
+
+/// "node 'NAME' (Op): message" for an error the importer emitted at a node.
+std::string describe(Diagnostic &d) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto name = dyn_cast<NameLoc>(d.getLocation())) {
+    os << "node '" << name.getName().getValue() << "'";
+    if (auto op = dyn_cast<NameLoc>(name.getChildLoc()))
+      os << " (" << op.getName().getValue() << ")";
+    os << ": ";
+  }
+  os << d.str();
+  return text;
+}
+
+/// Imports an arm with `build`. Its errors are captured rather than reported:
+/// a branch that cannot be compiled may be one the model never takes for
+/// the inputs it is given. The names the arm defines go out of scope after
+/// it, and so do the SSA values it materialized for host constants.
+Arm importArm(ImportContext &ctx, function_ref<FailureOr<SmallVector<Value>>()> build) {
+  Arm arm;
+  llvm::DenseMap<const void *, Value> before;
+  for (const auto &entry : ctx.values)
+    before[&entry] = entry.second.value;
+  {
+    OpBuilder::InsertionGuard guard(ctx.b);
+    ctx.b.setInsertionPointToEnd(arm.block.get());
+    ScopedDiagnosticHandler capture(ctx.b.getContext(), [&](Diagnostic &d) {
+      if (d.getSeverity() != DiagnosticSeverity::Error)
+        return failure(); // warnings and notes go on to the user
+      if (arm.error.empty())
+        arm.error = describe(d);
+      return success();
+    });
+    auto results = build();
+    if (succeeded(results))
+      arm.results = *results;
+    else if (arm.error.empty())
+      arm.error = "it cannot be compiled";
+  }
+  SmallVector<StringRef> defined;
+  for (auto &entry : ctx.values) {
+    auto it = before.find(&entry);
+    if (it == before.end())
+      defined.push_back(entry.getKey());
+    else
+      entry.second.value = it->second;
+  }
+  for (StringRef name : defined)
+    ctx.values.erase(name);
+  return arm;
+}
+
+/// The type both `a` and `b` can be cast to: same element type and rank,
+/// with the dimensions that differ made dynamic.
+std::optional<RankedTensorType> joinTypes(Type a, Type b) {
+  auto ta = cast<RankedTensorType>(a), tb = cast<RankedTensorType>(b);
+  if (ta.getElementType() != tb.getElementType() || ta.getRank() != tb.getRank())
+    return std::nullopt;
+  SmallVector<int64_t> shape;
+  for (auto [x, y] : llvm::zip(ta.getShape(), tb.getShape()))
+    shape.push_back(x == y ? x : ShapedType::kDynamic);
+  return RankedTensorType::get(shape, ta.getElementType());
+}
+
+/// The result types of an If with these arms; nullopt when the arms'
+/// results cannot merge (or neither arm compiled).
+std::optional<SmallVector<Type>> joinArms(const Arm &a, const Arm &b) {
+  if (!a.error.empty() && !b.error.empty())
+    return std::nullopt;
+  if (!a.error.empty() || !b.error.empty())
+    return SmallVector<Type>(TypeRange(ValueRange(a.error.empty() ? a.results : b.results)));
+  if (a.results.size() != b.results.size())
+    return std::nullopt;
+  SmallVector<Type> types;
+  for (auto [x, y] : llvm::zip(a.results, b.results)) {
+    auto t = joinTypes(x.getType(), y.getType());
+    if (!t)
+      return std::nullopt;
+    types.push_back(*t);
+  }
+  return types;
+}
+
+/// The first result on which two compiled arms disagree, in words.
+std::string mismatch(const Arm &a, const Arm &b) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (auto [i, x, y] : llvm::enumerate(a.results, b.results))
+    if (!joinTypes(x.getType(), y.getType())) {
+      os << "output " << i << " is " << x.getType() << " after the then branch and "
+         << y.getType() << " after the else branch";
+      break;
+    }
+  return text;
+}
+
+/// Ends an arm's block with scf.yield of its results cast to `types`. An
+/// arm that did not compile is emptied and instead stops the run with its
+/// error, yielding empty placeholders.
+void terminateArm(ImportContext &ctx, Arm &arm, TypeRange types, const Twine &taken) {
+  OpBuilder::InsertionGuard guard(ctx.b);
+  Block *block = arm.block.get();
+  ctx.b.setInsertionPointToEnd(block);
+  SmallVector<Value> yields;
+  if (arm.error.empty()) {
+    for (auto [v, t] : llvm::zip(arm.results, types))
+      yields.push_back(v.getType() == t ? v : tensor::CastOp::create(ctx.b, ctx.loc, t, v));
+  } else {
+    while (!block->empty()) {
+      block->back().dropAllUses();
+      block->back().erase();
+    }
+    auto flag = RankedTensorType::get({}, ctx.b.getI1Type());
+    Value no = k::ConstantOp::create(ctx.b, ctx.loc, flag, DenseElementsAttr::get(flag, false));
+    assertAtRunTime(ctx, no, "the model cannot run when it takes its " + taken + " branch: " +
+                                 arm.error);
+    for (Type t : types) {
+      auto rt = cast<RankedTensorType>(t);
+      SmallVector<int64_t> empty(rt.getShape());
+      for (int64_t &d : empty)
+        if (ShapedType::isDynamic(d))
+          d = 0;
+      auto zeros = RankedTensorType::get(empty, rt.getElementType());
+      Value v = k::ConstantOp::create(
+          ctx.b, ctx.loc, zeros,
+          DenseElementsAttr::get(zeros, ctx.b.getZeroAttr(rt.getElementType())));
+      yields.push_back(zeros == rt ? v : tensor::CastOp::create(ctx.b, ctx.loc, rt, v));
+    }
+  }
+  scf::YieldOp::create(ctx.b, ctx.loc, yields);
+}
+
+/// scf.if on `cond` with the two arms as its regions.
+scf::IfOp buildIf(ImportContext &ctx, Value cond, Arm &thenArm, Arm &elseArm,
+                  ArrayRef<Type> types) {
+  terminateArm(ctx, thenArm, types, "then");
+  terminateArm(ctx, elseArm, types, "else");
+  Value flag = tensor::ExtractOp::create(ctx.b, ctx.loc, Emitter{ctx}.reshape(cond, {}));
+  auto op = scf::IfOp::create(ctx.b, ctx.loc, types, flag, /*addThenBlock=*/false,
+                              /*addElseBlock=*/false);
+  op.getThenRegion().push_back(thenArm.block.release());
+  op.getElseRegion().push_back(elseArm.block.release());
+  return op;
+}
+
+/// Warns that one arm of If `node` cannot be compiled; a run that takes it
+/// stops with the arm's error.
+void warnUncompiledArm(ImportContext &ctx, const Arm &thenArm, const Arm &elseArm) {
+  const Arm &bad = thenArm.error.empty() ? elseArm : thenArm;
+  if (bad.error.empty())
+    return;
+  mlir::emitWarning(ctx.loc) << "the " << (&bad == &thenArm ? "then" : "else")
+                             << " branch cannot be compiled (" << bad.error
+                             << "); a run that takes it stops with this error";
+}
+
+/// If with a run-time condition becomes scf.if. When both branches' outputs
+/// have matching ranks and element types, the branches are its regions and
+/// differing sizes become dynamic. Otherwise (Squeeze in one branch and
+/// Identity in the other, as exported `x.squeeze(d)` reads) each region gets
+/// its branch followed by a copy of the rest of the enclosing region, in
+/// which the branch's shapes are known, and the If yields what the region
+/// yields. A branch that cannot be compiled (it is invalid for the shapes
+/// that reach it, like Silero's decoder on inputs of the wrong length) stops
+/// the run with the reason when it is taken, as onnxruntime does.
+LogicalResult importRuntimeIf(ImportContext &ctx, const onnx::GraphProto &thenG,
+                              const onnx::GraphProto &elseG) {
+  const onnx::NodeProto *node = ctx.node;
+  Location loc = ctx.loc;
+  auto cond = ctx.input(0);
+  if (failed(cond))
+    return failure();
+  auto branchOutputs = [&](const onnx::GraphProto &g) {
+    return [&ctx, &g, node] {
+      return importRegion(
+          ctx, [&] { return importNodes(ctx, g); },
+          [&ctx, &g, node] {
+            return valuesNamed(ctx, outputNames(g), nodeLocation(ctx.b, *node), "branch output");
+          });
+    };
+  };
+  Arm thenArm = importArm(ctx, branchOutputs(thenG));
+  Arm elseArm = importArm(ctx, branchOutputs(elseG));
+  ctx.node = node;
+  ctx.loc = loc;
+  bool bothCompiled = thenArm.error.empty() && elseArm.error.empty();
+  auto types = joinArms(thenArm, elseArm);
+  if (types && (bothCompiled || !ctx.rest)) {
+    warnUncompiledArm(ctx, thenArm, elseArm);
+    auto op = buildIf(ctx, *cond, thenArm, elseArm, *types);
+    for (auto [i, r] : llvm::enumerate(op.getResults()))
+      if (i < (size_t)node->output_size())
+        ctx.setOutput(i, r);
+    return success();
+  }
+  if (!ctx.rest) {
+    if (!types && bothCompiled)
+      return ctx.fail("If with a run-time condition inside a Scan or Loop body needs branches "
+                      "whose outputs have the same ranks and element types");
+    return ctx.fail("neither branch of If can be compiled; the then branch: " + thenArm.error);
+  }
+  constexpr int maxDepth = 8;
+  if (ctx.duplicationDepth >= maxDepth)
+    return ctx.fail("If with a run-time condition nested " + Twine(maxDepth) +
+                    " deep in Ifs whose branches give different ranks: kiln would compile the "
+                    "rest of the model more than " + Twine(1 << maxDepth) + " times");
+  // Each arm: the branch, then the rest of the enclosing region.
+  auto rest = ctx.rest;
+  auto branchThenRest = [&](const onnx::GraphProto &g) {
+    return [&ctx, &g, node, rest]() -> FailureOr<SmallVector<Value>> {
+      ++ctx.duplicationDepth;
+      auto results = importRegion(ctx, [&] { return importInline(ctx, node, g); }, rest);
+      --ctx.duplicationDepth;
+      return results;
+    };
+  };
+  thenArm = importArm(ctx, branchThenRest(thenG));
+  elseArm = importArm(ctx, branchThenRest(elseG));
+  ctx.node = node;
+  ctx.loc = loc;
+  types = joinArms(thenArm, elseArm);
+  if (!types) {
+    if (thenArm.error.empty() && elseArm.error.empty())
+      return ctx.fail("the outputs differ in rank or element type depending on this If's "
+                      "run-time condition (" + mismatch(thenArm, elseArm) +
+                      "); kiln compiles one rank and element type per output");
+    return ctx.fail("neither branch of If can be compiled; the then branch: " + thenArm.error);
+  }
+  warnUncompiledArm(ctx, thenArm, elseArm);
+  ctx.regionResults = SmallVector<Value>(buildIf(ctx, *cond, thenArm, elseArm, *types).getResults());
+  return success();
+}
+
 LogicalResult importIf(ImportContext &ctx) {
   const onnx::GraphProto *thenG = branch(ctx, "then_branch"), *elseG = branch(ctx, "else_branch");
   if (!thenG || !elseG)
     return ctx.fail("If needs then_branch and else_branch");
-  const onnx::NodeProto *node = ctx.node;
   if (const HostTensor *c = ctx.hostInput(0)) {
     bool taken = c->isFloat() ? c->floats.at(0) != 0 : c->ints.at(0) != 0;
-    auto outs = importBranch(ctx, taken ? *thenG : *elseG);
-    if (failed(outs))
-      return failure();
-    ctx.node = node;
-    for (auto [i, v] : llvm::enumerate(*outs))
-      if (i < (size_t)node->output_size() && !node->output(i).empty())
-        ctx.values[node->output(i)] = v;
-    return success();
+    return importInline(ctx, ctx.node, taken ? *thenG : *elseG);
   }
-  auto cond = ctx.input(0);
-  if (failed(cond))
-    return failure();
-  auto explain = [&] {
-    llvm::errs() << "note: If '" << node->name()
-                 << "' has a run-time condition, so both branches are compiled for the pinned "
-                    "shapes; if the inputs deciding it are fixed in your use, bind them with "
-                    "--input-value NAME=VALUE\n";
-    return failure();
-  };
-  auto thenOuts = importBranch(ctx, *thenG);
-  if (failed(thenOuts))
-    return explain();
-  ctx.node = node;
-  auto elseOuts = importBranch(ctx, *elseG);
-  if (failed(elseOuts))
-    return explain();
-  ctx.node = node;
-  Emitter e{ctx};
-  Value c = e.reshape(*cond, {});
-  for (size_t i = 0; i < thenOuts->size() && i < (size_t)node->output_size(); ++i) {
-    auto t = valueOf(ctx, (*thenOuts)[i], "then"), f = valueOf(ctx, (*elseOuts)[i], "else");
-    if (failed(t) || failed(f))
-      return failure();
-    if (t->getType() != f->getType())
-      return ctx.fail("If with a run-time condition needs branches with the same output types "
-                      "(output " + llvm::Twine(i) + " differs)");
-    ctx.setOutput(i, k::WhereOp::create(ctx.b, ctx.loc, t->getType(), c, *t, *f));
-  }
-  return success();
+  return importRuntimeIf(ctx, *thenG, *elseG);
 }
 
 /// The per-iteration values `parts` stacked along a new leading axis.
@@ -167,7 +418,7 @@ LogicalResult importScan(ImportContext &ctx) {
       ctx.values[body->input(numState + j).name()] =
           GraphValue{e.reshape(slice, st.getShape().drop_front()), std::nullopt};
     }
-    auto outs = importBranch(ctx, *body);
+    auto outs = importBody(ctx, *body);
     if (failed(outs))
       return failure();
     ctx.node = node;
@@ -285,7 +536,7 @@ LogicalResult importLoop(ImportContext &ctx) {
     ctx.values[body->input(1).name()] = state.cond;
     for (int64_t i = 0; i < numCarried; ++i)
       ctx.values[body->input(2 + i).name()] = state.carried[i];
-    auto outs = importBranch(ctx, *body);
+    auto outs = importBody(ctx, *body);
     ctx.node = node;
     if (failed(outs))
       return failure();

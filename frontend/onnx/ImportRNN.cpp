@@ -72,28 +72,32 @@ std::vector<std::string> stringsAttr(ImportContext &ctx, llvm::StringRef name) {
   return {};
 }
 
-/// Whether `v` is absent or a static tensor of exactly `shape`.
+/// Whether `v` is absent or a tensor of `shape`, where a dynamic dimension
+/// (the batch) matches a dynamic one.
 bool hasShape(ImportContext &ctx, size_t input, ArrayRef<int64_t> shape) {
   if (!ctx.hasInput(input))
     return true;
   auto t = ctx.inputType(input);
-  return succeeded(t) && t->hasStaticShape() && t->getShape() == shape;
+  return succeeded(t) && t->getShape() == shape;
 }
 
 LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
   auto x = ctx.input(0), w = ctx.input(1), r = ctx.input(2);
   if (failed(x) || failed(w) || failed(r))
     return failure();
-  if (cast<RankedTensorType>(x->getType()).getRank() != 3 ||
-      !cast<RankedTensorType>(x->getType()).hasStaticShape() ||
-      cast<RankedTensorType>(w->getType()).getRank() != 3 ||
+  auto xType = cast<RankedTensorType>(x->getType());
+  int64_t seqDim = ctx.attrInt("layout", 0) ? 1 : 0;
+  if (xType.getRank() != 3 || cast<RankedTensorType>(w->getType()).getRank() != 3 ||
       !cast<RankedTensorType>(w->getType()).hasStaticShape())
-    return ctx.fail("X and W must be static 3-D tensors");
+    return ctx.fail("X and W must be 3-D tensors, W a static one");
+  if (xType.isDynamicDim(seqDim) || xType.isDynamicDim(2))
+    return ctx.fail("X " + shapeText(xType.getShape()) +
+                    " needs a static sequence length and input size (only the batch may be "
+                    "dynamic)");
   if (ctx.hasInput(4)) {
     const HostTensor *lens = ctx.hostInput(4);
-    auto xt = cast<RankedTensorType>(x->getType());
-    int64_t seqDim = ctx.attrInt("layout", 0) ? 1 : 0;
-    if (!lens || llvm::any_of(lens->ints, [&](int64_t l) { return l != xt.getDimSize(seqDim); }))
+    if (!lens ||
+        llvm::any_of(lens->ints, [&](int64_t l) { return l != xType.getDimSize(seqDim); }))
       return ctx.fail("sequence_lens shorter than the sequence are not supported");
   }
   bool batchFirst = ctx.attrInt("layout", 0) != 0;
@@ -176,6 +180,8 @@ LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
       return failure();
     Value h = *H, c = *C;
     if (cast<RankedTensorType>(h.getType()).getRank() == 0) {
+      if (ShapedType::isDynamic(batch))
+        return ctx.fail("a dynamic batch needs initial_h (and for LSTM initial_c)");
       h = k::ExpandOp::create(ctx.b, ctx.loc, RankedTensorType::get({batch, hidden}, et), h);
       c = k::ExpandOp::create(ctx.b, ctx.loc, RankedTensorType::get({batch, hidden}, et), c);
     }

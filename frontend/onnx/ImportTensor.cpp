@@ -342,11 +342,14 @@ static LogicalResult importSqueeze(ImportContext &ctx) {
   if (axes.empty())
     for (size_t i = 0; i < in.size(); ++i)
       drop[i] = in[i] == 1;
+  std::vector<int64_t> dynamicDropped; // checked to be 1 at run time
   for (int64_t a : axes) {
     auto n = ctx.axis(a, in.size());
     if (failed(n))
       return failure();
-    if (in[*n] != 1)
+    if (ShapedType::isDynamic(in[*n]))
+      dynamicDropped.push_back(*n);
+    else if (in[*n] != 1)
       return ctx.fail("Squeeze of dimension " + llvm::Twine(*n) + " which is not 1");
     drop[*n] = true;
   }
@@ -356,6 +359,14 @@ static LogicalResult importSqueeze(ImportContext &ctx) {
       shape.push_back(in[i]);
       kept.push_back(i);
     }
+  if (!dynamicDropped.empty()) {
+    auto x = ctx.input(0);
+    if (failed(x))
+      return failure();
+    for (int64_t d : dynamicDropped)
+      assertAtRunTime(ctx, dimEquals(ctx, *x, d, 1),
+                      "Squeeze of dimension " + llvm::Twine(d) + ", whose size is not 1");
+  }
   return reshapeTo(ctx, shape, kept);
 }
 

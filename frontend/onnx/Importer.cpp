@@ -3,9 +3,12 @@
 #include "frontend/onnx/ImportContext.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "onnx/shape_inference/implementation.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -506,7 +509,7 @@ static bool acceptsDynamicShapes(StringRef op) {
       "Transpose", "Concat", "Unsqueeze", "Squeeze", "Shape", "ReduceMean", "ReduceSum",
       "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Slice", "Resize",
       "Upsample", "ConvTranspose", "LayerNormalization", "Gather", "GatherND", "Pad", "NonZero",
-      "Compress", "Unique", "NonMaxSuppression"};
+      "Compress", "Unique", "NonMaxSuppression", "LSTM", "GRU", "RNN"};
   return ops.contains(op);
 }
 
@@ -548,23 +551,28 @@ static const ImportTable &importTable() {
   return table;
 }
 
-LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph) {
+/// Imports order[first..]; ctx.rest at node i imports order[i+1..] and then
+/// what `after` (the rest when the node list began) imports.
+static LogicalResult importFrom(ImportContext &ctx, ArrayRef<const onnx::NodeProto *> order,
+                                size_t first) {
   const ImportTable &table = importTable();
-  const onnx::NodeProto *outer = ctx.node;
-  Location outerLoc = ctx.loc;
-  for (const auto &init : graph.initializer()) { // subgraphs may have their own
-    auto t = parseTensor(init, ctx.loc);
-    if (failed(t))
-      return failure();
-    ctx.values[init.name()] = GraphValue{Value(), std::move(*t)};
-  }
-  auto order = sortedNodes(ctx, graph);
-  if (failed(order))
-    return failure();
-  for (const onnx::NodeProto *nodePtr : *order) {
-    const onnx::NodeProto &node = *nodePtr;
+  auto after = ctx.rest;
+  auto restore = llvm::make_scope_exit([&] { ctx.rest = after; });
+  for (size_t i = first; i < order.size(); ++i) {
+    const onnx::NodeProto &node = *order[i];
     ctx.node = &node;
     ctx.loc = nodeLocation(ctx.b, node);
+    if (after)
+      ctx.rest = [&ctx, order, i, after]() -> FailureOr<SmallVector<Value>> {
+        auto current = std::exchange(ctx.rest, after);
+        LogicalResult imported = importFrom(ctx, order, i + 1);
+        ctx.rest = current;
+        if (failed(imported))
+          return failure();
+        if (ctx.regionResults)
+          return *std::exchange(ctx.regionResults, std::nullopt);
+        return after();
+      };
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       return ctx.fail("operator domain '" + node.domain() + "' is not supported");
     auto it = table.find(node.op_type());
@@ -574,9 +582,77 @@ LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph) {
       return failure();
     if (failed(it->second(ctx)))
       return failure();
+    if (ctx.regionResults)
+      break;
   }
+  return success();
+}
+
+LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph) {
+  const onnx::NodeProto *outer = ctx.node;
+  Location outerLoc = ctx.loc;
+  for (const auto &init : graph.initializer()) { // subgraphs may have their own
+    auto t = parseTensor(init, ctx.loc);
+    if (failed(t))
+      return failure();
+    ctx.values[init.name()] = GraphValue{Value(), std::move(*t)};
+  }
+  auto order = sortedNodes(ctx, graph);
+  if (failed(order) || failed(importFrom(ctx, *order, 0)))
+    return failure();
   ctx.node = outer;
   ctx.loc = outerLoc;
+  return success();
+}
+
+FailureOr<SmallVector<Value>>
+importRegion(ImportContext &ctx, function_ref<LogicalResult()> body,
+             std::function<FailureOr<SmallVector<Value>>()> finish) {
+  auto outer = std::exchange(ctx.rest, finish);
+  LogicalResult imported = body();
+  ctx.rest = outer;
+  if (failed(imported))
+    return failure();
+  if (ctx.regionResults)
+    return *std::exchange(ctx.regionResults, std::nullopt);
+  return finish();
+}
+
+FailureOr<SmallVector<Value>> valuesNamed(ImportContext &ctx, ArrayRef<std::string> names,
+                                          Location loc, StringRef what) {
+  SmallVector<Value> values;
+  for (const std::string &name : names) {
+    auto it = ctx.values.find(name);
+    if (it == ctx.values.end())
+      return mlir::emitError(loc) << what << " '" << name << "' is never produced";
+    if (!it->second.value) {
+      auto v = ctx.materialize(*it->second.host, name);
+      if (failed(v))
+        return failure();
+      it->second.value = *v;
+    }
+    values.push_back(it->second.value);
+  }
+  return values;
+}
+
+/// Inside a copy of the rest of the model made for a run-time If (see
+/// importIf), an output whose rank differs from the one the model declares
+/// means that the copy is a path the model does not take: the error makes
+/// the copy stop the run instead, and the other copy gives the output type.
+static LogicalResult checkDeclaredRanks(ImportContext &ctx, const onnx::GraphProto &graph,
+                                        ValueRange values, Location loc) {
+  if (ctx.duplicationDepth == 0)
+    return success();
+  for (auto [out, v] : llvm::zip(graph.output(), values)) {
+    if (!out.type().tensor_type().has_shape())
+      continue;
+    int64_t declared = out.type().tensor_type().shape().dim_size();
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    if (rank != declared)
+      return mlir::emitError(loc) << "graph output '" << out.name() << "' would have rank "
+                                  << rank << ", but the model declares rank " << declared;
+  }
   return success();
 }
 
@@ -593,7 +669,8 @@ OwningOpRef<ModuleOp> importModel(const std::string &path, const ImportOptions &
 
 OwningOpRef<ModuleOp> importModelBytes(llvm::StringRef bytes, const std::string &path,
                                        const ImportOptions &options, MLIRContext &context) {
-  context.loadDialect<mlir::kiln::KilnDialect, func::FuncDialect>();
+  context.loadDialect<mlir::kiln::KilnDialect, func::FuncDialect, scf::SCFDialect,
+                      tensor::TensorDialect>();
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
   auto model = parseModel(bytes, fileLoc);
   if (failed(model))
@@ -670,29 +747,42 @@ OwningOpRef<ModuleOp> importModelBytes(llvm::StringRef bytes, const std::string 
   }
   b.setInsertionPointToStart(entry);
 
-  if (failed(importNodes(ctx, graph)))
+  std::vector<std::string> outputNames;
+  for (const auto &out : graph.output())
+    outputNames.push_back(out.name());
+  auto results = importRegion(
+      ctx, [&] { return importNodes(ctx, graph); },
+      [&]() -> FailureOr<SmallVector<Value>> {
+        auto values = valuesNamed(ctx, outputNames, fileLoc, "graph output");
+        if (failed(values) || failed(checkDeclaredRanks(ctx, graph, *values, fileLoc)))
+          return failure();
+        return values;
+      });
+  if (failed(results))
     return nullptr;
-  ctx.node = nullptr;
-  SmallVector<Value> results;
-  for (const auto &out : graph.output()) {
-    auto it = ctx.values.find(out.name());
-    if (it == ctx.values.end()) {
-      mlir::emitError(fileLoc) << "graph output '" << out.name() << "' is never produced";
-      return nullptr;
-    }
-    if (!it->second.value) {
-      auto v = ctx.materialize(*it->second.host, out.name());
-      if (failed(v))
-        return nullptr;
-      it->second.value = *v;
-    }
-    results.push_back(it->second.value);
-  }
-  func::ReturnOp::create(b, fileLoc, results);
-  func.setFunctionType(b.getFunctionType(inputTypes, TypeRange(ValueRange(results))));
+  func::ReturnOp::create(b, fileLoc, *results);
+  func.setFunctionType(b.getFunctionType(inputTypes, TypeRange(ValueRange(*results))));
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, "kiln.name", b.getStringAttr(out.name()));
   return module;
+}
+
+Value Emitter::reshape(Value x, ArrayRef<int64_t> shape) {
+  auto in = cast<RankedTensorType>(x.getType());
+  auto type = RankedTensorType::get(shape, in.getElementType());
+  if (in.hasStaticShape() && type.hasStaticShape())
+    return mlir::kiln::ReshapeOp::create(ctx.b, ctx.loc, type, x);
+  // Match the result's dimensions to the input's; unmatched ones are 1.
+  SmallVector<int64_t> kept;
+  size_t i = 0;
+  for (int64_t d : shape) {
+    while (i < (size_t)in.getRank() && in.getDimSize(i) != d && in.getDimSize(i) == 1)
+      ++i;
+    bool matched = i < (size_t)in.getRank() && in.getDimSize(i) == d;
+    assert((matched || d == 1) && "a dynamic reshape only inserts or drops size-1 dimensions");
+    kept.push_back(matched ? (int64_t)i++ : -1);
+  }
+  return mlir::kiln::ReshapeOp::create(ctx.b, ctx.loc, type, x, ctx.b.getDenseI64ArrayAttr(kept));
 }
 
 Value Emitter::sumAll(Value x) {

@@ -163,6 +163,15 @@ static Value compare(ImportContext &ctx, Value a, Value b) {
   return *e.binary<Op>(a, b, ctx.b.getI1Type());
 }
 
+Value dimEquals(ImportContext &ctx, Value x, int64_t dim, int64_t size) {
+  auto i64 = ctx.b.getI64Type();
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  Value shape = k::ShapeOp::create(ctx.b, ctx.loc, RankedTensorType::get({rank}, i64), x);
+  Value d = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({1}, i64), shape,
+                               ArrayRef<int64_t>{dim}, ArrayRef<int64_t>{1});
+  return compare<k::EqualOp>(ctx, Emitter{ctx}.reshape(d, {}), int64Constant(ctx, {size}, {}));
+}
+
 namespace {
 /// Elementwise i64 arithmetic on small run-time tensors, as kiln ops. Every
 /// operand is i64, so the broadcasting builders cannot fail.

@@ -59,6 +59,9 @@ mlir::FailureOr<std::vector<int64_t>> declaredPerDimension(ImportContext &ctx, s
 mlir::FailureOr<std::vector<int64_t>> runtimeShapeOperand(ImportContext &ctx, size_t input,
                                                           llvm::StringRef what);
 
+/// A rank-0 i1 value: whether dimension `dim` of `x` has size `size` at run
+/// time.
+mlir::Value dimEquals(ImportContext &ctx, mlir::Value x, int64_t dim, int64_t size);
 /// Emits a kiln.assert of `condition` with the message
 /// "node '<name>' (<op>): <message>".
 void assertAtRunTime(ImportContext &ctx, mlir::Value condition, const llvm::Twine &message);

@@ -129,9 +129,9 @@ def cases():
     return out
 
 
-def make(root):
+def make(root, models=None):
     os.makedirs(root, exist_ok=True)
-    for name, (m, sets) in cases().items():
+    for name, (m, sets) in (models or cases()).items():
         onnx.save(m, os.path.join(root, name + ".onnx"))
         for k, feeds in enumerate(sets):
             d = os.path.join(root, name, f"set{k}")
