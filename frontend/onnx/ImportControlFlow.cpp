@@ -98,6 +98,8 @@ struct Arm {
   std::unique_ptr<Block> block = std::make_unique<Block>();
   SmallVector<Value> results;
   std::string error; // empty when the arm compiled
+  /// Warnings from inside the arm, reported only if the arm is kept.
+  SmallVector<std::pair<Location, std::string>> warnings;
 };
 
 /// "node 'NAME' (Op): message" for an error the importer emitted at a node.
@@ -127,8 +129,10 @@ Arm importArm(ImportContext &ctx, function_ref<FailureOr<SmallVector<Value>>()> 
     OpBuilder::InsertionGuard guard(ctx.b);
     ctx.b.setInsertionPointToEnd(arm.block.get());
     ScopedDiagnosticHandler capture(ctx.b.getContext(), [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Warning)
+        arm.warnings.push_back({d.getLocation(), d.str()});
       if (d.getSeverity() != DiagnosticSeverity::Error)
-        return failure(); // warnings and notes go on to the user
+        return success();
       if (arm.error.empty())
         arm.error = describe(d);
       return success();
@@ -232,9 +236,14 @@ void terminateArm(ImportContext &ctx, Arm &arm, TypeRange types, const Twine &ta
   scf::YieldOp::create(ctx.b, ctx.loc, yields);
 }
 
-/// scf.if on `cond` with the two arms as its regions.
+/// scf.if on `cond` with the two arms as its regions; reports the warnings
+/// of the arms that compiled.
 scf::IfOp buildIf(ImportContext &ctx, Value cond, Arm &thenArm, Arm &elseArm,
                   ArrayRef<Type> types) {
+  for (Arm *arm : {&thenArm, &elseArm})
+    if (arm->error.empty())
+      for (auto &[loc, message] : arm->warnings)
+        mlir::emitWarning(loc) << message;
   terminateArm(ctx, thenArm, types, "then");
   terminateArm(ctx, elseArm, types, "else");
   Value flag = tensor::ExtractOp::create(ctx.b, ctx.loc, Emitter{ctx}.reshape(cond, {}));

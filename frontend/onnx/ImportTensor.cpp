@@ -740,6 +740,9 @@ static LogicalResult importSplit(ImportContext &ctx) {
     sizes = ctx.attrInts("split");
   }
   int64_t outputs = ctx.node->output_size(), dim = shape[*axis];
+  if (ShapedType::isDynamic(dim)) // the other dimensions are taken whole
+    return ctx.fail("Split along dynamic dimension " + llvm::Twine(*axis) +
+                    " is not supported yet; pin the model's input shapes with --input-shape");
   if (sizes.empty()) {
     int64_t parts = ctx.attrInt("num_outputs", outputs);
     if (parts <= 0 || ShapedType::isDynamic(dim))

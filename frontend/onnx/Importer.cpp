@@ -509,7 +509,7 @@ static bool acceptsDynamicShapes(StringRef op) {
       "Transpose", "Concat", "Unsqueeze", "Squeeze", "Shape", "ReduceMean", "ReduceSum",
       "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Slice", "Resize",
       "Upsample", "ConvTranspose", "LayerNormalization", "Gather", "GatherND", "Pad", "NonZero",
-      "Compress", "Unique", "NonMaxSuppression", "LSTM", "GRU", "RNN"};
+      "Compress", "Unique", "NonMaxSuppression", "LSTM", "GRU", "RNN", "Split"};
   return ops.contains(op);
 }
 

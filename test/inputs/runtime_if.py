@@ -53,13 +53,12 @@ def f32(*shape):
 
 def cases():
     out = {}
-    # Branches of different sizes: Concat(x, x) or x[:1]; the If's output
-    # has a dynamic size.
+    # Branches of different sizes: Concat(x, x) or ReduceMax(x) kept as
+    # [1]; the If's output has a dynamic size.
     then = h.make_graph([h.make_node("Concat", ["x", "x"], ["twice"], axis=0)], "then", [],
                         [dd.vi("twice", T.FLOAT, None)])
-    other = h.make_graph([const("s0", [0]), const("s1", [1]),
-                          h.make_node("Slice", ["x", "s0", "s1"], ["first"])], "else", [],
-                         [dd.vi("first", T.FLOAT, None)])
+    other = h.make_graph([h.make_node("ReduceMax", ["x"], ["largest"], keepdims=1)], "else", [],
+                         [dd.vi("largest", T.FLOAT, None)])
     out["sizes"] = (dd.model([
         h.make_node("ReduceSum", ["x"], ["sum"], keepdims=0),
         h.make_node("Constant", [], ["zero"], value=h.make_tensor("z", T.FLOAT, [], [0.0])),

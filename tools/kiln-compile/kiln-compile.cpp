@@ -26,6 +26,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include <chrono>
@@ -163,18 +164,27 @@ static LogicalResult printReportRemark(Diagnostic &diag) {
 }
 
 /// Prints errors at an ONNX node as "error: <model>: node '<name>' (<op>):
-/// message" and those about the whole model as "error: <model>: message";
-/// others go on to the default handler (which prints only errors).
+/// message" and those about the whole model as "error: <model>: message",
+/// and warnings at a node likewise (each once); others go on to the default
+/// handler (which prints only errors).
 static LogicalResult printModelDiagnostic(Diagnostic &diag) {
   std::optional<mlir::kiln::OnnxNode> node = mlir::kiln::onnxNodeOf(diag.getLocation());
   bool atNode = node && !node->opType.empty();
   auto file = dyn_cast<FileLineColLoc>(diag.getLocation());
-  if (diag.getSeverity() != DiagnosticSeverity::Error || (!atNode && !(file && file.getLine() == 0)))
+  bool warning = diag.getSeverity() == DiagnosticSeverity::Warning;
+  if ((diag.getSeverity() != DiagnosticSeverity::Error && !(warning && atNode)) ||
+      (!atNode && !(file && file.getLine() == 0)))
     return failure();
-  errs() << "error: " << inputFile << ": ";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << (warning ? "warning: " : "error: ") << inputFile << ": ";
   if (atNode)
-    errs() << "node '" << node->name << "' (" << node->opType << "): ";
-  errs() << diag.str() << "\n";
+    os << "node '" << node->name << "' (" << node->opType << "): ";
+  os << diag.str() << "\n";
+  static llvm::StringSet<> warned;
+  if (warning && !warned.insert(text).second)
+    return success();
+  errs() << text;
   for (const Diagnostic &note : diag.getNotes())
     errs() << "note: " << note.str() << "\n";
   return success();
