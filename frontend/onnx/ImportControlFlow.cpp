@@ -1,8 +1,9 @@
 //===- ImportControlFlow.cpp - ONNX If, Scan and Loop ----------------------===//
 //
 // If with a compile-time condition inlines the taken branch. With a run-time
-// condition both branches are inlined (they have no side effects) and each
-// output is selected with kiln.where, which needs matching branch types.
+// condition it becomes scf.if (see importRuntimeIf): the branches are its
+// regions when their outputs merge, else each region holds its branch and a
+// copy of the rest of the enclosing region.
 // Scan over a static sequence and Loop over a trip count known at compile
 // time are unrolled.
 //
