@@ -745,7 +745,7 @@ static LogicalResult importSplit(ImportContext &ctx) {
                     " is not supported yet; pin the model's input shapes with --input-shape");
   if (sizes.empty()) {
     int64_t parts = ctx.attrInt("num_outputs", outputs);
-    if (parts <= 0 || ShapedType::isDynamic(dim))
+    if (parts <= 0)
       return ctx.fail("Split into equal parts needs a static dimension and at least one output");
     int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t i = 0; i < parts; ++i)

@@ -557,21 +557,14 @@ static LogicalResult importFrom(ImportContext &ctx, ArrayRef<const onnx::NodePro
                                 size_t first) {
   const ImportTable &table = importTable();
   auto after = ctx.rest;
-  auto restore = llvm::make_scope_exit([&] { ctx.rest = after; });
+  llvm::scope_exit restore([&] { ctx.rest = after; });
   for (size_t i = first; i < order.size(); ++i) {
     const onnx::NodeProto &node = *order[i];
     ctx.node = &node;
     ctx.loc = nodeLocation(ctx.b, node);
     if (after)
-      ctx.rest = [&ctx, order, i, after]() -> FailureOr<SmallVector<Value>> {
-        auto current = std::exchange(ctx.rest, after);
-        LogicalResult imported = importFrom(ctx, order, i + 1);
-        ctx.rest = current;
-        if (failed(imported))
-          return failure();
-        if (ctx.regionResults)
-          return *std::exchange(ctx.regionResults, std::nullopt);
-        return after();
+      ctx.rest = [&ctx, order, i, after] {
+        return importRegion(ctx, [&] { return importFrom(ctx, order, i + 1); }, after);
       };
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       return ctx.fail("operator domain '" + node.domain() + "' is not supported");
@@ -773,13 +766,15 @@ Value Emitter::reshape(Value x, ArrayRef<int64_t> shape) {
   if (in.hasStaticShape() && type.hasStaticShape())
     return mlir::kiln::ReshapeOp::create(ctx.b, ctx.loc, type, x);
   // Match the result's dimensions to the input's; unmatched ones are 1.
+  // Another reshape gets no `kept`, and the verifier rejects it.
   SmallVector<int64_t> kept;
   size_t i = 0;
   for (int64_t d : shape) {
     while (i < (size_t)in.getRank() && in.getDimSize(i) != d && in.getDimSize(i) == 1)
       ++i;
     bool matched = i < (size_t)in.getRank() && in.getDimSize(i) == d;
-    assert((matched || d == 1) && "a dynamic reshape only inserts or drops size-1 dimensions");
+    if (!matched && d != 1)
+      return mlir::kiln::ReshapeOp::create(ctx.b, ctx.loc, type, x);
     kept.push_back(matched ? (int64_t)i++ : -1);
   }
   return mlir::kiln::ReshapeOp::create(ctx.b, ctx.loc, type, x, ctx.b.getDenseI64ArrayAttr(kept));
