@@ -119,12 +119,87 @@ Value wrapIndex(OpBuilder &b, Location l, Value i, OpFoldResult size) {
   return arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, r, n), r);
 }
 
+/// The first index and the count that ONNX Slice bounds select from a
+/// dimension of run-time size `n` (onnxSliceBounds, in index arithmetic).
+std::pair<Value, Value> runtimeSliceBounds(OpBuilder &b, Location l, int64_t start, int64_t end,
+                                           int64_t step, Value n) {
+  auto c = [&](int64_t v) { return indexConst(b, l, v); };
+  auto add = [&](Value x, Value y) { return b.createOrFold<arith::AddIOp>(l, x, y); };
+  auto sub = [&](Value x, Value y) { return b.createOrFold<arith::SubIOp>(l, x, y); };
+  auto clamp = [&](Value x, Value lo, Value hi) {
+    return b.createOrFold<arith::MinSIOp>(l, b.createOrFold<arith::MaxSIOp>(l, x, lo), hi);
+  };
+  Value begin = start < 0 ? add(n, c(start)) : c(start);
+  Value stop = end < 0 ? add(n, c(end)) : c(end);
+  Value distance; // from the first index to one past the last, in the step's direction
+  int64_t stride = step;
+  if (step > 0) {
+    begin = clamp(begin, c(0), n);
+    distance = sub(clamp(stop, c(0), n), begin);
+  } else {
+    Value last = sub(n, c(1));
+    begin = clamp(begin, c(0), last);
+    distance = sub(begin, clamp(stop, c(-1), last));
+    stride = -std::max(step, -std::numeric_limits<int64_t>::max());
+  }
+  // ceil(distance / stride), at least 0
+  Value count = add(b.createOrFold<arith::FloorDivSIOp>(l, sub(distance, c(1)), c(stride)), c(1));
+  return {begin, b.createOrFold<arith::MaxSIOp>(l, count, c(0))};
+}
+
+/// kiln.slice with `ends` (ONNX bounds, dynamic dimensions): the bounds are
+/// resolved against the input's sizes at run time.
+Value lowerOnnxSlice(OpBuilder &b, Location loc, SliceOp op, Value input, RankedTensorType type) {
+  ArrayRef<int64_t> starts = op.getStarts(), ends = *op.getEnds(), steps = op.getSteps();
+  SmallVector<OpFoldResult> begins, sizes;
+  SmallVector<int64_t> strides(steps);
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    OpFoldResult n = dimOf(b, loc, input, d);
+    if (auto dim = getConstantIntValue(n)) {
+      SliceBounds s = onnxSliceBounds(starts[d], ends[d], steps[d], *dim);
+      begins.push_back(b.getIndexAttr(s.begin));
+      sizes.push_back(b.getIndexAttr(s.size));
+      continue;
+    }
+    auto [begin, size] = runtimeSliceBounds(b, loc, starts[d], ends[d], steps[d], cast<Value>(n));
+    begins.push_back(getAsOpFoldResult(begin));
+    sizes.push_back(getAsOpFoldResult(size));
+  }
+  Value r;
+  if (llvm::all_of(steps, [](int64_t s) { return s > 0; })) {
+    r = tensor::ExtractSliceOp::create(b, loc, input, begins, sizes,
+                                       getAsIndexOpFoldResult(b.getContext(), strides));
+  } else {
+    SmallVector<int64_t> shape;
+    for (OpFoldResult s : sizes)
+      shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
+    auto gathered = RankedTensorType::get(shape, type.getElementType());
+    r = gatherFrom(
+        b, loc, input, {}, {}, gathered,
+        [&](OpBuilder &nb, Location l, ValueRange, ArrayRef<Value> out) {
+          SmallVector<Value> at;
+          for (auto [i, o] : llvm::enumerate(out)) {
+            Value step = nb.createOrFold<arith::MulIOp>(l, o, indexConst(nb, l, steps[i]));
+            at.push_back(nb.createOrFold<arith::AddIOp>(l, indexValue(nb, l, begins[i]), step));
+          }
+          return at;
+        },
+        sizes);
+  }
+  // Sizes that folded to constants give a more static type than the op's.
+  return r.getType() == type ? r : tensor::CastOp::create(b, loc, type, r).getResult();
+}
+
 struct SliceLowering : OpConversionPattern<SliceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = signlessType(op.getType());
+    if (op.getEnds()) {
+      rewriter.replaceOp(op, lowerOnnxSlice(rewriter, loc, op, adaptor.getInput(), type));
+      return success();
+    }
     ArrayRef<int64_t> starts = op.getStarts(), steps = op.getSteps();
     MLIRContext *ctx = rewriter.getContext();
     if (llvm::is_contained(type.getShape(), 0)) { // its offsets may lie past the input's end

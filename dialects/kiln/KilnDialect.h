@@ -36,6 +36,15 @@ struct QuantParams {
 /// per axis), else nullopt.
 std::optional<QuantParams> quantParams(Type type);
 
+/// The elements ONNX Slice takes from a dimension of static size `dim`:
+/// the first index and the count, after resolving negative bounds and
+/// clamping them (kiln.slice with `ends` resolves them the same way at run
+/// time).
+struct SliceBounds {
+  int64_t begin, size;
+};
+SliceBounds onnxSliceBounds(int64_t start, int64_t end, int64_t step, int64_t dim);
+
 /// numpy broadcasting of two static shapes; failure if incompatible.
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
                                                 ArrayRef<int64_t> b);

@@ -5,7 +5,9 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/STLExtras.h"
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -857,19 +859,55 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
 
 static LogicalResult verifyAxis(Operation *op, Value input, int64_t axis);
 
+SliceBounds mlir::kiln::onnxSliceBounds(int64_t start, int64_t end, int64_t step, int64_t dim) {
+  if (dim == 0)
+    return {0, 0};
+  int64_t b = start < 0 ? start + dim : start, e = end < 0 ? end + dim : end;
+  if (step > 0) {
+    b = std::clamp<int64_t>(b, 0, dim);
+    e = std::clamp<int64_t>(e, 0, dim);
+    return {b, e > b ? (e - b - 1) / step + 1 : 0};
+  }
+  b = std::clamp<int64_t>(b, 0, dim - 1);
+  e = std::clamp<int64_t>(e, -1, dim - 1);
+  int64_t stride = -std::max(step, -std::numeric_limits<int64_t>::max());
+  return b > e ? SliceBounds{b, (b - e - 1) / stride + 1} : SliceBounds{0, 0};
+}
+
+/// The ONNX form (with `ends`): a static dimension must have the size its
+/// bounds select, a dynamic one stays dynamic.
+static LogicalResult verifyOnnxBounds(SliceOp op, ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
+  ArrayRef<int64_t> ends = *op.getEnds();
+  if (ends.size() != in.size())
+    return op.emitOpError("ends needs one entry per input dimension");
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (ShapedType::isDynamic(in[i])) {
+      if (!ShapedType::isDynamic(out[i]))
+        return op.emitOpError("dimension ") << i << " is dynamic and so is its slice";
+      continue;
+    }
+    int64_t want = onnxSliceBounds(op.getStarts()[i], ends[i], op.getSteps()[i], in[i]).size;
+    if (out[i] != want)
+      return op.emitOpError("dimension ") << i << " takes " << want << " elements, not " << out[i];
+  }
+  return success();
+}
+
 LogicalResult SliceOp::verify() {
   ArrayRef<int64_t> in = shapeOf(getInput());
   ArrayRef<int64_t> out = cast<RankedTensorType>(getType()).getShape();
   if (getStarts().size() != in.size() || getSteps().size() != in.size() || out.size() != in.size())
     return emitOpError("starts, steps and result need one entry per input dimension");
+  if (llvm::is_contained(getSteps(), 0))
+    return emitOpError("step must not be 0");
+  if (getEnds())
+    return verifyOnnxBounds(*this, in, out);
   for (size_t i = 0; i < in.size(); ++i) {
     int64_t start = getStarts()[i], step = getSteps()[i];
-    if (step == 0)
-      return emitOpError("step must not be 0");
     if (out[i] == 0)
       continue;
     if (ShapedType::isDynamic(out[i]) || ShapedType::isDynamic(in[i])) {
-      // A dynamic dimension is only ever taken whole.
+      // Without `ends` a dynamic dimension is only ever taken whole.
       if (out[i] != in[i] || start != 0 || step != 1)
         return emitOpError("dimension ") << i << " is dynamic and must be taken whole";
       continue;
@@ -882,6 +920,8 @@ LogicalResult SliceOp::verify() {
 }
 
 OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
+  if (getEnds()) // its input has dynamic dimensions: no constant to fold
+    return {};
   auto type = cast<RankedTensorType>(getType());
   bool whole = getInput().getType() == type &&
                llvm::all_of(getStarts(), [](int64_t s) { return s == 0; }) &&

@@ -405,9 +405,25 @@ def Kiln_SliceOp : Kiln_Op<"slice"> {
   let description = [{
     `starts` and `steps` have one entry per dimension; steps may be negative.
     The result shape gives the number of elements taken per dimension.
+
+    With `ends`, the bounds are ONNX Slice's, resolved against the input's
+    size n at run time: negative starts and ends count from the end, both
+    are clamped (to [0, n] with a positive step; with a negative one, starts
+    to [0, n-1] and ends to [-1, n-1], as onnxruntime does), and each
+    dimension takes
+    max(0, ceil((end - start) / step)) elements. That form slices dynamic
+    dimensions, whose result size is dynamic too.
   }];
-  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$steps);
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$steps,
+                       OptionalAttr<DenseI64ArrayAttr>:$ends);
   let results = (outs Kiln_Tensor:$result);
+  let builders = [
+    // Without `ends`: static bounds, the result type gives the counts.
+    OpBuilder<(ins "Type":$result, "Value":$input, "ArrayRef<int64_t>":$starts,
+                   "ArrayRef<int64_t>":$steps), [{
+      build($_builder, $_state, result, input, starts, steps, DenseI64ArrayAttr());
+    }]>
+  ];
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;

@@ -261,6 +261,43 @@ static LogicalResult importReshape(ImportContext &ctx) {
   return reshapeTo(ctx, *shape, kept);
 }
 
+/// Flatten of a group with several dynamic dimensions: the sizes of both
+/// groups are their products, computed from kiln.shape at run time (as the
+/// Flatten/op/Reshape pattern that upgrades Softmax-12 to 13 needs).
+static LogicalResult importRuntimeFlatten(ImportContext &ctx, ArrayRef<int64_t> in,
+                                          int64_t axis) {
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = in.size();
+  auto i64 = ctx.b.getI64Type();
+  Value shape = k::ShapeOp::create(ctx.b, ctx.loc, RankedTensorType::get({rank}, i64), *x);
+  SmallVector<Value> sizes;
+  SmallVector<int64_t> flat, kept;
+  for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, axis}, {axis, rank}}) {
+    ArrayRef<int64_t> group = in.slice(begin, end - begin);
+    int64_t dynamic = llvm::count_if(group, ShapedType::isDynamic);
+    int64_t product = 1;
+    for (int64_t d : group)
+      product = dynamic ? ShapedType::kDynamic : product * d;
+    flat.push_back(product);
+    kept.push_back(!dynamic ? -1 : group.size() == 1 ? begin : -2);
+    if (begin == end) {
+      sizes.push_back(int64Constant(ctx, {1}, {1}));
+      continue;
+    }
+    Value part = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({end - begin}, i64),
+                                    shape, ArrayRef<int64_t>{begin}, ArrayRef<int64_t>{1});
+    sizes.push_back(k::ReduceOp::create(ctx.b, ctx.loc, RankedTensorType::get({1}, i64), part,
+                                        "prod", ArrayRef<int64_t>{0}, true));
+  }
+  Value spec = k::ConcatOp::create(ctx.b, ctx.loc, RankedTensorType::get({2}, i64), sizes, 0);
+  auto type = RankedTensorType::get(flat, getElementTypeOrSelf(x->getType()));
+  ctx.setOutput(0, k::ReshapeOp::create(ctx.b, ctx.loc, type, *x, spec,
+                                        ctx.b.getDenseI64ArrayAttr(kept)));
+  return success();
+}
+
 static LogicalResult importFlatten(ImportContext &ctx) {
   std::vector<int64_t> in = shapeOfInput(ctx);
   int64_t rank = in.size();
@@ -269,6 +306,11 @@ static LogicalResult importFlatten(ImportContext &ctx) {
     axis += rank;
   if (axis < 0 || axis > rank)
     return ctx.fail("Flatten axis out of range");
+  auto dynamicIn = [&](int64_t begin, int64_t end) {
+    return std::count_if(in.begin() + begin, in.begin() + end, ShapedType::isDynamic);
+  };
+  if (dynamicIn(0, axis) > 1 || dynamicIn(axis, rank) > 1)
+    return importRuntimeFlatten(ctx, in, axis);
   auto flat = flattenedType(ctx, RankedTensorType::get(in, ctx.b.getF32Type()), axis);
   if (failed(flat))
     return failure();
@@ -668,36 +710,46 @@ static LogicalResult importSlice(ImportContext &ctx) {
   if (ends.size() != starts.size() || axes.size() != starts.size() ||
       steps.size() != starts.size())
     return ctx.fail("starts, ends, axes and steps must have the same length");
-  std::vector<int64_t> begin(rank, 0), step(rank, 1), size(shape);
+  // Per dimension, ONNX bounds: unnamed dimensions are taken whole.
+  std::vector<int64_t> first(rank, 0), last(rank, std::numeric_limits<int64_t>::max()),
+      step(rank, 1);
+  std::vector<bool> named(rank, false);
   for (size_t i = 0; i < axes.size(); ++i) {
     auto a = ctx.axis(axes[i], rank);
     if (failed(a))
       return failure();
-    int64_t dim = shape[*a], s = steps[i];
-    if (s == 0)
+    if (named[*a])
+      return ctx.fail("axes names dimension " + llvm::Twine(*a) + " twice");
+    if (steps[i] == 0)
       return ctx.fail("Slice step must not be 0");
-    if (ShapedType::isDynamic(dim)) {
-      if (starts[i] == 0 && ends[i] >= std::numeric_limits<int32_t>::max() && s == 1)
-        continue; // the whole dimension
-      return ctx.fail("Slice of dynamic dimension " + llvm::Twine(*a) +
-                      " with bounds is not supported yet; pin the model's input shapes "
-                      "with --input-shape");
-    }
-    int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
-    if (s > 0) {
-      b = std::clamp<int64_t>(b, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-      size[*a] = std::max<int64_t>(0, (e - b + s - 1) / s);
-    } else {
-      b = std::clamp<int64_t>(b, -1, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-      size[*a] = std::max<int64_t>(0, (b - e - s - 1) / -s);
-    }
-    begin[*a] = size[*a] ? b : 0;
-    step[*a] = s;
+    named[*a] = true;
+    first[*a] = starts[i];
+    last[*a] = ends[i];
+    step[*a] = steps[i];
   }
-  return emitSlice(ctx, 0, begin, step, size);
+  std::vector<int64_t> begin(rank), size(rank);
+  bool runtimeBounds = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool whole = first[d] == 0 && last[d] >= std::numeric_limits<int32_t>::max() && step[d] == 1;
+    if (ShapedType::isDynamic(shape[d])) {
+      runtimeBounds |= !whole;
+      size[d] = ShapedType::kDynamic;
+      continue;
+    }
+    k::SliceBounds bounds = k::onnxSliceBounds(first[d], last[d], step[d], shape[d]);
+    begin[d] = bounds.begin;
+    size[d] = bounds.size;
+  }
+  if (!runtimeBounds)
+    return emitSlice(ctx, 0, begin, step, size);
+  // A dynamic dimension with bounds: they are resolved at run time.
+  auto x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  auto type = RankedTensorType::get(size, getElementTypeOrSelf(x->getType()));
+  ctx.setOutput(0, k::SliceOp::create(ctx.b, ctx.loc, type, *x, first, step,
+                                      ctx.b.getDenseI64ArrayAttr(last)));
+  return success();
 }
 
 /// Split's `split` sizes at run time: the declared sizes of the outputs

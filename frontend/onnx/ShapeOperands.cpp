@@ -325,8 +325,8 @@ LogicalResult importRuntimeSlice(ImportContext &ctx) {
   Value dim = m.sumAlong(m.mul(onehot, m.constant(in, {1, rank})), 1);
   Value forward = m.test<k::GreaterOp>(*steps, m.scalar(0));
   Value zero = m.scalar(0), last = m.sub(dim, m.scalar(1));
-  // ONNX clamps to [0, dim] going forward and to [0, dim-1] / [-1, dim-1]
-  // going backward.
+  // Bounds are clamped to [0, dim] going forward; going backward, starts to
+  // [0, dim-1] and ends to [-1, dim-1], as onnxruntime does.
   Value begin = m.wrap(*starts, dim);
   begin = m.select(forward, m.clamp(begin, zero, dim), m.clamp(begin, zero, last));
   Value end = m.wrap(*ends, dim);

@@ -205,6 +205,34 @@ func.func @slices(%x: tensor<4x4xf32>) -> (tensor<2x2xf32>, tensor<4x4xf32>) {
 
 // -----
 
+// ONNX bounds (`ends`) on a dynamic dimension are resolved from its size at
+// run time: [-4:-1] counts from the end and is clamped into [0, n]; a
+// negative step reads begin + i * step in a generic, n/2 rounded up.
+// CHECK-LABEL: func.func @onnx_slices
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %c1
+// CHECK: %[[FROM:.*]] = arith.addi %[[N]], %c-4
+// CHECK: %[[TO:.*]] = arith.addi %[[N]], %c-1
+// CHECK: %[[B0:.*]] = arith.maxsi %[[FROM]], %c0
+// CHECK: %[[B:.*]] = arith.minsi %[[B0]], %[[N]]
+// CHECK: %[[E0:.*]] = arith.maxsi %[[TO]], %c0
+// CHECK: %[[E:.*]] = arith.minsi %[[E0]], %[[N]]
+// CHECK: arith.subi %[[E]], %[[B]]
+// CHECK: %[[COUNT:.*]] = arith.maxsi
+// CHECK: tensor.extract_slice %arg0[1, %[[B]]] [2, %[[COUNT]]] [1, 1] : tensor<3x?xf32> to tensor<2x?xf32>
+// CHECK: arith.floordivsi %{{.*}}, %c2
+// CHECK: %[[REV:.*]] = tensor.empty(%{{.*}}) : tensor<3x?xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[REV]] : tensor<3x?xf32>)
+// CHECK: %[[I:.*]] = linalg.index 1
+// CHECK: arith.muli %[[I]], %c-2
+// CHECK: tensor.extract %arg0
+func.func @onnx_slices(%x: tensor<3x?xf32>) -> (tensor<2x?xf32>, tensor<3x?xf32>) {
+  %0 = kiln.slice %x {starts = array<i64: 1, -4>, ends = array<i64: 3, -1>, steps = array<i64: 1, 1>} : tensor<3x?xf32> -> tensor<2x?xf32>
+  %1 = kiln.slice %x {starts = array<i64: 0, -1>, ends = array<i64: 9223372036854775807, -9223372036854775807>, steps = array<i64: 1, -2>} : tensor<3x?xf32> -> tensor<3x?xf32>
+  return %0, %1 : tensor<2x?xf32>, tensor<3x?xf32>
+}
+
+// -----
+
 // Data-dependent addresses extract inside the generic, with clamped indices.
 // CHECK-LABEL: func.func @gathers
 // CHECK: linalg.generic

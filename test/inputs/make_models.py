@@ -308,6 +308,42 @@ def dynamic_pad():
                  opset=19), [(2, 3, 8)]
 
 
+def dynamic_slice():
+    """Slices with constant bounds along the dynamic L of x[N, C, L]: a
+    window, bounds counted from the end, reversals and strides both ways,
+    and the reflect padding Silero's legacy model builds from them:
+    Concat(x[..., 3:0:-1], x, x[..., -2:-5:-1])."""
+    n = helper.make_node
+    slices = {"window": ([1], [4], [1]), "tail": ([-4], [-1], [1]),
+              "reversed": ([-1], [-(2**63) + 1], [-1]), "back2": ([-2], [-(2**63)], [-2]),
+              "stride3": ([2], [-2], [3]), "left": ([3], [0], [-1]), "right": ([-2], [-5], [-1])}
+    nodes, inits = [], []
+    for name, (starts, ends, steps) in slices.items():
+        inits += [const(name + "_s", starts), const(name + "_e", ends), const(name + "_st", steps)]
+        nodes.append(n("Slice", ["x", name + "_s", name + "_e", "axis2", name + "_st"], [name],
+                       name=name))
+    nodes.append(n("Concat", ["left", "x", "right"], ["reflect"], name="reflect", axis=2))
+    inits.append(const("axis2", [2]))
+    outputs = list(slices) + ["reflect"]
+    return model(nodes, [tensor("x", ["N", "C", "L"])],
+                 [tensor(o, ["N", "C", o + "_L"]) for o in outputs], inits), [(2, 3, 8)]
+
+
+def dynamic_flatten():
+    """Flatten of several dynamic dimensions, as the ONNX version converter
+    upgrades Softmax-12 over x[N, C, H, W] at axis 2: Flatten, Softmax over
+    the last axis, Reshape back to Shape(x); and a Flatten at axis 0."""
+    n = helper.make_node
+    nodes = [n("Shape", ["x"], ["shape"], name="shape"),
+             n("Flatten", ["x"], ["flat"], name="flatten", axis=2),
+             n("Softmax", ["flat"], ["soft"], name="softmax", axis=-1),
+             n("Reshape", ["soft", "shape"], ["y"], name="unflatten"),
+             n("Flatten", ["x"], ["row"], name="flatten0", axis=0)]
+    return model(nodes, [tensor("x", ["N", "C", "H", "W"])],
+                 [tensor("y", ["N", "C", "H", "W"]), tensor("row", [1, "NCHW"])], []), \
+        [(2, 3, 4, 5)]
+
+
 def embedding_dynamic():
     """Token embeddings: Gather of ids[batch, seq] from a [50, 16] table, then
     a Gather of one position (a dynamic axis) and a MatMul."""
@@ -594,7 +630,7 @@ HOSTILE = {
 }
 
 
-BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

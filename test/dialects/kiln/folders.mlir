@@ -86,3 +86,13 @@ func.func @constant_movement(%x: tensor<2x3xf32>) -> (tensor<3x2xi32>, tensor<3x
   %all = kiln.slice %x {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
   return %t, %c0, %c1, %s, %r, %all : tensor<3x2xi32>, tensor<3x3xi32>, tensor<2x4xi32>, tensor<1x2xi32>, tensor<6xi32>, tensor<2x3xf32>
 }
+
+// With ONNX bounds a slice of a dynamic dimension keeps its type even when
+// it takes less than the whole dimension: it does not fold.
+// CHECK-LABEL: func.func @onnx_bounds_stay
+// CHECK: %[[S:.*]] = kiln.slice %arg0 {ends = array<i64: -1>, starts = array<i64: 0>, steps = array<i64: 1>}
+// CHECK: return %[[S]]
+func.func @onnx_bounds_stay(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = kiln.slice %x {starts = array<i64: 0>, ends = array<i64: -1>, steps = array<i64: 1>} : tensor<?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}

@@ -56,6 +56,38 @@ func.func @slice_bounds(%a: tensor<4xf32>) -> tensor<3xf32> {
 
 // -----
 
+func.func @slice_dynamic_whole(%a: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'kiln.slice' op dimension 0 is dynamic and must be taken whole}}
+  %0 = kiln.slice %a {starts = array<i64: 1>, steps = array<i64: 1>} : tensor<?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @slice_onnx_count(%a: tensor<4x?xf32>) -> tensor<2x?xf32> {
+  // expected-error @+1 {{'kiln.slice' op dimension 0 takes 4 elements, not 2}}
+  %0 = kiln.slice %a {starts = array<i64: -1, 0>, ends = array<i64: -9223372036854775807, -1>, steps = array<i64: -1, 1>} : tensor<4x?xf32> -> tensor<2x?xf32>
+  return %0 : tensor<2x?xf32>
+}
+
+// -----
+
+func.func @slice_onnx_dynamic(%a: tensor<?xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'kiln.slice' op dimension 0 is dynamic and so is its slice}}
+  %0 = kiln.slice %a {starts = array<i64: 0>, ends = array<i64: 3>, steps = array<i64: 1>} : tensor<?xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @slice_onnx_rank(%a: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'kiln.slice' op ends needs one entry per input dimension}}
+  %0 = kiln.slice %a {starts = array<i64: 0>, ends = array<i64: 3, 4>, steps = array<i64: 1>} : tensor<?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
 func.func @gather_indices(%d: tensor<4x2xf32>, %i: tensor<3xf32>) -> tensor<3x2xf32> {
   // expected-error @+1 {{'kiln.gather' op indices must be integers}}
   %0 = kiln.gather %d, %i {axis = 0 : i64} : (tensor<4x2xf32>, tensor<3xf32>) -> tensor<3x2xf32>
