@@ -631,10 +631,26 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
       for (int64_t d = 0; d < rank; ++d)
         runtimeScales.push_back(
             tensor::ExtractOp::create(rewriter, loc, runtime, ValueRange{indexConst(rewriter, loc, d)}));
-    // Dynamic sizes (constant scales only, see the importer): the output
-    // has floor(in * scale) elements, as ONNX computes it in f32.
     SmallVector<OpFoldResult> inSizes = sizesOf(rewriter, loc, input), outSizes;
-    for (int64_t d = 0; d < rank; ++d) {
+    // Sizes read at run time: scale = size / input size, in f32.
+    if (Value sizes = adaptor.getRuntimeSizes()) {
+      for (int64_t d = 0; d < rank; ++d) {
+        Value size = tensor::ExtractOp::create(rewriter, loc, sizes,
+                                               ValueRange{indexConst(rewriter, loc, d)});
+        size = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), size);
+        if (!type.isDynamicDim(d))
+          checkSizesEqual(rewriter, loc, size, rewriter.getIndexAttr(out[d]),
+                          "Resize sizes[" + Twine(d) + "] must be the result's size " +
+                              Twine(out[d]));
+        outSizes.push_back(type.isDynamicDim(d) ? OpFoldResult(size)
+                                                : rewriter.getIndexAttr(out[d]));
+        runtimeScales.push_back(arith::DivFOp::create(
+            rewriter, loc, sizeAsF32(rewriter, loc, size), sizeAsF32(rewriter, loc, inSizes[d])));
+      }
+    }
+    // Dynamic sizes from constant scales: the output has floor(in * scale)
+    // elements, as ONNX computes it in f32.
+    for (int64_t d = 0; d < rank && !adaptor.getRuntimeSizes(); ++d) {
       if (!type.isDynamicDim(d)) {
         outSizes.push_back(rewriter.getIndexAttr(out[d]));
       } else if (scales[d] == 1.0) {

@@ -993,6 +993,14 @@ LogicalResult ResizeOp::verify() {
     if (t.getRank() != 1 || t.getDimSize(0) != (int64_t)in.size() || !t.getElementType().isF32())
       return emitOpError("runtime scales must be tensor<") << in.size() << "xf32>, got " << t;
   }
+  if (Value sizes = getRuntimeSizes()) {
+    auto t = cast<RankedTensorType>(sizes.getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != (int64_t)in.size() ||
+        !t.getElementType().isSignlessInteger(64))
+      return emitOpError("runtime sizes must be tensor<") << in.size() << "xi64>, got " << t;
+    if (getRuntimeScales())
+      return emitOpError("takes run-time scales or run-time sizes, not both");
+  }
   return success();
 }
 

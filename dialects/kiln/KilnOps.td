@@ -466,7 +466,7 @@ def Kiln_TriluOp : Kiln_Op<"trilu"> {
   let hasVerifier = 1;
 }
 
-def Kiln_ResizeOp : Kiln_Op<"resize"> {
+def Kiln_ResizeOp : Kiln_Op<"resize", [AttrSizedOperandSegments]> {
   let summary = "Nearest, (n-)linear or cubic resampling to the result shape (ONNX Resize)";
   let description = [{
     `scales` (one per dimension) maps output to input coordinates through
@@ -477,16 +477,22 @@ def Kiln_ResizeOp : Kiln_Op<"resize"> {
     `cubic_coeff_a`; with `exclude_outside`, taps outside the input get no
     weight (the rest renormalized), else they repeat the edge.
     With `runtime_scales` (an f32 tensor, one entry per dimension), the
-    scales are read from it at run time instead.
+    scales are read from it at run time instead. With `runtime_sizes` (an
+    i64 tensor, one entry per dimension: ONNX Resize by `sizes` on dynamic
+    shapes), the result has those sizes, read at run time, and each scale
+    is the result size over the input size, in f32 as onnxruntime computes
+    it.
   }];
   let arguments = (ins Kiln_Tensor:$input, Optional<Kiln_Tensor>:$runtime_scales,
+                   Optional<Kiln_Tensor>:$runtime_sizes,
                    StrAttr:$mode, StrAttr:$coordinate_mode, StrAttr:$nearest_mode,
                    DenseF64ArrayAttr:$scales,
                    DefaultValuedAttr<F64Attr, "-0.75">:$cubic_coeff_a,
                    UnitAttr:$exclude_outside);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = [{
-    $input (`scales` `(` $runtime_scales^ `:` type($runtime_scales) `)`)? attr-dict `:`
+    $input (`scales` `(` $runtime_scales^ `:` type($runtime_scales) `)`)?
+    (`sizes` `(` $runtime_sizes^ `:` type($runtime_sizes) `)`)? attr-dict `:`
     type($input) `->` type($result)
   }];
   let hasVerifier = 1;

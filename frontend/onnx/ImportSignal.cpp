@@ -35,7 +35,7 @@ HostTensor matrix(int32_t dtype, int64_t rows, int64_t cols,
 /// the first n/2 + 1 bins when onesided.
 FailureOr<Value> dft(ImportContext &ctx, Value x, int64_t axisIn, bool inverse, bool onesided) {
   auto xt = cast<RankedTensorType>(x.getType());
-  int64_t rank = xt.getRank(), parts = xt.getDimSize(rank - 1);
+  int64_t rank = xt.getRank(), parts = rank ? xt.getDimSize(rank - 1) : 0;
   int32_t dtype = dtypeCodeOf(xt.getElementType());
   if (!isa<FloatType>(xt.getElementType()) || (parts != 1 && parts != 2) || rank < 3)
     return ctx.fail("the signal must be float [batch, ..., length, 1 or 2]");
@@ -43,6 +43,9 @@ FailureOr<Value> dft(ImportContext &ctx, Value x, int64_t axisIn, bool inverse, 
   if (failed(axis))
     return failure();
   int64_t n = xt.getDimSize(*axis);
+  if (!xt.hasStaticShape() || n == 0)
+    return ctx.fail("DFT needs a static signal of at least one sample, got " +
+                    shapeText(xt.getShape()));
   int64_t bins = onesided ? n / 2 + 1 : n;
   double scale = inverse ? 1.0 / n : 1.0, sign = inverse ? 1.0 : -1.0;
   auto angle = [&](int64_t j, int64_t kk) { return 2 * M_PI * double((j * kk) % n) / n; };

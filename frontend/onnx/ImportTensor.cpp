@@ -1364,6 +1364,37 @@ static LogicalResult importAntialiasResize(ImportContext &ctx, Value x, ArrayRef
   return success();
 }
 
+/// Resize's `sizes` when only the run time knows them and the result's shape
+/// is not declared static (dynamic inputs): one size per dimension for
+/// kiln.resize's `runtime_sizes`, the input's own size where `axes` does
+/// not name the dimension. The resized dimensions of `shape` become dynamic.
+static FailureOr<Value> runtimeResizeSizes(ImportContext &ctx, size_t input, Value x,
+                                           ArrayRef<int64_t> axes, SmallVectorImpl<int64_t> &shape) {
+  auto sizes = int64Operand(ctx, input, "sizes");
+  if (failed(sizes))
+    return failure();
+  if (cast<RankedTensorType>(sizes->getType()).getNumElements() != (int64_t)axes.size())
+    return ctx.fail("sizes needs one entry per resized dimension");
+  int64_t rank = shape.size();
+  for (int64_t a : axes)
+    shape[a] = ShapedType::kDynamic;
+  if (llvm::equal(axes, llvm::seq<int64_t>(0, rank)))
+    return *sizes;
+  auto i64 = ctx.b.getI64Type();
+  Value dims = k::ShapeOp::create(ctx.b, ctx.loc, RankedTensorType::get({rank}, i64), x);
+  SmallVector<Value> pieces;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t *at = llvm::find(axes, d);
+    bool resized = at != axes.end();
+    int64_t index = resized ? at - axes.begin() : d;
+    pieces.push_back(k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({1}, i64),
+                                        resized ? *sizes : dims, ArrayRef<int64_t>{index},
+                                        ArrayRef<int64_t>{1}));
+  }
+  return k::ConcatOp::create(ctx.b, ctx.loc, RankedTensorType::get({rank}, i64), pieces, 0)
+      .getResult();
+}
+
 static LogicalResult importResize(ImportContext &ctx) {
   auto x = ctx.input(0);
   if (failed(x))
@@ -1395,11 +1426,20 @@ static LogicalResult importResize(ImportContext &ctx) {
   std::vector<double> scales(rank, 1.0);
   SmallVector<int64_t> shape(xt.getShape());
   size_t scalesInput = v10 ? 1 : 2, sizesInput = 3;
-  Value runtimeScales;
+  Value runtimeScales, runtimeSizes;
+  bool runtimeSized = !v10 && ctx.hasInput(sizesInput) && !ctx.hostInput(sizesInput) &&
+                      (!xt.hasStaticShape() || !declaredShape(ctx, 0));
   if (ctx.node->op_type() == "Upsample" && ctx.opset < 9) {
     for (const auto &a : ctx.node->attribute())
       if (a.name() == "scales")
         scales.assign(a.floats().begin(), a.floats().end());
+  } else if (runtimeSized) {
+    if (policy != "stretch")
+      return ctx.fail("keep_aspect_ratio_policy '" + policy + "' needs constant sizes");
+    auto sizes = runtimeResizeSizes(ctx, sizesInput, *x, axes, shape);
+    if (failed(sizes))
+      return failure();
+    runtimeSizes = *sizes;
   } else if (ctx.hasInput(sizesInput)) {
     if (!allAxes && !ctx.hostInput(sizesInput))
       return ctx.fail("Resize with axes needs constant sizes");
@@ -1447,7 +1487,7 @@ static LogicalResult importResize(ImportContext &ctx) {
   if (!runtimeScales && llvm::any_of(scales, [](double s) { return !(s > 0 && std::isfinite(s)); }))
     return ctx.fail("scales must be positive and finite");
   bool sized = ctx.hasInput(sizesInput) && !v10;
-  if (!xt.hasStaticShape() && (runtimeScales || sized))
+  if (!xt.hasStaticShape() && (runtimeScales || (sized && !runtimeSizes)))
     return ctx.fail("Resize of an input with dynamic dimensions needs constant scales; pin "
                     "the model's input shapes with --input-shape");
   for (int64_t d = 0; d < rank && !runtimeScales; ++d) {
@@ -1463,12 +1503,12 @@ static LogicalResult importResize(ImportContext &ctx) {
   if (failed(checkOutputSize(ctx, shape, xt.getElementType())))
     return failure();
   if (ctx.attrInt("antialias", 0) && mode != "nearest") {
-    if (runtimeScales)
+    if (runtimeScales || runtimeSizes)
       return ctx.fail("antialiased Resize needs constant scales or sizes");
     return importAntialiasResize(ctx, *x, shape, scales, mode, coord);
   }
   ctx.setOutput(0, k::ResizeOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
-                                       *x, runtimeScales, mode, coord, nearest, scales,
+                                       *x, runtimeScales, runtimeSizes, mode, coord, nearest, scales,
                                        APFloat((double)ctx.attrFloat("cubic_coeff_a", -0.75f)),
                                        ctx.attrInt("exclude_outside", 0) != 0));
   return success();

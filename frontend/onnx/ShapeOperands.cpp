@@ -135,7 +135,7 @@ static std::string guardMessage(const ImportContext &ctx, StringRef what,
 
 /// Input `input` as a 1-D i64 tensor (floats are truncated, as OneHot's
 /// depth is).
-static FailureOr<Value> int64Operand(ImportContext &ctx, size_t input, StringRef what) {
+FailureOr<Value> int64Operand(ImportContext &ctx, size_t input, StringRef what) {
   auto v = ctx.input(input);
   if (failed(v))
     return failure();

@@ -29,6 +29,10 @@ struct ShapeElement {
 /// kiln ops that compute shapes; nullopt for other values.
 std::optional<llvm::SmallVector<ShapeElement>> shapeElements(mlir::Value v);
 
+/// Integer input `input` as a 1-D i64 value (cast if needed); `what` names
+/// it in the error for a boolean.
+mlir::FailureOr<mlir::Value> int64Operand(ImportContext &ctx, size_t input, llvm::StringRef what);
+
 /// An i64 constant of `shape` holding `values`.
 mlir::Value int64Constant(ImportContext &ctx, llvm::ArrayRef<int64_t> values,
                           llvm::ArrayRef<int64_t> shape);

@@ -766,3 +766,25 @@ func.func @pad_reflect_dynamic(%x: tensor<2x?xf32>) -> tensor<2x?xf32> {
   %0 = kiln.pad %x {mode = "reflect", pads = array<i64: 0, 3, 0, 2>, value = 0.0 : f64} : tensor<2x?xf32> -> tensor<2x?xf32>
   return %0 : tensor<2x?xf32>
 }
+
+// -----
+
+// Resize by run-time sizes: each size is extracted once, a static result
+// dimension is checked against it, and the scale is size / input size.
+// CHECK: memref.global "private" constant @kiln_check_message_0
+// CHECK-LABEL: func.func @resize_sizes
+// CHECK: %[[DIM:.*]] = tensor.dim %arg0, %c1
+// CHECK: %[[S0:.*]] = tensor.extract %arg1[%c0] : tensor<2xi64>
+// CHECK: %[[N0:.*]] = arith.index_cast %[[S0]] : i64 to index
+// CHECK: arith.cmpi eq, %[[N0]], %c1
+// CHECK: func.call @kiln_check_failed
+// CHECK: %[[S1:.*]] = tensor.extract %arg1[%c1{{.*}}] : tensor<2xi64>
+// CHECK: %[[N:.*]] = arith.index_cast %[[S1]] : i64 to index
+// CHECK: %[[SCALE:.*]] = arith.divf
+// CHECK: tensor.empty(%[[N]]) : tensor<1x?xf32>
+// CHECK: linalg.generic
+// CHECK: arith.divf %{{.*}}, %[[SCALE]] : f32
+func.func @resize_sizes(%x: tensor<1x?xf32>, %n: tensor<2xi64>) -> tensor<1x?xf32> {
+  %0 = kiln.resize %x sizes(%n : tensor<2xi64>) {mode = "nearest", coordinate_mode = "asymmetric", nearest_mode = "floor", scales = array<f64: 1.0, 1.0>} : tensor<1x?xf32> -> tensor<1x?xf32>
+  return %0 : tensor<1x?xf32>
+}

@@ -344,6 +344,28 @@ def dynamic_flatten():
         [(2, 3, 4, 5)]
 
 
+def dynamic_resize():
+    """Resize by sizes known only at run time on dynamic shapes, as FPN and
+    U-Net exports upsample to a skip connection's size: nearest to
+    Shape(skip) then Add, linear to the same full sizes, and linear with
+    axes [2, 3] and sizes Shape(skip)[2:]."""
+    n = helper.make_node
+    nodes = [n("Shape", ["skip"], ["skip_shape"], name="skip_shape"),
+             n("Slice", ["skip_shape", "two", "four"], ["hw"], name="hw"),
+             n("Shape", ["x"], ["x_shape"], name="x_shape"),
+             n("Slice", ["x_shape", "zero", "two"], ["nc"], name="nc"),
+             n("Concat", ["nc", "hw"], ["sizes"], name="sizes", axis=0),
+             n("Resize", ["x", "", "", "sizes"], ["up"], name="nearest", mode="nearest"),
+             n("Add", ["up", "skip"], ["merged"], name="merge"),
+             n("Resize", ["x", "", "", "sizes"], ["linear"], name="linear", mode="linear"),
+             n("Resize", ["x", "", "", "hw"], ["by_axes"], name="by_axes", mode="linear",
+               axes=[2, 3])]
+    inits = [const("zero", [0]), const("two", [2]), const("four", [4])]
+    return model(nodes, [tensor("x", ["N", "C", "H", "W"]), tensor("skip", ["N", "C", "H2", "W2"])],
+                 [tensor(o, ["N", "C", "H2", "W2"]) for o in ["merged", "linear", "by_axes"]],
+                 inits, opset=18), [(2, 3, 5, 7), (2, 3, 10, 14)]
+
+
 def embedding_dynamic():
     """Token embeddings: Gather of ids[batch, seq] from a [50, 16] table, then
     a Gather of one position (a dynamic axis) and a MatMul."""
@@ -630,7 +652,7 @@ HOSTILE = {
 }
 
 
-BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

@@ -168,6 +168,22 @@ func.func @resize_runtime_scales(%a: tensor<4xf32>, %s: tensor<2xf32>) -> tensor
 
 // -----
 
+func.func @resize_runtime_sizes(%a: tensor<?xf32>, %n: tensor<1xi32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'kiln.resize' op runtime sizes must be tensor<1xi64>, got 'tensor<1xi32>'}}
+  %0 = kiln.resize %a sizes(%n : tensor<1xi32>) {mode = "linear", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 1.0>} : tensor<?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @resize_scales_and_sizes(%a: tensor<?xf32>, %s: tensor<1xf32>, %n: tensor<1xi64>) -> tensor<?xf32> {
+  // expected-error @+1 {{'kiln.resize' op takes run-time scales or run-time sizes, not both}}
+  %0 = kiln.resize %a scales(%s : tensor<1xf32>) sizes(%n : tensor<1xi64>) {mode = "linear", coordinate_mode = "half_pixel", nearest_mode = "floor", scales = array<f64: 1.0>} : tensor<?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
 func.func @grid_sample_bicubic_border(%x: tensor<1x1x3x2xf32>, %g: tensor<1x2x4x2xf32>) -> tensor<1x1x2x4xf32> {
   // expected-error @+1 {{'kiln.grid_sample' op bicubic mode needs zeros padding}}
   %0 = kiln.grid_sample %x, %g {mode = "bicubic", padding_mode = "border", align_corners = false} : (tensor<1x1x3x2xf32>, tensor<1x2x4x2xf32>) -> tensor<1x1x2x4xf32>
