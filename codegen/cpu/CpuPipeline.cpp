@@ -122,7 +122,9 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
                // carried by its K loop, so it stays in registers.
                "kiln-cpu-schedule{{vector-width={0}},canonicalize,cse,loop-invariant-subset-hoisting,"
                "func.func(kiln-fuse-epilogues{{report={4}},kiln-distinct-results),eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
-               "one-shot-bufferize{{bufferize-function-boundaries "
+               // A recurrent layer over a run-time sequence carries its state
+               // through an scf.for whose step computes it in a new buffer.
+               "one-shot-bufferize{{bufferize-function-boundaries allow-return-allocs-from-loops "
                "function-boundary-type-conversion=identity-layout-map},canonicalize,"
                "kiln-dynamic-entry,"
                "buffer-results-to-out-params{{hoist-static-allocs modify-public-functions},"

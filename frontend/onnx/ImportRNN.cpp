@@ -1,12 +1,17 @@
 //===- ImportRNN.cpp - ONNX RNN, GRU and LSTM ------------------------------===//
 //
-// Recurrent layers are unrolled over the (static) sequence length at import:
+// Recurrent layers over a static sequence length are unrolled at import:
 // each step is a few matmuls and elementwise gates in kiln ops, so codegen
-// fuses and tiles them like any other graph. Directions run independently
-// and are stacked in the outputs as ONNX lays them out.
+// fuses and tiles them like any other graph. Over a sequence length known
+// only at run time, the same step is the body of an scf.for over the time
+// steps, carrying h, c and the output sequence. Directions run
+// independently and are stacked in the outputs as ONNX lays them out.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/ImportContext.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 namespace k = mlir::kiln;
@@ -17,6 +22,12 @@ namespace {
 
 enum class Cell { RNN, GRU, LSTM };
 
+/// One direction's weights, transposed once: W^T [input, G*h], R^T [h, G*h];
+/// the biases Wb, Rb [G*h] and peepholes P [3*h] when the node has them.
+struct DirectionWeights {
+  Value Wt, Rt, Wb, Rb, P;
+};
+
 struct Recurrence {
   ImportContext &ctx;
   Emitter e;
@@ -25,6 +36,7 @@ struct Recurrence {
   int64_t seq, batch, hidden, gates;
   std::vector<std::string> activations;
   float clip;
+  bool linearBeforeReset;
 
   Value slice(Value v, ArrayRef<int64_t> starts, ArrayRef<int64_t> sizes) {
     SmallVector<int64_t> steps(starts.size(), 1);
@@ -63,6 +75,134 @@ struct Recurrence {
                              ctx.b.getF32FloatAttr(clip))
         .getResult();
   }
+  /// Gate g of a [batch, G*h] value, or of a [G*h] vector.
+  Value gate(Value v, int64_t g) { return slice(v, {0, g * hidden}, {batch, hidden}); }
+  Value vecGate(Value v, int64_t g) { return slice(v, {g * hidden}, {hidden}); }
+
+  /// One time step of direction `w` on the input row xt2 [batch, input]:
+  /// advances h (and c for LSTM).
+  LogicalResult step(const DirectionWeights &w, Value xt2, Value &h, Value &c) {
+    Value xw = matmul(xt2, w.Wt), hr = matmul(h, w.Rt);
+    if (w.Wb) {
+      auto a = add(xw, w.Wb);
+      if (failed(a))
+        return failure();
+      xw = *a;
+    }
+    if (cell == Cell::GRU) {
+      // Gates z, r, h~; h~ uses (r * h) R_h^T or r * (h R_h^T + Rb_h).
+      if (w.Rb) {
+        auto a = add(hr, w.Rb);
+        if (failed(a))
+          return failure();
+        hr = *a;
+      }
+      auto zIn = add(gate(xw, 0), gate(hr, 0));
+      auto rIn = add(gate(xw, 1), gate(hr, 1));
+      if (failed(zIn) || failed(rIn))
+        return failure();
+      auto z = activate(0, *clipped(*zIn));
+      auto rg = activate(0, *clipped(*rIn));
+      if (failed(z) || failed(rg))
+        return failure();
+      FailureOr<Value> candidateIn;
+      if (linearBeforeReset) {
+        auto rh = mul(*rg, gate(hr, 2));
+        if (failed(rh))
+          return failure();
+        candidateIn = add(gate(xw, 2), *rh);
+      } else {
+        auto rh = mul(*rg, h);
+        if (failed(rh))
+          return failure();
+        Value Rh = slice(w.Rt, {0, 2 * hidden}, {hidden, hidden});
+        Value hh = matmul(*rh, Rh);
+        if (w.Rb) {
+          auto a = add(hh, vecGate(w.Rb, 2));
+          if (failed(a))
+            return failure();
+          hh = *a;
+        }
+        candidateIn = add(gate(xw, 2), hh);
+      }
+      if (failed(candidateIn))
+        return failure();
+      auto cand = activate(1, *clipped(*candidateIn));
+      if (failed(cand))
+        return failure();
+      // h = (1 - z) * h~ + z * h
+      auto oneMinusZ = e.binary<k::SubOp>(e.constant(*z, 1.0), *z);
+      if (failed(oneMinusZ))
+        return failure();
+      auto a = mul(*oneMinusZ, *cand), b = mul(*z, h);
+      if (failed(a) || failed(b))
+        return failure();
+      auto next = add(*a, *b);
+      if (failed(next))
+        return failure();
+      h = *next;
+    } else {
+      auto pre = add(xw, hr);
+      if (failed(pre))
+        return failure();
+      Value g = *pre;
+      if (w.Rb) {
+        auto a = add(g, w.Rb);
+        if (failed(a))
+          return failure();
+        g = *a;
+      }
+      if (cell == Cell::RNN) {
+        auto next = activate(0, *clipped(g));
+        if (failed(next))
+          return failure();
+        h = *next;
+      } else {
+        // Gates i, o, f, c; peepholes P = [Pi, Po, Pf].
+        auto peep = [&](Value in, int64_t pi, Value cellState) -> FailureOr<Value> {
+          if (!w.P)
+            return in;
+          auto pc = mul(vecGate(w.P, pi), cellState);
+          if (failed(pc))
+            return failure();
+          return add(in, *pc);
+        };
+        auto iIn = peep(gate(g, 0), 0, c);
+        auto fIn = peep(gate(g, 2), 2, c);
+        if (failed(iIn) || failed(fIn))
+          return failure();
+        auto i = activate(0, *clipped(*iIn));
+        auto f = activate(0, *clipped(*fIn));
+        auto cand = activate(1, *clipped(gate(g, 3)));
+        if (failed(i) || failed(f) || failed(cand))
+          return failure();
+        auto fc = mul(*f, c), ic = mul(*i, *cand);
+        if (failed(fc) || failed(ic))
+          return failure();
+        auto cNext = add(*fc, *ic);
+        if (failed(cNext))
+          return failure();
+        c = *cNext;
+        auto oIn = peep(gate(g, 1), 1, c);
+        if (failed(oIn))
+          return failure();
+        auto o = activate(0, *clipped(*oIn));
+        auto hc = activate(2, c);
+        if (failed(o) || failed(hc))
+          return failure();
+        auto next = mul(*o, *hc);
+        if (failed(next))
+          return failure();
+        h = *next;
+      }
+    }
+    return success();
+  }
+
+  /// The steps over a sequence length known only at run time: an scf.for
+  /// over X [seq, batch, input] carrying h, c and this direction's outputs
+  /// [seq, batch, hidden], each step's h inserted at its time index.
+  FailureOr<Value> loop(const DirectionWeights &w, Value X, bool reverse, Value &h, Value &c);
 };
 
 std::vector<std::string> stringsAttr(ImportContext &ctx, llvm::StringRef name) {
@@ -81,6 +221,62 @@ bool hasShape(ImportContext &ctx, size_t input, ArrayRef<int64_t> shape) {
   return succeeded(t) && t->getShape() == shape;
 }
 
+FailureOr<Value> Recurrence::loop(const DirectionWeights &w, Value X, bool reverse, Value &h,
+                                  Value &c) {
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  int64_t input = cast<RankedTensorType>(X.getType()).getDimSize(2);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value steps = tensor::DimOp::create(b, loc, X, 0);
+  SmallVector<Value> dynamicSizes = {steps};
+  OpFoldResult rows = b.getIndexAttr(batch);
+  if (ShapedType::isDynamic(batch)) {
+    rows = tensor::DimOp::create(b, loc, X, 1).getResult();
+    dynamicSizes.push_back(cast<Value>(rows));
+  }
+  auto outType = RankedTensorType::get({ShapedType::kDynamic, batch, hidden}, et);
+  Value outputs = tensor::EmptyOp::create(b, loc, outType, dynamicSizes);
+  auto forOp = scf::ForOp::create(b, loc, zero, steps, one, ValueRange{h, c, outputs});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forOp.getBody());
+    Value i = forOp.getInductionVar();
+    Value t = reverse ? arith::SubIOp::create(
+                            b, loc, arith::SubIOp::create(b, loc, steps, one), i)
+                            .getResult()
+                      : i;
+    auto args = forOp.getRegionIterArgs();
+    Value hNext = args[0], cNext = args[1];
+    Value xt = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({batch, input}, et), X,
+        ArrayRef<OpFoldResult>{t, b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), rows, b.getIndexAttr(input)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
+    if (failed(step(w, xt, hNext, cNext))) {
+      b.setInsertionPoint(forOp);
+      forOp.erase();
+      return failure();
+    }
+    // The carried types stay those of the initial state.
+    auto carried = [&](Value v, Value init) -> Value {
+      return v.getType() == init.getType()
+                 ? v
+                 : tensor::CastOp::create(b, loc, init.getType(), v).getResult();
+    };
+    hNext = carried(hNext, h);
+    cNext = carried(cNext, c);
+    Value filled = tensor::InsertSliceOp::create(
+        b, loc, hNext, args[2], ArrayRef<OpFoldResult>{t, b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), rows, b.getIndexAttr(hidden)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
+    scf::YieldOp::create(b, loc, ValueRange{hNext, cNext, filled});
+  }
+  h = forOp.getResult(0);
+  c = forOp.getResult(1);
+  return forOp.getResult(2);
+}
+
 LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
   auto x = ctx.input(0), w = ctx.input(1), r = ctx.input(2);
   if (failed(x) || failed(w) || failed(r))
@@ -90,10 +286,11 @@ LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
   if (xType.getRank() != 3 || cast<RankedTensorType>(w->getType()).getRank() != 3 ||
       !cast<RankedTensorType>(w->getType()).hasStaticShape())
     return ctx.fail("X and W must be 3-D tensors, W a static one");
-  if (xType.isDynamicDim(seqDim) || xType.isDynamicDim(2))
-    return ctx.fail("X " + shapeText(xType.getShape()) +
-                    " needs a static sequence length and input size (only the batch may be "
-                    "dynamic)");
+  if (xType.isDynamicDim(2))
+    return ctx.fail("X " + shapeText(xType.getShape()) + " needs a static input size");
+  if (ctx.hasInput(4) && xType.isDynamicDim(seqDim))
+    return ctx.fail("sequence_lens with a sequence length known only at run time is not "
+                    "supported");
   if (ctx.hasInput(4)) {
     const HostTensor *lens = ctx.hostInput(4);
     if (!lens ||
@@ -118,7 +315,7 @@ LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
   if (!hidden)
     hidden = wt.getDimSize(1) / gates;
   int64_t dirs = wt.getDimSize(0);
-  if (seq == 0)
+  if (seq == 0) // a dynamic one runs no step when it is empty
     return ctx.fail("an empty sequence is not supported");
   if (hidden <= 0 || dirs <= 0 || dirs > 2 || wt.getDimSize(1) != gates * hidden ||
       wt.getDimSize(2) != input)
@@ -146,25 +343,27 @@ LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
         acts.push_back(a);
   if (acts.size() != perDir * dirs)
     return ctx.fail("wrong number of activations");
-  Recurrence rc{ctx, e, cell, et, seq, batch, hidden, gates, {}, ctx.attrFloat("clip", 0.0f)};
-  bool linearBeforeReset = ctx.attrInt("linear_before_reset", 0);
-
-  SmallVector<Value> allY(seq * dirs), lastH(dirs), lastC(dirs);
+  Recurrence rc{ctx,    e,  cell, et, seq, batch, hidden, gates, {}, ctx.attrFloat("clip", 0.0f),
+                ctx.attrInt("linear_before_reset", 0) != 0};
+  bool dynamicSeq = ShapedType::isDynamic(seq);
+  // Y's parts: per (step, direction) when unrolled, per direction in a loop.
+  SmallVector<Value> allY(dynamicSeq ? dirs : seq * dirs), lastH(dirs), lastC(dirs);
   for (int64_t d = 0; d < dirs; ++d) {
     rc.activations.assign(acts.begin() + d * perDir, acts.begin() + (d + 1) * perDir);
     bool reverse = direction == "reverse" || (direction == "bidirectional" && d == 1);
     // Per-direction weights, transposed once: W^T [input, G*h], R^T [h, G*h].
-    Value Wt = rc.transpose2d(e.reshape(rc.slice(*w, {d, 0, 0}, {1, gates * hidden, input}),
-                                        {gates * hidden, input}));
-    Value Rt = rc.transpose2d(e.reshape(rc.slice(*r, {d, 0, 0}, {1, gates * hidden, hidden}),
-                                        {gates * hidden, hidden}));
-    Value Wb, Rb;
+    DirectionWeights weights;
+    weights.Wt = rc.transpose2d(e.reshape(rc.slice(*w, {d, 0, 0}, {1, gates * hidden, input}),
+                                          {gates * hidden, input}));
+    weights.Rt = rc.transpose2d(e.reshape(rc.slice(*r, {d, 0, 0}, {1, gates * hidden, hidden}),
+                                          {gates * hidden, hidden}));
     if (ctx.hasInput(3)) {
       auto bias = ctx.input(3);
       if (failed(bias))
         return failure();
-      Wb = e.reshape(rc.slice(*bias, {d, 0}, {1, gates * hidden}), {gates * hidden});
-      Rb = e.reshape(rc.slice(*bias, {d, gates * hidden}, {1, gates * hidden}), {gates * hidden});
+      weights.Wb = e.reshape(rc.slice(*bias, {d, 0}, {1, gates * hidden}), {gates * hidden});
+      weights.Rb =
+          e.reshape(rc.slice(*bias, {d, gates * hidden}, {1, gates * hidden}), {gates * hidden});
     }
     auto initial = [&](size_t i) -> FailureOr<Value> {
       if (!ctx.hasInput(i))
@@ -185,134 +384,23 @@ LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
       h = k::ExpandOp::create(ctx.b, ctx.loc, RankedTensorType::get({batch, hidden}, et), h);
       c = k::ExpandOp::create(ctx.b, ctx.loc, RankedTensorType::get({batch, hidden}, et), c);
     }
-    Value P;
     if (cell == Cell::LSTM && ctx.hasInput(7)) {
       auto p = ctx.input(7);
       if (failed(p))
         return failure();
-      P = e.reshape(rc.slice(*p, {d, 0}, {1, 3 * hidden}), {3 * hidden});
+      weights.P = e.reshape(rc.slice(*p, {d, 0}, {1, 3 * hidden}), {3 * hidden});
     }
-    auto gate = [&](Value v, int64_t g) { return rc.slice(v, {0, g * hidden}, {batch, hidden}); };
-    auto vecGate = [&](Value v, int64_t g) {
-      return rc.slice(v, {g * hidden}, {hidden});
-    };
-    for (int64_t step = 0; step < seq; ++step) {
+    if (dynamicSeq) {
+      auto ys = rc.loop(weights, X, reverse, h, c);
+      if (failed(ys))
+        return failure();
+      allY[d] = e.reshape(*ys, {seq, 1, batch, hidden});
+    }
+    for (int64_t step = 0; step < seq && !dynamicSeq; ++step) {
       int64_t t = reverse ? seq - 1 - step : step;
       Value xt2 = e.reshape(rc.slice(X, {t, 0, 0}, {1, batch, input}), {batch, input});
-      Value xw = rc.matmul(xt2, Wt), hr = rc.matmul(h, Rt);
-      if (Wb) {
-        auto a = rc.add(xw, Wb);
-        if (failed(a))
-          return failure();
-        xw = *a;
-      }
-      if (cell == Cell::GRU) {
-        // Gates z, r, h~; h~ uses (r * h) R_h^T or r * (h R_h^T + Rb_h).
-        if (Rb) {
-          auto a = rc.add(hr, Rb);
-          if (failed(a))
-            return failure();
-          hr = *a;
-        }
-        auto zIn = rc.add(gate(xw, 0), gate(hr, 0));
-        auto rIn = rc.add(gate(xw, 1), gate(hr, 1));
-        if (failed(zIn) || failed(rIn))
-          return failure();
-        auto z = rc.activate(0, *rc.clipped(*zIn));
-        auto rg = rc.activate(0, *rc.clipped(*rIn));
-        if (failed(z) || failed(rg))
-          return failure();
-        FailureOr<Value> candidateIn;
-        if (linearBeforeReset) {
-          auto rh = rc.mul(*rg, gate(hr, 2));
-          if (failed(rh))
-            return failure();
-          candidateIn = rc.add(gate(xw, 2), *rh);
-        } else {
-          auto rh = rc.mul(*rg, h);
-          if (failed(rh))
-            return failure();
-          Value Rh = rc.slice(Rt, {0, 2 * hidden}, {hidden, hidden});
-          Value hh = rc.matmul(*rh, Rh);
-          if (Rb) {
-            auto a = rc.add(hh, vecGate(Rb, 2));
-            if (failed(a))
-              return failure();
-            hh = *a;
-          }
-          candidateIn = rc.add(gate(xw, 2), hh);
-        }
-        if (failed(candidateIn))
-          return failure();
-        auto cand = rc.activate(1, *rc.clipped(*candidateIn));
-        if (failed(cand))
-          return failure();
-        // h = (1 - z) * h~ + z * h
-        auto oneMinusZ = e.binary<k::SubOp>(e.constant(*z, 1.0), *z);
-        if (failed(oneMinusZ))
-          return failure();
-        auto a = rc.mul(*oneMinusZ, *cand), b = rc.mul(*z, h);
-        if (failed(a) || failed(b))
-          return failure();
-        auto next = rc.add(*a, *b);
-        if (failed(next))
-          return failure();
-        h = *next;
-      } else {
-        auto pre = rc.add(xw, hr);
-        if (failed(pre))
-          return failure();
-        Value g = *pre;
-        if (Rb) {
-          auto a = rc.add(g, Rb);
-          if (failed(a))
-            return failure();
-          g = *a;
-        }
-        if (cell == Cell::RNN) {
-          auto next = rc.activate(0, *rc.clipped(g));
-          if (failed(next))
-            return failure();
-          h = *next;
-        } else {
-          // Gates i, o, f, c; peepholes P = [Pi, Po, Pf].
-          auto peep = [&](Value in, int64_t pi, Value cellState) -> FailureOr<Value> {
-            if (!P)
-              return in;
-            auto pc = rc.mul(vecGate(P, pi), cellState);
-            if (failed(pc))
-              return failure();
-            return rc.add(in, *pc);
-          };
-          auto iIn = peep(gate(g, 0), 0, c);
-          auto fIn = peep(gate(g, 2), 2, c);
-          if (failed(iIn) || failed(fIn))
-            return failure();
-          auto i = rc.activate(0, *rc.clipped(*iIn));
-          auto f = rc.activate(0, *rc.clipped(*fIn));
-          auto cand = rc.activate(1, *rc.clipped(gate(g, 3)));
-          if (failed(i) || failed(f) || failed(cand))
-            return failure();
-          auto fc = rc.mul(*f, c), ic = rc.mul(*i, *cand);
-          if (failed(fc) || failed(ic))
-            return failure();
-          auto cNext = rc.add(*fc, *ic);
-          if (failed(cNext))
-            return failure();
-          c = *cNext;
-          auto oIn = peep(gate(g, 1), 1, c);
-          if (failed(oIn))
-            return failure();
-          auto o = rc.activate(0, *rc.clipped(*oIn));
-          auto hc = rc.activate(2, c);
-          if (failed(o) || failed(hc))
-            return failure();
-          auto next = rc.mul(*o, *hc);
-          if (failed(next))
-            return failure();
-          h = *next;
-        }
-      }
+      if (failed(rc.step(weights, xt2, h, c)))
+        return failure();
       allY[t * dirs + d] = e.reshape(h, {1, 1, batch, hidden});
     }
     lastH[d] = e.reshape(h, {1, batch, hidden});
@@ -328,9 +416,10 @@ LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
   };
   // Y [seq, dirs, batch, hidden]: concatenate directions, then steps.
   SmallVector<Value> steps;
-  for (int64_t t = 0; t < seq; ++t)
+  for (int64_t t = 0; t < seq && !dynamicSeq; ++t)
     steps.push_back(concat(ArrayRef(allY).slice(t * dirs, dirs), 1));
-  Value Y = concat(steps, 0), Yh = concat(lastH, 0), Yc = concat(lastC, 0);
+  Value Y = dynamicSeq ? concat(allY, 1) : concat(steps, 0);
+  Value Yh = concat(lastH, 0), Yc = concat(lastC, 0);
   if (batchFirst) {
     Y = k::TransposeOp::create(ctx.b, ctx.loc,
                                RankedTensorType::get({batch, seq, dirs, hidden}, et), Y,

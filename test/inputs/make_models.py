@@ -366,6 +366,32 @@ def dynamic_resize():
                  inits, opset=18), [(2, 3, 5, 7), (2, 3, 10, 14)]
 
 
+def recurrent_dynamic():
+    """LSTM (bidirectional), GRU (reverse, linear_before_reset) and RNN over
+    x[T, N, 5] whose sequence length T and batch N are known only at run
+    time, each from an initial state [dirs, N, 8]."""
+    n = helper.make_node
+    hidden, size = 8, 5
+    nodes = [n("LSTM", ["x", "lstm_w", "lstm_r", "lstm_b", "", "h2", "c2"],
+               ["lstm_y", "lstm_h", "lstm_c"], name="lstm", hidden_size=hidden,
+               direction="bidirectional"),
+             n("GRU", ["x", "gru_w", "gru_r", "gru_b", "", "h1"], ["gru_y", "gru_h"], name="gru",
+               hidden_size=hidden, direction="reverse", linear_before_reset=1),
+             n("RNN", ["x", "rnn_w", "rnn_r", "rnn_b", "", "h1"], ["rnn_y", "rnn_h"], name="rnn",
+               hidden_size=hidden)]
+    inits = []
+    for name, gates, dirs in [("lstm", 4, 2), ("gru", 3, 1), ("rnn", 1, 1)]:
+        inits += [weight(name + "_w", dirs, gates * hidden, size, scale=0.4),
+                  weight(name + "_r", dirs, gates * hidden, hidden, scale=0.4),
+                  weight(name + "_b", dirs, 2 * gates * hidden)]
+    inputs = [tensor("x", ["T", "N", size]), tensor("h2", [2, "N", hidden]),
+              tensor("c2", [2, "N", hidden]), tensor("h1", [1, "N", hidden])]
+    outputs = [tensor(o, None) for o in ["lstm_y", "lstm_h", "lstm_c", "gru_y", "gru_h",
+                                         "rnn_y", "rnn_h"]]
+    return model(nodes, inputs, outputs, inits, opset=18), \
+        [(7, 2, size), (2, 2, hidden), (2, 2, hidden), (1, 2, hidden)]
+
+
 def embedding_dynamic():
     """Token embeddings: Gather of ids[batch, seq] from a [50, 16] table, then
     a Gather of one position (a dynamic axis) and a MatMul."""
@@ -652,7 +678,7 @@ HOSTILE = {
 }
 
 
-BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
