@@ -291,14 +291,20 @@ LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
   if (ctx.hasInput(4) && xType.isDynamicDim(seqDim))
     return ctx.fail("sequence_lens with a sequence length known only at run time is not "
                     "supported");
-  if (ctx.hasInput(4)) {
-    const HostTensor *lens = ctx.hostInput(4);
-    if (!lens ||
-        llvm::any_of(lens->ints, [&](int64_t l) { return l != xType.getDimSize(seqDim); }))
-      return ctx.fail("sequence_lens shorter than the sequence are not supported");
-  }
   bool batchFirst = ctx.attrInt("layout", 0) != 0;
   Emitter e{ctx};
+  // sequence_lens as [batch, 1] i64: step t updates the batch rows with
+  // t < length; the others keep their state and output zeros.
+  Value lengths;
+  if (ctx.hasInput(4)) {
+    auto l = ctx.input(4);
+    if (failed(l))
+      return failure();
+    auto lt = cast<RankedTensorType>(l->getType());
+    if (lt.getRank() != 1 || !lt.getElementType().isSignlessInteger())
+      return ctx.fail("sequence_lens must be a 1-D integer tensor");
+    lengths = e.reshape(e.castTo(*l, ctx.b.getI64Type()), {lt.getDimSize(0), 1});
+  }
   Value X = *x;
   auto xt = cast<RankedTensorType>(X.getType());
   Type et = xt.getElementType();
@@ -399,9 +405,24 @@ LogicalResult importRecurrence(ImportContext &ctx, Cell cell) {
     for (int64_t step = 0; step < seq && !dynamicSeq; ++step) {
       int64_t t = reverse ? seq - 1 - step : step;
       Value xt2 = e.reshape(rc.slice(X, {t, 0, 0}, {1, batch, input}), {batch, input});
+      Value before = h, cellBefore = c;
       if (failed(rc.step(weights, xt2, h, c)))
         return failure();
-      allY[t * dirs + d] = e.reshape(h, {1, 1, batch, hidden});
+      Value y = h;
+      if (lengths) {
+        auto running = e.binary<k::LessOp>(ctx.scalar(ctx.b.getI64Type(), t), lengths,
+                                           ctx.b.getI1Type());
+        if (failed(running))
+          return failure();
+        auto pick = [&](Value a, Value b) -> Value {
+          return k::WhereOp::create(ctx.b, ctx.loc, a.getType(), *running, a, b);
+        };
+        y = pick(h, ctx.scalar(et, 0.0));
+        h = pick(h, before);
+        if (cell == Cell::LSTM)
+          c = pick(c, cellBefore);
+      }
+      allY[t * dirs + d] = e.reshape(y, {1, 1, batch, hidden});
     }
     lastH[d] = e.reshape(h, {1, batch, hidden});
     lastC[d] = e.reshape(c, {1, batch, hidden});

@@ -392,6 +392,30 @@ def recurrent_dynamic():
         [(7, 2, size), (2, 2, hidden), (2, 2, hidden), (1, 2, hidden)]
 
 
+def recurrent_lengths():
+    """LSTM (bidirectional, with peepholes) and GRU (reverse) over x[6, 3, 5]
+    with a run-time sequence_lens[3]: shorter rows keep their state and
+    output zeros past their length."""
+    n = helper.make_node
+    hidden, size = 8, 5
+    nodes = [n("LSTM", ["x", "lstm_w", "lstm_r", "lstm_b", "lens", "", "", "lstm_p"],
+               ["lstm_y", "lstm_h", "lstm_c"], name="lstm", hidden_size=hidden,
+               direction="bidirectional"),
+             n("GRU", ["x", "gru_w", "gru_r", "gru_b", "lens"], ["gru_y", "gru_h"], name="gru",
+               hidden_size=hidden, direction="reverse")]
+    inits = [weight("lstm_p", 2, 3 * hidden, scale=0.4)]
+    for name, gates, dirs in [("lstm", 4, 2), ("gru", 3, 1)]:
+        inits += [weight(name + "_w", dirs, gates * hidden, size, scale=0.4),
+                  weight(name + "_r", dirs, gates * hidden, hidden, scale=0.4),
+                  weight(name + "_b", dirs, 2 * gates * hidden)]
+    lens = helper.make_tensor_value_info("lens", TensorProto.INT32, [3])
+    outputs = [tensor("lstm_y", [6, 2, 3, hidden]), tensor("lstm_h", [2, 3, hidden]),
+               tensor("lstm_c", [2, 3, hidden]), tensor("gru_y", [6, 1, 3, hidden]),
+               tensor("gru_h", [1, 3, hidden])]
+    return model(nodes, [tensor("x", [6, 3, size]), lens], outputs, inits, opset=14), \
+        [(6, 3, size)]
+
+
 def embedding_dynamic():
     """Token embeddings: Gather of ids[batch, seq] from a [50, 16] table, then
     a Gather of one position (a dynamic axis) and a MatMul."""
@@ -678,7 +702,7 @@ HOSTILE = {
 }
 
 
-BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
