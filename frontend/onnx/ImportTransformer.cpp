@@ -205,6 +205,8 @@ LogicalResult importRotaryEmbedding(ImportContext &ctx) {
   if (!xt.hasStaticShape() || (xt.getRank() != 3 && xt.getRank() != 4))
     return ctx.fail("RotaryEmbedding needs a 3-D or 4-D input of static shape, got " +
                     shapeText(xt.getShape()));
+  if (!isa<FloatType>(xt.getElementType()))
+    return ctx.fail("RotaryEmbedding needs a floating-point input");
   Emitter e{ctx};
   bool packed = xt.getRank() == 3;
   Value heads = *x; // [B, H, S, D]
@@ -248,10 +250,15 @@ LogicalResult importRotaryEmbedding(ImportContext &ctx) {
   Value rot = rotary == headSize ? heads : lastDimSlice(ctx, heads, 0, 1, rotary);
   Value x1 = interleaved ? lastDimSlice(ctx, rot, 0, 2, half) : lastDimSlice(ctx, rot, 0, 1, half);
   Value x2 = interleaved ? lastDimSlice(ctx, rot, 1, 2, half) : lastDimSlice(ctx, rot, half, 1, half);
-  auto real = e.binary<k::SubOp>(*e.binary<k::MulOp>(x1, angles[0]),
-                                 *e.binary<k::MulOp>(x2, angles[1]));
-  auto imag = e.binary<k::AddOp>(*e.binary<k::MulOp>(x1, angles[1]),
-                                 *e.binary<k::MulOp>(x2, angles[0]));
+  // a * ca -+ b * cb; failure where the caches do not combine with X.
+  auto rotate = [&](Value ca, Value cb, bool add) -> FailureOr<Value> {
+    auto p = e.binary<k::MulOp>(x1, ca), q = e.binary<k::MulOp>(x2, cb);
+    if (failed(p) || failed(q))
+      return failure();
+    return add ? e.binary<k::AddOp>(*p, *q) : e.binary<k::SubOp>(*p, *q);
+  };
+  auto real = rotate(angles[0], angles[1], false);
+  auto imag = rotate(angles[1], angles[0], true);
   if (failed(real) || failed(imag))
     return failure();
   Value turned;
