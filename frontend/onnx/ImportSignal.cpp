@@ -282,9 +282,141 @@ LogicalResult importCosineWindow(ImportContext &ctx, double a0, double a1, doubl
   return success();
 }
 
+/// A static size an integer scalar input gives: its value when it is a
+/// compile-time constant, else `declared` (the declared output dimension),
+/// checked at run time to be one of `accepted(declared)`.
+FailureOr<int64_t> sizeInput(ImportContext &ctx, size_t input, StringRef what,
+                             std::optional<int64_t> declared,
+                             function_ref<std::vector<int64_t>(int64_t)> accepted) {
+  if (const HostTensor *t = ctx.hostInput(input)) {
+    if (t->numElements() != 1 || t->isFloat())
+      return ctx.fail(what + " must be one integer");
+    return t->ints[0];
+  }
+  if (!declared || ShapedType::isDynamic(*declared))
+    return ctx.fail("input '" + what + "' is only known at run time and the output's " +
+                    "declared shape does not fix it");
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t v : accepted(*declared))
+    rows.push_back({v});
+  if (failed(guardElements(ctx, input, what, rows)))
+    return failure();
+  return rows[0][0];
+}
+
+/// MelWeightMatrix: triangular filters [dft_length / 2 + 1, num_mel_bins]
+/// between mel-spaced frequencies, as ONNX's reference computes them (in
+/// f64, the bin edges floored to spectrogram bins). The sizes come from
+/// constants or the declared output shape; the edges and rates may be
+/// run-time values.
+LogicalResult importMelWeightMatrix(ImportContext &ctx) {
+  auto declared = declaredShape(ctx, 0);
+  if (declared && declared->size() != 2)
+    return ctx.fail("the declared output of MelWeightMatrix must be 2-D");
+  auto dim = [&](int i) -> std::optional<int64_t> {
+    return declared ? std::optional<int64_t>((*declared)[i]) : std::nullopt;
+  };
+  auto mels = sizeInput(ctx, 0, "num_mel_bins", dim(1),
+                        [](int64_t m) { return std::vector<int64_t>{m}; });
+  if (failed(mels))
+    return failure();
+  // dft_length 2(b - 1) and 2(b - 1) + 1 both give b spectrogram bins.
+  std::optional<int64_t> evenLength;
+  if (dim(0))
+    evenLength = 2 * *dim(0) - 2;
+  auto dftLength = sizeInput(ctx, 1, "dft_length", evenLength,
+                             [](int64_t n) { return std::vector<int64_t>{n, n + 1}; });
+  if (failed(dftLength))
+    return failure();
+  int64_t m = *mels, bins = *dftLength / 2 + 1;
+  if (m <= 0 || *dftLength <= 0 || m > (1 << 20) || *dftLength > (1 << 24))
+    return ctx.fail("num_mel_bins and dft_length must be positive (and at most 2^20 and 2^24)");
+  Emitter e{ctx};
+  Type f64 = ctx.b.getF64Type();
+  SmallVector<Value, 5> in;
+  for (size_t i = 0; i < 5; ++i) {
+    auto v = ctx.input(i);
+    if (failed(v))
+      return failure();
+    if (cast<RankedTensorType>(v->getType()).getNumElements() != 1)
+      return ctx.fail("MelWeightMatrix's inputs must be scalars");
+    in.push_back(e.reshape(e.castTo(*v, f64), {}));
+  }
+  auto c = [&](double v) { return ctx.scalar(f64, v); };
+  // The operands are f64 and broadcast ([m + 2], [bins, 1], [1, m], scalars).
+  auto add = [&](Value a, Value b) { return *e.binary<k::AddOp>(a, b); };
+  auto sub = [&](Value a, Value b) { return *e.binary<k::SubOp>(a, b); };
+  auto mul = [&](Value a, Value b) { return *e.binary<k::MulOp>(a, b); };
+  auto div = [&](Value a, Value b) { return *e.binary<k::DivOp>(a, b); };
+  // mel(f) = 2595 log10(1 + f / 700), and back.
+  auto toMel = [&](Value hz) {
+    Value l = e.unary<k::LogOp>(add(c(1), div(hz, c(700))));
+    return mul(l, c(2595 / std::log(10.0)));
+  };
+  Value low = toMel(in[3]), high = toMel(in[4]);
+  Value step = div(sub(high, low), c(double(m + 2)));
+  HostTensor iota;
+  iota.dtype = onnx::TensorProto::DOUBLE;
+  iota.shape = {m + 2};
+  for (int64_t i = 0; i < m + 2; ++i)
+    iota.floats.push_back(i);
+  auto points = ctx.materialize(iota, "mel_points");
+  if (failed(points))
+    return failure();
+  Value mel = add(mul(*points, step), low);
+  Value hz = mul(sub(e.unary<k::ExpOp>(mul(mel, c(std::log(10.0) / 2595))),
+                            c(1)),
+                 c(700));
+  Value edges = e.unary<k::FloorOp>(
+      div(mul(add(in[1], c(1)), hz), in[2]));
+  auto edge = [&](int64_t first) { // edges[first : first + m] as [1, m]
+    Value s = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({m}, f64), edges,
+                                 ArrayRef<int64_t>{first}, ArrayRef<int64_t>{1});
+    return e.reshape(s, {1, m});
+  };
+  Value left = edge(0), center = edge(1), right = edge(2);
+  // As onnxruntime checks: both edge frequencies fall in a spectrogram bin.
+  for (auto [input, name] : {std::pair{3, "lower_edge_hertz"}, {4, "upper_edge_hertz"}}) {
+    Value index = e.unary<k::FloorOp>(div(mul(add(in[1], c(1)), in[input]), in[2]));
+    Value inside = *e.binary<k::AndOp>(
+        e.unary<k::NotOp>(*e.binary<k::LessOp>(index, c(0), ctx.b.getI1Type())),
+        *e.binary<k::LessOp>(index, c(double(bins)), ctx.b.getI1Type()));
+    assertAtRunTime(ctx, inside,
+                    llvm::Twine(name) + " must lie in one of the " + llvm::Twine(bins) +
+                        " spectrogram bins of dft_length at sample_rate");
+  }
+  HostTensor rows;
+  rows.dtype = onnx::TensorProto::DOUBLE;
+  rows.shape = {bins, 1};
+  for (int64_t j = 0; j < bins; ++j)
+    rows.floats.push_back(j);
+  auto j = ctx.materialize(rows, "mel_rows");
+  if (failed(j))
+    return failure();
+  auto shape = RankedTensorType::get({bins, m}, f64);
+  auto less = [&](Value a, Value b) { return *e.binary<k::LessOp>(a, b, ctx.b.getI1Type()); };
+  auto where = [&](Value cond, Value a, Value b) -> Value {
+    return k::WhereOp::create(ctx.b, ctx.loc, shape, cond, a, b);
+  };
+  // 0 left of the filter, rising to 1 at its center, falling to 0 at its right edge.
+  Value rising = div(sub(*j, left), sub(center, left));
+  Value falling = div(sub(right, *j), sub(right, center));
+  Value atCenter = *e.binary<k::EqualOp>(*j, center, ctx.b.getI1Type());
+  Value w = where(less(*j, right), falling, c(0));
+  w = where(atCenter, c(1), w);
+  w = where(less(*j, center), rising, w);
+  w = where(less(*j, left), c(0), w);
+  Type out = elementTypeOf(ctx.b, ctx.attrInt("output_datatype", onnx::TensorProto::FLOAT));
+  if (!out || !isa<FloatType>(out))
+    return ctx.fail("output_datatype must be a floating-point type");
+  ctx.setOutput(0, e.castTo(w, out));
+  return success();
+}
+
 } // namespace
 
 void registerSignalOps(ImportTable &t) {
+  t["MelWeightMatrix"] = importMelWeightMatrix;
   t["DFT"] = importDFT;
   t["STFT"] = importSTFT;
   t["HannWindow"] = [](ImportContext &ctx) { return importCosineWindow(ctx, 0.5, 0.5, 0); };

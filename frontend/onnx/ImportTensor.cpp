@@ -1369,7 +1369,8 @@ static LogicalResult importAntialiasResize(ImportContext &ctx, Value x, ArrayRef
 /// kiln.resize's `runtime_sizes`, the input's own size where `axes` does
 /// not name the dimension. The resized dimensions of `shape` become dynamic.
 static FailureOr<Value> runtimeResizeSizes(ImportContext &ctx, size_t input, Value x,
-                                           ArrayRef<int64_t> axes, SmallVectorImpl<int64_t> &shape) {
+                                           ArrayRef<int64_t> axes,
+                                           SmallVectorImpl<int64_t> &shape) {
   auto sizes = int64Operand(ctx, input, "sizes");
   if (failed(sizes))
     return failure();
@@ -1507,8 +1508,9 @@ static LogicalResult importResize(ImportContext &ctx) {
       return ctx.fail("antialiased Resize needs constant scales or sizes");
     return importAntialiasResize(ctx, *x, shape, scales, mode, coord);
   }
-  ctx.setOutput(0, k::ResizeOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, xt.getElementType()),
-                                       *x, runtimeScales, runtimeSizes, mode, coord, nearest, scales,
+  auto type = RankedTensorType::get(shape, xt.getElementType());
+  ctx.setOutput(0, k::ResizeOp::create(ctx.b, ctx.loc, type, *x, runtimeScales, runtimeSizes,
+                                       mode, coord, nearest, scales,
                                        APFloat((double)ctx.attrFloat("cubic_coeff_a", -0.75f)),
                                        ctx.attrInt("exclude_outside", 0) != 0));
   return success();

@@ -416,6 +416,26 @@ def recurrent_lengths():
         [(6, 3, size)]
 
 
+def mel_weights():
+    """MelWeightMatrix with run-time inputs (the declared output [33, 10]
+    fixes the sizes) and with constants: 40 mel bins over a 256-point DFT
+    at 16 kHz between 20 Hz and 7600 Hz."""
+    n = helper.make_node
+    nodes = [n("MelWeightMatrix", ["mels", "dft", "rate", "low", "high"], ["runtime"],
+               name="runtime"),
+             n("MelWeightMatrix", ["c_mels", "c_dft", "c_rate", "c_low", "c_high"], ["constant"],
+               name="constant")]
+    inits = [const("c_mels", 40), const("c_dft", 256), const("c_rate", 16000),
+             numpy_helper.from_array(np.array(20, np.float32), "c_low"),
+             numpy_helper.from_array(np.array(7600, np.float32), "c_high")]
+    scalar = helper.make_tensor_value_info
+    inputs = [scalar("mels", TensorProto.INT64, []), scalar("dft", TensorProto.INT64, []),
+              scalar("rate", TensorProto.INT64, []), scalar("low", TensorProto.FLOAT, []),
+              scalar("high", TensorProto.FLOAT, [])]
+    return model(nodes, inputs, [tensor("runtime", [33, 10]), tensor("constant", [129, 40])],
+                 inits), []
+
+
 def embedding_dynamic():
     """Token embeddings: Gather of ids[batch, seq] from a [50, 16] table, then
     a Gather of one position (a dynamic axis) and a MatMul."""
@@ -702,7 +722,7 @@ HOSTILE = {
 }
 
 
-BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
