@@ -161,6 +161,7 @@ void registerQuantOps(ImportTable &table);
 void registerSignalOps(ImportTable &table);
 void registerTransformerOps(ImportTable &table);
 void registerDataDependentOps(ImportTable &table);
+void registerDetectionOps(ImportTable &table);
 void registerTextOps(ImportTable &table);
 
 /// kiln binary op result type under numpy broadcasting, with `a`'s element

@@ -545,6 +545,7 @@ static const ImportTable &importTable() {
     registerRNNOps(t);
     registerTransformerOps(t);
     registerDataDependentOps(t);
+    registerDetectionOps(t);
     registerTextOps(t);
     return t;
   }();

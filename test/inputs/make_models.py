@@ -436,6 +436,23 @@ def mel_weights():
                  inits), []
 
 
+def roi_align():
+    """RoiAlign on x[2, 3, 12, 16] with run-time boxes and batch indices:
+    avg over a 2x2 grid (half_pixel, spatial_scale 0.5, 3x4 bins) and max
+    over a 3x3 grid (output_half_pixel, 2x2 bins)."""
+    n = helper.make_node
+    nodes = [n("RoiAlign", ["x", "rois", "batch"], ["avg"], name="avg", output_height=3,
+               output_width=4, sampling_ratio=2, spatial_scale=0.5),
+             n("RoiAlign", ["x", "rois", "batch"], ["max"], name="max", mode="max",
+               output_height=2, output_width=2, sampling_ratio=3,
+               coordinate_transformation_mode="output_half_pixel")]
+    rois = helper.make_tensor_value_info("rois", TensorProto.FLOAT, [5, 4])
+    batch = helper.make_tensor_value_info("batch", TensorProto.INT64, [5])
+    return model(nodes, [tensor("x", [2, 3, 12, 16]), rois, batch],
+                 [tensor("avg", [5, 3, 3, 4]), tensor("max", [5, 3, 2, 2])], [], opset=16), \
+        [(2, 3, 12, 16)]
+
+
 def embedding_dynamic():
     """Token embeddings: Gather of ids[batch, seq] from a [50, 16] table, then
     a Gather of one position (a dynamic axis) and a MatMul."""
@@ -722,7 +739,7 @@ HOSTILE = {
 }
 
 
-BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
