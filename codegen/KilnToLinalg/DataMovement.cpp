@@ -471,14 +471,36 @@ struct TriluLowering : OpConversionPattern<TriluOp> {
   }
 };
 
+/// A tf_crop_and_resize box along one axis: its normalized start and end.
+struct Crop {
+  Value start, end;
+};
+
 /// The input coordinate (as f32) of output coordinate `x` along one axis
 /// whose sizes are `in` and `out`.
 Value sourceCoordinate(OpBuilder &b, Location loc, StringRef mode, Value x, Value scale,
-                       OpFoldResult in, OpFoldResult out) {
+                       OpFoldResult in, OpFoldResult out, Crop crop = {}) {
   Type f32 = b.getF32Type();
   auto c = [&](double v) { return scalarConst(b, loc, f32, v); };
   Value xf = arith::SIToFPOp::create(
       b, loc, f32, arith::IndexCastOp::create(b, loc, b.getI64Type(), x));
+  if (mode == "tf_crop_and_resize") {
+    // start (in - 1) + x (end - start) (in - 1) / (out - 1); the box's
+    // centre when the output has one element.
+    Value last = sizeAsF32(b, loc, in, -1);
+    Value extent = arith::SubFOp::create(b, loc, crop.end, crop.start);
+    Value step = arith::DivFOp::create(b, loc, arith::MulFOp::create(b, loc, extent, last),
+                                       sizeAsF32(b, loc, out, -1));
+    Value along = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, crop.start, last),
+                                        arith::MulFOp::create(b, loc, xf, step));
+    Value centre = arith::MulFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, arith::AddFOp::create(b, loc, crop.start, crop.end),
+                                      c(0.5)),
+        last);
+    Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, indexValue(b, loc, out),
+                                         indexConst(b, loc, 1));
+    return arith::SelectOp::create(b, loc, single, centre, along);
+  }
   // 0 where the output has one element, else `v` (align_corners, pytorch).
   auto unlessSingle = [&](Value v) -> Value {
     if (auto n = getConstantIntValue(out))
@@ -560,10 +582,9 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
   using OpConversionPattern::OpConversionPattern;
 
   /// The taps of output coordinate `x` along dimension d.
-  SmallVector<Tap> taps(OpBuilder &b, Location l, ResizeOp op, Value x, Value scale,
-                        OpFoldResult in, OpFoldResult out) const {
+  SmallVector<Tap> taps(OpBuilder &b, Location l, ResizeOp op, Value src,
+                        OpFoldResult in) const {
     Type f32 = b.getF32Type();
-    Value src = sourceCoordinate(b, l, op.getCoordinateMode(), x, scale, in, out);
     StringRef mode = op.getMode();
     if (mode == "nearest") {
       StringRef nearest = op.getNearestMode();
@@ -665,6 +686,15 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
             arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), n).getResult());
       }
     }
+    // tf_crop_and_resize's box per dimension, extracted once.
+    SmallVector<Crop> crops(rank);
+    Value roi = adaptor.getRoi();
+    for (int64_t d = 0; d < rank && roi; ++d) {
+      auto at = [&](int64_t i) -> Value {
+        return tensor::ExtractOp::create(rewriter, loc, roi, ValueRange{indexConst(rewriter, loc, i)});
+      };
+      crops[d] = {at(d), at(rank + d)};
+    }
     Value init = emptyTensor(rewriter, loc, outSizes, type.getElementType());
     SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
     Value r =
@@ -675,15 +705,26 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
               Type f32 = b.getF32Type();
               SmallVector<SmallVector<Tap>> perDim;
               bool weighted = false;
+              Value outside; // a crop sample past the input's edge
               for (int64_t d = 0; d < rank; ++d) {
                 Value x = linalg::IndexOp::create(b, l, d);
-                if (in[d] == out[d] && scales[d] == 1.0 && runtimeScales.empty()) {
+                if (in[d] == out[d] && scales[d] == 1.0 && runtimeScales.empty() && !roi) {
                   perDim.push_back({{x, nullptr}});
                   continue;
                 }
                 Value scale = runtimeScales.empty() ? scalarConst(b, l, f32, scales[d])
                                                     : runtimeScales[d];
-                perDim.push_back(taps(b, l, op, x, scale, inSizes[d], outSizes[d]));
+                Value src = sourceCoordinate(b, l, op.getCoordinateMode(), x, scale, inSizes[d],
+                                             outSizes[d], crops[d]);
+                if (roi) {
+                  Value below = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, src,
+                                                      scalarConst(b, l, f32, 0));
+                  Value above = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, src,
+                                                      sizeAsF32(b, l, inSizes[d], -1));
+                  Value past = arith::OrIOp::create(b, l, below, above);
+                  outside = outside ? arith::OrIOp::create(b, l, outside, past) : past;
+                }
+                perDim.push_back(taps(b, l, op, src, inSizes[d]));
                 weighted |= perDim.back().size() > 1;
               }
               // Sum over every combination of one tap per dimension.
@@ -711,6 +752,11 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
               }
               if (weighted)
                 acc = convertFloat(b, l, acc, type.getElementType());
+              if (outside)
+                acc = arith::SelectOp::create(
+                    b, l, outside,
+                    scalarConst(b, l, acc.getType(), op.getExtrapolationValue().convertToDouble()),
+                    acc);
               linalg::YieldOp::create(b, l, acc);
             })
             .getResult(0);

@@ -981,8 +981,17 @@ LogicalResult ResizeOp::verify() {
     return emitOpError("mode must be nearest, linear or cubic");
   StringRef c = getCoordinateMode();
   if (c != "half_pixel" && c != "half_pixel_symmetric" && c != "pytorch_half_pixel" &&
-      c != "align_corners" && c != "asymmetric" && c != "tf_half_pixel_for_nn")
+      c != "align_corners" && c != "asymmetric" && c != "tf_half_pixel_for_nn" &&
+      c != "tf_crop_and_resize")
     return emitOpError("unknown coordinate_mode '") << c << "'";
+  if ((c == "tf_crop_and_resize") != (getRoi() != nullptr))
+    return emitOpError("takes a roi exactly when coordinate_mode is tf_crop_and_resize");
+  if (Value roi = getRoi()) {
+    auto t = cast<RankedTensorType>(roi.getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != 2 * (int64_t)in.size() ||
+        !t.getElementType().isF32())
+      return emitOpError("roi must be tensor<") << 2 * in.size() << "xf32>, got " << t;
+  }
   StringRef n = getNearestMode();
   if (n != "round_prefer_floor" && n != "round_prefer_ceil" && n != "floor" && n != "ceil")
     return emitOpError("unknown nearest_mode '") << n << "'";

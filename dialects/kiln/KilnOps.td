@@ -471,7 +471,10 @@ def Kiln_ResizeOp : Kiln_Op<"resize", [AttrSizedOperandSegments]> {
   let description = [{
     `scales` (one per dimension) maps output to input coordinates through
     `coordinate_mode` (half_pixel, half_pixel_symmetric, pytorch_half_pixel,
-    align_corners, asymmetric, tf_half_pixel_for_nn); `nearest_mode` rounds for
+    align_corners, asymmetric, tf_half_pixel_for_nn, or tf_crop_and_resize,
+    which samples the box `roi` (f32 [starts..., ends...], normalized) and
+    gives `extrapolation_value` where a sample falls outside the input);
+    `nearest_mode` rounds for
     mode = "nearest" (round_prefer_floor, round_prefer_ceil, floor, ceil).
     mode = "cubic" blends 4 taps per dimension with Keys' kernel of parameter
     `cubic_coeff_a`; with `exclude_outside`, taps outside the input get no
@@ -484,15 +487,17 @@ def Kiln_ResizeOp : Kiln_Op<"resize", [AttrSizedOperandSegments]> {
     it.
   }];
   let arguments = (ins Kiln_Tensor:$input, Optional<Kiln_Tensor>:$runtime_scales,
-                   Optional<Kiln_Tensor>:$runtime_sizes,
+                   Optional<Kiln_Tensor>:$runtime_sizes, Optional<Kiln_Tensor>:$roi,
                    StrAttr:$mode, StrAttr:$coordinate_mode, StrAttr:$nearest_mode,
                    DenseF64ArrayAttr:$scales,
                    DefaultValuedAttr<F64Attr, "-0.75">:$cubic_coeff_a,
+                   DefaultValuedAttr<F64Attr, "0.0">:$extrapolation_value,
                    UnitAttr:$exclude_outside);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = [{
     $input (`scales` `(` $runtime_scales^ `:` type($runtime_scales) `)`)?
-    (`sizes` `(` $runtime_sizes^ `:` type($runtime_sizes) `)`)? attr-dict `:`
+    (`sizes` `(` $runtime_sizes^ `:` type($runtime_sizes) `)`)?
+    (`roi` `(` $roi^ `:` type($roi) `)`)? attr-dict `:`
     type($input) `->` type($result)
   }];
   let hasVerifier = 1;

@@ -1407,8 +1407,6 @@ static LogicalResult importResize(ImportContext &ctx) {
   std::string coord = v10 ? "asymmetric"
                           : ctx.attrString("coordinate_transformation_mode", "half_pixel");
   std::string nearest = v10 ? "floor" : ctx.attrString("nearest_mode", "round_prefer_floor");
-  if (coord == "tf_crop_and_resize")
-    return ctx.fail("coordinate_transformation_mode '" + coord + "' is not supported");
   std::string policy = ctx.attrString("keep_aspect_ratio_policy", "stretch");
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
     return ctx.fail("unknown keep_aspect_ratio_policy '" + policy + "'");
@@ -1485,6 +1483,18 @@ static LogicalResult importResize(ImportContext &ctx) {
   }
   if (mode == "linear" && v10)
     coord = "asymmetric";
+  Value roi;
+  if (coord == "tf_crop_and_resize") {
+    if (!allAxes || !ctx.hasInput(1) || !ctx.hasInput(sizesInput))
+      return ctx.fail("tf_crop_and_resize needs a roi and sizes for every dimension");
+    auto r = ctx.input(1);
+    if (failed(r))
+      return failure();
+    if (cast<RankedTensorType>(r->getType()).getNumElements() != 2 * rank)
+      return ctx.fail("roi needs " + llvm::Twine(2 * rank) + " values (starts, then ends)");
+    Emitter e{ctx};
+    roi = e.reshape(e.castTo(*r, ctx.b.getF32Type()), {2 * rank});
+  }
   if (!runtimeScales && llvm::any_of(scales, [](double s) { return !(s > 0 && std::isfinite(s)); }))
     return ctx.fail("scales must be positive and finite");
   bool sized = ctx.hasInput(sizesInput) && !v10;
@@ -1504,15 +1514,16 @@ static LogicalResult importResize(ImportContext &ctx) {
   if (failed(checkOutputSize(ctx, shape, xt.getElementType())))
     return failure();
   if (ctx.attrInt("antialias", 0) && mode != "nearest") {
-    if (runtimeScales || runtimeSizes)
-      return ctx.fail("antialiased Resize needs constant scales or sizes");
+    if (runtimeScales || runtimeSizes || roi)
+      return ctx.fail("antialiased Resize needs constant scales or sizes and no roi");
     return importAntialiasResize(ctx, *x, shape, scales, mode, coord);
   }
   auto type = RankedTensorType::get(shape, xt.getElementType());
-  ctx.setOutput(0, k::ResizeOp::create(ctx.b, ctx.loc, type, *x, runtimeScales, runtimeSizes,
-                                       mode, coord, nearest, scales,
-                                       APFloat((double)ctx.attrFloat("cubic_coeff_a", -0.75f)),
-                                       ctx.attrInt("exclude_outside", 0) != 0));
+  ctx.setOutput(0, k::ResizeOp::create(
+                       ctx.b, ctx.loc, type, *x, runtimeScales, runtimeSizes, roi, mode, coord,
+                       nearest, scales, APFloat((double)ctx.attrFloat("cubic_coeff_a", -0.75f)),
+                       APFloat((double)ctx.attrFloat("extrapolation_value", 0.0f)),
+                       ctx.attrInt("exclude_outside", 0) != 0));
   return success();
 }
 

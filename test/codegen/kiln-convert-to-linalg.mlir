@@ -788,3 +788,25 @@ func.func @resize_sizes(%x: tensor<1x?xf32>, %n: tensor<2xi64>) -> tensor<1x?xf3
   %0 = kiln.resize %x sizes(%n : tensor<2xi64>) {mode = "nearest", coordinate_mode = "asymmetric", nearest_mode = "floor", scales = array<f64: 1.0, 1.0>} : tensor<1x?xf32> -> tensor<1x?xf32>
   return %0 : tensor<1x?xf32>
 }
+
+// -----
+
+// tf_crop_and_resize: the box is extracted once; each sample maps to
+// start (in - 1) + x (end - start) (in - 1) / (out - 1), and one past the
+// input's edge yields extrapolation_value.
+// CHECK-LABEL: func.func @resize_crop
+// CHECK: %[[START:.*]] = tensor.extract %arg1[%c0] : tensor<2xf32>
+// CHECK: %[[END:.*]] = tensor.extract %arg1[%c1] : tensor<2xf32>
+// CHECK: linalg.generic
+// CHECK: arith.subf %[[END]], %[[START]]
+// CHECK: %[[SRC:.*]] = arith.select
+// CHECK: %[[BELOW:.*]] = arith.cmpf olt, %[[SRC]]
+// CHECK: %[[ABOVE:.*]] = arith.cmpf ogt, %[[SRC]]
+// CHECK: %[[OUT:.*]] = arith.ori %[[BELOW]], %[[ABOVE]]
+// CHECK: %[[V:.*]] = tensor.extract %arg0
+// CHECK: %[[FILL:.*]] = arith.constant 7.000000e+00 : f32
+// CHECK: arith.select %[[OUT]], %[[FILL]], %[[V]]
+func.func @resize_crop(%x: tensor<4xf32>, %roi: tensor<2xf32>) -> tensor<3xf32> {
+  %0 = kiln.resize %x roi(%roi : tensor<2xf32>) {mode = "nearest", coordinate_mode = "tf_crop_and_resize", nearest_mode = "floor", scales = array<f64: 0.75>, extrapolation_value = 7.0} : tensor<4xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

@@ -453,6 +453,22 @@ def roi_align():
         [(2, 3, 12, 16)]
 
 
+def crop_and_resize():
+    """Resize with tf_crop_and_resize on x[1, 2, 8, 10]: a run-time roi with a
+    box partly outside the input (extrapolation_value 10), linear to 5x7 and
+    nearest to 4x1."""
+    n = helper.make_node
+    nodes = [n("Resize", ["x", "roi", "", "sizes"], ["linear"], name="linear", mode="linear",
+               coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=10.0),
+             n("Resize", ["x", "roi", "", "small"], ["nearest"], name="nearest",
+               coordinate_transformation_mode="tf_crop_and_resize")]
+    inits = [const("sizes", [1, 2, 5, 7]), const("small", [1, 2, 4, 1])]
+    roi = helper.make_tensor_value_info("roi", TensorProto.FLOAT, [8])
+    return model(nodes, [tensor("x", [1, 2, 8, 10]), roi],
+                 [tensor("linear", [1, 2, 5, 7]), tensor("nearest", [1, 2, 4, 1])], inits), \
+        [(1, 2, 8, 10)]
+
+
 def embedding_dynamic():
     """Token embeddings: Gather of ids[batch, seq] from a [50, 16] table, then
     a Gather of one position (a dynamic axis) and a MatMul."""
@@ -739,7 +755,7 @@ HOSTILE = {
 }
 
 
-BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

@@ -423,3 +423,19 @@ func.func @iota_count(%n: tensor<1xi64>) -> tensor<?xi64> {
   %0 = kiln.iota %n : tensor<1xi64> -> tensor<?xi64>
   return %0 : tensor<?xi64>
 }
+
+// -----
+
+func.func @resize_crop_without_roi(%a: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'kiln.resize' op takes a roi exactly when coordinate_mode is tf_crop_and_resize}}
+  %0 = kiln.resize %a {mode = "linear", coordinate_mode = "tf_crop_and_resize", nearest_mode = "floor", scales = array<f64: 0.5>} : tensor<4xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @resize_roi_type(%a: tensor<4xf32>, %r: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'kiln.resize' op roi must be tensor<2xf32>, got 'tensor<4xf32>'}}
+  %0 = kiln.resize %a roi(%r : tensor<4xf32>) {mode = "linear", coordinate_mode = "tf_crop_and_resize", nearest_mode = "floor", scales = array<f64: 0.5>} : tensor<4xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
