@@ -691,7 +691,8 @@ struct ResizeLowering : OpConversionPattern<ResizeOp> {
     Value roi = adaptor.getRoi();
     for (int64_t d = 0; d < rank && roi; ++d) {
       auto at = [&](int64_t i) -> Value {
-        return tensor::ExtractOp::create(rewriter, loc, roi, ValueRange{indexConst(rewriter, loc, i)});
+        return tensor::ExtractOp::create(rewriter, loc, roi,
+                                         ValueRange{indexConst(rewriter, loc, i)});
       };
       crops[d] = {at(d), at(rank + d)};
     }
