@@ -79,24 +79,27 @@ struct Recurrence {
   Value gate(Value v, int64_t g) { return slice(v, {0, g * hidden}, {batch, hidden}); }
   Value vecGate(Value v, int64_t g) { return slice(v, {g * hidden}, {hidden}); }
 
+  /// v += bias, when the node has that bias.
+  LogicalResult addBias(Value &v, Value bias) {
+    if (!bias)
+      return success();
+    auto sum = add(v, bias);
+    if (failed(sum))
+      return failure();
+    v = *sum;
+    return success();
+  }
+
   /// One time step of direction `w` on the input row xt2 [batch, input]:
   /// advances h (and c for LSTM).
   LogicalResult step(const DirectionWeights &w, Value xt2, Value &h, Value &c) {
     Value xw = matmul(xt2, w.Wt), hr = matmul(h, w.Rt);
-    if (w.Wb) {
-      auto a = add(xw, w.Wb);
-      if (failed(a))
-        return failure();
-      xw = *a;
-    }
+    if (failed(addBias(xw, w.Wb)))
+      return failure();
     if (cell == Cell::GRU) {
       // Gates z, r, h~; h~ uses (r * h) R_h^T or r * (h R_h^T + Rb_h).
-      if (w.Rb) {
-        auto a = add(hr, w.Rb);
-        if (failed(a))
-          return failure();
-        hr = *a;
-      }
+      if (failed(addBias(hr, w.Rb)))
+        return failure();
       auto zIn = add(gate(xw, 0), gate(hr, 0));
       auto rIn = add(gate(xw, 1), gate(hr, 1));
       if (failed(zIn) || failed(rIn))
@@ -117,12 +120,8 @@ struct Recurrence {
           return failure();
         Value Rh = slice(w.Rt, {0, 2 * hidden}, {hidden, hidden});
         Value hh = matmul(*rh, Rh);
-        if (w.Rb) {
-          auto a = add(hh, vecGate(w.Rb, 2));
-          if (failed(a))
-            return failure();
-          hh = *a;
-        }
+        if (failed(addBias(hh, w.Rb ? vecGate(w.Rb, 2) : Value())))
+          return failure();
         candidateIn = add(gate(xw, 2), hh);
       }
       if (failed(candidateIn))
@@ -146,12 +145,8 @@ struct Recurrence {
       if (failed(pre))
         return failure();
       Value g = *pre;
-      if (w.Rb) {
-        auto a = add(g, w.Rb);
-        if (failed(a))
-          return failure();
-        g = *a;
-      }
+      if (failed(addBias(g, w.Rb)))
+        return failure();
       if (cell == Cell::RNN) {
         auto next = activate(0, *clipped(g));
         if (failed(next))
