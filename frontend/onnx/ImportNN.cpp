@@ -152,18 +152,12 @@ static FailureOr<Value> emitConv(ImportContext &ctx, Value x, Value w, Value bia
 /// 3-D convolution as a sum of 2-D ones: output depth plane od is the sum
 /// over kd of conv2d(input plane od*stride + kd*dilation, kernel plane kd).
 /// The number of 2-D convolutions is D_out * KD: fine for small depths.
-static FailureOr<Value> emitConv3d(ImportContext &ctx, Value x, Value w, Value bias) {
+static FailureOr<Value> conv3dFromPlanes(ImportContext &ctx, Value x, Value w, Value bias,
+                                         ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                                         ArrayRef<int64_t> pads, int64_t group) {
   auto xt = cast<RankedTensorType>(x.getType()), ft = cast<RankedTensorType>(w.getType());
   Emitter e{ctx};
   Type et = xt.getElementType();
-  std::vector<int64_t> strides = ctx.attrInts("strides", {1, 1, 1});
-  std::vector<int64_t> dilations = ctx.attrInts("dilations", {1, 1, 1});
-  std::vector<int64_t> pads = ctx.attrInts("pads", {0, 0, 0, 0, 0, 0});
-  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
-  if (autoPad != "NOTSET" && autoPad != "VALID")
-    return ctx.fail("3-D convolution with auto_pad '" + autoPad + "' is not supported");
-  if (strides.size() != 3 || dilations.size() != 3 || pads.size() != 6)
-    return ctx.fail("3-D convolution needs 3 strides, 3 dilations and 6 pads");
   int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), d = xt.getDimSize(2), h = xt.getDimSize(3),
           wd = xt.getDimSize(4);
   int64_t f = ft.getDimSize(0), cg = ft.getDimSize(1), kd = ft.getDimSize(2), kh = ft.getDimSize(3),
@@ -200,7 +194,7 @@ static FailureOr<Value> emitConv3d(ImportContext &ctx, Value x, Value w, Value b
       Value conv = k::ConvOp::create(ctx.b, ctx.loc, planeType,
                                      plane(padded, od * strides[0] + z * dilations[0], c, h, wd, n),
                                      plane(w, z, cg, kh, kw, f), (z == 0 ? bias : Value()), s2, d2,
-                                     p2, ctx.attrInt("group", 1));
+                                     p2, group);
       if (acc) {
         auto sum = e.binary<k::AddOp>(acc, conv);
         if (failed(sum))
@@ -217,6 +211,19 @@ static FailureOr<Value> emitConv3d(ImportContext &ctx, Value x, Value w, Value b
   return k::ConcatOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, f, dOut, oh, ow}, et),
                              planes, 2)
       .getResult();
+}
+
+/// The node's 3-D Conv (explicit or VALID padding).
+static FailureOr<Value> emitConv3d(ImportContext &ctx, Value x, Value w, Value bias) {
+  std::vector<int64_t> strides = ctx.attrInts("strides", {1, 1, 1});
+  std::vector<int64_t> dilations = ctx.attrInts("dilations", {1, 1, 1});
+  std::vector<int64_t> pads = ctx.attrInts("pads", {0, 0, 0, 0, 0, 0});
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID")
+    return ctx.fail("3-D convolution with auto_pad '" + autoPad + "' is not supported");
+  if (strides.size() != 3 || dilations.size() != 3 || pads.size() != 6)
+    return ctx.fail("3-D convolution needs 3 strides, 3 dilations and 6 pads");
+  return conv3dFromPlanes(ctx, x, w, bias, strides, dilations, pads, ctx.attrInt("group", 1));
 }
 
 static LogicalResult importConv(ImportContext &ctx) {
@@ -686,6 +693,104 @@ static LogicalResult checkWeightRank(ImportContext &ctx, Value x, Value w) {
   return success();
 }
 
+/// ConvTranspose with static sizes and any number of spatial dimensions
+/// (2-D disjoint taps and dynamic sizes are handled before): zero-insert
+/// the input by the stride, add the border dilation*(k-1) - pad (cropping
+/// where negative, output_padding at the end), and convolve with stride 1
+/// and the kernel flipped and its channel axes swapped.
+static FailureOr<Value> zeroInsertedConvTranspose(ImportContext &ctx, Value up, Value wt,
+                                                  Value bias,
+                                       int64_t g, ArrayRef<int64_t> strides,
+                                       ArrayRef<int64_t> dilations, ArrayRef<int64_t> kernel,
+                                       ArrayRef<int64_t> pads, ArrayRef<int64_t> outPad,
+                                       ArrayRef<int64_t> out, bool bordered) {
+  Emitter e{ctx};
+  auto xt = cast<RankedTensorType>(up.getType()), ft = cast<RankedTensorType>(wt.getType());
+  Type et = xt.getElementType();
+  int64_t rank = xt.getRank(), spatial = rank - 2;
+  int64_t n = xt.getDimSize(0), cin = xt.getDimSize(1);
+  int64_t coutPerGroup = ft.getDimSize(1), cinPerGroup = cin / g;
+  // 1. Zero insertion: [N, C, d...] -> [N, C, d, 1, ...] -> pad each 1 to s -> view.
+  if (xt.hasStaticShape() && llvm::any_of(strides, [](int64_t s) { return s > 1; })) {
+    SmallVector<int64_t> lifted = {n, cin}, spaced = {n, cin}, merged = {n, cin},
+                         inserted = {n, cin};
+    SmallVector<int64_t> amounts(4 + 4 * spatial, 0);
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t d = xt.getDimSize(2 + i), s = strides[i];
+      lifted.append({d, 1});
+      spaced.append({d, s});
+      merged.push_back(d * s);
+      inserted.push_back((d - 1) * s + 1);
+      amounts[(2 + 2 * spatial) + 3 + 2 * i] = s - 1;
+    }
+    up = e.reshape(up, lifted);
+    up = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(spaced, et), up,
+                          ctx.b.getDenseI64ArrayAttr(amounts), ctx.b.getStringAttr("constant"),
+                          ctx.b.getF64FloatAttr(0.0));
+    up = e.reshape(up, merged);
+    up = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get(inserted, et), up,
+                            SmallVector<int64_t>(rank, 0), SmallVector<int64_t>(rank, 1));
+  }
+  // 2. Border: dilation*(k-1) - pad on each side (+ output_padding at the end);
+  //    negative amounts crop. (Dynamic inputs got theirs with the zeros.)
+  auto ut = cast<RankedTensorType>(up.getType());
+  SmallVector<int64_t> before(spatial), after(spatial);
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t border = bordered ? dilations[i] * (kernel[i] - 1) : 0;
+    before[i] = bordered ? border - pads[i] : 0;
+    after[i] = bordered ? border - pads[i + spatial] + outPad[i] : 0;
+  }
+  SmallVector<int64_t> padAmounts(2 * rank, 0), cropStart(rank, 0), paddedShape(ut.getShape());
+  for (int64_t i = 0; i < spatial; ++i) {
+    padAmounts[2 + i] = std::max<int64_t>(before[i], 0);
+    padAmounts[rank + 2 + i] = std::max<int64_t>(after[i], 0);
+    paddedShape[2 + i] += padAmounts[2 + i] + padAmounts[rank + 2 + i];
+  }
+  if (llvm::any_of(padAmounts, [](int64_t p) { return p > 0; }))
+    up = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(paddedShape, et), up,
+                          ctx.b.getDenseI64ArrayAttr(padAmounts), ctx.b.getStringAttr("constant"),
+                          ctx.b.getF64FloatAttr(0.0));
+  SmallVector<int64_t> cropShape(paddedShape);
+  bool crop = false;
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t lo = std::max<int64_t>(-before[i], 0), hi = std::max<int64_t>(-after[i], 0);
+    cropStart[2 + i] = lo;
+    cropShape[2 + i] -= lo + hi;
+    crop |= lo || hi;
+  }
+  if (crop)
+    up = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get(cropShape, et), up, cropStart,
+                            SmallVector<int64_t>(rank, 1));
+
+  // 3. Kernel [g*cin_g, cout_g, k...] -> [g*cout_g, cin_g, k...], flipped.
+  ArrayRef<int64_t> taps = ft.getShape().drop_front(2);
+  SmallVector<int64_t> grouped = {g, cinPerGroup, coutPerGroup}, swapped = {g, coutPerGroup,
+                                                                           cinPerGroup};
+  SmallVector<int64_t> perm = {0, 2, 1}, flat = {g * coutPerGroup, cinPerGroup};
+  SmallVector<int64_t> flipStart = {0, 0}, flipStep = {1, 1};
+  for (int64_t i = 0; i < spatial; ++i) {
+    grouped.push_back(taps[i]);
+    swapped.push_back(taps[i]);
+    perm.push_back(3 + i);
+    flat.push_back(taps[i]);
+    flipStart.push_back(taps[i] - 1);
+    flipStep.push_back(-1);
+  }
+  Value wk = e.reshape(wt, grouped);
+  wk = k::TransposeOp::create(ctx.b, ctx.loc, RankedTensorType::get(swapped, et), wk, perm);
+  wk = e.reshape(wk, flat);
+  wk = k::SliceOp::create(ctx.b, ctx.loc, cast<RankedTensorType>(wk.getType()), wk, flipStart,
+                          flipStep);
+  SmallVector<int64_t> unit(spatial, 1), none(2 * spatial, 0);
+  if (spatial == 3)
+    return conv3dFromPlanes(ctx, up, wk, bias, unit, dilations, none, g);
+  SmallVector<int64_t> shape = {n, g * coutPerGroup};
+  shape.append(out.begin(), out.end());
+  return k::ConvOp::create(ctx.b, ctx.loc, RankedTensorType::get(shape, et), up, wk, bias, unit,
+                           dilations, none, g)
+      .getResult();
+}
+
 static LogicalResult importConvTranspose(ImportContext &ctx) {
   auto x = ctx.input(0), wt = ctx.input(1);
   if (failed(x) || failed(wt) || failed(checkWeightRank(ctx, *x, *wt)))
@@ -696,23 +801,30 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
     *wt = liftTo2d(ctx, *wt);
   }
   auto xt = cast<RankedTensorType>(x->getType()), ft = cast<RankedTensorType>(wt->getType());
-  if (xt.getRank() != 4 || ft.getRank() != 4)
-    return ctx.fail(llvm::Twine(xt.getRank() - 2) +
-                    "-D ConvTranspose is not supported (only 1-D and 2-D)");
-  Emitter e{ctx};
-  Type et = xt.getElementType();
-  int64_t n = xt.getDimSize(0), cin = xt.getDimSize(1), g = ctx.attrInt("group", 1);
-  int64_t coutPerGroup = ft.getDimSize(1), cinPerGroup = cin / g;
-  std::vector<int64_t> kernel =
-      liftedAttr(ctx, "kernel_shape", {ft.getDimSize(2), ft.getDimSize(3)}, 1, lifted);
-  std::vector<int64_t> strides = liftedAttr(ctx, "strides", {1, 1}, 1, lifted);
-  std::vector<int64_t> dilations = liftedAttr(ctx, "dilations", {1, 1}, 1, lifted);
-  std::vector<int64_t> pads = liftedAttr(ctx, "pads", {0, 0, 0, 0}, 0, lifted);
-  std::vector<int64_t> outPad = liftedAttr(ctx, "output_padding", {0, 0}, 0, lifted);
+  int64_t rank = xt.getRank(), spatial = rank - 2;
+  if ((rank != 4 && rank != 5) || ft.getRank() != rank)
+    return ctx.fail(llvm::Twine(rank - 2) +
+                    "-D ConvTranspose is not supported (only 1-D, 2-D and 3-D)");
+  if (rank == 5 && !xt.hasStaticShape())
+    return ctx.fail("3-D ConvTranspose needs static sizes, got " + shapeText(xt.getShape()));
+  int64_t g = ctx.attrInt("group", 1);
+  auto ones = [&](int64_t v) { return std::vector<int64_t>(spatial, v); };
+  std::vector<int64_t> taps(ft.getShape().begin() + 2, ft.getShape().end());
+  std::vector<int64_t> kernel = liftedAttr(ctx, "kernel_shape", taps, 1, lifted);
+  std::vector<int64_t> strides = liftedAttr(ctx, "strides", ones(1), 1, lifted);
+  std::vector<int64_t> dilations = liftedAttr(ctx, "dilations", ones(1), 1, lifted);
+  std::vector<int64_t> pads = liftedAttr(ctx, "pads", ones(0), 0, lifted);
+  pads.resize(2 * spatial, 0);
+  std::vector<int64_t> outPad = liftedAttr(ctx, "output_padding", ones(0), 0, lifted);
   std::vector<int64_t> outShape = liftedAttr(ctx, "output_shape", {}, 1, lifted);
+  if ((int64_t)kernel.size() != spatial || (int64_t)strides.size() != spatial ||
+      (int64_t)dilations.size() != spatial || (int64_t)outPad.size() != spatial ||
+      (!outShape.empty() && (int64_t)outShape.size() < spatial))
+    return ctx.fail("kernel_shape, strides, dilations, pads and output_padding need one entry "
+                    "per spatial dimension");
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
-  SmallVector<int64_t> out(2);
-  for (int i = 0; i < 2; ++i) {
+  SmallVector<int64_t> out(spatial);
+  for (int64_t i = 0; i < spatial; ++i) {
     int64_t in = xt.getDimSize(2 + i), eff = dilations[i] * (kernel[i] - 1) + 1;
     bool dynamic = ShapedType::isDynamic(in);
     // The unpadded output length, s * (in - 1) + output_padding + eff.
@@ -722,92 +834,17 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
       return ctx.fail("ConvTranspose output_shape with a dynamic input size is not supported");
     if (!outShape.empty() || same) {
       // SAME targets in * s, so its padding does not depend on `in`.
-      int64_t total = !outShape.empty() ? full - outShape[outShape.size() - 2 + i]
+      int64_t total = !outShape.empty() ? full - outShape[outShape.size() - spatial + i]
                                         : outPad[i] + eff - strides[i];
-      bool upper = autoPad == "SAME_UPPER" || (outShape.empty() ? false : autoPad != "SAME_LOWER");
-      pads[i] = upper ? total / 2 : total - total / 2;
-      pads[i + 2] = total - pads[i];
+      // The ONNX spec's split, in floor division: an odd total pads more at
+      // the end with SAME_UPPER, else at the start (a negative total, an
+      // output_shape past the full length, extends the end).
+      int64_t half = llvm::divideFloorSigned(total, 2);
+      pads[i] = autoPad == "SAME_UPPER" ? half : total - half;
+      pads[i + spatial] = total - pads[i];
     }
-    out[i] = dynamic ? ShapedType::kDynamic : full - pads[i] - pads[i + 2];
+    out[i] = dynamic ? ShapedType::kDynamic : full - pads[i] - pads[i + spatial];
   }
-  bool disjointTaps = xt.hasStaticShape() && g == 1;
-  for (int i = 0; i < 2; ++i)
-    disjointTaps &= strides[i] == kernel[i] && ft.getDimSize(2 + i) == kernel[i] &&
-                    dilations[i] == 1 && pads[i] == 0 && pads[i + 2] == 0 && outPad[i] == 0;
-  if (disjointTaps) {
-    FailureOr<Value> bias = ctx.hasInput(2) ? ctx.input(2) : FailureOr<Value>(Value());
-    if (failed(bias))
-      return failure();
-    Value r = convTransposeOfDisjointTaps(ctx, *x, *wt, *bias);
-    ctx.setOutput(0, lifted ? dropLift(ctx, r) : r);
-    return success();
-  }
-
-  // 1. Zero insertion: [N,C,H,W] -> [N,C,H,1,W,1] -> pad to [N,C,H,sh,W,sw] -> view.
-  Value up = *x;
-  int64_t h = xt.getDimSize(2), w = xt.getDimSize(3), sh = strides[0], sw = strides[1];
-  if (!xt.hasStaticShape()) {
-    auto dynamic = dynamicZeroInsertion(ctx, up, sh, sw, pads, outPad, kernel, dilations);
-    if (failed(dynamic))
-      return failure();
-    up = *dynamic;
-  } else if (sh > 1 || sw > 1) {
-    up = e.reshape(up, {n, cin, h, 1, w, 1});
-    SmallVector<int64_t> p6(12, 0);
-    p6[6 + 3] = sh - 1;
-    p6[6 + 5] = sw - 1;
-    up = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, cin, h, sh, w, sw}, et), up,
-                          ctx.b.getDenseI64ArrayAttr(p6), ctx.b.getStringAttr("constant"),
-                          ctx.b.getF64FloatAttr(0.0));
-    up = e.reshape(up, {n, cin, h * sh, w * sw});
-    int64_t uh = (h - 1) * sh + 1, uw = (w - 1) * sw + 1;
-    up = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get({n, cin, uh, uw}, et), up,
-                            ArrayRef<int64_t>{0, 0, 0, 0}, ArrayRef<int64_t>{1, 1, 1, 1});
-  }
-  // 2. Border: dilation*(k-1) - pad on each side (+ output_padding at the end);
-  //    negative amounts crop. (Dynamic inputs got theirs in step 1.)
-  auto ut = cast<RankedTensorType>(up.getType());
-  bool bordered = xt.hasStaticShape();
-  for (int i = 0; i < 2 && !bordered; ++i)
-    pads[i] = pads[i + 2] = outPad[i] = 0;
-  SmallVector<int64_t> before(2), after(2);
-  for (int i = 0; i < 2; ++i) {
-    int64_t border = bordered ? dilations[i] * (kernel[i] - 1) : 0;
-    before[i] = border - pads[i];
-    after[i] = border - pads[i + 2] + outPad[i];
-  }
-  SmallVector<int64_t> padAmounts(8, 0), cropStart(4, 0), cropShape(ut.getShape());
-  SmallVector<int64_t> paddedShape(ut.getShape());
-  for (int i = 0; i < 2; ++i) {
-    padAmounts[2 + i] = std::max<int64_t>(before[i], 0);
-    padAmounts[6 + i] = std::max<int64_t>(after[i], 0);
-    paddedShape[2 + i] += padAmounts[2 + i] + padAmounts[6 + i];
-  }
-  if (llvm::any_of(padAmounts, [](int64_t p) { return p > 0; }))
-    up = k::PadOp::create(ctx.b, ctx.loc, RankedTensorType::get(paddedShape, et), up,
-                          ctx.b.getDenseI64ArrayAttr(padAmounts), ctx.b.getStringAttr("constant"),
-                          ctx.b.getF64FloatAttr(0.0));
-  cropShape = paddedShape;
-  bool crop = false;
-  for (int i = 0; i < 2; ++i) {
-    int64_t lo = std::max<int64_t>(-before[i], 0), hi = std::max<int64_t>(-after[i], 0);
-    cropStart[2 + i] = lo;
-    cropShape[2 + i] -= lo + hi;
-    crop |= lo || hi;
-  }
-  if (crop)
-    up = k::SliceOp::create(ctx.b, ctx.loc, RankedTensorType::get(cropShape, et), up, cropStart,
-                            ArrayRef<int64_t>{1, 1, 1, 1});
-
-  // 3. Kernel [g*cin_g, cout_g, kh, kw] -> [g*cout_g, cin_g, kh, kw], flipped.
-  int64_t kh = ft.getDimSize(2), kw = ft.getDimSize(3);
-  Value wk = e.reshape(*wt, {g, cinPerGroup, coutPerGroup, kh, kw});
-  wk = k::TransposeOp::create(ctx.b, ctx.loc,
-                              RankedTensorType::get({g, coutPerGroup, cinPerGroup, kh, kw}, et), wk,
-                              ArrayRef<int64_t>{0, 2, 1, 3, 4});
-  wk = e.reshape(wk, {g * coutPerGroup, cinPerGroup, kh, kw});
-  wk = k::SliceOp::create(ctx.b, ctx.loc, cast<RankedTensorType>(wk.getType()), wk,
-                          ArrayRef<int64_t>{0, 0, kh - 1, kw - 1}, ArrayRef<int64_t>{1, 1, -1, -1});
   Value bias;
   if (ctx.hasInput(2)) {
     auto bv = ctx.input(2);
@@ -815,12 +852,30 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
       return failure();
     bias = *bv;
   }
-  for (int i = 0; i < 2 && !xt.hasStaticShape(); ++i)
-    out[i] = ShapedType::kDynamic;
-  auto type = RankedTensorType::get({n, g * coutPerGroup, out[0], out[1]}, et);
-  Value r = k::ConvOp::create(ctx.b, ctx.loc, type, up, wk, bias, ArrayRef<int64_t>{1, 1},
-                              dilations, ArrayRef<int64_t>{0, 0, 0, 0}, g);
-  ctx.setOutput(0, lifted ? dropLift(ctx, r) : r);
+  bool disjointTaps = xt.hasStaticShape() && g == 1 && spatial == 2;
+  for (int64_t i = 0; i < spatial; ++i)
+    disjointTaps &= strides[i] == kernel[i] && ft.getDimSize(2 + i) == kernel[i] &&
+                    dilations[i] == 1 && pads[i] == 0 && pads[i + spatial] == 0 &&
+                    outPad[i] == 0;
+  if (disjointTaps) {
+    Value r = convTransposeOfDisjointTaps(ctx, *x, *wt, bias);
+    ctx.setOutput(0, lifted ? dropLift(ctx, r) : r);
+    return success();
+  }
+  Value up = *x;
+  if (!xt.hasStaticShape()) { // 2-D: zeros and border from the run-time sizes
+    auto dynamic = dynamicZeroInsertion(ctx, up, strides[0], strides[1], pads, outPad, kernel,
+                                        dilations);
+    if (failed(dynamic))
+      return failure();
+    up = *dynamic;
+    out.assign(spatial, ShapedType::kDynamic);
+  }
+  auto r = zeroInsertedConvTranspose(ctx, up, *wt, bias, g, strides, dilations, kernel, pads,
+                                     outPad, out, xt.hasStaticShape());
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, lifted ? dropLift(ctx, *r) : *r);
   return success();
 }
 

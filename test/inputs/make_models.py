@@ -469,6 +469,20 @@ def crop_and_resize():
         [(1, 2, 8, 10)]
 
 
+def conv_transpose_3d():
+    """3-D ConvTranspose with groups, strides, dilation, padding and
+    output_padding on x[1, 4, 3, 4, 5]; a second one by output_shape."""
+    n = helper.make_node
+    nodes = [n("ConvTranspose", ["x", "w", "b"], ["y"], name="up", group=2, strides=[2, 1, 2],
+               dilations=[1, 2, 1], pads=[1, 0, 1, 0, 1, 0], output_padding=[1, 0, 0]),
+             n("ConvTranspose", ["x", "w"], ["sized"], name="sized", group=2, strides=[2, 2, 2],
+               output_shape=[6, 8, 9])]
+    inits = [weight("w", 4, 3, 2, 3, 3, scale=0.3), weight("b", 6)]
+    return model(nodes, [tensor("x", [1, 4, 3, 4, 5])],
+                 [tensor("y", [1, 6, 6, 7, 10]), tensor("sized", [1, 6, 6, 8, 9])], inits), \
+        [(1, 4, 3, 4, 5)]
+
+
 def embedding_dynamic():
     """Token embeddings: Gather of ids[batch, seq] from a [50, 16] table, then
     a Gather of one position (a dynamic axis) and a MatMul."""
@@ -755,7 +769,7 @@ HOSTILE = {
 }
 
 
-BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
