@@ -67,7 +67,8 @@ Value matmul(ImportContext &ctx, Value a, Value b) {
 }
 
 /// The additive mask of Attention: attn_mask (bool: 0 where true, -inf
-/// where false; float: as given) plus the causal mask.
+/// where false; float: as given), the padding nonpad_kv_seqlen implies and
+/// the causal mask.
 FailureOr<Value> additiveMask(ImportContext &ctx, Type et, int64_t lq, int64_t lk) {
   Emitter e{ctx};
   double minusInf = -std::numeric_limits<double>::infinity();
@@ -83,6 +84,38 @@ FailureOr<Value> additiveMask(ImportContext &ctx, Type et, int64_t lq, int64_t l
                                 ctx.scalar(et, minusInf));
     } else if (typeOf(mask).getElementType() != et) {
       return ctx.fail("attn_mask must be bool or the query's element type");
+    }
+  }
+  // nonpad_kv_seqlen (opset 24): keys at or past each batch's length are
+  // padding, as a [B, 1, 1, Lk] mask.
+  if (ctx.numInputs() > 6 && ctx.hasInput(6)) {
+    auto lengths = ctx.input(6);
+    if (failed(lengths))
+      return failure();
+    int64_t batch = typeOf(*lengths).getNumElements();
+    Type i64 = ctx.b.getI64Type();
+    HostTensor positions;
+    positions.dtype = onnx::TensorProto::INT64;
+    positions.shape = {1, lk};
+    for (int64_t j = 0; j < lk; ++j)
+      positions.ints.push_back(j);
+    auto keys = ctx.materialize(positions, "key_positions");
+    if (failed(keys))
+      return failure();
+    auto valid = e.binary<k::LessOp>(*keys, e.reshape(e.castTo(*lengths, i64), {batch, 1}),
+                                     ctx.b.getI1Type());
+    if (failed(valid))
+      return failure();
+    Value padding = k::WhereOp::create(ctx.b, ctx.loc, RankedTensorType::get({batch, lk}, et),
+                                       *valid, ctx.scalar(et, 0.0), ctx.scalar(et, minusInf));
+    padding = e.reshape(padding, {batch, 1, 1, lk});
+    if (!mask) {
+      mask = padding;
+    } else {
+      auto sum = e.binary<k::AddOp>(mask, padding);
+      if (failed(sum))
+        return failure();
+      mask = *sum;
     }
   }
   if (!ctx.attrInt("is_causal", 0))
@@ -108,12 +141,9 @@ LogicalResult importAttention(ImportContext &ctx) {
   auto q = ctx.input(0), key = ctx.input(1), value = ctx.input(2);
   if (failed(q) || failed(key) || failed(value))
     return failure();
-  if (ctx.attrFloat("softcap", 0.0f) != 0.0f)
-    return ctx.fail("Attention with softcap is not supported");
-  if (ctx.node->output_size() > 3 && !ctx.node->output(3).empty())
-    return ctx.fail("Attention's qk_matmul_output is not supported");
-  if (ctx.numInputs() > 6 && ctx.hasInput(6))
-    return ctx.fail("Attention's nonpad_kv_seqlen is not supported");
+  int64_t qkMode = ctx.attrInt("qk_matmul_output_mode", 0);
+  if (qkMode < 0 || qkMode > 3)
+    return ctx.fail("qk_matmul_output_mode must be 0 to 3, got " + llvm::Twine(qkMode));
   for (Value v : {*q, *key, *value})
     if (!typeOf(v).hasStaticShape() || (typeOf(v).getRank() != 3 && typeOf(v).getRank() != 4))
       return ctx.fail("Attention needs 3-D or 4-D inputs of static shape, got " +
@@ -158,6 +188,14 @@ LogicalResult importAttention(ImportContext &ctx) {
   if (failed(scaled))
     return failure();
   Type et = typeOf(scores).getElementType();
+  // The scores at each stage, for qk_matmul_output (its mode picks one):
+  // scaled, capped, masked, softmaxed. onnxruntime caps before it masks.
+  SmallVector<Value, 4> stages = {*scaled};
+  if (double cap = ctx.attrFloat("softcap", 0.0f); cap > 0) { // cap * tanh(scores / cap)
+    Value t = e.unary<k::TanhOp>(*e.binary<k::MulOp>(*scaled, e.constant(*scaled, 1 / cap)));
+    scaled = e.binary<k::MulOp>(t, e.constant(t, cap));
+  }
+  stages.push_back(*scaled);
   auto mask = additiveMask(ctx, et, typeOf(scores).getDimSize(2), typeOf(scores).getDimSize(3));
   if (failed(mask))
     return failure();
@@ -166,9 +204,13 @@ LogicalResult importAttention(ImportContext &ctx) {
     if (failed(scaled))
       return failure();
   }
+  stages.push_back(*scaled);
   Value probs = k::SoftmaxOp::create(ctx.b, ctx.loc, typeOf(*scaled), *scaled, 3);
+  stages.push_back(probs);
   Value y = matmul(ctx, probs, values);
   ctx.setOutput(0, packed ? mergeHeads(ctx, y) : y);
+  if (ctx.node->output_size() > 3 && !ctx.node->output(3).empty())
+    ctx.setOutput(3, stages[qkMode]);
   return success();
 }
 

@@ -263,6 +263,14 @@ def define_cases():
          [In(rand(1, 2, 2, 8)), In(rand(1, 2, 3, 8)), In(rand(1, 2, 3, 8)),
           In(ints(2, 5, lo=0, hi=2).astype(bool) | (np.arange(5) == 0)),
           In(rand(1, 2, 2, 8)), In(rand(1, 2, 2, 8))], outputs=3)
+    mask = rand(4, 6, lo=-2, hi=0.5)
+    case("Attention_23_softcap", 23, "Attention", [In(q), In(k), In(v), In(mask)], softcap=0.7)
+    for mode in range(4):
+        case(f"Attention_23_qk_output_{mode}", 23, "Attention",
+             [In(q), In(k), In(v), In(mask)], outputs=4, qk_matmul_output_mode=mode, softcap=1.5)
+    case("Attention_24_nonpad_kv_seqlen", 24, "Attention",
+         [In(rand(2, 2, 3, 8)), In(rand(2, 2, 6, 8)), In(rand(2, 2, 6, 8)), None, None, None,
+          In(np.array([4, 6], np.int64))])
     cos, sin = rand(8, 4), rand(8, 4)
     case("RotaryEmbedding_23", 23, "RotaryEmbedding",
          [In(rand(1, 2, 3, 8)), Const(cos), Const(sin), Const(np.array([[0, 2, 5]], np.int64))])
