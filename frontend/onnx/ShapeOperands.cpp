@@ -142,6 +142,9 @@ FailureOr<Value> int64Operand(ImportContext &ctx, size_t input, StringRef what) 
   auto type = cast<RankedTensorType>(v->getType());
   if (type.getElementType().isInteger(1))
     return ctx.fail("input '" + what + "' must be a number tensor");
+  if (!type.hasStaticShape())
+    return ctx.fail("input '" + what + "' must have a static shape, got " +
+                    shapeText(type.getShape()));
   Emitter e{ctx};
   Value x = type.getElementType().isSignlessInteger(64)
                 ? *v
