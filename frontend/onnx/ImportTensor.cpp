@@ -475,7 +475,16 @@ static LogicalResult importConcat(ImportContext &ctx) {
       return failure();
     inputs.push_back(*v);
   }
+  if (inputs.empty())
+    return ctx.fail("Concat needs at least one input");
   auto first = cast<RankedTensorType>(inputs[0].getType());
+  if (first.getRank() == 0)
+    return ctx.fail("Concat needs inputs of rank 1 or more");
+  for (Value v : inputs)
+    if (cast<RankedTensorType>(v.getType()).getRank() != first.getRank())
+      return ctx.fail("Concat inputs must have the same rank, got " +
+                      shapeText(first.getShape()) + " and " +
+                      shapeText(cast<RankedTensorType>(v.getType()).getShape()));
   auto axis = ctx.axis(ctx.attrInt("axis", 0), first.getRank());
   if (failed(axis))
     return failure();
