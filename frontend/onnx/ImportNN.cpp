@@ -822,6 +822,17 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
       (!outShape.empty() && (int64_t)outShape.size() < spatial))
     return ctx.fail("kernel_shape, strides, dilations, pads and output_padding need one entry "
                     "per spatial dimension");
+  if (!ft.hasStaticShape())
+    return ctx.fail("ConvTranspose needs static weights, got " + shapeText(ft.getShape()));
+  constexpr int64_t kLimit = int64_t(1) << 20; // keeps the size arithmetic far from overflow
+  auto within = [&](int64_t v, int64_t lo) { return v >= lo && v < kLimit; };
+  for (int64_t i = 0; i < spatial; ++i)
+    if (!within(kernel[i], 1) || !within(strides[i], 1) || !within(dilations[i], 1) ||
+        !within(outPad[i], 0) || !within(std::abs(pads[i]), 0) ||
+        !within(std::abs(pads[i + spatial]), 0) ||
+        (!outShape.empty() && !within(outShape[outShape.size() - spatial + i], 0)))
+      return ctx.fail("ConvTranspose's kernel_shape, strides and dilations must be in "
+                      "[1, 2^20), its pads, output_padding and output_shape under 2^20");
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   SmallVector<int64_t> out(spatial);
   for (int64_t i = 0; i < spatial; ++i) {
