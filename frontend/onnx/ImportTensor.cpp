@@ -1823,6 +1823,11 @@ static LogicalResult importAffineGrid(ImportContext &ctx) {
   auto points = constantElementCount(dims, ctx.loc, "the grid");
   if (failed(points) || failed(constantElementCount({*points, spatial + 1}, ctx.loc, "the grid")))
     return failure();
+  // The base grid is built at compile time: bound its size (and the time).
+  constexpr int64_t kMaxPoints = int64_t(1) << 20;
+  if (*points > kMaxPoints)
+    return ctx.fail("AffineGrid's size " + shapeText(*size) + " makes " + llvm::Twine(*points) +
+                    " points; kiln builds the grid at compile time, up to 2^20 points");
   HostTensor base;
   base.dtype = dtypeCodeOf(tt.getElementType());
   base.shape = {1, *points, spatial + 1};
