@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -483,12 +484,20 @@ LogicalResult GemmOp::verify() {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
+/// The number of window positions along one dimension; dynamic for a
+/// dynamic input, -1 (a size no result has) when the sizes overflow or the
+/// kernel is dynamic.
 static int64_t slidingOutput(int64_t in, int64_t padBefore, int64_t padAfter,
                              int64_t kernel, int64_t stride, int64_t dilation) {
   if (ShapedType::isDynamic(in))
     return ShapedType::kDynamic;
-  int64_t effective = dilation * (kernel - 1) + 1;
-  return (in + padBefore + padAfter - effective) / stride + 1;
+  int64_t span, effective, padded, room;
+  if (ShapedType::isDynamic(kernel) || llvm::MulOverflow(dilation, kernel - 1, span) ||
+      llvm::AddOverflow(span, int64_t(1), effective) ||
+      llvm::AddOverflow(in, padBefore, padded) || llvm::AddOverflow(padded, padAfter, padded) ||
+      llvm::SubOverflow(padded, effective, room) || stride < 1)
+    return -1;
+  return room / stride + 1;
 }
 
 static LogicalResult verifyWindow(Operation *op, ArrayRef<int64_t> strides,

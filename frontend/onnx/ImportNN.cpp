@@ -122,10 +122,10 @@ static FailureOr<Window> resolveWindow(ImportContext &ctx, ArrayRef<int64_t> inS
 
 /// A convolution of the current node's attributes on x, w (and bias), for
 /// Conv and the integer/quantized convolutions.
-static LogicalResult checkWeightRank(ImportContext &ctx, Value x, Value w);
+static LogicalResult checkWeights(ImportContext &ctx, Value x, Value w);
 
 static FailureOr<Value> emitConv(ImportContext &ctx, Value x, Value w, Value bias) {
-  if (failed(checkWeightRank(ctx, x, w)))
+  if (failed(checkWeights(ctx, x, w)))
     return failure();
   bool lifted = isLifted1d(cast<RankedTensorType>(x.getType()));
   if (lifted) {
@@ -684,12 +684,16 @@ static LogicalResult importDeformConv(ImportContext &ctx) {
 }
 
 /// The weights of a convolution have the input's rank.
-static LogicalResult checkWeightRank(ImportContext &ctx, Value x, Value w) {
+/// A convolution's input and weights: one rank of at least 3, and weights of
+/// a static shape.
+static LogicalResult checkWeights(ImportContext &ctx, Value x, Value w) {
   int64_t xr = cast<RankedTensorType>(x.getType()).getRank();
-  int64_t wr = cast<RankedTensorType>(w.getType()).getRank();
-  if (xr != wr || xr < 3)
+  auto wt = cast<RankedTensorType>(w.getType());
+  if (xr != wt.getRank() || xr < 3)
     return ctx.fail("the input (rank " + llvm::Twine(xr) + ") and the weights (rank " +
-                    llvm::Twine(wr) + ") must have one rank of at least 3");
+                    llvm::Twine(wt.getRank()) + ") must have one rank of at least 3");
+  if (!wt.hasStaticShape())
+    return ctx.fail("the weights must have a static shape, got " + shapeText(wt.getShape()));
   return success();
 }
 
@@ -793,7 +797,7 @@ static FailureOr<Value> zeroInsertedConvTranspose(ImportContext &ctx, Value up, 
 
 static LogicalResult importConvTranspose(ImportContext &ctx) {
   auto x = ctx.input(0), wt = ctx.input(1);
-  if (failed(x) || failed(wt) || failed(checkWeightRank(ctx, *x, *wt)))
+  if (failed(x) || failed(wt) || failed(checkWeights(ctx, *x, *wt)))
     return failure();
   bool lifted = isLifted1d(cast<RankedTensorType>(x->getType()));
   if (lifted) {
@@ -822,8 +826,6 @@ static LogicalResult importConvTranspose(ImportContext &ctx) {
       (!outShape.empty() && (int64_t)outShape.size() < spatial))
     return ctx.fail("kernel_shape, strides, dilations, pads and output_padding need one entry "
                     "per spatial dimension");
-  if (!ft.hasStaticShape())
-    return ctx.fail("ConvTranspose needs static weights, got " + shapeText(ft.getShape()));
   constexpr int64_t kLimit = int64_t(1) << 20; // keeps the size arithmetic far from overflow
   auto within = [&](int64_t v, int64_t lo) { return v >= lo && v < kLimit; };
   for (int64_t i = 0; i < spatial; ++i)
