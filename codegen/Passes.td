@@ -154,6 +154,26 @@ def KilnDirectConv : Pass<"kiln-direct-conv", "ModuleOp"> {
                            "arith::ArithDialect", "ub::UBDialect"];
 }
 
+def KilnSparseMatmul : Pass<"kiln-sparse-matmul", "ModuleOp"> {
+  let summary = "Compute kiln.sparse_matmul as vector loops over its compressed weights";
+  let description = [{
+    Each `kiln.sparse_matmul` becomes an `scf.forall` over its column blocks
+    (tasks spread over threads); the input is viewed as [M, K]. A task with
+    B > 1 outputs per block walks its nonzero entries once per 4 rows:
+    x[m, k] broadcast times the entry's B values, multiply-added into a
+    B-lane accumulator per row. A task of B = 1 (one output column) walks
+    them `vector-width` at a time per row: x[m, k] gathered at the entries'
+    row indices times their values, the last partial group masked, the
+    lanes summed at the end.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "f32 lanes of a gather (16 = AVX-512, 8 = AVX2, 4 = NEON)">,
+  ];
+  let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "vector::VectorDialect",
+                           "arith::ArithDialect", "ub::UBDialect"];
+}
+
 def KilnPackMatmul : Pass<"kiln-pack-matmul", "ModuleOp"> {
   let summary = "Rewrite static matmuls as contractions on operands packed into register panels";
   let description = [{

@@ -16,6 +16,15 @@ namespace mlir::kiln {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// A kiln-prune pattern: unstructured, N of every M inputs kept, or blocks of
+/// R outputs by C inputs.
+struct PrunePattern {
+  enum Kind { Unstructured, NofM, Block } kind = Unstructured;
+  int64_t a = 1, b = 1; // N and M, or R and C
+};
+/// Parses "unstructured", "N:M" (0 < N < M) or "block:RxC".
+std::optional<PrunePattern> parsePrunePattern(llvm::StringRef text);
 } // namespace mlir::kiln
 
 #endif

@@ -142,4 +142,61 @@ def KilnConvertToBF16 : Pass<"kiln-convert-to-bf16", "ModuleOp"> {
   ];
 }
 
+def KilnPrune : Pass<"kiln-prune", "ModuleOp"> {
+  let summary = "Zero the smallest weights of MatMul, Gemm and Conv (magnitude pruning)";
+  let description = [{
+    Each `kiln.matmul`, `kiln.gemm` and `kiln.conv` with constant f32
+    weights gets its smallest-magnitude weights set to zero. The weights are
+    seen as a [K, N] matrix: N outputs (matmul columns, gemm outputs, conv
+    filters), K inputs each (a conv's channels times its kernel window).
+    `pattern` says what is zeroed:
+      - `unstructured`: the `fraction` of the layer's weights of smallest
+        |w| (ties: the lower index goes first);
+      - `N:M` (e.g. 2:4): of every M consecutive inputs of an output, the
+        N of largest |w| stay (K divisible by M);
+      - `block:RxC`: the `fraction` of R-output by C-input blocks of
+        smallest sum |w| (N divisible by R, K by C).
+    The first and the last layer (in program order) are left dense unless
+    `prune-first-last`, as are the layers whose ONNX node is named in
+    `skip`. kiln-sparsify then decides which pruned layers run sparse. With
+    `report`, each layer gets a remark: what was pruned, or why not.
+  }];
+  let options = [
+    Option<"fraction", "fraction", "double", "0.5",
+           "Fraction of weights (or of blocks) to zero, in [0, 1)">,
+    Option<"pattern", "pattern", "std::string", "\"unstructured\"",
+           "unstructured, N:M or block:RxC">,
+    ListOption<"skip", "skip", "std::string", "ONNX node names of layers to leave dense">,
+    Option<"pruneFirstLast", "prune-first-last", "bool", "false",
+           "Prune the first and the last layer too">,
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per layer: what was pruned, or the reason it was not">,
+  ];
+}
+
+def KilnSparsify : Pass<"kiln-sparsify", "ModuleOp"> {
+  let summary = "Run matmuls with mostly-zero constant weights as kiln.sparse_matmul";
+  let description = [{
+    A `kiln.matmul` of f32 with a constant [K, N] right operand, or a
+    `kiln.gemm` without trans_a with a constant B (transposed and scaled by
+    alpha at compile time; beta * C is added after), becomes a
+    `kiln.sparse_matmul` when a cost model predicts that it is at least
+    1.25x faster than the dense kernel. The candidates are compressed
+    columns (B = 1: 4-byte values and 2-byte row indices per nonzero) and
+    output-blocked 16x1 pieces (B = 16, when N is a multiple of 16: 64
+    bytes of values and 2 of index per nonzero piece). Each kernel's
+    predicted time is the larger of its weight traffic and its arithmetic,
+    at rates measured with scripts/bench/sparse.py (docs/BENCHMARKS.md):
+    the dense kernel streams 4 bytes and does one multiply-add per weight
+    and row; the sparse ones do fewer of both, but slower per element. The
+    rows M are the product of the input's static leading dimensions (1 when
+    one is dynamic). With `report`, each matmul with constant weights gets
+    a remark: its sparsity, the kernel chosen and the predicted speedup.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per matmul/gemm with constant weights: sparse or dense, and why">,
+  ];
+}
+
 #endif

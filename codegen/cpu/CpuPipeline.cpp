@@ -1,7 +1,10 @@
 //===- CpuPipeline.cpp - stages of the CPU pipeline -----------------------===//
 #include "codegen/cpu/CpuPipeline.h"
+#include "codegen/Passes.h"
+#include "passes/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -90,26 +93,16 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
   switch (to) {
   case Stage::Kiln:
     return "";
-  case Stage::KilnOpt: {
-    std::string text =
-        llvm::formatv("canonicalize,kiln-compute-half-in-f32,canonicalize,"
-                      "kiln-fold-batch-norm{{report={0}},"
-                      "kiln-fuse-attention{{report={0}},canonicalize,cse,"
-                      "kiln-fuse-qdq{{report={1}},canonicalize,cse",
-                      options.reportFusion, options.reportQuant)
-            .str();
-    if (options.quantizeDynamic)
-      text += llvm::formatv(",kiln-quantize-dynamic{{report={0}},canonicalize,cse",
-                            options.reportQuant)
-                  .str();
-    if (options.bf16)
-      text += llvm::formatv(",kiln-convert-to-bf16{{report={0}},canonicalize,cse",
-                            options.reportQuant)
-                  .str();
-    return text;
-  }
+  case Stage::KilnOpt:
+    return llvm::formatv("canonicalize,kiln-compute-half-in-f32,canonicalize,"
+                         "kiln-fold-batch-norm{{report={0}},"
+                         "kiln-fuse-attention{{report={0}},canonicalize,cse,"
+                         "kiln-fuse-qdq{{report={1}},canonicalize,cse",
+                         options.reportFusion, options.reportQuant)
+        .str();
   case Stage::Linalg:
     return llvm::formatv("kiln-channels-last,canonicalize,kiln-direct-conv{{vector-width={1}},"
+                         "kiln-sparse-matmul{{vector-width={1}},"
                          "kiln-convert-to-linalg,canonicalize,"
                          "kiln-fuse-elementwise{{report={0}},canonicalize,cse",
                          options.reportFusion, target.vectorWidthF32)
@@ -174,13 +167,41 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
   llvm_unreachable("unknown stage");
 }
 
+/// The kiln-opt stage's passes after fusion: pruning, then the arithmetic
+/// of the weights (int8, bf16 or sparse f32).
+static void addWeightPasses(OpPassManager &pm, const PipelineOptions &options) {
+  if (options.pruneFraction) {
+    KilnPruneOptions prune;
+    prune.fraction = *options.pruneFraction;
+    prune.pattern = options.prunePattern;
+    prune.skip.assign(options.pruneSkip.begin(), options.pruneSkip.end());
+    prune.pruneFirstLast = options.pruneFirstLast;
+    prune.report = options.reportSparsity;
+    pm.addPass(createKilnPrune(prune));
+  }
+  if (options.quantizeDynamic) {
+    pm.addPass(createKilnQuantizeDynamic({options.reportQuant}));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  if (options.bf16) {
+    pm.addPass(createKilnConvertToBF16({options.reportQuant}));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  if (options.sparsify) {
+    pm.addPass(createKilnSparsify({options.reportSparsity}));
+    pm.addPass(createCanonicalizerPass());
+  }
+}
+
 void mlir::kiln::buildPipeline(OpPassManager &pm, Stage from, Stage to,
                                const CpuTarget &target, const PipelineOptions &options) {
   for (int s = static_cast<int>(from) + 1; s <= static_cast<int>(to); ++s) {
     std::string text = stagePipeline(static_cast<Stage>(s), target, options);
-    if (text.empty())
-      continue;
-    if (failed(parsePassPipeline(text, pm)))
+    if (!text.empty() && failed(parsePassPipeline(text, pm)))
       llvm::report_fatal_error("internal error: bad pass pipeline: " + llvm::Twine(text));
+    if (static_cast<Stage>(s) == Stage::KilnOpt)
+      addWeightPasses(pm, options);
   }
 }

@@ -45,6 +45,13 @@ struct PipelineOptions {
   bool reportQuant = false;     // quantization passes emit a "quant: " remark per decision
   bool bf16 = false;            // matmuls with constant weights in bf16 (f32 sums)
   bool reportMemory = false;    // kiln-plan-memory emits a "memory: " remark per function
+  // Magnitude pruning before everything that reads the weights (kiln-prune).
+  std::optional<double> pruneFraction;
+  std::string prunePattern = "unstructured";
+  std::vector<std::string> pruneSkip;
+  bool pruneFirstLast = false;
+  bool sparsify = true;        // kiln-sparsify: mostly-zero f32 weights run sparse
+  bool reportSparsity = false; // pruning and sparsify emit a "sparsity: " remark per layer
 };
 
 /// Adds the passes that take the module from stage `from` to stage `to`.

@@ -263,6 +263,75 @@ LogicalResult MatMulOp::verify() {
   return verifyResult(*this, getType(), widening ? resultElement : lhsElement, expected);
 }
 
+/// The elements of a kiln.constant operand as int64, when `v` is one with
+/// raw integer data.
+static std::optional<std::vector<int64_t>> constantIndices(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  std::optional<ArrayRef<char>> data = rawElementsData(constant.getValue());
+  auto type = cast<RankedTensorType>(v.getType());
+  unsigned width = type.getElementTypeBitWidth();
+  if (!data || data->size() != type.getNumElements() * (width / 8))
+    return std::nullopt;
+  std::vector<int64_t> values(type.getNumElements());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (width == 16) {
+      uint16_t u;
+      std::memcpy(&u, data->data() + 2 * i, 2);
+      values[i] = u;
+    } else {
+      int32_t s;
+      std::memcpy(&s, data->data() + 4 * i, 4);
+      values[i] = s;
+    }
+  }
+  return values;
+}
+
+LogicalResult SparseMatMulOp::verify() {
+  auto offsets = cast<RankedTensorType>(getOffsets().getType());
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  auto values = cast<RankedTensorType>(getValues().getType());
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  if (!getElementTypeOrSelf(getInput().getType()).isF32() || !values.getElementType().isF32())
+    return emitOpError("input and values must be f32");
+  if (!offsets.getElementType().isInteger(32) || offsets.getRank() != 1)
+    return emitOpError("offsets must be a 1-D i32 tensor");
+  if (!indices.getElementType().isInteger(16) && !indices.getElementType().isInteger(32))
+    return emitOpError("indices must be i16 or i32");
+  if (indices.getRank() != 1 || values.getRank() != 2)
+    return emitOpError("indices must be 1-D and values 2-D [entries, block]");
+  if (!offsets.hasStaticShape() || !indices.hasStaticShape() || !values.hasStaticShape())
+    return emitOpError("the weight arrays must have static shapes");
+  if (x.empty() || ShapedType::isDynamic(x.back()))
+    return emitOpError("input must have a static last dimension");
+  int64_t entries = indices.getDimSize(0), block = values.getDimSize(1);
+  int64_t k = x.back();
+  if (values.getDimSize(0) != entries)
+    return emitOpError("values has ") << values.getDimSize(0) << " entries, indices " << entries;
+  if (block < 1 || offsets.getDimSize(0) < 1)
+    return emitOpError("the block and the column block count must be positive");
+  if (indices.getElementType().isInteger(16) && k > 65536)
+    return emitOpError("i16 indices address at most 65536 rows, the input has ") << k;
+  SmallVector<int64_t> expected(x);
+  expected.back() = (offsets.getDimSize(0) - 1) * block;
+  if (failed(verifyResult(*this, getType(), values.getElementType(), expected)))
+    return failure();
+  // The lowering reads the input at these indices: they must be in bounds.
+  if (auto starts = constantIndices(getOffsets())) {
+    if (starts->front() != 0 || starts->back() != entries)
+      return emitOpError("offsets must run from 0 to the entry count ") << entries;
+    if (!std::is_sorted(starts->begin(), starts->end()))
+      return emitOpError("offsets must not decrease");
+  }
+  if (auto rows = constantIndices(getIndices()))
+    for (int64_t row : *rows)
+      if (row < 0 || row >= k)
+        return emitOpError("row index ") << row << " is out of range for " << k << " rows";
+  return success();
+}
+
 Type QuantParams::storageType(MLIRContext *ctx) const {
   return IntegerType::get(ctx, width, isSigned ? IntegerType::Signless : IntegerType::Unsigned);
 }

@@ -163,6 +163,31 @@ def Kiln_MatMulOp : Kiln_Op<"matmul"> {
   let hasVerifier = 1;
 }
 
+def Kiln_SparseMatMulOp : Kiln_Op<"sparse_matmul"> {
+  let summary = "x @ W with a constant [K, N] weight W stored as compressed column blocks";
+  let description = [{
+    W's N columns (the outputs) are grouped into N / B column blocks of
+    B = values.dim(1) columns. Column block j keeps its nonzero 1 x B
+    pieces, entries offsets[j] to offsets[j + 1] - 1: entry e is the row
+    k = indices[e] of W, and values[e] = W[k, j*B : j*B + B]. Rows of a
+    column block are in increasing order, and all-zero pieces are left out.
+    B = 1 is compressed sparse columns, for unstructured sparsity; B = 16
+    ("output-blocked 16x1") holds weights pruned in 16x1 blocks and runs
+    vectorized over the block's outputs.
+
+    `input` is f32 [..., K] (K static); the result is f32 [..., N].
+    `offsets` is i32 [N / B + 1], from 0 up to the entry count, never
+    decreasing; `indices` are i16 (read as unsigned, so K <= 65536) or i32,
+    each below K; `values` is f32 [entries, B]. kiln-sparsify forms the op
+    from a kiln.matmul with mostly-zero constant weights.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$offsets, Kiln_Tensor:$indices,
+                   Kiln_Tensor:$values);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_AttentionOp : Kiln_Op<"attention"> {
   let summary = "softmax(scale * (query @ key_t) + mask) @ value, one row block at a time";
   let description = [{

@@ -412,7 +412,20 @@ LogicalResult importScan(ImportContext &ctx) {
       return failure();
     (i < numState ? state : scans).push_back(*u);
   }
-  int64_t steps = cast<RankedTensorType>(scans[0].getType()).getDimSize(0);
+  if (body->output_size() < numState)
+    return ctx.fail("Scan's body has fewer outputs than Scan has state values");
+  // The scan is unrolled: every scanned input needs the same static length.
+  int64_t steps = 0;
+  for (Value scan : scans) {
+    auto t = cast<RankedTensorType>(scan.getType());
+    if (t.getRank() == 0 || ShapedType::isDynamic(t.getDimSize(0)))
+      return ctx.fail("Scan inputs need a first (scan) dimension of static length");
+    if (scan != scans.front() && t.getDimSize(0) != steps)
+      return ctx.fail("Scan inputs differ in length along the scan axis");
+    steps = t.getDimSize(0);
+  }
+  if (steps == 0 && body->output_size() > numState)
+    return ctx.fail("Scan over zero steps with scan outputs is not supported");
   SmallVector<SmallVector<Value>> scanOutputs(body->output_size() - numState);
   for (int64_t t = 0; t < steps; ++t) {
     for (int64_t i = 0; i < numState; ++i)

@@ -39,9 +39,11 @@ SYNTHETIC = ["mlp", "resnet18", "bert2", "matmul1024"]
 # scripts/bench/quant.py owns the part of docs/BENCHMARKS.md between these.
 QUANT_BEGIN, QUANT_END = "<!-- quant:begin -->", "<!-- quant:end -->"
 SCALING_BEGIN, SCALING_END = "<!-- scaling:begin -->", "<!-- scaling:end -->"
-# Sections other scripts write (quant.py, scaling.py), kept when this one
+SPARSE_BEGIN, SPARSE_END = "<!-- sparse:begin -->", "<!-- sparse:end -->"
+# Sections other scripts write (quant.py, scaling.py, sparse.py), kept when this one
 # rewrites the page.
-KEPT_SECTIONS = [(QUANT_BEGIN, QUANT_END), (SCALING_BEGIN, SCALING_END)]
+KEPT_SECTIONS = [(QUANT_BEGIN, QUANT_END), (SCALING_BEGIN, SCALING_END),
+                 (SPARSE_BEGIN, SPARSE_END)]
 
 
 def log(message):

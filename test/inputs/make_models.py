@@ -769,7 +769,64 @@ HOSTILE = {
 }
 
 
-BUILDERS = {f.__name__: f for f in [modern, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+def pruned_weight(name, shape, fraction, block=1, outputs_first=False):
+    """Weights [K, N] (or [N, K] with `outputs_first`) of which the `fraction`
+    of smallest |w| are zero: single weights, or pieces of `block`
+    neighbouring outputs by one input (smallest sum |w| first), as a model
+    pruned elsewhere and exported dense has them."""
+    w = rng.standard_normal(shape).astype(np.float32) * 0.1
+    wk = w.T if outputs_first else w  # [K, N] view
+    k, n = wk.shape
+    pieces = np.abs(wk).reshape(k, n // block, block).sum(axis=2)
+    order = np.argsort(pieces, axis=None, kind="stable")[:int(fraction * pieces.size)]
+    mask = np.ones(pieces.size, dtype=bool)
+    mask[order] = False
+    wk *= np.repeat(mask.reshape(k, n // block), block, axis=1)
+    return numpy_helper.from_array(w, name)
+
+
+def sparse_mlp():
+    """Matmuls with mostly-zero weights, for kiln-sparsify's kernels:
+    fc1 unstructured 90% (compressed columns) with an all-zero and a fully
+    dense column; fc2 a Gemm (trans_b, alpha, beta) pruned in 16x1 blocks;
+    fc3 95% unstructured with 40 outputs; mm4 a batched 3-D input of 5 rows
+    (row groups of 4, then one)."""
+    w1 = pruned_weight("w1", (256, 128), 0.9)
+    a = numpy_helper.to_array(w1).copy()
+    a[:, 0] = 0
+    a[:, 1] = rng.standard_normal(256) * 0.1
+    w1 = numpy_helper.from_array(a, "w1")
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "w1"], ["h1"], name="fc1"),
+             n("Relu", ["h1"], ["a1"], name="relu1"),
+             n("Gemm", ["a1", "w2", "b2"], ["h2"], name="fc2", transB=1, alpha=0.5, beta=2.0),
+             n("Relu", ["h2"], ["a2"], name="relu2"),
+             n("MatMul", ["a2", "w3"], ["y"], name="fc3"),
+             n("MatMul", ["x2", "w4"], ["y2"], name="mm4")]
+    inits = [w1, pruned_weight("w2", (64, 128), 0.9, block=16, outputs_first=True),
+             weight("b2", 64), pruned_weight("w3", (64, 40), 0.95),
+             pruned_weight("w4", (96, 32), 0.9, block=16)]
+    return model(nodes, [tensor("x", [6, 256]), tensor("x2", [2, 5, 96])],
+                 [tensor("y", [6, 40]), tensor("y2", [2, 5, 32])], inits), [(6, 256), (2, 5, 96)]
+
+
+def prunable_mlp():
+    """Four dense Gemm/MatMul layers (K divisible by 4 and 16) for
+    --prune: the middle two are pruned, the first and last stay dense."""
+    n = helper.make_node
+    nodes = [n("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
+             n("Relu", ["h1"], ["a1"], name="relu1"),
+             n("MatMul", ["a1", "w2"], ["h2"], name="fc2"),
+             n("Relu", ["h2"], ["a2"], name="relu2"),
+             n("Gemm", ["a2", "w3", "b3"], ["h3"], name="fc3", transB=1),
+             n("Relu", ["h3"], ["a3"], name="relu3"),
+             n("MatMul", ["a3", "w4"], ["y"], name="fc4")]
+    inits = [weight("w1", 128, 64), weight("b1", 128), weight("w2", 128, 128),
+             weight("w3", 64, 128), weight("b3", 64), weight("w4", 64, 10)]
+    return model(nodes, [tensor("x", [4, 64])], [tensor("y", [4, 10])], inits), [(4, 64)]
+
+
+BUILDERS = {f.__name__: f for f in [modern, sparse_mlp, prunable_mlp, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

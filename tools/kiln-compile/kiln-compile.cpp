@@ -10,6 +10,7 @@
 #include "codegen/Passes.h"
 #include "codegen/cpu/CpuPipeline.h"
 #include "passes/Passes.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "dialects/kiln/KilnDialect.h"
 #include "frontend/onnx/Importer.h"
 #include "tools/kiln-compile/Calibrate.h"
@@ -50,7 +51,7 @@ using namespace mlir;
 
 namespace {
 enum class Emit { Exe, StaticLib, Object, LLVMIR, MLIR };
-enum class Report { Fusion, Quant, Memory };
+enum class Report { Fusion, Quant, Memory, Sparsity };
 
 cl::OptionCategory category("kiln-compile options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
@@ -104,7 +105,10 @@ cl::list<Report> reports("report",
                                                "do not"),
                                     clEnumValN(Report::Memory, "memory",
                                                "the intermediate buffers' total size against "
-                                               "the arena they share by liveness")),
+                                               "the arena they share by liveness"),
+                                    clEnumValN(Report::Sparsity, "sparsity",
+                                               "what was pruned, and which matmuls run on "
+                                               "sparse weights and why")),
                          cl::CommaSeparated, cl::cat(category));
 cl::opt<std::string> quantize("quantize",
                               cl::desc("Run matmuls in int8: int8 (activations calibrated on "
@@ -132,11 +136,55 @@ cl::opt<std::string> calibrationMethod("calibration-method",
                                                 "minmax (default), percentile (0.01%-99.99%) "
                                                 "or entropy (smallest KL divergence)"),
                                        cl::init("minmax"), cl::cat(category));
+cl::opt<double> prune("prune",
+                      cl::desc("Zero this fraction of the weights of MatMul, Gemm and Conv "
+                               "(smallest magnitude first; see --prune-pattern)"),
+                      cl::value_desc("fraction"), cl::cat(category));
+cl::opt<std::string> prunePattern("prune-pattern",
+                                  cl::desc("What --prune zeros: unstructured (default), N:M "
+                                           "(N of every M inputs stay, e.g. 2:4) or block:RxC "
+                                           "(R outputs by C inputs, e.g. block:16x1)"),
+                                  cl::value_desc("pattern"), cl::cat(category));
+cl::list<std::string> pruneSkip("prune-skip",
+                                cl::desc("ONNX node names of layers --prune leaves dense"),
+                                cl::value_desc("node,..."), cl::CommaSeparated,
+                                cl::cat(category));
+cl::opt<bool> pruneFirstLast("prune-first-last",
+                             cl::desc("Let --prune prune the first and the last layer too "
+                                      "(left dense by default: they cost the most accuracy)"),
+                             cl::cat(category));
+cl::opt<std::string> sparseWeights("sparse-weights",
+                                   cl::desc("auto (default): f32 matmuls whose weights are "
+                                            "mostly zeros run sparse kernels where a cost model "
+                                            "predicts a gain; off: always dense"),
+                                   cl::init("auto"), cl::cat(category));
 } // namespace
 
 static int error(const Twine &message) {
   errs() << "kiln-compile: error: " << message << "\n";
   return 1;
+}
+
+/// Whether --prune-pattern is one kiln-prune takes and fits --prune: N:M
+/// zeros exactly 1 - N/M of the weights.
+static bool checkPrunePattern(StringRef pattern, double fraction, std::string &why) {
+  auto p = mlir::kiln::parsePrunePattern(pattern);
+  if (!p) {
+    why = ("unknown --prune-pattern '" + pattern +
+           "' (expected unstructured, N:M with N < M such as 2:4, or block:RxC such as "
+           "block:16x1)")
+              .str();
+    return false;
+  }
+  double zeros = 1.0 - double(p->a) / p->b;
+  if (p->kind == mlir::kiln::PrunePattern::NofM && std::abs(fraction - zeros) > 1e-9) {
+    why = llvm::formatv("--prune-pattern={0} zeros {1}% of the weights, not the --prune={2} "
+                        "asked for",
+                        pattern, 100.0 * zeros, fraction)
+              .str();
+    return false;
+  }
+  return true;
 }
 
 /// "name (OpType)" for the location of an imported ONNX node.
@@ -152,7 +200,7 @@ static LogicalResult printReportRemark(Diagnostic &diag) {
   std::string message = diag.str();
   StringRef kind = StringRef(message).split(": ").first;
   if (diag.getSeverity() != DiagnosticSeverity::Remark ||
-      (kind != "fusion" && kind != "quant" && kind != "memory"))
+      (kind != "fusion" && kind != "quant" && kind != "memory" && kind != "sparsity"))
     return failure();
   if (kind == "memory") {
     llvm::outs() << message << "\n";
@@ -449,6 +497,17 @@ int main(int argc, char **argv) {
                  "--quantize=int8");
   if (strict && !quantMinSqnr.getNumOccurrences())
     return error("--strict only applies to --quant-min-sqnr");
+  if (sparseWeights != "auto" && sparseWeights != "off")
+    return error("unknown --sparse-weights '" + sparseWeights + "' (expected auto or off)");
+  if (prune.getNumOccurrences() && !(prune >= 0.0 && prune < 1.0))
+    return error(llvm::formatv("--prune={0} is not a fraction in [0, 1)", prune.getValue()));
+  if (!prune.getNumOccurrences() && (prunePattern.getNumOccurrences() ||
+                                     pruneSkip.getNumOccurrences() ||
+                                     pruneFirstLast.getNumOccurrences()))
+    return error("--prune-pattern, --prune-skip and --prune-first-last only apply to --prune");
+  if (std::string why; prune.getNumOccurrences() && !prunePattern.empty() &&
+                       !checkPrunePattern(prunePattern, prune, why))
+    return error(why);
   auto method = ::kiln::parseCalibrationMethod(calibrationMethod);
   if (!method)
     return error("unknown --calibration-method '" + calibrationMethod +
@@ -499,6 +558,16 @@ int main(int argc, char **argv) {
   pipelineOptions.reportQuant = llvm::is_contained(reports, Report::Quant);
   pipelineOptions.reportMemory = llvm::is_contained(reports, Report::Memory);
   pipelineOptions.bf16 = precision == "bf16";
+  if (prune.getNumOccurrences()) {
+    pipelineOptions.pruneFraction = prune;
+    if (!prunePattern.empty())
+      pipelineOptions.prunePattern = prunePattern;
+    pipelineOptions.pruneSkip.assign(pruneSkip.begin(), pruneSkip.end());
+    pipelineOptions.pruneFirstLast = pruneFirstLast;
+  }
+  // The sparse kernels are f32: int8 and bf16 weights stay dense.
+  pipelineOptions.sparsify = sparseWeights == "auto" && quantize.empty() && precision == "f32";
+  pipelineOptions.reportSparsity = llvm::is_contained(reports, Report::Sparsity);
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
   ScopedDiagnosticHandler reportPrinter(&context, printReportRemark);
   std::string arch = llvm::Triple(target->triple).getArchName().str();

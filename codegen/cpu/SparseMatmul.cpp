@@ -1,0 +1,223 @@
+//===- SparseMatmul.cpp - kiln.sparse_matmul as vector loops --------------===//
+//
+// The product of activations x [M, K] and a weight matrix stored by column
+// blocks of B outputs (kiln.sparse_matmul), as an scf.forall over the
+// column blocks. Each task walks its block's nonzero entries once per group
+// of rows:
+//   - B > 1 (16x1 blocks): entry e adds x[m, indices[e]] (broadcast) times
+//     values[e] (B lanes) to the rows' accumulators: no gathers, and every
+//     loaded weight feeds `rows` multiply-adds;
+//   - B = 1 (compressed columns): the entries go `vector-width` at a time:
+//     x[m, indices[e .. e+w)] is gathered and multiplied by the values, then
+//     the lanes are summed; the last partial group is masked.
+// The weights stream through once per group of rows, which is what makes
+// batch 1 memory-bound on the compressed bytes rather than on K * N * 4.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/KilnToLinalg/Builders.h"
+#include "codegen/Passes.h"
+
+#include "dialects/kiln/KilnDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNSPARSEMATMUL
+#include "codegen/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+/// Rows of x whose accumulators a B > 1 task keeps in registers at once.
+constexpr int64_t kRowsPerPass = 4;
+
+struct SparseKernel {
+  OpBuilder &b;
+  Location loc;
+  Value x;       // [M, K]
+  Value offsets; // [N/B + 1] i32
+  Value indices; // [E] i16 or i32
+  Value values;  // [E, B]
+  int64_t block, vectorWidth;
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
+  Value sub(Value l, Value r) { return arith::SubIOp::create(b, loc, l, r); }
+  Value mul(Value l, int64_t r) { return arith::MulIOp::create(b, loc, l, index(r)); }
+  Value zeros(VectorType type) {
+    return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+  }
+
+  /// Element `i` of `offsets` as an index.
+  Value offsetAt(Value i) {
+    Value v = tensor::ExtractOp::create(b, loc, offsets, i);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+
+  /// Row index `e` of W (indices are unsigned).
+  Value rowAt(Value e) {
+    Value v = tensor::ExtractOp::create(b, loc, indices, e);
+    if (v.getType().isInteger(16))
+      v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), v);
+  }
+
+  /// scf.for over [lo, hi) by `step` carrying `init`.
+  SmallVector<Value> loop(Value lo, Value hi, int64_t step, ValueRange init,
+                          function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto forOp = scf::ForOp::create(b, loc, lo, hi, index(step), init,
+                                    [&](OpBuilder &lb, Location, Value iv, ValueRange carried) {
+                                      OpBuilder::InsertionGuard guard(b);
+                                      b.setInsertionPointToEnd(lb.getInsertionBlock());
+                                      scf::YieldOp::create(b, loc, body(iv, carried));
+                                    });
+    return SmallVector<Value>(forOp.getResults());
+  }
+
+  /// Rows [m0, m0 + rows) of a B > 1 column block with entries [lo, hi),
+  /// written into `tile` [M, B].
+  Value blockRows(Value tile, Value m0, int64_t rows, Value lo, Value hi) {
+    auto lanes = VectorType::get({block}, b.getF32Type());
+    SmallVector<Value> init(rows, zeros(lanes));
+    SmallVector<Value> sums = loop(lo, hi, 1, init, [&](Value e, ValueRange acc) {
+      Value k = rowAt(e);
+      Value pad = ub::PoisonOp::create(b, loc, b.getF32Type());
+      Value w = vector::TransferReadOp::create(b, loc, lanes, values, ValueRange{e, index(0)},
+                                               pad, ArrayRef<bool>{true});
+      SmallVector<Value> next;
+      for (auto [r, sum] : llvm::enumerate(acc)) {
+        Value xv = tensor::ExtractOp::create(b, loc, x, ValueRange{add(m0, index(r)), k});
+        Value splat = vector::BroadcastOp::create(b, loc, lanes, xv);
+        next.push_back(vector::FMAOp::create(b, loc, splat, w, sum));
+      }
+      return next;
+    });
+    for (auto [r, sum] : llvm::enumerate(sums))
+      tile = vector::TransferWriteOp::create(b, loc, sum, tile,
+                                             ValueRange{add(m0, index(r)), index(0)},
+                                             ArrayRef<bool>{true})
+                 .getResult();
+    return tile;
+  }
+
+  /// Column block `j` for every row: [M, B].
+  Value blockTile(Value j, OpFoldResult m) {
+    Value lo = offsetAt(j), hi = offsetAt(add(j, index(1)));
+    Value tile = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(block)},
+                             b.getF32Type());
+    Value rows = indexValue(b, loc, m);
+    Value full = sub(rows, arith::RemUIOp::create(b, loc, rows, index(kRowsPerPass)));
+    tile = loop(index(0), full, kRowsPerPass, tile, [&](Value m0, ValueRange t) {
+      return SmallVector<Value>{blockRows(t[0], m0, kRowsPerPass, lo, hi)};
+    })[0];
+    return loop(full, rows, 1, tile, [&](Value m0, ValueRange t) {
+      return SmallVector<Value>{blockRows(t[0], m0, 1, lo, hi)};
+    })[0];
+  }
+
+  /// `vectorWidth` entries from `e` of the compressed column (masked by
+  /// `mask` if given) times the gathered x[m, indices], added to `acc`.
+  Value gatherProducts(Value acc, Value m, Value e, Value mask) {
+    int64_t w = vectorWidth;
+    auto lanes = VectorType::get({w}, b.getF32Type());
+    auto rowType = VectorType::get({w}, getElementTypeOrSelf(indices.getType()));
+    bool inBounds = !mask;
+    Value rows = vector::TransferReadOp::create(
+        b, loc, rowType, indices, ValueRange{e},
+        arith::ConstantOp::create(b, loc, b.getZeroAttr(rowType.getElementType())),
+        ArrayRef<bool>{inBounds});
+    auto wideType = VectorType::get({w}, b.getI32Type());
+    if (rowType.getElementType().isInteger(16))
+      rows = arith::ExtUIOp::create(b, loc, wideType, rows);
+    Value weights = vector::TransferReadOp::create(
+        b, loc, lanes, values, ValueRange{e, index(0)},
+        arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)),
+        AffineMap::get(2, 0, b.getAffineDimExpr(0)), ArrayRef<bool>{inBounds});
+    Value zero = zeros(lanes);
+    Value all = mask ? mask
+                     : arith::ConstantOp::create(b, loc, DenseElementsAttr::get(
+                                                             VectorType::get({w}, b.getI1Type()),
+                                                             true));
+    if (mask) // lanes past the column may read the next column's weights
+      weights = arith::SelectOp::create(b, loc, mask, weights, zero);
+    Value xs = vector::GatherOp::create(b, loc, lanes, x, ValueRange{m, index(0)}, rows, all,
+                                        zero);
+    return vector::FMAOp::create(b, loc, xs, weights, acc);
+  }
+
+  /// Output column `n` (B = 1) for every row: [M, 1].
+  Value columnTile(Value n, OpFoldResult m) {
+    Value lo = offsetAt(n), hi = offsetAt(add(n, index(1)));
+    Value count = sub(hi, lo);
+    Value full = add(lo, sub(count, arith::RemUIOp::create(b, loc, count, index(vectorWidth))));
+    auto lanes = VectorType::get({vectorWidth}, b.getF32Type());
+    Value tile = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(1)},
+                             b.getF32Type());
+    return loop(index(0), indexValue(b, loc, m), 1, tile, [&](Value row, ValueRange t) {
+      Value acc = loop(lo, full, vectorWidth, zeros(lanes), [&](Value e, ValueRange a) {
+        return SmallVector<Value>{gatherProducts(a[0], row, e, nullptr)};
+      })[0];
+      Value mask = vector::CreateMaskOp::create(b, loc, VectorType::get({vectorWidth}, b.getI1Type()),
+                                                ValueRange{sub(hi, full)});
+      acc = gatherProducts(acc, row, full, mask);
+      Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc);
+      return SmallVector<Value>{
+          tensor::InsertOp::create(b, loc, sum, t[0], ValueRange{row, index(0)})};
+    })[0];
+  }
+
+  /// The product [M, N].
+  Value build(OpFoldResult m, int64_t n) {
+    Value init = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)},
+                             b.getF32Type());
+    SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(n / block)},
+                              steps = {b.getIndexAttr(1)};
+    return buildTileLoop(b, loc, lbs, ubs, steps, init,
+                         [&](OpBuilder &, Location, ValueRange ivs, Value) -> TileResult {
+                           Value j = ivs[0];
+                           Value tile = block == 1 ? columnTile(j, m) : blockTile(j, m);
+                           return {tile,
+                                   {b.getIndexAttr(0), mul(j, block)},
+                                   {m, b.getIndexAttr(block)}};
+                         });
+  }
+};
+
+void lower(SparseMatMulOp op, int64_t vectorWidth) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto inType = cast<RankedTensorType>(op.getInput().getType());
+  auto type = cast<RankedTensorType>(op.getType());
+  int64_t k = inType.getShape().back(), n = type.getShape().back();
+  // x as [M, K]: the leading dimensions collapsed (a vector is one row).
+  SmallVector<OpFoldResult> leading = sizesOf(b, loc, op.getInput());
+  leading.pop_back();
+  OpFoldResult m = leading.empty() ? b.getIndexAttr(1) : mulSizes(b, loc, leading);
+  std::optional<int64_t> staticM = getConstantIntValue(m);
+  auto matrixType = RankedTensorType::get({staticM ? *staticM : ShapedType::kDynamic, k},
+                                          b.getF32Type());
+  Value x = reshapeTo(b, loc, op.getInput(), matrixType, {m, b.getIndexAttr(k)});
+  int64_t block = cast<RankedTensorType>(op.getValues().getType()).getDimSize(1);
+  SparseKernel kernel{b,     loc, x, op.getOffsets(), op.getIndices(), op.getValues(),
+                      block, vectorWidth};
+  Value product = kernel.build(m, n);
+  leading.push_back(b.getIndexAttr(n));
+  op.getResult().replaceAllUsesWith(reshapeTo(b, loc, product, type, leading));
+  op.erase();
+}
+
+struct KilnSparseMatmulPass : mlir::kiln::impl::KilnSparseMatmulBase<KilnSparseMatmulPass> {
+  using KilnSparseMatmulBase::KilnSparseMatmulBase;
+
+  void runOnOperation() override {
+    SmallVector<SparseMatMulOp> ops;
+    getOperation().walk([&](SparseMatMulOp op) { ops.push_back(op); });
+    for (SparseMatMulOp op : ops)
+      lower(op, vectorWidth);
+  }
+};
+} // namespace
