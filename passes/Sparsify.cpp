@@ -23,13 +23,17 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
-// The cost model's rates, per core and cycle, from scripts/bench/sparse.py
-// (docs/BENCHMARKS.md, "Sparse weights"): weight bytes streamed from memory,
-// and multiply-adds of each kernel.
-constexpr double kBytesPerCycle = 8.0;
-constexpr double kDenseMacs = 24.0;
-constexpr double kBlockedMacs = 12.0;  // B = 16: broadcast x[k] times 16 weights
-constexpr double kColumnMacs = 2.0;    // B = 1: gathers of x at the row indices
+// The cost model's rates, per core and cycle, fitted to scripts/bench/sparse.py
+// on a 4096 x 4096 layer (docs/BENCHMARKS.md, "Sparse weights"): weight bytes
+// streamed from memory, and multiply-adds of each kernel.
+constexpr double kBytesPerCycle = 9.0;
+constexpr double kDenseMacs = 18.0;
+constexpr double kBlockedMacs = 10.0; // B = 16: broadcast x[k] times 16 weights
+constexpr double kGatherMacs = 1.25;  // B = 1, few rows: gathers of x at the row indices
+// B = 1 over at least kRowVectorRows rows: the lowering multiplies whole
+// vectors of rows of x transposed, no gathers.
+constexpr double kRowVectorMacs = 7.0;
+constexpr int64_t kRowVectorRows = 16;
 constexpr double kRequiredSpeedup = 1.25;
 
 /// The weights compressed by column blocks of `block` outputs.
@@ -77,7 +81,8 @@ Choice choose(const WeightMatrix &w, int64_t rows) {
   double dense = cycles(4 * K * N, M * K * N, kDenseMacs);
   Compressed columns = compress(w, 1);
   double e1 = columns.entries();
-  double t1 = cycles((4 + indexBytes) * e1 + 4 * N, M * e1, kColumnMacs);
+  double columnRate = rows >= kRowVectorRows ? kRowVectorMacs : kGatherMacs;
+  double t1 = cycles((4 + indexBytes) * e1 + 4 * N, M * e1, columnRate);
   Choice best{std::move(columns), dense / t1, "compressed columns"};
   if (w.outputs % 16 == 0) {
     Compressed blocks = compress(w, 16);

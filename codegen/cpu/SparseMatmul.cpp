@@ -18,6 +18,7 @@
 #include "codegen/Passes.h"
 
 #include "dialects/kiln/KilnDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -32,7 +33,8 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
-/// Rows of x whose accumulators a B > 1 task keeps in registers at once.
+/// Accumulators a task keeps in registers at once: rows of x (B > 1), or
+/// vectors of rows of the transposed x (B = 1 over many rows).
 constexpr int64_t kRowsPerPass = 4;
 
 struct SparseKernel {
@@ -170,16 +172,78 @@ struct SparseKernel {
     })[0];
   }
 
+  /// Rows [m0, m0 + vectors * w) of output column `n` with entries
+  /// [lo, hi), from the transposed input xT [K, M]: per entry, its value
+  /// (broadcast) times row indices[e] of xT, `vectors` vectors of rows at a
+  /// time. The last vector may pass M: it is read and written masked.
+  Value transposedRows(Value tile, Value xT, Value m0, int64_t vectors, bool partial, Value lo,
+                       Value hi) {
+    auto lanes = VectorType::get({vectorWidth}, b.getF32Type());
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    auto inBounds = [&](int64_t v) { return !(partial && v + 1 == vectors); };
+    SmallVector<Value> init(vectors, zeros(lanes));
+    SmallVector<Value> sums = loop(lo, hi, 1, init, [&](Value e, ValueRange acc) {
+      Value k = rowAt(e);
+      Value w = tensor::ExtractOp::create(b, loc, values, ValueRange{e, index(0)});
+      Value splat = vector::BroadcastOp::create(b, loc, lanes, w);
+      SmallVector<Value> next;
+      for (auto [v, sum] : llvm::enumerate(acc)) {
+        Value row = vector::TransferReadOp::create(
+            b, loc, lanes, xT, ValueRange{k, add(m0, index(v * vectorWidth))}, zero,
+            ArrayRef<bool>{inBounds(v)});
+        next.push_back(vector::FMAOp::create(b, loc, splat, row, sum));
+      }
+      return next;
+    });
+    // The rows go down the tile's single column.
+    AffineMap column = AffineMap::get(2, 0, b.getAffineDimExpr(0));
+    for (auto [v, sum] : llvm::enumerate(sums))
+      tile = vector::TransferWriteOp::create(b, loc, sum, tile,
+                                             ValueRange{add(m0, index(v * vectorWidth)), index(0)},
+                                             column, ArrayRef<bool>{inBounds(v)})
+                 .getResult();
+    return tile;
+  }
+
+  /// Output column `n` (B = 1) for a static M of at least a vector of rows,
+  /// vectorized over the rows of xT [K, M]: groups of kVectorsPerPass
+  /// vectors in an scf.for, then the rest (the last one masked).
+  Value transposedColumnTile(Value n, Value xT, int64_t m) {
+    Value lo = offsetAt(n), hi = offsetAt(add(n, index(1)));
+    Value tile = emptyTensor(b, loc, ArrayRef<int64_t>{m, 1}, b.getF32Type());
+    int64_t group = kRowsPerPass * vectorWidth, groups = m / group;
+    tile = loop(index(0), index(groups * group), group, tile, [&](Value m0, ValueRange t) {
+      return SmallVector<Value>{transposedRows(t[0], xT, m0, kRowsPerPass, false, lo, hi)};
+    })[0];
+    int64_t rest = m - groups * group;
+    if (rest == 0)
+      return tile;
+    int64_t vectors = llvm::divideCeil(rest, vectorWidth);
+    return transposedRows(tile, xT, index(groups * group), vectors, rest % vectorWidth != 0, lo,
+                          hi);
+  }
+
   /// The product [M, N].
   Value build(OpFoldResult m, int64_t n) {
     Value init = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)},
                              b.getF32Type());
+    // B = 1 over a vector of rows or more: the columns' entries multiply
+    // whole vectors of rows of xT, rather than gathering along x's rows.
+    std::optional<int64_t> staticRows = getConstantIntValue(m);
+    Value xT;
+    if (block == 1 && staticRows && *staticRows >= vectorWidth) {
+      int64_t k = cast<RankedTensorType>(x.getType()).getDimSize(1);
+      Value init = emptyTensor(b, loc, ArrayRef<int64_t>{k, *staticRows}, b.getF32Type());
+      xT = linalg::TransposeOp::create(b, loc, x, init, ArrayRef<int64_t>{1, 0}).getResult()[0];
+    }
     SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(n / block)},
                               steps = {b.getIndexAttr(1)};
     return buildTileLoop(b, loc, lbs, ubs, steps, init,
                          [&](OpBuilder &, Location, ValueRange ivs, Value) -> TileResult {
                            Value j = ivs[0];
-                           Value tile = block == 1 ? columnTile(j, m) : blockTile(j, m);
+                           Value tile = block > 1 ? blockTile(j, m)
+                                        : xT     ? transposedColumnTile(j, xT, *staticRows)
+                                                 : columnTile(j, m);
                            return {tile,
                                    {b.getIndexAttr(0), mul(j, block)},
                                    {m, b.getIndexAttr(block)}};

@@ -790,7 +790,8 @@ def sparse_mlp():
     fc1 unstructured 90% (compressed columns) with an all-zero and a fully
     dense column; fc2 a Gemm (trans_b, alpha, beta) pruned in 16x1 blocks;
     fc3 95% unstructured with 40 outputs; mm4 a batched 3-D input of 5 rows
-    (row groups of 4, then one)."""
+    (row groups of 4, then one); mm5 unstructured over 20 rows (vectors of
+    rows of the transposed input, the last one partial)."""
     w1 = pruned_weight("w1", (256, 128), 0.9)
     a = numpy_helper.to_array(w1).copy()
     a[:, 0] = 0
@@ -802,12 +803,14 @@ def sparse_mlp():
              n("Gemm", ["a1", "w2", "b2"], ["h2"], name="fc2", transB=1, alpha=0.5, beta=2.0),
              n("Relu", ["h2"], ["a2"], name="relu2"),
              n("MatMul", ["a2", "w3"], ["y"], name="fc3"),
-             n("MatMul", ["x2", "w4"], ["y2"], name="mm4")]
+             n("MatMul", ["x2", "w4"], ["y2"], name="mm4"),
+             n("MatMul", ["x3", "w5"], ["y3"], name="mm5")]
     inits = [w1, pruned_weight("w2", (64, 128), 0.9, block=16, outputs_first=True),
              weight("b2", 64), pruned_weight("w3", (64, 40), 0.95),
-             pruned_weight("w4", (96, 32), 0.9, block=16)]
-    return model(nodes, [tensor("x", [6, 256]), tensor("x2", [2, 5, 96])],
-                 [tensor("y", [6, 40]), tensor("y2", [2, 5, 32])], inits), [(6, 256), (2, 5, 96)]
+             pruned_weight("w4", (96, 32), 0.9, block=16), pruned_weight("w5", (64, 24), 0.9)]
+    return model(nodes, [tensor("x", [2, 256]), tensor("x2", [2, 5, 96]), tensor("x3", [20, 64])],
+                 [tensor("y", [2, 40]), tensor("y2", [2, 5, 32]), tensor("y3", [20, 24])],
+                 inits), [(2, 256), (2, 5, 96), (20, 64)]
 
 
 def prunable_mlp():

@@ -10,7 +10,6 @@
 #include "codegen/Passes.h"
 #include "codegen/cpu/CpuPipeline.h"
 #include "passes/Passes.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "dialects/kiln/KilnDialect.h"
 #include "frontend/onnx/Importer.h"
 #include "tools/kiln-compile/Calibrate.h"
@@ -165,6 +164,13 @@ static int error(const Twine &message) {
   return 1;
 }
 
+/// `value` as printf's %g writes it: 0.9, 1.5, 50.
+static std::string shortNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
 /// Whether --prune-pattern is one kiln-prune takes and fits --prune: N:M
 /// zeros exactly 1 - N/M of the weights.
 static bool checkPrunePattern(StringRef pattern, double fraction, std::string &why) {
@@ -178,9 +184,8 @@ static bool checkPrunePattern(StringRef pattern, double fraction, std::string &w
   }
   double zeros = 1.0 - double(p->a) / p->b;
   if (p->kind == mlir::kiln::PrunePattern::NofM && std::abs(fraction - zeros) > 1e-9) {
-    why = llvm::formatv("--prune-pattern={0} zeros {1}% of the weights, not the --prune={2} "
-                        "asked for",
-                        pattern, 100.0 * zeros, fraction)
+    why = ("--prune-pattern=" + pattern + " zeros " + shortNumber(100.0 * zeros) +
+           "% of the weights, not the --prune=" + shortNumber(fraction) + " asked for")
               .str();
     return false;
   }
@@ -500,7 +505,7 @@ int main(int argc, char **argv) {
   if (sparseWeights != "auto" && sparseWeights != "off")
     return error("unknown --sparse-weights '" + sparseWeights + "' (expected auto or off)");
   if (prune.getNumOccurrences() && !(prune >= 0.0 && prune < 1.0))
-    return error(llvm::formatv("--prune={0} is not a fraction in [0, 1)", prune.getValue()));
+    return error("--prune=" + shortNumber(prune) + " is not a fraction in [0, 1)");
   if (!prune.getNumOccurrences() && (prunePattern.getNumOccurrences() ||
                                      pruneSkip.getNumOccurrences() ||
                                      pruneFirstLast.getNumOccurrences()))

@@ -439,3 +439,65 @@ func.func @resize_roi_type(%a: tensor<4xf32>, %r: tensor<4xf32>) -> tensor<2xf32
   %0 = kiln.resize %a roi(%r : tensor<4xf32>) {mode = "linear", coordinate_mode = "tf_crop_and_resize", nearest_mode = "floor", scales = array<f64: 0.5>} : tensor<4xf32> -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+func.func @sparse_matmul_result(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %o = kiln.constant dense<[0, 1, 2]> : tensor<3xi32> -> tensor<3xi32>
+  %i = kiln.constant dense<[0, 3]> : tensor<2xi16> -> tensor<2xi16>
+  %v = kiln.constant dense<1.0> : tensor<2x1xf32> -> tensor<2x1xf32>
+  // expected-error @+1 {{'kiln.sparse_matmul' op result shape 2x3 does not match expected shape 2x2}}
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<2x4xf32>, tensor<3xi32>, tensor<2xi16>, tensor<2x1xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @sparse_matmul_row_out_of_range(%x: tensor<2x4xf32>) -> tensor<2x2xf32> {
+  %o = kiln.constant dense<[0, 1, 2]> : tensor<3xi32> -> tensor<3xi32>
+  %i = kiln.constant dense<[0, 4]> : tensor<2xi16> -> tensor<2xi16>
+  %v = kiln.constant dense<1.0> : tensor<2x1xf32> -> tensor<2x1xf32>
+  // expected-error @+1 {{'kiln.sparse_matmul' op row index 4 is out of range for 4 rows}}
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<2x4xf32>, tensor<3xi32>, tensor<2xi16>, tensor<2x1xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @sparse_matmul_offsets(%x: tensor<2x4xf32>) -> tensor<2x2xf32> {
+  %o = kiln.constant dense<[0, 2, 1]> : tensor<3xi32> -> tensor<3xi32>
+  %i = kiln.constant dense<[0, 3]> : tensor<2xi16> -> tensor<2xi16>
+  %v = kiln.constant dense<1.0> : tensor<2x1xf32> -> tensor<2x1xf32>
+  // expected-error @+1 {{'kiln.sparse_matmul' op offsets must run from 0 to the entry count 2}}
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<2x4xf32>, tensor<3xi32>, tensor<2xi16>, tensor<2x1xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @sparse_matmul_decreasing(%x: tensor<2x4xf32>) -> tensor<2x2xf32> {
+  %o = kiln.constant dense<[0, 2, 1, 2]> : tensor<4xi32> -> tensor<4xi32>
+  %i = kiln.constant dense<[0, 3]> : tensor<2xi16> -> tensor<2xi16>
+  %v = kiln.constant dense<1.0> : tensor<2x1xf32> -> tensor<2x1xf32>
+  // expected-error @+1 {{'kiln.sparse_matmul' op offsets must not decrease}}
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<2x4xf32>, tensor<4xi32>, tensor<2xi16>, tensor<2x1xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @sparse_matmul_entries(%x: tensor<2x4xf32>, %v: tensor<3x16xf32>) -> tensor<2x16xf32> {
+  %o = kiln.constant dense<[0, 2]> : tensor<2xi32> -> tensor<2xi32>
+  %i = kiln.constant dense<[0, 3]> : tensor<2xi16> -> tensor<2xi16>
+  // expected-error @+1 {{'kiln.sparse_matmul' op values has 3 entries, indices 2}}
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<2x4xf32>, tensor<2xi32>, tensor<2xi16>, tensor<3x16xf32>) -> tensor<2x16xf32>
+  return %y : tensor<2x16xf32>
+}
+
+// -----
+
+func.func @sparse_matmul_dynamic_k(%x: tensor<2x?xf32>, %o: tensor<2xi32>, %i: tensor<2xi32>, %v: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  // expected-error @+1 {{'kiln.sparse_matmul' op input must have a static last dimension}}
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<2x?xf32>, tensor<2xi32>, tensor<2xi32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  return %y : tensor<2x16xf32>
+}

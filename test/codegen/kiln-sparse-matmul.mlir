@@ -1,0 +1,66 @@
+// RUN: kiln-opt %s --split-input-file --kiln-sparse-matmul=vector-width=8 --canonicalize | FileCheck %s
+
+// Compressed columns (B = 1) over few rows: a task per output column; per
+// row, the entries 8 at a time (row indices widened, x gathered at them,
+// times the values), then the masked rest, then the lanes summed.
+// CHECK-LABEL: func.func @columns
+// CHECK: scf.forall (%[[N:[a-z0-9]+]]) in (2) shared_outs
+// CHECK: tensor.extract %arg1[%[[N]]] : tensor<3xi32>
+// CHECK: scf.for %[[ROW:[a-z0-9]+]] =
+// CHECK: scf.for
+// CHECK: %[[IDX:.*]] = vector.transfer_read %arg2[{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<5xi16>, vector<8xi16>
+// CHECK: %[[WIDE:.*]] = arith.extui %[[IDX]] : vector<8xi16> to vector<8xi32>
+// CHECK: %[[X:.*]] = vector.gather %arg0[%[[ROW]], %c0] [%[[WIDE]]]
+// CHECK: vector.fma %[[X]]
+// CHECK: %[[MASK:.*]] = vector.create_mask
+// CHECK: arith.select %[[MASK]]
+// CHECK: vector.gather %arg0[%[[ROW]], %c0] [%{{.*}}], %[[MASK]]
+// CHECK: vector.reduction <add>
+// CHECK: tensor.insert
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[0, %[[N]]] [3, 1] [1, 1]
+func.func @columns(%x: tensor<3x4xf32>, %o: tensor<3xi32>, %i: tensor<5xi16>, %v: tensor<5x1xf32>) -> tensor<3x2xf32> {
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<3x4xf32>, tensor<3xi32>, tensor<5xi16>, tensor<5x1xf32>) -> tensor<3x2xf32>
+  return %y : tensor<3x2xf32>
+}
+
+// -----
+
+// Compressed columns over 20 rows (at least a vector): x transposed once;
+// per entry, its value broadcast times 8-row vectors of the transposed x,
+// the last vector (rows 16-19) read and written masked.
+// CHECK-LABEL: func.func @column_rows
+// CHECK: %[[XT:.*]] = linalg.transpose ins(%arg0 : tensor<20x4xf32>)
+// CHECK: scf.forall
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: %[[W:.*]] = vector.broadcast
+// CHECK: vector.transfer_read %[[XT]][%{{.*}}, %c0], %{{.*}} {in_bounds = [true]}
+// CHECK: vector.transfer_read %[[XT]][%{{.*}}, %c8], %{{.*}} {in_bounds = [true]}
+// CHECK: vector.transfer_read %[[XT]][%{{.*}}, %c16], %{{.*}} : tensor<4x20xf32>, vector<8xf32>
+// CHECK: vector.transfer_write %{{.*}}[%c16, %c0] {permutation_map = #{{.*}}} : vector<8xf32>, tensor<20x1xf32>
+func.func @column_rows(%x: tensor<20x4xf32>, %o: tensor<3xi32>, %i: tensor<5xi16>, %v: tensor<5x1xf32>) -> tensor<20x2xf32> {
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<20x4xf32>, tensor<3xi32>, tensor<5xi16>, tensor<5x1xf32>) -> tensor<20x2xf32>
+  return %y : tensor<20x2xf32>
+}
+
+// -----
+
+// 16x1 blocks: a task per block of 16 outputs; x viewed as [rows, K]; 4
+// rows at a time, each entry's x[m, k] broadcast times its 16 values, then
+// the remaining rows one at a time.
+// CHECK-LABEL: func.func @blocks
+// CHECK: %[[X:.*]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]] : tensor<?x5x8xf32> into tensor<?x8xf32>
+// CHECK: scf.forall (%[[J:[a-z0-9]+]]) in (2)
+// CHECK: scf.for {{.*}} step %c4
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: %[[W:.*]] = vector.transfer_read %arg3{{.*}} : tensor<4x16xf32>, vector<16xf32>
+// CHECK: %[[XV:.*]] = tensor.extract %[[X]]
+// CHECK: %[[S:.*]] = vector.broadcast %[[XV]] : f32 to vector<16xf32>
+// CHECK: vector.fma %[[S]], %[[W]]
+// CHECK: scf.for {{.*}} step %c1
+// CHECK: %[[J0:.*]] = arith.muli %[[J]], %c16
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[0, %[[J0]]] [%{{.*}}, 16] [1, 1]
+// CHECK: tensor.expand_shape
+func.func @blocks(%x: tensor<?x5x8xf32>, %o: tensor<3xi32>, %i: tensor<4xi32>, %v: tensor<4x16xf32>) -> tensor<?x5x32xf32> {
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<?x5x8xf32>, tensor<3xi32>, tensor<4xi32>, tensor<4x16xf32>) -> tensor<?x5x32xf32>
+  return %y : tensor<?x5x32xf32>
+}

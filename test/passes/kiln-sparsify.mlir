@@ -1,0 +1,70 @@
+// RUN: kiln-opt %s --split-input-file --kiln-sparsify | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-sparsify=report=true 2>&1 >/dev/null | FileCheck %s --check-prefix=REPORT
+
+// W [K = 4, N = 2] with one nonzero per column: compressed columns (B = 1).
+// Column 0 has row 1 (2.0), column 1 row 3 (-3.0): offsets [0, 1, 2],
+// indices [1, 3] (i16), values [[2], [-3]] (2 = 00000040, -3 = 000040C0).
+// CHECK-LABEL: func.func @columns
+// CHECK-DAG: %[[O:.*]] = kiln.constant dense_resource<[[OB:sparse_offsets[_0-9]*]]> : tensor<3xi32>
+// CHECK-DAG: %[[I:.*]] = kiln.constant dense_resource<[[IB:sparse_indices[_0-9]*]]> : tensor<2xi16>
+// CHECK-DAG: %[[V:.*]] = kiln.constant dense_resource<[[VB:sparse_values[_0-9]*]]> : tensor<2x1xf32>
+// CHECK: %[[Y:.*]] = kiln.sparse_matmul %arg0, %[[O]], %[[I]], %[[V]] : (tensor<1x4xf32>, tensor<3xi32>, tensor<2xi16>, tensor<2x1xf32>) -> tensor<1x2xf32>
+// CHECK-NOT: kiln.matmul
+// CHECK: return %[[Y]]
+// CHECK-DAG: [[OB]]: "0x04000000000000000100000002000000"
+// CHECK-DAG: [[IB]]: "0x0200000001000300"
+// CHECK-DAG: [[VB]]: "0x0400000000000040000040C0"
+// REPORT: remark: sparsity: 75.0% zeros: sparse, compressed columns, predicted 1.60x as fast as dense
+func.func @columns(%x: tensor<1x4xf32>) -> tensor<1x2xf32> {
+  %w = kiln.constant dense<[[0.0, 0.0], [2.0, 0.0], [0.0, 0.0], [0.0, -3.0]]> : tensor<4x2xf32> -> tensor<4x2xf32>
+  %y = kiln.matmul %x, %w : (tensor<1x4xf32>, tensor<4x2xf32>) -> tensor<1x2xf32>
+  return %y : tensor<1x2xf32>
+}
+
+// -----
+
+// A gemm: B is [N, K] (trans_b), alpha = 2 is folded into the values
+// (4 = 00008040, -6 = 0000C0C0), beta * C follows.
+// CHECK-LABEL: func.func @gemm
+// CHECK-DAG: kiln.constant dense_resource<[[GV:sparse_values[_0-9]*]]> : tensor<2x1xf32>
+// CHECK: %[[Y:.*]] = kiln.sparse_matmul %arg0
+// CHECK: %[[BETA:.*]] = kiln.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: %[[C:.*]] = kiln.mul %arg1, %[[BETA]]
+// CHECK: %[[R:.*]] = kiln.add %[[Y]], %[[C]]
+// CHECK: return %[[R]]
+// CHECK: [[GV]]: "0x04000000000080400000C0C0"
+func.func @gemm(%x: tensor<1x4xf32>, %c: tensor<2xf32>) -> tensor<1x2xf32> {
+  %w = kiln.constant dense<[[0.0, 2.0, 0.0, 0.0], [0.0, 0.0, 0.0, -3.0]]> : tensor<2x4xf32> -> tensor<2x4xf32>
+  %y = kiln.gemm %x, %w, %c {trans_b = true, alpha = 2.0 : f32, beta = 0.5 : f32} : (tensor<1x4xf32>, tensor<2x4xf32>, tensor<2xf32>) -> tensor<1x2xf32>
+  return %y : tensor<1x2xf32>
+}
+
+// -----
+
+// 16 outputs, row 0 all zero and row 1 dense: 16x1 blocks keep one entry
+// (row 1), where compressed columns would keep 16.
+// CHECK-LABEL: func.func @blocks
+// CHECK: kiln.sparse_matmul %arg0, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<1x2xf32>, tensor<2xi32>, tensor<1xi16>, tensor<1x16xf32>) -> tensor<1x16xf32>
+// REPORT: remark: sparsity: 50.0% zeros: sparse, 16x1 blocks, predicted 1.83x as fast as dense
+func.func @blocks(%x: tensor<1x2xf32>) -> tensor<1x16xf32> {
+  %w = kiln.constant dense<[[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+                            [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]]> : tensor<2x16xf32> -> tensor<2x16xf32>
+  %y = kiln.matmul %x, %w : (tensor<1x2xf32>, tensor<2x16xf32>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}
+
+// -----
+
+// Dense weights, and weights that are not constants, stay kiln.matmul.
+// CHECK-LABEL: func.func @dense
+// CHECK: kiln.matmul
+// CHECK: kiln.matmul
+// CHECK-NOT: kiln.sparse_matmul
+// REPORT: remark: sparsity: 0.0% zeros: dense (the best sparse kernel, compressed columns, is predicted 0.56x as fast)
+// REPORT: remark: sparsity: dense: its right operand is not a constant
+func.func @dense(%x: tensor<1x4xf32>, %v: tensor<2x2xf32>) -> tensor<1x2xf32> {
+  %w = kiln.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32> -> tensor<4x2xf32>
+  %y = kiln.matmul %x, %w : (tensor<1x4xf32>, tensor<4x2xf32>) -> tensor<1x2xf32>
+  %z = kiln.matmul %y, %v : (tensor<1x2xf32>, tensor<2x2xf32>) -> tensor<1x2xf32>
+  return %z : tensor<1x2xf32>
+}
