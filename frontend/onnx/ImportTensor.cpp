@@ -1457,6 +1457,8 @@ static LogicalResult importResize(ImportContext &ctx) {
       return failure();
     if (sizes->size() != axes.size())
       return ctx.fail("sizes needs one entry per resized dimension");
+    if (llvm::any_of(*sizes, [](int64_t s) { return s < 1 || s >= (int64_t(1) << 40); }))
+      return ctx.fail("sizes must be positive and under 2^40");
     if (policy != "stretch" && !xt.hasStaticShape())
       return ctx.fail("keep_aspect_ratio_policy needs a static input shape");
     // not_larger/not_smaller: one scale for every axis, the smallest
@@ -1469,8 +1471,11 @@ static LogicalResult importResize(ImportContext &ctx) {
     for (size_t i = 0; i < axes.size(); ++i) {
       int64_t d = axes[i];
       scales[d] = policy == "stretch" ? double((*sizes)[i]) / double(xt.getDimSize(d)) : common;
-      shape[d] = policy == "stretch" ? (*sizes)[i]
-                                     : (int64_t)std::round(common * double(xt.getDimSize(d)));
+      double size = policy == "stretch" ? double((*sizes)[i])
+                                        : std::round(common * double(xt.getDimSize(d)));
+      if (!(size < 0x1p47))
+        return ctx.fail("sizes make dimension " + llvm::Twine(d) + " larger than 2^47");
+      shape[d] = static_cast<int64_t>(size);
     }
   } else if (ctx.hasInput(scalesInput) && !ctx.hostInput(scalesInput)) {
     if (!allAxes)
