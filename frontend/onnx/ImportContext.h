@@ -181,6 +181,16 @@ mlir::FailureOr<mlir::Value> Emitter::binary(mlir::Value a, mlir::Value b,
 
 /// The values of an ONNX TensorProto (prints an error naming `file` on failure).
 mlir::FailureOr<HostTensor> parseTensor(const onnx::TensorProto &tp, mlir::Location loc);
+/// A SparseTensorProto (COO: values, and linear or per-dimension int64
+/// indices) as the dense tensor it stands for.
+mlir::FailureOr<HostTensor> parseSparseTensor(const onnx::SparseTensorProto &sp,
+                                              mlir::Location loc);
+/// Calls `fn` with the name of each initializer of `graph`, dense or sparse.
+void forEachInitializerName(const onnx::GraphProto &graph,
+                            llvm::function_ref<void(const std::string &)> fn);
+/// Parses the graph's initializers (dense and sparse) into host constants.
+mlir::LogicalResult loadInitializers(ImportContext &ctx, const onnx::GraphProto &graph,
+                                     mlir::Location loc);
 
 /// The MLIR element type of an ONNX data type; null if unsupported.
 mlir::Type elementTypeOf(mlir::Builder &b, int32_t dtype);

@@ -45,8 +45,9 @@ static std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
 
 static LogicalResult importConstant(ImportContext &ctx) {
   for (const auto &a : ctx.node->attribute()) {
-    if (a.name() == "value") {
-      auto t = parseTensor(a.t(), ctx.loc);
+    if (a.name() == "value" || a.name() == "sparse_value") {
+      auto t = a.name() == "value" ? parseTensor(a.t(), ctx.loc)
+                                   : parseSparseTensor(a.sparse_tensor(), ctx.loc);
       if (failed(t))
         return failure();
       ctx.setHostOutput(0, std::move(*t));

@@ -582,15 +582,85 @@ static LogicalResult importFrom(ImportContext &ctx, ArrayRef<const onnx::NodePro
   return success();
 }
 
-LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph) {
-  const onnx::NodeProto *outer = ctx.node;
-  Location outerLoc = ctx.loc;
-  for (const auto &init : graph.initializer()) { // subgraphs may have their own
-    auto t = parseTensor(init, ctx.loc);
+FailureOr<HostTensor> parseSparseTensor(const onnx::SparseTensorProto &sp, Location loc) {
+  const std::string &name = sp.values().name();
+  auto error = [&] { return mlir::emitError(loc) << "sparse tensor '" << name << "' "; };
+  auto values = parseTensor(sp.values(), loc);
+  if (failed(values))
+    return failure();
+  HostTensor t;
+  t.dtype = values->dtype;
+  t.shape.assign(sp.dims().begin(), sp.dims().end());
+  auto count = checkedElementCount(t.shape, t.dtype, loc, "sparse tensor '" + name + "'");
+  if (failed(count))
+    return failure();
+  // Densified at compile time: a few values must not claim gigabytes.
+  constexpr int64_t kMaxDenseElements = int64_t(1) << 26;
+  if (*count > kMaxDenseElements)
+    return error() << "has " << *count << " elements; kiln densifies sparse tensors of up to "
+                   << "2^26 elements";
+  int64_t nnz = values->shape.size() == 1 ? values->shape[0] : -1;
+  if (nnz < 0)
+    return error() << "needs 1-D values";
+  auto indices = parseTensor(sp.indices(), loc);
+  if (failed(indices))
+    return failure();
+  if (indices->dtype != onnx::TensorProto::INT64)
+    return error() << "needs int64 indices";
+  int64_t rank = t.shape.size();
+  bool linear = indices->shape == std::vector<int64_t>{nnz};
+  if (!linear && indices->shape != std::vector<int64_t>{nnz, rank})
+    return error() << "needs indices of shape [" << nnz << "] or [" << nnz << ", " << rank << "]";
+  auto dense = [&](auto &out, const auto &from) {
+    out.assign(*count, 0);
+    for (int64_t i = 0; i < nnz; ++i) {
+      int64_t at = 0;
+      for (int64_t d = 0; d < (linear ? 1 : rank); ++d) {
+        int64_t v = indices->ints[linear ? i : i * rank + d];
+        int64_t extent = linear ? *count : t.shape[d];
+        if (v < 0 || v >= extent)
+          return false;
+        at = linear ? v : at * extent + v;
+      }
+      out[at] = from[i];
+    }
+    return true;
+  };
+  if (!(t.isFloat() ? dense(t.floats, values->floats) : dense(t.ints, values->ints)))
+    return error() << "has an index out of range";
+  return t;
+}
+
+void forEachInitializerName(const onnx::GraphProto &graph,
+                            llvm::function_ref<void(const std::string &)> fn) {
+  for (const auto &init : graph.initializer())
+    fn(init.name());
+  for (const auto &sparse : graph.sparse_initializer())
+    fn(sparse.values().name());
+}
+
+LogicalResult loadInitializers(ImportContext &ctx, const onnx::GraphProto &graph,
+                               Location loc) {
+  for (const auto &init : graph.initializer()) {
+    auto t = parseTensor(init, loc);
     if (failed(t))
       return failure();
     ctx.values[init.name()] = GraphValue{Value(), std::move(*t)};
   }
+  for (const auto &sparse : graph.sparse_initializer()) {
+    auto t = parseSparseTensor(sparse, loc);
+    if (failed(t))
+      return failure();
+    ctx.values[sparse.values().name()] = GraphValue{Value(), std::move(*t)};
+  }
+  return success();
+}
+
+LogicalResult importNodes(ImportContext &ctx, const onnx::GraphProto &graph) {
+  const onnx::NodeProto *outer = ctx.node;
+  Location outerLoc = ctx.loc;
+  if (failed(loadInitializers(ctx, graph, ctx.loc))) // subgraphs may have their own
+    return failure();
   auto order = sortedNodes(ctx, graph);
   if (failed(order) || failed(importFrom(ctx, *order, 0)))
     return failure();
@@ -691,12 +761,8 @@ OwningOpRef<ModuleOp> importModelBytes(llvm::StringRef bytes, const std::string 
 
   // Initializers are constants; graph inputs that are also initializers are
   // treated as constants too (the ONNX IR < 4 convention).
-  for (const auto &init : graph.initializer()) {
-    auto t = parseTensor(init, fileLoc);
-    if (failed(t))
-      return nullptr;
-    ctx.values[init.name()] = GraphValue{Value(), std::move(*t)};
-  }
+  if (failed(loadInitializers(ctx, graph, fileLoc)))
+    return nullptr;
   SmallVector<Type> inputTypes;
   SmallVector<std::string> inputNames;
   SmallVector<std::vector<std::string>> inputDimNames;

@@ -112,9 +112,13 @@ LogicalResult validateModel(const onnx::ModelProto &model, Location loc) {
   if (graph.output_size() == 0)
     return error() << "the graph has no outputs, so there is nothing to compute";
   llvm::StringSet<> initializers;
-  for (const auto &init : graph.initializer())
-    if (!initializers.insert(init.name()).second)
-      return error() << "two initializers are named '" << init.name() << "'";
+  std::string twice;
+  forEachInitializerName(graph, [&](const std::string &name) {
+    if (!initializers.insert(name).second && twice.empty())
+      twice = name;
+  });
+  if (!twice.empty())
+    return error() << "two initializers are named '" << twice << "'";
   llvm::StringSet<> inputs;
   for (const auto &vi : graph.input()) {
     if (!inputs.insert(vi.name()).second)
@@ -145,8 +149,7 @@ static void collectOuterReads(const onnx::NodeProto &node, std::vector<std::stri
       llvm::StringSet<> defined;
       for (const auto &vi : g->input())
         defined.insert(vi.name());
-      for (const auto &init : g->initializer())
-        defined.insert(init.name());
+      forEachInitializerName(*g, [&](const std::string &name) { defined.insert(name); });
       for (const auto &n : g->node())
         for (const auto &out : n.output())
           defined.insert(out);
@@ -205,8 +208,7 @@ FailureOr<std::vector<const onnx::NodeProto *>> sortedNodes(ImportContext &ctx,
   llvm::StringSet<> ownValues; // a subgraph may read the enclosing graph's values
   for (const auto &vi : graph.input())
     ownValues.insert(vi.name());
-  for (const auto &init : graph.initializer())
-    ownValues.insert(init.name());
+  forEachInitializerName(graph, [&](const std::string &name) { ownValues.insert(name); });
   llvm::StringMap<int> producer;
   auto locate = [&](int i) {
     ctx.node = &graph.node(i);

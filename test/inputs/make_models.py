@@ -766,7 +766,20 @@ HOSTILE = {
                                  [tensor("x", [2])], [tensor("y", [2])], []), []),
     "missing_attribute": lambda: (model([helper.make_node("Cast", ["x"], ["y"], name="cast")],
                                         [tensor("x", [2])], [tensor("y", [2])], []), []),
+    "sparse_index_range": lambda: sparse_with(numpy_helper.from_array(
+        np.array([1, 8], dtype=np.int64), "w_indices"), [2, 4]),
+    "sparse_huge": lambda: sparse_with(numpy_helper.from_array(
+        np.array([1, 3], dtype=np.int64), "w_indices"), [2**20, 2**20]),
 }
+
+
+def sparse_with(indices, dims):
+    """An Add of x and a sparse initializer 'w' of two values."""
+    values = numpy_helper.from_array(np.array([1.0, 2.0], dtype=np.float32), "w")
+    m = model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+              [tensor("x", [2, 4])], [tensor("y", [2, 4])], [])
+    m.graph.sparse_initializer.append(helper.make_sparse_tensor(values, indices, dims))
+    return m, []
 
 
 def pruned_weight(name, shape, fraction, block=1, outputs_first=False):
@@ -813,6 +826,29 @@ def sparse_mlp():
                  inits), [(2, 256), (2, 5, 96), (20, 64)]
 
 
+def sparse_initializer():
+    """A MatMul whose 90%-zero weights are an ONNX sparse_initializer (COO,
+    linear indices), plus a Constant whose sparse_value has [NNZ, rank]
+    indices: both densify at import, and the matmul runs sparse."""
+    w = numpy_helper.to_array(pruned_weight("w", (128, 64), 0.9))
+    flat = np.flatnonzero(w)
+    values = numpy_helper.from_array(w.reshape(-1)[flat], "w")
+    sparse_w = helper.make_sparse_tensor(values, numpy_helper.from_array(flat.astype(np.int64),
+                                                                         "w_indices"), [128, 64])
+    b = np.zeros((2, 64), dtype=np.float32)
+    b[0, 3], b[1, 60] = 1.5, -2.0
+    coords = np.argwhere(b)
+    sparse_b = helper.make_sparse_tensor(numpy_helper.from_array(b[b != 0], "b_values"),
+                                         numpy_helper.from_array(coords.astype(np.int64),
+                                                                 "b_indices"), [2, 64])
+    nodes = [helper.make_node("Constant", [], ["b"], name="bias", sparse_value=sparse_b),
+             helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"),
+             helper.make_node("Add", ["h", "b"], ["y"], name="add")]
+    m = model(nodes, [tensor("x", [2, 128])], [tensor("y", [2, 64])], [])
+    m.graph.sparse_initializer.append(sparse_w)
+    return m, [(2, 128)]
+
+
 def prunable_mlp():
     """Four dense Gemm/MatMul layers (K divisible by 4 and 16) for
     --prune: the middle two are pruned, the first and last stay dense."""
@@ -829,7 +865,7 @@ def prunable_mlp():
     return model(nodes, [tensor("x", [4, 64])], [tensor("y", [4, 10])], inits), [(4, 64)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, sparse_mlp, prunable_mlp, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, sparse_mlp, prunable_mlp, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
