@@ -155,7 +155,7 @@ def KilnDirectConv : Pass<"kiln-direct-conv", "ModuleOp"> {
 }
 
 def KilnSparseMatmul : Pass<"kiln-sparse-matmul", "ModuleOp"> {
-  let summary = "Compute kiln.sparse_matmul as vector loops over its compressed weights";
+  let summary = "Compute kiln.sparse_matmul and kiln.bitmap_matmul as vector loops";
   let description = [{
     Each `kiln.sparse_matmul` becomes an `scf.forall` over its column blocks
     (tasks spread over threads); the input is viewed as [M, K]. A task with
@@ -164,14 +164,19 @@ def KilnSparseMatmul : Pass<"kiln-sparse-matmul", "ModuleOp"> {
     B-lane accumulator per row. A task of B = 1 (one output column) walks
     them `vector-width` at a time per row: x[m, k] gathered at the entries'
     row indices times their values, the last partial group masked, the
-    lanes summed at the end.
+    lanes summed at the end; over at least a vector of rows, the input is
+    transposed once and each entry's value multiplies whole vectors of
+    rows. A `kiln.bitmap_matmul` runs like 16x1 blocks over every row k:
+    its 16 weights are expanded from the packed values (a read-only buffer
+    of them) by the row's mask.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
            "f32 lanes of a gather (16 = AVX-512, 8 = AVX2, 4 = NEON)">,
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "vector::VectorDialect",
-                           "arith::ArithDialect", "ub::UBDialect"];
+                           "arith::ArithDialect", "ub::UBDialect", "linalg::LinalgDialect",
+                           "math::MathDialect", "bufferization::BufferizationDialect"];
 }
 
 def KilnPackMatmul : Pass<"kiln-pack-matmul", "ModuleOp"> {

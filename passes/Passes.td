@@ -184,7 +184,9 @@ def KilnSparsify : Pass<"kiln-sparsify", "ModuleOp"> {
     1.25x faster than the dense kernel. The candidates are compressed
     columns (B = 1: 4-byte values and 2-byte row indices per nonzero) and
     output-blocked 16x1 pieces (B = 16, when N is a multiple of 16: 64
-    bytes of values and 2 of index per nonzero piece). Each kernel's
+    bytes of values and 2 of index per nonzero piece) and, with
+    `expand-load`, bitmaps (kiln.bitmap_matmul: a bit per weight and 4
+    bytes per nonzero, when N is a multiple of 16). Each kernel's
     predicted time is the larger of its weight traffic and its arithmetic,
     at rates measured with scripts/bench/sparse.py (docs/BENCHMARKS.md):
     the dense kernel streams 4 bytes and does one multiply-add per weight
@@ -194,6 +196,9 @@ def KilnSparsify : Pass<"kiln-sparsify", "ModuleOp"> {
     a remark: its sparsity, the kernel chosen and the predicted speedup.
   }];
   let options = [
+    Option<"expandLoad", "expand-load", "bool", "false",
+           "The target expands packed values into vector lanes in one instruction "
+           "(AVX-512): consider bitmaps">,
     Option<"report", "report", "bool", "false",
            "Emit a remark per matmul/gemm with constant weights: sparse or dense, and why">,
   ];

@@ -34,34 +34,35 @@ constexpr double kGatherMacs = 1.25;  // B = 1, few rows: gathers of x at the ro
 // vectors of rows of x transposed, no gathers.
 constexpr double kRowVectorMacs = 7.0;
 constexpr int64_t kRowVectorRows = 16;
+// Bitmaps: per row and 16 outputs, the nonzeros expanded into 16 lanes
+// (AVX-512's vexpandps), then one broadcast multiply-add per row.
+constexpr double kBitmapMacs = 4.5;
+// Segments of rows per column block with a cursor each (see
+// kiln.bitmap_matmul): their popcount-and-add chains run side by side.
+constexpr int64_t kBitmapSegments = 4;
 constexpr double kRequiredSpeedup = 1.25;
 
-/// The weights compressed by column blocks of `block` outputs.
-struct Compressed {
-  int64_t block;
-  std::vector<int32_t> offsets;
-  std::vector<int32_t> indices;
-  std::vector<float> values;
-  int64_t entries() const { return indices.size(); }
-};
+enum class Kernel { Dense, Columns, Blocks, Bitmap };
 
-Compressed compress(const WeightMatrix &w, int64_t block) {
-  Compressed c{block, {0}, {}, {}};
-  for (int64_t n0 = 0; n0 < w.outputs; n0 += block) {
-    for (int64_t k = 0; k < w.inputs; ++k) {
-      bool nonzero = false;
-      for (int64_t n = n0; n < n0 + block; ++n)
-        nonzero |= w.at(k, n) != 0.0f;
-      if (!nonzero)
-        continue;
-      c.indices.push_back(k);
-      for (int64_t n = n0; n < n0 + block; ++n)
-        c.values.push_back(w.at(k, n));
-    }
-    c.offsets.push_back(c.indices.size());
+const char *kernelName(Kernel k) {
+  switch (k) {
+  case Kernel::Dense:
+    return "dense";
+  case Kernel::Columns:
+    return "compressed columns";
+  case Kernel::Blocks:
+    return "16x1 blocks";
+  case Kernel::Bitmap:
+    return "bitmaps";
   }
-  return c;
+  llvm_unreachable("unknown kernel");
 }
+
+struct Choice {
+  Kernel kernel;     // Dense when no sparse kernel is fast enough
+  Kernel bestSparse; // the fastest sparse kernel
+  double speedup;    // its predicted speedup over dense
+};
 
 /// Predicted cycles of a kernel streaming `bytes` of weights and doing
 /// `macs` multiply-adds at `rate` per cycle.
@@ -69,31 +70,38 @@ double cycles(double bytes, double macs, double rate) {
   return std::max(bytes / kBytesPerCycle, macs / rate);
 }
 
-struct Choice {
-  std::optional<Compressed> sparse; // none: stay dense
-  double speedup;                    // of the best sparse kernel over dense
-  std::string kernel;
-};
+/// Nonzero weights, and nonzero pieces of 16 outputs by one input.
+std::pair<int64_t, int64_t> countNonzeros(const WeightMatrix &w) {
+  int64_t nonzeros = 0, pieces = 0;
+  for (int64_t k = 0; k < w.inputs; ++k)
+    for (int64_t n0 = 0; n0 < w.outputs; n0 += 16) {
+      int64_t here = 0;
+      for (int64_t n = n0; n < std::min(n0 + 16, w.outputs); ++n)
+        here += w.at(k, n) != 0.0f;
+      nonzeros += here;
+      pieces += here > 0;
+    }
+  return {nonzeros, pieces};
+}
 
-Choice choose(const WeightMatrix &w, int64_t rows) {
+Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad) {
   double K = w.inputs, N = w.outputs, M = rows;
   double indexBytes = w.inputs <= 65536 ? 2 : 4;
+  auto [nonzeros, pieces] = countNonzeros(w);
   double dense = cycles(4 * K * N, M * K * N, kDenseMacs);
-  Compressed columns = compress(w, 1);
-  double e1 = columns.entries();
   double columnRate = rows >= kRowVectorRows ? kRowVectorMacs : kGatherMacs;
-  double t1 = cycles((4 + indexBytes) * e1 + 4 * N, M * e1, columnRate);
-  Choice best{std::move(columns), dense / t1, "compressed columns"};
+  SmallVector<std::pair<Kernel, double>> candidates = {
+      {Kernel::Columns, cycles((4 + indexBytes) * nonzeros + 4 * N, M * nonzeros, columnRate)}};
   if (w.outputs % 16 == 0) {
-    Compressed blocks = compress(w, 16);
-    double e16 = blocks.entries();
-    double t16 = cycles((64 + indexBytes) * e16 + 4 * N / 16, M * e16 * 16, kBlockedMacs);
-    if (dense / t16 > best.speedup)
-      best = {std::move(blocks), dense / t16, "16x1 blocks"};
+    candidates.push_back({Kernel::Blocks, cycles((64 + indexBytes) * pieces + N / 4,
+                                                 M * pieces * 16, kBlockedMacs)});
+    if (expandLoad)
+      candidates.push_back(
+          {Kernel::Bitmap, cycles(4 * nonzeros + K * N / 8 + N / 4, M * K * N, kBitmapMacs)});
   }
-  if (best.speedup < kRequiredSpeedup)
-    best.sparse.reset();
-  return best;
+  auto best = llvm::min_element(candidates, [](auto &a, auto &b) { return a.second < b.second; });
+  double speedup = dense / best->second;
+  return {speedup >= kRequiredSpeedup ? best->first : Kernel::Dense, best->first, speedup};
 }
 
 /// Rows of the product: the static leading dimensions of `x` (1 if dynamic).
@@ -111,36 +119,87 @@ Value arrayConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type el
   return blobConstant(b, loc, RankedTensorType::get(shape, element), data, name);
 }
 
-Value sparseMatMul(OpBuilder &b, Location loc, Type resultType, Value x, const WeightMatrix &w,
-                   const Compressed &c) {
-  int64_t entries = c.entries();
-  Value offsets = arrayConstant(b, loc, {(int64_t)c.offsets.size()}, b.getI32Type(),
-                                ArrayRef(c.offsets), "sparse_offsets");
+/// kiln.sparse_matmul over column blocks of `block` outputs.
+Value compressedMatMul(OpBuilder &b, Location loc, Type resultType, Value x,
+                       const WeightMatrix &w, int64_t block) {
+  std::vector<int32_t> offsets = {0};
+  std::vector<int32_t> rows;
+  std::vector<float> values;
+  for (int64_t n0 = 0; n0 < w.outputs; n0 += block) {
+    for (int64_t k = 0; k < w.inputs; ++k) {
+      bool nonzero = false;
+      for (int64_t n = n0; n < n0 + block; ++n)
+        nonzero |= w.at(k, n) != 0.0f;
+      if (!nonzero)
+        continue;
+      rows.push_back(k);
+      for (int64_t n = n0; n < n0 + block; ++n)
+        values.push_back(w.at(k, n));
+    }
+    offsets.push_back(rows.size());
+  }
+  int64_t entries = rows.size();
+  Value offsetArray = arrayConstant(b, loc, {(int64_t)offsets.size()}, b.getI32Type(),
+                                    ArrayRef(offsets), "sparse_offsets");
   Value indices;
   if (w.inputs <= 65536) {
-    std::vector<uint16_t> narrow(c.indices.begin(), c.indices.end());
+    std::vector<uint16_t> narrow(rows.begin(), rows.end());
     indices = arrayConstant(b, loc, {entries}, b.getI16Type(), ArrayRef(narrow), "sparse_indices");
   } else {
-    indices = arrayConstant(b, loc, {entries}, b.getI32Type(), ArrayRef(c.indices),
-                            "sparse_indices");
+    indices = arrayConstant(b, loc, {entries}, b.getI32Type(), ArrayRef(rows), "sparse_indices");
   }
-  Value values = arrayConstant(b, loc, {entries, c.block}, b.getF32Type(), ArrayRef(c.values),
-                               "sparse_values");
-  return SparseMatMulOp::create(b, loc, resultType, x, offsets, indices, values);
+  Value valueArray = arrayConstant(b, loc, {entries, block}, b.getF32Type(), ArrayRef(values),
+                                   "sparse_values");
+  return SparseMatMulOp::create(b, loc, resultType, x, offsetArray, indices, valueArray);
 }
 
-/// Rewrites the candidate into a sparse matmul (alpha folded into the
-/// weights), then beta * C for a gemm.
-void rewrite(const ConstantWeightMatmul &candidate, WeightMatrix &w, Compressed c) {
+/// kiln.bitmap_matmul: a 16-bit mask per row and 16 outputs, the nonzeros,
+/// and where each of a column block's kBitmapSegments segments of rows
+/// starts in them.
+Value bitmapMatMul(OpBuilder &b, Location loc, Type resultType, Value x, const WeightMatrix &w) {
+  int64_t blocks = w.outputs / 16, length = w.inputs / kBitmapSegments;
+  std::vector<int32_t> starts;
+  std::vector<uint16_t> masks;
+  std::vector<float> values;
+  for (int64_t j = 0; j < blocks; ++j) {
+    for (int64_t k = 0; k < w.inputs; ++k) {
+      // Segment s starts at row s * length (all at row 0 when K < segments).
+      for (int64_t s = 0; s < kBitmapSegments; ++s)
+        if (s * length == k && (length > 0 || k == 0))
+          starts.push_back(values.size());
+      uint16_t mask = 0;
+      for (int64_t l = 0; l < 16; ++l)
+        if (float v = w.at(k, 16 * j + l); v != 0.0f) {
+          mask |= 1u << l;
+          values.push_back(v);
+        }
+      masks.push_back(mask);
+    }
+  }
+  starts.push_back(values.size());
+  Value startArray = arrayConstant(b, loc, {(int64_t)starts.size()}, b.getI32Type(),
+                                   ArrayRef(starts), "bitmap_starts");
+  Value maskArray = arrayConstant(b, loc, {blocks, w.inputs}, b.getI16Type(), ArrayRef(masks),
+                                  "bitmap_masks");
+  Value valueArray = arrayConstant(b, loc, {(int64_t)values.size()}, b.getF32Type(),
+                                   ArrayRef(values), "bitmap_values");
+  return BitmapMatMulOp::create(b, loc, resultType, x, startArray, maskArray, valueArray);
+}
+
+/// Rewrites the candidate into `kernel` (alpha folded into the weights),
+/// then beta * C for a gemm.
+void rewrite(const ConstantWeightMatmul &candidate, WeightMatrix &w, Kernel kernel) {
   Operation *layer = candidate.op;
   OpBuilder b(layer);
   Location loc = layer->getLoc();
-  if (candidate.alpha != 1.0f) {
+  if (candidate.alpha != 1.0f)
     for (float &v : w.values)
       v *= candidate.alpha;
-    c = compress(w, c.block);
-  }
-  Value y = sparseMatMul(b, loc, layer->getResult(0).getType(), candidate.activation, w, c);
+  Type type = layer->getResult(0).getType();
+  Value x = candidate.activation;
+  Value y = kernel == Kernel::Bitmap
+                ? bitmapMatMul(b, loc, type, x, w)
+                : compressedMatMul(b, loc, type, x, w, kernel == Kernel::Blocks ? 16 : 1);
   layer->getResult(0).replaceAllUsesWith(gemmEpilogue(b, loc, candidate, y, /*alphaApplied=*/true));
   layer->erase();
 }
@@ -169,16 +228,16 @@ struct KilnSparsifyPass : mlir::kiln::impl::KilnSparsifyBase<KilnSparsifyPass> {
       }
       std::optional<WeightMatrix> w = weightMatrixOf(layer, why);
       int64_t zeros = llvm::count(w->values, 0.0f);
-      Choice choice = choose(*w, rowsOf(x));
+      Choice choice = choose(*w, rowsOf(x), expandLoad);
       if (report)
         emitRemark(layer->getLoc()) << llvm::formatv(
-            choice.sparse ? "sparsity: {0:F1}% zeros: sparse, {1}, predicted {2:F2}x as fast "
-                            "as dense"
-                          : "sparsity: {0:F1}% zeros: dense (the best sparse kernel, {1}, is "
-                            "predicted {2:F2}x as fast)",
-            100.0 * zeros / w->values.size(), choice.kernel, choice.speedup);
-      if (choice.sparse)
-        rewrite(*candidate, *w, std::move(*choice.sparse));
+            choice.kernel != Kernel::Dense
+                ? "sparsity: {0:F1}% zeros: sparse, {1}, predicted {2:F2}x as fast as dense"
+                : "sparsity: {0:F1}% zeros: dense (the best sparse kernel, {1}, is predicted "
+                  "{2:F2}x as fast)",
+            100.0 * zeros / w->values.size(), kernelName(choice.bestSparse), choice.speedup);
+      if (choice.kernel != Kernel::Dense)
+        rewrite(*candidate, *w, choice.kernel);
     }
   }
 };

@@ -53,3 +53,6 @@ except OSError:
     flags = set()
 if {"amx_tile", "amx_int8", "amx_bf16"} <= flags:
     config.available_features.add("amx")
+# AVX-512: where kiln-sparsify may pick bitmaps (vexpandps).
+if "avx512f" in flags:
+    config.available_features.add("avx512")

@@ -169,7 +169,8 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
 
 /// The kiln-opt stage's passes after fusion: pruning, then the arithmetic
 /// of the weights (int8, bf16 or sparse f32).
-static void addWeightPasses(OpPassManager &pm, const PipelineOptions &options) {
+static void addWeightPasses(OpPassManager &pm, const CpuTarget &target,
+                            const PipelineOptions &options) {
   if (options.pruneFraction) {
     KilnPruneOptions prune;
     prune.fraction = *options.pruneFraction;
@@ -190,7 +191,9 @@ static void addWeightPasses(OpPassManager &pm, const PipelineOptions &options) {
     pm.addPass(createCSEPass());
   }
   if (options.sparsify) {
-    pm.addPass(createKilnSparsify({options.reportSparsity}));
+    // Bitmaps need AVX-512's vexpandps; elsewhere an expand is scalar.
+    bool expandLoad = target.vectorWidthF32 == 16;
+    pm.addPass(createKilnSparsify({expandLoad, options.reportSparsity}));
     pm.addPass(createCanonicalizerPass());
   }
 }
@@ -202,6 +205,6 @@ void mlir::kiln::buildPipeline(OpPassManager &pm, Stage from, Stage to,
     if (!text.empty() && failed(parsePassPipeline(text, pm)))
       llvm::report_fatal_error("internal error: bad pass pipeline: " + llvm::Twine(text));
     if (static_cast<Stage>(s) == Stage::KilnOpt)
-      addWeightPasses(pm, options);
+      addWeightPasses(pm, target, options);
   }
 }

@@ -18,7 +18,8 @@
 #include "codegen/Passes.h"
 
 #include "dialects/kiln/KilnDialect.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -251,25 +252,160 @@ struct SparseKernel {
   }
 };
 
-void lower(SparseMatMulOp op, int64_t vectorWidth) {
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  auto inType = cast<RankedTensorType>(op.getInput().getType());
-  auto type = cast<RankedTensorType>(op.getType());
-  int64_t k = inType.getShape().back(), n = type.getShape().back();
-  // x as [M, K]: the leading dimensions collapsed (a vector is one row).
-  SmallVector<OpFoldResult> leading = sizesOf(b, loc, op.getInput());
+/// kiln.bitmap_matmul: per column block of 16 outputs and row k, its mask
+/// says which of the 16 weights are stored; they are expanded into 16
+/// lanes (zeros elsewhere) straight from the packed values, read as a
+/// buffer, and multiply-added like a 16x1 block's.
+struct BitmapKernel {
+  OpBuilder &b;
+  Location loc;
+  Value x;      // [M, K]
+  Value starts; // [N/16 * S + 1] i32: S segments of rows per column block
+  Value masks;  // [N/16, K] i16
+  Value values; // memref [nonzeros] f32
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
+  VectorType lanes() { return VectorType::get({16}, b.getF32Type()); }
+
+  int64_t inputs() { return cast<RankedTensorType>(masks.getType()).getDimSize(1); }
+  int64_t segments() {
+    int64_t blocks = cast<RankedTensorType>(masks.getType()).getDimSize(0);
+    return blocks ? (cast<RankedTensorType>(starts.getType()).getDimSize(0) - 1) / blocks : 1;
+  }
+
+  /// Row `row` of column block `j`: its 16 weights expanded from the values
+  /// at cursor `at`, times x[m, row], added to `acc`; returns the sums and
+  /// the cursor past the row's values.
+  SmallVector<Value> accumulateRow(Value j, Value row, Value m, Value acc, Value at) {
+    Value zero = arith::ConstantOp::create(b, loc, lanes(), b.getZeroAttr(lanes()));
+    Value bits = tensor::ExtractOp::create(b, loc, masks, ValueRange{j, row});
+    Value word = vector::BroadcastOp::create(b, loc, VectorType::get({1}, b.getI16Type()), bits);
+    Value mask = vector::BitCastOp::create(b, loc, VectorType::get({16}, b.getI1Type()), word);
+    Value w = vector::ExpandLoadOp::create(b, loc, lanes(), values, ValueRange{at}, mask, zero);
+    Value xv = tensor::ExtractOp::create(b, loc, x, ValueRange{m, row});
+    Value splat = vector::BroadcastOp::create(b, loc, lanes(), xv);
+    Value count =
+        arith::ExtUIOp::create(b, loc, b.getI32Type(), math::CtPopOp::create(b, loc, bits));
+    return {vector::FMAOp::create(b, loc, splat, w, acc),
+            add(at, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), count))};
+  }
+
+  /// Row m of column block `j`: [16] sums. Each of the block's segments of
+  /// rows has its own cursor into the values and its own sums, so that the
+  /// cursors' popcount-and-add chains run side by side; the rows past the
+  /// last whole segment continue the last one. (Each row of x expands the
+  /// weights anew: bitmaps pay off at batch 1, where the weights' bytes
+  /// bound the time.)
+  Value rowSums(Value j, Value m) {
+    int64_t k = inputs(), parts = segments(), length = k / parts;
+    Value zero = arith::ConstantOp::create(b, loc, lanes(), b.getZeroAttr(lanes()));
+    SmallVector<Value> init;
+    for (int64_t s = 0; s < parts; ++s) {
+      Value at = tensor::ExtractOp::create(
+          b, loc, starts, add(arith::MulIOp::create(b, loc, j, index(parts)), index(s)));
+      init.push_back(zero);
+      init.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), at));
+    }
+    auto forRows = [&](Value lo, Value hi, ValueRange carried,
+                       function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+      return SmallVector<Value>(
+          scf::ForOp::create(b, loc, lo, hi, index(1), carried,
+                             [&](OpBuilder &lb, Location, Value i, ValueRange c) {
+                               OpBuilder::InsertionGuard guard(b);
+                               b.setInsertionPointToEnd(lb.getInsertionBlock());
+                               scf::YieldOp::create(b, loc, body(i, c));
+                             })
+              .getResults());
+    };
+    // (sum, cursor) per segment.
+    SmallVector<Value> state = forRows(index(0), index(length), init, [&](Value i, ValueRange c) {
+      SmallVector<Value> next;
+      for (int64_t s = 0; s < parts; ++s)
+        llvm::append_range(
+            next, accumulateRow(j, add(index(s * length), i), m, c[2 * s], c[2 * s + 1]));
+      return next;
+    });
+    SmallVector<Value> last = forRows(
+        index(parts * length), index(k), ValueRange(state).take_back(2),
+        [&](Value row, ValueRange c) { return accumulateRow(j, row, m, c[0], c[1]); });
+    Value sum = last[0];
+    for (int64_t s = 0; s + 1 < parts; ++s)
+      sum = arith::AddFOp::create(b, loc, sum, state[2 * s]);
+    return sum;
+  }
+
+  /// The product [M, N].
+  Value build(OpFoldResult m, int64_t n) {
+    Value init = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)},
+                             b.getF32Type());
+    SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(n / 16)},
+                              steps = {b.getIndexAttr(1)};
+    return buildTileLoop(
+        b, loc, lbs, ubs, steps, init, [&](OpBuilder &, Location, ValueRange ivs, Value) {
+          Value j = ivs[0];
+          Value tile = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(16)},
+                                   b.getF32Type());
+          tile = scf::ForOp::create(
+                     b, loc, index(0), indexValue(b, loc, m), index(1), ValueRange{tile},
+                     [&](OpBuilder &lb, Location, Value row, ValueRange t) {
+                       OpBuilder::InsertionGuard guard(b);
+                       b.setInsertionPointToEnd(lb.getInsertionBlock());
+                       Value written = vector::TransferWriteOp::create(
+                                           b, loc, rowSums(j, row), t[0],
+                                           ValueRange{row, index(0)}, ArrayRef<bool>{true})
+                                           .getResult();
+                       scf::YieldOp::create(b, loc, written);
+                     })
+                     .getResult(0);
+          Value j0 = arith::MulIOp::create(b, loc, j, index(16));
+          return TileResult{tile, {b.getIndexAttr(0), j0}, {m, b.getIndexAttr(16)}};
+        });
+  }
+};
+
+/// x [..., K] as [M, K] (a vector is one row), and M.
+std::pair<Value, OpFoldResult> rowsOfInput(OpBuilder &b, Location loc, Value input,
+                                           SmallVector<OpFoldResult> &leading) {
+  auto inType = cast<RankedTensorType>(input.getType());
+  int64_t k = inType.getShape().back();
+  leading = sizesOf(b, loc, input);
   leading.pop_back();
   OpFoldResult m = leading.empty() ? b.getIndexAttr(1) : mulSizes(b, loc, leading);
   std::optional<int64_t> staticM = getConstantIntValue(m);
   auto matrixType = RankedTensorType::get({staticM ? *staticM : ShapedType::kDynamic, k},
                                           b.getF32Type());
-  Value x = reshapeTo(b, loc, op.getInput(), matrixType, {m, b.getIndexAttr(k)});
+  return {reshapeTo(b, loc, input, matrixType, {m, b.getIndexAttr(k)}), m};
+}
+
+void lowerBitmap(BitmapMatMulOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(op.getType());
+  SmallVector<OpFoldResult> leading;
+  auto [x, m] = rowsOfInput(b, loc, op.getInput(), leading);
+  auto valuesType = cast<RankedTensorType>(op.getValues().getType());
+  auto buffer = MemRefType::get(valuesType.getShape(), valuesType.getElementType());
+  Value values = bufferization::ToBufferOp::create(b, loc, buffer, op.getValues(),
+                                                   /*read_only=*/true);
+  BitmapKernel kernel{b, loc, x, op.getStarts(), op.getMasks(), values};
+  Value product = kernel.build(m, type.getShape().back());
+  leading.push_back(b.getIndexAttr(type.getShape().back()));
+  op.getResult().replaceAllUsesWith(reshapeTo(b, loc, product, type, leading));
+  op.erase();
+}
+
+void lower(SparseMatMulOp op, int64_t vectorWidth) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(op.getType());
+  SmallVector<OpFoldResult> leading;
+  auto [x, m] = rowsOfInput(b, loc, op.getInput(), leading);
   int64_t block = cast<RankedTensorType>(op.getValues().getType()).getDimSize(1);
   SparseKernel kernel{b,     loc, x, op.getOffsets(), op.getIndices(), op.getValues(),
                       block, vectorWidth};
-  Value product = kernel.build(m, n);
-  leading.push_back(b.getIndexAttr(n));
+  Value product = kernel.build(m, type.getShape().back());
+  leading.push_back(b.getIndexAttr(type.getShape().back()));
   op.getResult().replaceAllUsesWith(reshapeTo(b, loc, product, type, leading));
   op.erase();
 }
@@ -278,10 +414,17 @@ struct KilnSparseMatmulPass : mlir::kiln::impl::KilnSparseMatmulBase<KilnSparseM
   using KilnSparseMatmulBase::KilnSparseMatmulBase;
 
   void runOnOperation() override {
-    SmallVector<SparseMatMulOp> ops;
-    getOperation().walk([&](SparseMatMulOp op) { ops.push_back(op); });
-    for (SparseMatMulOp op : ops)
-      lower(op, vectorWidth);
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<SparseMatMulOp, BitmapMatMulOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      if (auto bitmap = dyn_cast<BitmapMatMulOp>(op))
+        lowerBitmap(bitmap);
+      else
+        lower(cast<SparseMatMulOp>(op), vectorWidth);
+    }
   }
 };
 } // namespace

@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/MathExtras.h"
 #include <algorithm>
 #include <cstring>
@@ -269,9 +270,14 @@ static std::optional<std::vector<int64_t>> constantIndices(Value v) {
   auto constant = v.getDefiningOp<ConstantOp>();
   if (!constant)
     return std::nullopt;
-  std::optional<ArrayRef<char>> data = rawElementsData(constant.getValue());
   auto type = cast<RankedTensorType>(v.getType());
   unsigned width = type.getElementTypeBitWidth();
+  if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()); dense && dense.isSplat()) {
+    APInt splat = dense.getSplatValue<APInt>();
+    return std::vector<int64_t>(type.getNumElements(), width == 16 ? int64_t(splat.getZExtValue())
+                                                                   : splat.getSExtValue());
+  }
+  std::optional<ArrayRef<char>> data = rawElementsData(constant.getValue());
   if (!data || data->size() != type.getNumElements() * (width / 8))
     return std::nullopt;
   std::vector<int64_t> values(type.getNumElements());
@@ -329,6 +335,55 @@ LogicalResult SparseMatMulOp::verify() {
     for (int64_t row : *rows)
       if (row < 0 || row >= k)
         return emitOpError("row index ") << row << " is out of range for " << k << " rows";
+  return success();
+}
+
+LogicalResult BitmapMatMulOp::verify() {
+  auto starts = cast<RankedTensorType>(getStarts().getType());
+  auto masks = cast<RankedTensorType>(getMasks().getType());
+  auto values = cast<RankedTensorType>(getValues().getType());
+  ArrayRef<int64_t> x = shapeOf(getInput());
+  if (!getElementTypeOrSelf(getInput().getType()).isF32() || !values.getElementType().isF32() ||
+      values.getRank() != 1)
+    return emitOpError("input must be f32 and values 1-D f32");
+  if (!starts.getElementType().isInteger(32) || starts.getRank() != 1)
+    return emitOpError("starts must be a 1-D i32 tensor");
+  if (!masks.getElementType().isInteger(16) || masks.getRank() != 2)
+    return emitOpError("masks must be a 2-D i16 tensor");
+  if (!starts.hasStaticShape() || !masks.hasStaticShape() || !values.hasStaticShape())
+    return emitOpError("the weight arrays must have static shapes");
+  if (x.empty() || ShapedType::isDynamic(x.back()))
+    return emitOpError("input must have a static last dimension");
+  int64_t blocks = masks.getDimSize(0), k = x.back();
+  if (masks.getDimSize(1) != k)
+    return emitOpError("masks have ") << masks.getDimSize(1) << " rows, the input " << k;
+  int64_t parts = blocks > 0 ? (starts.getDimSize(0) - 1) / blocks : 1;
+  if (parts < 1 || starts.getDimSize(0) != blocks * parts + 1)
+    return emitOpError("starts needs a whole number of entries per column block, and one");
+  SmallVector<int64_t> expected(x);
+  expected.back() = blocks * 16;
+  if (failed(verifyResult(*this, getType(), values.getElementType(), expected)))
+    return failure();
+  // The lowering reads as many values as the masks have bits from each
+  // start: the starts must count them, and end at the values' end.
+  auto first = constantIndices(getStarts());
+  auto bits = constantIndices(getMasks());
+  if (!first || !bits)
+    return success();
+  if (first->front() != 0 || first->back() != values.getDimSize(0))
+    return emitOpError("starts must run from 0 to the value count ") << values.getDimSize(0);
+  int64_t length = k / parts;
+  for (int64_t j = 0; j < blocks; ++j)
+    for (int64_t s = 0; s < parts; ++s) {
+      int64_t from = s * length, to = s + 1 == parts ? k : from + length, count = 0;
+      for (int64_t row = from; row < to; ++row)
+        count += llvm::popcount(static_cast<uint16_t>((*bits)[j * k + row]));
+      int64_t at = j * parts + s;
+      if ((*first)[at + 1] - (*first)[at] != count)
+        return emitOpError("segment ") << s << " of column block " << j << " has " << count
+                                       << " mask bits but " << (*first)[at + 1] - (*first)[at]
+                                       << " values";
+    }
   return success();
 }
 

@@ -188,6 +188,33 @@ def Kiln_SparseMatMulOp : Kiln_Op<"sparse_matmul"> {
   let hasVerifier = 1;
 }
 
+def Kiln_BitmapMatMulOp : Kiln_Op<"bitmap_matmul"> {
+  let summary = "x @ W with a constant [K, N] weight W stored as 16-output bitmaps and its nonzeros";
+  let description = [{
+    W's N columns (the outputs) are grouped into N / 16 column blocks. For
+    column block j and row k, bit l of masks[j, k] says whether
+    W[k, 16 j + l] is nonzero; the nonzeros follow each other in `values`,
+    by column block, then row, then output. The K rows of a column block
+    are cut into S segments of K / S rows (the last one takes the rest);
+    segment s of column block j starts at starts[j S + s], so that the
+    lowering walks the segments side by side, each with its own cursor
+    into the values. One bit per weight plus the nonzeros: about half the bytes
+    of the dense matrix at 50% sparsity, where compressed indices would
+    save nothing. The lowering expands each row's nonzeros back into 16
+    lanes (AVX-512 vexpandps).
+
+    `input` is f32 [..., K] (K static); the result is f32 [..., N].
+    `starts` is i32 [N / 16 * S + 1] (from 0, each step the bit count of
+    the segment's masks, ending at the number of values), `masks` i16
+    [N / 16, K], `values` f32 [nonzeros]. kiln-sparsify forms the op.
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$starts, Kiln_Tensor:$masks,
+                   Kiln_Tensor:$values);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_AttentionOp : Kiln_Op<"attention"> {
   let summary = "softmax(scale * (query @ key_t) + mask) @ value, one row block at a time";
   let description = [{

@@ -64,3 +64,30 @@ func.func @blocks(%x: tensor<?x5x8xf32>, %o: tensor<3xi32>, %i: tensor<4xi32>, %
   %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<?x5x8xf32>, tensor<3xi32>, tensor<4xi32>, tensor<4x16xf32>) -> tensor<?x5x32xf32>
   return %y : tensor<?x5x32xf32>
 }
+
+// -----
+
+// Bitmaps: a task per column block of 16 outputs, the packed values read
+// as a buffer; per row of x, per row k of W: the mask expands the values at
+// the segment's cursor into 16 lanes, times x[m, k] broadcast; the cursor
+// moves on by the mask's bit count. K = 6 in 2 segments of 3 rows, each with
+// its own cursor and sums.
+// CHECK-LABEL: func.func @bitmap
+// CHECK: %[[VALUES:.*]] = bufferization.to_buffer %arg3 read_only : tensor<40xf32> to memref<40xf32>
+// CHECK: scf.forall (%[[J:[a-z0-9]+]]) in (2)
+// CHECK: scf.for %[[M:[a-z0-9]+]] =
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, index, vector<16xf32>, index)
+// CHECK: %[[BITS:.*]] = tensor.extract %arg2[%[[J]], %{{.*}}] : tensor<2x6xi16>
+// CHECK: %[[WORD:.*]] = vector.broadcast %[[BITS]] : i16 to vector<1xi16>
+// CHECK: %[[MASK:.*]] = vector.bitcast %[[WORD]] : vector<1xi16> to vector<16xi1>
+// CHECK: %[[W:.*]] = vector.expandload %[[VALUES]][%{{.*}}], %[[MASK]]
+// CHECK: %[[X:.*]] = tensor.extract %arg0[%[[M]], %{{.*}}] : tensor<2x6xf32>
+// CHECK: %[[S:.*]] = vector.broadcast %[[X]]
+// CHECK: math.ctpop %[[BITS]] : i16
+// CHECK: vector.fma %[[S]], %[[W]]
+// CHECK: arith.addf
+// CHECK: tensor.parallel_insert_slice
+func.func @bitmap(%x: tensor<2x6xf32>, %s: tensor<5xi32>, %m: tensor<2x6xi16>, %v: tensor<40xf32>) -> tensor<2x32xf32> {
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<2x6xf32>, tensor<5xi32>, tensor<2x6xi16>, tensor<40xf32>) -> tensor<2x32xf32>
+  return %y : tensor<2x32xf32>
+}

@@ -849,6 +849,33 @@ def sparse_initializer():
     return m, [(2, 128)]
 
 
+def half_sparse_mlp():
+    """Matmuls with half their weights zero, where kiln-sparsify picks
+    bitmaps on AVX-512 (at batch 1): fc1 unstructured 50%, fc2 2:4 (per
+    output, 2 of every 4 inputs), fc3 with
+    K = 66 (4 segments of 16 rows, then 2 more) and an all-zero and a
+    fully dense output."""
+    def two_of_four(w):
+        groups = w.reshape(-1, 4, w.shape[1])
+        keep = np.argsort(-np.abs(groups), axis=1, kind="stable")[:, :2, :]
+        mask = np.zeros_like(groups, dtype=bool)
+        np.put_along_axis(mask, keep, True, axis=1)
+        return (groups * mask).reshape(w.shape)
+    w2 = two_of_four(rng.standard_normal((64, 32)).astype(np.float32) * 0.1)
+    w3 = numpy_helper.to_array(pruned_weight("w3", (66, 16), 0.5)).copy()
+    w3[:, 0] = 0
+    w3[:, 1] = rng.standard_normal(66) * 0.1
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "w1"], ["h1"], name="fc1"),
+             n("Relu", ["h1"], ["a1"], name="relu1"),
+             n("MatMul", ["a1", "w2"], ["y"], name="fc2"),
+             n("MatMul", ["x3", "w3"], ["y3"], name="fc3")]
+    inits = [pruned_weight("w1", (128, 64), 0.5), numpy_helper.from_array(w2, "w2"),
+             numpy_helper.from_array(w3, "w3")]
+    return model(nodes, [tensor("x", [1, 128]), tensor("x3", [1, 66])],
+                 [tensor("y", [1, 32]), tensor("y3", [1, 16])], inits), [(1, 128), (1, 66)]
+
+
 def prunable_mlp():
     """Four dense Gemm/MatMul layers (K divisible by 4 and 16) for
     --prune: the middle two are pruned, the first and last stay dense."""
@@ -865,7 +892,7 @@ def prunable_mlp():
     return model(nodes, [tensor("x", [4, 64])], [tensor("y", [4, 10])], inits), [(4, 64)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, sparse_mlp, prunable_mlp, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, sparse_mlp, half_sparse_mlp, prunable_mlp, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s --split-input-file --kiln-sparsify | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-sparsify=report=true 2>&1 >/dev/null | FileCheck %s --check-prefix=REPORT
+// RUN: kiln-opt %s --split-input-file --kiln-sparsify="expand-load=true report=true" 2>&1 | FileCheck %s --check-prefix=BITMAP
 
 // W [K = 4, N = 2] with one nonzero per column: compressed columns (B = 1).
 // Column 0 has row 1 (2.0), column 1 row 3 (-3.0): offsets [0, 1, 2],
@@ -67,4 +68,26 @@ func.func @dense(%x: tensor<1x4xf32>, %v: tensor<2x2xf32>) -> tensor<1x2xf32> {
   %y = kiln.matmul %x, %w : (tensor<1x4xf32>, tensor<4x2xf32>) -> tensor<1x2xf32>
   %z = kiln.matmul %y, %v : (tensor<1x2xf32>, tensor<2x2xf32>) -> tensor<1x2xf32>
   return %z : tensor<1x2xf32>
+}
+
+// -----
+
+// Half the weights zero: with expand-load, bitmaps. K = 4 rows in 4
+// segments of one row: starts [0, 8, 16, 24, 32]; masks 0x5555 (outputs
+// 0, 2, ...) and 0xAAAA (1, 3, ...) alternately.
+// BITMAP: remark: sparsity: 50.0% zeros: sparse, bitmaps, predicted 1.83x as fast as dense
+// BITMAP: func.func @bitmap
+// BITMAP-DAG: %[[S:.*]] = kiln.constant dense_resource<[[SB:bitmap_starts[_0-9]*]]> : tensor<5xi32>
+// BITMAP-DAG: %[[M:.*]] = kiln.constant dense_resource<[[MB:bitmap_masks[_0-9]*]]> : tensor<1x4xi16>
+// BITMAP-DAG: %[[V:.*]] = kiln.constant dense_resource<{{.*}}> : tensor<32xf32>
+// BITMAP: kiln.bitmap_matmul %arg0, %[[S]], %[[M]], %[[V]] : (tensor<1x4xf32>, tensor<5xi32>, tensor<1x4xi16>, tensor<32xf32>) -> tensor<1x16xf32>
+// BITMAP-DAG: [[SB]]: "0x04000000000000000800000010000000180000002000000
+// BITMAP-DAG: [[MB]]: "0x020000005555AAAA5555AAAA"
+func.func @bitmap(%x: tensor<1x4xf32>) -> tensor<1x16xf32> {
+  %w = kiln.constant dense<[[1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0],
+                            [0.0, 2.0, 0.0, 2.0, 0.0, 2.0, 0.0, 2.0, 0.0, 2.0, 0.0, 2.0, 0.0, 2.0, 0.0, 2.0],
+                            [3.0, 0.0, 3.0, 0.0, 3.0, 0.0, 3.0, 0.0, 3.0, 0.0, 3.0, 0.0, 3.0, 0.0, 3.0, 0.0],
+                            [0.0, 4.0, 0.0, 4.0, 0.0, 4.0, 0.0, 4.0, 0.0, 4.0, 0.0, 4.0, 0.0, 4.0, 0.0, 4.0]]> : tensor<4x16xf32> -> tensor<4x16xf32>
+  %y = kiln.matmul %x, %w : (tensor<1x4xf32>, tensor<4x16xf32>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
 }

@@ -501,3 +501,41 @@ func.func @sparse_matmul_dynamic_k(%x: tensor<2x?xf32>, %o: tensor<2xi32>, %i: t
   %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<2x?xf32>, tensor<2xi32>, tensor<2xi32>, tensor<2x16xf32>) -> tensor<2x16xf32>
   return %y : tensor<2x16xf32>
 }
+
+// -----
+
+func.func @bitmap_matmul_bits(%x: tensor<1x2xf32>) -> tensor<1x16xf32> {
+  %s = kiln.constant dense<[0, 2, 3]> : tensor<3xi32> -> tensor<3xi32>
+  %m = kiln.constant dense<[[1, 3]]> : tensor<1x2xi16> -> tensor<1x2xi16>
+  %v = kiln.constant dense<1.0> : tensor<3xf32> -> tensor<3xf32>
+  // expected-error @+1 {{'kiln.bitmap_matmul' op segment 0 of column block 0 has 1 mask bits but 2 values}}
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x2xf32>, tensor<3xi32>, tensor<1x2xi16>, tensor<3xf32>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}
+
+// -----
+
+func.func @bitmap_matmul_starts(%x: tensor<1x2xf32>, %s: tensor<4xi32>, %m: tensor<2x2xi16>, %v: tensor<3xf32>) -> tensor<1x32xf32> {
+  // expected-error @+1 {{'kiln.bitmap_matmul' op starts needs a whole number of entries per column block, and one}}
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x2xf32>, tensor<4xi32>, tensor<2x2xi16>, tensor<3xf32>) -> tensor<1x32xf32>
+  return %y : tensor<1x32xf32>
+}
+
+// -----
+
+func.func @bitmap_matmul_rows(%x: tensor<1x3xf32>, %s: tensor<2xi32>, %m: tensor<1x2xi16>, %v: tensor<3xf32>) -> tensor<1x16xf32> {
+  // expected-error @+1 {{'kiln.bitmap_matmul' op masks have 2 rows, the input 3}}
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x3xf32>, tensor<2xi32>, tensor<1x2xi16>, tensor<3xf32>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}
+
+// -----
+
+func.func @bitmap_matmul_splat_masks(%x: tensor<1x2xf32>) -> tensor<1x16xf32> {
+  %s = kiln.constant dense<[0, 3]> : tensor<2xi32> -> tensor<2xi32>
+  %m = kiln.constant dense<1> : tensor<1x2xi16> -> tensor<1x2xi16>
+  %v = kiln.constant dense<1.0> : tensor<3xf32> -> tensor<3xf32>
+  // expected-error @+1 {{'kiln.bitmap_matmul' op segment 0 of column block 0 has 2 mask bits but 3 values}}
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x2xf32>, tensor<2xi32>, tensor<1x2xi16>, tensor<3xf32>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}
