@@ -192,7 +192,10 @@ def KilnSparsify : Pass<"kiln-sparsify", "ModuleOp"> {
     the dense kernel streams 4 bytes and does one multiply-add per weight
     and row; the sparse ones do fewer of both, but slower per element. The
     rows M are the product of the input's static leading dimensions (1 when
-    one is dynamic). With `report`, each matmul with constant weights gets
+    one is dynamic). A 1x1 `kiln.conv` of one f32 NCHW image (no stride,
+    padding, dilation or groups) with a constant filter [F, C] may become a
+    transposed `kiln.sparse_matmul` of the image [C, H*W] (compressed
+    columns), then its bias. With `report`, each matmul with constant weights gets
     a remark: its sparsity, the kernel chosen and the predicted speedup.
   }];
   let options = [

@@ -84,7 +84,7 @@ std::pair<int64_t, int64_t> countNonzeros(const WeightMatrix &w) {
   return {nonzeros, pieces};
 }
 
-Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad) {
+Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad, bool columnsOnly = false) {
   double K = w.inputs, N = w.outputs, M = rows;
   double indexBytes = w.inputs <= 65536 ? 2 : 4;
   auto [nonzeros, pieces] = countNonzeros(w);
@@ -92,7 +92,7 @@ Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad) {
   double columnRate = rows >= kRowVectorRows ? kRowVectorMacs : kGatherMacs;
   SmallVector<std::pair<Kernel, double>> candidates = {
       {Kernel::Columns, cycles((4 + indexBytes) * nonzeros + 4 * N, M * nonzeros, columnRate)}};
-  if (w.outputs % 16 == 0) {
+  if (w.outputs % 16 == 0 && !columnsOnly) {
     candidates.push_back({Kernel::Blocks, cycles((64 + indexBytes) * pieces + N / 4,
                                                  M * pieces * 16, kBlockedMacs)});
     if (expandLoad)
@@ -119,9 +119,10 @@ Value arrayConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type el
   return blobConstant(b, loc, RankedTensorType::get(shape, element), data, name);
 }
 
-/// kiln.sparse_matmul over column blocks of `block` outputs.
+/// kiln.sparse_matmul over column blocks of `block` outputs (`transposed`:
+/// of x transposed, giving the product transposed).
 Value compressedMatMul(OpBuilder &b, Location loc, Type resultType, Value x,
-                       const WeightMatrix &w, int64_t block) {
+                       const WeightMatrix &w, int64_t block, bool transposed = false) {
   std::vector<int32_t> offsets = {0};
   std::vector<int32_t> rows;
   std::vector<float> values;
@@ -150,7 +151,9 @@ Value compressedMatMul(OpBuilder &b, Location loc, Type resultType, Value x,
   }
   Value valueArray = arrayConstant(b, loc, {entries, block}, b.getF32Type(), ArrayRef(values),
                                    "sparse_values");
-  return SparseMatMulOp::create(b, loc, resultType, x, offsetArray, indices, valueArray);
+  auto op = SparseMatMulOp::create(b, loc, resultType, x, offsetArray, indices, valueArray);
+  op.setTransposed(transposed);
+  return op;
 }
 
 /// kiln.bitmap_matmul: a 16-bit mask per row and 16 outputs, the nonzeros,
@@ -204,17 +207,93 @@ void rewrite(const ConstantWeightMatmul &candidate, WeightMatrix &w, Kernel kern
   layer->erase();
 }
 
+/// The pixels of a 1x1 convolution that can run as a transposed sparse
+/// matmul (one NCHW image, f32, no stride, padding, dilation or groups),
+/// or 0 with the reason in `why`.
+int64_t pointwisePixels(ConvOp conv, std::string &why) {
+  auto in = cast<RankedTensorType>(conv.getInput().getType());
+  auto filter = cast<RankedTensorType>(conv.getFilter().getType());
+  bool unit = llvm::all_of(conv.getStrides(), [](int64_t v) { return v == 1; }) &&
+              llvm::all_of(conv.getDilations(), [](int64_t v) { return v == 1; }) &&
+              llvm::all_of(conv.getPads(), [](int64_t v) { return v == 0; });
+  if (!in.getElementType().isF32() || !in.hasStaticShape() || in.getRank() != 4 ||
+      in.getDimSize(0) != 1 || conv.getChannelsLast())
+    why = "its input is not one static f32 NCHW image";
+  else if (!filter.hasStaticShape() || filter.getDimSize(2) != 1 || filter.getDimSize(3) != 1 ||
+           !unit || conv.getGroup() != 1)
+    why = "it is not a 1x1 convolution without stride, padding, dilation or groups";
+  else if (in.getDimSize(2) * in.getDimSize(3) < kRowVectorRows)
+    why = "its image has fewer than 16 pixels";
+  else
+    return in.getDimSize(2) * in.getDimSize(3);
+  return 0;
+}
+
+/// The 1x1 convolution as W^T x^T on its image [C, H*W], then the bias.
+void rewriteConv(ConvOp conv, const WeightMatrix &w) {
+  OpBuilder b(conv);
+  Location loc = conv.getLoc();
+  auto in = cast<RankedTensorType>(conv.getInput().getType());
+  auto type = cast<RankedTensorType>(conv.getType());
+  int64_t pixels = in.getDimSize(2) * in.getDimSize(3);
+  Type f32 = b.getF32Type();
+  Value image = ReshapeOp::create(
+      b, loc, RankedTensorType::get({in.getDimSize(1), pixels}, f32), conv.getInput());
+  Value product = compressedMatMul(b, loc, RankedTensorType::get({w.outputs, pixels}, f32),
+                                   image, w, 1, /*transposed=*/true);
+  Value y = ReshapeOp::create(b, loc, type, product);
+  if (Value bias = conv.getBias()) {
+    auto perChannel = RankedTensorType::get({w.outputs, 1, 1}, f32);
+    y = AddOp::create(b, loc, type, y, ReshapeOp::create(b, loc, perChannel, bias));
+  }
+  conv.getResult().replaceAllUsesWith(y);
+  conv.erase();
+}
+
 struct KilnSparsifyPass : mlir::kiln::impl::KilnSparsifyBase<KilnSparsifyPass> {
   using KilnSparsifyBase::KilnSparsifyBase;
+
+  void sparsifyConv(ConvOp conv) {
+    std::string why;
+    std::optional<WeightMatrix> w = weightMatrixOf(conv, why);
+    if (!w)
+      return; // no constant filter: nothing to decide
+    int64_t pixels = pointwisePixels(conv, why);
+    if (!pixels) {
+      if (report && llvm::count(w->values, 0.0f) > 0)
+        emitRemark(conv.getLoc()) << "sparsity: dense: " << why;
+      return;
+    }
+    Choice choice = choose(*w, pixels, /*expandLoad=*/false, /*columnsOnly=*/true);
+    reportChoice(conv, *w, choice);
+    if (choice.kernel != Kernel::Dense)
+      rewriteConv(conv, *w);
+  }
+
+  void reportChoice(Operation *layer, const WeightMatrix &w, const Choice &choice) {
+    if (!report)
+      return;
+    int64_t zeros = llvm::count(w.values, 0.0f);
+    emitRemark(layer->getLoc()) << llvm::formatv(
+        choice.kernel != Kernel::Dense
+            ? "sparsity: {0:F1}% zeros: sparse, {1}, predicted {2:F2}x as fast as dense"
+            : "sparsity: {0:F1}% zeros: dense (the best sparse kernel, {1}, is predicted "
+              "{2:F2}x as fast)",
+        100.0 * zeros / w.values.size(), kernelName(choice.bestSparse), choice.speedup);
+  }
 
   void runOnOperation() override {
     SmallVector<Operation *> layers;
     getOperation().walk([&](Operation *op) {
-      if (isa<MatMulOp, GemmOp>(op))
+      if (isa<MatMulOp, GemmOp, ConvOp>(op))
         layers.push_back(op);
     });
     for (Operation *layer : layers) {
       std::string why;
+      if (auto conv = dyn_cast<ConvOp>(layer)) {
+        sparsifyConv(conv);
+        continue;
+      }
       FailureOr<ConstantWeightMatmul> candidate = constantWeightMatmul(layer, why);
       Value x = succeeded(candidate) ? candidate->activation : Value();
       if (x && ShapedType::isDynamic(cast<RankedTensorType>(x.getType()).getShape().back())) {
@@ -227,15 +306,8 @@ struct KilnSparsifyPass : mlir::kiln::impl::KilnSparsifyBase<KilnSparsifyPass> {
         continue;
       }
       std::optional<WeightMatrix> w = weightMatrixOf(layer, why);
-      int64_t zeros = llvm::count(w->values, 0.0f);
       Choice choice = choose(*w, rowsOf(x), expandLoad);
-      if (report)
-        emitRemark(layer->getLoc()) << llvm::formatv(
-            choice.kernel != Kernel::Dense
-                ? "sparsity: {0:F1}% zeros: sparse, {1}, predicted {2:F2}x as fast as dense"
-                : "sparsity: {0:F1}% zeros: dense (the best sparse kernel, {1}, is predicted "
-                  "{2:F2}x as fast)",
-            100.0 * zeros / w->values.size(), kernelName(choice.bestSparse), choice.speedup);
+      reportChoice(layer, *w, choice);
       if (choice.kernel != Kernel::Dense)
         rewrite(*candidate, *w, choice.kernel);
     }

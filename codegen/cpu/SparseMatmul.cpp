@@ -41,7 +41,7 @@ constexpr int64_t kRowsPerPass = 4;
 struct SparseKernel {
   OpBuilder &b;
   Location loc;
-  Value x;       // [M, K]
+  Value x;       // [M, K], or [K, M] for the transposed product
   Value offsets; // [N/B + 1] i32
   Value indices; // [E] i16 or i32
   Value values;  // [E, B]
@@ -178,7 +178,7 @@ struct SparseKernel {
   /// (broadcast) times row indices[e] of xT, `vectors` vectors of rows at a
   /// time. The last vector may pass M: it is read and written masked.
   Value transposedRows(Value tile, Value xT, Value m0, int64_t vectors, bool partial, Value lo,
-                       Value hi) {
+                       Value hi, bool rowTile) {
     auto lanes = VectorType::get({vectorWidth}, b.getF32Type());
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
     auto inBounds = [&](int64_t v) { return !(partial && v + 1 == vectors); };
@@ -196,32 +196,53 @@ struct SparseKernel {
       }
       return next;
     });
-    // The rows go down the tile's single column.
-    AffineMap column = AffineMap::get(2, 0, b.getAffineDimExpr(0));
-    for (auto [v, sum] : llvm::enumerate(sums))
-      tile = vector::TransferWriteOp::create(b, loc, sum, tile,
-                                             ValueRange{add(m0, index(v * vectorWidth)), index(0)},
-                                             column, ArrayRef<bool>{inBounds(v)})
+    // The rows go down the tile's single column, or along its single row.
+    AffineMap along = rowTile ? AffineMap::get(2, 0, b.getAffineDimExpr(1))
+                              : AffineMap::get(2, 0, b.getAffineDimExpr(0));
+    for (auto [v, sum] : llvm::enumerate(sums)) {
+      Value rows = add(m0, index(v * vectorWidth));
+      tile = vector::TransferWriteOp::create(
+                 b, loc, sum, tile,
+                 rowTile ? ValueRange{index(0), rows} : ValueRange{rows, index(0)}, along,
+                 ArrayRef<bool>{inBounds(v)})
                  .getResult();
+    }
     return tile;
   }
 
-  /// Output column `n` (B = 1) for a static M of at least a vector of rows,
-  /// vectorized over the rows of xT [K, M]: groups of kVectorsPerPass
-  /// vectors in an scf.for, then the rest (the last one masked).
-  Value transposedColumnTile(Value n, Value xT, int64_t m) {
+  /// Output column `n` (B = 1) for a static M, vectorized over the rows of
+  /// xT [K, M]: groups of kRowsPerPass vectors in an scf.for, then the rest
+  /// (the last one masked). The tile is [M, 1], or [1, M] for a transposed
+  /// product (`rowTile`).
+  Value transposedColumnTile(Value n, Value xT, int64_t m, bool rowTile) {
     Value lo = offsetAt(n), hi = offsetAt(add(n, index(1)));
-    Value tile = emptyTensor(b, loc, ArrayRef<int64_t>{m, 1}, b.getF32Type());
+    Value tile = emptyTensor(b, loc, rowTile ? ArrayRef<int64_t>{1, m} : ArrayRef<int64_t>{m, 1},
+                             b.getF32Type());
     int64_t group = kRowsPerPass * vectorWidth, groups = m / group;
     tile = loop(index(0), index(groups * group), group, tile, [&](Value m0, ValueRange t) {
-      return SmallVector<Value>{transposedRows(t[0], xT, m0, kRowsPerPass, false, lo, hi)};
+      return SmallVector<Value>{
+          transposedRows(t[0], xT, m0, kRowsPerPass, false, lo, hi, rowTile)};
     })[0];
     int64_t rest = m - groups * group;
     if (rest == 0)
       return tile;
     int64_t vectors = llvm::divideCeil(rest, vectorWidth);
     return transposedRows(tile, xT, index(groups * group), vectors, rest % vectorWidth != 0, lo,
-                          hi);
+                          hi, rowTile);
+  }
+
+  /// The transposed product [N, M] of xT [K, M] (B = 1): a task per row.
+  Value buildTransposed(int64_t m, int64_t n) {
+    Value init = emptyTensor(b, loc, ArrayRef<int64_t>{n, m}, b.getF32Type());
+    SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(n)},
+                              steps = {b.getIndexAttr(1)};
+    return buildTileLoop(b, loc, lbs, ubs, steps, init,
+                         [&](OpBuilder &, Location, ValueRange ivs, Value) -> TileResult {
+                           Value row = ivs[0];
+                           return {transposedColumnTile(row, x, m, true),
+                                   {row, b.getIndexAttr(0)},
+                                   {b.getIndexAttr(1), b.getIndexAttr(m)}};
+                         });
   }
 
   /// The product [M, N].
@@ -243,7 +264,7 @@ struct SparseKernel {
                          [&](OpBuilder &, Location, ValueRange ivs, Value) -> TileResult {
                            Value j = ivs[0];
                            Value tile = block > 1 ? blockTile(j, m)
-                                        : xT     ? transposedColumnTile(j, xT, *staticRows)
+                                        : xT     ? transposedColumnTile(j, xT, *staticRows, false)
                                                  : columnTile(j, m);
                            return {tile,
                                    {b.getIndexAttr(0), mul(j, block)},
@@ -399,6 +420,13 @@ void lower(SparseMatMulOp op, int64_t vectorWidth) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto type = cast<RankedTensorType>(op.getType());
+  if (op.getTransposed()) {
+    SparseKernel kernel{b, loc, op.getInput(), op.getOffsets(), op.getIndices(), op.getValues(),
+                        1, vectorWidth};
+    op.getResult().replaceAllUsesWith(kernel.buildTransposed(type.getDimSize(1), type.getDimSize(0)));
+    op.erase();
+    return;
+  }
   SmallVector<OpFoldResult> leading;
   auto [x, m] = rowsOfInput(b, loc, op.getInput(), leading);
   int64_t block = cast<RankedTensorType>(op.getValues().getType()).getDimSize(1);

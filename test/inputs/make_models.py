@@ -876,6 +876,24 @@ def half_sparse_mlp():
                  [tensor("y", [1, 32]), tensor("y3", [1, 16])], inits), [(1, 128), (1, 66)]
 
 
+def sparse_pointwise():
+    """A MobileNet-style block: 1x1 conv (90% zeros, bias) -> Relu ->
+    depthwise 3x3 -> 1x1 conv (90% zeros, no bias), on a 10x10 image (100
+    pixels: vectors of rows, the last one partial)."""
+    def pruned_filter(name, f, c):
+        w = numpy_helper.to_array(pruned_weight(name, (f, c), 0.9))
+        return numpy_helper.from_array(w.reshape(f, c, 1, 1), name)
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w1", "b1"], ["h1"], name="pw1"),
+             n("Relu", ["h1"], ["a1"], name="relu1"),
+             n("Conv", ["a1", "dw"], ["h2"], name="dw", group=64, pads=[1, 1, 1, 1]),
+             n("Conv", ["h2", "w2"], ["y"], name="pw2")]
+    inits = [pruned_filter("w1", 64, 32), weight("b1", 64), weight("dw", 64, 1, 3, 3),
+             pruned_filter("w2", 48, 64)]
+    return model(nodes, [tensor("x", [1, 32, 10, 10])], [tensor("y", [1, 48, 10, 10])],
+                 inits), [(1, 32, 10, 10)]
+
+
 def prunable_mlp():
     """Four dense Gemm/MatMul layers (K divisible by 4 and 16) for
     --prune: the middle two are pruned, the first and last stay dense."""
@@ -892,7 +910,7 @@ def prunable_mlp():
     return model(nodes, [tensor("x", [4, 64])], [tensor("y", [4, 10])], inits), [(4, 64)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, sparse_mlp, half_sparse_mlp, prunable_mlp, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
