@@ -1,8 +1,9 @@
 //===- Sparsify.cpp - mostly-zero constant weights as kiln.sparse_matmul ---===//
 //
-// Chooses, per matmul with constant weights, between the dense kernel and
-// the two sparse ones of kiln.sparse_matmul by a roofline cost model, and
-// compresses the weights for the one chosen (see Passes.td).
+// Chooses, per matmul (or 1x1 convolution) with constant weights, between
+// the dense kernel and the sparse ones (compressed columns, 16x1 blocks,
+// bitmaps) by a roofline cost model, and compresses the weights for the one
+// chosen (see Passes.td).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -255,10 +256,12 @@ struct KilnSparsifyPass : mlir::kiln::impl::KilnSparsifyBase<KilnSparsifyPass> {
 
   void sparsifyConv(ConvOp conv) {
     std::string why;
+    int64_t pixels = pointwisePixels(conv, why);
+    if (!pixels && !report)
+      return; // not 1x1: no need to read the filter
     std::optional<WeightMatrix> w = weightMatrixOf(conv, why);
     if (!w)
       return; // no constant filter: nothing to decide
-    int64_t pixels = pointwisePixels(conv, why);
     if (!pixels) {
       if (report && llvm::count(w->values, 0.0f) > 0)
         emitRemark(conv.getLoc()) << "sparsity: dense: " << why;
@@ -305,11 +308,11 @@ struct KilnSparsifyPass : mlir::kiln::impl::KilnSparsifyBase<KilnSparsifyPass> {
           emitRemark(layer->getLoc()) << "sparsity: dense: " << why;
         continue;
       }
-      std::optional<WeightMatrix> w = weightMatrixOf(layer, why);
-      Choice choice = choose(*w, rowsOf(x), expandLoad);
-      reportChoice(layer, *w, choice);
+      WeightMatrix w = weightMatrixOf(*candidate);
+      Choice choice = choose(w, rowsOf(x), expandLoad);
+      reportChoice(layer, w, choice);
       if (choice.kernel != Kernel::Dense)
-        rewrite(*candidate, *w, choice.kernel);
+        rewrite(*candidate, w, choice.kernel);
     }
   }
 };

@@ -11,8 +11,7 @@ std::optional<WeightMatrix> mlir::kiln::weightMatrixOf(Operation *layer, std::st
     FailureOr<ConstantWeightMatmul> matmul = constantWeightMatmul(layer, why);
     if (failed(matmul))
       return std::nullopt;
-    return WeightMatrix{layer, 1, matmul->k, matmul->n, matmul->transposed,
-                        *f32Elements(matmul->weights)};
+    return weightMatrixOf(*matmul);
   }
   auto type = cast<RankedTensorType>(conv.getFilter().getType());
   auto constant = conv.getFilter().getDefiningOp<ConstantOp>();
@@ -25,4 +24,9 @@ std::optional<WeightMatrix> mlir::kiln::weightMatrixOf(Operation *layer, std::st
   int64_t filters = type.getDimSize(0);
   return WeightMatrix{layer, 1, type.getNumElements() / std::max<int64_t>(filters, 1), filters,
                       /*outputMajor=*/true, std::move(*values)};
+}
+
+WeightMatrix mlir::kiln::weightMatrixOf(const ConstantWeightMatmul &matmul) {
+  return WeightMatrix{matmul.op, 1, matmul.k, matmul.n, matmul.transposed,
+                      *f32Elements(matmul.weights)};
 }

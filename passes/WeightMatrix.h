@@ -10,6 +10,7 @@
 #define KILN_PASSES_WEIGHTMATRIX_H
 
 #include "dialects/kiln/KilnDialect.h"
+#include "passes/Quantization.h"
 
 #include <optional>
 #include <string>
@@ -35,6 +36,8 @@ struct WeightMatrix {
 /// operand, a kiln.gemm or a kiln.conv, and the weights are a kiln.constant
 /// of f32; otherwise nullopt with `why` saying what is missing.
 std::optional<WeightMatrix> weightMatrixOf(Operation *layer, std::string &why);
+/// The weights of a matmul or gemm already found to have constant f32 ones.
+WeightMatrix weightMatrixOf(const ConstantWeightMatmul &matmul);
 
 } // namespace mlir::kiln
 
