@@ -25,6 +25,14 @@ struct PrunePattern {
 };
 /// Parses "unstructured", "N:M" (0 < N < M) or "block:RxC".
 std::optional<PrunePattern> parsePrunePattern(llvm::StringRef text);
+
+/// Calibration statistics of a layer's input that make kiln-prune
+/// activation-aware (the driver attaches them; kiln-prune reads and removes
+/// them): the L2 norm of each input channel over the calibration data
+/// (DenseF32ArrayAttr; Wanda), and the Gram matrix X^T X of the layer's
+/// input rows (f32 [K, K], a conv's unfolded windows; SparseGPT).
+inline constexpr const char *kInputNormsAttr = "kiln.input_norms";
+inline constexpr const char *kInputGramAttr = "kiln.input_gram";
 } // namespace mlir::kiln
 
 #endif

@@ -143,7 +143,7 @@ def KilnConvertToBF16 : Pass<"kiln-convert-to-bf16", "ModuleOp"> {
 }
 
 def KilnPrune : Pass<"kiln-prune", "ModuleOp"> {
-  let summary = "Zero the smallest weights of MatMul, Gemm and Conv (magnitude pruning)";
+  let summary = "Zero the least important weights of MatMul, Gemm and Conv";
   let description = [{
     Each `kiln.matmul`, `kiln.gemm` and `kiln.conv` with constant f32
     weights gets its smallest-magnitude weights set to zero. The weights are
@@ -156,10 +156,22 @@ def KilnPrune : Pass<"kiln-prune", "ModuleOp"> {
         N of largest |w| stay (K divisible by M);
       - `block:RxC`: the `fraction` of R-output by C-input blocks of
         smallest sum |w| (N divisible by R, K by C).
-    The first and the last layer (in program order) are left dense unless
+    Calibration statistics on a layer (set by kiln-compile from
+    --calibration-data) make it activation-aware:
+      - `kiln.input_norms` (array<f32>: the L2 norm of each input channel
+        over the calibration data): Wanda, |w| times the norm of its input
+        channel; unstructured pruning then zeros `fraction` of each output's
+        weights rather than of the whole layer;
+      - `kiln.input_gram` (f32 [K, K]: X^T X of the layer's input rows):
+        SparseGPT, inputs pruned in order with the remaining weights
+        updated to compensate (unstructured and N:M; block patterns fall
+        back to Wanda).
+    The pass removes the statistics. The first and the last layer (in program order) are left dense unless
     `prune-first-last`, as are the layers whose ONNX node is named in
     `skip`. kiln-sparsify then decides which pruned layers run sparse. With
-    `report`, each layer gets a remark: what was pruned, or why not.
+    `report`, each layer gets a remark: what was pruned, by which method,
+    and the layer's output SQNR predicted from the weights and statistics
+    (exact on the calibration data with a Gram matrix), or why not.
   }];
   let options = [
     Option<"fraction", "fraction", "double", "0.5",

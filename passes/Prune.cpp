@@ -1,11 +1,15 @@
-//===- Prune.cpp - magnitude pruning of MatMul/Gemm/Conv weights -----------===//
+//===- Prune.cpp - pruning of MatMul/Gemm/Conv weights ---------------------===//
 //
-// Sets the smallest-magnitude weights of each layer to zero, unstructured,
-// N of every M inputs, or in R x C blocks (see Passes.td). The zeros are the
-// model's new weights; kiln-sparsify decides where they buy speed.
+// Sets the least important weights of each layer to zero, unstructured, N
+// of every M inputs, or in R x C blocks (see Passes.td). Importance is the
+// weight's magnitude, or with calibration statistics on the layer its
+// magnitude times its input's norm (Wanda), or SparseGPT's error-weighted
+// magnitude with the remaining weights updated. The zeros are the model's
+// new weights; kiln-sparsify decides where they buy speed.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/SparseGPT.h"
 #include "passes/WeightMatrix.h"
 
 #include "mlir/IR/Builders.h"
@@ -43,6 +47,42 @@ std::optional<PrunePattern> mlir::kiln::parsePrunePattern(StringRef text) {
 }
 
 namespace {
+/// What calibration measured of a layer's input (see kInputNormsAttr): empty
+/// without calibration data.
+struct InputStatistics {
+  std::vector<float> norms; // per input channel
+  std::vector<float> gram;  // [K, K]
+};
+
+/// Removes the layer's statistics and returns them; failure (with an error
+/// on the layer) when they do not fit its weights `w` (null: not prunable).
+FailureOr<InputStatistics> takeStatistics(Operation *layer, const WeightMatrix *w) {
+  InputStatistics s;
+  if (auto norms = layer->getAttrOfType<DenseF32ArrayAttr>(kInputNormsAttr))
+    s.norms.assign(norms.asArrayRef().begin(), norms.asArrayRef().end());
+  Attribute gramAttr = layer->getAttr(kInputGramAttr);
+  layer->removeAttr(kInputNormsAttr);
+  layer->removeAttr(kInputGramAttr);
+  if (gramAttr) {
+    auto elements = dyn_cast<ElementsAttr>(gramAttr);
+    std::optional<std::vector<float>> values = elements ? f32Elements(elements) : std::nullopt;
+    if (!values)
+      return layer->emitError("kiln-prune: ") << kInputGramAttr << " is not f32 elements";
+    s.gram = std::move(*values);
+  }
+  if (!w)
+    return s;
+  if (!s.norms.empty() && static_cast<int64_t>(s.norms.size()) != w->inputChannels())
+    return layer->emitError("kiln-prune: ")
+           << kInputNormsAttr << " has " << s.norms.size() << " norms for "
+           << w->inputChannels() << " input channels";
+  if (!s.gram.empty() && static_cast<int64_t>(s.gram.size()) != w->inputs * w->inputs)
+    return layer->emitError("kiln-prune: ")
+           << kInputGramAttr << " has " << s.gram.size() << " elements, not " << w->inputs
+           << "x" << w->inputs;
+  return s;
+}
+
 /// The indices of the `count` smallest scores, ties broken by index.
 std::vector<int64_t> smallest(const std::vector<double> &scores, int64_t count) {
   std::vector<int64_t> order(scores.size());
@@ -55,16 +95,35 @@ std::vector<int64_t> smallest(const std::vector<double> &scores, int64_t count) 
   return order;
 }
 
-/// Zeros `w` by `p`; failure (with `why`) when the shape does not fit it.
-LogicalResult prune(WeightMatrix &w, const PrunePattern &p, double fraction, std::string &why) {
+/// Zeros `w` by `p` with the smallest scores first: |w| (magnitude), or
+/// |w| times its input channel's norm (Wanda, with `norms`). Wanda compares
+/// the weights of one output with each other, as its paper does;
+/// magnitude pruning compares the whole layer. Failure (with `why`) when
+/// the shape does not fit the pattern.
+LogicalResult prune(WeightMatrix &w, const PrunePattern &p, double fraction,
+                    const std::vector<float> &norms, std::string &why) {
   int64_t K = w.inputs, N = w.outputs;
+  auto score = [&](int64_t k, int64_t n) {
+    double s = std::fabs(w.at(k, n));
+    return norms.empty() ? s : s * norms[w.inputChannel(k, n)];
+  };
   switch (p.kind) {
   case PrunePattern::Unstructured: {
-    std::vector<double> scores(w.values.size());
-    for (size_t i = 0; i < scores.size(); ++i)
-      scores[i] = std::fabs(w.values[i]);
-    for (int64_t i : smallest(scores, static_cast<int64_t>(fraction * scores.size())))
-      w.values[i] = 0.0f;
+    if (norms.empty()) {
+      std::vector<double> scores(w.values.size());
+      for (size_t i = 0; i < scores.size(); ++i)
+        scores[i] = std::fabs(w.values[i]);
+      for (int64_t i : smallest(scores, static_cast<int64_t>(fraction * scores.size())))
+        w.values[i] = 0.0f;
+      return success();
+    }
+    std::vector<double> scores(K);
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t k = 0; k < K; ++k)
+        scores[k] = score(k, n);
+      for (int64_t k : smallest(scores, static_cast<int64_t>(fraction * K)))
+        w.values[w.index(k, n)] = 0.0f;
+    }
     return success();
   }
   case PrunePattern::NofM: {
@@ -76,7 +135,7 @@ LogicalResult prune(WeightMatrix &w, const PrunePattern &p, double fraction, std
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k0 = 0; k0 < K; k0 += p.b) {
         for (int64_t j = 0; j < p.b; ++j)
-          group[j] = std::fabs(w.at(k0 + j, n));
+          group[j] = score(k0 + j, n);
         for (int64_t j : smallest(group, p.b - p.a))
           w.values[w.index(k0 + j, n)] = 0.0f;
       }
@@ -95,17 +154,55 @@ LogicalResult prune(WeightMatrix &w, const PrunePattern &p, double fraction, std
       int64_t k0 = (b / blockCols) * C, n0 = (b % blockCols) * R;
       for (int64_t k = k0; k < k0 + C; ++k)
         for (int64_t n = n0; n < n0 + R; ++n)
-          fn(w.index(k, n));
+          fn(k, n);
     };
     std::vector<double> scores(blockRows * blockCols, 0.0);
     for (size_t b = 0; b < scores.size(); ++b)
-      forBlock(b, [&](int64_t i) { scores[b] += std::fabs(w.values[i]); });
+      forBlock(b, [&](int64_t k, int64_t n) { scores[b] += score(k, n); });
     for (int64_t b : smallest(scores, static_cast<int64_t>(fraction * scores.size())))
-      forBlock(b, [&](int64_t i) { w.values[i] = 0.0f; });
+      forBlock(b, [&](int64_t k, int64_t n) { w.values[w.index(k, n)] = 0.0f; });
     return success();
   }
   }
   llvm_unreachable("unknown pattern");
+}
+
+/// The layer's output SQNR after pruning `dense` to `w`, predicted from the
+/// weights and what calibration measured: with a Gram matrix H it is exact
+/// for the calibration inputs (sum over outputs of d^T H d for the dense
+/// column d against e^T H e for the error e); with norms only it weighs
+/// each weight's square by its channel's squared norm (inputs taken as
+/// uncorrelated); without either, by one.
+double predictedSqnrDb(const std::vector<float> &dense, const WeightMatrix &w,
+                       const InputStatistics &s) {
+  int64_t K = w.inputs, N = w.outputs;
+  double signal = 0, noise = 0;
+  std::vector<double> d(K), e(K);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) {
+      d[k] = dense[w.index(k, n)];
+      e[k] = d[k] - w.at(k, n);
+    }
+    if (!s.gram.empty()) {
+      for (int64_t i = 0; i < K; ++i) {
+        const float *row = &s.gram[i * K];
+        double hd = 0, he = 0;
+        for (int64_t j = 0; j < K; ++j) {
+          hd += row[j] * d[j];
+          he += row[j] * e[j];
+        }
+        signal += d[i] * hd;
+        noise += e[i] * he;
+      }
+      continue;
+    }
+    for (int64_t k = 0; k < K; ++k) {
+      double scale = s.norms.empty() ? 1.0 : s.norms[w.inputChannel(k, n)];
+      signal += d[k] * d[k] * scale * scale;
+      noise += e[k] * e[k] * scale * scale;
+    }
+  }
+  return noise > 0 ? 10 * std::log10(signal / noise) : INFINITY;
 }
 
 /// Replaces the layer's weight operand with `w.values`.
@@ -149,17 +246,45 @@ struct KilnPrunePass : mlir::kiln::impl::KilnPruneBase<KilnPrunePass> {
       std::optional<WeightMatrix> w;
       if (why.empty())
         w = weightMatrixOf(layer, why);
-      if (w && succeeded(prune(*w, *p, fraction, why))) {
-        setWeights(*w);
-        int64_t zeros = llvm::count(w->values, 0.0f);
+      FailureOr<InputStatistics> statistics = takeStatistics(layer, w ? &*w : nullptr);
+      if (failed(statistics))
+        return signalPassFailure();
+      if (!w) {
         if (report)
-          emitRemark(layer->getLoc())
-              << llvm::formatv("sparsity: pruned to {0:F1}% zeros ({1}, magnitude)",
-                               100.0 * zeros / w->values.size(), pattern.getValue());
-      } else if (report) {
-        emitRemark(layer->getLoc()) << "sparsity: not pruned: " << why;
+          emitRemark(layer->getLoc()) << "sparsity: not pruned: " << why;
+        continue;
       }
+      std::vector<float> dense = w->values;
+      FailureOr<std::string> method = pruneLayer(*w, *p, *statistics, why);
+      if (failed(method)) {
+        if (report)
+          emitRemark(layer->getLoc()) << "sparsity: not pruned: " << why;
+        continue;
+      }
+      setWeights(*w);
+      if (report)
+        emitRemark(layer->getLoc()) << llvm::formatv(
+            "sparsity: pruned to {0:F1}% zeros ({1}, {2}), predicted SQNR {3:F1} dB",
+            100.0 * llvm::count(w->values, 0.0f) / w->values.size(), pattern.getValue(), *method,
+            predictedSqnrDb(dense, *w, *statistics));
     }
+  }
+
+  /// Prunes `w` with the best method its statistics allow: SparseGPT with
+  /// a Gram matrix, Wanda with norms, magnitude without either. Returns
+  /// the method's name (and why a better one was not used), or failure
+  /// with `why`.
+  FailureOr<std::string> pruneLayer(WeightMatrix &w, const PrunePattern &p,
+                                    const InputStatistics &s, std::string &why) {
+    std::string fallback;
+    if (!s.gram.empty()) {
+      if (succeeded(sparseGptPrune(w, p, fraction, s.gram, fallback)))
+        return std::string("sparsegpt");
+      fallback = ": " + fallback;
+    }
+    if (failed(prune(w, p, fraction, s.norms, why)))
+      return failure();
+    return (s.norms.empty() ? "magnitude" : "wanda") + fallback;
   }
 };
 } // namespace

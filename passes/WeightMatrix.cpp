@@ -22,8 +22,14 @@ std::optional<WeightMatrix> mlir::kiln::weightMatrixOf(Operation *layer, std::st
     return std::nullopt;
   }
   int64_t filters = type.getDimSize(0);
-  return WeightMatrix{layer, 1, type.getNumElements() / std::max<int64_t>(filters, 1), filters,
-                      /*outputMajor=*/true, std::move(*values)};
+  return WeightMatrix{layer,
+                      1,
+                      type.getNumElements() / std::max<int64_t>(filters, 1),
+                      filters,
+                      /*outputMajor=*/true,
+                      std::move(*values),
+                      /*window=*/type.getDimSize(2) * type.getDimSize(3),
+                      /*groups=*/static_cast<int64_t>(conv.getGroup())};
 }
 
 WeightMatrix mlir::kiln::weightMatrixOf(const ConstantWeightMatmul &matmul) {

@@ -25,11 +25,19 @@ struct WeightMatrix {
   int64_t outputs;      // N
   bool outputMajor;     // stored [N, K] (gemm trans_b, conv) rather than [K, N]
   std::vector<float> values; // as stored
+  int64_t window = 1;   // a conv's kh * kw: K = channels per group * window
+  int64_t groups = 1;   // a conv's groups
 
   int64_t index(int64_t k, int64_t n) const {
     return outputMajor ? n * inputs + k : k * outputs + n;
   }
   float at(int64_t k, int64_t n) const { return values[index(k, n)]; }
+  /// The channel of the layer's input that input k of output n reads: k for
+  /// a matmul or gemm, the channel of the conv's group of n for a conv.
+  int64_t inputChannel(int64_t k, int64_t n) const {
+    return n / (outputs / groups) * (inputs / window) + k / window;
+  }
+  int64_t inputChannels() const { return groups * inputs / window; }
 };
 
 /// The weights of `layer` when it is a kiln.matmul with a rank-2 right

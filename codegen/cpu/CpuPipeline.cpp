@@ -169,8 +169,8 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
 
 /// The kiln-opt stage's passes after fusion: pruning, then the arithmetic
 /// of the weights (int8, bf16 or sparse f32).
-static void addWeightPasses(OpPassManager &pm, const CpuTarget &target,
-                            const PipelineOptions &options) {
+void mlir::kiln::addWeightPasses(OpPassManager &pm, const CpuTarget &target,
+                                 const PipelineOptions &options) {
   if (options.pruneFraction) {
     KilnPruneOptions prune;
     prune.fraction = *options.pruneFraction;
@@ -204,7 +204,7 @@ void mlir::kiln::buildPipeline(OpPassManager &pm, Stage from, Stage to,
     std::string text = stagePipeline(static_cast<Stage>(s), target, options);
     if (!text.empty() && failed(parsePassPipeline(text, pm)))
       llvm::report_fatal_error("internal error: bad pass pipeline: " + llvm::Twine(text));
-    if (static_cast<Stage>(s) == Stage::KilnOpt)
+    if (static_cast<Stage>(s) == Stage::KilnOpt && !options.deferWeightPasses)
       addWeightPasses(pm, target, options);
   }
 }

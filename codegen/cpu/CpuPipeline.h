@@ -45,18 +45,27 @@ struct PipelineOptions {
   bool reportQuant = false;     // quantization passes emit a "quant: " remark per decision
   bool bf16 = false;            // matmuls with constant weights in bf16 (f32 sums)
   bool reportMemory = false;    // kiln-plan-memory emits a "memory: " remark per function
-  // Magnitude pruning before everything that reads the weights (kiln-prune).
+  // Pruning before everything that reads the weights (kiln-prune).
   std::optional<double> pruneFraction;
   std::string prunePattern = "unstructured";
   std::vector<std::string> pruneSkip;
   bool pruneFirstLast = false;
   bool sparsify = true;        // kiln-sparsify: mostly-zero f32 weights run sparse
   bool reportSparsity = false; // pruning and sparsify emit a "sparsity: " remark per layer
+  // The kiln-opt stage leaves out the passes that rewrite weights (pruning,
+  // quantization, sparsity): the driver calibrates first, then runs them
+  // with addWeightPasses.
+  bool deferWeightPasses = false;
 };
 
 /// Adds the passes that take the module from stage `from` to stage `to`.
 void buildPipeline(OpPassManager &pm, Stage from, Stage to, const CpuTarget &target,
                    const PipelineOptions &options);
+
+/// Adds the passes of the kiln-opt stage that rewrite weights: kiln-prune
+/// (with options.pruneFraction), then int8-dynamic or bf16 arithmetic, then
+/// kiln-sparsify.
+void addWeightPasses(OpPassManager &pm, const CpuTarget &target, const PipelineOptions &options);
 
 /// One register tile of a (batch) matmul: rows, columns, K steps.
 struct MatmulTile {

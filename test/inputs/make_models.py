@@ -910,7 +910,24 @@ def prunable_mlp():
     return model(nodes, [tensor("x", [4, 64])], [tensor("y", [4, 10])], inits), [(4, 64)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+def outlier_mlp():
+    """prunable_mlp behind a per-channel scale that makes 4 of its 64 input
+    features 20x larger than the rest (as the outlier features of language
+    models): what activation-aware pruning keeps and magnitude pruning does
+    not see. Inputs are [16, 64] rows."""
+    m, _ = prunable_mlp()
+    scale = np.ones(64, np.float32)
+    scale[[3, 17, 40, 58]] = 20
+    g = m.graph
+    g.node[0].input[0] = "xs"
+    g.node.insert(0, helper.make_node("Mul", ["x", "s"], ["xs"], name="outliers"))
+    g.initializer.append(numpy_helper.from_array(scale, "s"))
+    g.input[0].type.tensor_type.shape.dim[0].dim_value = 16
+    g.output[0].type.tensor_type.shape.dim[0].dim_value = 16
+    return m, [(16, 64)]
+
+
+BUILDERS = {f.__name__: f for f in [modern, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

@@ -3,6 +3,9 @@
 // RUN: kiln-opt %s --split-input-file --kiln-prune="fraction=0.5 pattern=block:1x2 prune-first-last=true" | FileCheck %s --check-prefix=BLOCK
 // RUN: kiln-opt %s --split-input-file --kiln-prune="fraction=0.5 report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=REPORT
 // RUN: kiln-opt %s --split-input-file --kiln-prune="fraction=0.5 prune-first-last=true skip=fc2 report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=SKIP
+// RUN: kiln-opt %s --split-input-file --kiln-prune="fraction=0.5 prune-first-last=true" | FileCheck %s --check-prefix=CALIBRATED
+// RUN: kiln-opt %s --split-input-file --kiln-prune="fraction=0.5 prune-first-last=true report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=CALIBRATED-REPORT
+// RUN: kiln-opt %s --split-input-file --kiln-prune="fraction=0.5 pattern=block:1x2 prune-first-last=true report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=GPT-BLOCK
 // RUN: not kiln-opt %s --split-input-file --kiln-prune="pattern=4:2" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not kiln-opt %s --split-input-file --kiln-prune="fraction=1.0" 2>&1 | FileCheck %s --check-prefix=FRACTION
 
@@ -85,3 +88,43 @@ func.func @dynamic(%x: tensor<3x4xf32>, %w: tensor<4x2xf32>, %v: tensor<2x2xf32>
   %c = kiln.matmul %b, %u : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
   return %c : tensor<3x2xf32>
 }
+
+// -----
+
+// Wanda: with the norms of the input channels, the score is |w| * norm and
+// each output keeps its 2 best inputs: output 0 scores (5, 2, 3, 0.4) and
+// keeps 0.5 and 3; output 1 scores (90, 1, 7, 0.8) and keeps -9 and -7.
+// 0.5 = 0000003F. The predicted SQNR weighs each weight by its norm:
+// 10 log10(8188.8 / 5.8).
+// CALIBRATED-REPORT: remark: {{.*}}sparsity: pruned to 50.0% zeros (unstructured, wanda), predicted SQNR 31.5 dB
+// CALIBRATED-LABEL: func.func @wanda
+// CALIBRATED-NOT: kiln.input_norms
+// CALIBRATED: [[W:pruned_weight[_0-9]*]]: "0x040000000000003F000010C10000000000000000000040400000E0C00000000000000000"
+func.func @wanda(%x: tensor<3x4xf32>) -> tensor<3x2xf32> {
+  %w = kiln.constant dense<[[0.5, -9.0], [-2.0, 1.0], [3.0, -7.0], [-4.0, 8.0]]> : tensor<4x2xf32> -> tensor<4x2xf32>
+  %y = kiln.matmul %x, %w {kiln.input_norms = array<f32: 10.0, 1.0, 1.0, 0.1>} : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  return %y : tensor<3x2xf32>
+}
+
+// -----
+
+// SparseGPT: the Gram matrix X^T X of five input rows in which inputs 0
+// and 1 move together. Both go, and inputs 2 and 3 take over what they
+// did: the pruned [K, N] weights are [[0, 0], [0, 0], [2.062, -12.396],
+// [-3.868, 8.759]] (their values are checked against a NumPy reference in
+// test/unit/PruneTest.cpp), and their error on the calibration inputs gives
+// the exact predicted SQNR, 10 log10(2182.1 / 810.59). Block patterns fall
+// back to Wanda.
+// CALIBRATED-REPORT: remark: {{.*}}sparsity: pruned to 50.0% zeros (unstructured, sparsegpt), predicted SQNR 4.3 dB
+// CALIBRATED-LABEL: func.func @sparsegpt
+// CALIBRATED-NOT: kiln.input_gram
+// CALIBRATED: [[G:pruned_weight[_0-9]*]]: "0x0400000000000000000000000000000000000000{{[1-9A-F][0-9A-F]+}}"
+// GPT-BLOCK: remark: {{.*}}sparsity: pruned to 50.0% zeros (block:1x2, wanda: SparseGPT prunes unstructured and N:M patterns, not blocks)
+func.func @sparsegpt(%x: tensor<5x4xf32>) -> tensor<5x2xf32> {
+  %w = kiln.constant dense<[[0.5, -9.0], [-2.0, 1.0], [3.0, -7.0], [-4.0, 8.0]]> : tensor<4x2xf32> -> tensor<4x2xf32>
+  %y = kiln.matmul %x, %w {kiln.input_norms = array<f32: 3.873, 3.903, 2.449, 2.646>,
+                            kiln.input_gram = dense<[[15.0, 15.1, 4.0, 0.0], [15.1, 15.23, 3.8, 0.0], [4.0, 3.8, 6.0, 1.0], [0.0, 0.0, 1.0, 7.0]]> : tensor<4x4xf32>}
+      : (tensor<5x4xf32>, tensor<4x2xf32>) -> tensor<5x2xf32>
+  return %y : tensor<5x2xf32>
+}
+

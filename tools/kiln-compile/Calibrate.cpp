@@ -17,6 +17,7 @@
 #include "passes/Quantization.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -121,16 +122,17 @@ FailureOr<std::vector<Sample>> listSamples(llvm::StringRef dir,
   return samples;
 }
 
-/// The int8 candidates of `module`, in walk order.
-std::vector<Operation *> candidates(ModuleOp module) {
-  std::vector<Operation *> ops;
+/// The int8 candidates of `module` and their activations, in walk order.
+std::vector<ObservedLayer> int8Candidates(ModuleOp module) {
+  std::vector<ObservedLayer> layers;
   module.walk([&](Operation *op) {
     std::string why;
-    if (isa<mlir::kiln::MatMulOp, mlir::kiln::GemmOp, mlir::kiln::ConvOp>(op) &&
-        succeeded(mlir::kiln::int8Activation(op, why)))
-      ops.push_back(op);
+    if (!isa<mlir::kiln::MatMulOp, mlir::kiln::GemmOp, mlir::kiln::ConvOp>(op))
+      return;
+    if (FailureOr<Value> x = mlir::kiln::int8Activation(op, why); succeeded(x))
+      layers.push_back({op, *x});
   });
-  return ops;
+  return layers;
 }
 
 std::string calibrationOutput(size_t i) { return "kiln_calibration_" + std::to_string(i); }
@@ -154,14 +156,14 @@ void addLayerOutputs(ModuleOp module) {
   });
 }
 
-/// A copy of `module` whose main also returns each candidate's activations
-/// and results.
-OwningOpRef<ModuleOp> instrumented(ModuleOp module) {
-  OwningOpRef<ModuleOp> copy(module.clone());
+/// A copy of `module` whose main also returns the observed values and the
+/// results of the tagged layers.
+OwningOpRef<ModuleOp> instrumented(ModuleOp module, llvm::ArrayRef<ObservedLayer> layers) {
+  IRMapping mapping;
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone(mapping)));
   auto main = copy->lookupSymbol<func::FuncOp>("main");
-  std::string why;
-  for (auto [i, op] : llvm::enumerate(candidates(*copy)))
-    addOutput(main, *mlir::kiln::int8Activation(op, why), calibrationOutput(i));
+  for (auto [i, layer] : llvm::enumerate(layers))
+    addOutput(main, mapping.lookup(layer.observed), calibrationOutput(i));
   addLayerOutputs(*copy);
   return copy;
 }
@@ -198,18 +200,19 @@ LogicalResult runSample(llvm::StringRef exe, const Sample &sample, llvm::StringR
   return success();
 }
 
-/// The f32 values of an .npy file.
-FailureOr<std::vector<float>> readF32(const std::string &file, std::string &error) {
+/// The f32 tensor of an .npy file.
+FailureOr<ObservedTensor> readF32(const std::string &file, std::string &error) {
   kiln_npy npy;
   char message[512];
   if (kiln_npy_read(file.c_str(), &npy, message, sizeof message)) {
     error = message;
     return failure();
   }
-  std::vector<float> values;
+  ObservedTensor t;
   if (npy.dtype == KILN_FLOAT32) {
     const float *data = static_cast<const float *>(npy.data);
-    values.assign(data, data + npy.bytes / sizeof(float));
+    t.values.assign(data, data + npy.bytes / sizeof(float));
+    t.shape.assign(npy.shape, npy.shape + npy.rank);
   }
   bool isF32 = npy.dtype == KILN_FLOAT32;
   kiln_npy_free(&npy);
@@ -217,7 +220,7 @@ FailureOr<std::vector<float>> readF32(const std::string &file, std::string &erro
     error = file + " does not hold f32 values";
     return failure();
   }
-  return values;
+  return t;
 }
 
 /// What calibration saw of one activation.
@@ -337,59 +340,54 @@ readOutputs(llvm::StringRef dir, const std::vector<std::string> &names, std::str
   for (const std::string &name : names) {
     llvm::SmallString<128> file(dir);
     path::append(file, name + ".npy");
-    auto values = readF32(std::string(file), error);
-    if (failed(values))
+    auto tensor = readF32(std::string(file), error);
+    if (failed(tensor))
       return failure();
-    outputs[name] = std::move(*values);
+    outputs[name] = std::move(tensor->values);
   }
   return outputs;
 }
 
 } // namespace
 
-FailureOr<CalibrationResult> calibrate(ModuleOp module, llvm::StringRef dir,
-                                       CalibrationMethod method, const ExecutableBuilder &build,
-                                       std::string &error) {
+FailureOr<CalibrationResult> runCalibration(ModuleOp module, llvm::StringRef dir,
+                                            llvm::ArrayRef<ObservedLayer> layers,
+                                            const ExecutableBuilder &build,
+                                            const ObserveFn &observe, std::string &error) {
   auto samples = listSamples(dir, inputNames(module), error);
   if (failed(samples))
     return failure();
   CalibrationResult result{*samples, 0, {}, {}};
-  std::vector<Operation *> ops = candidates(module);
-  if (ops.empty())
+  if (layers.empty())
     return result;
   unsigned modelOutputs = module.lookupSymbol<func::FuncOp>("main").getNumResults();
   std::vector<std::string> outputNames = f32OutputNames(module, modelOutputs);
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    op->setAttr(kLayerAttr, IntegerAttr::get(IntegerType::get(module.getContext(), 64), i));
-    result.layers.push_back(op->getLoc());
+  module.walk([](Operation *op) { op->removeAttr(kLayerAttr); }); // an earlier calibration's
+  for (auto [i, layer] : llvm::enumerate(layers)) {
+    layer.op->setAttr(kLayerAttr,
+                      IntegerAttr::get(IntegerType::get(module.getContext(), 64), i));
+    result.layers.push_back(layer.op->getLoc());
     outputNames.push_back(layerOutput(i));
   }
 
-  OwningOpRef<ModuleOp> copy = instrumented(module);
+  OwningOpRef<ModuleOp> copy = instrumented(module, layers);
   ScratchExecutable scratch;
   if (failed(scratch.build(*copy, build, "the model for calibration", error)))
     return failure();
   llvm::StringRef work = scratch.dir(), exe = scratch.exe();
 
-  std::vector<Observed> observed(ops.size());
   for (auto [s, sample] : llvm::enumerate(*samples)) {
     llvm::SmallString<128> out(work);
     path::append(out, "sample" + std::to_string(s));
     if (failed(runSample(exe, sample, out, error)))
       return failure();
-    for (size_t i = 0; i < ops.size(); ++i) {
+    for (size_t i = 0; i < layers.size(); ++i) {
       llvm::SmallString<128> file(out);
       path::append(file, calibrationOutput(i) + ".npy");
-      auto values = readF32(std::string(file), error);
-      if (failed(values))
+      auto tensor = readF32(std::string(file), error);
+      if (failed(tensor))
         return failure();
-      Observed &o = observed[i];
-      for (float v : *values) {
-        o.lo = std::min(o.lo, v);
-        o.hi = std::max(o.hi, v);
-      }
-      if (method != CalibrationMethod::MinMax)
-        o.values.insert(o.values.end(), values->begin(), values->end());
+      observe(i, *tensor);
     }
     auto references = readOutputs(out, outputNames, error);
     if (failed(references))
@@ -397,12 +395,32 @@ FailureOr<CalibrationResult> calibrate(ModuleOp module, llvm::StringRef dir,
     result.references.push_back(std::move(*references));
     fs::remove_directories(out);
   }
-  for (auto [op, o] : llvm::zip(ops, observed)) {
+  result.activations = layers.size();
+  return result;
+}
+
+FailureOr<CalibrationResult> calibrate(ModuleOp module, llvm::StringRef dir,
+                                       CalibrationMethod method, const ExecutableBuilder &build,
+                                       std::string &error) {
+  std::vector<ObservedLayer> layers = int8Candidates(module);
+  std::vector<Observed> observed(layers.size());
+  auto observe = [&](size_t i, const ObservedTensor &activation) {
+    Observed &o = observed[i];
+    for (float v : activation.values) {
+      o.lo = std::min(o.lo, v);
+      o.hi = std::max(o.hi, v);
+    }
+    if (method != CalibrationMethod::MinMax)
+      o.values.insert(o.values.end(), activation.values.begin(), activation.values.end());
+  };
+  auto result = runCalibration(module, dir, layers, build, observe, error);
+  if (failed(result))
+    return failure();
+  for (auto [layer, o] : llvm::zip(layers, observed)) {
     auto [lo, hi] = chooseRange(o, method);
-    op->setAttr(mlir::kiln::kActivationRangeAttr,
-                DenseF32ArrayAttr::get(module.getContext(), {lo, hi}));
+    layer.op->setAttr(mlir::kiln::kActivationRangeAttr,
+                      DenseF32ArrayAttr::get(module.getContext(), {lo, hi}));
   }
-  result.activations = ops.size();
   return result;
 }
 

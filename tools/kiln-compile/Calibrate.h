@@ -44,6 +44,32 @@ struct OutputError {
   int layer = -1; // for the result of a calibrated op: its index in `layers`
 };
 
+/// A layer calibration watches: the op, and the value of it that is observed
+/// (its activations).
+struct ObservedLayer {
+  mlir::Operation *op;
+  mlir::Value observed;
+};
+
+/// What a calibration run produced for one observed value.
+struct ObservedTensor {
+  std::vector<float> values;
+  std::vector<int64_t> shape;
+};
+using ObserveFn = std::function<void(size_t layer, const ObservedTensor &value)>;
+
+/// Runs the f32 model (`module`, at the kiln-opt stage) on every sample of
+/// `dir` (one sub-directory per sample, one <input>.npy per model input,
+/// names sanitized as the executables do), hands each layer's observed
+/// value to `observe`, tags each layer with its index (`kiln.layer`, which
+/// measureOutputs compares) and records the f32 model's outputs and the
+/// layers' results. Returns failure with `error` set for bad calibration
+/// data or a failed run.
+mlir::FailureOr<CalibrationResult> runCalibration(mlir::ModuleOp module, llvm::StringRef dir,
+                                                  llvm::ArrayRef<ObservedLayer> layers,
+                                                  const ExecutableBuilder &build,
+                                                  const ObserveFn &observe, std::string &error);
+
 /// Runs the f32 model (`module`, at the kiln-opt stage) on every sample of
 /// `dir` (one sub-directory per sample, one <input>.npy per model input,
 /// names sanitized as the executables do) and records on each int8

@@ -14,6 +14,7 @@
 #include "frontend/onnx/Importer.h"
 #include "tools/kiln-compile/Calibrate.h"
 #include "tools/kiln-compile/Header.h"
+#include "tools/kiln-compile/InputStatistics.h"
 
 #include "mlir/Debug/CLOptionsSetup.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,6 +28,7 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include <chrono>
@@ -119,9 +121,9 @@ cl::opt<std::string> precision("precision",
                                         "(default) or bf16 (bf16 operands, f32 sums)"),
                                cl::init("f32"), cl::cat(category));
 cl::opt<std::string> calibrationData("calibration-data",
-                                     cl::desc("With --quantize=int8: a directory with one "
-                                              "sub-directory per sample, each holding one "
-                                              "<input name>.npy per model input"),
+                                     cl::desc("With --quantize=int8 or --prune: a directory "
+                                              "with one sub-directory per sample, each holding "
+                                              "one <input name>.npy per model input"),
                                      cl::value_desc("DIR"), cl::cat(category));
 cl::opt<double> quantMinSqnr("quant-min-sqnr",
                              cl::desc("With --quantize=int8: warn (with --strict, fail) when an "
@@ -137,8 +139,16 @@ cl::opt<std::string> calibrationMethod("calibration-method",
                                        cl::init("minmax"), cl::cat(category));
 cl::opt<double> prune("prune",
                       cl::desc("Zero this fraction of the weights of MatMul, Gemm and Conv "
-                               "(smallest magnitude first; see --prune-pattern)"),
+                               "(least important first; see --prune-pattern and "
+                               "--prune-method)"),
                       cl::value_desc("fraction"), cl::cat(category));
+cl::opt<std::string> pruneMethod("prune-method",
+                                 cl::desc("How --prune ranks weights: magnitude (default "
+                                          "without --calibration-data), wanda (|w| times its "
+                                          "input's norm on the calibration data; the default "
+                                          "with it) or sparsegpt (the kept weights are updated "
+                                          "to make up for the pruned ones)"),
+                                 cl::value_desc("method"), cl::cat(category));
 cl::opt<std::string> prunePattern("prune-pattern",
                                   cl::desc("What --prune zeros: unstructured (default), N:M "
                                            "(N of every M inputs stay, e.g. 2:4) or block:RxC "
@@ -421,25 +431,41 @@ static LogicalResult buildExecutable(ModuleOp module, const mlir::kiln::CpuTarge
   return linkModel(native, prefix, runtime, target.triple, path);
 }
 
-/// Measures the quantized module's outputs against the f32 model's on the
-/// calibration samples: prints them with --report=quant and checks them
-/// against --quant-min-sqnr.
-static LogicalResult checkAccuracy(ModuleOp module, const ::kiln::CalibrationResult &calibration,
-                                   const ::kiln::ExecutableBuilder &build) {
+/// Measures `module`'s outputs, and the results of its tagged layers,
+/// against the reference model's on the calibration samples; with `report`
+/// prints one line each, "<report>: <what>: SQNR ..., (<comparison>)".
+static FailureOr<std::vector<::kiln::OutputError>>
+measure(ModuleOp module, const ::kiln::CalibrationResult &calibration,
+        const ::kiln::ExecutableBuilder &build, StringRef report, StringRef comparison) {
   OwningOpRef<ModuleOp> copy(module.clone());
   std::string message;
   auto errors = ::kiln::measureOutputs(*copy, calibration, build, message);
   if (failed(errors))
     return error(message), failure();
-  bool violated = false;
   for (const ::kiln::OutputError &e : *errors) {
+    if (report.empty())
+      break;
     std::string what = e.layer < 0 ? "output '" + e.output + "'"
                                    : "layer " + describeNode(calibration.layers[e.layer]);
-    if (llvm::is_contained(reports, Report::Quant))
-      llvm::outs() << "quant: " << what << ": SQNR " << llvm::format("%.1f", e.sqnrDb)
-                   << " dB, max abs error " << llvm::format("%.4g", e.maxAbsError)
-                   << " (int8 vs f32 on " << calibration.samples.size()
-                   << " calibration samples)\n";
+    llvm::outs() << report << ": " << what << ": SQNR " << llvm::format("%.1f", e.sqnrDb)
+                 << " dB, max abs error " << llvm::format("%.4g", e.maxAbsError) << " ("
+                 << comparison << " on " << calibration.samples.size()
+                 << " calibration samples)\n";
+  }
+  return errors;
+}
+
+/// Measures the quantized module against the f32 model on the calibration
+/// samples: prints the figures with --report=quant and checks the outputs
+/// against --quant-min-sqnr.
+static LogicalResult checkAccuracy(ModuleOp module, const ::kiln::CalibrationResult &calibration,
+                                   const ::kiln::ExecutableBuilder &build) {
+  bool print = llvm::is_contained(reports, Report::Quant);
+  auto errors = measure(module, calibration, build, print ? "quant" : "", "int8 vs f32");
+  if (failed(errors))
+    return failure();
+  bool violated = false;
+  for (const ::kiln::OutputError &e : *errors) {
     if (e.layer >= 0)
       continue; // --quant-min-sqnr bounds the outputs
     if (quantMinSqnr.getNumOccurrences() && e.sqnrDb < quantMinSqnr) {
@@ -495,24 +521,42 @@ int main(int argc, char **argv) {
     return error("--quantize=int8 needs --calibration-data=DIR (one sub-directory per sample, "
                  "each with one <input name>.npy per model input); --quantize=int8-dynamic "
                  "needs no calibration");
-  if (!quantizeStatic && (calibrationData.getNumOccurrences() ||
-                          calibrationMethod.getNumOccurrences() ||
-                          quantMinSqnr.getNumOccurrences()))
-    return error("--calibration-data, --calibration-method and --quant-min-sqnr only apply to "
-                 "--quantize=int8");
+  bool pruning = prune.getNumOccurrences() > 0;
+  if (!quantizeStatic && !pruning && calibrationData.getNumOccurrences())
+    return error("--calibration-data only applies to --quantize=int8 and --prune");
+  if (!quantizeStatic &&
+      (calibrationMethod.getNumOccurrences() || quantMinSqnr.getNumOccurrences()))
+    return error("--calibration-method and --quant-min-sqnr only apply to --quantize=int8");
   if (strict && !quantMinSqnr.getNumOccurrences())
     return error("--strict only applies to --quant-min-sqnr");
   if (sparseWeights != "auto" && sparseWeights != "off")
     return error("unknown --sparse-weights '" + sparseWeights + "' (expected auto or off)");
   if (prune.getNumOccurrences() && !(prune >= 0.0 && prune < 1.0))
     return error("--prune=" + shortNumber(prune) + " is not a fraction in [0, 1)");
-  if (!prune.getNumOccurrences() && (prunePattern.getNumOccurrences() ||
-                                     pruneSkip.getNumOccurrences() ||
-                                     pruneFirstLast.getNumOccurrences()))
-    return error("--prune-pattern, --prune-skip and --prune-first-last only apply to --prune");
-  if (std::string why; prune.getNumOccurrences() && !prunePattern.empty() &&
+  if (!pruning && (prunePattern.getNumOccurrences() || pruneSkip.getNumOccurrences() ||
+                  pruneFirstLast.getNumOccurrences() || pruneMethod.getNumOccurrences()))
+    return error("--prune-pattern, --prune-method, --prune-skip and --prune-first-last only "
+                 "apply to --prune");
+  if (std::string why; pruning && !prunePattern.empty() &&
                        !checkPrunePattern(prunePattern, prune, why))
     return error(why);
+  if (pruneMethod.empty())
+    pruneMethod = calibrationData.empty() ? "magnitude" : "wanda";
+  auto pruneStatistics = llvm::StringSwitch<std::optional<::kiln::PruneStatistics>>(pruneMethod)
+                             .Case("magnitude", ::kiln::PruneStatistics::None)
+                             .Case("wanda", ::kiln::PruneStatistics::Norms)
+                             .Case("sparsegpt", ::kiln::PruneStatistics::NormsAndGram)
+                             .Default(std::nullopt);
+  if (!pruneStatistics)
+    return error("unknown --prune-method '" + pruneMethod +
+                 "' (expected magnitude, wanda or sparsegpt)");
+  if (*pruneStatistics != ::kiln::PruneStatistics::None && calibrationData.empty())
+    return error("--prune-method=" + pruneMethod +
+                 " needs --calibration-data=DIR (one sub-directory per sample, each with one "
+                 "<input name>.npy per model input)");
+  if (pruneMethod == "sparsegpt" && StringRef(prunePattern).starts_with("block:"))
+    return error("--prune-method=sparsegpt prunes unstructured and N:M patterns, not "
+                 "--prune-pattern=" + prunePattern + " (wanda and magnitude prune blocks)");
   auto method = ::kiln::parseCalibrationMethod(calibrationMethod);
   if (!method)
     return error("unknown --calibration-method '" + calibrationMethod +
@@ -585,7 +629,11 @@ int main(int argc, char **argv) {
     return pm.run(*module);
   };
   mlir::kiln::Stage from = mlir::kiln::Stage::Kiln;
-  if (quantizeStatic && last >= mlir::kiln::Stage::KilnOpt) {
+  // Static int8 and pruning with calibration data run the model between the
+  // kiln-opt stage and the passes that rewrite its weights.
+  if ((quantizeStatic || (pruning && !calibrationData.empty())) &&
+      last >= mlir::kiln::Stage::KilnOpt) {
+    pipelineOptions.deferWeightPasses = true;
     if (failed(runPipeline(from, mlir::kiln::Stage::KilnOpt)))
       return error("compilation failed (see above)");
     from = mlir::kiln::Stage::KilnOpt;
@@ -602,23 +650,55 @@ int main(int argc, char **argv) {
     ::kiln::ExecutableBuilder build = [&](ModuleOp m, StringRef path) {
       return buildExecutable(m, *host, prefix, hostRuntime, path);
     };
-    auto calibration = ::kiln::calibrate(*module, calibrationData, *method, build, message);
-    if (failed(calibration))
-      return error(message);
-    progress.done("calibrated " + Twine(calibration->activations) + " activations on " +
-                  Twine(calibration->samples.size()) + " samples (" + calibrationMethod + ")");
-    PassManager quantizer(&context, ModuleOp::getOperationName());
-    std::string text = "kiln-quantize-static{report=" +
-                       std::string(pipelineOptions.reportQuant ? "true" : "false") +
-                       "},canonicalize,cse";
-    if (failed(parsePassPipeline(text, quantizer)) || failed(quantizer.run(*module)))
-      return error("quantization failed (see above)");
-    if ((pipelineOptions.reportQuant || quantMinSqnr.getNumOccurrences()) &&
-        calibration->activations > 0) {
-      if (failed(checkAccuracy(*module, *calibration, build)))
-        return 1;
-      progress.done("measured the quantized model on the calibration samples");
+    auto runWeightPasses = [&](const mlir::kiln::PipelineOptions &options) {
+      PassManager pm(&context, ModuleOp::getOperationName());
+      mlir::kiln::addWeightPasses(pm, *target, options);
+      pm.enableTiming(timingRoot);
+      return pm.run(*module);
+    };
+
+    if (pruning) {
+      auto calibration = ::kiln::calibrateForPruning(*module, calibrationData, *pruneStatistics,
+                                                     build, message);
+      if (failed(calibration))
+        return error(message);
+      progress.done("ran the dense model on " + Twine(calibration->samples.size()) +
+                    " calibration samples for " + pruneMethod + " pruning of " +
+                    Twine(calibration->layers.size()) + " layers");
+      mlir::kiln::PipelineOptions pruneOnly = pipelineOptions;
+      pruneOnly.quantizeDynamic = pruneOnly.bf16 = pruneOnly.sparsify = false;
+      if (failed(runWeightPasses(pruneOnly)))
+        return error("pruning failed (see above)");
+      pipelineOptions.pruneFraction.reset(); // done
+      if (pipelineOptions.reportSparsity) {
+        if (failed(measure(*module, *calibration, build, "sparsity", "pruned vs dense")))
+          return 1;
+        progress.done("measured the pruned model on the calibration samples");
+      }
     }
+
+    if (quantizeStatic) {
+      auto calibration = ::kiln::calibrate(*module, calibrationData, *method, build, message);
+      if (failed(calibration))
+        return error(message);
+      progress.done("calibrated " + Twine(calibration->activations) + " activations on " +
+                    Twine(calibration->samples.size()) + " samples (" + calibrationMethod +
+                    ")");
+      PassManager quantizer(&context, ModuleOp::getOperationName());
+      std::string text = "kiln-quantize-static{report=" +
+                         std::string(pipelineOptions.reportQuant ? "true" : "false") +
+                         "},canonicalize,cse";
+      if (failed(parsePassPipeline(text, quantizer)) || failed(quantizer.run(*module)))
+        return error("quantization failed (see above)");
+      if ((pipelineOptions.reportQuant || quantMinSqnr.getNumOccurrences()) &&
+          calibration->activations > 0) {
+        if (failed(checkAccuracy(*module, *calibration, build)))
+          return 1;
+        progress.done("measured the quantized model on the calibration samples");
+      }
+    }
+    if (failed(runWeightPasses(pipelineOptions)))
+      return error("compilation failed (see above)");
   }
   if (failed(runPipeline(from, last)))
     return error("compilation failed (see above)");
