@@ -166,9 +166,12 @@ def KilnPrune : Pass<"kiln-prune", "ModuleOp"> {
         SparseGPT, inputs pruned in order with the remaining weights
         updated to compensate (unstructured and N:M; block patterns fall
         back to Wanda).
-    The pass removes the statistics. The first and the last layer (in program order) are left dense unless
+    The pass removes the statistics.
+
+    The first and the last layer (in program order) are left dense unless
     `prune-first-last`, as are the layers whose ONNX node is named in
-    `skip`. kiln-sparsify then decides which pruned layers run sparse. With
+    `skip`, and depthwise convolutions (one input channel per group).
+    kiln-sparsify then decides which pruned layers run sparse. With
     `report`, each layer gets a remark: what was pruned, by which method,
     and the layer's output SQNR predicted from the weights and statistics
     (exact on the calibration data with a Gram matrix), or why not.

@@ -235,39 +235,51 @@ struct KilnPrunePass : mlir::kiln::impl::KilnPruneBase<KilnPrunePass> {
       if (isa<MatMulOp, GemmOp, ConvOp>(op))
         layers.push_back(op);
     });
-    for (auto [i, layer] : llvm::enumerate(layers)) {
-      std::string why;
-      if (!pruneFirstLast && (i == 0 || i + 1 == layers.size()))
-        why = std::string(i == 0 ? "the first" : "the last") +
-              " layer (--prune-first-last prunes it too)";
-      else if (auto node = onnxNodeOf(layer->getLoc());
-               node && llvm::is_contained(skip, node->name.str()))
-        why = "named in --prune-skip";
-      std::optional<WeightMatrix> w;
-      if (why.empty())
-        w = weightMatrixOf(layer, why);
-      FailureOr<InputStatistics> statistics = takeStatistics(layer, w ? &*w : nullptr);
-      if (failed(statistics))
+    for (auto [i, layer] : llvm::enumerate(layers))
+      if (failed(pruneOne(layer, *p, whyDense(layer, i, layers.size()))))
         return signalPassFailure();
-      if (!w) {
-        if (report)
-          emitRemark(layer->getLoc()) << "sparsity: not pruned: " << why;
-        continue;
-      }
-      std::vector<float> dense = w->values;
-      FailureOr<std::string> method = pruneLayer(*w, *p, *statistics, why);
-      if (failed(method)) {
-        if (report)
-          emitRemark(layer->getLoc()) << "sparsity: not pruned: " << why;
-        continue;
-      }
-      setWeights(*w);
-      if (report)
-        emitRemark(layer->getLoc()) << llvm::formatv(
-            "sparsity: pruned to {0:F1}% zeros ({1}, {2}), predicted SQNR {3:F1} dB",
-            100.0 * llvm::count(w->values, 0.0f) / w->values.size(), pattern.getValue(), *method,
-            predictedSqnrDb(dense, *w, *statistics));
+  }
+
+  /// Why layer `i` of `count` stays dense whatever its weights, or "".
+  std::string whyDense(Operation *layer, size_t i, size_t count) {
+    if (!pruneFirstLast && (i == 0 || i + 1 == count))
+      return std::string(i == 0 ? "the first" : "the last") +
+             " layer (--prune-first-last prunes it too)";
+    if (auto node = onnxNodeOf(layer->getLoc());
+        node && llvm::is_contained(skip, node->name.str()))
+      return "named in --prune-skip";
+    return "";
+  }
+
+  /// Prunes `layer` unless `why` says why not or its weights do not allow
+  /// it, and removes its calibration statistics; failure when those do not
+  /// fit it.
+  LogicalResult pruneOne(Operation *layer, const PrunePattern &p, std::string why) {
+    std::optional<WeightMatrix> w;
+    if (why.empty())
+      w = weightMatrixOf(layer, why);
+    if (w && w->groups > 1 && w->inputs == w->window) {
+      why = "a depthwise convolution (its few weights per output all count, and it costs little)";
+      w.reset();
     }
+    FailureOr<InputStatistics> statistics = takeStatistics(layer, w ? &*w : nullptr);
+    if (failed(statistics))
+      return failure();
+    std::vector<float> dense = w ? w->values : std::vector<float>();
+    FailureOr<std::string> method =
+        w ? pruneLayer(*w, p, *statistics, why) : FailureOr<std::string>(failure());
+    if (failed(method)) {
+      if (report)
+        emitRemark(layer->getLoc()) << "sparsity: not pruned: " << why;
+      return success();
+    }
+    setWeights(*w);
+    if (report)
+      emitRemark(layer->getLoc()) << llvm::formatv(
+          "sparsity: pruned to {0:F1}% zeros ({1}, {2}), predicted SQNR {3:F1} dB",
+          100.0 * llvm::count(w->values, 0.0f) / w->values.size(), pattern.getValue(), *method,
+          predictedSqnrDb(dense, *w, *statistics));
+    return success();
   }
 
   /// Prunes `w` with the best method its statistics allow: SparseGPT with

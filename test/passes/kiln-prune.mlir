@@ -91,6 +91,18 @@ func.func @dynamic(%x: tensor<3x4xf32>, %w: tensor<4x2xf32>, %v: tensor<2x2xf32>
 
 // -----
 
+// A depthwise convolution keeps its few taps (it is the middle layer here).
+// REPORT: remark: {{.*}}sparsity: not pruned: a depthwise convolution (its few weights per output all count, and it costs little)
+func.func @depthwise(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x1x1xf32> {
+  %w = kiln.constant dense<[[[[0.5, -2.0], [3.0, -4.0]]], [[[-9.0, 1.0], [-7.0, 8.0]]]]> : tensor<2x1x2x2xf32> -> tensor<2x1x2x2xf32>
+  %a = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64} : (tensor<1x2x4x4xf32>, tensor<2x1x2x2xf32>) -> tensor<1x2x3x3xf32>
+  %b = kiln.conv %a, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64} : (tensor<1x2x3x3xf32>, tensor<2x1x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %c = kiln.conv %b, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 2 : i64} : (tensor<1x2x2x2xf32>, tensor<2x1x2x2xf32>) -> tensor<1x2x1x1xf32>
+  return %c : tensor<1x2x1x1xf32>
+}
+
+// -----
+
 // Wanda: with the norms of the input channels, the score is |w| * norm and
 // each output keeps its 2 best inputs: output 0 scores (5, 2, 3, 0.4) and
 // keeps 0.5 and 3; output 1 scores (90, 1, 7, 0.8) and keeps -9 and -7.
