@@ -19,10 +19,11 @@
 
 namespace mlir::kiln {
 
-/// Prunes `w` to `pattern` (unstructured: `fraction` of each block of 128
-/// inputs; N:M) with the SparseGPT update, given the Gram matrix `gram` of
-/// the layer's inputs ([K, K], row-major). Failure, with `why`, for block
-/// patterns and when the dampened Gram matrix is not positive definite.
+/// Prunes `w` to `pattern` (unstructured: `fraction` of each output's
+/// weights in each block of 128 inputs; N:M) with the SparseGPT update,
+/// given the Gram matrix `gram` of the layer's inputs ([K, K], row-major).
+/// Failure, with `why`, for block patterns and when the dampened Gram
+/// matrix is not positive definite.
 LogicalResult sparseGptPrune(WeightMatrix &w, const PrunePattern &pattern, double fraction,
                              const std::vector<float> &gram, std::string &why);
 

@@ -2,7 +2,8 @@
 //
 // sparseGptPrune (passes/SparseGPT.cpp) checked against a straightforward
 // NumPy implementation of the paper's algorithm (full inverse, every later
-// column updated at each step, no lazy batches), and for properties that
+// column updated at each step, no lazy batches; each output's share of a
+// block's weights pruned, as kiln does), and for properties that
 // hold on any input: the pattern is met, and the output error on the
 // calibration rows is below that of the same mask without the update.
 //

@@ -479,6 +479,34 @@ static LogicalResult checkAccuracy(ModuleOp module, const ::kiln::CalibrationRes
   return failure(violated && strict);
 }
 
+/// Prunes `module` (at the kiln-opt stage) on the calibration data with
+/// `statistics` of each layer's inputs, then with --report=sparsity
+/// measures it against the dense model.
+static LogicalResult
+pruneCalibrated(ModuleOp module, const ::kiln::ExecutableBuilder &build,
+                llvm::function_ref<LogicalResult(const mlir::kiln::PipelineOptions &)> runPasses,
+                const mlir::kiln::PipelineOptions &options, ::kiln::PruneStatistics statistics,
+                Progress &progress) {
+  std::string message;
+  auto calibration =
+      ::kiln::calibrateForPruning(module, calibrationData, statistics, build, message);
+  if (failed(calibration))
+    return error(message), failure();
+  progress.done("ran the dense model on " + Twine(calibration->samples.size()) +
+                " calibration samples for " + pruneMethod + " pruning of " +
+                Twine(calibration->layers.size()) + " layers");
+  mlir::kiln::PipelineOptions pruneOnly = options;
+  pruneOnly.quantizeDynamic = pruneOnly.bf16 = pruneOnly.sparsify = false;
+  if (failed(runPasses(pruneOnly)))
+    return error("pruning failed (see above)"), failure();
+  if (!options.reportSparsity)
+    return success();
+  if (failed(measure(module, *calibration, build, "sparsity", "pruned vs dense")))
+    return failure();
+  progress.done("measured the pruned model on the calibration samples");
+  return success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
@@ -657,25 +685,10 @@ int main(int argc, char **argv) {
       return pm.run(*module);
     };
 
-    if (pruning) {
-      auto calibration = ::kiln::calibrateForPruning(*module, calibrationData, *pruneStatistics,
-                                                     build, message);
-      if (failed(calibration))
-        return error(message);
-      progress.done("ran the dense model on " + Twine(calibration->samples.size()) +
-                    " calibration samples for " + pruneMethod + " pruning of " +
-                    Twine(calibration->layers.size()) + " layers");
-      mlir::kiln::PipelineOptions pruneOnly = pipelineOptions;
-      pruneOnly.quantizeDynamic = pruneOnly.bf16 = pruneOnly.sparsify = false;
-      if (failed(runWeightPasses(pruneOnly)))
-        return error("pruning failed (see above)");
-      pipelineOptions.pruneFraction.reset(); // done
-      if (pipelineOptions.reportSparsity) {
-        if (failed(measure(*module, *calibration, build, "sparsity", "pruned vs dense")))
-          return 1;
-        progress.done("measured the pruned model on the calibration samples");
-      }
-    }
+    if (pruning && failed(pruneCalibrated(*module, build, runWeightPasses, pipelineOptions,
+                                          *pruneStatistics, progress)))
+      return 1;
+    pipelineOptions.pruneFraction.reset(); // done
 
     if (quantizeStatic) {
       auto calibration = ::kiln::calibrate(*module, calibrationData, *method, build, message);
