@@ -189,6 +189,36 @@ def KilnPrune : Pass<"kiln-prune", "ModuleOp"> {
   ];
 }
 
+def KilnPruneChannels : Pass<"kiln-prune-channels", "ModuleOp"> {
+  let summary = "Remove the least important output channels and what reads them";
+  let description = [{
+    Structured pruning: of each convolution (without groups), gemm and
+    matmul with constant weights, the `fraction` of output channels whose
+    weights have the smallest L2 norm is removed, with the input channels
+    that read them downstream, so that the model gets smaller and runs
+    faster on dense kernels. Channels are followed through elementwise ops,
+    pooling, depthwise convolutions (which lose the same channels),
+    concatenation along channels and [N, C, 1, 1] <-> [N, C] reshapes.
+    Channels that an elementwise op of two activations adds together (a
+    residual connection) are removed together from every layer that makes
+    them, ranked by the sum of their norms, and the fraction applies to each
+    such group of layers as a whole. Channels that reach a model output,
+    come from a model input, or meet an op that may mix them are kept, as
+    are those of the first and last layer (unless `prune-first-last`) and of
+    layers named in `skip`. With `report`, each layer gets a remark: how
+    many output channels it keeps, or why it keeps them all.
+  }];
+  let options = [
+    Option<"fraction", "fraction", "double", "0.5",
+           "Fraction of output channels to remove, in [0, 1)">,
+    ListOption<"skip", "skip", "std::string", "ONNX node names of layers to keep whole">,
+    Option<"pruneFirstLast", "prune-first-last", "bool", "false",
+           "Prune the output channels of the first and the last layer too">,
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per layer: the channels it keeps">,
+  ];
+}
+
 def KilnSparsify : Pass<"kiln-sparsify", "ModuleOp"> {
   let summary = "Run matmuls with mostly-zero constant weights as kiln.sparse_matmul";
   let description = [{

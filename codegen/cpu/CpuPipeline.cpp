@@ -171,7 +171,14 @@ static std::string stagePipeline(Stage to, const CpuTarget &target,
 /// of the weights (int8, bf16 or sparse f32).
 void mlir::kiln::addWeightPasses(OpPassManager &pm, const CpuTarget &target,
                                  const PipelineOptions &options) {
-  if (options.pruneFraction) {
+  if (options.pruneFraction && options.prunePattern == "channel") {
+    KilnPruneChannelsOptions prune;
+    prune.fraction = *options.pruneFraction;
+    prune.skip.assign(options.pruneSkip.begin(), options.pruneSkip.end());
+    prune.pruneFirstLast = options.pruneFirstLast;
+    prune.report = options.reportSparsity;
+    pm.addPass(createKilnPruneChannels(prune));
+  } else if (options.pruneFraction) {
     KilnPruneOptions prune;
     prune.fraction = *options.pruneFraction;
     prune.pattern = options.prunePattern;

@@ -45,7 +45,8 @@ struct PipelineOptions {
   bool reportQuant = false;     // quantization passes emit a "quant: " remark per decision
   bool bf16 = false;            // matmuls with constant weights in bf16 (f32 sums)
   bool reportMemory = false;    // kiln-plan-memory emits a "memory: " remark per function
-  // Pruning before everything that reads the weights (kiln-prune).
+  // Pruning before everything that reads the weights (kiln-prune, or
+  // kiln-prune-channels for the pattern "channel").
   std::optional<double> pruneFraction;
   std::string prunePattern = "unstructured";
   std::vector<std::string> pruneSkip;

@@ -927,7 +927,48 @@ def outlier_mlp():
     return m, [(16, 64)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+def dead_channels():
+    """A small CNN with a residual block, a depthwise branch, a concat, a
+    per-channel scale and a classifier, in which a quarter of the output
+    channels of every layer but the classifier are dead (zero filter and
+    bias): channel pruning at 0.25 must remove exactly those and compute
+    the same function."""
+    n = helper.make_node
+
+    def conv(name, out, inp, k, dead, group=1):
+        w = (rng.standard_normal((out, inp // group, k, k)) * 0.3).astype(np.float32)
+        b = (rng.standard_normal(out) * 0.1).astype(np.float32)
+        w[dead], b[dead] = 0, 0
+        return [numpy_helper.from_array(w, name + "_w"), numpy_helper.from_array(b, name + "_b")]
+
+    residual = [1, 5, 9, 13]  # dead in the stem and in the block's second conv alike
+    inits = (conv("stem", 16, 3, 3, residual) + conv("c1", 16, 16, 3, [0, 2, 4, 6]) +
+             conv("c2", 16, 16, 3, residual) + conv("branch", 8, 16, 1, [3, 7]) +
+             conv("dw", 8, 8, 3, [3, 7], group=8) + conv("head", 16, 24, 1, [2, 3, 10, 11]) +
+             [weight("scale", 1, 24, 1, 1), weight("fc_w", 10, 16), weight("fc_b", 10)])
+    pad = {"pads": [1, 1, 1, 1]}
+    nodes = [n("Conv", ["x", "stem_w", "stem_b"], ["s"], name="stem", **pad),
+             n("Relu", ["s"], ["a"], name="stem_relu"),
+             n("Conv", ["a", "c1_w", "c1_b"], ["h1"], name="c1", **pad),
+             n("Relu", ["h1"], ["a1"], name="c1_relu"),
+             n("Conv", ["a1", "c2_w", "c2_b"], ["h2"], name="c2", **pad),
+             n("Add", ["h2", "a"], ["sum"], name="residual"),
+             n("Relu", ["sum"], ["r"], name="block_relu"),
+             n("Conv", ["a", "branch_w", "branch_b"], ["h3"], name="branch"),
+             n("Relu", ["h3"], ["a3"], name="branch_relu"),
+             n("Conv", ["a3", "dw_w", "dw_b"], ["h4"], name="dw", group=8, **pad),
+             n("Relu", ["h4"], ["a4"], name="dw_relu"),
+             n("Concat", ["r", "a4"], ["cat"], name="concat", axis=1),
+             n("Mul", ["cat", "scale"], ["scaled"], name="scale"),
+             n("Conv", ["scaled", "head_w", "head_b"], ["h5"], name="head"),
+             n("Relu", ["h5"], ["a5"], name="head_relu"),
+             n("GlobalAveragePool", ["a5"], ["pooled"], name="pool"),
+             n("Flatten", ["pooled"], ["flat"], name="flatten"),
+             n("Gemm", ["flat", "fc_w", "fc_b"], ["y"], name="fc", transB=1)]
+    return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
+
+
+BUILDERS = {f.__name__: f for f in [modern, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

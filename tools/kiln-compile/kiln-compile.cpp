@@ -151,8 +151,9 @@ cl::opt<std::string> pruneMethod("prune-method",
                                  cl::value_desc("method"), cl::cat(category));
 cl::opt<std::string> prunePattern("prune-pattern",
                                   cl::desc("What --prune zeros: unstructured (default), N:M "
-                                           "(N of every M inputs stay, e.g. 2:4) or block:RxC "
-                                           "(R outputs by C inputs, e.g. block:16x1)"),
+                                           "(N of every M inputs stay, e.g. 2:4), block:RxC "
+                                           "(R outputs by C inputs, e.g. block:16x1), or "
+                                           "channel (whole output channels are removed)"),
                                   cl::value_desc("pattern"), cl::cat(category));
 cl::list<std::string> pruneSkip("prune-skip",
                                 cl::desc("ONNX node names of layers --prune leaves dense"),
@@ -184,11 +185,13 @@ static std::string shortNumber(double value) {
 /// Whether --prune-pattern is one kiln-prune takes and fits --prune: N:M
 /// zeros exactly 1 - N/M of the weights.
 static bool checkPrunePattern(StringRef pattern, double fraction, std::string &why) {
+  if (pattern == "channel")
+    return true;
   auto p = mlir::kiln::parsePrunePattern(pattern);
   if (!p) {
     why = ("unknown --prune-pattern '" + pattern +
-           "' (expected unstructured, N:M with N < M such as 2:4, or block:RxC such as "
-           "block:16x1)")
+           "' (expected unstructured, N:M with N < M such as 2:4, block:RxC such as "
+           "block:16x1, or channel)")
               .str();
     return false;
   }
@@ -568,8 +571,12 @@ int main(int argc, char **argv) {
   if (std::string why; pruning && !prunePattern.empty() &&
                        !checkPrunePattern(prunePattern, prune, why))
     return error(why);
+  bool channelPruning = prunePattern == "channel";
   if (pruneMethod.empty())
-    pruneMethod = calibrationData.empty() ? "magnitude" : "wanda";
+    pruneMethod = calibrationData.empty() || channelPruning ? "magnitude" : "wanda";
+  if (channelPruning && pruneMethod != "magnitude")
+    return error("--prune-pattern=channel ranks channels by the norm of their weights: "
+                 "--prune-method=" + pruneMethod + " does not apply to it");
   auto pruneStatistics = llvm::StringSwitch<std::optional<::kiln::PruneStatistics>>(pruneMethod)
                              .Case("magnitude", ::kiln::PruneStatistics::None)
                              .Case("wanda", ::kiln::PruneStatistics::Norms)
