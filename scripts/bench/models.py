@@ -6,6 +6,7 @@ usage: models.py OUT_DIR
   resnet18    ResNet-18 (Conv+BatchNormalization+Relu, residual Add), 1x3x224x224
   bert2       2 BERT-base encoder layers at 1x128x768 (12 heads, Erf GELU, FFN 3072)
   matmul1024  1024x1024 @ constant 1024x1024
+  mobilenet   MobileNet v1 (depthwise 3x3 + pointwise 1x1 Conv+BatchNormalization+Relu), 1x3x224x224
 """
 import os
 import sys
@@ -67,9 +68,9 @@ def mlp():
     return g.model([tensor("x", [1, 784])], [tensor("y", [1, 10])])
 
 
-def conv_bn(g, x, c_in, c_out, k, stride, relu=True):
-    y = g.op("Conv", [x, g.weight("conv", [c_out, c_in, k, k])], kernel_shape=[k, k],
-             strides=[stride, stride], pads=[k // 2] * 4)
+def conv_bn(g, x, c_in, c_out, k, stride, relu=True, group=1):
+    y = g.op("Conv", [x, g.weight("conv", [c_out, c_in // group, k, k])], kernel_shape=[k, k],
+             strides=[stride, stride], pads=[k // 2] * 4, group=group)
     scale = g.const("bn_scale", rng.uniform(0.5, 1.5, c_out))
     bias = g.const("bn_bias", rng.uniform(-0.1, 0.1, c_out))
     mean = g.const("bn_mean", rng.uniform(-0.1, 0.1, c_out))
@@ -94,6 +95,22 @@ def resnet18():
     x = g.op("GlobalAveragePool", [x])
     x = g.op("Flatten", [x])
     g.op("Gemm", [x, g.weight("fc", [1000, 512]), g.weight("fc_b", [1000], 0.01)], transB=1)
+    g.nodes[-1].output[0] = "y"
+    return g.model([tensor("x", [1, 3, 224, 224])], [tensor("y", [1, 1000])])
+
+
+def mobilenet():
+    """MobileNet v1: 95% of its arithmetic is in the pointwise convolutions."""
+    g = Graph()
+    x = conv_bn(g, "x", 3, 32, 3, 2)
+    c_in = 32
+    for c_out, stride in [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + \
+            [(512, 1)] * 5 + [(1024, 2), (1024, 1)]:
+        x = conv_bn(g, x, c_in, c_in, 3, stride, group=c_in)
+        x = conv_bn(g, x, c_in, c_out, 1, 1)
+        c_in = c_out
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [x])])
+    g.op("Gemm", [x, g.weight("fc", [1000, 1024]), g.weight("fc_b", [1000], 0.01)], transB=1)
     g.nodes[-1].output[0] = "y"
     return g.model([tensor("x", [1, 3, 224, 224])], [tensor("y", [1, 1000])])
 
@@ -158,7 +175,7 @@ def attention4k():
     return g.model([tensor(n, shape) for n in "qkv"], [tensor("y", shape)])
 
 
-MODELS = {f.__name__: f for f in [mlp, resnet18, bert2, matmul1024, attention4k]}
+MODELS = {f.__name__: f for f in [mlp, resnet18, bert2, matmul1024, attention4k, mobilenet]}
 
 if __name__ == "__main__":
     out = sys.argv[1]

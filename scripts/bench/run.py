@@ -40,10 +40,11 @@ SYNTHETIC = ["mlp", "resnet18", "bert2", "matmul1024"]
 QUANT_BEGIN, QUANT_END = "<!-- quant:begin -->", "<!-- quant:end -->"
 SCALING_BEGIN, SCALING_END = "<!-- scaling:begin -->", "<!-- scaling:end -->"
 SPARSE_BEGIN, SPARSE_END = "<!-- sparse:begin -->", "<!-- sparse:end -->"
-# Sections other scripts write (quant.py, scaling.py, sparse.py), kept when this one
-# rewrites the page.
+PRUNE_BEGIN, PRUNE_END = "<!-- prune:begin -->", "<!-- prune:end -->"
+# Sections other scripts write (quant.py, scaling.py, sparse.py, prune.py), kept when
+# this one rewrites the page.
 KEPT_SECTIONS = [(QUANT_BEGIN, QUANT_END), (SCALING_BEGIN, SCALING_END),
-                 (SPARSE_BEGIN, SPARSE_END)]
+                 (SPARSE_BEGIN, SPARSE_END), (PRUNE_BEGIN, PRUNE_END)]
 
 
 def log(message):
