@@ -184,6 +184,9 @@ def KilnPrune : Pass<"kiln-prune", "ModuleOp"> {
     ListOption<"skip", "skip", "std::string", "ONNX node names of layers to leave dense">,
     Option<"pruneFirstLast", "prune-first-last", "bool", "false",
            "Prune the first and the last layer too">,
+    ListOption<"layerFractions", "layer-fractions", "std::string",
+               "NODE=FRACTION: the fraction of the layer of that ONNX node (0 leaves it "
+               "dense; it applies to the first and last layer too)">,
     Option<"report", "report", "bool", "false",
            "Emit a remark per layer: what was pruned, or the reason it was not">,
   ];

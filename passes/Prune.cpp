@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -230,6 +231,8 @@ struct KilnPrunePass : mlir::kiln::impl::KilnPruneBase<KilnPrunePass> {
       getOperation().emitError("kiln-prune: fraction ") << fraction << " is not in [0, 1)";
       return signalPassFailure();
     }
+    if (failed(parseLayerFractions()))
+      return signalPassFailure();
     SmallVector<Operation *> layers;
     getOperation().walk([&](Operation *op) {
       if (isa<MatMulOp, GemmOp, ConvOp>(op))
@@ -240,13 +243,37 @@ struct KilnPrunePass : mlir::kiln::impl::KilnPruneBase<KilnPrunePass> {
         return signalPassFailure();
   }
 
-  /// Why layer `i` of `count` stays dense whatever its weights, or "".
+  /// Reads `layer-fractions` ("NODE=FRACTION") into `ownFraction`.
+  LogicalResult parseLayerFractions() {
+    for (StringRef entry : layerFractions) {
+      auto [name, value] = entry.rsplit('=');
+      double f;
+      if (name.empty() || value.getAsDouble(f) || !(f >= 0.0 && f < 1.0))
+        return getOperation().emitError("kiln-prune: layer-fractions entry '")
+               << entry << "' is not NODE=FRACTION with a fraction in [0, 1)";
+      ownFraction[name] = f;
+    }
+    return success();
+  }
+
+  /// The fraction of `layer`'s weights to zero: its own, or `fraction`.
+  double fractionOf(Operation *layer) {
+    if (auto node = onnxNodeOf(layer->getLoc()))
+      if (auto it = ownFraction.find(node->name); it != ownFraction.end())
+        return it->second;
+    return fraction;
+  }
+
+  /// Why layer `i` of `count` stays dense whatever its weights, or "". A
+  /// layer with its own fraction is pruned by it, first or last.
   std::string whyDense(Operation *layer, size_t i, size_t count) {
+    auto node = onnxNodeOf(layer->getLoc());
+    if (node && ownFraction.count(node->name))
+      return ownFraction.lookup(node->name) == 0 ? "its own fraction is 0" : "";
     if (!pruneFirstLast && (i == 0 || i + 1 == count))
       return std::string(i == 0 ? "the first" : "the last") +
              " layer (--prune-first-last prunes it too)";
-    if (auto node = onnxNodeOf(layer->getLoc());
-        node && llvm::is_contained(skip, node->name.str()))
+    if (node && llvm::is_contained(skip, node->name.str()))
       return "named in --prune-skip";
     return "";
   }
@@ -266,8 +293,9 @@ struct KilnPrunePass : mlir::kiln::impl::KilnPruneBase<KilnPrunePass> {
     if (failed(statistics))
       return failure();
     std::vector<float> dense = w ? w->values : std::vector<float>();
+    double f = fractionOf(layer);
     FailureOr<std::string> method =
-        w ? pruneLayer(*w, p, *statistics, why) : FailureOr<std::string>(failure());
+        w ? pruneLayer(*w, p, f, *statistics, why) : FailureOr<std::string>(failure());
     if (failed(method)) {
       if (report)
         emitRemark(layer->getLoc()) << "sparsity: not pruned: " << why;
@@ -282,21 +310,24 @@ struct KilnPrunePass : mlir::kiln::impl::KilnPruneBase<KilnPrunePass> {
     return success();
   }
 
-  /// Prunes `w` with the best method its statistics allow: SparseGPT with
-  /// a Gram matrix, Wanda with norms, magnitude without either. Returns
+  /// Prunes the `share` of `w` with the best method its statistics allow:
+  /// SparseGPT with a Gram matrix, Wanda with norms, magnitude without
+  /// either. Returns
   /// the method's name (and why a better one was not used), or failure
   /// with `why`.
-  FailureOr<std::string> pruneLayer(WeightMatrix &w, const PrunePattern &p,
+  FailureOr<std::string> pruneLayer(WeightMatrix &w, const PrunePattern &p, double share,
                                     const InputStatistics &s, std::string &why) {
     std::string fallback;
     if (!s.gram.empty()) {
-      if (succeeded(sparseGptPrune(w, p, fraction, s.gram, fallback)))
+      if (succeeded(sparseGptPrune(w, p, share, s.gram, fallback)))
         return std::string("sparsegpt");
       fallback = ": " + fallback;
     }
-    if (failed(prune(w, p, fraction, s.norms, why)))
+    if (failed(prune(w, p, share, s.norms, why)))
       return failure();
     return (s.norms.empty() ? "magnitude" : "wanda") + fallback;
   }
+
+  llvm::StringMap<double> ownFraction; // by ONNX node name
 };
 } // namespace

@@ -184,6 +184,8 @@ void mlir::kiln::addWeightPasses(OpPassManager &pm, const CpuTarget &target,
     prune.pattern = options.prunePattern;
     prune.skip.assign(options.pruneSkip.begin(), options.pruneSkip.end());
     prune.pruneFirstLast = options.pruneFirstLast;
+    prune.layerFractions.assign(options.pruneLayerFractions.begin(),
+                                options.pruneLayerFractions.end());
     prune.report = options.reportSparsity;
     pm.addPass(createKilnPrune(prune));
   }

@@ -51,6 +51,7 @@ struct PipelineOptions {
   std::string prunePattern = "unstructured";
   std::vector<std::string> pruneSkip;
   bool pruneFirstLast = false;
+  std::vector<std::string> pruneLayerFractions; // "NODE=FRACTION" (--prune-config)
   bool sparsify = true;        // kiln-sparsify: mostly-zero f32 weights run sparse
   bool reportSparsity = false; // pruning and sparsify emit a "sparsity: " remark per layer
   // The kiln-opt stage leaves out the passes that rewrite weights (pruning,

@@ -36,3 +36,4 @@ func.func @not_positive(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
   %y = kiln.matmul %x, %w {kiln.input_gram = dense<[[1.0, 0.0], [0.0, -5.0]]> : tensor<2x2xf32>} : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
   return %y : tensor<3x2xf32>
 }
+

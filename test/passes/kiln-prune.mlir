@@ -6,6 +6,8 @@
 // RUN: kiln-opt %s --split-input-file --kiln-prune="fraction=0.5 prune-first-last=true" | FileCheck %s --check-prefix=CALIBRATED
 // RUN: kiln-opt %s --split-input-file --kiln-prune="fraction=0.5 prune-first-last=true report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=CALIBRATED-REPORT
 // RUN: kiln-opt %s --split-input-file --kiln-prune="fraction=0.5 pattern=block:1x2 prune-first-last=true report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=GPT-BLOCK
+// RUN: kiln-opt %s --split-input-file --kiln-prune="fraction=0.5 layer-fractions=fc1=0.25,fc2=0 report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=OWN
+// RUN: not kiln-opt %s --split-input-file --kiln-prune="layer-fractions=fc1=2" 2>&1 | FileCheck %s --check-prefix=BAD-OWN
 // RUN: not kiln-opt %s --split-input-file --kiln-prune="pattern=4:2" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not kiln-opt %s --split-input-file --kiln-prune="fraction=1.0" 2>&1 | FileCheck %s --check-prefix=FRACTION
 
@@ -66,6 +68,11 @@ func.func @conv(%x: tensor<1x1x3x3xf32>) -> tensor<1x2x2x2xf32> {
 // REPORT: remark: {{.*}}sparsity: not pruned: the last layer (--prune-first-last prunes it too)
 // SKIP: remark: {{.*}}sparsity: pruned to 50.0% zeros (unstructured, magnitude)
 // SKIP: remark: {{.*}}sparsity: not pruned: named in --prune-skip
+// A layer's own fraction applies to the first layer too; 0 keeps it dense.
+// OWN: remark: {{.*}}sparsity: pruned to 25.0% zeros (unstructured, magnitude)
+// OWN: remark: {{.*}}sparsity: not pruned: its own fraction is 0
+// OWN: remark: {{.*}}sparsity: not pruned: the last layer
+// BAD-OWN: error: kiln-prune: layer-fractions entry 'fc1=2' is not NODE=FRACTION with a fraction in [0, 1)
 // SKIP: remark: {{.*}}sparsity: pruned to 50.0% zeros (unstructured, magnitude)
 func.func @three(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
   %w = kiln.constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]> : tensor<4x4xf32> -> tensor<4x4xf32>

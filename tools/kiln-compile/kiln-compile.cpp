@@ -36,6 +36,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -159,6 +160,11 @@ cl::list<std::string> pruneSkip("prune-skip",
                                 cl::desc("ONNX node names of layers --prune leaves dense"),
                                 cl::value_desc("node,..."), cl::CommaSeparated,
                                 cl::cat(category));
+cl::opt<std::string> pruneConfig("prune-config",
+                                 cl::desc("A file of per-layer fractions for --prune: one "
+                                          "'<ONNX node name> <fraction>' per line (0 leaves "
+                                          "the layer dense; # starts a comment)"),
+                                 cl::value_desc("FILE"), cl::cat(category));
 cl::opt<bool> pruneFirstLast("prune-first-last",
                              cl::desc("Let --prune prune the first and the last layer too "
                                       "(left dense by default: they cost the most accuracy)"),
@@ -180,6 +186,51 @@ static std::string shortNumber(double value) {
   char text[32];
   std::snprintf(text, sizeof(text), "%g", value);
   return text;
+}
+
+/// The "NODE=FRACTION" entries of --prune-config, checked against the
+/// model's layers and the pattern; failure after printing the error.
+static FailureOr<std::vector<std::string>> readPruneConfig(ModuleOp module) {
+  auto text = llvm::MemoryBuffer::getFile(pruneConfig);
+  if (!text)
+    return error("cannot read --prune-config file '" + pruneConfig +
+                 "': " + text.getError().message()),
+           failure();
+  llvm::StringSet<> layers;
+  module.walk([&](Operation *op) {
+    if (isa<mlir::kiln::MatMulOp, mlir::kiln::GemmOp, mlir::kiln::ConvOp>(op))
+      if (auto node = mlir::kiln::onnxNodeOf(op->getLoc()))
+        layers.insert(node->name);
+  });
+  auto nm = mlir::kiln::parsePrunePattern(prunePattern.empty() ? StringRef("unstructured")
+                                                                : StringRef(prunePattern));
+  std::vector<std::string> entries;
+  SmallVector<StringRef> lines;
+  (*text)->getBuffer().split(lines, '\n');
+  for (auto [i, line] : llvm::enumerate(lines)) {
+    std::string where = pruneConfig + ":" + std::to_string(i + 1) + ": ";
+    StringRef content = line.split('#').first.trim();
+    if (content.empty())
+      continue;
+    auto [name, value] = content.rsplit(' ');
+    name = name.trim();
+    double f;
+    if (name.empty() || value.trim().getAsDouble(f) || !(f >= 0.0 && f < 1.0))
+      return error(where + "expected '<ONNX node name> <fraction in [0, 1)>', got '" +
+                   content + "'"),
+             failure();
+    if (!layers.contains(name))
+      return error(where + "'" + name + "' is not a MatMul, Gemm or Conv node of the model"),
+             failure();
+    if (nm && nm->kind == mlir::kiln::PrunePattern::NofM && f != 0 &&
+        std::abs(f - (1.0 - double(nm->a) / nm->b)) > 1e-9)
+      return error(where + "--prune-pattern=" + prunePattern + " zeros " +
+                   shortNumber(100.0 * (1.0 - double(nm->a) / nm->b)) +
+                   "% of a layer's weights: its fraction is that or 0"),
+             failure();
+    entries.push_back((name + "=" + value.trim()).str());
+  }
+  return entries;
 }
 
 /// Whether --prune-pattern is one kiln-prune takes and fits --prune: N:M
@@ -565,15 +616,19 @@ int main(int argc, char **argv) {
   if (prune.getNumOccurrences() && !(prune >= 0.0 && prune < 1.0))
     return error("--prune=" + shortNumber(prune) + " is not a fraction in [0, 1)");
   if (!pruning && (prunePattern.getNumOccurrences() || pruneSkip.getNumOccurrences() ||
-                  pruneFirstLast.getNumOccurrences() || pruneMethod.getNumOccurrences()))
-    return error("--prune-pattern, --prune-method, --prune-skip and --prune-first-last only "
-                 "apply to --prune");
+                  pruneFirstLast.getNumOccurrences() || pruneMethod.getNumOccurrences() ||
+                  pruneConfig.getNumOccurrences()))
+    return error("--prune-pattern, --prune-method, --prune-config, --prune-skip and "
+                 "--prune-first-last only apply to --prune");
   if (std::string why; pruning && !prunePattern.empty() &&
                        !checkPrunePattern(prunePattern, prune, why))
     return error(why);
   bool channelPruning = prunePattern == "channel";
   if (pruneMethod.empty())
     pruneMethod = calibrationData.empty() || channelPruning ? "magnitude" : "wanda";
+  if (channelPruning && pruneConfig.getNumOccurrences())
+    return error("--prune-config sets fractions of weights, not of channels: it does not "
+                 "apply to --prune-pattern=channel");
   if (channelPruning && pruneMethod != "magnitude")
     return error("--prune-pattern=channel ranks channels by the norm of their weights: "
                  "--prune-method=" + pruneMethod + " does not apply to it");
@@ -648,6 +703,12 @@ int main(int argc, char **argv) {
       pipelineOptions.prunePattern = prunePattern;
     pipelineOptions.pruneSkip.assign(pruneSkip.begin(), pruneSkip.end());
     pipelineOptions.pruneFirstLast = pruneFirstLast;
+    if (!pruneConfig.empty()) {
+      auto entries = readPruneConfig(*module);
+      if (failed(entries))
+        return 1;
+      pipelineOptions.pruneLayerFractions = std::move(*entries);
+    }
   }
   // The sparse kernels are f32: int8 and bf16 weights stay dense.
   pipelineOptions.sparsify = sparseWeights == "auto" && quantize.empty() && precision == "f32";
