@@ -243,7 +243,9 @@ def KilnSparsify : Pass<"kiln-sparsify", "ModuleOp"> {
     one is dynamic). A 1x1 `kiln.conv` of one f32 NCHW image (no stride,
     padding, dilation or groups) with a constant filter [F, C] may become a
     transposed `kiln.sparse_matmul` of the image [C, H*W] (compressed
-    columns), then its bias. With `report`, each matmul with constant weights gets
+    columns), then its bias; its prediction includes the transposes of the
+    image and the result to and from the channels-last layout the dense
+    convolutions around it run in. With `report`, each matmul with constant weights gets
     a remark: its sparsity, the kernel chosen and the predicted speedup.
   }];
   let options = [

@@ -41,6 +41,12 @@ constexpr double kBitmapMacs = 4.5;
 // Segments of rows per column block with a cursor each (see
 // kiln.bitmap_matmul): their popcount-and-add chains run side by side.
 constexpr int64_t kBitmapSegments = 4;
+// A dense convolution runs channels-last (kiln-channels-last) where the
+// transposed sparse kernel of a 1x1 convolution reads and writes NCHW: its
+// image and its result each cross a transpose to and from the NHWC
+// neighbours, at this many bytes of traffic (read and write) per cycle
+// (measured on NCHW <-> NHWC pairs of 0.4 to 1.6 MB).
+constexpr double kTransposeBytesPerCycle = 2.4;
 constexpr double kRequiredSpeedup = 1.25;
 
 enum class Kernel { Dense, Columns, Blocks, Bitmap };
@@ -85,7 +91,10 @@ std::pair<int64_t, int64_t> countNonzeros(const WeightMatrix &w) {
   return {nonzeros, pieces};
 }
 
-Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad, bool columnsOnly = false) {
+/// The kernel for `rows` rows of `w`; `sparseOverhead` is added to every
+/// sparse kernel's predicted cycles.
+Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad, bool columnsOnly = false,
+              double sparseOverhead = 0) {
   double K = w.inputs, N = w.outputs, M = rows;
   double indexBytes = w.inputs <= 65536 ? 2 : 4;
   auto [nonzeros, pieces] = countNonzeros(w);
@@ -101,7 +110,7 @@ Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad, bool columns
           {Kernel::Bitmap, cycles(4 * nonzeros + K * N / 8 + N / 4, M * K * N, kBitmapMacs)});
   }
   auto best = llvm::min_element(candidates, [](auto &a, auto &b) { return a.second < b.second; });
-  double speedup = dense / best->second;
+  double speedup = dense / (best->second + sparseOverhead);
   return {speedup >= kRequiredSpeedup ? best->first : Kernel::Dense, best->first, speedup};
 }
 
@@ -267,7 +276,9 @@ struct KilnSparsifyPass : mlir::kiln::impl::KilnSparsifyBase<KilnSparsifyPass> {
         emitRemark(conv.getLoc()) << "sparsity: dense: " << why;
       return;
     }
-    Choice choice = choose(*w, pixels, /*expandLoad=*/false, /*columnsOnly=*/true);
+    double layoutBytes = 2.0 * 4 * (w->inputs + w->outputs) * pixels; // read and write
+    Choice choice = choose(*w, pixels, /*expandLoad=*/false, /*columnsOnly=*/true,
+                           layoutBytes / kTransposeBytesPerCycle);
     reportChoice(conv, *w, choice);
     if (choice.kernel != Kernel::Dense)
       rewriteConv(conv, *w);

@@ -879,19 +879,20 @@ def half_sparse_mlp():
 def sparse_pointwise():
     """A MobileNet-style block: 1x1 conv (90% zeros, bias) -> Relu ->
     depthwise 3x3 -> 1x1 conv (90% zeros, no bias), on a 10x10 image (100
-    pixels: vectors of rows, the last one partial)."""
+    pixels: vectors of rows, the last one partial), with 256 channels: wide
+    enough that the sparse kernel pays for the transposes around it."""
     def pruned_filter(name, f, c):
         w = numpy_helper.to_array(pruned_weight(name, (f, c), 0.9))
         return numpy_helper.from_array(w.reshape(f, c, 1, 1), name)
     n = helper.make_node
     nodes = [n("Conv", ["x", "w1", "b1"], ["h1"], name="pw1"),
              n("Relu", ["h1"], ["a1"], name="relu1"),
-             n("Conv", ["a1", "dw"], ["h2"], name="dw", group=64, pads=[1, 1, 1, 1]),
+             n("Conv", ["a1", "dw"], ["h2"], name="dw", group=256, pads=[1, 1, 1, 1]),
              n("Conv", ["h2", "w2"], ["y"], name="pw2")]
-    inits = [pruned_filter("w1", 64, 32), weight("b1", 64), weight("dw", 64, 1, 3, 3),
-             pruned_filter("w2", 48, 64)]
-    return model(nodes, [tensor("x", [1, 32, 10, 10])], [tensor("y", [1, 48, 10, 10])],
-                 inits), [(1, 32, 10, 10)]
+    inits = [pruned_filter("w1", 256, 256), weight("b1", 256), weight("dw", 256, 1, 3, 3),
+             pruned_filter("w2", 256, 256)]
+    return model(nodes, [tensor("x", [1, 256, 10, 10])], [tensor("y", [1, 256, 10, 10])],
+                 inits), [(1, 256, 10, 10)]
 
 
 def prunable_mlp():
