@@ -10,14 +10,12 @@ usage: scripts/bench/prune.py [--rounds R] [--seconds S] [--cases a,b]
 """
 import argparse
 import os
-import statistics
 
 import onnx
 
 from models import MODELS
-from quant import compile_variant, p50, write_section
-from run import BENCH, PRUNE_BEGIN as BEGIN, PRUNE_END as END, ROOT, fmt_ms, log, ort_round, \
-    random_inputs
+from quant import compile_variant, interleaved, write_section
+from run import BENCH, PRUNE_BEGIN as BEGIN, PRUNE_END as END, ROOT, fmt_ms, log, random_inputs
 
 # name -> (model, kiln-compile flags, target speedup over kiln dense f32 or None, what it shows)
 CASES = {
@@ -106,14 +104,8 @@ def main():
         pruned, seconds = compile_variant(f"prune/{case}", path, flags)
         log(f"{case}: compiled in {seconds:.1f} s")
         inputs = random_inputs(onnx.load(path), os.path.join(directory, name + "-inputs"), {})
-        first = p50(dense, 3, 1, inputs)
-        runs = max(3, min(500, int(args.seconds * 1000 / max(first, 1e-3))))
-        times = {"pruned": [], "dense": [], "ort": []}
-        for _ in range(args.rounds):
-            times["pruned"].append(p50(pruned, runs, 1, inputs))
-            times["dense"].append(p50(dense, runs, 1, inputs))
-            times["ort"].append(ort_round(path, runs, 1, inputs))
-        row = {k: statistics.median(v) for k, v in times.items()}
+        row = interleaved({"dense": dense, "pruned": pruned}, path, inputs, args.rounds,
+                          args.seconds)
         row.update(case=case, target=target, what=what + " (`" + " ".join(flags) + "`)")
         log(f"{case}: pruned {fmt_ms(row['pruned'])} ms, dense {fmt_ms(row['dense'])} ms, "
             f"onnxruntime {fmt_ms(row['ort'])} ms: {row['dense'] / row['pruned']:.2f}x")

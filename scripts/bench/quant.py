@@ -46,6 +46,21 @@ def p50(exe, runs, threads, inputs):
     return float(re.search(r"p50=([0-9.]+)", out).group(1))
 
 
+def interleaved(exes, model, inputs, rounds, seconds):
+    """The median over `rounds` of each executable's p50 (`exes`: label ->
+    path) and of onnxruntime's on `model` (label "ort"), alternating at 1
+    thread, with runs per round sized so that the first executable takes
+    about `seconds`."""
+    first = p50(next(iter(exes.values())), 3, 1, inputs)
+    runs = max(3, min(500, int(seconds * 1000 / max(first, 1e-3))))
+    times = {label: [] for label in list(exes) + ["ort"]}
+    for _ in range(rounds):
+        for label, exe in exes.items():
+            times[label].append(p50(exe, runs, 1, inputs))
+        times["ort"].append(ort_round(model, runs, 1, inputs))
+    return {label: statistics.median(t) for label, t in times.items()}
+
+
 def outputs(exe, names, inputs):
     """The executable's outputs on `inputs` (one array per output file)."""
     with tempfile.TemporaryDirectory() as out:

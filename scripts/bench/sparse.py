@@ -15,15 +15,14 @@ usage: scripts/bench/sparse.py [--rounds R] [--seconds S] [--cases a,b] [--size 
 """
 import argparse
 import os
-import statistics
 import subprocess
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from quant import compile_variant, p50, write_section
-from run import BENCH, KILN, ROOT, SPARSE_BEGIN as BEGIN, SPARSE_END as END, fmt_ms, log, ort_round
+from quant import compile_variant, interleaved, write_section
+from run import BENCH, KILN, ROOT, SPARSE_BEGIN as BEGIN, SPARSE_END as END, fmt_ms, log
 
 # name -> (rows M, --prune, --prune-pattern, target speedup over kiln dense)
 CASES = {
@@ -105,15 +104,7 @@ def main():
                                  "--report=sparsity"] + prune,
                                 check=True, capture_output=True, text=True).stdout
         dense, _ = compile_variant(f"sparse/{tag}-dense", path, prune + ["--sparse-weights=off"])
-        inputs = [x]
-        first = p50(dense, 3, 1, inputs)
-        runs = max(3, min(500, int(args.seconds * 1000 / max(first, 1e-3))))
-        times = {"sparse": [], "dense": [], "ort": []}
-        for _ in range(args.rounds):
-            times["sparse"].append(p50(sparse, runs, 1, inputs))
-            times["dense"].append(p50(dense, runs, 1, inputs))
-            times["ort"].append(ort_round(path, runs, 1, inputs))
-        row = {k: statistics.median(v) for k, v in times.items()}
+        row = interleaved({"dense": dense, "sparse": sparse}, path, [x], args.rounds, args.seconds)
         row.update(case=case, rows=m, target=target, kernel=kernel_of(report))
         log(f"{case}: sparse {fmt_ms(row['sparse'])} ms ({row['kernel']}), dense "
             f"{fmt_ms(row['dense'])} ms, onnxruntime {fmt_ms(row['ort'])} ms: "
