@@ -238,7 +238,9 @@ def KilnSparsify : Pass<"kiln-sparsify", "ModuleOp"> {
     predicted time is the larger of its weight traffic and its arithmetic,
     at rates measured with scripts/bench/sparse.py (docs/BENCHMARKS.md):
     the dense kernel streams 4 bytes and does one multiply-add per weight
-    and row; the sparse ones do fewer of both, but slower per element. The
+    and row; the sparse ones do fewer of both, but slower per element, and
+    compressed columns over many rows also pay for writing each output
+    column down the rows of the result. The
     rows M are the product of the input's static leading dimensions (1 when
     one is dynamic). A 1x1 `kiln.conv` of one f32 NCHW image (no stride,
     padding, dilation or groups) with a constant filter [F, C] may become a

@@ -803,8 +803,9 @@ def sparse_mlp():
     fc1 unstructured 90% (compressed columns) with an all-zero and a fully
     dense column; fc2 a Gemm (trans_b, alpha, beta) pruned in 16x1 blocks;
     fc3 95% unstructured with 40 outputs; mm4 a batched 3-D input of 5 rows
-    (row groups of 4, then one); mm5 unstructured over 20 rows (vectors of
-    rows of the transposed input, the last one partial)."""
+    (row groups of 4, then one); mm5 unstructured over 20 rows and 2048
+    inputs (vectors of rows of the transposed input, the last one partial;
+    deep enough to pay for writing its outputs column by column)."""
     w1 = pruned_weight("w1", (256, 128), 0.9)
     a = numpy_helper.to_array(w1).copy()
     a[:, 0] = 0
@@ -820,10 +821,10 @@ def sparse_mlp():
              n("MatMul", ["x3", "w5"], ["y3"], name="mm5")]
     inits = [w1, pruned_weight("w2", (64, 128), 0.9, block=16, outputs_first=True),
              weight("b2", 64), pruned_weight("w3", (64, 40), 0.95),
-             pruned_weight("w4", (96, 32), 0.9, block=16), pruned_weight("w5", (64, 24), 0.9)]
-    return model(nodes, [tensor("x", [2, 256]), tensor("x2", [2, 5, 96]), tensor("x3", [20, 64])],
+             pruned_weight("w4", (96, 32), 0.9, block=16), pruned_weight("w5", (2048, 24), 0.9)]
+    return model(nodes, [tensor("x", [2, 256]), tensor("x2", [2, 5, 96]), tensor("x3", [20, 2048])],
                  [tensor("y", [2, 40]), tensor("y2", [2, 5, 32]), tensor("y3", [20, 24])],
-                 inits), [(2, 256), (2, 5, 96), (20, 64)]
+                 inits), [(2, 256), (2, 5, 96), (20, 2048)]
 
 
 def sparse_initializer():
