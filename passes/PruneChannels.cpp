@@ -246,7 +246,7 @@ bool ChannelPruner::visitLayer(Operation *op, size_t layerIndex, size_t layerCou
           " layer (--prune-first-last prunes it too)";
   if (auto node = onnxNodeOf(op->getLoc()); node && llvm::is_contained(skip, node->name.str()))
     why = "they come from a layer named in --prune-skip";
-  channelsOf(x);
+  (void)channelsOf(x); // its nodes exist before the producer's
   slices.push_back({op, weights, inputAxis, x});
   addProducer(op, op->getResult(0), weights, outputAxis, why);
   if (bias)
@@ -413,7 +413,7 @@ void ChannelPruner::run(func::FuncOp func) {
   auto isLayer = [](Operation &op) { return isa<ConvOp, GemmOp, MatMulOp>(op); };
   size_t layers = llvm::count_if(body, isLayer), layer = 0;
   for (BlockArgument arg : func.getArguments())
-    channelsOf(arg);
+    (void)channelsOf(arg); // frozen: a model input
   for (Operation &op : body) {
     size_t index = isLayer(op) ? layer++ : layers;
     visit(&op, index, layers);

@@ -31,28 +31,16 @@ constexpr double kBytesPerCycle = 9.0;
 constexpr double kDenseMacs = 18.0;
 constexpr double kBlockedMacs = 10.0; // B = 16: broadcast x[k] times 16 weights
 constexpr double kGatherMacs = 1.25;  // B = 1, few rows: gathers of x at the row indices
-// B = 1 over at least kRowVectorRows rows: the lowering multiplies whole
-// vectors of rows of x transposed, no gathers.
+// B = 1 over at least kRowVectorRows rows: the lowering transposes tiles of
+// rows in cache and multiplies whole vectors of them, no gathers.
 constexpr double kRowVectorMacs = 7.0;
 constexpr int64_t kRowVectorRows = 16;
-// ... and writes each output column down the rows of the [M, N] result, a
-// strided store per element: about this many cycles per output element
-// (measured on [M, C] x [C, F] products of 196 to 12544 rows, where it made
-// narrow layers several times slower than dense). The transposed product
-// writes its rows contiguously and does not pay it.
-constexpr double kColumnStoreCycles = 10.0;
 // Bitmaps: per row and 16 outputs, the nonzeros expanded into 16 lanes
 // (AVX-512's vexpandps), then one broadcast multiply-add per row.
 constexpr double kBitmapMacs = 4.5;
 // Segments of rows per column block with a cursor each (see
 // kiln.bitmap_matmul): their popcount-and-add chains run side by side.
 constexpr int64_t kBitmapSegments = 4;
-// A dense convolution runs channels-last (kiln-channels-last) where the
-// transposed sparse kernel of a 1x1 convolution reads and writes NCHW: its
-// image and its result each cross a transpose to and from the NHWC
-// neighbours, at this many bytes of traffic (read and write) per cycle
-// (measured on NCHW <-> NHWC pairs of 0.4 to 1.6 MB).
-constexpr double kTransposeBytesPerCycle = 2.4;
 constexpr double kRequiredSpeedup = 1.25;
 
 enum class Kernel { Dense, Columns, Blocks, Bitmap };
@@ -97,21 +85,15 @@ std::pair<int64_t, int64_t> countNonzeros(const WeightMatrix &w) {
   return {nonzeros, pieces};
 }
 
-/// The kernel for `rows` rows of `w`; `sparseOverhead` is added to every
-/// sparse kernel's predicted cycles; `transposedProduct`: the product is
-/// written transposed ([N, M], a 1x1 convolution's).
-Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad, bool columnsOnly = false,
-              double sparseOverhead = 0, bool transposedProduct = false) {
+/// The kernel for `rows` rows of `w`.
+Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad, bool columnsOnly = false) {
   double K = w.inputs, N = w.outputs, M = rows;
   double indexBytes = w.inputs <= 65536 ? 2 : 4;
   auto [nonzeros, pieces] = countNonzeros(w);
   double dense = cycles(4 * K * N, M * K * N, kDenseMacs);
-  bool rowVectors = rows >= kRowVectorRows;
-  double columns = cycles((4 + indexBytes) * nonzeros + 4 * N, M * nonzeros,
-                          rowVectors ? kRowVectorMacs : kGatherMacs);
-  if (rowVectors && !transposedProduct)
-    columns += M * N * kColumnStoreCycles;
-  SmallVector<std::pair<Kernel, double>> candidates = {{Kernel::Columns, columns}};
+  double columnRate = rows >= kRowVectorRows ? kRowVectorMacs : kGatherMacs;
+  SmallVector<std::pair<Kernel, double>> candidates = {
+      {Kernel::Columns, cycles((4 + indexBytes) * nonzeros + 4 * N, M * nonzeros, columnRate)}};
   if (w.outputs % 16 == 0 && !columnsOnly) {
     candidates.push_back({Kernel::Blocks, cycles((64 + indexBytes) * pieces + N / 4,
                                                  M * pieces * 16, kBlockedMacs)});
@@ -120,7 +102,7 @@ Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad, bool columns
           {Kernel::Bitmap, cycles(4 * nonzeros + K * N / 8 + N / 4, M * K * N, kBitmapMacs)});
   }
   auto best = llvm::min_element(candidates, [](auto &a, auto &b) { return a.second < b.second; });
-  double speedup = dense / (best->second + sparseOverhead);
+  double speedup = dense / best->second;
   return {speedup >= kRequiredSpeedup ? best->first : Kernel::Dense, best->first, speedup};
 }
 
@@ -139,10 +121,9 @@ Value arrayConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type el
   return blobConstant(b, loc, RankedTensorType::get(shape, element), data, name);
 }
 
-/// kiln.sparse_matmul over column blocks of `block` outputs (`transposed`:
-/// of x transposed, giving the product transposed).
+/// kiln.sparse_matmul over column blocks of `block` outputs.
 Value compressedMatMul(OpBuilder &b, Location loc, Type resultType, Value x,
-                       const WeightMatrix &w, int64_t block, bool transposed = false) {
+                       const WeightMatrix &w, int64_t block) {
   std::vector<int32_t> offsets = {0};
   std::vector<int32_t> rows;
   std::vector<float> values;
@@ -171,9 +152,7 @@ Value compressedMatMul(OpBuilder &b, Location loc, Type resultType, Value x,
   }
   Value valueArray = arrayConstant(b, loc, {entries, block}, b.getF32Type(), ArrayRef(values),
                                    "sparse_values");
-  auto op = SparseMatMulOp::create(b, loc, resultType, x, offsetArray, indices, valueArray);
-  op.setTransposed(transposed);
-  return op;
+  return SparseMatMulOp::create(b, loc, resultType, x, offsetArray, indices, valueArray);
 }
 
 /// kiln.bitmap_matmul: a 16-bit mask per row and 16 outputs, the nonzeros,
@@ -249,22 +228,36 @@ int64_t pointwisePixels(ConvOp conv, std::string &why) {
   return 0;
 }
 
-/// The 1x1 convolution as W^T x^T on its image [C, H*W], then the bias.
+/// The 1x1 convolution as the product of its pixels [H*W, C] (channels
+/// last, which kiln-channels-last folds into the layout of the dense
+/// convolutions around it) and W, then the bias.
 void rewriteConv(ConvOp conv, const WeightMatrix &w) {
   OpBuilder b(conv);
   Location loc = conv.getLoc();
   auto in = cast<RankedTensorType>(conv.getInput().getType());
-  auto type = cast<RankedTensorType>(conv.getType());
-  int64_t pixels = in.getDimSize(2) * in.getDimSize(3);
+  int64_t channels = in.getDimSize(1), height = in.getDimSize(2), width = in.getDimSize(3);
   Type f32 = b.getF32Type();
-  Value image = ReshapeOp::create(
-      b, loc, RankedTensorType::get({in.getDimSize(1), pixels}, f32), conv.getInput());
-  Value product = compressedMatMul(b, loc, RankedTensorType::get({w.outputs, pixels}, f32),
-                                   image, w, 1, /*transposed=*/true);
-  Value y = ReshapeOp::create(b, loc, type, product);
+  auto transpose = [&](Value v, ArrayRef<int64_t> perm) {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(t.getDimSize(p));
+    return TransposeOp::create(b, loc, RankedTensorType::get(shape, f32), v,
+                               b.getDenseI64ArrayAttr(perm))
+        .getResult();
+  };
+  Value nhwc = transpose(conv.getInput(), {0, 2, 3, 1});
+  Value pixels = ReshapeOp::create(
+      b, loc, RankedTensorType::get({height * width, channels}, f32), nhwc);
+  Value product = compressedMatMul(
+      b, loc, RankedTensorType::get({height * width, w.outputs}, f32), pixels, w, 1);
+  Value y = transpose(
+      ReshapeOp::create(b, loc, RankedTensorType::get({1, height, width, w.outputs}, f32),
+                        product),
+      {0, 3, 1, 2});
   if (Value bias = conv.getBias()) {
     auto perChannel = RankedTensorType::get({w.outputs, 1, 1}, f32);
-    y = AddOp::create(b, loc, type, y, ReshapeOp::create(b, loc, perChannel, bias));
+    y = AddOp::create(b, loc, conv.getType(), y, ReshapeOp::create(b, loc, perChannel, bias));
   }
   conv.getResult().replaceAllUsesWith(y);
   conv.erase();
@@ -286,9 +279,7 @@ struct KilnSparsifyPass : mlir::kiln::impl::KilnSparsifyBase<KilnSparsifyPass> {
         emitRemark(conv.getLoc()) << "sparsity: dense: " << why;
       return;
     }
-    double layoutBytes = 2.0 * 4 * (w->inputs + w->outputs) * pixels; // read and write
-    Choice choice = choose(*w, pixels, /*expandLoad=*/false, /*columnsOnly=*/true,
-                           layoutBytes / kTransposeBytesPerCycle, /*transposedProduct=*/true);
+    Choice choice = choose(*w, pixels, /*expandLoad=*/false, /*columnsOnly=*/true);
     reportChoice(conv, *w, choice);
     if (choice.kernel != Kernel::Dense)
       rewriteConv(conv, *w);

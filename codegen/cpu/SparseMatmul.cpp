@@ -7,11 +7,16 @@
 //   - B > 1 (16x1 blocks): entry e adds x[m, indices[e]] (broadcast) times
 //     values[e] (B lanes) to the rows' accumulators: no gathers, and every
 //     loaded weight feeds `rows` multiply-adds;
-//   - B = 1 (compressed columns): the entries go `vector-width` at a time:
-//     x[m, indices[e .. e+w)] is gathered and multiplied by the values, then
-//     the lanes are summed; the last partial group is masked.
+//   - B = 1 (compressed columns) over fewer than `vector-width` rows: the
+//     entries go `vector-width` at a time: x[m, indices[e .. e+w)] is
+//     gathered and multiplied by the values, then the lanes are summed; the
+//     last partial group is masked.
 // The weights stream through once per group of rows, which is what makes
 // batch 1 memory-bound on the compressed bytes rather than on K * N * 4.
+// B = 1 over a static `vector-width` rows or more runs as an scf.forall
+// over tiles of that many rows instead (buildRowTiles): the tile of x is
+// transposed into a scratch that stays in cache, and each entry multiplies
+// a whole vector of rows, no gathers.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KilnToLinalg/Builders.h"
@@ -34,14 +39,15 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
-/// Accumulators a task keeps in registers at once: rows of x (B > 1), or
-/// vectors of rows of the transposed x (B = 1 over many rows).
+/// Rows of x a 16x1-block task (B > 1) keeps accumulators for at once.
 constexpr int64_t kRowsPerPass = 4;
+/// Independent sums per output column in the row-tile kernel.
+constexpr int64_t kChains = 4;
 
 struct SparseKernel {
   OpBuilder &b;
   Location loc;
-  Value x;       // [M, K], or [K, M] for the transposed product
+  Value x;       // [M, K]
   Value offsets; // [N/B + 1] i32
   Value indices; // [E] i16 or i32
   Value values;  // [E, B]
@@ -173,99 +179,117 @@ struct SparseKernel {
     })[0];
   }
 
-  /// Rows [m0, m0 + vectors * w) of output column `n` with entries
-  /// [lo, hi), from the transposed input xT [K, M]: per entry, its value
-  /// (broadcast) times row indices[e] of xT, `vectors` vectors of rows at a
-  /// time. The last vector may pass M: it is read and written masked.
-  Value transposedRows(Value tile, Value xT, Value m0, int64_t vectors, bool partial, Value lo,
-                       Value hi, bool rowTile) {
-    auto lanes = VectorType::get({vectorWidth}, b.getF32Type());
+  /// Rows [m0, m0 + w) of x, transposed block by block into a [K', w]
+  /// tensor (K rounded up to w; rows and inputs past x read as zeros).
+  Value transposedRowTile(Value m0, int64_t k) {
+    int64_t w = vectorWidth;
+    auto square = VectorType::get({w, w}, b.getF32Type());
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-    auto inBounds = [&](int64_t v) { return !(partial && v + 1 == vectors); };
-    SmallVector<Value> init(vectors, zeros(lanes));
-    SmallVector<Value> sums = loop(lo, hi, 1, init, [&](Value e, ValueRange acc) {
-      Value k = rowAt(e);
-      Value w = tensor::ExtractOp::create(b, loc, values, ValueRange{e, index(0)});
-      Value splat = vector::BroadcastOp::create(b, loc, lanes, w);
-      SmallVector<Value> next;
-      for (auto [v, sum] : llvm::enumerate(acc)) {
-        Value row = vector::TransferReadOp::create(
-            b, loc, lanes, xT, ValueRange{k, add(m0, index(v * vectorWidth))}, zero,
-            ArrayRef<bool>{inBounds(v)});
-        next.push_back(vector::FMAOp::create(b, loc, splat, row, sum));
-      }
-      return next;
-    });
-    // The rows go down the tile's single column, or along its single row.
-    AffineMap along = rowTile ? AffineMap::get(2, 0, b.getAffineDimExpr(1))
-                              : AffineMap::get(2, 0, b.getAffineDimExpr(0));
-    for (auto [v, sum] : llvm::enumerate(sums)) {
-      Value rows = add(m0, index(v * vectorWidth));
-      tile = vector::TransferWriteOp::create(
-                 b, loc, sum, tile,
-                 rowTile ? ValueRange{index(0), rows} : ValueRange{rows, index(0)}, along,
-                 ArrayRef<bool>{inBounds(v)})
-                 .getResult();
-    }
-    return tile;
-  }
-
-  /// Output column `n` (B = 1) for a static M, vectorized over the rows of
-  /// xT [K, M]: groups of kRowsPerPass vectors in an scf.for, then the rest
-  /// (the last one masked). The tile is [M, 1], or [1, M] for a transposed
-  /// product (`rowTile`).
-  Value transposedColumnTile(Value n, Value xT, int64_t m, bool rowTile) {
-    Value lo = offsetAt(n), hi = offsetAt(add(n, index(1)));
-    Value tile = emptyTensor(b, loc, rowTile ? ArrayRef<int64_t>{1, m} : ArrayRef<int64_t>{m, 1},
-                             b.getF32Type());
-    int64_t group = kRowsPerPass * vectorWidth, groups = m / group;
-    tile = loop(index(0), index(groups * group), group, tile, [&](Value m0, ValueRange t) {
-      return SmallVector<Value>{
-          transposedRows(t[0], xT, m0, kRowsPerPass, false, lo, hi, rowTile)};
+    int64_t inputs = llvm::alignTo(k, w);
+    Value xt = emptyTensor(b, loc, ArrayRef<int64_t>{inputs, w}, b.getF32Type());
+    return loop(index(0), index(inputs), w, xt, [&](Value k0, ValueRange t) {
+      Value block = vector::TransferReadOp::create(b, loc, square, x, ValueRange{m0, k0}, zero,
+                                                   ArrayRef<bool>{false, false});
+      Value transposed = vector::TransposeOp::create(b, loc, block, ArrayRef<int64_t>{1, 0});
+      return SmallVector<Value>{vector::TransferWriteOp::create(b, loc, transposed, t[0],
+                                                                ValueRange{k0, index(0)},
+                                                                ArrayRef<bool>{true, true})
+                                    .getResult()};
     })[0];
-    int64_t rest = m - groups * group;
-    if (rest == 0)
-      return tile;
-    int64_t vectors = llvm::divideCeil(rest, vectorWidth);
-    return transposedRows(tile, xT, index(groups * group), vectors, rest % vectorWidth != 0, lo,
-                          hi, rowTile);
   }
 
-  /// The transposed product [N, M] of xT [K, M] (B = 1): a task per row.
-  Value buildTransposed(int64_t m, int64_t n) {
-    Value init = emptyTensor(b, loc, ArrayRef<int64_t>{n, m}, b.getF32Type());
-    SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(n)},
+  /// Outputs [n0, n0 + count) of the w rows in `xt`: per output, its
+  /// entries' values (broadcast) times rows of xt, summed in a vector over
+  /// the rows; the vectors, transposed, go into `tile` [w, N] at column n0
+  /// as whole rows.
+  Value columnGroup(Value tile, Value xt, Value n0, int64_t count) {
+    int64_t w = vectorWidth;
+    auto lanes = VectorType::get({w}, b.getF32Type());
+    Value pad = ub::PoisonOp::create(b, loc, b.getF32Type());
+    Value group = zeros(VectorType::get({w, w}, b.getF32Type())); // [output, row]
+    // Entry e's value times row indices[e] of xt, added to `acc`.
+    auto product = [&](Value e, Value acc) {
+      Value weight = tensor::ExtractOp::create(b, loc, values, ValueRange{e, index(0)});
+      Value splat = vector::BroadcastOp::create(b, loc, lanes, weight);
+      Value row = vector::TransferReadOp::create(b, loc, lanes, xt,
+                                                 ValueRange{rowAt(e), index(0)}, pad,
+                                                 ArrayRef<bool>{true});
+      return vector::FMAOp::create(b, loc, splat, row, acc).getResult();
+    };
+    for (int64_t j = 0; j < count; ++j) {
+      Value n = add(n0, index(j));
+      Value lo = offsetAt(n), hi = offsetAt(add(n, index(1)));
+      // kChains sums side by side hide the multiply-add latency; the
+      // entries past a multiple of kChains go into the first.
+      Value split = sub(hi, arith::RemUIOp::create(b, loc, sub(hi, lo), index(kChains)));
+      SmallVector<Value> sums(kChains, zeros(lanes));
+      sums = loop(lo, split, kChains, sums, [&](Value e, ValueRange acc) {
+        SmallVector<Value> next;
+        for (auto [c, a] : llvm::enumerate(acc))
+          next.push_back(product(add(e, index(c)), a));
+        return next;
+      });
+      Value sum = loop(split, hi, 1, sums[0], [&](Value e, ValueRange acc) {
+        return SmallVector<Value>{product(e, acc[0])};
+      })[0];
+      for (Value other : llvm::drop_begin(sums))
+        sum = arith::AddFOp::create(b, loc, sum, other);
+      group = vector::InsertOp::create(b, loc, sum, group, ArrayRef<int64_t>{j});
+    }
+    Value rows = vector::TransposeOp::create(b, loc, group, ArrayRef<int64_t>{1, 0});
+    return vector::TransferWriteOp::create(b, loc, rows, tile, ValueRange{index(0), n0},
+                                           ArrayRef<bool>{true, count == w})
+        .getResult();
+  }
+
+  /// The product [M, N] (B = 1, static M) by tiles of w rows, each a task:
+  /// the tile of x is transposed into a [K, w] scratch that stays in cache,
+  /// each output's entries multiply its rows as vectors over the tile's
+  /// rows, and each group of w outputs is transposed back and written as
+  /// whole rows: no transposed copy of x in memory, no strided stores.
+  Value buildRowTiles(int64_t m, int64_t n) {
+    int64_t w = vectorWidth, k = cast<RankedTensorType>(x.getType()).getDimSize(1);
+    int64_t padded = static_cast<int64_t>(llvm::alignTo(m, w));
+    Value init = emptyTensor(b, loc, ArrayRef<int64_t>{padded, n}, b.getF32Type());
+    SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(padded / w)},
                               steps = {b.getIndexAttr(1)};
-    return buildTileLoop(b, loc, lbs, ubs, steps, init,
-                         [&](OpBuilder &, Location, ValueRange ivs, Value) -> TileResult {
-                           Value row = ivs[0];
-                           return {transposedColumnTile(row, x, m, true),
-                                   {row, b.getIndexAttr(0)},
-                                   {b.getIndexAttr(1), b.getIndexAttr(m)}};
-                         });
+    Value product = buildTileLoop(
+        b, loc, lbs, ubs, steps, init,
+        [&](OpBuilder &, Location, ValueRange ivs, Value) -> TileResult {
+          Value m0 = mul(ivs[0], w);
+          Value xt = transposedRowTile(m0, k);
+          Value tile = emptyTensor(b, loc, ArrayRef<int64_t>{w, n}, b.getF32Type());
+          int64_t full = n / w * w;
+          tile = loop(index(0), index(full), w, tile, [&](Value n0, ValueRange t) {
+            return SmallVector<Value>{columnGroup(t[0], xt, n0, w)};
+          })[0];
+          if (full < n)
+            tile = columnGroup(tile, xt, index(full), n - full);
+          return {tile, {m0, b.getIndexAttr(0)}, {b.getIndexAttr(w), b.getIndexAttr(n)}};
+        });
+    if (padded == m)
+      return product;
+    SmallVector<OpFoldResult> zero = {b.getIndexAttr(0), b.getIndexAttr(0)},
+                              sizes = {b.getIndexAttr(m), b.getIndexAttr(n)},
+                              ones = {b.getIndexAttr(1), b.getIndexAttr(1)};
+    return tensor::ExtractSliceOp::create(b, loc, product, zero, sizes, ones);
   }
 
   /// The product [M, N].
   Value build(OpFoldResult m, int64_t n) {
+    // B = 1 over a vector of rows or more: the columns' entries multiply
+    // whole vectors of rows, rather than gathering along x's rows.
+    std::optional<int64_t> staticRows = getConstantIntValue(m);
+    if (block == 1 && staticRows && *staticRows >= vectorWidth)
+      return buildRowTiles(*staticRows, n);
     Value init = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)},
                              b.getF32Type());
-    // B = 1 over a vector of rows or more: the columns' entries multiply
-    // whole vectors of rows of xT, rather than gathering along x's rows.
-    std::optional<int64_t> staticRows = getConstantIntValue(m);
-    Value xT;
-    if (block == 1 && staticRows && *staticRows >= vectorWidth) {
-      int64_t k = cast<RankedTensorType>(x.getType()).getDimSize(1);
-      Value init = emptyTensor(b, loc, ArrayRef<int64_t>{k, *staticRows}, b.getF32Type());
-      xT = linalg::TransposeOp::create(b, loc, x, init, ArrayRef<int64_t>{1, 0}).getResult()[0];
-    }
     SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(n / block)},
                               steps = {b.getIndexAttr(1)};
     return buildTileLoop(b, loc, lbs, ubs, steps, init,
                          [&](OpBuilder &, Location, ValueRange ivs, Value) -> TileResult {
                            Value j = ivs[0];
-                           Value tile = block > 1 ? blockTile(j, m)
-                                        : xT     ? transposedColumnTile(j, xT, *staticRows, false)
-                                                 : columnTile(j, m);
+                           Value tile = block > 1 ? blockTile(j, m) : columnTile(j, m);
                            return {tile,
                                    {b.getIndexAttr(0), mul(j, block)},
                                    {m, b.getIndexAttr(block)}};
@@ -420,13 +444,6 @@ void lower(SparseMatMulOp op, int64_t vectorWidth) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto type = cast<RankedTensorType>(op.getType());
-  if (op.getTransposed()) {
-    SparseKernel kernel{b, loc, op.getInput(), op.getOffsets(), op.getIndices(), op.getValues(),
-                        1, vectorWidth};
-    op.getResult().replaceAllUsesWith(kernel.buildTransposed(type.getDimSize(1), type.getDimSize(0)));
-    op.erase();
-    return;
-  }
   SmallVector<OpFoldResult> leading;
   auto [x, m] = rowsOfInput(b, loc, op.getInput(), leading);
   int64_t block = cast<RankedTensorType>(op.getValues().getType()).getDimSize(1);

@@ -310,13 +310,10 @@ LogicalResult SparseMatMulOp::verify() {
     return emitOpError("indices must be 1-D and values 2-D [entries, block]");
   if (!offsets.hasStaticShape() || !indices.hasStaticShape() || !values.hasStaticShape())
     return emitOpError("the weight arrays must have static shapes");
-  bool transposed = getTransposed();
-  if (transposed && (x.size() != 2 || ShapedType::isDynamicShape(x) || values.getDimSize(1) != 1))
-    return emitOpError("transposed needs a static [K, M] input and one output per column block");
   if (x.empty() || ShapedType::isDynamic(x.back()))
     return emitOpError("input must have a static last dimension");
   int64_t entries = indices.getDimSize(0), block = values.getDimSize(1);
-  int64_t k = transposed ? x.front() : x.back();
+  int64_t k = x.back();
   if (values.getDimSize(0) != entries)
     return emitOpError("values has ") << values.getDimSize(0) << " entries, indices " << entries;
   if (block < 1 || offsets.getDimSize(0) < 1)
@@ -324,7 +321,7 @@ LogicalResult SparseMatMulOp::verify() {
   if (indices.getElementType().isInteger(16) && k > 65536)
     return emitOpError("i16 indices address at most 65536 rows, the input has ") << k;
   SmallVector<int64_t> expected(x);
-  (transposed ? expected.front() : expected.back()) = (offsets.getDimSize(0) - 1) * block;
+  expected.back() = (offsets.getDimSize(0) - 1) * block;
   if (failed(verifyResult(*this, getType(), values.getElementType(), expected)))
     return failure();
   // The lowering reads the input at these indices: they must be in bounds.

@@ -179,14 +179,11 @@ def Kiln_SparseMatMulOp : Kiln_Op<"sparse_matmul"> {
     `offsets` is i32 [N / B + 1], from 0 up to the entry count, never
     decreasing; `indices` are i16 (read as unsigned, so K <= 65536) or i32,
     each below K; `values` is f32 [entries, B]. kiln-sparsify forms the op
-    from a kiln.matmul with mostly-zero constant weights.
-
-    With `transposed` (B = 1), the input is x transposed, [K, M] of static
-    shape, and the result is the product transposed, [N, M]: W^T x^T, as a
-    1x1 convolution of an NCHW image [C, H*W] by a filter [F, C] computes.
+    from a kiln.matmul with mostly-zero constant weights, and from a 1x1
+    kiln.conv as the product of its pixels [H*W, C] by its filter.
   }];
   let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$offsets, Kiln_Tensor:$indices,
-                   Kiln_Tensor:$values, UnitAttr:$transposed);
+                   Kiln_Tensor:$values);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -25,18 +25,29 @@ func.func @columns(%x: tensor<3x4xf32>, %o: tensor<3xi32>, %i: tensor<5xi16>, %v
 
 // -----
 
-// Compressed columns over 20 rows (at least a vector): x transposed once;
-// per entry, its value broadcast times 8-row vectors of the transposed x,
-// the last vector (rows 16-19) read and written masked.
+// Compressed columns over 20 rows (at least a vector): a task per tile of 8
+// rows (3 tiles, the product padded to 24 rows, then sliced); each tile's
+// 8x8 blocks of x transposed into a scratch [K rounded up to 8, 8] (reads
+// past x give zeros); per output column, its entries 4 at a time into 4
+// sums (value broadcast times a scratch row: a vector over the tile's rows),
+// then the rest; the group of column sums transposed back and written as
+// whole rows (2 columns: masked along them).
 // CHECK-LABEL: func.func @column_rows
-// CHECK: %[[XT:.*]] = linalg.transpose ins(%arg0 : tensor<20x4xf32>)
-// CHECK: scf.forall
-// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK: %[[W:.*]] = vector.broadcast
-// CHECK: vector.transfer_read %[[XT]][%{{.*}}, %c0], %{{.*}} {in_bounds = [true]}
-// CHECK: vector.transfer_read %[[XT]][%{{.*}}, %c8], %{{.*}} {in_bounds = [true]}
-// CHECK: vector.transfer_read %[[XT]][%{{.*}}, %c16], %{{.*}} : tensor<4x20xf32>, vector<8xf32>
-// CHECK: vector.transfer_write %{{.*}}[%c16, %c0] {permutation_map = #{{.*}}} : vector<8xf32>, tensor<20x1xf32>
+// CHECK: scf.forall (%[[T:[a-z0-9]+]]) in (3) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<24x2xf32>)
+// CHECK: %[[M0:.*]] = arith.muli %[[T]], %c8
+// CHECK: %[[BLOCK:.*]] = vector.transfer_read %arg0[%[[M0]], %c0], %{{.*}} : tensor<20x4xf32>, vector<8x8xf32>
+// CHECK: %[[BLOCKT:.*]] = vector.transpose %[[BLOCK]], [1, 0]
+// CHECK: %[[XT:.*]] = vector.transfer_write %[[BLOCKT]], %{{.*}}[%c0, %c0] {in_bounds = [true, true]} : vector<8x8xf32>, tensor<8x8xf32>
+// CHECK: scf.for {{.*}} step %c4 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.transfer_read %[[XT]][%{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<8x8xf32>, vector<8xf32>
+// CHECK: vector.fma
+// CHECK: scf.for {{.*}} step %c1
+// CHECK: vector.insert %{{.*}} [0] : vector<8xf32> into vector<8x8xf32>
+// CHECK: vector.insert %{{.*}} [1] : vector<8xf32> into vector<8x8xf32>
+// CHECK: %[[ROWS:.*]] = vector.transpose %{{.*}}, [1, 0]
+// CHECK: vector.transfer_write %[[ROWS]], %{{.*}}[%c0, %c0] {in_bounds = [true, false]} : vector<8x8xf32>, tensor<8x2xf32>
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[M0]], 0] [8, 2] [1, 1]
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [20, 2] [1, 1] : tensor<24x2xf32> to tensor<20x2xf32>
 func.func @column_rows(%x: tensor<20x4xf32>, %o: tensor<3xi32>, %i: tensor<5xi16>, %v: tensor<5x1xf32>) -> tensor<20x2xf32> {
   %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<20x4xf32>, tensor<3xi32>, tensor<5xi16>, tensor<5x1xf32>) -> tensor<20x2xf32>
   return %y : tensor<20x2xf32>
