@@ -238,16 +238,14 @@ def KilnSparsify : Pass<"kiln-sparsify", "ModuleOp"> {
     predicted time is the larger of its weight traffic and its arithmetic,
     at rates measured with scripts/bench/sparse.py (docs/BENCHMARKS.md):
     the dense kernel streams 4 bytes and does one multiply-add per weight
-    and row; the sparse ones do fewer of both, but slower per element, and
-    compressed columns over many rows also pay for writing each output
-    column down the rows of the result. The
+    and row; the sparse ones do fewer of both, but slower per element. The
     rows M are the product of the input's static leading dimensions (1 when
     one is dynamic). A 1x1 `kiln.conv` of one f32 NCHW image (no stride,
     padding, dilation or groups) with a constant filter [F, C] may become a
-    transposed `kiln.sparse_matmul` of the image [C, H*W] (compressed
-    columns), then its bias; its prediction includes the transposes of the
-    image and the result to and from the channels-last layout the dense
-    convolutions around it run in. With `report`, each matmul with constant weights gets
+    `kiln.sparse_matmul` of its pixels [H*W, C] (compressed columns, the
+    image transposed to channels-last, which kiln-channels-last folds
+    into the layout of the convolutions around it), then its bias. With
+    `report`, each matmul with constant weights gets
     a remark: its sparsity, the kernel chosen and the predicted speedup.
   }];
   let options = [

@@ -206,8 +206,8 @@ void rewrite(const ConstantWeightMatmul &candidate, WeightMatrix &w, Kernel kern
   layer->erase();
 }
 
-/// The pixels of a 1x1 convolution that can run as a transposed sparse
-/// matmul (one NCHW image, f32, no stride, padding, dilation or groups),
+/// The pixels of a 1x1 convolution that can run as a sparse matmul of its
+/// pixels (one NCHW image, f32, no stride, padding, dilation or groups),
 /// or 0 with the reason in `why`.
 int64_t pointwisePixels(ConvOp conv, std::string &why) {
   auto in = cast<RankedTensorType>(conv.getInput().getType());
