@@ -142,7 +142,8 @@ private:
   }
 
   /// The channel nodes of `v`: new frozen ones for a value whose producer
-  /// the pass does not follow; none for a value without channels.
+  /// the pass does not follow; none for a value without channels. (Valid
+  /// until the next call: it may add to `channels`.)
   ArrayRef<int> channelsOf(Value v) {
     auto it = channels.find(v);
     if (it != channels.end())
@@ -296,7 +297,8 @@ bool ChannelPruner::visitElementwise(Operation *op) {
     return false;
   passThrough(activations.front(), result);
   for (Value other : llvm::drop_begin(activations)) {
-    ArrayRef<int> a = channelsOf(activations.front()), b = channelsOf(other);
+    // Copies: channelsOf may add to the map, which moves what it holds.
+    SmallVector<int> a(channelsOf(activations.front())), b(channelsOf(other));
     for (auto [x, y] : llvm::zip(a, b))
       unite(x, y);
   }
