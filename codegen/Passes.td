@@ -168,7 +168,10 @@ def KilnSparseMatmul : Pass<"kiln-sparse-matmul", "ModuleOp"> {
     transposed once and each entry's value multiplies whole vectors of
     rows. A `kiln.bitmap_matmul` runs like 16x1 blocks over every row k:
     its 16 weights are expanded from the packed values (a read-only buffer
-    of them) by the row's mask.
+    of them) by the row's mask. The int8 form expands 64 bytes per mask (4
+    rows by 16 outputs) and sums them with x[m, 4g .. 4g+4) by vpdpbusd
+    (an LLVM intrinsic call: AVX512-VNNI and -VBMI2 targets only, which
+    kiln-sparsify checks before it forms the op).
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
@@ -176,7 +179,8 @@ def KilnSparseMatmul : Pass<"kiln-sparse-matmul", "ModuleOp"> {
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "vector::VectorDialect",
                            "arith::ArithDialect", "ub::UBDialect", "linalg::LinalgDialect",
-                           "math::MathDialect", "bufferization::BufferizationDialect"];
+                           "math::MathDialect", "bufferization::BufferizationDialect",
+                           "LLVM::LLVMDialect"];
 }
 
 def KilnPackMatmul : Pass<"kiln-pack-matmul", "ModuleOp"> {

@@ -245,13 +245,21 @@ def KilnSparsify : Pass<"kiln-sparsify", "ModuleOp"> {
     `kiln.sparse_matmul` of its pixels [H*W, C] (compressed columns, the
     image transposed to channels-last, which kiln-channels-last folds
     into the layout of the convolutions around it), then its bias. With
-    `report`, each matmul with constant weights gets
+    `int8-bitmaps`, the int8 product that kiln-quantize-dynamic and
+    kiln-quantize-static leave (a `kiln.matmul` of ui8 activations by a
+    constant i8 [K, N], summed in i32) may become the widening int8
+    kiln.bitmap_matmul: a bit per weight and 1 byte per nonzero against
+    the dense kernel's byte per weight, and one vpexpandb per 64 weights
+    and row. With `report`, each matmul with constant weights gets
     a remark: its sparsity, the kernel chosen and the predicted speedup.
   }];
   let options = [
     Option<"expandLoad", "expand-load", "bool", "false",
            "The target expands packed values into vector lanes in one instruction "
            "(AVX-512): consider bitmaps">,
+    Option<"int8Bitmaps", "int8-bitmaps", "bool", "false",
+           "The target has vpdpbusd and vpexpandb on 512-bit registers (AVX512-VNNI and "
+           "-VBMI2): consider bitmaps for int8 matmuls">,
     Option<"report", "report", "bool", "false",
            "Emit a remark per matmul/gemm with constant weights: sparse or dense, and why">,
   ];

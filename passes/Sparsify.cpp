@@ -41,9 +41,18 @@ constexpr double kBitmapMacs = 4.5;
 // Segments of rows per column block with a cursor each (see
 // kiln.bitmap_matmul): their popcount-and-add chains run side by side.
 constexpr int64_t kBitmapSegments = 4;
+// int8 products (vpdpbusd, 64 multiply-adds per instruction), fitted the
+// same way with --quantize=int8-dynamic: the dense kernel streams a byte per
+// weight; int8 bitmaps expand each mask's 64 weights anew for every row
+// (vpexpandb: their loop runs 1.4x faster without it; binds at batch 1);
+// int8 16x4 blocks broadcast x's 4 bytes and do one vpdpbusd per row and
+// nonzero block of 4 rows by 16 outputs.
+constexpr double kDenseInt8Macs = 44.0;
+constexpr double kInt8BitmapMacs = 18.0;
+constexpr double kInt8BlockMacs = 28.0;
 constexpr double kRequiredSpeedup = 1.25;
 
-enum class Kernel { Dense, Columns, Blocks, Bitmap };
+enum class Kernel { Dense, Columns, Blocks, Bitmap, Int8Bitmap, Int8Blocks };
 
 const char *kernelName(Kernel k) {
   switch (k) {
@@ -55,6 +64,10 @@ const char *kernelName(Kernel k) {
     return "16x1 blocks";
   case Kernel::Bitmap:
     return "bitmaps";
+  case Kernel::Int8Bitmap:
+    return "int8 bitmaps";
+  case Kernel::Int8Blocks:
+    return "int8 16x4 blocks";
   }
   llvm_unreachable("unknown kernel");
 }
@@ -106,6 +119,63 @@ Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad, bool columns
   return {speedup >= kRequiredSpeedup ? best->first : Kernel::Dense, best->first, speedup};
 }
 
+/// Nonzero pieces of 4 rows by 16 outputs: the int8 16x4 blocks.
+int64_t countInt8Blocks(const WeightMatrix &w) {
+  int64_t pieces = 0;
+  for (int64_t k0 = 0; k0 < w.inputs; k0 += 4)
+    for (int64_t n0 = 0; n0 < w.outputs; n0 += 16) {
+      bool nonzero = false;
+      for (int64_t k = k0; k < k0 + 4 && !nonzero; ++k)
+        for (int64_t n = n0; n < n0 + 16; ++n)
+          nonzero |= w.at(k, n) != 0.0f;
+      pieces += nonzero;
+    }
+  return pieces;
+}
+
+/// The kernel for `rows` rows of the int8 weights `w` (K a multiple of 4,
+/// N of 16).
+Choice chooseInt8(const WeightMatrix &w, int64_t rows) {
+  double K = w.inputs, N = w.outputs, M = rows;
+  double nonzeros = w.values.size() - llvm::count(w.values, 0.0f);
+  double pieces = countInt8Blocks(w);
+  double dense = cycles(K * N, M * K * N, kDenseInt8Macs);
+  std::pair<Kernel, double> candidates[] = {
+      {Kernel::Int8Bitmap, cycles(K * N / 8 + nonzeros + N / 4, M * K * N, kInt8BitmapMacs)},
+      {Kernel::Int8Blocks, cycles(66 * pieces + N / 4, M * 64 * pieces, kInt8BlockMacs)}};
+  auto best = llvm::min_element(candidates, [](auto &a, auto &b) { return a.second < b.second; });
+  double speedup = dense / best->second;
+  return {speedup >= kRequiredSpeedup ? best->first : Kernel::Dense, best->first, speedup};
+}
+
+/// The weights of the int8 product that kiln-quantize-dynamic and
+/// kiln-quantize-static leave: a kiln.matmul of ui8 activations [..., K]
+/// by a constant i8 [K, N], summed in i32. nullopt for another matmul, or
+/// with `why` set for an int8 product that bitmaps cannot hold.
+std::optional<WeightMatrix> int8WeightsOf(MatMulOp matmul, std::string &why) {
+  auto x = cast<RankedTensorType>(matmul.getLhs().getType());
+  auto type = cast<RankedTensorType>(matmul.getRhs().getType());
+  if (!x.getElementType().isUnsignedInteger(8) || !type.getElementType().isSignlessInteger(8))
+    return std::nullopt;
+  auto constant = matmul.getRhs().getDefiningOp<ConstantOp>();
+  std::optional<ArrayRef<char>> data =
+      constant ? rawElementsData(constant.getValue()) : std::nullopt;
+  if (!data || type.getRank() != 2 || !type.hasStaticShape()) {
+    why = "its int8 weights are not a constant matrix";
+    return std::nullopt;
+  }
+  int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+  if (k % 4 || n % 16) {
+    why = "int8 bitmaps need K divisible by 4 and N by 16";
+    return std::nullopt;
+  }
+  std::vector<float> values;
+  values.reserve(data->size());
+  for (char c : *data)
+    values.push_back(static_cast<int8_t>(c));
+  return WeightMatrix{matmul, 1, k, n, /*outputMajor=*/false, std::move(values)};
+}
+
 /// Rows of the product: the static leading dimensions of `x` (1 if dynamic).
 int64_t rowsOf(Value x) {
   int64_t rows = 1;
@@ -121,22 +191,27 @@ Value arrayConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type el
   return blobConstant(b, loc, RankedTensorType::get(shape, element), data, name);
 }
 
-/// kiln.sparse_matmul over column blocks of `block` outputs.
+/// kiln.sparse_matmul over column blocks of `block` outputs: f32 entries
+/// of one row, or int8 entries of 4 rows (in a vpdpbusd operand's byte
+/// order: output-major, then row).
 Value compressedMatMul(OpBuilder &b, Location loc, Type resultType, Value x,
-                       const WeightMatrix &w, int64_t block) {
+                       const WeightMatrix &w, int64_t block, bool int8 = false) {
+  int64_t group = int8 ? 4 : 1;
   std::vector<int32_t> offsets = {0};
   std::vector<int32_t> rows;
   std::vector<float> values;
   for (int64_t n0 = 0; n0 < w.outputs; n0 += block) {
-    for (int64_t k = 0; k < w.inputs; ++k) {
+    for (int64_t k = 0; k < w.inputs; k += group) {
       bool nonzero = false;
       for (int64_t n = n0; n < n0 + block; ++n)
-        nonzero |= w.at(k, n) != 0.0f;
+        for (int64_t t = 0; t < group; ++t)
+          nonzero |= w.at(k + t, n) != 0.0f;
       if (!nonzero)
         continue;
       rows.push_back(k);
       for (int64_t n = n0; n < n0 + block; ++n)
-        values.push_back(w.at(k, n));
+        for (int64_t t = 0; t < group; ++t)
+          values.push_back(w.at(k + t, n));
     }
     offsets.push_back(rows.size());
   }
@@ -150,41 +225,65 @@ Value compressedMatMul(OpBuilder &b, Location loc, Type resultType, Value x,
   } else {
     indices = arrayConstant(b, loc, {entries}, b.getI32Type(), ArrayRef(rows), "sparse_indices");
   }
-  Value valueArray = arrayConstant(b, loc, {entries, block}, b.getF32Type(), ArrayRef(values),
-                                   "sparse_values");
+  Value valueArray;
+  if (int8) {
+    std::vector<int8_t> bytes(values.begin(), values.end());
+    valueArray = arrayConstant(b, loc, {entries, block * group}, b.getI8Type(),
+                               ArrayRef(bytes), "sparse_values");
+  } else {
+    valueArray = arrayConstant(b, loc, {entries, block}, b.getF32Type(), ArrayRef(values),
+                               "sparse_values");
+  }
   return SparseMatMulOp::create(b, loc, resultType, x, offsetArray, indices, valueArray);
 }
 
-/// kiln.bitmap_matmul: a 16-bit mask per row and 16 outputs, the nonzeros,
-/// and where each of a column block's kBitmapSegments segments of rows
-/// starts in them.
-Value bitmapMatMul(OpBuilder &b, Location loc, Type resultType, Value x, const WeightMatrix &w) {
-  int64_t blocks = w.outputs / 16, length = w.inputs / kBitmapSegments;
+/// kiln.bitmap_matmul: a mask per group of rows and 16 outputs, the
+/// nonzeros, and where each of a column block's kBitmapSegments segments of
+/// groups starts in them. f32 has groups of one row (16-bit masks); int8
+/// has groups of 4 rows (64-bit masks, bit 4 l + t for row t and output l:
+/// a vpdpbusd operand's byte order).
+Value bitmapMatMul(OpBuilder &b, Location loc, Type resultType, Value x, const WeightMatrix &w,
+                   bool int8) {
+  int64_t group = int8 ? 4 : 1, groups = w.inputs / group;
+  int64_t blocks = w.outputs / 16, length = groups / kBitmapSegments;
   std::vector<int32_t> starts;
-  std::vector<uint16_t> masks;
+  std::vector<uint64_t> masks;
   std::vector<float> values;
   for (int64_t j = 0; j < blocks; ++j) {
-    for (int64_t k = 0; k < w.inputs; ++k) {
-      // Segment s starts at row s * length (all at row 0 when K < segments).
+    for (int64_t g = 0; g < groups; ++g) {
+      // Segment s starts at group s * length (all at 0 when there are
+      // fewer groups than segments).
       for (int64_t s = 0; s < kBitmapSegments; ++s)
-        if (s * length == k && (length > 0 || k == 0))
+        if (s * length == g && (length > 0 || g == 0))
           starts.push_back(values.size());
-      uint16_t mask = 0;
+      uint64_t mask = 0;
       for (int64_t l = 0; l < 16; ++l)
-        if (float v = w.at(k, 16 * j + l); v != 0.0f) {
-          mask |= 1u << l;
-          values.push_back(v);
-        }
+        for (int64_t t = 0; t < group; ++t)
+          if (float v = w.at(group * g + t, 16 * j + l); v != 0.0f) {
+            mask |= uint64_t(1) << (group * l + t);
+            values.push_back(v);
+          }
       masks.push_back(mask);
     }
   }
   starts.push_back(values.size());
   Value startArray = arrayConstant(b, loc, {(int64_t)starts.size()}, b.getI32Type(),
                                    ArrayRef(starts), "bitmap_starts");
-  Value maskArray = arrayConstant(b, loc, {blocks, w.inputs}, b.getI16Type(), ArrayRef(masks),
-                                  "bitmap_masks");
-  Value valueArray = arrayConstant(b, loc, {(int64_t)values.size()}, b.getF32Type(),
-                                   ArrayRef(values), "bitmap_values");
+  Value maskArray, valueArray;
+  int64_t count = values.size();
+  if (int8) {
+    maskArray = arrayConstant(b, loc, {blocks, groups}, b.getI64Type(), ArrayRef(masks),
+                              "bitmap_masks");
+    std::vector<int8_t> bytes(values.begin(), values.end());
+    valueArray =
+        arrayConstant(b, loc, {count}, b.getI8Type(), ArrayRef(bytes), "bitmap_values");
+  } else {
+    std::vector<uint16_t> narrow(masks.begin(), masks.end());
+    maskArray = arrayConstant(b, loc, {blocks, groups}, b.getI16Type(), ArrayRef(narrow),
+                              "bitmap_masks");
+    valueArray =
+        arrayConstant(b, loc, {count}, b.getF32Type(), ArrayRef(values), "bitmap_values");
+  }
   return BitmapMatMulOp::create(b, loc, resultType, x, startArray, maskArray, valueArray);
 }
 
@@ -200,7 +299,7 @@ void rewrite(const ConstantWeightMatmul &candidate, WeightMatrix &w, Kernel kern
   Type type = layer->getResult(0).getType();
   Value x = candidate.activation;
   Value y = kernel == Kernel::Bitmap
-                ? bitmapMatMul(b, loc, type, x, w)
+                ? bitmapMatMul(b, loc, type, x, w, /*int8=*/false)
                 : compressedMatMul(b, loc, type, x, w, kernel == Kernel::Blocks ? 16 : 1);
   layer->getResult(0).replaceAllUsesWith(gemmEpilogue(b, loc, candidate, y, /*alphaApplied=*/true));
   layer->erase();
@@ -285,6 +384,35 @@ struct KilnSparsifyPass : mlir::kiln::impl::KilnSparsifyBase<KilnSparsifyPass> {
       rewriteConv(conv, *w);
   }
 
+  /// Whether `matmul` is an int8 product (then decided here).
+  bool sparsifyInt8(MatMulOp matmul) {
+    std::string why;
+    std::optional<WeightMatrix> w = int8WeightsOf(matmul, why);
+    if (!w && why.empty())
+      return false;
+    if (w && !int8Bitmaps)
+      why = "int8 sparse kernels need AVX512-VNNI and AVX512-VBMI2";
+    if (!w || !int8Bitmaps) {
+      if (report)
+        emitRemark(matmul.getLoc()) << "sparsity: dense: " << why;
+      return true;
+    }
+    Choice choice = chooseInt8(*w, rowsOf(matmul.getLhs()));
+    reportChoice(matmul, *w, choice);
+    if (choice.kernel == Kernel::Dense)
+      return true;
+    OpBuilder b(matmul);
+    Location loc = matmul.getLoc();
+    Type type = matmul.getType();
+    Value x = matmul.getLhs();
+    matmul.getResult().replaceAllUsesWith(
+        choice.kernel == Kernel::Int8Bitmap
+            ? bitmapMatMul(b, loc, type, x, *w, /*int8=*/true)
+            : compressedMatMul(b, loc, type, x, *w, /*block=*/16, /*int8=*/true));
+    matmul.erase();
+    return true;
+  }
+
   void reportChoice(Operation *layer, const WeightMatrix &w, const Choice &choice) {
     if (!report)
       return;
@@ -309,6 +437,8 @@ struct KilnSparsifyPass : mlir::kiln::impl::KilnSparsifyBase<KilnSparsifyPass> {
         sparsifyConv(conv);
         continue;
       }
+      if (auto matmul = dyn_cast<MatMulOp>(layer); matmul && sparsifyInt8(matmul))
+        continue;
       FailureOr<ConstantWeightMatmul> candidate = constantWeightMatmul(layer, why);
       Value x = succeeded(candidate) ? candidate->activation : Value();
       if (x && ShapedType::isDynamic(cast<RankedTensorType>(x.getType()).getShape().back())) {

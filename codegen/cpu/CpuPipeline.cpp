@@ -76,6 +76,7 @@ FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::
     target.vectorWidthF32 = 4; // SSE2 / NEON
   target.avx512Vnni = x86 && sti->checkFeatures("+avx512vnni");
   target.avx512Bf16 = x86 && sti->checkFeatures("+avx512bf16");
+  target.avx512Vbmi2 = x86 && sti->checkFeatures("+avx512vbmi2");
   target.i8mm = tt.getArch() == llvm::Triple::aarch64 && sti->checkFeatures("+i8mm");
   target.dotProd =
       tt.getArch() == llvm::Triple::aarch64 && !target.i8mm && sti->checkFeatures("+dotprod");
@@ -202,7 +203,8 @@ void mlir::kiln::addWeightPasses(OpPassManager &pm, const CpuTarget &target,
   if (options.sparsify) {
     // Bitmaps need AVX-512's vexpandps; elsewhere an expand is scalar.
     bool expandLoad = target.vectorWidthF32 == 16;
-    pm.addPass(createKilnSparsify({expandLoad, options.reportSparsity}));
+    bool int8Bitmaps = target.avx512Vnni && target.avx512Vbmi2;
+    pm.addPass(createKilnSparsify({expandLoad, int8Bitmaps, options.reportSparsity}));
     pm.addPass(createCanonicalizerPass());
   }
 }

@@ -24,6 +24,7 @@ struct CpuTarget {
   int64_t vectorWidthF32 = 4;
   bool avx512Vnni = false; // vpdpbusd on 512-bit registers (int8 matmuls)
   bool avx512Bf16 = false; // vdpbf16ps on 512-bit registers (bf16 matmuls)
+  bool avx512Vbmi2 = false; // vpexpandb on 512-bit registers (int8 sparse weights)
   bool i8mm = false;       // AArch64 USDOT on 128-bit registers (int8 matmuls)
   bool dotProd = false;    // AArch64 SDOT, without I8MM
   bool avxVnni = false;    // vpdpbusd on 256-bit registers only (AVX2 CPUs)

@@ -24,6 +24,7 @@
 
 #include "dialects/kiln/KilnDialect.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -44,14 +45,34 @@ constexpr int64_t kRowsPerPass = 4;
 /// Independent sums per output column in the row-tile kernel.
 constexpr int64_t kChains = 4;
 
+/// vpdpbusd: x[row, k .. k+4) (uint8 activations, one i32 broadcast to 16
+/// lanes) times the 64 signed bytes `w` (16 outputs by 4 rows, output-major),
+/// summed into the i32 lanes of `acc`.
+Value dotInt8(OpBuilder &b, Location loc, Value acc, Value x, Value row, Value k, Value w) {
+  Type i8 = b.getI8Type(), i32 = b.getI32Type();
+  Value padding = arith::ConstantOp::create(b, loc, i8, b.getZeroAttr(i8));
+  Value four = vector::TransferReadOp::create(b, loc, VectorType::get({4}, i8), x,
+                                              ValueRange{row, k}, padding, ArrayRef<bool>{true});
+  Value word = vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), four);
+  Value lanes = vector::BroadcastOp::create(b, loc, VectorType::get({16}, i32), word);
+  Value bytes = vector::BitCastOp::create(b, loc, w.getType(), lanes);
+  StringAttr vpdpbusd = b.getStringAttr("llvm.x86.avx512.vpdpbusd.512");
+  return LLVM::CallIntrinsicOp::create(b, loc, acc.getType(), vpdpbusd, ValueRange{acc, bytes, w})
+      .getResult(0);
+}
+
 struct SparseKernel {
   OpBuilder &b;
   Location loc;
-  Value x;       // [M, K]
+  Value x;       // [M, K] f32, or i8 holding uint8 activations
   Value offsets; // [N/B + 1] i32
   Value indices; // [E] i16 or i32
-  Value values;  // [E, B]
+  Value values;  // [E, B] f32, or [E, 4 B] i8: B outputs by 4 rows
   int64_t block, vectorWidth;
+
+  bool int8() { return getElementTypeOrSelf(values.getType()).isInteger(8); }
+  /// The element type of the product: f32, or i32 for int8.
+  Type sumType() { return int8() ? Type(b.getI32Type()) : b.getF32Type(); }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
@@ -90,16 +111,23 @@ struct SparseKernel {
   /// Rows [m0, m0 + rows) of a B > 1 column block with entries [lo, hi),
   /// written into `tile` [M, B].
   Value blockRows(Value tile, Value m0, int64_t rows, Value lo, Value hi) {
-    auto lanes = VectorType::get({block}, b.getF32Type());
+    auto lanes = VectorType::get({block}, sumType());
+    Type element = getElementTypeOrSelf(values.getType());
+    auto weights = VectorType::get({int8() ? 4 * block : block}, element);
     SmallVector<Value> init(rows, zeros(lanes));
     SmallVector<Value> sums = loop(lo, hi, 1, init, [&](Value e, ValueRange acc) {
       Value k = rowAt(e);
-      Value pad = ub::PoisonOp::create(b, loc, b.getF32Type());
-      Value w = vector::TransferReadOp::create(b, loc, lanes, values, ValueRange{e, index(0)},
+      Value pad = ub::PoisonOp::create(b, loc, element);
+      Value w = vector::TransferReadOp::create(b, loc, weights, values, ValueRange{e, index(0)},
                                                pad, ArrayRef<bool>{true});
       SmallVector<Value> next;
       for (auto [r, sum] : llvm::enumerate(acc)) {
-        Value xv = tensor::ExtractOp::create(b, loc, x, ValueRange{add(m0, index(r)), k});
+        Value row = add(m0, index(r));
+        if (int8()) {
+          next.push_back(dotInt8(b, loc, sum, x, row, k, w));
+          continue;
+        }
+        Value xv = tensor::ExtractOp::create(b, loc, x, ValueRange{row, k});
         Value splat = vector::BroadcastOp::create(b, loc, lanes, xv);
         next.push_back(vector::FMAOp::create(b, loc, splat, w, sum));
       }
@@ -116,8 +144,8 @@ struct SparseKernel {
   /// Column block `j` for every row: [M, B].
   Value blockTile(Value j, OpFoldResult m) {
     Value lo = offsetAt(j), hi = offsetAt(add(j, index(1)));
-    Value tile = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(block)},
-                             b.getF32Type());
+    Value tile =
+        emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(block)}, sumType());
     Value rows = indexValue(b, loc, m);
     Value full = sub(rows, arith::RemUIOp::create(b, loc, rows, index(kRowsPerPass)));
     tile = loop(index(0), full, kRowsPerPass, tile, [&](Value m0, ValueRange t) {
@@ -282,8 +310,7 @@ struct SparseKernel {
     std::optional<int64_t> staticRows = getConstantIntValue(m);
     if (block == 1 && staticRows && *staticRows >= vectorWidth)
       return buildRowTiles(*staticRows, n);
-    Value init = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)},
-                             b.getF32Type());
+    Value init = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)}, sumType());
     SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(n / block)},
                               steps = {b.getIndexAttr(1)};
     return buildTileLoop(b, loc, lbs, ubs, steps, init,
@@ -297,59 +324,72 @@ struct SparseKernel {
   }
 };
 
-/// kiln.bitmap_matmul: per column block of 16 outputs and row k, its mask
-/// says which of the 16 weights are stored; they are expanded into 16
-/// lanes (zeros elsewhere) straight from the packed values, read as a
-/// buffer, and multiply-added like a 16x1 block's.
+/// kiln.bitmap_matmul: per column block of 16 outputs and group of rows,
+/// its mask says which of the group's weights are stored; they are
+/// expanded into their lanes (zeros elsewhere) straight from the packed
+/// values, read as a buffer, and multiply-added like a 16x1 block's. f32
+/// groups are one row: 16 lanes (vexpandps), times x[m, k] broadcast. int8
+/// groups are 4 rows: 64 bytes (vpexpandb), and vpdpbusd sums their
+/// products with x[m, 4g .. 4g+4) into 16 i32 lanes.
 struct BitmapKernel {
   OpBuilder &b;
   Location loc;
-  Value x;      // [M, K]
-  Value starts; // [N/16 * S + 1] i32: S segments of rows per column block
-  Value masks;  // [N/16, K] i16
-  Value values; // memref [nonzeros] f32
+  Value x;      // [M, K] f32, or i8 holding uint8 activations
+  Value starts; // [N/16 * S + 1] i32: S segments of groups per column block
+  Value masks;  // [N/16, K/g] i16 (f32) or i64 (int8, g = 4)
+  Value values; // memref [nonzeros] f32 or i8
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
-  VectorType lanes() { return VectorType::get({16}, b.getF32Type()); }
+  bool int8() { return cast<RankedTensorType>(masks.getType()).getElementType().isInteger(64); }
+  /// The 16 sums of a column block: f32, or i32 for int8.
+  VectorType lanes() { return VectorType::get({16}, int8() ? Type(b.getI32Type()) : b.getF32Type()); }
+  Value zero(VectorType type) {
+    return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+  }
 
-  int64_t inputs() { return cast<RankedTensorType>(masks.getType()).getDimSize(1); }
+  int64_t groups() { return cast<RankedTensorType>(masks.getType()).getDimSize(1); }
   int64_t segments() {
     int64_t blocks = cast<RankedTensorType>(masks.getType()).getDimSize(0);
     return blocks ? (cast<RankedTensorType>(starts.getType()).getDimSize(0) - 1) / blocks : 1;
   }
 
-  /// Row `row` of column block `j`: its 16 weights expanded from the values
-  /// at cursor `at`, times x[m, row], added to `acc`; returns the sums and
-  /// the cursor past the row's values.
-  SmallVector<Value> accumulateRow(Value j, Value row, Value m, Value acc, Value at) {
-    Value zero = arith::ConstantOp::create(b, loc, lanes(), b.getZeroAttr(lanes()));
-    Value bits = tensor::ExtractOp::create(b, loc, masks, ValueRange{j, row});
-    Value word = vector::BroadcastOp::create(b, loc, VectorType::get({1}, b.getI16Type()), bits);
-    Value mask = vector::BitCastOp::create(b, loc, VectorType::get({16}, b.getI1Type()), word);
-    Value w = vector::ExpandLoadOp::create(b, loc, lanes(), values, ValueRange{at}, mask, zero);
-    Value xv = tensor::ExtractOp::create(b, loc, x, ValueRange{m, row});
-    Value splat = vector::BroadcastOp::create(b, loc, lanes(), xv);
-    Value count =
-        arith::ExtUIOp::create(b, loc, b.getI32Type(), math::CtPopOp::create(b, loc, bits));
-    return {vector::FMAOp::create(b, loc, splat, w, acc),
-            add(at, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), count))};
+  /// Group `g` of column block `j`: its weights expanded from the values
+  /// at cursor `at`, times x[m, group g], added to `acc`; returns the sums
+  /// and the cursor past the group's values.
+  SmallVector<Value> accumulateGroup(Value j, Value g, Value m, Value acc, Value at) {
+    Type element = int8() ? Type(b.getI8Type()) : b.getF32Type();
+    int64_t width = int8() ? 64 : 16;
+    auto weights = VectorType::get({width}, element);
+    Value bits = tensor::ExtractOp::create(b, loc, masks, ValueRange{j, g});
+    Value word = vector::BroadcastOp::create(b, loc, VectorType::get({1}, bits.getType()), bits);
+    Value mask = vector::BitCastOp::create(b, loc, VectorType::get({width}, b.getI1Type()), word);
+    Value w = vector::ExpandLoadOp::create(b, loc, weights, values, ValueRange{at}, mask,
+                                           zero(weights));
+    Value count = math::CtPopOp::create(b, loc, bits);
+    Value next = add(at, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), count));
+    if (!int8()) {
+      Value xv = tensor::ExtractOp::create(b, loc, x, ValueRange{m, g});
+      Value splat = vector::BroadcastOp::create(b, loc, lanes(), xv);
+      return {vector::FMAOp::create(b, loc, splat, w, acc), next};
+    }
+    Value k = arith::MulIOp::create(b, loc, g, index(4));
+    return {dotInt8(b, loc, acc, x, m, k, w), next};
   }
 
   /// Row m of column block `j`: [16] sums. Each of the block's segments of
-  /// rows has its own cursor into the values and its own sums, so that the
-  /// cursors' popcount-and-add chains run side by side; the rows past the
-  /// last whole segment continue the last one. (Each row of x expands the
-  /// weights anew: bitmaps pay off at batch 1, where the weights' bytes
+  /// groups has its own cursor into the values and its own sums, so that
+  /// the cursors' popcount-and-add chains run side by side; the groups past
+  /// the last whole segment continue the last one. (Each row of x expands
+  /// the weights anew: bitmaps pay off at batch 1, where the weights' bytes
   /// bound the time.)
   Value rowSums(Value j, Value m) {
-    int64_t k = inputs(), parts = segments(), length = k / parts;
-    Value zero = arith::ConstantOp::create(b, loc, lanes(), b.getZeroAttr(lanes()));
+    int64_t k = groups(), parts = segments(), length = k / parts;
     SmallVector<Value> init;
     for (int64_t s = 0; s < parts; ++s) {
       Value at = tensor::ExtractOp::create(
           b, loc, starts, add(arith::MulIOp::create(b, loc, j, index(parts)), index(s)));
-      init.push_back(zero);
+      init.push_back(zero(lanes()));
       init.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), at));
     }
     auto forRows = [&](Value lo, Value hi, ValueRange carried,
@@ -368,29 +408,30 @@ struct BitmapKernel {
       SmallVector<Value> next;
       for (int64_t s = 0; s < parts; ++s)
         llvm::append_range(
-            next, accumulateRow(j, add(index(s * length), i), m, c[2 * s], c[2 * s + 1]));
+            next, accumulateGroup(j, add(index(s * length), i), m, c[2 * s], c[2 * s + 1]));
       return next;
     });
     SmallVector<Value> last = forRows(
         index(parts * length), index(k), ValueRange(state).take_back(2),
-        [&](Value row, ValueRange c) { return accumulateRow(j, row, m, c[0], c[1]); });
+        [&](Value g, ValueRange c) { return accumulateGroup(j, g, m, c[0], c[1]); });
     Value sum = last[0];
     for (int64_t s = 0; s + 1 < parts; ++s)
-      sum = arith::AddFOp::create(b, loc, sum, state[2 * s]);
+      sum = int8() ? arith::AddIOp::create(b, loc, sum, state[2 * s]).getResult()
+                   : arith::AddFOp::create(b, loc, sum, state[2 * s]).getResult();
     return sum;
   }
 
   /// The product [M, N].
   Value build(OpFoldResult m, int64_t n) {
-    Value init = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)},
-                             b.getF32Type());
+    Type element = lanes().getElementType();
+    Value init = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)}, element);
     SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(n / 16)},
                               steps = {b.getIndexAttr(1)};
     return buildTileLoop(
         b, loc, lbs, ubs, steps, init, [&](OpBuilder &, Location, ValueRange ivs, Value) {
           Value j = ivs[0];
-          Value tile = emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(16)},
-                                   b.getF32Type());
+          Value tile =
+              emptyTensor(b, loc, ArrayRef<OpFoldResult>{m, b.getIndexAttr(16)}, element);
           tile = scf::ForOp::create(
                      b, loc, index(0), indexValue(b, loc, m), index(1), ValueRange{tile},
                      [&](OpBuilder &lb, Location, Value row, ValueRange t) {
@@ -413,13 +454,18 @@ struct BitmapKernel {
 std::pair<Value, OpFoldResult> rowsOfInput(OpBuilder &b, Location loc, Value input,
                                            SmallVector<OpFoldResult> &leading) {
   auto inType = cast<RankedTensorType>(input.getType());
+  // uint8 activations as the signless bytes the vector ops take.
+  if (inType.getElementType().isUnsignedInteger(8)) {
+    inType = inType.clone(b.getI8Type());
+    input = BitcastOp::create(b, loc, inType, input);
+  }
   int64_t k = inType.getShape().back();
   leading = sizesOf(b, loc, input);
   leading.pop_back();
   OpFoldResult m = leading.empty() ? b.getIndexAttr(1) : mulSizes(b, loc, leading);
   std::optional<int64_t> staticM = getConstantIntValue(m);
   auto matrixType = RankedTensorType::get({staticM ? *staticM : ShapedType::kDynamic, k},
-                                          b.getF32Type());
+                                          inType.getElementType());
   return {reshapeTo(b, loc, input, matrixType, {m, b.getIndexAttr(k)}), m};
 }
 
@@ -446,7 +492,10 @@ void lower(SparseMatMulOp op, int64_t vectorWidth) {
   auto type = cast<RankedTensorType>(op.getType());
   SmallVector<OpFoldResult> leading;
   auto [x, m] = rowsOfInput(b, loc, op.getInput(), leading);
-  int64_t block = cast<RankedTensorType>(op.getValues().getType()).getDimSize(1);
+  auto valuesType = cast<RankedTensorType>(op.getValues().getType());
+  int64_t block = valuesType.getDimSize(1);
+  if (valuesType.getElementType().isInteger(8))
+    block /= 4; // int8 entries are B outputs by 4 rows
   SparseKernel kernel{b,     loc, x, op.getOffsets(), op.getIndices(), op.getValues(),
                       block, vectorWidth};
   Value product = kernel.build(m, type.getShape().back());

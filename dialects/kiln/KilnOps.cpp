@@ -286,10 +286,12 @@ static std::optional<std::vector<int64_t>> constantIndices(Value v) {
       uint16_t u;
       std::memcpy(&u, data->data() + 2 * i, 2);
       values[i] = u;
-    } else {
+    } else if (width == 32) {
       int32_t s;
       std::memcpy(&s, data->data() + 4 * i, 4);
       values[i] = s;
+    } else {
+      std::memcpy(&values[i], data->data() + 8 * i, 8);
     }
   }
   return values;
@@ -300,8 +302,12 @@ LogicalResult SparseMatMulOp::verify() {
   auto indices = cast<RankedTensorType>(getIndices().getType());
   auto values = cast<RankedTensorType>(getValues().getType());
   ArrayRef<int64_t> x = shapeOf(getInput());
-  if (!getElementTypeOrSelf(getInput().getType()).isF32() || !values.getElementType().isF32())
-    return emitOpError("input and values must be f32");
+  // The f32 form, or the widening int8 one (entries of 4 rows by 16 outputs).
+  bool int8 = getElementTypeOrSelf(getInput().getType()).isUnsignedInteger(8);
+  if (int8 ? !values.getElementType().isSignlessInteger(8)
+           : !getElementTypeOrSelf(getInput().getType()).isF32() ||
+                 !values.getElementType().isF32())
+    return emitOpError("input and values must be f32, or input ui8 and values i8");
   if (!offsets.getElementType().isInteger(32) || offsets.getRank() != 1)
     return emitOpError("offsets must be a 1-D i32 tensor");
   if (!indices.getElementType().isInteger(16) && !indices.getElementType().isInteger(32))
@@ -313,16 +319,21 @@ LogicalResult SparseMatMulOp::verify() {
   if (x.empty() || ShapedType::isDynamic(x.back()))
     return emitOpError("input must have a static last dimension");
   int64_t entries = indices.getDimSize(0), block = values.getDimSize(1);
-  int64_t k = x.back();
+  int64_t k = x.back(), group = int8 ? 4 : 1;
   if (values.getDimSize(0) != entries)
     return emitOpError("values has ") << values.getDimSize(0) << " entries, indices " << entries;
   if (block < 1 || offsets.getDimSize(0) < 1)
     return emitOpError("the block and the column block count must be positive");
+  if (int8 && (block != 64 || k % 4))
+    return emitOpError("int8 entries are 4 rows by 16 outputs (values [entries, 64]) of an "
+                       "input with a last dimension divisible by 4");
   if (indices.getElementType().isInteger(16) && k > 65536)
     return emitOpError("i16 indices address at most 65536 rows, the input has ") << k;
   SmallVector<int64_t> expected(x);
-  expected.back() = (offsets.getDimSize(0) - 1) * block;
-  if (failed(verifyResult(*this, getType(), values.getElementType(), expected)))
+  expected.back() = (offsets.getDimSize(0) - 1) * block / group;
+  Builder b(getContext());
+  Type resultElement = int8 ? Type(b.getI32Type()) : values.getElementType();
+  if (failed(verifyResult(*this, getType(), resultElement, expected)))
     return failure();
   // The lowering reads the input at these indices: they must be in bounds.
   if (auto starts = constantIndices(getOffsets())) {
@@ -332,9 +343,12 @@ LogicalResult SparseMatMulOp::verify() {
       return emitOpError("offsets must not decrease");
   }
   if (auto rows = constantIndices(getIndices()))
-    for (int64_t row : *rows)
+    for (int64_t row : *rows) {
       if (row < 0 || row >= k)
         return emitOpError("row index ") << row << " is out of range for " << k << " rows";
+      if (row % group)
+        return emitOpError("int8 row index ") << row << " is not a multiple of 4";
+    }
   return success();
 }
 
@@ -343,26 +357,36 @@ LogicalResult BitmapMatMulOp::verify() {
   auto masks = cast<RankedTensorType>(getMasks().getType());
   auto values = cast<RankedTensorType>(getValues().getType());
   ArrayRef<int64_t> x = shapeOf(getInput());
-  if (!getElementTypeOrSelf(getInput().getType()).isF32() || !values.getElementType().isF32() ||
-      values.getRank() != 1)
-    return emitOpError("input must be f32 and values 1-D f32");
+  // The f32 form, or the widening int8 one (a mask per 4 rows).
+  bool int8 = getElementTypeOrSelf(getInput().getType()).isUnsignedInteger(8);
+  int64_t group = int8 ? 4 : 1;
+  if (int8 ? !values.getElementType().isSignlessInteger(8) || values.getRank() != 1
+           : !getElementTypeOrSelf(getInput().getType()).isF32() ||
+                 !values.getElementType().isF32() || values.getRank() != 1)
+    return emitOpError("input must be f32 and values 1-D f32, or input ui8 and values 1-D i8");
   if (!starts.getElementType().isInteger(32) || starts.getRank() != 1)
     return emitOpError("starts must be a 1-D i32 tensor");
-  if (!masks.getElementType().isInteger(16) || masks.getRank() != 2)
-    return emitOpError("masks must be a 2-D i16 tensor");
+  if (!masks.getElementType().isInteger(16 * group) || masks.getRank() != 2)
+    return emitOpError("masks must be a 2-D ") << (int8 ? "i64" : "i16") << " tensor";
   if (!starts.hasStaticShape() || !masks.hasStaticShape() || !values.hasStaticShape())
     return emitOpError("the weight arrays must have static shapes");
   if (x.empty() || ShapedType::isDynamic(x.back()))
     return emitOpError("input must have a static last dimension");
-  int64_t blocks = masks.getDimSize(0), k = x.back();
-  if (masks.getDimSize(1) != k)
-    return emitOpError("masks have ") << masks.getDimSize(1) << " rows, the input " << k;
+  int64_t blocks = masks.getDimSize(0), k = x.back(), rows = k / group;
+  if (k % group)
+    return emitOpError("a ui8 input needs a last dimension divisible by 4, got ") << k;
+  if (masks.getDimSize(1) != rows)
+    return int8 ? emitOpError("masks have ") << masks.getDimSize(1)
+                                             << " groups of 4 rows, the input " << k << " rows"
+                : emitOpError("masks have ") << masks.getDimSize(1) << " rows, the input " << k;
   int64_t parts = blocks > 0 ? (starts.getDimSize(0) - 1) / blocks : 1;
   if (parts < 1 || starts.getDimSize(0) != blocks * parts + 1)
     return emitOpError("starts needs a whole number of entries per column block, and one");
   SmallVector<int64_t> expected(x);
   expected.back() = blocks * 16;
-  if (failed(verifyResult(*this, getType(), values.getElementType(), expected)))
+  Builder b(getContext());
+  Type resultElement = int8 ? Type(b.getI32Type()) : Type(b.getF32Type());
+  if (failed(verifyResult(*this, getType(), resultElement, expected)))
     return failure();
   // The lowering reads as many values as the masks have bits from each
   // start: the starts must count them, and end at the values' end.
@@ -372,12 +396,14 @@ LogicalResult BitmapMatMulOp::verify() {
     return success();
   if (first->front() != 0 || first->back() != values.getDimSize(0))
     return emitOpError("starts must run from 0 to the value count ") << values.getDimSize(0);
-  int64_t length = k / parts;
+  int64_t length = rows / parts;
   for (int64_t j = 0; j < blocks; ++j)
     for (int64_t s = 0; s < parts; ++s) {
-      int64_t from = s * length, to = s + 1 == parts ? k : from + length, count = 0;
-      for (int64_t row = from; row < to; ++row)
-        count += llvm::popcount(static_cast<uint16_t>((*bits)[j * k + row]));
+      int64_t from = s * length, to = s + 1 == parts ? rows : from + length, count = 0;
+      for (int64_t row = from; row < to; ++row) {
+        uint64_t word = static_cast<uint64_t>((*bits)[j * rows + row]);
+        count += llvm::popcount(int8 ? word : word & 0xffff);
+      }
       int64_t at = j * parts + s;
       if ((*first)[at + 1] - (*first)[at] != count)
         return emitOpError("segment ") << s << " of column block " << j << " has " << count

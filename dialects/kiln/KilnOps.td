@@ -181,6 +181,14 @@ def Kiln_SparseMatMulOp : Kiln_Op<"sparse_matmul"> {
     each below K; `values` is f32 [entries, B]. kiln-sparsify forms the op
     from a kiln.matmul with mostly-zero constant weights, and from a 1x1
     kiln.conv as the product of its pixels [H*W, C] by its filter.
+
+    The widening int8 form multiplies uint8 activations by int8 weights
+    and sums in 32 bits, like the int8 kiln.matmul it replaces: `input` ui8
+    [..., K] (K a multiple of 4), `values` i8 [entries, 64], the result i32
+    [..., N]. An entry is 4 rows by 16 outputs ("16x4 blocks"), in the byte
+    order of a vpdpbusd operand: with k = indices[e] (a multiple of 4),
+    values[e, 4 l + t] = W[k + t, 16 j + l]; `offsets` has N / 16 + 1
+    elements.
   }];
   let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$offsets, Kiln_Tensor:$indices,
                    Kiln_Tensor:$values);
@@ -208,6 +216,16 @@ def Kiln_BitmapMatMulOp : Kiln_Op<"bitmap_matmul"> {
     `starts` is i32 [N / 16 * S + 1] (from 0, each step the bit count of
     the segment's masks, ending at the number of values), `masks` i16
     [N / 16, K], `values` f32 [nonzeros]. kiln-sparsify forms the op.
+
+    The widening int8 form multiplies uint8 activations by int8 weights
+    and sums the products in 32 bits, like the int8 kiln.matmul it
+    replaces: `input` ui8 [..., K] (K a multiple of 4), `values` i8, the
+    result i32. A mask covers 4 rows by the block's 16 outputs, in the
+    order of a vpdpbusd operand: bit 4 l + t of masks[j, g] says whether
+    W[4 g + t, 16 j + l] is nonzero, so `masks` is i64 [N / 16, K / 4]
+    and the segments cut its K / 4 groups of rows. The lowering expands
+    each group into 64 bytes (AVX512-VBMI2 vpexpandb) and multiplies them
+    by the group's 4 activation bytes (vpdpbusd).
   }];
   let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$starts, Kiln_Tensor:$masks,
                    Kiln_Tensor:$values);

@@ -92,13 +92,57 @@ func.func @blocks(%x: tensor<?x5x8xf32>, %o: tensor<3xi32>, %i: tensor<4xi32>, %
 // CHECK: %[[WORD:.*]] = vector.broadcast %[[BITS]] : i16 to vector<1xi16>
 // CHECK: %[[MASK:.*]] = vector.bitcast %[[WORD]] : vector<1xi16> to vector<16xi1>
 // CHECK: %[[W:.*]] = vector.expandload %[[VALUES]][%{{.*}}], %[[MASK]]
+// CHECK: math.ctpop %[[BITS]] : i16
 // CHECK: %[[X:.*]] = tensor.extract %arg0[%[[M]], %{{.*}}] : tensor<2x6xf32>
 // CHECK: %[[S:.*]] = vector.broadcast %[[X]]
-// CHECK: math.ctpop %[[BITS]] : i16
 // CHECK: vector.fma %[[S]], %[[W]]
 // CHECK: arith.addf
 // CHECK: tensor.parallel_insert_slice
 func.func @bitmap(%x: tensor<2x6xf32>, %s: tensor<5xi32>, %m: tensor<2x6xi16>, %v: tensor<40xf32>) -> tensor<2x32xf32> {
   %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<2x6xf32>, tensor<5xi32>, tensor<2x6xi16>, tensor<40xf32>) -> tensor<2x32xf32>
   return %y : tensor<2x32xf32>
+}
+
+// -----
+
+// int8 bitmaps: the uint8 input is read as signless bytes; per group g of
+// 4 rows, the 64-bit mask expands 64 bytes (16 outputs by 4 rows) at the
+// cursor, and vpdpbusd multiplies them by x[m, 4g .. 4g+4) (one i32
+// broadcast to 16 lanes) into i32 sums. K = 24: 6 groups, 2 segments of 3.
+// CHECK-LABEL: func.func @bitmap_int8
+// CHECK: %[[X:.*]] = kiln.bitcast %arg0 : tensor<1x24xui8> -> tensor<1x24xi8>
+// CHECK: %[[VALUES:.*]] = bufferization.to_buffer %arg3 read_only : tensor<40xi8> to memref<40xi8>
+// CHECK: scf.forall (%[[J:[a-z0-9]+]]) in (2)
+// CHECK: scf.for {{.*}} -> (vector<16xi32>, index, vector<16xi32>, index)
+// CHECK: %[[BITS:.*]] = tensor.extract %arg2[%[[J]], %{{.*}}] : tensor<2x6xi64>
+// CHECK: %[[WORD:.*]] = vector.broadcast %[[BITS]] : i64 to vector<1xi64>
+// CHECK: %[[MASK:.*]] = vector.bitcast %[[WORD]] : vector<1xi64> to vector<64xi1>
+// CHECK: %[[W:.*]] = vector.expandload %[[VALUES]][%{{.*}}], %[[MASK]], %{{.*}} : memref<40xi8>, vector<64xi1>, vector<64xi8> into vector<64xi8>
+// CHECK: math.ctpop %[[BITS]] : i64
+// CHECK: %[[FOUR:.*]] = vector.transfer_read %[[X]]{{.*}} : tensor<1x24xi8>, vector<4xi8>
+// CHECK: %[[XW:.*]] = vector.bitcast %[[FOUR]] : vector<4xi8> to vector<1xi32>
+// CHECK: %[[XL:.*]] = vector.broadcast %[[XW]] : vector<1xi32> to vector<16xi32>
+// CHECK: %[[XB:.*]] = vector.bitcast %[[XL]] : vector<16xi32> to vector<64xi8>
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.*}}, %[[XB]], %[[W]]) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// CHECK: arith.addi
+// CHECK: tensor.parallel_insert_slice
+func.func @bitmap_int8(%x: tensor<1x24xui8>, %s: tensor<5xi32>, %m: tensor<2x6xi64>, %v: tensor<40xi8>) -> tensor<1x32xi32> {
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x24xui8>, tensor<5xi32>, tensor<2x6xi64>, tensor<40xi8>) -> tensor<1x32xi32>
+  return %y : tensor<1x32xi32>
+}
+
+// -----
+
+// int8 16x4 blocks: each entry's 64 bytes (16 outputs by 4 rows) are read
+// once per group of rows and multiplied by each row's 4 bytes at the
+// entry's row index (vpdpbusd).
+// CHECK-LABEL: func.func @blocks_int8
+// CHECK: kiln.bitcast %arg0 : tensor<4x8xui8> -> tensor<4x8xi8>
+// CHECK: scf.forall (%[[J:[a-z0-9]+]]) in (2)
+// CHECK: scf.for {{.*}} -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>)
+// CHECK: %[[W:.*]] = vector.transfer_read %arg3{{.*}} : tensor<3x64xi8>, vector<64xi8>
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.*}}, %{{.*}}, %[[W]])
+func.func @blocks_int8(%x: tensor<4x8xui8>, %o: tensor<3xi32>, %i: tensor<3xi16>, %v: tensor<3x64xi8>) -> tensor<4x32xi32> {
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<4x8xui8>, tensor<3xi32>, tensor<3xi16>, tensor<3x64xi8>) -> tensor<4x32xi32>
+  return %y : tensor<4x32xi32>
 }

@@ -782,19 +782,20 @@ def sparse_with(indices, dims):
     return m, []
 
 
-def pruned_weight(name, shape, fraction, block=1, outputs_first=False):
+def pruned_weight(name, shape, fraction, block=1, outputs_first=False, rows=1):
     """Weights [K, N] (or [N, K] with `outputs_first`) of which the `fraction`
     of smallest |w| are zero: single weights, or pieces of `block`
-    neighbouring outputs by one input (smallest sum |w| first), as a model
-    pruned elsewhere and exported dense has them."""
+    neighbouring outputs by `rows` inputs (smallest sum |w| first), as a
+    model pruned elsewhere and exported dense has them."""
     w = rng.standard_normal(shape).astype(np.float32) * 0.1
     wk = w.T if outputs_first else w  # [K, N] view
     k, n = wk.shape
-    pieces = np.abs(wk).reshape(k, n // block, block).sum(axis=2)
+    pieces = np.abs(wk).reshape(k // rows, rows, n // block, block).sum(axis=(1, 3))
     order = np.argsort(pieces, axis=None, kind="stable")[:int(fraction * pieces.size)]
     mask = np.ones(pieces.size, dtype=bool)
     mask[order] = False
-    wk *= np.repeat(mask.reshape(k, n // block), block, axis=1)
+    mask = np.repeat(mask.reshape(k // rows, n // block), block, axis=1)
+    wk *= np.repeat(mask, rows, axis=0)
     return numpy_helper.from_array(w, name)
 
 
@@ -875,6 +876,28 @@ def half_sparse_mlp():
              numpy_helper.from_array(w3, "w3")]
     return model(nodes, [tensor("x", [1, 128]), tensor("x3", [1, 66])],
                  [tensor("y", [1, 32]), tensor("y3", [1, 16])], inits), [(1, 128), (1, 66)]
+
+
+def int8_sparse_mlp():
+    """Mostly-zero weights for kiln's int8 sparse kernels (with
+    --quantize=int8-dynamic, whose int8 weights keep the zeros): fc1 90%
+    unstructured at batch 1 over K = 1024 (bitmaps) with an all-zero block
+    of 16 outputs and a fully dense output; fc2 90% unstructured over
+    K = 68 (17 groups of 4 rows: 4 segments of 4, then one more); mm3 a
+    3-D input of 10 rows pruned in blocks of 16 outputs by 4 inputs (16x4
+    blocks: 4 rows at a time, then 2)."""
+    w1 = numpy_helper.to_array(pruned_weight("w1", (1024, 64), 0.9)).copy()
+    w1[:, 0:16] = 0
+    w1[:, 16] = rng.standard_normal(1024) * 0.1
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "w1"], ["y"], name="fc1"),
+             n("MatMul", ["x2", "w2"], ["y2"], name="fc2"),
+             n("MatMul", ["x3", "w3"], ["y3"], name="mm3")]
+    inits = [numpy_helper.from_array(w1, "w1"), pruned_weight("w2", (68, 32), 0.9),
+             pruned_weight("w3", (128, 48), 0.9, block=16, rows=4)]
+    return model(nodes, [tensor("x", [1, 1024]), tensor("x2", [1, 68]), tensor("x3", [2, 5, 128])],
+                 [tensor("y", [1, 64]), tensor("y2", [1, 32]), tensor("y3", [2, 5, 48])],
+                 inits), [(1, 1024), (1, 68), (2, 5, 128)]
 
 
 def sparse_pointwise():
@@ -970,7 +993,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

@@ -710,8 +710,8 @@ int main(int argc, char **argv) {
       pipelineOptions.pruneLayerFractions = std::move(*entries);
     }
   }
-  // The sparse kernels are f32: int8 and bf16 weights stay dense.
-  pipelineOptions.sparsify = sparseWeights == "auto" && quantize.empty() && precision == "f32";
+  // The sparse kernels are f32 and int8: bf16 weights stay dense.
+  pipelineOptions.sparsify = sparseWeights == "auto" && precision == "f32";
   pipelineOptions.reportSparsity = llvm::is_contained(reports, Report::Sparsity);
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
   ScopedDiagnosticHandler reportPrinter(&context, printReportRemark);
