@@ -1,6 +1,8 @@
 // RUN: kiln-opt %s --split-input-file --kiln-sparsify | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-sparsify=report=true 2>&1 >/dev/null | FileCheck %s --check-prefix=REPORT
 // RUN: kiln-opt %s --split-input-file --kiln-sparsify="expand-load=true report=true" 2>&1 | FileCheck %s --check-prefix=BITMAP
+// RUN: kiln-opt %s --split-input-file --kiln-sparsify="int8-bitmaps=true" | FileCheck %s --check-prefix=INT8
+// RUN: kiln-opt %s --split-input-file --kiln-sparsify="int8-bitmaps=true report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=INT8-REPORT
 
 // W [K = 4, N = 2] with one nonzero per column: compressed columns (B = 1).
 // Column 0 has row 1 (2.0), column 1 row 3 (-3.0): offsets [0, 1, 2],
@@ -90,4 +92,61 @@ func.func @bitmap(%x: tensor<1x4xf32>) -> tensor<1x16xf32> {
                             [0.0, 4.0, 0.0, 4.0, 0.0, 4.0, 0.0, 4.0, 0.0, 4.0, 0.0, 4.0, 0.0, 4.0, 0.0, 4.0]]> : tensor<4x16xf32> -> tensor<4x16xf32>
   %y = kiln.matmul %x, %w : (tensor<1x4xf32>, tensor<4x16xf32>) -> tensor<1x16xf32>
   return %y : tensor<1x16xf32>
+}
+
+// -----
+
+// The int8 product of --quantize (uint8 activations, constant int8
+// weights, i32 sums) with 3 nonzeros: int8 bitmaps. K = 4 is one group of
+// 4 rows (all 4 segments start at it: starts [0, 0, 0, 0, 3]); bit 4 l + t
+// stands for W[t, l]: W[0, 0] = 5 (bit 0), W[1, 0] = -6 (bit 1), W[3, 15]
+// = 7 (bit 63), so the mask is 0x8000000000000003 and the values 05 FA 07.
+// Without int8-bitmaps (no VNNI and VBMI2) the product stays dense.
+// INT8-REPORT: remark: sparsity: 95.3% zeros: sparse, int8 bitmaps, predicted 2.00x as fast as dense
+// INT8: func.func @int8_bitmap
+// INT8-DAG: %[[S:.*]] = kiln.constant dense_resource<[[SB:bitmap_starts[_0-9]*]]> : tensor<5xi32>
+// INT8-DAG: %[[M:.*]] = kiln.constant dense_resource<[[MB:bitmap_masks[_0-9]*]]> : tensor<1x1xi64>
+// INT8-DAG: %[[V:.*]] = kiln.constant dense_resource<[[VB:bitmap_values[_0-9]*]]> : tensor<3xi8>
+// INT8: %[[Y:.*]] = kiln.bitmap_matmul %arg0, %[[S]], %[[M]], %[[V]] : (tensor<1x4xui8>, tensor<5xi32>, tensor<1x1xi64>, tensor<3xi8>) -> tensor<1x16xi32>
+// INT8-NOT: kiln.matmul
+// INT8: return %[[Y]]
+// INT8-DAG: [[SB]]: "0x040000000000000000000000000000000000000003000000"
+// INT8-DAG: [[MB]]: "0x080000000300000000000080"
+// INT8-DAG: [[VB]]: "0x0100000005FA07"
+// REPORT: remark: sparsity: dense: int8 sparse kernels need AVX512-VNNI and AVX512-VBMI2
+func.func @int8_bitmap(%x: tensor<1x4xui8>) -> tensor<1x16xi32> {
+  %w = kiln.constant dense<[[5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [-6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7]]> : tensor<4x16xi8> -> tensor<4x16xi8>
+  %y = kiln.matmul %x, %w : (tensor<1x4xui8>, tensor<4x16xi8>) -> tensor<1x16xi32>
+  return %y : tensor<1x16xi32>
+}
+
+// -----
+
+// Over 8 rows, int8 weights with one nonzero block of 4 rows (4..7) by 16
+// outputs (16..31): int8 16x4 blocks. Column block 0 has no entry, block 1
+// the one at row 4 (offsets [0, 0, 1], indices [4]); its 64 bytes are
+// output-major: W[4..7, 16] = 1 2 3 4, then zeros, and W[7, 31] = 5 last.
+// INT8-REPORT: remark: sparsity: 98.0% zeros: sparse, int8 16x4 blocks, predicted 2.55x as fast as dense
+// INT8: func.func @int8_blocks
+// INT8-DAG: %[[O:.*]] = kiln.constant dense_resource<[[OB:sparse_offsets[_0-9]*]]> : tensor<3xi32>
+// INT8-DAG: %[[I:.*]] = kiln.constant dense_resource<[[IB:sparse_indices[_0-9]*]]> : tensor<1xi16>
+// INT8-DAG: %[[V:.*]] = kiln.constant dense_resource<[[VB:sparse_values[_0-9]*]]> : tensor<1x64xi8>
+// INT8: kiln.sparse_matmul %arg0, %[[O]], %[[I]], %[[V]] : (tensor<8x8xui8>, tensor<3xi32>, tensor<1xi16>, tensor<1x64xi8>) -> tensor<8x32xi32>
+// INT8-DAG: [[OB]]: "0x04000000000000000000000001000000"
+// INT8-DAG: [[IB]]: "0x020000000400"
+// INT8-DAG: [[VB]]: "0x0100000001020304{{(00)+}}05"
+func.func @int8_blocks(%x: tensor<8x8xui8>) -> tensor<8x32xi32> {
+  %w = kiln.constant dense<[[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5]]> : tensor<8x32xi8> -> tensor<8x32xi8>
+  %y = kiln.matmul %x, %w : (tensor<8x8xui8>, tensor<8x32xi8>) -> tensor<8x32xi32>
+  return %y : tensor<8x32xi32>
 }

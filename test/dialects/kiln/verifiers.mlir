@@ -539,3 +539,81 @@ func.func @bitmap_matmul_splat_masks(%x: tensor<1x2xf32>) -> tensor<1x16xf32> {
   %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x2xf32>, tensor<2xi32>, tensor<1x2xi16>, tensor<3xf32>) -> tensor<1x16xf32>
   return %y : tensor<1x16xf32>
 }
+
+// -----
+
+func.func @bitmap_matmul_int8_values(%x: tensor<1x8xui8>, %s: tensor<2xi32>, %m: tensor<1x2xi64>, %v: tensor<3xf32>) -> tensor<1x16xi32> {
+  // expected-error @+1 {{'kiln.bitmap_matmul' op input must be f32 and values 1-D f32, or input ui8 and values 1-D i8}}
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x8xui8>, tensor<2xi32>, tensor<1x2xi64>, tensor<3xf32>) -> tensor<1x16xi32>
+  return %y : tensor<1x16xi32>
+}
+
+// -----
+
+func.func @bitmap_matmul_int8_masks(%x: tensor<1x8xui8>, %s: tensor<2xi32>, %m: tensor<1x2xi16>, %v: tensor<3xi8>) -> tensor<1x16xi32> {
+  // expected-error @+1 {{'kiln.bitmap_matmul' op masks must be a 2-D i64 tensor}}
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x8xui8>, tensor<2xi32>, tensor<1x2xi16>, tensor<3xi8>) -> tensor<1x16xi32>
+  return %y : tensor<1x16xi32>
+}
+
+// -----
+
+func.func @bitmap_matmul_int8_k(%x: tensor<1x6xui8>, %s: tensor<2xi32>, %m: tensor<1x2xi64>, %v: tensor<3xi8>) -> tensor<1x16xi32> {
+  // expected-error @+1 {{'kiln.bitmap_matmul' op a ui8 input needs a last dimension divisible by 4, got 6}}
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x6xui8>, tensor<2xi32>, tensor<1x2xi64>, tensor<3xi8>) -> tensor<1x16xi32>
+  return %y : tensor<1x16xi32>
+}
+
+// -----
+
+func.func @bitmap_matmul_int8_groups(%x: tensor<1x8xui8>, %s: tensor<2xi32>, %m: tensor<1x3xi64>, %v: tensor<3xi8>) -> tensor<1x16xi32> {
+  // expected-error @+1 {{'kiln.bitmap_matmul' op masks have 3 groups of 4 rows, the input 8 rows}}
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x8xui8>, tensor<2xi32>, tensor<1x3xi64>, tensor<3xi8>) -> tensor<1x16xi32>
+  return %y : tensor<1x16xi32>
+}
+
+// -----
+
+func.func @bitmap_matmul_int8_result(%x: tensor<1x8xui8>, %s: tensor<2xi32>, %m: tensor<1x2xi64>, %v: tensor<3xi8>) -> tensor<1x16xf32> {
+  // expected-error @+1 {{'kiln.bitmap_matmul' op result element type 'f32' does not match operand element type 'i32'}}
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x8xui8>, tensor<2xi32>, tensor<1x2xi64>, tensor<3xi8>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}
+
+// -----
+
+// All 64 bits of a group's mask count (i64, not i16).
+func.func @bitmap_matmul_int8_bits(%x: tensor<1x4xui8>) -> tensor<1x16xi32> {
+  %s = kiln.constant dense<[0, 3]> : tensor<2xi32> -> tensor<2xi32>
+  %m = kiln.constant dense<[[-1]]> : tensor<1x1xi64> -> tensor<1x1xi64>
+  %v = kiln.constant dense<1> : tensor<3xi8> -> tensor<3xi8>
+  // expected-error @+1 {{'kiln.bitmap_matmul' op segment 0 of column block 0 has 64 mask bits but 3 values}}
+  %y = kiln.bitmap_matmul %x, %s, %m, %v : (tensor<1x4xui8>, tensor<2xi32>, tensor<1x1xi64>, tensor<3xi8>) -> tensor<1x16xi32>
+  return %y : tensor<1x16xi32>
+}
+
+// -----
+
+func.func @sparse_matmul_int8_block(%x: tensor<1x8xui8>, %o: tensor<2xi32>, %i: tensor<1xi16>, %v: tensor<1x16xi8>) -> tensor<1x16xi32> {
+  // expected-error @+1 {{'kiln.sparse_matmul' op int8 entries are 4 rows by 16 outputs (values [entries, 64]) of an input with a last dimension divisible by 4}}
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<1x8xui8>, tensor<2xi32>, tensor<1xi16>, tensor<1x16xi8>) -> tensor<1x16xi32>
+  return %y : tensor<1x16xi32>
+}
+
+// -----
+
+func.func @sparse_matmul_int8_row(%x: tensor<1x8xui8>, %v: tensor<1x64xi8>) -> tensor<1x16xi32> {
+  %o = kiln.constant dense<[0, 1]> : tensor<2xi32> -> tensor<2xi32>
+  %i = kiln.constant dense<[2]> : tensor<1xi16> -> tensor<1xi16>
+  // expected-error @+1 {{'kiln.sparse_matmul' op int8 row index 2 is not a multiple of 4}}
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<1x8xui8>, tensor<2xi32>, tensor<1xi16>, tensor<1x64xi8>) -> tensor<1x16xi32>
+  return %y : tensor<1x16xi32>
+}
+
+// -----
+
+func.func @sparse_matmul_int8_input(%x: tensor<1x8xi8>, %o: tensor<2xi32>, %i: tensor<1xi16>, %v: tensor<1x64xi8>) -> tensor<1x16xi32> {
+  // expected-error @+1 {{'kiln.sparse_matmul' op input and values must be f32, or input ui8 and values i8}}
+  %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<1x8xi8>, tensor<2xi32>, tensor<1xi16>, tensor<1x64xi8>) -> tensor<1x16xi32>
+  return %y : tensor<1x16xi32>
+}
