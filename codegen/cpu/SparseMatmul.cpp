@@ -343,7 +343,9 @@ struct BitmapKernel {
   Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
   bool int8() { return cast<RankedTensorType>(masks.getType()).getElementType().isInteger(64); }
   /// The 16 sums of a column block: f32, or i32 for int8.
-  VectorType lanes() { return VectorType::get({16}, int8() ? Type(b.getI32Type()) : b.getF32Type()); }
+  VectorType lanes() {
+    return VectorType::get({16}, int8() ? Type(b.getI32Type()) : b.getF32Type());
+  }
   Value zero(VectorType type) {
     return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
   }

@@ -170,9 +170,9 @@ cl::opt<bool> pruneFirstLast("prune-first-last",
                                       "(left dense by default: they cost the most accuracy)"),
                              cl::cat(category));
 cl::opt<std::string> sparseWeights("sparse-weights",
-                                   cl::desc("auto (default): f32 matmuls whose weights are "
-                                            "mostly zeros run sparse kernels where a cost model "
-                                            "predicts a gain; off: always dense"),
+                                   cl::desc("auto (default): f32 and int8 matmuls whose "
+                                            "weights are mostly zeros run sparse kernels where "
+                                            "a cost model predicts a gain; off: always dense"),
                                    cl::init("auto"), cl::cat(category));
 } // namespace
 
