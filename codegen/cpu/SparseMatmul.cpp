@@ -42,8 +42,12 @@ using namespace mlir::kiln;
 namespace {
 /// Rows of x a 16x1-block task (B > 1) keeps accumulators for at once.
 constexpr int64_t kRowsPerPass = 4;
-/// Independent sums per output column in the row-tile kernel.
+/// Independent sums per output column in the row-tile kernel, split among
+/// its vectors of rows.
 constexpr int64_t kChains = 4;
+/// Vectors of rows a row tile takes at most: each loaded value and index
+/// feeds one multiply-add per vector.
+constexpr int64_t kRowVectors = 2;
 
 /// vpdpbusd: x[row, k .. k+4) (uint8 activations, one i32 broadcast to 16
 /// lanes) times the 64 signed bytes `w` (16 outputs by 4 rows, output-major),
@@ -207,93 +211,112 @@ struct SparseKernel {
     })[0];
   }
 
-  /// Rows [m0, m0 + w) of x, transposed block by block into a [K', w]
+  /// Rows [m0, m0 + v w) of x, transposed block by block into a [K', v w]
   /// tensor (K rounded up to w; rows and inputs past x read as zeros).
-  Value transposedRowTile(Value m0, int64_t k) {
+  Value transposedRowTile(Value m0, int64_t k, int64_t v) {
     int64_t w = vectorWidth;
     auto square = VectorType::get({w, w}, b.getF32Type());
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
     int64_t inputs = llvm::alignTo(k, w);
-    Value xt = emptyTensor(b, loc, ArrayRef<int64_t>{inputs, w}, b.getF32Type());
+    Value xt = emptyTensor(b, loc, ArrayRef<int64_t>{inputs, v * w}, b.getF32Type());
     return loop(index(0), index(inputs), w, xt, [&](Value k0, ValueRange t) {
-      Value block = vector::TransferReadOp::create(b, loc, square, x, ValueRange{m0, k0}, zero,
-                                                   ArrayRef<bool>{false, false});
-      Value transposed = vector::TransposeOp::create(b, loc, block, ArrayRef<int64_t>{1, 0});
-      return SmallVector<Value>{vector::TransferWriteOp::create(b, loc, transposed, t[0],
-                                                                ValueRange{k0, index(0)},
-                                                                ArrayRef<bool>{true, true})
-                                    .getResult()};
+      Value into = t[0];
+      for (int64_t i = 0; i < v; ++i) {
+        Value block = vector::TransferReadOp::create(b, loc, square, x,
+                                                     ValueRange{add(m0, index(i * w)), k0}, zero,
+                                                     ArrayRef<bool>{false, false});
+        Value transposed = vector::TransposeOp::create(b, loc, block, ArrayRef<int64_t>{1, 0});
+        into = vector::TransferWriteOp::create(b, loc, transposed, into,
+                                               ValueRange{k0, index(i * w)},
+                                               ArrayRef<bool>{true, true})
+                   .getResult();
+      }
+      return SmallVector<Value>{into};
     })[0];
   }
 
-  /// Outputs [n0, n0 + count) of the w rows in `xt`: per output, its
-  /// entries' values (broadcast) times rows of xt, summed in a vector over
-  /// the rows; the vectors, transposed, go into `tile` [w, N] at column n0
-  /// as whole rows.
-  Value columnGroup(Value tile, Value xt, Value n0, int64_t count) {
-    int64_t w = vectorWidth;
+  /// Outputs [n0, n0 + count) of the v w rows in `xt`: per output, its
+  /// entries' values (broadcast) times rows of xt, summed in v vectors over
+  /// the rows; each vector's group of outputs, transposed, goes into `tile`
+  /// [v w, N] at column n0 as whole rows.
+  Value columnGroup(Value tile, Value xt, Value n0, int64_t count, int64_t v) {
+    int64_t w = vectorWidth, chains = std::max<int64_t>(1, kChains / v);
     auto lanes = VectorType::get({w}, b.getF32Type());
     Value pad = ub::PoisonOp::create(b, loc, b.getF32Type());
-    Value group = zeros(VectorType::get({w, w}, b.getF32Type())); // [output, row]
-    // Entry e's value times row indices[e] of xt, added to `acc`.
-    auto product = [&](Value e, Value acc) {
+    // Per vector of rows, [output, row].
+    SmallVector<Value> groups(v, zeros(VectorType::get({w, w}, b.getF32Type())));
+    // Entry e's value times row indices[e] of xt, added to the v sums
+    // `acc`: one value and one index loaded per v multiply-adds.
+    auto product = [&](Value e, ValueRange acc) {
       Value weight = tensor::ExtractOp::create(b, loc, values, ValueRange{e, index(0)});
       Value splat = vector::BroadcastOp::create(b, loc, lanes, weight);
-      Value row = vector::TransferReadOp::create(b, loc, lanes, xt,
-                                                 ValueRange{rowAt(e), index(0)}, pad,
-                                                 ArrayRef<bool>{true});
-      return vector::FMAOp::create(b, loc, splat, row, acc).getResult();
+      Value k = rowAt(e);
+      SmallVector<Value> next;
+      for (auto [i, a] : llvm::enumerate(acc)) {
+        Value row = vector::TransferReadOp::create(b, loc, lanes, xt,
+                                                   ValueRange{k, index(i * w)}, pad,
+                                                   ArrayRef<bool>{true});
+        next.push_back(vector::FMAOp::create(b, loc, splat, row, a));
+      }
+      return next;
     };
     for (int64_t j = 0; j < count; ++j) {
       Value n = add(n0, index(j));
       Value lo = offsetAt(n), hi = offsetAt(add(n, index(1)));
-      // kChains sums side by side hide the multiply-add latency; the
-      // entries past a multiple of kChains go into the first.
-      Value split = sub(hi, arith::RemUIOp::create(b, loc, sub(hi, lo), index(kChains)));
-      SmallVector<Value> sums(kChains, zeros(lanes));
-      sums = loop(lo, split, kChains, sums, [&](Value e, ValueRange acc) {
+      // `chains` sets of sums side by side hide the multiply-add latency;
+      // the entries past a multiple of `chains` go into the first.
+      Value split = sub(hi, arith::RemUIOp::create(b, loc, sub(hi, lo), index(chains)));
+      SmallVector<Value> sums(chains * v, zeros(lanes));
+      sums = loop(lo, split, chains, sums, [&](Value e, ValueRange acc) {
         SmallVector<Value> next;
-        for (auto [c, a] : llvm::enumerate(acc))
-          next.push_back(product(add(e, index(c)), a));
+        for (int64_t c = 0; c < chains; ++c)
+          llvm::append_range(next, product(add(e, index(c)), acc.slice(c * v, v)));
         return next;
       });
-      Value sum = loop(split, hi, 1, sums[0], [&](Value e, ValueRange acc) {
-        return SmallVector<Value>{product(e, acc[0])};
-      })[0];
-      for (Value other : llvm::drop_begin(sums))
-        sum = arith::AddFOp::create(b, loc, sum, other);
-      group = vector::InsertOp::create(b, loc, sum, group, ArrayRef<int64_t>{j});
+      SmallVector<Value> first = loop(split, hi, 1, ValueRange(sums).take_front(v),
+                                      [&](Value e, ValueRange acc) { return product(e, acc); });
+      for (int64_t i = 0; i < v; ++i) {
+        Value sum = first[i];
+        for (int64_t c = 1; c < chains; ++c)
+          sum = arith::AddFOp::create(b, loc, sum, sums[c * v + i]);
+        groups[i] = vector::InsertOp::create(b, loc, sum, groups[i], ArrayRef<int64_t>{j});
+      }
     }
-    Value rows = vector::TransposeOp::create(b, loc, group, ArrayRef<int64_t>{1, 0});
-    return vector::TransferWriteOp::create(b, loc, rows, tile, ValueRange{index(0), n0},
-                                           ArrayRef<bool>{true, count == w})
-        .getResult();
+    for (int64_t i = 0; i < v; ++i) {
+      Value rows = vector::TransposeOp::create(b, loc, groups[i], ArrayRef<int64_t>{1, 0});
+      tile = vector::TransferWriteOp::create(b, loc, rows, tile, ValueRange{index(i * w), n0},
+                                             ArrayRef<bool>{true, count == w})
+                 .getResult();
+    }
+    return tile;
   }
 
-  /// The product [M, N] (B = 1, static M) by tiles of w rows, each a task:
-  /// the tile of x is transposed into a [K, w] scratch that stays in cache,
-  /// each output's entries multiply its rows as vectors over the tile's
-  /// rows, and each group of w outputs is transposed back and written as
-  /// whole rows: no transposed copy of x in memory, no strided stores.
+  /// The product [M, N] (B = 1, static M) by tiles of v w rows (v vectors
+  /// of rows, up to kRowVectors), each a task: the tile of x is transposed
+  /// into a [K, v w] scratch that stays in cache, each output's entries
+  /// multiply its rows as v vectors over the tile's rows, and each group of
+  /// w outputs is transposed back and written as whole rows: no transposed
+  /// copy of x in memory, no strided stores.
   Value buildRowTiles(int64_t m, int64_t n) {
     int64_t w = vectorWidth, k = cast<RankedTensorType>(x.getType()).getDimSize(1);
-    int64_t padded = static_cast<int64_t>(llvm::alignTo(m, w));
+    int64_t v = std::clamp<int64_t>(m / w, 1, kRowVectors), rows = v * w;
+    int64_t padded = static_cast<int64_t>(llvm::alignTo(m, rows));
     Value init = emptyTensor(b, loc, ArrayRef<int64_t>{padded, n}, b.getF32Type());
-    SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(padded / w)},
+    SmallVector<OpFoldResult> lbs = {b.getIndexAttr(0)}, ubs = {b.getIndexAttr(padded / rows)},
                               steps = {b.getIndexAttr(1)};
     Value product = buildTileLoop(
         b, loc, lbs, ubs, steps, init,
         [&](OpBuilder &, Location, ValueRange ivs, Value) -> TileResult {
-          Value m0 = mul(ivs[0], w);
-          Value xt = transposedRowTile(m0, k);
-          Value tile = emptyTensor(b, loc, ArrayRef<int64_t>{w, n}, b.getF32Type());
+          Value m0 = mul(ivs[0], rows);
+          Value xt = transposedRowTile(m0, k, v);
+          Value tile = emptyTensor(b, loc, ArrayRef<int64_t>{rows, n}, b.getF32Type());
           int64_t full = n / w * w;
           tile = loop(index(0), index(full), w, tile, [&](Value n0, ValueRange t) {
-            return SmallVector<Value>{columnGroup(t[0], xt, n0, w)};
+            return SmallVector<Value>{columnGroup(t[0], xt, n0, w, v)};
           })[0];
           if (full < n)
-            tile = columnGroup(tile, xt, index(full), n - full);
-          return {tile, {m0, b.getIndexAttr(0)}, {b.getIndexAttr(w), b.getIndexAttr(n)}};
+            tile = columnGroup(tile, xt, index(full), n - full, v);
+          return {tile, {m0, b.getIndexAttr(0)}, {b.getIndexAttr(rows), b.getIndexAttr(n)}};
         });
     if (padded == m)
       return product;

@@ -25,29 +25,39 @@ func.func @columns(%x: tensor<3x4xf32>, %o: tensor<3xi32>, %i: tensor<5xi16>, %v
 
 // -----
 
-// Compressed columns over 20 rows (at least a vector): a task per tile of 8
-// rows (3 tiles, the product padded to 24 rows, then sliced); each tile's
-// 8x8 blocks of x transposed into a scratch [K rounded up to 8, 8] (reads
-// past x give zeros); per output column, its entries 4 at a time into 4
-// sums (value broadcast times a scratch row: a vector over the tile's rows),
-// then the rest; the group of column sums transposed back and written as
-// whole rows (2 columns: masked along them).
+// Compressed columns over 20 rows (at least a vector): a task per tile of
+// 2 vectors of 8 rows (2 tiles, the product padded to 32 rows, then
+// sliced); each tile's 8x8 blocks of x transposed into a scratch [K rounded
+// up to 8, 16] (reads past x give zeros); per output column, its entries 2
+// at a time into 2 chains of 2 sums (a value broadcast times both vectors
+// of its scratch row: one value and index loaded per 2 multiply-adds), then
+// the rest; per vector of rows, the group of column sums transposed back
+// and written as whole rows (2 columns: masked along them).
 // CHECK-LABEL: func.func @column_rows
-// CHECK: scf.forall (%[[T:[a-z0-9]+]]) in (3) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<24x2xf32>)
-// CHECK: %[[M0:.*]] = arith.muli %[[T]], %c8
+// CHECK: scf.forall (%[[T:[a-z0-9]+]]) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<32x2xf32>)
+// CHECK: %[[M0:.*]] = arith.muli %[[T]], %c16
 // CHECK: %[[BLOCK:.*]] = vector.transfer_read %arg0[%[[M0]], %c0], %{{.*}} : tensor<20x4xf32>, vector<8x8xf32>
 // CHECK: %[[BLOCKT:.*]] = vector.transpose %[[BLOCK]], [1, 0]
-// CHECK: %[[XT:.*]] = vector.transfer_write %[[BLOCKT]], %{{.*}}[%c0, %c0] {in_bounds = [true, true]} : vector<8x8xf32>, tensor<8x8xf32>
-// CHECK: scf.for {{.*}} step %c4 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK: vector.transfer_read %[[XT]][%{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<8x8xf32>, vector<8xf32>
+// CHECK: %[[XT0:.*]] = vector.transfer_write %[[BLOCKT]], %{{.*}}[%c0, %c0] {in_bounds = [true, true]} : vector<8x8xf32>, tensor<8x16xf32>
+// CHECK: %[[M8:.*]] = arith.addi %[[M0]], %c8
+// CHECK: vector.transfer_read %arg0[%[[M8]], %c0]
+// CHECK: %[[XT:.*]] = vector.transfer_write %{{.*}}, %[[XT0]][%c0, %c8] {in_bounds = [true, true]} : vector<8x8xf32>, tensor<8x16xf32>
+// CHECK: scf.for {{.*}} step %c2 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.transfer_read %[[XT]][%[[K:.*]], %c0], %{{.*}} {in_bounds = [true]} : tensor<8x16xf32>, vector<8xf32>
 // CHECK: vector.fma
-// CHECK: scf.for {{.*}} step %c1
+// CHECK: vector.transfer_read %[[XT]][%[[K]], %c8], %{{.*}} {in_bounds = [true]} : tensor<8x16xf32>, vector<8xf32>
+// CHECK: vector.fma
+// CHECK: scf.for {{.*}} step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>)
+// CHECK: vector.insert %{{.*}} [0] : vector<8xf32> into vector<8x8xf32>
 // CHECK: vector.insert %{{.*}} [0] : vector<8xf32> into vector<8x8xf32>
 // CHECK: vector.insert %{{.*}} [1] : vector<8xf32> into vector<8x8xf32>
+// CHECK: vector.insert %{{.*}} [1] : vector<8xf32> into vector<8x8xf32>
 // CHECK: %[[ROWS:.*]] = vector.transpose %{{.*}}, [1, 0]
-// CHECK: vector.transfer_write %[[ROWS]], %{{.*}}[%c0, %c0] {in_bounds = [true, false]} : vector<8x8xf32>, tensor<8x2xf32>
-// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[M0]], 0] [8, 2] [1, 1]
-// CHECK: tensor.extract_slice %{{.*}}[0, 0] [20, 2] [1, 1] : tensor<24x2xf32> to tensor<20x2xf32>
+// CHECK: %[[TOP:.*]] = vector.transfer_write %[[ROWS]], %{{.*}}[%c0, %c0] {in_bounds = [true, false]} : vector<8x8xf32>, tensor<16x2xf32>
+// CHECK: %[[ROWS8:.*]] = vector.transpose %{{.*}}, [1, 0]
+// CHECK: vector.transfer_write %[[ROWS8]], %[[TOP]][%c8, %c0] {in_bounds = [true, false]} : vector<8x8xf32>, tensor<16x2xf32>
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[M0]], 0] [16, 2] [1, 1]
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [20, 2] [1, 1] : tensor<32x2xf32> to tensor<20x2xf32>
 func.func @column_rows(%x: tensor<20x4xf32>, %o: tensor<3xi32>, %i: tensor<5xi16>, %v: tensor<5x1xf32>) -> tensor<20x2xf32> {
   %y = kiln.sparse_matmul %x, %o, %i, %v : (tensor<20x4xf32>, tensor<3xi32>, tensor<5xi16>, tensor<5x1xf32>) -> tensor<20x2xf32>
   return %y : tensor<20x2xf32>
