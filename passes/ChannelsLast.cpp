@@ -47,14 +47,6 @@ SmallVector<int64_t> permuted(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
 
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-Value transpose(PatternRewriter &rewriter, Location loc, Value v, ArrayRef<int64_t> perm) {
-  auto type = tensorType(v);
-  return TransposeOp::create(
-      rewriter, loc,
-      RankedTensorType::get(permuted(type.getShape(), perm), type.getElementType()), v,
-      rewriter.getDenseI64ArrayAttr(perm));
-}
-
 /// The NHWC value `v` is to_nchw of, if it is one.
 Value nhwcSource(Value v) {
   auto t = v.getDefiningOp<TransposeOp>();
@@ -81,7 +73,7 @@ void rewriteInNhwc(PatternRewriter &rewriter, Operation *op, ValueRange operands
       RankedTensorType::get(permuted(type.getShape(), kToNhwc), type.getElementType()));
   if (adjust)
     adjust(clone);
-  rewriter.replaceOp(op, transpose(rewriter, op->getLoc(), clone->getResult(0), kToNchw));
+  rewriter.replaceOp(op, createTranspose(rewriter, op->getLoc(), clone->getResult(0), kToNchw));
 }
 
 /// Whether `op` is depthwise: one group per input channel, one filter each.
@@ -107,7 +99,7 @@ struct ConvToChannelsLast : OpRewritePattern<ConvOp> {
     if (!(widening && op.getGroup() == 1) &&
         !(constantFloat && (op.getGroup() == 1 || isDepthwise(op))))
       return failure();
-    SmallVector<Value> operands = {transpose(rewriter, op.getLoc(), op.getInput(), kToNhwc),
+    SmallVector<Value> operands = {createTranspose(rewriter, op.getLoc(), op.getInput(), kToNhwc),
                                    op.getFilter()};
     if (op.getBias())
       operands.push_back(op.getBias());
@@ -157,7 +149,7 @@ Value inNhwc(PatternRewriter &rewriter, Location loc, Value v) {
                              RankedTensorType::get({1, 1, 1, shape[1]}, type.getElementType()),
                              v);
   if (type.getRank() == 4)
-    return transpose(rewriter, loc, v, kToNhwc);
+    return createTranspose(rewriter, loc, v, kToNhwc);
   return {};
 }
 
@@ -238,7 +230,7 @@ struct SinkThroughGlobalAveragePool : OpRewritePattern<GlobalAveragePoolOp> {
     Value mean = ReduceMeanOp::create(rewriter, op.getLoc(), meanType, x,
                                       rewriter.getDenseI64ArrayAttr({1, 2}),
                                       rewriter.getBoolAttr(true));
-    rewriter.replaceOp(op, transpose(rewriter, op.getLoc(), mean, kToNchw));
+    rewriter.replaceOp(op, createTranspose(rewriter, op.getLoc(), mean, kToNchw));
     return success();
   }
 };

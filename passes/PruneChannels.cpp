@@ -260,8 +260,9 @@ bool ChannelPruner::visitLayer(Operation *op, size_t layerIndex, size_t layerCou
 bool ChannelPruner::visitDepthwise(ConvOp conv) {
   auto filter = cast<RankedTensorType>(conv.getFilter().getType());
   int64_t channels = cast<RankedTensorType>(conv.getInput().getType()).getDimSize(1);
-  if (conv.getChannelsLast() || conv.getGroup() != channels || filter.getDimSize(0) != channels ||
-      !constantValues(conv.getFilter()) || (conv.getBias() && !constantValues(conv.getBias())))
+  if (conv.getChannelsLast() || static_cast<int64_t>(conv.getGroup()) != channels ||
+      filter.getDimSize(0) != channels || !constantValues(conv.getFilter()) ||
+      (conv.getBias() && !constantValues(conv.getBias())))
     return false;
   passThrough(conv.getInput(), conv.getResult());
   slices.push_back({conv, 1, 0, conv.getResult()});

@@ -336,21 +336,13 @@ void rewriteConv(ConvOp conv, const WeightMatrix &w) {
   auto in = cast<RankedTensorType>(conv.getInput().getType());
   int64_t channels = in.getDimSize(1), height = in.getDimSize(2), width = in.getDimSize(3);
   Type f32 = b.getF32Type();
-  auto transpose = [&](Value v, ArrayRef<int64_t> perm) {
-    auto t = cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> shape;
-    for (int64_t p : perm)
-      shape.push_back(t.getDimSize(p));
-    return TransposeOp::create(b, loc, RankedTensorType::get(shape, f32), v,
-                               b.getDenseI64ArrayAttr(perm))
-        .getResult();
-  };
-  Value nhwc = transpose(conv.getInput(), {0, 2, 3, 1});
+  Value nhwc = createTranspose(b, loc, conv.getInput(), {0, 2, 3, 1});
   Value pixels = ReshapeOp::create(
       b, loc, RankedTensorType::get({height * width, channels}, f32), nhwc);
   Value product = compressedMatMul(
       b, loc, RankedTensorType::get({height * width, w.outputs}, f32), pixels, w, 1);
-  Value y = transpose(
+  Value y = createTranspose(
+      b, loc,
       ReshapeOp::create(b, loc, RankedTensorType::get({1, height, width, w.outputs}, f32),
                         product),
       {0, 3, 1, 2});

@@ -34,6 +34,14 @@ std::optional<ArrayRef<char>> mlir::kiln::rawElementsData(ElementsAttr attr) {
   return std::nullopt;
 }
 
+Value mlir::kiln::createTranspose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  return TransposeOp::create(b, loc, type.clone(shape), v, b.getDenseI64ArrayAttr(perm));
+}
+
 DenseResourceElementsAttr mlir::kiln::blobElements(ShapedType type, StringRef name,
                                                    ArrayRef<char> bytes) {
   // Aligned to the element size, as the elements are read in place.

@@ -96,6 +96,10 @@ std::optional<OnnxNode> onnxNodeOf(Location loc);
 /// ("linalg.generic"): how reports name the ops they speak of.
 std::string describeNode(Operation *op);
 
+/// kiln.transpose of `v` by `perm` (result dimension i is dimension
+/// perm[i] of `v`).
+Value createTranspose(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm);
+
 /// A kiln.constant of `type` holding the row-major `values` in a blob named
 /// after `name` (weights made at compile time).
 template <typename T>

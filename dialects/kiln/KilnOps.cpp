@@ -278,7 +278,7 @@ static std::optional<std::vector<int64_t>> constantIndices(Value v) {
                                                                    : splat.getSExtValue());
   }
   std::optional<ArrayRef<char>> data = rawElementsData(constant.getValue());
-  if (!data || data->size() != type.getNumElements() * (width / 8))
+  if (!data || data->size() != static_cast<size_t>(type.getNumElements() * (width / 8)))
     return std::nullopt;
   std::vector<int64_t> values(type.getNumElements());
   for (size_t i = 0; i < values.size(); ++i) {

@@ -45,8 +45,8 @@ LIMITS = {
     "int8-unstructured-90": "int8 bitmaps expand every group of 64 weights (vpexpandb) and do one "
                             "vpdpbusd on it, whatever its zeros, so their time is per group, not "
                             "per nonzero: at batch 1 the kernel takes the same time at 80%, 90% "
-                            "and 95% zeros (0.28 ms each, timed back to back with the "
-                            "executables' --bench), where its bytes (a bit per weight and a byte per "
+                            "and 95% zeros (0.28 ms each, timed alone with the executables' "
+                            "--bench, rather than interleaved as here), where its bytes (a bit per weight and a byte per "
                             "nonzero) would allow 4.4x at 90%. Weights pruned in 16x4 blocks run "
                             "without the expand (int8-block16x4-90).",
 }

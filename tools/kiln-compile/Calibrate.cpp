@@ -163,7 +163,8 @@ OwningOpRef<ModuleOp> instrumented(ModuleOp module, llvm::ArrayRef<ObservedLayer
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone(mapping)));
   auto main = copy->lookupSymbol<func::FuncOp>("main");
   for (auto [i, layer] : llvm::enumerate(layers))
-    addOutput(main, mapping.lookup(layer.observed), calibrationOutput(i));
+    if (layer.observed)
+      addOutput(main, mapping.lookup(layer.observed), calibrationOutput(i));
   addLayerOutputs(*copy);
   return copy;
 }
@@ -382,6 +383,8 @@ FailureOr<CalibrationResult> runCalibration(ModuleOp module, llvm::StringRef dir
     if (failed(runSample(exe, sample, out, error)))
       return failure();
     for (size_t i = 0; i < layers.size(); ++i) {
+      if (!layers[i].observed)
+        continue;
       llvm::SmallString<128> file(out);
       path::append(file, calibrationOutput(i) + ".npy");
       auto tensor = readF32(std::string(file), error);

@@ -48,7 +48,7 @@ struct OutputError {
 /// (its activations).
 struct ObservedLayer {
   mlir::Operation *op;
-  mlir::Value observed;
+  mlir::Value observed; // null: only the layer's result is compared
 };
 
 /// What a calibration run produced for one observed value.

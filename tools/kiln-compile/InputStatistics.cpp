@@ -162,13 +162,12 @@ FailureOr<CalibrationResult> calibrateForPruning(ModuleOp module, llvm::StringRe
     std::optional<kd::WeightMatrix> w = kd::weightMatrixOf(op, why);
     if (!w)
       return;
-    layers.push_back({op, op->getOperand(0)});
+    // Magnitude pruning reads no inputs: the layers are only tagged, so
+    // that --report=sparsity can compare their results.
+    layers.push_back({op, which == PruneStatistics::None ? Value() : op->getOperand(0)});
     inputs.emplace_back(op, *w, which == PruneStatistics::NormsAndGram);
   });
-  auto observe = [&](size_t i, const ObservedTensor &x) {
-    if (which != PruneStatistics::None)
-      inputs[i].observe(x);
-  };
+  auto observe = [&](size_t i, const ObservedTensor &x) { inputs[i].observe(x); };
   auto result = runCalibration(module, dir, layers, build, observe, error);
   if (failed(result))
     return failure();
