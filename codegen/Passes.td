@@ -227,35 +227,6 @@ def KilnCpuSchedule : Pass<"kiln-cpu-schedule", "ModuleOp"> {
                            "scf::SCFDialect", "vector::VectorDialect", "tensor::TensorDialect"];
 }
 
-def KilnCopiesToLoops : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
-  let summary = "Turn strided memref.copy and linalg.fill on buffers into vectorized parallel loops";
-  let description = [{
-    Runs on buffers. A strided memref.copy (such as padding, which writes
-    into the interior of a larger buffer) would lower to the runtime's
-    element-by-element memrefCopy. Instead it becomes a parallel loop nest
-    that kiln-outline-parallel-loops can hand to the thread pool: with
-    static shapes and unit-stride rows in both buffers, an `scf.parallel`
-    over all but the innermost dimension that copies each row with
-    `vector.transfer_read`/`transfer_write` of at most 64 bytes; otherwise a
-    `linalg.copy`. Copies between contiguous buffers stay memcpy. A
-    `linalg.fill` of a buffer with static unit-stride rows (contiguous or
-    not) becomes the same loop nest, storing a broadcast of the value.
-  }];
-  let dependentDialects = ["linalg::LinalgDialect", "scf::SCFDialect", "vector::VectorDialect"];
-}
-
-def KilnDistinctResults : Pass<"kiln-distinct-results", "func::FuncOp"> {
-  let summary = "Give every returned tensor a buffer of its own";
-  let description = [{
-    Runs on tensors, right before bufferization. A value returned more than
-    once (a graph output that is also returned through Identity, or the
-    empty tensors of zero-size outputs) gets a bufferization.alloc_tensor
-    copy for each repeat, so each result has its own buffer when results
-    become caller-allocated out-parameters.
-  }];
-  let dependentDialects = ["bufferization::BufferizationDialect"];
-}
-
 def KilnApproximateMath : Pass<"kiln-approximate-math"> {
   let summary = "Replace f32 exp, erf and tanh with inline polynomial approximations";
   let description = [{
@@ -312,32 +283,6 @@ def KilnPrefetchWeights : Pass<"kiln-prefetch-weights", "func::FuncOp"> {
   let dependentDialects = ["memref::MemRefDialect", "arith::ArithDialect"];
 }
 
-def KilnHoistLoopBuffers : Pass<"kiln-hoist-loop-buffers", "func::FuncOp"> {
-  let summary = "Move buffers out of sequential loops; put those of parallel iterations on the stack";
-  let description = [{
-    Runs after bufferization, before kiln-plan-memory. A statically sized
-    `memref.alloc` inside a loop holds data for one iteration only (its
-    contents start undefined), unless its address leaves the analysis
-    (yielded, returned, freed, cast to a pointer). Such a buffer moves out
-    of every enclosing sequential loop (scf.for, scf.while), up to the
-    innermost enclosing parallel loop (scf.forall, scf.parallel) or the
-    function. At the function's top level, kiln-plan-memory then places it
-    in the arena. Inside a parallel loop, iterations run at once on several
-    threads, so each needs its own copy: a buffer of at most
-    `max-stack-bytes` becomes a `memref.alloca` at the start of the
-    iteration, freed when the iteration ends (the loop is an automatic
-    allocation scope; see kiln-loop-alloca-scopes). Before this pass each such buffer was a
-    call into the runtime per iteration, and its memory was kept until the
-    run ended: a loop over blocks of keys used memory quadratic in the
-    sequence length.
-  }];
-  let options = [
-    Option<"maxStackBytes", "max-stack-bytes", "int64_t", "262144",
-           "Largest buffer put on a parallel iteration's stack">,
-  ];
-  let dependentDialects = ["memref::MemRefDialect"];
-}
-
 def KilnLoopAllocaScopes : Pass<"kiln-loop-alloca-scopes", "func::FuncOp"> {
   let summary = "Free the allocas of each loop iteration when it ends";
   let description = [{
@@ -351,60 +296,6 @@ def KilnLoopAllocaScopes : Pass<"kiln-loop-alloca-scopes", "func::FuncOp"> {
     one block, which convert-scf-to-cf breaks when it lowers loops inside.)
   }];
   let dependentDialects = ["LLVM::LLVMDialect"];
-}
-
-def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
-  let summary = "Pack each function's intermediate buffers into one arena by liveness";
-  let description = [{
-    Runs after bufferization. Every statically sized `memref.alloc` at the
-    top level of a function becomes a `memref.view` at a fixed offset into
-    one arena, a single `memref.alloc` of i8 at the start of the function.
-    A buffer is live from the first to the last top-level op that uses it
-    or a view of it; buffers placed largest first at the lowest offset that
-    no buffer with an overlapping lifetime occupies (64-byte aligned), so
-    buffers that are never live together share memory. Allocations of
-    dynamic size, nested in loops, or whose address leaves the analysis
-    (returned, yielded, freed, cast to a pointer) keep their own. The module
-    gets `kiln.arena_bytes`, the sum of the arenas, which the runtime
-    allocates when a model instance is created. With `report`, each function
-    gets a remark with the buffers' total size, the arena's size, the most
-    bytes live at once, and how many buffers stayed separate and why.
-    Allocations (heap or stack) that are only written, never read (a
-    vectorized reduction's initial partial sums, kept in registers by its
-    loop), are erased with their writes first.
-  }];
-  let options = [
-    Option<"report", "report", "bool", "false",
-           "Emit a `memory:` remark per function with the plan's sizes">,
-  ];
-  let dependentDialects = ["arith::ArithDialect", "memref::MemRefDialect"];
-}
-
-def KilnFlattenEmptyArguments : Pass<"kiln-flatten-empty-arguments", "func::FuncOp"> {
-  let summary = "Give zero-element memref arguments the type memref<0xT>";
-  let description = [{
-    Runs on buffers, before bare-pointer function lowering, which rejects
-    shapes such as 3x0x5 (their strides include 0). A zero-element argument
-    is never read or written, so the argument becomes memref<0xT> and its
-    uses read a zero-byte alloca of the original type instead. The model's
-    signature keeps the original shape.
-  }];
-}
-
-def KilnDynamicEntry : Pass<"kiln-dynamic-entry", "ModuleOp"> {
-  let summary = "Pass the shapes of a model with dynamic dimensions through its entry";
-  let description = [{
-    Runs on buffers, before results become out-parameters. When `@main` has
-    a dynamic dimension anywhere, it takes two more arguments: `shapes`
-    (memref<Sxi64>: the sizes of every input, then of every output) and
-    `outputs` (memref<Rxi64>: one slot per output). A dynamic input becomes
-    its base pointer (a rank-0 memref) viewed with the sizes read from
-    `shapes`. Each result is returned by storing its address into its slot
-    and its sizes into `shapes`; the buffer it points to belongs to the
-    run's arena. `@main` is marked `kiln.dynamic_entry`. Static models are
-    left alone.
-  }];
-  let dependentDialects = ["memref::MemRefDialect", "arith::ArithDialect"];
 }
 
 def KilnOutlineParallelLoops : Pass<"kiln-outline-parallel-loops", "ModuleOp"> {
@@ -443,20 +334,4 @@ def KilnLowerParallelCalls : Pass<"kiln-lower-parallel-calls", "ModuleOp"> {
   let dependentDialects = ["LLVM::LLVMDialect"];
 }
 
-def KilnEmitEntryPoint : Pass<"kiln-emit-entry-point", "ModuleOp"> {
-  let summary = "Add the C-ABI entry `void <name>_entry(void **buffers, int64_t *shapes)`";
-  let description = [{
-    Runs on the LLVM dialect after bare-pointer lowering of `@main`. The entry
-    loads one pointer per input and per output from `buffers` (inputs first)
-    and calls `@main`, so the runtime calls every model the same way. For a
-    `@main` marked `kiln.dynamic_entry` it passes the input pointers, then
-    `shapes`, then the address of the output slots in `buffers`.
-  }];
-  let options = [
-    Option<"symbolPrefix", "prefix", "std::string", "\"kiln_model\"",
-           "Prefix of the generated entry symbol">,
-  ];
-  let dependentDialects = ["LLVM::LLVMDialect"];
-}
-
-#endif
+#endif // KILN_CODEGEN_PASSES_TD

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Link.h"
 #include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
 #include "codegen/cpu/CpuPipeline.h"
 #include "passes/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
@@ -565,6 +566,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
   mlir::kiln::registerKilnCodegenPasses();
+  mlir::kiln::registerKilnCommonPasses();
   mlir::kiln::registerKilnGraphPasses();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();

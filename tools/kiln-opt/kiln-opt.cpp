@@ -1,5 +1,6 @@
 //===- kiln-opt.cpp - run kiln and upstream passes on .mlir files ---------===//
 #include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
 #include "passes/Passes.h"
 
@@ -12,6 +13,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::kiln::registerKilnCodegenPasses();
+  mlir::kiln::registerKilnCommonPasses();
   mlir::kiln::registerKilnGraphPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::kiln::KilnDialect>();

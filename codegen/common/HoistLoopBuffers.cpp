@@ -9,8 +9,8 @@
 // freed when they end; kiln-loop-alloca-scopes keeps that true in LLVM).
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
-#include "codegen/cpu/BufferUses.h"
+#include "codegen/common/Passes.h"
+#include "codegen/common/BufferUses.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -19,7 +19,7 @@
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNHOISTLOOPBUFFERS
-#include "codegen/Passes.h.inc"
+#include "codegen/common/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;

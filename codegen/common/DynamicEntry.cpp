@@ -7,7 +7,7 @@
 // slot of its own.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,7 +16,7 @@
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNDYNAMICENTRY
-#include "codegen/Passes.h.inc"
+#include "codegen/common/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;

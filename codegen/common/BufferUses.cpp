@@ -1,5 +1,5 @@
 //===- BufferUses.cpp - where a bufferized allocation is used -------------===//
-#include "codegen/cpu/BufferUses.h"
+#include "codegen/common/BufferUses.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -17,7 +17,7 @@
 // Booleans stay scalar: LLVM packs a vector of i1 into bits in memory.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -25,7 +25,7 @@
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNCOPIESTOLOOPS
-#include "codegen/Passes.h.inc"
+#include "codegen/common/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;

@@ -12,8 +12,8 @@
 // do not overlap never hold data at the same time.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
-#include "codegen/cpu/BufferUses.h"
+#include "codegen/common/Passes.h"
+#include "codegen/common/BufferUses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -28,7 +28,7 @@
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNPLANMEMORY
-#include "codegen/Passes.h.inc"
+#include "codegen/common/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;

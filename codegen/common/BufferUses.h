@@ -1,6 +1,6 @@
 //===- BufferUses.h - where a bufferized allocation is used -----*- C++ -*-===//
-#ifndef KILN_CODEGEN_CPU_BUFFERUSES_H
-#define KILN_CODEGEN_CPU_BUFFERUSES_H
+#ifndef KILN_CODEGEN_COMMON_BUFFERUSES_H
+#define KILN_CODEGEN_COMMON_BUFFERUSES_H
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LLVM.h"

@@ -1,9 +1,9 @@
 //===- FlattenEmptyArguments.cpp - zero-element arguments as memref<0xT> --===//
-#include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNFLATTENEMPTYARGUMENTS
-#include "codegen/Passes.h.inc"
+#include "codegen/common/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;

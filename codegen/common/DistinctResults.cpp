@@ -1,12 +1,12 @@
 //===- DistinctResults.cpp - one buffer per returned tensor ---------------===//
-#include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "llvm/ADT/DenseSet.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNDISTINCTRESULTS
-#include "codegen/Passes.h.inc"
+#include "codegen/common/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;

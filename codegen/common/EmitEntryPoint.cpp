@@ -1,12 +1,12 @@
 //===- EmitEntryPoint.cpp - uniform C-ABI entry for a compiled model ------===//
-#include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNEMITENTRYPOINT
-#include "codegen/Passes.h.inc"
+#include "codegen/common/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
