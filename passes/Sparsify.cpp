@@ -84,25 +84,43 @@ double cycles(double bytes, double macs, double rate) {
   return std::max(bytes / kBytesPerCycle, macs / rate);
 }
 
-/// Nonzero weights, and nonzero pieces of 16 outputs by one input.
-std::pair<int64_t, int64_t> countNonzeros(const WeightMatrix &w) {
-  int64_t nonzeros = 0, pieces = 0;
-  for (int64_t k = 0; k < w.inputs; ++k)
-    for (int64_t n0 = 0; n0 < w.outputs; n0 += 16) {
-      int64_t here = 0;
-      for (int64_t n = n0; n < std::min(n0 + 16, w.outputs); ++n)
-        here += w.at(k, n) != 0.0f;
-      nonzeros += here;
-      pieces += here > 0;
-    }
-  return {nonzeros, pieces};
+/// Whether the piece of `rows` inputs from k0 by `cols` outputs from n0
+/// (cut at the matrix's edges) holds a nonzero weight.
+bool anyNonzero(const WeightMatrix &w, int64_t k0, int64_t rows, int64_t n0, int64_t cols) {
+  for (int64_t k = k0; k < std::min(k0 + rows, w.inputs); ++k)
+    for (int64_t n = n0; n < std::min(n0 + cols, w.outputs); ++n)
+      if (w.at(k, n) != 0.0f)
+        return true;
+  return false;
+}
+
+/// Nonzero pieces of `rows` inputs by 16 outputs: what the 16x1 (f32) and
+/// 16x4 (int8) block kernels store.
+int64_t countPieces(const WeightMatrix &w, int64_t rows) {
+  int64_t pieces = 0;
+  for (int64_t k0 = 0; k0 < w.inputs; k0 += rows)
+    for (int64_t n0 = 0; n0 < w.outputs; n0 += 16)
+      pieces += anyNonzero(w, k0, rows, n0, 16);
+  return pieces;
+}
+
+int64_t countNonzeros(const WeightMatrix &w) {
+  return w.values.size() - llvm::count(w.values, 0.0f);
+}
+
+/// The fastest of the sparse `candidates` (kernel, predicted cycles), and
+/// whether it beats `dense` cycles by kRequiredSpeedup.
+Choice pick(double dense, ArrayRef<std::pair<Kernel, double>> candidates) {
+  auto best = llvm::min_element(candidates, [](auto &a, auto &b) { return a.second < b.second; });
+  double speedup = dense / best->second;
+  return {speedup >= kRequiredSpeedup ? best->first : Kernel::Dense, best->first, speedup};
 }
 
 /// The kernel for `rows` rows of `w`.
 Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad, bool columnsOnly = false) {
   double K = w.inputs, N = w.outputs, M = rows;
   double indexBytes = w.inputs <= 65536 ? 2 : 4;
-  auto [nonzeros, pieces] = countNonzeros(w);
+  double nonzeros = countNonzeros(w), pieces = countPieces(w, 1);
   double dense = cycles(4 * K * N, M * K * N, kDenseMacs);
   double columnRate = rows >= kRowVectorRows ? kRowVectorMacs : kGatherMacs;
   SmallVector<std::pair<Kernel, double>> candidates = {
@@ -114,38 +132,18 @@ Choice choose(const WeightMatrix &w, int64_t rows, bool expandLoad, bool columns
       candidates.push_back(
           {Kernel::Bitmap, cycles(4 * nonzeros + K * N / 8 + N / 4, M * K * N, kBitmapMacs)});
   }
-  auto best = llvm::min_element(candidates, [](auto &a, auto &b) { return a.second < b.second; });
-  double speedup = dense / best->second;
-  return {speedup >= kRequiredSpeedup ? best->first : Kernel::Dense, best->first, speedup};
-}
-
-/// Nonzero pieces of 4 rows by 16 outputs: the int8 16x4 blocks.
-int64_t countInt8Blocks(const WeightMatrix &w) {
-  int64_t pieces = 0;
-  for (int64_t k0 = 0; k0 < w.inputs; k0 += 4)
-    for (int64_t n0 = 0; n0 < w.outputs; n0 += 16) {
-      bool nonzero = false;
-      for (int64_t k = k0; k < k0 + 4 && !nonzero; ++k)
-        for (int64_t n = n0; n < n0 + 16; ++n)
-          nonzero |= w.at(k, n) != 0.0f;
-      pieces += nonzero;
-    }
-  return pieces;
+  return pick(dense, candidates);
 }
 
 /// The kernel for `rows` rows of the int8 weights `w` (K a multiple of 4,
 /// N of 16).
 Choice chooseInt8(const WeightMatrix &w, int64_t rows) {
   double K = w.inputs, N = w.outputs, M = rows;
-  double nonzeros = w.values.size() - llvm::count(w.values, 0.0f);
-  double pieces = countInt8Blocks(w);
+  double nonzeros = countNonzeros(w), pieces = countPieces(w, 4);
   double dense = cycles(K * N, M * K * N, kDenseInt8Macs);
-  std::pair<Kernel, double> candidates[] = {
-      {Kernel::Int8Bitmap, cycles(K * N / 8 + nonzeros + N / 4, M * K * N, kInt8BitmapMacs)},
-      {Kernel::Int8Blocks, cycles(66 * pieces + N / 4, M * 64 * pieces, kInt8BlockMacs)}};
-  auto best = llvm::min_element(candidates, [](auto &a, auto &b) { return a.second < b.second; });
-  double speedup = dense / best->second;
-  return {speedup >= kRequiredSpeedup ? best->first : Kernel::Dense, best->first, speedup};
+  double bitmap = cycles(K * N / 8 + nonzeros + N / 4, M * K * N, kInt8BitmapMacs);
+  double blocks = cycles(66 * pieces + N / 4, M * 64 * pieces, kInt8BlockMacs);
+  return pick(dense, {{Kernel::Int8Bitmap, bitmap}, {Kernel::Int8Blocks, blocks}});
 }
 
 /// The weights of the int8 product that kiln-quantize-dynamic and
@@ -164,9 +162,13 @@ std::optional<WeightMatrix> int8WeightsOf(MatMulOp matmul, std::string &why) {
     why = "its int8 weights are not a constant matrix";
     return std::nullopt;
   }
+  if (ShapedType::isDynamic(x.getShape().back())) {
+    why = "the activations' last dimension is dynamic";
+    return std::nullopt;
+  }
   int64_t k = type.getDimSize(0), n = type.getDimSize(1);
   if (k % 4 || n % 16) {
-    why = "int8 bitmaps need K divisible by 4 and N by 16";
+    why = "int8 sparse kernels need K divisible by 4 and N by 16";
     return std::nullopt;
   }
   std::vector<float> values;
@@ -202,11 +204,7 @@ Value compressedMatMul(OpBuilder &b, Location loc, Type resultType, Value x,
   std::vector<float> values;
   for (int64_t n0 = 0; n0 < w.outputs; n0 += block) {
     for (int64_t k = 0; k < w.inputs; k += group) {
-      bool nonzero = false;
-      for (int64_t n = n0; n < n0 + block; ++n)
-        for (int64_t t = 0; t < group; ++t)
-          nonzero |= w.at(k + t, n) != 0.0f;
-      if (!nonzero)
+      if (!anyNonzero(w, k, group, n0, block))
         continue;
       rows.push_back(k);
       for (int64_t n = n0; n < n0 + block; ++n)

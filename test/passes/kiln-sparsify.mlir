@@ -150,3 +150,19 @@ func.func @int8_blocks(%x: tensor<8x8xui8>) -> tensor<8x32xi32> {
   %y = kiln.matmul %x, %w : (tensor<8x8xui8>, tensor<8x32xi8>) -> tensor<8x32xi32>
   return %y : tensor<8x32xi32>
 }
+
+// -----
+
+// An int8 product whose activations' K is dynamic stays dense (the sparse
+// ops need a static K).
+// INT8-LABEL: func.func @int8_dynamic_k
+// INT8: kiln.matmul
+// INT8-REPORT: remark: sparsity: dense: the activations' last dimension is dynamic
+func.func @int8_dynamic_k(%x: tensor<1x?xui8>) -> tensor<1x16xi32> {
+  %w = kiln.constant dense<[[5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7]]> : tensor<4x16xi8> -> tensor<4x16xi8>
+  %y = kiln.matmul %x, %w : (tensor<1x?xui8>, tensor<4x16xi8>) -> tensor<1x16xi32>
+  return %y : tensor<1x16xi32>
+}
