@@ -20,7 +20,7 @@ using mlir::kiln::describeNode;
 
 /// Named structured ops (matmul, batch_matmul, fill, transpose, ...) keep
 /// their identity: the CPU schedule and bufferization look for them by name.
-/// So do widening integer matmuls, generics that kiln-vnni-matmul looks for,
+/// So do widening integer matmuls, generics that kiln-cpu-vnni-matmul looks for,
 /// and layout copies, whose loop order is chosen for their memory accesses.
 static bool keepsIdentity(Operation *op) {
   if (!op || !isa<linalg::LinalgOp>(op))

@@ -4,7 +4,7 @@
 // convolution without groups with a constant f32 filter, take bf16 operands
 // and sum in f32 (the widening kiln.matmul / kiln.conv): the weights are
 // rounded to bf16 at compile time (half their bytes), the activations by a
-// cast at run time. kiln-vnni-matmul runs the products on AMX-BF16 tiles or
+// cast at run time. kiln-cpu-vnni-matmul runs the products on AMX-BF16 tiles or
 // vdpbf16ps (two multiply-adds per lane and instruction). bf16
 // keeps f32's exponent range and 8 bits of mantissa, so no calibration is
 // needed; elementwise ops, softmax and normalizations stay f32.

@@ -6,7 +6,7 @@
 // weights. Computed as written, that is dequantize, float product,
 // quantize. This pass runs the product on the 8-bit values themselves,
 // with the model's own int8 weights and scales: the integer product of
-// Quantization.cpp (kiln-vnni-matmul's kernels), the zero point removed
+// Quantization.cpp (kiln-cpu-vnni-matmul's kernels), the zero point removed
 // through the weights' column sums, then rescaled to f32.
 //
 // DequantizeLinear with constant parameters arrives (ImportQuant.cpp) as

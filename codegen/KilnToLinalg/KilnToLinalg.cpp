@@ -252,7 +252,7 @@ Value wideningMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs, Value ini
         linalg::YieldOp::create(nb, l, ValueRange{sum});
       });
   // A contraction that elementwise fusion must leave whole, and that
-  // kiln-vnni-matmul compiles to a dedicated kernel.
+  // kiln-cpu-vnni-matmul compiles to a dedicated kernel.
   generic->setAttr("kiln.widening_matmul", b.getUnitAttr());
   return generic.getResult(0);
 }
@@ -811,7 +811,7 @@ static FieldsTimesFilter fieldsTimesFilter(OpBuilder &b, Location loc, ConvOp op
 
 /// A widening convolution (8-bit input and filter with an i32 result, or
 /// bf16 with f32) of static shape as one widening matmul of
-/// fieldsTimesFilter; kiln-vnni-matmul packs the constant filter at compile
+/// fieldsTimesFilter; kiln-cpu-vnni-matmul packs the constant filter at compile
 /// time. The product is [N, OH, OW, F].
 ///
 /// On NCHW input the product is permuted back to NCHW by a copy that reads
@@ -940,7 +940,7 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
       result = convolveAsMatmul(rewriter, loc, op, input, filter, init, outSizes);
     } else if (group == 1 && !type.hasStaticShape()) {
       // Sizes known at run time: the same per image, in a loop over the
-      // batch; kiln-peel-dynamic-matmul gives the matmuls static tiles.
+      // batch; kiln-cpu-peel-dynamic-matmul gives the matmuls static tiles.
       result = convolveImages(rewriter, loc, op, input, filter, init, outSizes);
     } else if (group == 1) {
       result = linalg::Conv2DNchwFchwOp::create(rewriter, loc, TypeRange{type},

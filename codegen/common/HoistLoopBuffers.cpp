@@ -6,7 +6,7 @@
 // memory per iteration: sequential iterations can share one buffer, and
 // parallel iterations need one per running thread, which the stack gives
 // (scf.forall is an automatic allocation scope: its iterations' allocas are
-// freed when they end; kiln-loop-alloca-scopes keeps that true in LLVM).
+// freed when they end; kiln-cpu-loop-alloca-scopes keeps that true in LLVM).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Passes.h"

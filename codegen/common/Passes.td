@@ -11,7 +11,7 @@ def KilnCopiesToLoops : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
     Runs on buffers. A strided memref.copy (such as padding, which writes
     into the interior of a larger buffer) would lower to the runtime's
     element-by-element memrefCopy. Instead it becomes a parallel loop nest
-    that kiln-outline-parallel-loops can hand to the thread pool: with
+    that kiln-cpu-outline-parallel-loops can hand to the thread pool: with
     static shapes and unit-stride rows in both buffers, an `scf.parallel`
     over all but the innermost dimension that copies each row with
     `vector.transfer_read`/`transfer_write` of at most 64 bytes; otherwise a
@@ -48,7 +48,7 @@ def KilnHoistLoopBuffers : Pass<"kiln-hoist-loop-buffers", "func::FuncOp"> {
     threads, so each needs its own copy: a buffer of at most
     `max-stack-bytes` becomes a `memref.alloca` at the start of the
     iteration, freed when the iteration ends (the loop is an automatic
-    allocation scope; see kiln-loop-alloca-scopes). Before this pass each such buffer was a
+    allocation scope; see kiln-cpu-loop-alloca-scopes). Before this pass each such buffer was a
     call into the runtime per iteration, and its memory was kept until the
     run ended: a loop over blocks of keys used memory quadratic in the
     sequence length.

@@ -1,6 +1,6 @@
-//===- AmxTiles.cpp - AMX tile code for kiln-vnni-matmul's blocks ---------===//
+//===- AmxTiles.cpp - AMX tile code for kiln-cpu-vnni-matmul's blocks ---------===//
 //
-// kiln-vnni-matmul leaves each output block of an AMX matmul as a
+// kiln-cpu-vnni-matmul leaves each output block of an AMX matmul as a
 // `linalg.generic` tagged `kiln.amx_tile`:
 //   C[m][n] += A[m][k] * P[n / 16][k / g][(n % 16) * g + k % g]
 // with M, N in {16, 32}, K a multiple of 64 bytes, A rows of u8/i8 or bf16
@@ -18,18 +18,18 @@
 // Every tile has the one full shape on purpose: LLVM configures the tile
 // registers once per function (ldtilecfg), one shape per register, so
 // partial tiles of other shapes would compete for the eight registers with
-// every other block inlined into the same function. kiln-vnni-matmul covers
+// every other block inlined into the same function. kiln-cpu-vnni-matmul covers
 // the edges instead (a last block of rows overlapping the one before it).
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 #include "codegen/cpu/WideningBody.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNAMXTILES
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPUAMXTILES
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -142,7 +142,7 @@ struct TileBuilder {
   }
 };
 
-struct KilnAmxTilesPass : mlir::kiln::impl::KilnAmxTilesBase<KilnAmxTilesPass> {
+struct KilnAmxTilesPass : mlir::kiln::impl::KilnCpuAmxTilesBase<KilnAmxTilesPass> {
   void runOnOperation() override {
     SmallVector<TileProduct> products;
     getOperation().walk([&](linalg::GenericOp op) {

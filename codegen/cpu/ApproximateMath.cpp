@@ -7,21 +7,21 @@
 // NEON code like the rest of the loop.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNAPPROXIMATEMATH
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPUAPPROXIMATEMATH
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
 
 namespace {
 struct KilnApproximateMathPass
-    : mlir::kiln::impl::KilnApproximateMathBase<KilnApproximateMathPass> {
+    : mlir::kiln::impl::KilnCpuApproximateMathBase<KilnApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     // Only the functions whose error test/e2e/math-accuracy.test bounds;

@@ -6,9 +6,9 @@
 // vector width, applied in-process; `kiln-opt --kiln-cpu-schedule` replays it.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 #include "codegen/KilnToLinalg/Builders.h"
-#include "codegen/cpu/CpuPipeline.h"
+#include "codegen/cpu/CpuBackend.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -20,7 +20,7 @@
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNCPUSCHEDULE
-#include "codegen/Passes.h.inc"
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -62,7 +62,7 @@ mlir::kiln::MatmulTile mlir::kiln::chooseRegisterTile(bool batched, int64_t m, i
           chooseColumns(n, vectorWidth), 1};
 }
 
-/// Packed contractions (kiln-pack-matmul): one register tile per (column
+/// Packed contractions (kiln-cpu-pack-matmul): one register tile per (column
 /// panel, row panel), then the K loop, as for plain matmuls. The copies that
 /// pack B move one panel row (a whole vector or two) per step, in parallel
 /// over panels; as scalar loops LLVM could not vectorize them (the source
@@ -126,7 +126,7 @@ std::string mlir::kiln::buildCpuScheduleScript(ArrayRef<MatmulTile> tiles, bool 
     body += rowReductionSchedule(loops, vectorWidth);
   for (auto [i, t] : llvm::enumerate(tiles)) {
     // Register tiles form an scf.forall (run on the thread pool after
-    // kiln-outline-parallel-loops); each tile loops over K in steps of t.k.
+    // kiln-cpu-outline-parallel-loops); each tile loops over K in steps of t.k.
     body += llvm::formatv(R"mlir(
     %op{0} = transform.structured.match ops{{["{1}"]} attributes{{kiln.tile = array<i64: {2}>} in %root
         : (!transform.any_op) -> !transform.any_op

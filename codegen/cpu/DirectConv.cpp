@@ -13,7 +13,7 @@
 // The im2col path (kiln-convert-to-linalg) first copies every pixel's window
 // into a matrix of receptive fields (9x the input for a 3x3 convolution),
 // which the matmul then reads back from a cache level further out; here
-// nothing is copied. The tile's single write is where kiln-fuse-epilogues
+// nothing is copied. The tile's single write is where kiln-cpu-fuse-epilogues
 // applies a ReLU or a residual Add.
 //
 // A filter count that is not a multiple of the vector width (24, 42 or 360
@@ -23,8 +23,8 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/ConstantData.h"
 #include "codegen/KilnToLinalg/Builders.h"
-#include "codegen/Passes.h"
-#include "codegen/cpu/CpuPipeline.h"
+#include "codegen/cpu/Passes.h"
+#include "codegen/cpu/CpuBackend.h"
 
 #include "dialects/kiln/KilnDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -33,8 +33,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNDIRECTCONV
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPUDIRECTCONV
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -267,8 +267,8 @@ LogicalResult convolveDirectly(ConvOp op, int64_t vectorWidth, int64_t residentF
   return success();
 }
 
-struct KilnDirectConvPass : mlir::kiln::impl::KilnDirectConvBase<KilnDirectConvPass> {
-  using KilnDirectConvBase::KilnDirectConvBase;
+struct KilnDirectConvPass : mlir::kiln::impl::KilnCpuDirectConvBase<KilnDirectConvPass> {
+  using KilnCpuDirectConvBase::KilnCpuDirectConvBase;
 
   void runOnOperation() override {
     SmallVector<ConvOp> convs;

@@ -1,5 +1,5 @@
 //===- EmitObject.cpp - LLVM dialect -> optimized object file -------------===//
-#include "codegen/cpu/CpuPipeline.h"
+#include "codegen/cpu/CpuBackend.h"
 
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"

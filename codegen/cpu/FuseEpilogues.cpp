@@ -6,7 +6,7 @@
 // vectors before the write instead of in a pass of its own over memory.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "dialects/kiln/KilnDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -16,8 +16,8 @@
 #include "mlir/IR/Matchers.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNFUSEEPILOGUES
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPUFUSEEPILOGUES
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -200,8 +200,8 @@ LogicalResult applyBefore(linalg::GenericOp op, const Consumer &consumer,
   return success();
 }
 
-struct KilnFuseEpiloguesPass : mlir::kiln::impl::KilnFuseEpiloguesBase<KilnFuseEpiloguesPass> {
-  using KilnFuseEpiloguesBase::KilnFuseEpiloguesBase;
+struct KilnFuseEpiloguesPass : mlir::kiln::impl::KilnCpuFuseEpiloguesBase<KilnFuseEpiloguesPass> {
+  using KilnCpuFuseEpiloguesBase::KilnCpuFuseEpiloguesBase;
 
   void runOnOperation() override {
     SmallVector<scf::ForallOp> foralls;

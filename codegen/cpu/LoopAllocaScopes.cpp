@@ -10,15 +10,15 @@
 // while convert-scf-to-cf turns the loops inside it into many.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNLOOPALLOCASCOPES
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPULOOPALLOCASCOPES
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -34,7 +34,7 @@ void restoreStackEachIteration(Block &body) {
 }
 
 struct KilnLoopAllocaScopesPass
-    : mlir::kiln::impl::KilnLoopAllocaScopesBase<KilnLoopAllocaScopesPass> {
+    : mlir::kiln::impl::KilnCpuLoopAllocaScopesBase<KilnLoopAllocaScopesPass> {
   void runOnOperation() override {
     SmallVector<Block *> bodies;
     getOperation()->walk([&](Operation *op) {

@@ -1,7 +1,7 @@
 //===- LowerParallelCalls.cpp - task calls become thread-pool dispatches --===//
 //
 // `llvm.call @task(0, n, captures...)`, where @task was outlined by
-// kiln-outline-parallel-loops, becomes
+// kiln-cpu-outline-parallel-loops, becomes
 //
 //   ctx = {captures...}                       (a stack struct)
 //   kiln_parallel_for(@task_thunk, &ctx, n)
@@ -10,11 +10,11 @@
 // [begin, end). The runtime runs the sub-ranges on its threads (runtime.c).
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNLOWERPARALLELCALLS
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPULOWERPARALLELCALLS
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -87,7 +87,7 @@ static void lowerCall(LLVM::CallOp call, LLVM::LLVMFuncOp task, LLVM::LLVMFuncOp
 
 namespace {
 struct KilnLowerParallelCallsPass
-    : mlir::kiln::impl::KilnLowerParallelCallsBase<KilnLowerParallelCallsPass> {
+    : mlir::kiln::impl::KilnCpuLowerParallelCallsBase<KilnLowerParallelCallsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<std::pair<LLVM::CallOp, LLVM::LLVMFuncOp>> calls;
@@ -102,7 +102,7 @@ struct KilnLowerParallelCallsPass
     LLVM::LLVMFuncOp dispatch = getOrDeclareDispatch(module);
     for (auto [call, task] : calls) {
       if (call.getArgOperands().size() < 2) {
-        call.emitError("kiln-lower-parallel-calls: a parallel task takes (begin, end, captures...)");
+        call.emitError("kiln-cpu-lower-parallel-calls: a parallel task takes (begin, end, captures...)");
         return signalPassFailure();
       }
       task.setLinkage(LLVM::Linkage::Internal);

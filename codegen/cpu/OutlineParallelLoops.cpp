@@ -6,7 +6,7 @@
 // the dispatch). Its remaining dimensions stay a loop nest inside the task.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -16,8 +16,8 @@
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNOUTLINEPARALLELLOOPS
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPUOUTLINEPARALLELLOOPS
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -277,8 +277,8 @@ static func::FuncOp buildTask(scf::ParallelOp loop, unsigned distributed, String
 
 namespace {
 struct KilnOutlineParallelLoopsPass
-    : mlir::kiln::impl::KilnOutlineParallelLoopsBase<KilnOutlineParallelLoopsPass> {
-  using KilnOutlineParallelLoopsBase::KilnOutlineParallelLoopsBase;
+    : mlir::kiln::impl::KilnCpuOutlineParallelLoopsBase<KilnOutlineParallelLoopsPass> {
+  using KilnCpuOutlineParallelLoopsBase::KilnCpuOutlineParallelLoopsBase;
 
   void runOnOperation() override {
     SmallVector<func::FuncOp> funcs(getOperation().getOps<func::FuncOp>());

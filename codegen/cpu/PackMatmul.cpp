@@ -16,16 +16,16 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/ConstantData.h"
-#include "codegen/Passes.h"
-#include "codegen/cpu/CpuPipeline.h"
+#include "codegen/cpu/Passes.h"
+#include "codegen/cpu/CpuBackend.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNPACKMATMUL
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPUPACKMATMUL
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -188,8 +188,8 @@ void packMatmul(linalg::MatmulOp matmul, int64_t vectorWidth) {
   matmul.erase();
 }
 
-struct KilnPackMatmulPass : mlir::kiln::impl::KilnPackMatmulBase<KilnPackMatmulPass> {
-  using KilnPackMatmulBase::KilnPackMatmulBase;
+struct KilnPackMatmulPass : mlir::kiln::impl::KilnCpuPackMatmulBase<KilnPackMatmulPass> {
+  using KilnCpuPackMatmulBase::KilnCpuPackMatmulBase;
 
   void runOnOperation() override {
     SmallVector<linalg::MatmulOp> matmuls;

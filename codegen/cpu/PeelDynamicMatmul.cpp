@@ -8,7 +8,7 @@
 // kernels.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 #include "codegen/KilnToLinalg/Builders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -18,8 +18,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNPEELDYNAMICMATMUL
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPUPEELDYNAMICMATMUL
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -73,8 +73,8 @@ std::optional<unsigned> peelableDim(linalg::MatmulOp mm) {
 }
 
 struct KilnPeelDynamicMatmulPass
-    : mlir::kiln::impl::KilnPeelDynamicMatmulBase<KilnPeelDynamicMatmulPass> {
-  using KilnPeelDynamicMatmulBase::KilnPeelDynamicMatmulBase;
+    : mlir::kiln::impl::KilnCpuPeelDynamicMatmulBase<KilnPeelDynamicMatmulPass> {
+  using KilnCpuPeelDynamicMatmulBase::KilnCpuPeelDynamicMatmulBase;
 
   void runOnOperation() override {
     SmallVector<linalg::MatmulOp> matmuls;

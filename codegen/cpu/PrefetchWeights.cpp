@@ -10,7 +10,7 @@
 // cache line it covers.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -20,8 +20,8 @@
 #include "llvm/ADT/SmallBitVector.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNPREFETCHWEIGHTS
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPUPREFETCHWEIGHTS
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -100,8 +100,8 @@ bool followsInductionVariable(const GlobalIndex &index, scf::ForOp loop) {
 }
 
 struct KilnPrefetchWeightsPass
-    : mlir::kiln::impl::KilnPrefetchWeightsBase<KilnPrefetchWeightsPass> {
-  using KilnPrefetchWeightsBase::KilnPrefetchWeightsBase;
+    : mlir::kiln::impl::KilnCpuPrefetchWeightsBase<KilnPrefetchWeightsPass> {
+  using KilnCpuPrefetchWeightsBase::KilnCpuPrefetchWeightsBase;
 
   void runOnOperation() override {
     SmallVector<vector::TransferReadOp> reads;

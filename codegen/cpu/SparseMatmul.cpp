@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KilnToLinalg/Builders.h"
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "dialects/kiln/KilnDialect.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -32,8 +32,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNSPARSEMATMUL
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPUSPARSEMATMUL
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -529,8 +529,8 @@ void lower(SparseMatMulOp op, int64_t vectorWidth) {
   op.erase();
 }
 
-struct KilnSparseMatmulPass : mlir::kiln::impl::KilnSparseMatmulBase<KilnSparseMatmulPass> {
-  using KilnSparseMatmulBase::KilnSparseMatmulBase;
+struct KilnSparseMatmulPass : mlir::kiln::impl::KilnCpuSparseMatmulBase<KilnSparseMatmulPass> {
+  using KilnCpuSparseMatmulBase::KilnCpuSparseMatmulBase;
 
   void runOnOperation() override {
     SmallVector<Operation *> ops;

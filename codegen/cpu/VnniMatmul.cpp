@@ -15,7 +15,7 @@
 // With AMX the product runs on tile registers instead (16 rows of 64 bytes;
 // one tdpbusd or tdpbf16ps multiplies a 16-row tile of A by a 16 x 16 tile
 // of B): each output block of 16 or 32 x 16 or 32 becomes a
-// `linalg.generic` tagged `kiln.amx_tile`, which kiln-amx-tiles lowers
+// `linalg.generic` tagged `kiln.amx_tile`, which kiln-cpu-amx-tiles lowers
 // after bufferization, since tile loads and stores address memory.
 //
 // B is packed at compile time into [N/L][K/g][L][g] (L lanes, g the group):
@@ -32,7 +32,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/KilnToLinalg/Builders.h"
 #include "codegen/ConstantData.h"
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 #include "codegen/cpu/WideningBody.h"
 #include "dialects/kiln/KilnDialect.h"
 
@@ -48,8 +48,8 @@
 #include <cstring>
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNVNNIMATMUL
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_KILNCPUVNNIMATMUL
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -495,8 +495,8 @@ void rewriteAsKernel(WideningMatmul mm) {
   mm.op.erase();
 }
 
-struct KilnVnniMatmulPass : mlir::kiln::impl::KilnVnniMatmulBase<KilnVnniMatmulPass> {
-  using KilnVnniMatmulBase::KilnVnniMatmulBase;
+struct KilnVnniMatmulPass : mlir::kiln::impl::KilnCpuVnniMatmulBase<KilnVnniMatmulPass> {
+  using KilnCpuVnniMatmulBase::KilnCpuVnniMatmulBase;
 
   void runOnOperation() override {
     SmallVector<WideningMatmul> matmuls;

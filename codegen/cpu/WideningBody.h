@@ -1,7 +1,7 @@
 //===- WideningBody.h - reading a widening matmul's body -------*- C++ -*-===//
 //
 // A widening matmul (`kiln.widening_matmul`, and the `kiln.amx_tile` blocks
-// kiln-vnni-matmul makes of it) says how its 8-bit operands extend in its
+// kiln-cpu-vnni-matmul makes of it) says how its 8-bit operands extend in its
 // body: arith.extui for unsigned, arith.extsi for signed.
 //
 //===----------------------------------------------------------------------===//

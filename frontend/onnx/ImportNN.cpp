@@ -269,7 +269,7 @@ static bool zeroPointIsZero(ImportContext &ctx, size_t i) {
 
 /// sum_k (A - za) * B in i32 for 8-bit A [..., M, K] and signed 8-bit B
 /// [K, N] whose zero point is zero, with A's zero point per tensor: the
-/// widening kiln.matmul of the raw bytes (which kiln-vnni-matmul compiles to
+/// widening kiln.matmul of the raw bytes (which kiln-cpu-vnni-matmul compiles to
 /// vpdpbusd) minus za * colsum(B). A null value when the operands do not
 /// have that form; `bIndex` and the zero points' indices are input indices.
 static FailureOr<Value> widenedProduct(ImportContext &ctx, Value a, Value b, size_t aZero,
@@ -313,7 +313,7 @@ static FailureOr<Value> widenedProduct(ImportContext &ctx, Value a, Value b, siz
 /// sum (X - xz) * W in i32 for 8-bit X [N, C, H, W] and a constant signed
 /// 8-bit filter whose zero point is zero, with X's zero point per tensor
 /// (constant or computed): the widening kiln.conv of the raw bytes, zero
-/// padded (kiln-vnni-matmul's kernels), minus xz * V, where V[f][oy][ox]
+/// padded (kiln-cpu-vnni-matmul's kernels), minus xz * V, where V[f][oy][ox]
 /// sums the filter taps that fall inside the image at that output (ONNX
 /// pads X with its zero point, so padded taps contribute nothing): a
 /// compile-time constant. A null value when the operands do not have that

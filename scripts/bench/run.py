@@ -292,7 +292,7 @@ KNOWN_LIMITS = """## What limits kiln today
   the same bytes (the weight read column, ~29 GB/s): 1.5x onnxruntime
   (about 0.2 ms against its 0.30) would need reading faster than this core
   reads memory. Measured and not kept: prefetching further ahead (no
-  change; `kiln-prefetch-weights` prefetches 16 iterations ahead) and
+  change; `kiln-cpu-prefetch-weights` prefetches 16 iterations ahead) and
   non-temporal prefetches (4x slower here). At 2 threads each core streams
   half, and kiln is below the two-thread read loop's figure. Opting into
   `--precision=bf16` (bf16 weights, f32 sums) halves the bytes read: see
@@ -301,16 +301,16 @@ KNOWN_LIMITS = """## What limits kiln today
   filters run channels-last (`kiln-channels-last`). f32 ones whose output
   rows split into register tiles of at least 4 pixels and whose channels
   into whole vectors are computed straight from the input
-  (`kiln-direct-conv`): per tile, the window's runs of contiguous input
+  (`kiln-cpu-direct-conv`): per tile, the window's runs of contiguous input
   values times the filter packed at compile time, into the bias, nothing
   copied. In resnet18 (1 thread, `perf` shares of this run's time) the
   56x56 and 28x28 layers reach about 80% of the FMA loop, the 14x14 ones
   70%, the 7x7 ones (a 9.4 MiB filter each, read from memory every run and
-  prefetched ahead, `kiln-prefetch-weights`) about 50%. Other convolutions copy each pixel's window
+  prefetched ahead, `kiln-cpu-prefetch-weights`) about 50%. Other convolutions copy each pixel's window
   into a row of fields first (im2col; none for 1x1 stride-1 ones) and
   multiply it by the packed filter. Depthwise ones are vectorized along the
   channels. ReLUs and residual Adds run in the register tiles of the
-  convolution before them (`kiln-fuse-epilogues`). Filter counts that are
+  convolution before them (`kiln-cpu-fuse-epilogues`). Filter counts that are
   not a multiple of 16 (PaddleOCR det's 24, 42, 360) are padded with zero
   filters to whole vectors (at most a quarter of the lanes; fewer filters
   take im2col). Grouped (not depthwise) convolutions and pooling are scalar
@@ -325,7 +325,7 @@ KNOWN_LIMITS = """## What limits kiln today
   K so that a weight panel's block stays in L1 was measured and left out:
   +2.5% on resnet18, -7% on matmul1024, no change on bert2.
 - Elementwise loops are vectorized by LLVM (exp, erf and tanh are inline
-  polynomials, `kiln-approximate-math`), row reductions (Softmax,
+  polynomials, `kiln-cpu-approximate-math`), row reductions (Softmax,
   LayerNormalization) by kiln's schedule.
 - Attention (bert2, attention4k) runs as one kernel (`kiln-fuse-attention`):
   per task, up to 128 query rows of one head against blocks of up to 256 keys with

@@ -91,7 +91,7 @@ func.func @shared_producers(%x: tensor<4x8xf32>, %m: tensor<4xf32>, %r: tensor<4
 
 // The report names the ONNX nodes: a producer that stays for another matmul
 // is not fused; a single-use one is. Nothing is said about the matmuls
-// (kiln-fuse-epilogues reports on their consumers).
+// (kiln-cpu-fuse-epilogues reports on their consumers).
 // REPORT-NOT: "MatMul"
 // REPORT-DAG: remark: loc("act"("Relu")): fusion: not fused into flip (Neg): it has other users, and recomputing it would not save its pass
 // REPORT-DAG: remark: loc("scale"("Mul")): fusion: fused into shift (Add)

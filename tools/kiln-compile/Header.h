@@ -2,7 +2,7 @@
 #ifndef KILN_TOOLS_KILN_COMPILE_HEADER_H
 #define KILN_TOOLS_KILN_COMPILE_HEADER_H
 
-#include "codegen/cpu/CpuPipeline.h"
+#include "codegen/Pipeline.h"
 #include <string>
 
 namespace kiln {

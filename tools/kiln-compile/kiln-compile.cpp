@@ -9,7 +9,8 @@
 #include "codegen/Link.h"
 #include "codegen/Passes.h"
 #include "codegen/common/Passes.h"
-#include "codegen/cpu/CpuPipeline.h"
+#include "codegen/Pipeline.h"
+#include "codegen/cpu/Passes.h"
 #include "passes/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
 #include "frontend/onnx/Importer.h"
@@ -27,6 +28,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "mlir/Transforms/Passes.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -466,7 +468,7 @@ static LogicalResult linkModel(StringRef native, StringRef prefix,
 
 /// Compiles `module` (at the kiln-opt stage, not quantized) to an
 /// executable at `path`: the f32 model that calibration runs.
-static LogicalResult buildExecutable(ModuleOp module, const mlir::kiln::CpuTarget &target,
+static LogicalResult buildExecutable(ModuleOp module, const mlir::kiln::TargetBackend &target,
                                      StringRef prefix, const ::kiln::RuntimeLocation &runtime,
                                      StringRef path) {
   auto signature = signatureOf(module);
@@ -480,10 +482,10 @@ static LogicalResult buildExecutable(ModuleOp module, const mlir::kiln::CpuTarge
   if (failed(pm.run(module)))
     return failure();
   std::string native;
-  if (failed(mlir::kiln::emitNative(module, target, *signature, prefix.str(),
-                                    /*addMainAlias=*/true, /*llvmIR=*/false, native)))
+  if (failed(target.emitObject(module, *signature, prefix, /*addMainAlias=*/true,
+                               /*emitLLVMIR=*/false, native)))
     return failure();
-  return linkModel(native, prefix, runtime, target.triple, path);
+  return linkModel(native, prefix, runtime, target.triple(), path);
 }
 
 /// Measures `module`'s outputs, and the results of its tagged layers,
@@ -567,6 +569,7 @@ int main(int argc, char **argv) {
   registerAllPasses();
   mlir::kiln::registerKilnCodegenPasses();
   mlir::kiln::registerKilnCommonPasses();
+  mlir::kiln::registerKilnCpuPasses();
   mlir::kiln::registerKilnGraphPasses();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -655,7 +658,7 @@ int main(int argc, char **argv) {
                  "' (expected minmax, percentile or entropy)");
 
   std::string targetError;
-  auto target = mlir::kiln::resolveCpuTarget(targetTriple, mcpu, targetError);
+  auto target = mlir::kiln::createTargetBackend(targetTriple, mcpu, targetError);
   if (failed(target))
     return error(targetError);
 
@@ -717,12 +720,12 @@ int main(int argc, char **argv) {
   pipelineOptions.reportSparsity = llvm::is_contained(reports, Report::Sparsity);
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
   ScopedDiagnosticHandler reportPrinter(&context, printReportRemark);
-  std::string arch = llvm::Triple(target->triple).getArchName().str();
+  std::string arch = llvm::Triple((*target)->triple()).getArchName().str();
   auto runPipeline = [&](mlir::kiln::Stage from, mlir::kiln::Stage to) {
     PassManager pm(&context, ModuleOp::getOperationName());
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
-    mlir::kiln::buildPipeline(pm, from, to, *target, pipelineOptions);
+    mlir::kiln::buildPipeline(pm, from, to, **target, pipelineOptions);
     pm.enableTiming(timingRoot);
     return pm.run(*module);
   };
@@ -738,19 +741,19 @@ int main(int argc, char **argv) {
     // Calibration runs the model here, so it is built for this machine
     // whatever the target (the integer arithmetic is the same everywhere).
     std::string message;
-    auto host = mlir::kiln::resolveCpuTarget("", "", message);
+    auto host = mlir::kiln::createTargetBackend("", "", message);
     if (failed(host))
       return error(message);
     ::kiln::RuntimeLocation hostRuntime;
-    std::string hostArch = llvm::Triple(host->triple).getArchName().str();
+    std::string hostArch = llvm::Triple((*host)->triple()).getArchName().str();
     if (!::kiln::findRuntime(runtimeRoot(argv[0]), hostArch, hostRuntime, message))
       return error(message);
     ::kiln::ExecutableBuilder build = [&](ModuleOp m, StringRef path) {
-      return buildExecutable(m, *host, prefix, hostRuntime, path);
+      return buildExecutable(m, **host, prefix, hostRuntime, path);
     };
     auto runWeightPasses = [&](const mlir::kiln::PipelineOptions &options) {
       PassManager pm(&context, ModuleOp::getOperationName());
-      mlir::kiln::addWeightPasses(pm, *target, options);
+      mlir::kiln::addWeightPasses(pm, **target, options);
       pm.enableTiming(timingRoot);
       return pm.run(*module);
     };
@@ -768,10 +771,10 @@ int main(int argc, char **argv) {
                     Twine(calibration->samples.size()) + " samples (" + calibrationMethod +
                     ")");
       PassManager quantizer(&context, ModuleOp::getOperationName());
-      std::string text = "kiln-quantize-static{report=" +
-                         std::string(pipelineOptions.reportQuant ? "true" : "false") +
-                         "},canonicalize,cse";
-      if (failed(parsePassPipeline(text, quantizer)) || failed(quantizer.run(*module)))
+      quantizer.addPass(mlir::kiln::createKilnQuantizeStatic({pipelineOptions.reportQuant}));
+      quantizer.addPass(createCanonicalizerPass());
+      quantizer.addPass(createCSEPass());
+      if (failed(quantizer.run(*module)))
         return error("quantization failed (see above)");
       if ((pipelineOptions.reportQuant || quantMinSqnr.getNumOccurrences()) &&
           calibration->activations > 0) {
@@ -791,17 +794,18 @@ int main(int argc, char **argv) {
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os);
+    os << "\n";
     return writeFile(outputFile, text) ? 0 : 1;
   }
 
   std::string native;
   TimingScope codegenTiming = timingRoot.nest("LLVM code generation");
-  if (failed(mlir::kiln::emitNative(*module, *target, *signature, prefix,
-                                    /*addMainAlias=*/emit == Emit::Exe,
-                                    emit == Emit::LLVMIR, native)))
+  if (failed((*target)->emitObject(*module, *signature, prefix,
+                                   /*addMainAlias=*/emit == Emit::Exe, emit == Emit::LLVMIR,
+                                   native)))
     return 1;
   codegenTiming.stop();
-  progress.done("generated code for " + target->triple + " (" + target->cpu + ")");
+  progress.done("generated code for " + (*target)->description());
   if (emit == Emit::LLVMIR || emit == Emit::Object)
     return writeFile(outputFile, native) ? 0 : 1;
 
@@ -825,7 +829,7 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  if (failed(linkModel(native, prefix, runtime, target->triple, outputFile)))
+  if (failed(linkModel(native, prefix, runtime, (*target)->triple(), outputFile)))
     return 1;
   progress.done("linked " + outputFile);
   return 0;

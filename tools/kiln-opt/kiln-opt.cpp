@@ -1,6 +1,8 @@
 //===- kiln-opt.cpp - run kiln and upstream passes on .mlir files ---------===//
 #include "codegen/Passes.h"
+#include "codegen/Pipeline.h"
 #include "codegen/common/Passes.h"
+#include "codegen/cpu/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
 #include "passes/Passes.h"
 
@@ -14,6 +16,8 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::kiln::registerKilnCodegenPasses();
   mlir::kiln::registerKilnCommonPasses();
+  mlir::kiln::registerKilnCpuPasses();
+  mlir::kiln::registerKilnPipelines();
   mlir::kiln::registerKilnGraphPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::kiln::KilnDialect>();

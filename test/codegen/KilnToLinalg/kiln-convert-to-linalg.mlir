@@ -484,7 +484,7 @@ func.func @gather_dynamic(%t: tensor<50x16xf32>, %ids: tensor<?x?xi64>) -> tenso
 // -----
 
 // A widening matmul extends each operand by its own signedness, in a generic
-// tagged for kiln-vnni-matmul.
+// tagged for kiln-cpu-vnni-matmul.
 // CHECK-LABEL: func.func @widening_matmul
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x3xi8>, tensor<3x2xi8>) outs(%{{.*}} : tensor<4x2xi32>) attrs =  {kiln.widening_matmul}
 // CHECK: arith.extui %{{.*}} : i8 to i32

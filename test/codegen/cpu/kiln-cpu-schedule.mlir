@@ -45,7 +45,7 @@ func.func @whole_registers(%a: tensor<8x4xf32>, %b: tensor<4x48xf32>, %c: tensor
   return %0 : tensor<8x48xf32>
 }
 
-// A contraction packed by kiln-pack-matmul (B panels [N/nr][K][nr]): one
+// A contraction packed by kiln-cpu-pack-matmul (B panels [N/nr][K][nr]): one
 // register tile per (column panel, row panel), column panels outermost, and
 // the same outer-product FMAs over one contiguous panel row per K step.
 // CHECK-LABEL: func.func @packed

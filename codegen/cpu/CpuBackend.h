@@ -1,20 +1,14 @@
-//===- CpuPipeline.h - kiln CPU compilation pipeline ------------*- C++ -*-===//
-#ifndef KILN_CODEGEN_CPU_CPUPIPELINE_H
-#define KILN_CODEGEN_CPU_CPUPIPELINE_H
+//===- CpuBackend.h - the CPU target: x86-64 and AArch64 --------*- C++ -*-===//
+#ifndef KILN_CODEGEN_CPU_CPUBACKEND_H
+#define KILN_CODEGEN_CPU_CPUBACKEND_H
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/PassManager.h"
+#include "codegen/Pipeline.h"
 #include "llvm/ADT/StringRef.h"
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace mlir::kiln {
-
-/// The stages of the pipeline, in order; `--stage=` names them.
-enum class Stage { Kiln, KilnOpt, Linalg, Bufferized, LLVM };
-std::optional<Stage> parseStage(llvm::StringRef name);
-llvm::StringRef stageNames(); // "kiln, kiln-opt, linalg, bufferized, llvm"
 
 /// What codegen needs to know about the machine it compiles for.
 struct CpuTarget {
@@ -38,37 +32,10 @@ struct CpuTarget {
 FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
                                       std::string &error);
 
-/// The choices of one compilation that are not about the target.
-struct PipelineOptions {
-  std::string symbolPrefix; // C symbol prefix of the model
-  bool reportFusion = false; // fusion passes emit a "fusion: " remark per decision
-  bool quantizeDynamic = false; // int8 matmuls, activations quantized at run time
-  bool reportQuant = false;     // quantization passes emit a "quant: " remark per decision
-  bool bf16 = false;            // matmuls with constant weights in bf16 (f32 sums)
-  bool reportMemory = false;    // kiln-plan-memory emits a "memory: " remark per function
-  // Pruning before everything that reads the weights (kiln-prune, or
-  // kiln-prune-channels for the pattern "channel").
-  std::optional<double> pruneFraction;
-  std::string prunePattern = "unstructured";
-  std::vector<std::string> pruneSkip;
-  bool pruneFirstLast = false;
-  std::vector<std::string> pruneLayerFractions; // "NODE=FRACTION" (--prune-config)
-  bool sparsify = true;        // kiln-sparsify: mostly-zero f32 weights run sparse
-  bool reportSparsity = false; // pruning and sparsify emit a "sparsity: " remark per layer
-  // The kiln-opt stage leaves out the passes that rewrite weights (pruning,
-  // quantization, sparsity): the driver calibrates first, then runs them
-  // with addWeightPasses.
-  bool deferWeightPasses = false;
-};
-
-/// Adds the passes that take the module from stage `from` to stage `to`.
-void buildPipeline(OpPassManager &pm, Stage from, Stage to, const CpuTarget &target,
-                   const PipelineOptions &options);
-
-/// Adds the passes of the kiln-opt stage that rewrite weights: kiln-prune
-/// (with options.pruneFraction), then int8-dynamic or bf16 arithmetic, then
-/// kiln-sparsify.
-void addWeightPasses(OpPassManager &pm, const CpuTarget &target, const PipelineOptions &options);
+/// The CPU backend for a target triple (empty: the host) and CPU.
+FailureOr<std::unique_ptr<TargetBackend>> createCpuBackend(llvm::StringRef triple,
+                                                           llvm::StringRef cpu,
+                                                           std::string &error);
 
 /// One register tile of a (batch) matmul: rows, columns, K steps.
 struct MatmulTile {
@@ -94,18 +61,6 @@ MatmulTile chooseRegisterTile(bool batched, int64_t m, int64_t n, int64_t vector
 std::string buildCpuScheduleScript(llvm::ArrayRef<MatmulTile> tiles, bool packed,
                                    llvm::ArrayRef<int64_t> rowReductionLoops = {},
                                    int64_t vectorWidth = 16);
-
-/// Name, element type code (ONNX TensorProto.DataType) and shape of one
-/// model input or output, as the runtime sees it.
-struct TensorSignature {
-  std::string name;
-  int32_t dtype;
-  std::vector<int64_t> shape;         ///< ShapedType::kDynamic where dynamic
-  std::vector<std::string> dimNames;  ///< empty, or one ("" if unnamed) per dimension
-};
-struct ModelSignature {
-  std::vector<TensorSignature> inputs, outputs;
-};
 
 /// Translates an LLVM-dialect module to an object file (or textual LLVM IR)
 /// for `target`, adding the `<prefix>_info` model descriptor.

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --split-input-file --kiln-peel-dynamic-matmul=columns=32 | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-cpu-peel-dynamic-matmul=columns=32 | FileCheck %s
 
 // Dynamic rows: full tiles of 8 rows, then the rest one row at a time; each
 // iteration is a static matmul on slices, written back in parallel.

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --split-input-file --kiln-sparse-matmul=vector-width=8 --canonicalize | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-cpu-sparse-matmul=vector-width=8 --canonicalize | FileCheck %s
 
 // Compressed columns (B = 1) over few rows: a task per output column; per
 // row, the entries 8 at a time (row indices widened, x gathered at them,

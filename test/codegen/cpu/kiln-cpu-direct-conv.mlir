@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --kiln-direct-conv=vector-width=2 --canonicalize --cse --split-input-file | FileCheck %s
-// RUN: kiln-opt %s --kiln-direct-conv="vector-width=2 resident-filter-bytes=0" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=STREAMED
+// RUN: kiln-opt %s --kiln-cpu-direct-conv=vector-width=2 --canonicalize --cse --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-cpu-direct-conv="vector-width=2 resident-filter-bytes=0" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=STREAMED
 
 // Register tiles of 4 pixels x 4 channels (two 2-lane vectors). The filter
 // [F=4][C=2][1][KW=2] is packed at compile time into one panel whose rows

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --pass-pipeline="builtin.module(func.func(kiln-prefetch-weights{min-bytes=1024 distance=4}))" | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline="builtin.module(func.func(kiln-cpu-prefetch-weights{min-bytes=1024 distance=4}))" | FileCheck %s
 
 // A 2 x 16 x 32 f32 constant (4 KiB) read one panel row per K step: the
 // row 4 steps ahead (clamped to row 15) is prefetched, one request per

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-amx-tiles --canonicalize --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-cpu-amx-tiles --canonicalize --split-input-file | FileCheck %s
 
 // u8 rows x i8 weights, a 32 x 32 block (2 x 2 accumulator tiles) and K =
 // 128 (two 64-byte tile widths): the accumulators are loaded, carried by the

@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-fuse-epilogues))' | FileCheck %s
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-fuse-epilogues{report=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-cpu-fuse-epilogues))' | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-cpu-fuse-epilogues{report=true}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 

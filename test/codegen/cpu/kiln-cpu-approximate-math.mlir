@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-approximate-math | FileCheck %s
+// RUN: kiln-opt %s --kiln-cpu-approximate-math | FileCheck %s
 
 // f32 exp, erf and tanh, scalar or vector, become inline arithmetic.
 // CHECK-LABEL: func.func @approximated

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-pack-matmul=vector-width=2 --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-cpu-pack-matmul=vector-width=2 --split-input-file | FileCheck %s
 
 // A constant B [3 x 8] with 4-column tiles (two 2-lane registers) is packed at
 // compile time into panels [2][3][4]: panel 0 holds columns 0-3 of every row,

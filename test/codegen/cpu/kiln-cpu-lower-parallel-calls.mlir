@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-lower-parallel-calls | FileCheck %s
+// RUN: kiln-opt %s --kiln-cpu-lower-parallel-calls | FileCheck %s
 
 // The call of a parallel task becomes a dispatch: captures go to a stack
 // struct, and the runtime calls the thunk on sub-ranges of [0, n).

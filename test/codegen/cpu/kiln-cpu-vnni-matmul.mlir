@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --kiln-vnni-matmul --split-input-file | FileCheck %s
-// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false usdot=true" --split-input-file | FileCheck %s --check-prefix=USDOT
+// RUN: kiln-opt %s --kiln-cpu-vnni-matmul --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-cpu-vnni-matmul="int8=false bf16=false usdot=true" --split-input-file | FileCheck %s --check-prefix=USDOT
 
 // AArch64 I8MM (USDOT): the same kernel on 4-lane registers. N = 20 is five
 // blocks of 4 columns (four registers of a tile, then one); the bf16 matmul
@@ -13,7 +13,7 @@
 // USDOT-LABEL: func.func @bf16_rows
 // USDOT-NOT: llvm.call_intrinsic
 // USDOT-LABEL: func.func @amx_blocks
-// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false sdot=true" --split-input-file | FileCheck %s --check-prefix=SDOT
+// RUN: kiln-opt %s --kiln-cpu-vnni-matmul="int8=false bf16=false sdot=true" --split-input-file | FileCheck %s --check-prefix=SDOT
 
 // AArch64 dot product without I8MM: SDOT multiplies signed bytes, so signed
 // rows go as they are, and unsigned rows are flipped (a - 128) with
@@ -29,7 +29,7 @@
 // SDOT-LABEL: func.func @bf16_rows
 // SDOT-NOT: llvm.call_intrinsic
 // SDOT-LABEL: func.func @amx_blocks
-// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false avxvnni=true" --split-input-file | FileCheck %s --check-prefix=AVX2
+// RUN: kiln-opt %s --kiln-cpu-vnni-matmul="int8=false bf16=false avxvnni=true" --split-input-file | FileCheck %s --check-prefix=AVX2
 
 // AVX-VNNI (AVX2 CPUs): 8-lane registers, and only 16 of them: tiles of two
 // registers of columns (N = 20 pads to 24: three blocks, so one register).
@@ -38,8 +38,8 @@
 // AVX2: scf.forall
 // AVX2:   llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<8xi32>, vector<32xi8>, vector<32xi8>) -> vector<8xi32>
 
-// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false pmaddwd=8" --split-input-file | FileCheck %s --check-prefix=PMADDWD
-// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false pmaddwd=16" --split-input-file | FileCheck %s --check-prefix=PMADDWD512
+// RUN: kiln-opt %s --kiln-cpu-vnni-matmul="int8=false bf16=false pmaddwd=8" --split-input-file | FileCheck %s --check-prefix=PMADDWD
+// RUN: kiln-opt %s --kiln-cpu-vnni-matmul="int8=false bf16=false pmaddwd=16" --split-input-file | FileCheck %s --check-prefix=PMADDWD512
 
 // x86 without VNNI: vpmaddwd on 16-bit values, two k per lane. A is
 // extended once by its signedness (signed rows: extsi, no flip), B packed
@@ -196,7 +196,7 @@ func.func @bf16_rows(%a: tensor<6x5xbf16>) -> tensor<6x20xf32> {
 // -----
 
 // Without the instructions (int8=false bf16=false) nothing changes.
-// RUN: kiln-opt %s --kiln-vnni-matmul="int8=false bf16=false" --split-input-file | FileCheck %s --check-prefix=NONE
+// RUN: kiln-opt %s --kiln-cpu-vnni-matmul="int8=false bf16=false" --split-input-file | FileCheck %s --check-prefix=NONE
 // NONE-NOT: llvm.call_intrinsic
 
 // -----
@@ -206,9 +206,9 @@ func.func @bf16_rows(%a: tensor<6x5xbf16>) -> tensor<6x20xf32> {
 // 32 rows, one of 16 at row 32, and one of 16 ending at row 56 (rows 40-55,
 // overlapping the one before). Each block zeroes its slice of the output and
 // multiplies in a generic tagged kiln.amx_tile over the weight panels
-// [N/16][K/4][64] that kiln-amx-tiles lowers; the whole output is not
+// [N/16][K/4][64] that kiln-cpu-amx-tiles lowers; the whole output is not
 // zero-filled first.
-// RUN: kiln-opt %s --kiln-vnni-matmul="amx-int8=true amx-bf16=true" --split-input-file | FileCheck %s --check-prefix=AMX
+// RUN: kiln-opt %s --kiln-cpu-vnni-matmul="amx-int8=true amx-bf16=true" --split-input-file | FileCheck %s --check-prefix=AMX
 // AMX-LABEL: func.func @amx_blocks
 // AMX-DAG: %[[PANELS:.*]] = arith.constant dense_resource<{{vnni_weight[_0-9]*}}> : tensor<2x16x64xi8>
 // AMX-DAG: %[[EMPTY:.*]] = tensor.empty() : tensor<56x32xi32>

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-outline-parallel-loops=min-work=1000 | FileCheck %s
+// RUN: kiln-opt %s --kiln-cpu-outline-parallel-loops=min-work=1000 | FileCheck %s
 
 // A 2-D loop with enough work becomes a task over its 32 x 64 iterations (32
 // rows are fewer than min-chunks, so both dimensions are distributed),

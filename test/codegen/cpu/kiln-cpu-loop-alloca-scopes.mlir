@@ -1,7 +1,7 @@
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-loop-alloca-scopes))' --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-cpu-loop-alloca-scopes))' --split-input-file | FileCheck %s
 // Lowered to LLVM, each iteration frees its allocas: the stack pointer is
 // back where it started after every iteration.
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-loop-alloca-scopes),convert-scf-to-cf,finalize-memref-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)' --split-input-file | FileCheck %s --check-prefix=LLVM
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-cpu-loop-alloca-scopes),convert-scf-to-cf,finalize-memref-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)' --split-input-file | FileCheck %s --check-prefix=LLVM
 
 // CHECK-LABEL: func.func @for_body
 // CHECK: scf.for

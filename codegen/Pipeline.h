@@ -1,0 +1,113 @@
+//===- Pipeline.h - stages, target backends, named pipelines ----*- C++ -*-===//
+//
+// A model goes through the stages in order. The first two are the same for
+// every target: `kiln` is the imported graph, `kiln-opt` the graph after
+// fusion and the passes that rewrite weights. From `linalg` on, a
+// TargetBackend adds the passes of each stage; the last stage is the one
+// its object emission reads.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_PIPELINE_H
+#define KILN_CODEGEN_PIPELINE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringRef.h"
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::kiln {
+
+/// The stages of the pipeline, in order; `--stage=` names them.
+enum class Stage { Kiln, KilnOpt, Linalg, Bufferized, LLVM };
+std::optional<Stage> parseStage(llvm::StringRef name);
+llvm::StringRef stageName(Stage stage);
+llvm::StringRef stageNames(); // "kiln, kiln-opt, linalg, bufferized, llvm"
+
+/// Name, element type code (ONNX TensorProto.DataType) and shape of one
+/// model input or output, as the runtime sees it.
+struct TensorSignature {
+  std::string name;
+  int32_t dtype;
+  std::vector<int64_t> shape;         ///< ShapedType::kDynamic where dynamic
+  std::vector<std::string> dimNames;  ///< empty, or one ("" if unnamed) per dimension
+};
+struct ModelSignature {
+  std::vector<TensorSignature> inputs, outputs;
+};
+
+/// The choices of one compilation that are not about the target.
+struct PipelineOptions {
+  std::string symbolPrefix = "kiln_model"; // C symbol prefix of the model
+  bool reportFusion = false; // fusion passes emit a "fusion: " remark per decision
+  bool quantizeDynamic = false; // int8 matmuls, activations quantized at run time
+  bool reportQuant = false;     // quantization passes emit a "quant: " remark per decision
+  bool bf16 = false;            // matmuls with constant weights in bf16 (f32 sums)
+  bool reportMemory = false;    // kiln-plan-memory emits a "memory: " remark per function
+  // Pruning before everything that reads the weights (kiln-prune, or
+  // kiln-prune-channels for the pattern "channel").
+  std::optional<double> pruneFraction;
+  std::string prunePattern = "unstructured";
+  std::vector<std::string> pruneSkip;
+  bool pruneFirstLast = false;
+  std::vector<std::string> pruneLayerFractions; // "NODE=FRACTION" (--prune-config)
+  bool sparsify = true;        // mostly-zero weights run sparse where the target can
+  bool reportSparsity = false; // pruning and sparsify emit a "sparsity: " remark per layer
+  // The kiln-opt stage leaves out the passes that rewrite weights (pruning,
+  // quantization, sparsity): the driver calibrates first, then runs them
+  // with addWeightPasses.
+  bool deferWeightPasses = false;
+};
+
+/// Code generation for one kind of target: the passes of the stages after
+/// kiln-opt, and the translation of the last stage to an object file.
+class TargetBackend {
+public:
+  virtual ~TargetBackend() = default;
+  /// The normalized triple of the objects it emits.
+  virtual llvm::StringRef triple() const = 0;
+  /// For progress lines, e.g. "x86_64-unknown-linux-gnu (sapphirerapids)".
+  virtual std::string description() const = 0;
+  /// Adds the passes that take the module from the stage before `stage`
+  /// (Linalg, Bufferized or LLVM) to `stage`.
+  virtual void addStagePasses(OpPassManager &pm, Stage stage,
+                              const PipelineOptions &options) const = 0;
+  /// Adds what the target does with mostly-zero weights (sparse kernels),
+  /// the last of the weight passes; nothing by default.
+  virtual void addSparsityPasses(OpPassManager &pm, const PipelineOptions &options) const {}
+  /// Translates a module at the LLVM stage into an object file (or textual
+  /// LLVM IR) with the `<prefix>_info` model descriptor.
+  virtual LogicalResult emitObject(ModuleOp module, const ModelSignature &signature,
+                                   llvm::StringRef prefix, bool addMainAlias, bool emitLLVMIR,
+                                   std::string &out) const = 0;
+};
+
+/// The backend for `--target` (empty: the host) and `--mcpu` (empty: the
+/// host CPU for a host target, a generic one otherwise), or an error.
+FailureOr<std::unique_ptr<TargetBackend>> createTargetBackend(llvm::StringRef target,
+                                                              llvm::StringRef cpu,
+                                                              std::string &error);
+/// What `--target` accepts, for --help and errors.
+llvm::StringRef targetNames();
+
+/// Adds the passes that take the module from stage `from` to stage `to`.
+void buildPipeline(OpPassManager &pm, Stage from, Stage to, const TargetBackend &backend,
+                   const PipelineOptions &options);
+
+/// Adds the passes of the kiln-opt stage that rewrite weights: kiln-prune
+/// (with options.pruneFraction), then int8-dynamic or bf16 arithmetic, then
+/// the backend's sparse kernels.
+void addWeightPasses(OpPassManager &pm, const TargetBackend &backend,
+                     const PipelineOptions &options);
+
+/// Registers `kiln-pipeline{from= to= target= mcpu=}` and one
+/// `kiln-stage-<stage>{target= mcpu=}` per stage after `kiln`, so that
+/// kiln-opt replays any part of the pipeline kiln-compile runs.
+void registerKilnPipelines();
+
+} // namespace mlir::kiln
+
+#endif

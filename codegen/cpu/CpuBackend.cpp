@@ -1,0 +1,277 @@
+//===- CpuBackend.cpp - the CPU target: its stages and object files -------===//
+#include "codegen/cpu/CpuBackend.h"
+#include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
+#include "codegen/cpu/Passes.h"
+#include "passes/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
+                                                  std::string &error) {
+  llvm::InitializeAllTargetInfos();
+  llvm::InitializeAllTargets();
+  llvm::InitializeAllTargetMCs();
+  llvm::InitializeAllAsmPrinters();
+  llvm::InitializeAllAsmParsers();
+
+  CpuTarget target;
+  llvm::Triple host(llvm::sys::getProcessTriple());
+  llvm::Triple tt(llvm::Triple::normalize(triple.empty() ? host.str() : triple.str()));
+  target.triple = tt.str();
+  const llvm::Target *backend = llvm::TargetRegistry::lookupTarget(tt, error);
+  if (!backend)
+    return failure();
+  if (tt.getArch() != llvm::Triple::x86_64 && tt.getArch() != llvm::Triple::aarch64) {
+    error = "unsupported target '" + target.triple + "' (supported: x86_64-linux-gnu, aarch64-linux-gnu)";
+    return failure();
+  }
+  bool native = tt.getArch() == host.getArch() && (cpu.empty() || cpu == "native");
+  if (native) {
+    target.cpu = llvm::sys::getHostCPUName().str();
+    std::vector<std::string> features;
+    for (auto &f : llvm::sys::getHostCPUFeatures())
+      features.push_back((f.second ? "+" : "-") + f.first().str());
+    target.features = llvm::join(features, ",");
+  } else {
+    target.cpu = cpu.empty() || cpu == "native" ? "generic" : cpu.str();
+  }
+  // Validate the CPU on a generic subtarget first: LLVM prints a warning of
+  // its own when a subtarget is created for an unknown CPU.
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(backend->createMCSubtargetInfo(tt, "", ""));
+  if (!generic || !generic->isCPUStringValid(target.cpu)) {
+    error = "unknown CPU '" + target.cpu + "' for target '" + target.triple + "'";
+    return failure();
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      backend->createMCSubtargetInfo(tt, target.cpu, target.features));
+  bool x86 = tt.getArch() == llvm::Triple::x86_64;
+  if (x86 && sti->checkFeatures("+avx512f"))
+    target.vectorWidthF32 = 16;
+  else if (x86 && sti->checkFeatures("+avx2"))
+    target.vectorWidthF32 = 8;
+  else
+    target.vectorWidthF32 = 4; // SSE2 / NEON
+  target.avx512Vnni = x86 && sti->checkFeatures("+avx512vnni");
+  target.avx512Bf16 = x86 && sti->checkFeatures("+avx512bf16");
+  target.avx512Vbmi2 = x86 && sti->checkFeatures("+avx512vbmi2");
+  target.i8mm = tt.getArch() == llvm::Triple::aarch64 && sti->checkFeatures("+i8mm");
+  target.dotProd =
+      tt.getArch() == llvm::Triple::aarch64 && !target.i8mm && sti->checkFeatures("+dotprod");
+  target.avxVnni = x86 && !target.avx512Vnni && sti->checkFeatures("+avxvnni");
+  target.amxInt8 = x86 && sti->checkFeatures("+amx-tile,+amx-int8");
+  target.amxBf16 = x86 && sti->checkFeatures("+amx-tile,+amx-bf16");
+  if (x86 && !target.avx512Vnni && !target.avxVnni)
+    target.pmaddwdLanes = sti->checkFeatures("+avx512bw") ? 16 : sti->checkFeatures("+avx2") ? 8 : 0;
+  return target;
+}
+
+
+namespace {
+class CpuBackend final : public TargetBackend {
+public:
+  explicit CpuBackend(CpuTarget target) : target(std::move(target)) {}
+
+  llvm::StringRef triple() const override { return target.triple; }
+  std::string description() const override { return target.triple + " (" + target.cpu + ")"; }
+
+  void addStagePasses(OpPassManager &pm, Stage stage,
+                      const PipelineOptions &options) const override {
+    switch (stage) {
+    case Stage::Linalg:
+      return addLinalgPasses(pm, options);
+    case Stage::Bufferized:
+      return addBufferizedPasses(pm, options);
+    case Stage::LLVM:
+      return addLLVMPasses(pm, options);
+    case Stage::Kiln:
+    case Stage::KilnOpt:
+      break;
+    }
+    llvm_unreachable("the CPU backend adds the stages after kiln-opt");
+  }
+
+  void addSparsityPasses(OpPassManager &pm, const PipelineOptions &options) const override {
+    KilnSparsifyOptions sparsify;
+    // Bitmaps need AVX-512's vexpandps; elsewhere an expand is scalar.
+    sparsify.expandLoad = target.vectorWidthF32 == 16;
+    sparsify.int8Bitmaps = target.avx512Vnni && target.avx512Vbmi2;
+    sparsify.report = options.reportSparsity;
+    pm.addPass(createKilnSparsify(sparsify));
+    pm.addPass(createCanonicalizerPass());
+  }
+
+  LogicalResult emitObject(ModuleOp module, const ModelSignature &signature,
+                           llvm::StringRef prefix, bool addMainAlias, bool emitLLVMIR,
+                           std::string &out) const override {
+    return emitNative(module, target, signature, prefix, addMainAlias, emitLLVMIR, out);
+  }
+
+private:
+  CpuTarget target;
+
+  /// kiln -> linalg on tensors: convolutions run channels-last, those that
+  /// fit register tiles straight from their input, sparse weights in their
+  /// kernels; the rest through the target-neutral lowering.
+  void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const {
+    pm.addPass(createKilnChannelsLast());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createKilnCpuDirectConv({target.vectorWidthF32}));
+    pm.addPass(createKilnCpuSparseMatmul({target.vectorWidthF32}));
+    pm.addPass(createConvertKilnToLinalg());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createKilnFuseElementwise({options.reportFusion}));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+
+  bool hasDotProducts() const {
+    return target.avx512Vnni || target.avx512Bf16 || target.i8mm || target.dotProd ||
+           target.avxVnni || target.amxInt8 || target.amxBf16 || target.pmaddwdLanes;
+  }
+
+  /// Register tiles and packing, then bufferization into one arena.
+  void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const {
+    OpPassManager &entry = pm.nest<func::FuncOp>();
+    if (hasDotProducts()) {
+      KilnCpuVnniMatmulOptions vnni;
+      vnni.int8 = target.avx512Vnni;
+      vnni.bf16 = target.avx512Bf16;
+      vnni.usdot = target.i8mm;
+      vnni.sdot = target.dotProd;
+      vnni.avxvnni = target.avxVnni;
+      vnni.amxInt8 = target.amxInt8;
+      vnni.amxBf16 = target.amxBf16;
+      vnni.pmaddwdLanes = target.pmaddwdLanes;
+      entry.addPass(createKilnCpuVnniMatmul(vnni));
+    }
+    KilnCpuPeelDynamicMatmulOptions peel;
+    peel.columns = 2 * target.vectorWidthF32;
+    entry.addPass(createKilnCpuPeelDynamicMatmul(peel));
+    pm.addPass(createKilnCpuPackMatmul({target.vectorWidthF32}));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    pm.addPass(createKilnCpuSchedule({target.vectorWidthF32}));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    // Subset hoisting turns each tile's accumulator into a vector carried
+    // by its K loop, so it stays in registers.
+    pm.addPass(createLoopInvariantSubsetHoistingPass());
+    OpPassManager &epilogues = pm.nest<func::FuncOp>();
+    epilogues.addPass(createKilnCpuFuseEpilogues({options.reportFusion}));
+    epilogues.addPass(createKilnDistinctResults());
+    pm.addPass(bufferization::createEmptyTensorEliminationPass());
+    pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
+    bufferization::OneShotBufferizePassOptions bufferize;
+    bufferize.bufferizeFunctionBoundaries = true;
+    // A recurrent layer over a run-time sequence carries its state through
+    // an scf.for whose step computes it in a new buffer.
+    bufferize.allowReturnAllocsFromLoops = true;
+    bufferize.functionBoundaryTypeConversion =
+        bufferization::LayoutMapOption::IdentityLayoutMap;
+    pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createKilnDynamicEntry());
+    bufferization::BufferResultsToOutParamsPassOptions outParams;
+    outParams.hoistStaticAllocs = true;
+    outParams.modifyPublicFunctions = true;
+    pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    pm.addPass(createCanonicalizerPass());
+    OpPassManager &buffers = pm.nest<func::FuncOp>();
+    buffers.addPass(createKilnHoistLoopBuffers());
+    buffers.addPass(createKilnCpuPrefetchWeights());
+    pm.addPass(createKilnPlanMemory({options.reportMemory}));
+  }
+
+  /// Loops, threads and the LLVM dialect, with the model's entry point.
+  void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const {
+    bool amx = target.amxInt8 || target.amxBf16;
+    // Without AVX512-BF16, LLVM would call __truncsfbf2 (not in libgcc) for
+    // f32 -> bf16: round in integer arithmetic instead.
+    if (options.bf16 && !target.avx512Bf16) {
+      arith::ArithExpandOpsPassOptions expand;
+      expand.includeBf16 = true;
+      pm.addPass(arith::createArithExpandOpsPass(expand));
+    }
+    pm.addPass(createForallToParallelLoopPass());
+    OpPassManager &loops = pm.nest<func::FuncOp>();
+    if (amx)
+      loops.addPass(createKilnCpuAmxTiles());
+    loops.addPass(createKilnFlattenEmptyArguments());
+    loops.addPass(createKilnCopiesToLoops());
+    loops.addPass(createConvertLinalgToParallelLoopsPass());
+    loops.addPass(createKilnCpuApproximateMath());
+    pm.addPass(createKilnCpuOutlineParallelLoops());
+    // Views become strided metadata first: folding a collapse_shape into
+    // its loads would delinearize every address (div/mod per element) where
+    // the collapsed buffer is plainly contiguous.
+    OpPassManager &views = pm.nest<func::FuncOp>();
+    views.addPass(memref::createExpandStridedMetadataPass());
+    views.addPass(memref::createFoldMemRefAliasOpsPass());
+    views.addPass(createCanonicalizerPass());
+    views.addPass(createCSEPass());
+    views.addPass(createLoopInvariantCodeMotionPass());
+    pm.addPass(createConvertVectorToSCFPass(VectorTransferToSCFOptions().enableFullUnroll()));
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createConvertMathToFuncs());
+    pm.addNestedPass<func::FuncOp>(createKilnCpuLoopAllocaScopes());
+    pm.addPass(createSCFToControlFlowPass());
+    ConvertVectorToLLVMPassOptions vectors;
+    vectors.amx = amx;
+    pm.addPass(createConvertVectorToLLVMPass(vectors));
+    pm.addPass(createConvertMathToLLVMPass());
+    pm.addPass(createConvertMathToLibmPass());
+    FinalizeMemRefToLLVMConversionPassOptions memrefs;
+    memrefs.useGenericFunctions = true;
+    memrefs.useAlignedAlloc = true;
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
+    pm.addPass(createArithToLLVMConversionPass());
+    pm.addPass(createConvertIndexToLLVMPass());
+    pm.addPass(createUBToLLVMConversionPass());
+    if (amx) {
+      // Tiles carried by loops become block arguments, whose type only a
+      // converter that knows the amx dialect converts.
+      ConvertToLLVMPassOptions toLLVM;
+      toLLVM.filterDialects = {"cf", "amx"};
+      pm.addPass(createConvertToLLVMPass(toLLVM));
+    } else {
+      pm.addPass(createConvertControlFlowToLLVMPass());
+    }
+    ConvertFuncToLLVMPassOptions funcs;
+    funcs.useBarePtrCallConv = true;
+    pm.addPass(createConvertFuncToLLVMPass(funcs));
+    pm.addPass(createKilnCpuLowerParallelCalls());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+    pm.addPass(createKilnEmitEntryPoint({options.symbolPrefix}));
+    pm.addPass(createCanonicalizerPass());
+  }
+};
+} // namespace
+
+FailureOr<std::unique_ptr<TargetBackend>>
+mlir::kiln::createCpuBackend(llvm::StringRef triple, llvm::StringRef cpu, std::string &error) {
+  auto target = resolveCpuTarget(triple, cpu, error);
+  if (failed(target))
+    return failure();
+  return std::unique_ptr<TargetBackend>(std::make_unique<CpuBackend>(std::move(*target)));
+}
