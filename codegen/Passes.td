@@ -11,7 +11,20 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "ModuleOp"> {
     elementwise ops and reductions) plus tensor reshapes and slices. Weights
     stay dense_resource blobs on arith.constant. A kiln.assert becomes an
     scf.if that calls the runtime's `kiln_check_failed` with its message.
+
+    The lowering is the same for every target: convolutions stay named
+    linalg convolutions (a widening one, 8-bit or bf16 operands, is a
+    linalg.generic that extends each operand). A target's strategy for them
+    (im2col, direct convolution, ...) runs before this pass and leaves
+    nothing for it to do. A kiln.attention is an online softmax over blocks
+    of queries by keys, whose sizes the target picks.
   }];
+  let options = [
+    Option<"attentionQueryBlock", "attention-query-block", "int64_t", "128",
+           "Most query rows of one attention task (a divisor of the rows is taken)">,
+    Option<"attentionKeyBlock", "attention-key-block", "int64_t", "256",
+           "Most keys of one attention block (a divisor of the keys is taken)">,
+  ];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
                            "arith::ArithDialect", "math::MathDialect", "scf::SCFDialect",
                            "memref::MemRefDialect", "func::FuncDialect",

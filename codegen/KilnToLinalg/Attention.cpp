@@ -21,13 +21,6 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
-// Query rows per task and keys per block: a [128, 256] block of f32 scores
-// is 128 KiB, on the task's stack. Each block of keys and values is packed
-// once per task, so taller tasks pack less: on 2 heads x 4096 tokens, 128
-// rows ran 15% faster than 32 (64: 5%; 256 rows or 512 keys: no better).
-constexpr int64_t maxQueryBlock = 128;
-constexpr int64_t maxKeyBlock = 256;
-
 using utils::IteratorType;
 
 /// Builds linalg.generic ops over one block: [rows, cols] or [rows].
@@ -200,7 +193,10 @@ struct Attention {
 };
 
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AttentionLowering(MLIRContext *ctx, int64_t maxQueryBlock, int64_t maxKeyBlock)
+      : OpConversionPattern(ctx), maxQueryBlock(maxQueryBlock), maxKeyBlock(maxKeyBlock) {}
+  int64_t maxQueryBlock, maxKeyBlock;
+
   LogicalResult matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -247,6 +243,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
 };
 } // namespace
 
-void mlir::kiln::populateAttentionLowering(RewritePatternSet &patterns) {
-  patterns.add<AttentionLowering>(patterns.getContext());
+void mlir::kiln::populateAttentionLowering(RewritePatternSet &patterns, int64_t queryBlock,
+                                           int64_t keyBlock) {
+  patterns.add<AttentionLowering>(patterns.getContext(), queryBlock, keyBlock);
 }

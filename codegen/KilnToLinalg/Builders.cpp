@@ -438,4 +438,55 @@ Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
       b, loc, target, v, [](OpBuilder &, Location, ValueRange a) { return a[0]; }, sizes);
 }
 
+/// A widening matmul as a linalg.generic over (batch..., m, n, k): each
+/// operand is extended (integers by their own signedness, which
+/// linalg.matmul's single `cast` cannot express for mixed u8 x s8 operands;
+/// bf16 to f32) and the products summed in the result's type.
+Value wideningMultiplyAdd(OpBuilder &b, Location loc, Value acc, Value x, Value y,
+                          Extension ext) {
+  Type sumType = acc.getType();
+  bool isFloat = isa<FloatType>(sumType);
+  auto extend = [&](Value v, bool isUnsigned) -> Value {
+    if (isFloat)
+      return arith::ExtFOp::create(b, loc, sumType, v);
+    if (isUnsigned)
+      return arith::ExtUIOp::create(b, loc, sumType, v);
+    return arith::ExtSIOp::create(b, loc, sumType, v);
+  };
+  x = extend(x, ext.lhsUnsigned);
+  y = extend(y, ext.rhsUnsigned);
+  if (isFloat)
+    return arith::AddFOp::create(b, loc, acc, arith::MulFOp::create(b, loc, x, y));
+  return arith::AddIOp::create(b, loc, acc, arith::MulIOp::create(b, loc, x, y));
+}
+
+Value wideningMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
+                     Extension ext) {
+  MLIRContext *ctx = b.getContext();
+  int64_t batch = tensorType(init).getRank() - 2;
+  unsigned dims = batch + 3;
+  SmallVector<AffineExpr> prefix;
+  for (int64_t i = 0; i < batch; ++i)
+    prefix.push_back(getAffineDimExpr(i, ctx));
+  AffineExpr m = getAffineDimExpr(batch, ctx), n = getAffineDimExpr(batch + 1, ctx),
+             k = getAffineDimExpr(batch + 2, ctx);
+  auto map = [&](AffineExpr r, AffineExpr c) {
+    SmallVector<AffineExpr> exprs(prefix);
+    exprs.append({r, c});
+    return AffineMap::get(dims, 0, exprs, ctx);
+  };
+  SmallVector<utils::IteratorType> iterators(dims - 1, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  auto generic = linalg::GenericOp::create(
+      b, loc, init.getType(), ValueRange{lhs, rhs}, init,
+      ArrayRef<AffineMap>{map(m, k), map(k, n), map(m, n)}, iterators,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        linalg::YieldOp::create(nb, l, wideningMultiplyAdd(nb, l, a[2], a[0], a[1], ext));
+      });
+  // A contraction that elementwise fusion must leave whole, and that
+  // kiln-cpu-vnni-matmul compiles to a dedicated kernel.
+  generic->setAttr("kiln.widening_matmul", b.getUnitAttr());
+  return generic.getResult(0);
+}
+
 } // namespace mlir::kiln

@@ -130,13 +130,56 @@ Value buildTileLoop(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> lbs,
                     function_ref<TileResult(OpBuilder &, Location, ValueRange, Value)> tile);
 
 /// Patterns for elementwise kiln ops (Elementwise.cpp).
+/// How the operands of a widening integer matmul (8-bit operands, i32
+/// result) extend; both false otherwise.
+struct Extension {
+  bool lhsUnsigned = false, rhsUnsigned = false;
+};
+
+/// acc + x * y with x and y extended to acc's type (floats with extf,
+/// integers by `ext`'s signedness).
+Value wideningMultiplyAdd(OpBuilder &b, Location loc, Value acc, Value x, Value y,
+                          Extension ext);
+
+/// A widening matmul as a linalg.generic over (batch..., m, n, k): each
+/// operand is extended (integers by their own signedness, which
+/// linalg.matmul's single `cast` cannot express for mixed u8 x s8 operands;
+/// bf16 to f32) and the products summed in the result's type. Tagged
+/// `kiln.widening_matmul`.
+Value wideningMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
+                     Extension ext);
+
+/// A depthwise filter [C, 1, KH, KW] as taps [KH*KW, C]: relaid out at
+/// compile time when `constant` (the filter's value) is given, else
+/// transposed.
+Value depthwiseTaps(OpBuilder &b, Location loc, Value filter, ElementsAttr constant);
+
+/// [N, channels, OH, OW] of a window of `kernel` sliding over the spatial
+/// dimensions of the padded NCHW `input`; a dynamic input must be at least
+/// as large as the window (checked at run time).
+SmallVector<OpFoldResult> windowOutputSizes(OpBuilder &b, Location loc, Value input,
+                                            int64_t channels, ArrayRef<int64_t> kernel,
+                                            ArrayRef<int64_t> strides,
+                                            ArrayRef<int64_t> dilations);
+
+/// The accumulator of an NCHW convolution of `sizes`: the bias [F]
+/// broadcast over the pixels, or zeros.
+Value convolutionInit(OpBuilder &b, Location loc, Value bias, RankedTensorType type,
+                      ArrayRef<OpFoldResult> sizes);
+
 void populateElementwiseLowerings(RewritePatternSet &patterns);
 /// Patterns for slice, gather, pad, expand and tile (DataMovement.cpp).
 void populateDataMovementLowerings(RewritePatternSet &patterns);
 /// The pattern for kiln.assert (Assert.cpp).
 void populateAssertLowering(RewritePatternSet &patterns);
 /// The pattern for kiln.attention (Attention.cpp).
-void populateAttentionLowering(RewritePatternSet &patterns);
+/// Attention as an online softmax over blocks of at most `queryBlock`
+/// query rows by `keyBlock` keys.
+void populateAttentionLowering(RewritePatternSet &patterns, int64_t queryBlock,
+                               int64_t keyBlock);
+/// kiln.conv as linalg named convolutions (widening ones as a
+/// linalg.generic that extends each operand).
+void populateConvLowering(RewritePatternSet &patterns);
 /// Patterns for iota, nonzero, unique and non_max_suppression (DataDependent.cpp).
 void populateDataDependentLowerings(RewritePatternSet &patterns);
 /// Patterns for the quantization ops (Quant.cpp).

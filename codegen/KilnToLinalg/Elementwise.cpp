@@ -212,6 +212,16 @@ struct WhereLowering : ElementwiseLowering<WhereOp> {
 /// bool -> number is 0/1; integer signedness comes from the kiln types.
 struct BitcastLowering : ElementwiseLowering<BitcastOp> {
   using ElementwiseLowering::ElementwiseLowering;
+  LogicalResult matchAndRewrite(BitcastOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    // Between types of the same signless form (ui8 as i8) it is the value.
+    Value input = adaptor.getOperands()[0];
+    if (input.getType() == signlessType(op.getType())) {
+      rewriter.replaceOp(op, input);
+      return success();
+    }
+    return ElementwiseLowering::matchAndRewrite(op, adaptor, rewriter);
+  }
   Value scalar(OpBuilder &b, Location loc, BitcastOp op, ValueRange a) const override {
     Type to = getElementTypeOrSelf(signlessType(op.getType()));
     return arith::BitcastOp::create(b, loc, to, a[0]);

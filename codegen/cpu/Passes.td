@@ -112,6 +112,28 @@ def KilnCpuDirectConv : Pass<"kiln-cpu-direct-conv", "ModuleOp"> {
                            "arith::ArithDialect", "ub::UBDialect"];
 }
 
+def KilnCpuConvAsMatmul : Pass<"kiln-cpu-conv-as-matmul", "ModuleOp"> {
+  let summary = "Rewrite kiln.conv as matmuls: im2col, receptive-field rows, depthwise vectors";
+  let description = [{
+    Runs after kiln-cpu-direct-conv, on the convolutions it leaves:
+    - NCHW, one group, batch 1: filter [F, C*KH*KW] x im2col [C*KH*KW,
+      OH*OW] (no copy for a 1x1 stride-1 window); with sizes known at run
+      time, the same per image in a loop over the batch.
+    - channels-last, one group (static shapes): the receptive fields as rows
+      [N*OH*OW, KH*KW*C], copied in vectors of at most 64 bytes per run of
+      contiguous channels, times the filter relaid out at compile time as
+      [KH*KW*C, F], into the bias.
+    - channels-last depthwise: per output pixel and vector of channels, the
+      bias plus an FMA per tap.
+    - widening (8-bit operands with an i32 result, bf16 with f32; static):
+      one widening matmul of the receptive fields, for kiln-cpu-vnni-matmul.
+    Other convolutions (NCHW batches of static shape, grouped ones) are left
+    to kiln-convert-to-linalg.
+  }];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
+                           "arith::ArithDialect", "scf::SCFDialect", "vector::VectorDialect"];
+}
+
 def KilnCpuSparseMatmul : Pass<"kiln-cpu-sparse-matmul", "ModuleOp"> {
   let summary = "Compute kiln.sparse_matmul and kiln.bitmap_matmul as vector loops";
   let description = [{

@@ -61,26 +61,6 @@ func.func @gemm_constant_trans_b(%a: tensor<1x2xf32>) -> tensor<1x2xf32> {
 
 // -----
 
-// Batch-1 convolution: im2col and one matmul whose accumulator starts as the
-// broadcast bias. The im2col is a copy over (c, ky, kx, oy, ox) whose input
-// map carries the stride and dilation: no index arithmetic per element.
-// CHECK-DAG: #[[UNFOLD:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (0, d0, d1 + d3, d2 + d4)>
-// CHECK-DAG: #[[ID5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
-// CHECK-LABEL: func.func @conv_im2col
-// CHECK: %[[PADDED:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 0, 1, 1] [1, 3, 8, 8] [1, 1, 1, 1]
-// CHECK: %[[COL:.*]] = linalg.generic {indexing_maps = [#[[UNFOLD]], #[[ID5]]]
-// CHECK-SAME: ins(%[[PADDED]] : tensor<1x3x10x10xf32>) outs(%{{.*}} : tensor<3x3x3x8x8xf32>)
-// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
-// CHECK-NEXT: linalg.yield %[[IN]]
-// CHECK: tensor.collapse_shape %[[COL]]
-// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x27xf32>, tensor<27x64xf32>)
-func.func @conv_im2col(%x: tensor<1x3x8x8xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x8x8xf32> {
-  %0 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
-  return %0 : tensor<1x8x8x8xf32>
-}
-
-// -----
-
 // CHECK-LABEL: func.func @conv_batched_depthwise_grouped
 // CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
 // CHECK: linalg.depthwise_conv_2d_nchw_chw
@@ -451,24 +431,6 @@ func.func @resize_cubic(%x: tensor<1x4xf32>) -> tensor<1x8xf32> {
 
 // -----
 
-// A dense convolution of dynamic sizes runs per image: im2col of the image
-// (sizes from tensor.dim) times the filter as a matrix, in an scf.forall
-// over the batch; the window is checked to fit at run time.
-// CHECK-LABEL: func.func @conv_dynamic(
-// CHECK: scf.if
-// CHECK: call @kiln_check_failed
-// CHECK: scf.forall (%[[N:.*]]) in (%{{.*}}) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<?x8x?x?xf32>)
-// CHECK: %[[IMAGE:.*]] = tensor.extract_slice %arg0[%[[N]], 0, 0, 0] [1, 3, %{{.*}}, %{{.*}}] [1, 1, 1, 1] : tensor<?x3x?x?xf32> to tensor<1x3x?x?xf32>
-// CHECK: linalg.generic {{.*}} ins(%[[IMAGE]] : tensor<1x3x?x?xf32>) outs(%{{.*}} : tensor<3x3x3x?x?xf32>)
-// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x27xf32>, tensor<27x?xf32>) outs(%{{.*}} : tensor<8x?xf32>)
-// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[N]], 0, 0, 0]
-func.func @conv_dynamic(%x: tensor<?x3x?x?xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32> {
-  %r = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<?x3x?x?xf32>, tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32>
-  return %r : tensor<?x8x?x?xf32>
-}
-
-// -----
-
 // Gather by indices of dynamic sizes: the result takes the indices' sizes.
 // CHECK-LABEL: func.func @gather_dynamic(
 // CHECK: %[[B:.*]] = tensor.dim %arg1, %c0
@@ -515,101 +477,6 @@ func.func @widening_matmul(%a: tensor<4x3xui8>, %b: tensor<3x2xi8>) -> tensor<4x
 func.func @dynamic_quantize(%x: tensor<2x20xf32>) -> (tensor<2x20xui8>, tensor<f32>, tensor<ui8>) {
   %q, %s, %z = kiln.dynamic_quantize %x : tensor<2x20xf32> -> tensor<2x20xui8>, tensor<f32>, tensor<ui8>
   return %q, %s, %z : tensor<2x20xui8>, tensor<f32>, tensor<ui8>
-}
-
-// -----
-
-// A widening convolution: the receptive fields become rows (im2col^T, a
-// copy over (n, oy, ox, c, ky, kx)), the constant filter is transposed at
-// compile time into the right operand of a widening matmul, and the
-// [pixels, filters] product is permuted back to NCHW.
-// CHECK-LABEL: func.func @widening_conv
-// CHECK: %[[FIELDS:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<1x2x5x5xi8>) outs(%{{.*}} : tensor<1x3x3x2x3x3xi8>)
-// CHECK: tensor.expand_shape {{.*}} into tensor<9x18xi8>
-// The first row of filter^T holds element 0 of each filter.
-// CHECK: %[[FT:.*]] = arith.constant dense<{{\[}}[-3, 3, 2, 1], {{.*}}> : tensor<18x4xi8>
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[FT]] : tensor<9x18xi8>, tensor<18x4xi8>) outs(%{{.*}} : tensor<9x4xi32>) attrs =  {kiln.widening_matmul}
-// CHECK: arith.extui
-// CHECK: arith.extsi
-// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x3x3x4xi32>) outs(%{{.*}} : tensor<1x4x3x3xi32>) attrs =  {kiln.layout_copy}
-func.func @widening_conv(%x: tensor<1x2x5x5xui8>) -> tensor<1x4x3x3xi32> {
-  %w = kiln.constant dense<[[[[-3, 2, 0], [-2, 3, 1], [-1, -3, 2]], [[0, -2, 3], [1, -1, -3], [2, 0, -2]]], [[[3, 1, -1], [-3, 2, 0], [-2, 3, 1]], [[-1, -3, 2], [0, -2, 3], [1, -1, -3]]], [[[2, 0, -2], [3, 1, -1], [-3, 2, 0]], [[-2, 3, 1], [-1, -3, 2], [0, -2, 3]]], [[[1, -1, -3], [2, 0, -2], [3, 1, -1]], [[-3, 2, 0], [-2, 3, 1], [-1, -3, 2]]]]> : tensor<4x2x3x3xi8> -> tensor<4x2x3x3xi8>
-  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64} : (tensor<1x2x5x5xui8>, tensor<4x2x3x3xi8>) -> tensor<1x4x3x3xi32>
-  return %0 : tensor<1x4x3x3xi32>
-}
-
-// -----
-
-// Channels-last (NHWC input and result): the border is padded in dimensions
-// 1 and 2; each output pixel's row of fields is its nine taps' runs of C = 2
-// channels, copied as vectors, so that k runs over (ky, kx, c) (the second
-// row of filter^T is channel 1 of tap (0, 0)); the [pixels, filters]
-// product is the result with no copy.
-// CHECK-LABEL: func.func @widening_conv_channels_last
-// CHECK: %[[PAD:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 1, 1, 0] [1, 5, 5, 2] [1, 1, 1, 1]
-// CHECK: scf.forall (%{{.*}}) in (25) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<25x18xi8>)
-// CHECK-COUNT-9: vector.transfer_read %[[PAD]]{{.*}} {in_bounds = [true]} : tensor<1x7x7x2xi8>, vector<2xi8>
-// CHECK: tensor.parallel_insert_slice
-// CHECK: %[[FT:.*]] = arith.constant dense<{{\[}}[-3, 3, 2, 1], [0, -1, -2, -3], {{.*}}> : tensor<18x4xi8>
-// CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[FT]] : tensor<25x18xi8>, tensor<18x4xi8>) outs(%{{.*}} : tensor<25x4xi32>) attrs =  {kiln.widening_matmul}
-// CHECK-NOT: kiln.layout_copy
-// CHECK: %[[R:.*]] = tensor.expand_shape {{.*}} into tensor<1x5x5x4xi32>
-// CHECK: return %[[R]]
-func.func @widening_conv_channels_last(%x: tensor<1x5x5x2xui8>) -> tensor<1x5x5x4xi32> {
-  %w = kiln.constant dense<[[[[-3, 2, 0], [-2, 3, 1], [-1, -3, 2]], [[0, -2, 3], [1, -1, -3], [2, 0, -2]]], [[[3, 1, -1], [-3, 2, 0], [-2, 3, 1]], [[-1, -3, 2], [0, -2, 3], [1, -1, -3]]], [[[2, 0, -2], [3, 1, -1], [-3, 2, 0]], [[-2, 3, 1], [-1, -3, 2], [0, -2, 3]]], [[[1, -1, -3], [2, 0, -2], [3, 1, -1]], [[-3, 2, 0], [-2, 3, 1], [-1, -3, 2]]]]> : tensor<4x2x3x3xi8> -> tensor<4x2x3x3xi8>
-  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, channels_last} : (tensor<1x5x5x2xui8>, tensor<4x2x3x3xi8>) -> tensor<1x5x5x4xi32>
-  return %0 : tensor<1x5x5x4xi32>
-}
-
-// -----
-
-// An f32 channels-last convolution is the same fields times filter^T as a
-// linalg.matmul (whose constant right operand the matmul kernels pack at
-// compile time), accumulating into the bias broadcast over the pixels. A
-// 1x1 stride-1 convolution's fields are its input: no copy.
-// CHECK-LABEL: func.func @float_conv_channels_last
-// CHECK: %[[BIAS:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<1x4xf32>) outs(%{{.*}} : tensor<25x4xf32>)
-// CHECK: %[[P:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<25x18xf32>, tensor<18x4xf32>) outs(%[[BIAS]] : tensor<25x4xf32>)
-// CHECK: tensor.collapse_shape %[[P]]
-// CHECK: tensor.expand_shape {{.*}} into tensor<1x5x5x4xf32>
-// CHECK-LABEL: func.func @pointwise_conv_channels_last
-// CHECK-NOT: scf.forall
-// CHECK: tensor.collapse_shape %arg0
-// CHECK: %[[ROWS:.*]] = tensor.expand_shape {{.*}} into tensor<25x2xf32>
-// CHECK: linalg.matmul ins(%[[ROWS]], %{{.*}} : tensor<25x2xf32>, tensor<2x4xf32>)
-func.func @float_conv_channels_last(%x: tensor<1x5x5x2xf32>) -> tensor<1x5x5x4xf32> {
-  %w = kiln.constant dense<0.5> : tensor<4x2x3x3xf32> -> tensor<4x2x3x3xf32>
-  %b = kiln.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> -> tensor<4xf32>
-  %0 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64, channels_last} : (tensor<1x5x5x2xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>) -> tensor<1x5x5x4xf32>
-  return %0 : tensor<1x5x5x4xf32>
-}
-func.func @pointwise_conv_channels_last(%x: tensor<1x5x5x2xf32>) -> tensor<1x5x5x4xf32> {
-  %w = kiln.constant dense<0.5> : tensor<4x2x1x1xf32> -> tensor<4x2x1x1xf32>
-  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, channels_last} : (tensor<1x5x5x2xf32>, tensor<4x2x1x1xf32>) -> tensor<1x5x5x4xf32>
-  return %0 : tensor<1x5x5x4xf32>
-}
-
-// -----
-
-// A channels-last depthwise convolution: per output pixel, each vector of
-// channels (16, then the remaining 4 of C = 20) starts from the bias and
-// adds one FMA per tap (nine) of the input's channels by the filter's,
-// whose taps are relaid out to [KH*KW, C] at compile time.
-// CHECK-LABEL: func.func @depthwise_channels_last
-// CHECK: %[[TAPS:.*]] = arith.constant dense<2.500000e-01> : tensor<9x20xf32>
-// CHECK: scf.forall (%{{.*}}) in (16) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<16x20xf32>)
-// CHECK:   vector.transfer_read %{{.*}} : tensor<20xf32>, vector<16xf32>
-// CHECK-COUNT-9: vector.fma %{{.*}} : vector<16xf32>
-// CHECK:   vector.transfer_write %{{.*}} : vector<16xf32>, tensor<1x20xf32>
-// CHECK:   vector.transfer_read %{{.*}} : tensor<20xf32>, vector<4xf32>
-// CHECK-COUNT-9: vector.fma %{{.*}} : vector<4xf32>
-// CHECK: tensor.parallel_insert_slice
-// CHECK: tensor.expand_shape {{.*}} into tensor<1x4x4x20xf32>
-func.func @depthwise_channels_last(%x: tensor<1x4x4x20xf32>) -> tensor<1x4x4x20xf32> {
-  %w = kiln.constant dense<0.25> : tensor<20x1x3x3xf32> -> tensor<20x1x3x3xf32>
-  %b = kiln.constant dense<1.0> : tensor<20xf32> -> tensor<20xf32>
-  %0 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 20 : i64, channels_last} : (tensor<1x4x4x20xf32>, tensor<20x1x3x3xf32>, tensor<20xf32>) -> tensor<1x4x4x20xf32>
-  return %0 : tensor<1x4x4x20xf32>
 }
 
 // -----
@@ -809,4 +676,75 @@ func.func @resize_sizes(%x: tensor<1x?xf32>, %n: tensor<2xi64>) -> tensor<1x?xf3
 func.func @resize_crop(%x: tensor<4xf32>, %roi: tensor<2xf32>) -> tensor<3xf32> {
   %0 = kiln.resize %x roi(%roi : tensor<2xf32>) {mode = "nearest", coordinate_mode = "tf_crop_and_resize", nearest_mode = "floor", scales = array<f64: 0.75>, extrapolation_value = 7.0} : tensor<4xf32> -> tensor<3xf32>
   return %0 : tensor<3xf32>
+}
+
+// -----
+
+// The target-neutral forms of the convolutions kiln-cpu-conv-as-matmul
+// takes on the CPU: named linalg convolutions into the bias.
+// CHECK-LABEL: func.func @conv_named_nchw
+// CHECK: %[[PADDED:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 0, 1, 1] [1, 3, 8, 8] [1, 1, 1, 1]
+// CHECK: %[[BIAS:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<8x1x1xf32>) outs(%{{.*}} : tensor<1x8x8x8xf32>)
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[PADDED]], %arg1 : tensor<1x3x10x10xf32>, tensor<8x3x3x3xf32>) outs(%[[BIAS]] : tensor<1x8x8x8xf32>)
+// CHECK-LABEL: func.func @conv_named_dynamic
+// CHECK: call @kiln_check_failed
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} ins(%arg0, %arg1 : tensor<?x3x?x?xf32>, tensor<8x3x3x3xf32>) outs(%{{.*}} : tensor<?x8x?x?xf32>)
+func.func @conv_named_nchw(%x: tensor<1x3x8x8xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x8x8xf32> {
+  %0 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
+  return %0 : tensor<1x8x8x8xf32>
+}
+func.func @conv_named_dynamic(%x: tensor<?x3x?x?xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32> {
+  %r = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<?x3x?x?xf32>, tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32>
+  return %r : tensor<?x8x?x?xf32>
+}
+
+// -----
+
+// Channels-last: linalg.conv_2d_nhwc_hwcf with the constant FCHW filter
+// relaid out to HWCF at compile time ([ky][kx][c][f]: W[f][c][ky][kx]), and
+// linalg.depthwise_conv_2d_nhwc_hwc with the taps as [KH, KW, C].
+// CHECK-LABEL: func.func @conv_named_channels_last
+// CHECK-DAG: %[[HWCF:.*]] = arith.constant dense<{{\[\[\[\[}}1.000000e+00, 5.000000e+00], [3.000000e+00, 7.000000e+00]], {{\[\[}}2.000000e+00, 6.000000e+00], [4.000000e+00, 8.000000e+00]]]]> : tensor<1x2x2x2xf32>
+// CHECK-DAG: %[[BIAS:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<1x1x1x2xf32>) outs(%{{.*}} : tensor<1x4x3x2xf32>)
+// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}} ins(%arg0, %[[HWCF]] : tensor<1x4x4x2xf32>, tensor<1x2x2x2xf32>) outs(%[[BIAS]] : tensor<1x4x3x2xf32>)
+// CHECK-LABEL: func.func @depthwise_named_channels_last
+// CHECK: %[[TAPS:.*]] = tensor.expand_shape {{.*}} into tensor<3x3x20xf32>
+// CHECK: linalg.depthwise_conv_2d_nhwc_hwc {{.*}} ins(%{{.*}}, %[[TAPS]] : tensor<1x6x6x20xf32>, tensor<3x3x20xf32>) outs(%{{.*}} : tensor<1x4x4x20xf32>)
+func.func @conv_named_channels_last(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x3x2xf32> {
+  %w = kiln.constant dense<[[[[1.0, 2.0]], [[3.0, 4.0]]], [[[5.0, 6.0]], [[7.0, 8.0]]]]> : tensor<2x2x1x2xf32> -> tensor<2x2x1x2xf32>
+  %b = kiln.constant dense<[1.0, 2.0]> : tensor<2xf32> -> tensor<2xf32>
+  %0 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, channels_last} : (tensor<1x4x4x2xf32>, tensor<2x2x1x2xf32>, tensor<2xf32>) -> tensor<1x4x3x2xf32>
+  return %0 : tensor<1x4x3x2xf32>
+}
+func.func @depthwise_named_channels_last(%x: tensor<1x4x4x20xf32>) -> tensor<1x4x4x20xf32> {
+  %w = kiln.constant dense<0.25> : tensor<20x1x3x3xf32> -> tensor<20x1x3x3xf32>
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 20 : i64, channels_last} : (tensor<1x4x4x20xf32>, tensor<20x1x3x3xf32>) -> tensor<1x4x4x20xf32>
+  return %0 : tensor<1x4x4x20xf32>
+}
+
+// -----
+
+// A widening convolution is one linalg.generic over (n, f, oy, ox, c, ky,
+// kx) that extends each operand by its own signedness (u8 input, s8
+// filter); NCHW or NHWC by its maps.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
+// CHECK-DAG: #[[FILTER:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[IN_NHWC:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2 + d5, d3 + d6, d4)>
+// CHECK-DAG: #[[OUT_NHWC:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2, d3, d1)>
+// CHECK-LABEL: func.func @widening_named
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[FILTER]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%arg0, %arg1 : tensor<1x2x5x5xi8>, tensor<4x2x3x3xi8>) outs(%{{.*}} : tensor<1x4x3x3xi32>)
+// CHECK: arith.extui %{{.*}} : i8 to i32
+// CHECK: arith.extsi %{{.*}} : i8 to i32
+// CHECK-NOT: kiln.widening_matmul
+// CHECK-LABEL: func.func @widening_named_channels_last
+// CHECK: linalg.generic {indexing_maps = [#[[IN_NHWC]], #[[FILTER]], #[[OUT_NHWC]]]
+// CHECK-SAME: outs(%{{.*}} : tensor<1x3x3x4xi32>)
+func.func @widening_named(%x: tensor<1x2x5x5xui8>, %w: tensor<4x2x3x3xi8>) -> tensor<1x4x3x3xi32> {
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64} : (tensor<1x2x5x5xui8>, tensor<4x2x3x3xi8>) -> tensor<1x4x3x3xi32>
+  return %0 : tensor<1x4x3x3xi32>
+}
+func.func @widening_named_channels_last(%x: tensor<1x5x5x2xui8>, %w: tensor<4x2x3x3xi8>) -> tensor<1x3x3x4xi32> {
+  %0 = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, channels_last} : (tensor<1x5x5x2xui8>, tensor<4x2x3x3xi8>) -> tensor<1x3x3x4xi32>
+  return %0 : tensor<1x3x3x4xi32>
 }
