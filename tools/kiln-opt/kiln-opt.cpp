@@ -3,6 +3,7 @@
 #include "codegen/Pipeline.h"
 #include "codegen/common/Passes.h"
 #include "codegen/cpu/Passes.h"
+#include "codegen/gpu/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
 #include "passes/Passes.h"
 
@@ -17,6 +18,7 @@ int main(int argc, char **argv) {
   mlir::kiln::registerKilnCodegenPasses();
   mlir::kiln::registerKilnCommonPasses();
   mlir::kiln::registerKilnCpuPasses();
+  mlir::kiln::registerKilnGpuPasses();
   mlir::kiln::registerKilnPipelines();
   mlir::kiln::registerKilnGraphPasses();
   mlir::DialectRegistry registry;

@@ -1,0 +1,200 @@
+//===- Distribute.cpp - linalg on tensors to workgroups and threads -------===//
+//
+// The first step of the GPU pipeline: every root linalg op becomes an
+// scf.forall over workgroups (#gpu.block) whose body computes one tile of
+// it, with its single-use producers fused in, and that tile an scf.forall
+// over the workgroup's threads (#gpu.thread). Bufferization, the mapping
+// to gpu.launch and the kernels' outlining come after it.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/gpu/GpuTarget.h"
+#include "codegen/gpu/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNGPUDISTRIBUTE
+#include "codegen/gpu/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// Tile sizes per loop of one op (0: not tiled) for the workgroups and, in
+/// a workgroup's tile, for its threads.
+struct Tiles {
+  SmallVector<int64_t> workgroup, thread;
+};
+
+/// Results per thread along each of a contraction's two output dimensions.
+constexpr int64_t kThreadTile = 4;
+/// Threads across a contraction's tile of columns.
+constexpr int64_t kThreadColumns = 8;
+
+Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  Tiles tiles{SmallVector<int64_t>(iterators.size(), 0),
+              SmallVector<int64_t>(iterators.size(), 0)};
+  SmallVector<unsigned> parallel;
+  for (auto [i, iterator] : llvm::enumerate(iterators))
+    if (iterator == utils::IteratorType::parallel)
+      parallel.push_back(i);
+  if (parallel.empty())
+    return tiles; // a reduction to a scalar: one thread (split later)
+  // Outer parallel loops: one iteration per workgroup, not split further.
+  for (unsigned d : parallel)
+    tiles.workgroup[d] = 1;
+  int64_t threads = target.workgroupThreads();
+  if (linalg::isaContractionOpInterface(op) && parallel.size() >= 2) {
+    unsigned rows = parallel[parallel.size() - 2], cols = parallel.back();
+    int64_t threadRows = std::max<int64_t>(1, threads / kThreadColumns);
+    tiles.workgroup[rows] = kThreadTile * threadRows;
+    tiles.workgroup[cols] = kThreadTile * kThreadColumns;
+    tiles.thread[rows] = tiles.thread[cols] = kThreadTile;
+    return tiles;
+  }
+  tiles.workgroup[parallel.back()] = threads;
+  tiles.thread[parallel.back()] = 1;
+  return tiles;
+}
+
+/// One mapping attribute per tiled loop, innermost first: blocks on linear
+/// dimensions (any number of loops), threads on x, y, z.
+SmallVector<Attribute> mappingFor(MLIRContext *ctx, ArrayRef<int64_t> tileSizes, bool threads) {
+  int64_t tiled = llvm::count_if(tileSizes, [](int64_t s) { return s != 0; });
+  SmallVector<Attribute> mapping;
+  for (int64_t i = tiled - 1; i >= 0; --i) {
+    if (threads)
+      mapping.push_back(
+          gpu::GPUThreadMappingAttr::get(ctx, static_cast<gpu::MappingId>(i)));
+    else
+      mapping.push_back(gpu::GPUBlockMappingAttr::get(
+          ctx, static_cast<gpu::MappingId>(static_cast<int64_t>(gpu::MappingId::LinearDim0) + i)));
+  }
+  return mapping;
+}
+
+/// Replaces each tensor.dim of `op`'s results by the size the op reifies
+/// from its operands (a linalg op's init, a tensor.empty's sizes), so that
+/// a fused producer left with only shape queries can go.
+void answerShapeQueries(RewriterBase &rewriter, Operation *op) {
+  SmallVector<tensor::DimOp> dims;
+  for (Operation *user : op->getUsers())
+    if (auto dim = dyn_cast<tensor::DimOp>(user))
+      dims.push_back(dim);
+  if (dims.empty())
+    return;
+  rewriter.setInsertionPoint(op);
+  ReifiedRankedShapedTypeDims shapes;
+  if (failed(reifyResultShapes(rewriter, op, shapes)))
+    return;
+  for (tensor::DimOp dim : dims) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    if (!index)
+      continue;
+    unsigned result = cast<OpResult>(dim.getSource()).getResultNumber();
+    OpFoldResult size = shapes[result][*index];
+    rewriter.setInsertionPoint(dim);
+    rewriter.replaceOp(dim, getValueOrCreateConstantIndexOp(rewriter, dim.getLoc(), size));
+  }
+}
+
+/// Tiles `op` into an scf.forall by `tileSizes`, fusing the producers that
+/// nothing else uses; replaces its results. Returns the tiled op.
+FailureOr<TilingInterface> tileAndFuse(RewriterBase &rewriter, TilingInterface op,
+                                       ArrayRef<int64_t> tileSizes, bool threads) {
+  scf::SCFTilingOptions tiling;
+  tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+  tiling.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), tileSizes));
+  tiling.setMapping(mappingFor(rewriter.getContext(), tileSizes, threads));
+  scf::SCFTileAndFuseOptions options;
+  options.setTilingOptions(tiling);
+  Operation *root = op.getOperation();
+  options.setFusionControlFn([root](tensor::ExtractSliceOp slice, OpResult producer, bool)
+                                 -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+    // A reduction (a matmul) is a root of its own: fused into the tiles of
+    // its consumer it would be scheduled by the consumer's tile sizes.
+    auto linalgProducer = dyn_cast<linalg::LinalgOp>(producer.getOwner());
+    if (linalgProducer && linalgProducer.getNumReductionLoops() > 0)
+      return std::nullopt;
+    // Fused, a producer with users outside the loop (other than `root`,
+    // which the loop replaces) would be computed twice.
+    auto loop = slice->getParentOfType<scf::ForallOp>();
+    // (Shape queries are answered from the producer's operands instead.)
+    for (Operation *user : producer.getUsers())
+      if (user != root && !loop->isAncestor(user) && !isa<tensor::DimOp>(user))
+        return std::nullopt;
+    return scf::SCFTileAndFuseOptions::ControlFnResult{};
+  });
+  FailureOr<scf::SCFTileAndFuseResult> result =
+      scf::tileConsumerAndFuseProducersUsingSCF(rewriter, op, options);
+  if (failed(result))
+    return failure();
+  for (OpResult r : op->getResults())
+    rewriter.replaceAllUsesWith(r, result->replacements.lookup(r));
+  rewriter.eraseOp(op);
+  for (Operation *producer : result->fusedProducers) {
+    answerShapeQueries(rewriter, producer);
+    if (producer->use_empty())
+      rewriter.eraseOp(producer);
+  }
+  return cast<TilingInterface>(result->tiledAndFusedOps.front());
+}
+
+struct KilnGpuDistributePass
+    : mlir::kiln::impl::KilnGpuDistributeBase<KilnGpuDistributePass> {
+  using KilnGpuDistributeBase::KilnGpuDistributeBase;
+
+  void runOnOperation() override {
+    std::optional<GpuTarget> target = lookupGpuTarget(targetName);
+    if (!target) {
+      getOperation().emitError() << "unknown GPU target '" << targetName << "' (expected one of "
+                                 << gpuTargetNames() << ")";
+      return signalPassFailure();
+    }
+    // Roots first, from the end: their producers are fused into them and
+    // erased before the walk reaches them.
+    SmallVector<linalg::LinalgOp> ops;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (!op->getParentOfType<scf::ForallOp>())
+        ops.push_back(op);
+    });
+    DenseSet<Operation *> erased;
+    IRRewriter rewriter(&getContext());
+    struct Listener : RewriterBase::Listener {
+      DenseSet<Operation *> &erased;
+      explicit Listener(DenseSet<Operation *> &erased) : erased(erased) {}
+      void notifyOperationErased(Operation *op) override { erased.insert(op); }
+    } listener(erased);
+    rewriter.setListener(&listener);
+    for (linalg::LinalgOp op : llvm::reverse(ops)) {
+      if (erased.contains(op) || !op.hasPureTensorSemantics())
+        continue;
+      Tiles tiles = chooseTiles(op, *target);
+      rewriter.setInsertionPoint(op);
+      FailureOr<TilingInterface> tile =
+          tileAndFuse(rewriter, cast<TilingInterface>(op.getOperation()), tiles.workgroup,
+                      /*threads=*/false);
+      if (failed(tile)) {
+        op.emitError("kiln-gpu-distribute: cannot tile this op to workgroups");
+        return signalPassFailure();
+      }
+      if (llvm::all_of(tiles.thread, [](int64_t s) { return s == 0; }))
+        continue;
+      rewriter.setInsertionPoint(*tile);
+      if (failed(tileAndFuse(rewriter, *tile, tiles.thread, /*threads=*/true))) {
+        tile->emitError("kiln-gpu-distribute: cannot tile this op to threads");
+        return signalPassFailure();
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,34 @@
+//===- GpuTarget.cpp - the GPU targets kiln knows -------------------------===//
+#include "codegen/gpu/GpuTarget.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir::kiln;
+
+static constexpr MmaKind kNvidiaVulkan[] = {MmaKind::CooperativeMatrix};
+static constexpr MmaKind kSm80[] = {MmaKind::MmaSync};
+static constexpr MmaKind kSm90a[] = {MmaKind::MmaSync, MmaKind::Wgmma};
+static constexpr MmaKind kApple[] = {MmaKind::SimdgroupMatrix};
+
+/// Limits as the devices report them (vulkaninfo, CUDA's and Metal's
+/// feature tables). `vulkan` is what every Vulkan 1.1 device guarantees.
+static const GpuTarget kTargets[] = {
+    {"vulkan", GpuApi::Vulkan, 32, 16 * 1024, 128, {128, 128, 64}, 16, {}},
+    {"vulkan-lavapipe", GpuApi::Vulkan, 8, 32 * 1024, 1024, {1024, 1024, 1024}, 16, {}},
+    {"vulkan-nvidia", GpuApi::Vulkan, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kNvidiaVulkan},
+    {"cuda-sm80", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm80},
+    {"cuda-sm90a", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm90a},
+    {"metal-apple", GpuApi::Metal, 32, 32 * 1024, 1024, {1024, 1024, 1024}, 16, kApple},
+};
+
+std::optional<GpuTarget> mlir::kiln::lookupGpuTarget(llvm::StringRef name) {
+  for (const GpuTarget &target : kTargets)
+    if (target.name == name)
+      return target;
+  return std::nullopt;
+}
+
+std::string mlir::kiln::gpuTargetNames() {
+  return llvm::join(llvm::map_range(kTargets, [](const GpuTarget &t) { return t.name; }), ", ");
+}

@@ -1,0 +1,20 @@
+//===- Passes.h - the GPU pipeline's passes (kiln-gpu-*) --------*- C++ -*-===//
+#ifndef KILN_CODEGEN_GPU_PASSES_H
+#define KILN_CODEGEN_GPU_PASSES_H
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DECL
+#include "codegen/gpu/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "codegen/gpu/Passes.h.inc"
+} // namespace mlir::kiln
+
+#endif

@@ -1,0 +1,37 @@
+// The GPU pipeline shared by Vulkan, Metal and CUDA: linalg on tensors
+// tiled to workgroups and threads, then kernels. Flags are kiln-gpu-*.
+#ifndef KILN_CODEGEN_GPU_PASSES_TD
+#define KILN_CODEGEN_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
+  let summary = "Tile linalg ops on tensors to workgroups and threads (scf.forall), fusing producers";
+  let description = [{
+    Each linalg op that no other linalg op consumes whole (a root, walked
+    from the end of the function) is tiled to workgroups: an scf.forall
+    mapped to `#gpu.block<linear_dim_*>`, whose tile of the root computes
+    the slices of its single-use producers in place (their tiles fused into
+    the loop). The root's tile is then tiled again to threads, an scf.forall
+    mapped to `#gpu.thread<x/y/z>`, fusing the producers again.
+
+    Tiles, for the target's `workgroupThreads` T (four subgroups):
+    - a contraction (matmul, batch matmul): 4x4 results per thread, the
+      threads as 8 columns by T/8 rows of them; the reduction stays whole in
+      each thread (k is tiled later, with shared memory);
+    - any other op: one result per thread along its innermost parallel
+      loop, T of them per workgroup, every other parallel loop one per
+      workgroup; reductions stay whole in a thread.
+    Ops that are already inside a forall, and ops that are not linalg
+    (tensor.pad, scf loops from data-dependent ops), are left alone.
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"vulkan\"",
+           "GPU target whose limits apply (vulkan, vulkan-lavapipe, vulkan-nvidia, "
+           "cuda-sm80, cuda-sm90a, metal-apple)">,
+  ];
+  let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "affine::AffineDialect",
+                           "gpu::GPUDialect"];
+}
+
+#endif // KILN_CODEGEN_GPU_PASSES_TD

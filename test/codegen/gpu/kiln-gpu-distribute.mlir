@@ -1,0 +1,87 @@
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan --canonicalize --cse | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan-lavapipe --canonicalize --cse | FileCheck %s --check-prefix=LAVAPIPE
+// RUN: not kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan-mystery 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: error: unknown GPU target 'vulkan-mystery' (expected one of vulkan, vulkan-lavapipe, vulkan-nvidia, cuda-sm80, cuda-sm90a, metal-apple)
+
+// A matmul is a root: workgroups of 64x32 results (vulkan: 128 threads as
+// 16 rows by 8 columns of 4x4 results) over the whole K, its zero fill fused
+// into each thread's tile. The elementwise consumer is a root of its own (a
+// reduction is never fused into a consumer's tiles): one row per workgroup,
+// one result per thread.
+// CHECK-LABEL: func.func @matmul_bias_relu
+// CHECK: %[[MM:.*]] = scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (64, 32)
+// CHECK:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 32) step (4, 4)
+// CHECK:     linalg.fill {{.*}} -> tensor<4x4xf32>
+// CHECK:     linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x128xf32>, tensor<128x4xf32>) outs(%{{.*}} : tensor<4x4xf32>)
+// CHECK:   } {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
+// CHECK: } {mapping = [#gpu.block<linear_dim_1>, #gpu.block<linear_dim_0>]}
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (1, 128)
+// CHECK:   tensor.extract_slice %[[MM]]
+// CHECK:   scf.forall (%{{.*}}) in (96)
+// CHECK:     linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1xf32>)
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+// LAVAPIPE-LABEL: func.func @matmul_bias_relu
+// LAVAPIPE: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (16, 32)
+// LAVAPIPE:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (16, 32) step (4, 4)
+func.func @matmul_bias_relu(%a: tensor<64x128xf32>, %b: tensor<128x96xf32>, %bias: tensor<96xf32>) -> tensor<64x96xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x128xf32>, tensor<128x96xf32>) outs(%f : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%mm, %bias : tensor<64x96xf32>, tensor<96xf32>) outs(%e : tensor<64x96xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    %m = arith.maximumf %s, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<64x96xf32>
+  return %r : tensor<64x96xf32>
+}
+
+// -----
+
+// Dynamic rows. exp then square: the exp (used once) is fused into the
+// square's tiles; the square, used by the sum and returned, is computed
+// once, as a root. The row sums: one row per thread, 128 rows per
+// workgroup (the last one partial), the zero fill fused.
+// CHECK-LABEL: func.func @chain
+// CHECK: %[[SQUARES:.*]] = scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (%{{.*}}, 256) step (1, 128)
+// CHECK:   scf.forall (%{{.*}}) in (128)
+// CHECK:     math.exp
+// CHECK:     arith.mulf
+// CHECK:   } {mapping = [#gpu.thread<x>]}
+// CHECK: } {mapping = [#gpu.block<linear_dim_1>, #gpu.block<linear_dim_0>]}
+// CHECK-NOT: math.exp
+// CHECK: scf.forall (%[[R:.*]]) = (0) to (%{{.*}}) step (128)
+// CHECK:   %[[ROWS:.*]] = affine.min #{{.*}}(%[[R]])
+// CHECK:   tensor.extract_slice %[[SQUARES]][%[[R]], 0] [%[[ROWS]], 256]
+// CHECK:   scf.forall (%{{.*}}) in (%[[ROWS]])
+// CHECK:     linalg.fill {{.*}} -> tensor<1xf32>
+// CHECK:     linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<1x256xf32>) outs(%{{.*}} : tensor<1xf32>)
+// CHECK: } {mapping = [#gpu.block<linear_dim_0>]}
+// CHECK: return %[[SQUARES]]
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @chain(%x: tensor<?x256xf32>) -> (tensor<?x256xf32>, tensor<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x256xf32>
+  %e = tensor.empty(%n) : tensor<?x256xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x256xf32>) outs(%e : tensor<?x256xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = math.exp %v : f32
+    linalg.yield %s : f32
+  } -> tensor<?x256xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<?x256xf32>) outs(%e : tensor<?x256xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = arith.mulf %v, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<?x256xf32>
+  %zero = arith.constant 0.0 : f32
+  %er = tensor.empty(%n) : tensor<?xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%er : tensor<?xf32>) -> tensor<?xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%b : tensor<?x256xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %v, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %b, %sum : tensor<?x256xf32>, tensor<?xf32>
+}
