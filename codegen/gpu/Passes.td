@@ -34,4 +34,22 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
                            "gpu::GPUDialect"];
 }
 
+def KilnGpuMapForall : Pass<"kiln-gpu-map-forall", "func::FuncOp"> {
+  let summary = "Map bufferized workgroup and thread scf.forall loops onto gpu.launch";
+  let description = [{
+    Each scf.forall mapped to `#gpu.block<linear_dim_*>` (from
+    kiln-gpu-distribute, after bufferization) becomes one gpu.launch:
+    linear dimension 0 is the grid's x, 1 its y, the others share z
+    (delinearized); trip counts may be dynamic. The scf.forall loops mapped
+    to `#gpu.thread<x/y/z>` inside it use the thread ids; the block's size
+    per dimension is the largest static bound of their trip counts (the last
+    tile of a dynamic size is partial), and each such loop's body is guarded
+    by `thread id < trip count`. Loop steps must be static. The copies
+    that bufferized parallel_insert_slice ops leave (a view copied onto
+    itself) are erased.
+  }];
+  let dependentDialects = ["gpu::GPUDialect", "scf::SCFDialect", "affine::AffineDialect",
+                           "arith::ArithDialect", "memref::MemRefDialect"];
+}
+
 #endif // KILN_CODEGEN_GPU_PASSES_TD

@@ -1,0 +1,254 @@
+//===- MapForall.cpp - workgroup and thread foralls onto gpu.launch -------===//
+//
+// After bufferization, a workgroup scf.forall (#gpu.block) and the thread
+// scf.forall loops in it (#gpu.thread) become one gpu.launch. Unlike the
+// transform dialect's map_forall_to_blocks, grid sizes may be dynamic (a
+// model's run-time batch), and a thread loop whose trip count is only
+// bounded (the last, partial tile) runs on a block of its bound with the
+// threads past the trip count idle.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/gpu/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+#include "mlir/IR/PatternMatch.h"
+#include <numeric>
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNGPUMAPFORALL
+#include "codegen/gpu/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// The forall's mapping ids, one per loop; none if it has no GPU mapping
+/// of the kind asked for.
+std::optional<SmallVector<int64_t>> mappingIds(scf::ForallOp forall, bool threads) {
+  std::optional<ArrayAttr> mapping = forall.getMapping();
+  if (!mapping || mapping->empty())
+    return std::nullopt;
+  SmallVector<int64_t> ids;
+  for (Attribute a : *mapping) {
+    if (threads && isa<gpu::GPUThreadMappingAttr>(a))
+      ids.push_back(cast<gpu::GPUThreadMappingAttr>(a).getMappingId());
+    else if (!threads && isa<gpu::GPUBlockMappingAttr>(a))
+      ids.push_back(cast<gpu::GPUBlockMappingAttr>(a).getMappingId() -
+                    static_cast<int64_t>(gpu::MappingId::LinearDim0));
+    else
+      return std::nullopt;
+  }
+  return ids;
+}
+
+/// (ub - lb) ceildiv step of each loop; steps are static.
+FailureOr<SmallVector<OpFoldResult>> tripCounts(OpBuilder &b, scf::ForallOp forall) {
+  SmallVector<OpFoldResult> trips;
+  for (auto [lb, ub, step] :
+       llvm::zip(forall.getMixedLowerBound(), forall.getMixedUpperBound(), forall.getMixedStep())) {
+    std::optional<int64_t> s = getConstantIntValue(step);
+    if (!s)
+      return failure();
+    AffineExpr l, u;
+    bindSymbols(b.getContext(), l, u);
+    trips.push_back(affine::makeComposedFoldedAffineApply(
+        b, forall.getLoc(), AffineMap::get(0, 2, (u - l).ceilDiv(*s)), {lb, ub}));
+  }
+  return trips;
+}
+
+/// lb + id * step for each loop, the ids given per loop.
+SmallVector<Value> inductionValues(OpBuilder &b, scf::ForallOp forall, ArrayRef<Value> ids) {
+  SmallVector<Value> ivs;
+  for (auto [lb, step, id] : llvm::zip(forall.getMixedLowerBound(), forall.getMixedStep(), ids)) {
+    AffineExpr l, i;
+    bindSymbols(b.getContext(), l, i);
+    int64_t s = *getConstantIntValue(step);
+    ivs.push_back(getValueOrCreateConstantIndexOp(
+        b, forall.getLoc(),
+        affine::makeComposedFoldedAffineApply(b, forall.getLoc(),
+                                              AffineMap::get(0, 2, l + i * s), {lb, id})));
+  }
+  return ivs;
+}
+
+/// Moves the forall's body (without its terminator) to the builder's
+/// insertion point, its induction variables replaced by `ivs`.
+void inlineBody(RewriterBase &rewriter, scf::ForallOp forall, ArrayRef<Value> ivs) {
+  Block *body = forall.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  Block *into = rewriter.getInsertionBlock();
+  rewriter.inlineBlockBefore(body, into, rewriter.getInsertionPoint(), ivs);
+}
+
+/// The static number of threads a thread loop of trip count `trip` needs.
+FailureOr<int64_t> threadBound(OpFoldResult trip) {
+  if (std::optional<int64_t> c = getConstantIntValue(trip))
+    return *c;
+  return ValueBoundsConstraintSet::computeConstantBound(
+      presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(cast<Value>(trip)),
+      /*stopCondition=*/nullptr, /*closedUB=*/true);
+}
+
+/// The launch's static block size along dimension `d`.
+int64_t launchBlockSize(gpu::LaunchOp launch, int64_t d) {
+  gpu::KernelDim3 sizes = launch.getBlockSizeOperandValues();
+  Value v = d == 0 ? sizes.x : d == 1 ? sizes.y : sizes.z;
+  return *getConstantIntValue(v);
+}
+
+/// One thread loop inside a launch: each thread runs the body for its ids
+/// when they are within the trip counts.
+LogicalResult mapThreads(RewriterBase &rewriter, scf::ForallOp forall, gpu::LaunchOp launch,
+                         ArrayRef<int64_t> ids, ArrayRef<OpFoldResult> trips) {
+  Location loc = forall.getLoc();
+  rewriter.setInsertionPoint(forall);
+  gpu::KernelDim3 tid = launch.getThreadIds();
+  Value threadIds[3] = {tid.x, tid.y, tid.z};
+  SmallVector<Value> perLoop;
+  Value inRange;
+  for (auto [id, trip] : llvm::zip(ids, trips)) {
+    Value t = threadIds[id];
+    perLoop.push_back(t);
+    std::optional<int64_t> staticTrip = getConstantIntValue(trip);
+    if (staticTrip && *staticTrip == launchBlockSize(launch, id))
+      continue; // every thread of this dimension has an iteration
+    Value within = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, t,
+                                         getValueOrCreateConstantIndexOp(rewriter, loc, trip));
+    inRange = inRange ? arith::AndIOp::create(rewriter, loc, inRange, within) : within;
+  }
+  if (inRange) {
+    auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElseRegion=*/false);
+    rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+  }
+  inlineBody(rewriter, forall, inductionValues(rewriter, forall, perLoop));
+  rewriter.eraseOp(forall);
+  return success();
+}
+
+/// Maps a workgroup loop and the thread loops in it onto one gpu.launch.
+LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
+                        ArrayRef<int64_t> linearDims) {
+  Location loc = blocks.getLoc();
+  rewriter.setInsertionPoint(blocks);
+  FailureOr<SmallVector<OpFoldResult>> trips = tripCounts(rewriter, blocks);
+  if (failed(trips))
+    return blocks.emitError("kiln-gpu-map-forall: workgroup loops need static steps");
+
+  // The block: per thread dimension, the most iterations any thread loop
+  // in this workgroup has.
+  struct ThreadLoop {
+    scf::ForallOp forall;
+    SmallVector<int64_t> ids;
+    SmallVector<OpFoldResult> trips;
+  };
+  SmallVector<ThreadLoop> threadLoops;
+  int64_t blockSize[3] = {1, 1, 1};
+  WalkResult walk = blocks.getBody()->walk([&](scf::ForallOp forall) {
+    std::optional<SmallVector<int64_t>> ids = mappingIds(forall, /*threads=*/true);
+    if (!ids) {
+      forall.emitError("kiln-gpu-map-forall: a loop in a workgroup loop must map to threads");
+      return WalkResult::interrupt();
+    }
+    // (Its bounds may be defined in the workgroup's body.)
+    rewriter.setInsertionPoint(forall);
+    FailureOr<SmallVector<OpFoldResult>> t = tripCounts(rewriter, forall);
+    if (failed(t)) {
+      forall.emitError("kiln-gpu-map-forall: thread loops need static steps");
+      return WalkResult::interrupt();
+    }
+    for (auto [id, trip] : llvm::zip(*ids, *t)) {
+      FailureOr<int64_t> bound = threadBound(trip);
+      if (failed(bound)) {
+        forall.emitError("kiln-gpu-map-forall: a thread loop's trip count has no static bound");
+        return WalkResult::interrupt();
+      }
+      blockSize[id] = std::max(blockSize[id], *bound);
+    }
+    threadLoops.push_back({forall, *ids, *t});
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  rewriter.setInsertionPoint(blocks);
+
+  // The grid: linear dimension 0 on x, 1 on y, the rest on z.
+  SmallVector<OpFoldResult> grid(3, rewriter.getIndexAttr(1));
+  AffineExpr a, b;
+  bindSymbols(rewriter.getContext(), a, b);
+  AffineMap product = AffineMap::get(0, 2, a * b);
+  for (auto [dim, trip] : llvm::zip(linearDims, *trips)) {
+    int64_t g = std::min<int64_t>(dim, 2);
+    grid[g] = affine::makeComposedFoldedAffineApply(rewriter, loc, product, {grid[g], trip});
+  }
+  auto index = [&](OpFoldResult v) { return getValueOrCreateConstantIndexOp(rewriter, loc, v); };
+  auto launch = gpu::LaunchOp::create(
+      rewriter, loc, index(grid[0]), index(grid[1]), index(grid[2]),
+      index(rewriter.getIndexAttr(blockSize[0])), index(rewriter.getIndexAttr(blockSize[1])),
+      index(rewriter.getIndexAttr(blockSize[2])));
+  rewriter.setInsertionPointToEnd(&launch.getBody().front());
+  gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPointToStart(&launch.getBody().front());
+
+  // Block ids per loop; z is delinearized over linear dimensions 2 and up
+  // (the highest one varies slowest).
+  gpu::KernelDim3 bid = launch.getBlockIds();
+  SmallVector<Value> ids(linearDims.size());
+  Value rest = bid.z;
+  SmallVector<unsigned> byDim(linearDims.size());
+  std::iota(byDim.begin(), byDim.end(), 0);
+  llvm::sort(byDim, [&](unsigned x, unsigned y) { return linearDims[x] < linearDims[y]; });
+  for (unsigned i : byDim) {
+    if (linearDims[i] < 2) {
+      ids[i] = linearDims[i] == 0 ? bid.x : bid.y;
+      continue;
+    }
+    if (i == byDim.back()) {
+      ids[i] = rest; // the slowest: what the others leave
+      break;
+    }
+    Value trip = index((*trips)[i]);
+    ids[i] = arith::RemUIOp::create(rewriter, loc, rest, trip);
+    rest = arith::DivUIOp::create(rewriter, loc, rest, trip);
+  }
+  inlineBody(rewriter, blocks, inductionValues(rewriter, blocks, ids));
+  rewriter.eraseOp(blocks);
+  for (ThreadLoop &loop : threadLoops)
+    if (failed(mapThreads(rewriter, loop.forall, launch, loop.ids, loop.trips)))
+      return failure();
+  return success();
+}
+
+struct KilnGpuMapForallPass : mlir::kiln::impl::KilnGpuMapForallBase<KilnGpuMapForallPass> {
+  void runOnOperation() override {
+    SmallVector<std::pair<scf::ForallOp, SmallVector<int64_t>>> workgroups;
+    getOperation().walk([&](scf::ForallOp forall) {
+      if (auto ids = mappingIds(forall, /*threads=*/false))
+        workgroups.push_back({forall, *ids});
+    });
+    IRRewriter rewriter(&getContext());
+    for (auto &[forall, ids] : workgroups) {
+      if (forall.getNumResults() != 0) {
+        forall.emitError("kiln-gpu-map-forall: a workgroup loop must be bufferized first");
+        return signalPassFailure();
+      }
+      if (failed(mapBlocks(rewriter, forall, ids)))
+        return signalPassFailure();
+    }
+    // Bufferized tensor.parallel_insert_slice ops into the slice they were
+    // computed in are copies of a view onto itself.
+    getOperation().walk([](memref::CopyOp copy) {
+      if (copy.getSource() == copy.getTarget())
+        copy.erase();
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,88 @@
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-map-forall --canonicalize --cse | FileCheck %s
+
+// A static grid: linear dimension 0 on x, 1 on y; 8x4 threads, every one
+// with an iteration (no guard); the self-copy of the tile is erased.
+// CHECK-LABEL: func.func @matmul_tiles
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK: gpu.launch blocks(%[[BX:.*]], %[[BY:.*]], %{{.*}}) in (%{{.*}} = %[[C3]], %{{.*}} = %[[C4]], %{{.*}} = %[[C1]]) threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in (%{{.*}} = %[[C8]], %{{.*}} = %[[C4]], %{{.*}} = %[[C1]])
+// CHECK:   %[[ROW:.*]] = affine.apply #{{.*}}()[%[[BY]]]
+// CHECK:   %[[COL:.*]] = affine.apply #{{.*}}()[%[[BX]]]
+// CHECK:   affine.apply #{{.*}}()[%[[TY]]]
+// CHECK:   affine.apply #{{.*}}()[%[[TX]]]
+// CHECK-NOT: scf.if
+// CHECK:   linalg.matmul
+// CHECK-NOT: memref.copy
+// CHECK:   gpu.terminator
+func.func @matmul_tiles(%a: memref<64x128xf32>, %b: memref<128x96xf32>, %c: memref<64x96xf32>) {
+  scf.forall (%i, %j) = (0, 0) to (64, 96) step (16, 32) {
+    %sa = memref.subview %a[%i, 0] [16, 128] [1, 1] : memref<64x128xf32> to memref<16x128xf32, strided<[128, 1], offset: ?>>
+    %sb = memref.subview %b[0, %j] [128, 32] [1, 1] : memref<128x96xf32> to memref<128x32xf32, strided<[96, 1], offset: ?>>
+    %sc = memref.subview %c[%i, %j] [16, 32] [1, 1] : memref<64x96xf32> to memref<16x32xf32, strided<[96, 1], offset: ?>>
+    scf.forall (%ti, %tj) = (0, 0) to (16, 32) step (4, 4) {
+      %ta = memref.subview %sa[%ti, 0] [4, 128] [1, 1] : memref<16x128xf32, strided<[128, 1], offset: ?>> to memref<4x128xf32, strided<[128, 1], offset: ?>>
+      %tb = memref.subview %sb[0, %tj] [128, 4] [1, 1] : memref<128x32xf32, strided<[96, 1], offset: ?>> to memref<128x4xf32, strided<[96, 1], offset: ?>>
+      %tc = memref.subview %sc[%ti, %tj] [4, 4] [1, 1] : memref<16x32xf32, strided<[96, 1], offset: ?>> to memref<4x4xf32, strided<[96, 1], offset: ?>>
+      linalg.matmul ins(%ta, %tb : memref<4x128xf32, strided<[128, 1], offset: ?>>, memref<128x4xf32, strided<[96, 1], offset: ?>>) outs(%tc : memref<4x4xf32, strided<[96, 1], offset: ?>>)
+      memref.copy %tc, %tc : memref<4x4xf32, strided<[96, 1], offset: ?>> to memref<4x4xf32, strided<[96, 1], offset: ?>>
+    } {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
+  } {mapping = [#gpu.block<linear_dim_1>, #gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+// A dynamic grid (ceil(n / 32) workgroups) whose last tile is partial: 32
+// threads (the bound of the affine.min), those past the tile idle.
+// CHECK-LABEL: func.func @partial_tiles
+// CHECK: %[[N:.*]] = memref.dim
+// CHECK: %[[GRID:.*]] = affine.apply #{{.*}}()[%[[N]]]
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32,
+// CHECK:   %[[ROWS:.*]] = affine.min #{{.*}}()[%[[N]], %[[BX]]]
+// CHECK:   %[[IN:.*]] = arith.cmpi ult, %[[TX]], %[[ROWS]] : index
+// CHECK:   scf.if %[[IN]] {
+// CHECK:     memref.store
+func.func @partial_tiles(%x: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  scf.forall (%i) = (0) to (%n) step (32) {
+    %rows = affine.min affine_map<(d0)[s0] -> (-d0 + s0, 32)>(%i)[%n]
+    %s = memref.subview %x[%i] [%rows] [1] : memref<?xf32> to memref<?xf32, strided<[1], offset: ?>>
+    scf.forall (%t) in (%rows) {
+      memref.store %one, %s[%t] : memref<?xf32, strided<[1], offset: ?>>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+// Four workgroup dimensions: 0 on x, 1 on y, 2 and 3 share z (3 slowest).
+// CHECK-LABEL: func.func @four_dims
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %[[BZ:.*]]) in (%{{.*}} = %c5, %{{.*}} = %c4, %{{.*}} = %c6)
+// CHECK:   %[[D2:.*]] = arith.remui %[[BZ]], %c3 : index
+// CHECK:   %[[D3:.*]] = arith.divui %[[BZ]], %c3 : index
+// CHECK:   memref.store %{{.*}}, %{{.*}}[%[[D3]], %[[D2]], %{{.*}}, %{{.*}}]
+func.func @four_dims(%x: memref<2x3x4x5xf32>) {
+  %one = arith.constant 1.0 : f32
+  scf.forall (%a, %b, %c, %d) in (2, 3, 4, 5) {
+    memref.store %one, %x[%a, %b, %c, %d] : memref<2x3x4x5xf32>
+  } {mapping = [#gpu.block<linear_dim_3>, #gpu.block<linear_dim_2>, #gpu.block<linear_dim_1>, #gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+func.func @unmapped_inner_loop(%x: memref<4x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  scf.forall (%i) in (4) {
+    // expected-error @+1 {{kiln-gpu-map-forall: a loop in a workgroup loop must map to threads}}
+    scf.forall (%j) in (4) {
+      memref.store %one, %x[%i, %j] : memref<4x4xf32>
+    }
+  } {mapping = [#gpu.block<linear_dim_0>]}
+  return
+}
