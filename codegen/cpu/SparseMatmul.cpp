@@ -65,9 +65,19 @@ Value dotInt8(OpBuilder &b, Location loc, Value acc, Value x, Value row, Value k
       .getResult(0);
 }
 
-struct SparseKernel {
+/// What both kernels build their index arithmetic and constants with.
+struct KernelBuilder {
   OpBuilder &b;
   Location loc;
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
+  Value zeros(VectorType type) {
+    return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+  }
+};
+
+struct SparseKernel : KernelBuilder {
   Value x;       // [M, K] f32, or i8 holding uint8 activations
   Value offsets; // [N/B + 1] i32
   Value indices; // [E] i16 or i32
@@ -78,13 +88,8 @@ struct SparseKernel {
   /// The element type of the product: f32, or i32 for int8.
   Type sumType() { return int8() ? Type(b.getI32Type()) : b.getF32Type(); }
 
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
   Value sub(Value l, Value r) { return arith::SubIOp::create(b, loc, l, r); }
   Value mul(Value l, int64_t r) { return arith::MulIOp::create(b, loc, l, index(r)); }
-  Value zeros(VectorType type) {
-    return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
-  }
 
   /// Element `i` of `offsets` as an index.
   Value offsetAt(Value i) {
@@ -354,25 +359,17 @@ struct SparseKernel {
 /// groups are one row: 16 lanes (vexpandps), times x[m, k] broadcast. int8
 /// groups are 4 rows: 64 bytes (vpexpandb), and vpdpbusd sums their
 /// products with x[m, 4g .. 4g+4) into 16 i32 lanes.
-struct BitmapKernel {
-  OpBuilder &b;
-  Location loc;
+struct BitmapKernel : KernelBuilder {
   Value x;      // [M, K] f32, or i8 holding uint8 activations
   Value starts; // [N/16 * S + 1] i32: S segments of groups per column block
   Value masks;  // [N/16, K/g] i16 (f32) or i64 (int8, g = 4)
   Value values; // memref [nonzeros] f32 or i8
 
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
   bool int8() { return cast<RankedTensorType>(masks.getType()).getElementType().isInteger(64); }
   /// The 16 sums of a column block: f32, or i32 for int8.
   VectorType lanes() {
     return VectorType::get({16}, int8() ? Type(b.getI32Type()) : b.getF32Type());
   }
-  Value zero(VectorType type) {
-    return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
-  }
-
   int64_t groups() { return cast<RankedTensorType>(masks.getType()).getDimSize(1); }
   int64_t segments() {
     int64_t blocks = cast<RankedTensorType>(masks.getType()).getDimSize(0);
@@ -390,7 +387,7 @@ struct BitmapKernel {
     Value word = vector::BroadcastOp::create(b, loc, VectorType::get({1}, bits.getType()), bits);
     Value mask = vector::BitCastOp::create(b, loc, VectorType::get({width}, b.getI1Type()), word);
     Value w = vector::ExpandLoadOp::create(b, loc, weights, values, ValueRange{at}, mask,
-                                           zero(weights));
+                                           zeros(weights));
     Value count = math::CtPopOp::create(b, loc, bits);
     Value next = add(at, arith::IndexCastUIOp::create(b, loc, b.getIndexType(), count));
     if (!int8()) {
@@ -414,7 +411,7 @@ struct BitmapKernel {
     for (int64_t s = 0; s < parts; ++s) {
       Value at = tensor::ExtractOp::create(
           b, loc, starts, add(arith::MulIOp::create(b, loc, j, index(parts)), index(s)));
-      init.push_back(zero(lanes()));
+      init.push_back(zeros(lanes()));
       init.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), at));
     }
     auto forRows = [&](Value lo, Value hi, ValueRange carried,
@@ -504,7 +501,7 @@ void lowerBitmap(BitmapMatMulOp op) {
   auto buffer = MemRefType::get(valuesType.getShape(), valuesType.getElementType());
   Value values = bufferization::ToBufferOp::create(b, loc, buffer, op.getValues(),
                                                    /*read_only=*/true);
-  BitmapKernel kernel{b, loc, x, op.getStarts(), op.getMasks(), values};
+  BitmapKernel kernel{{b, loc}, x, op.getStarts(), op.getMasks(), values};
   Value product = kernel.build(m, type.getShape().back());
   leading.push_back(b.getIndexAttr(type.getShape().back()));
   op.getResult().replaceAllUsesWith(reshapeTo(b, loc, product, type, leading));
@@ -521,8 +518,8 @@ void lower(SparseMatMulOp op, int64_t vectorWidth) {
   int64_t block = valuesType.getDimSize(1);
   if (valuesType.getElementType().isInteger(8))
     block /= 4; // int8 entries are B outputs by 4 rows
-  SparseKernel kernel{b,     loc, x, op.getOffsets(), op.getIndices(), op.getValues(),
-                      block, vectorWidth};
+  SparseKernel kernel{{b, loc}, x, op.getOffsets(), op.getIndices(), op.getValues(), block,
+                      vectorWidth};
   Value product = kernel.build(m, type.getShape().back());
   leading.push_back(b.getIndexAttr(type.getShape().back()));
   op.getResult().replaceAllUsesWith(reshapeTo(b, loc, product, type, leading));
