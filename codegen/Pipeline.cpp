@@ -5,7 +5,7 @@
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -36,7 +36,9 @@ std::optional<Stage> mlir::kiln::parseStage(llvm::StringRef name) {
   return std::nullopt;
 }
 
-llvm::StringRef mlir::kiln::stageNames() { return "kiln, kiln-opt, linalg, bufferized, llvm"; }
+std::string mlir::kiln::stageNames() {
+  return llvm::join(llvm::map_range(kStages, stageName), ", ");
+}
 
 //===----------------------------------------------------------------------===//
 // Target backends

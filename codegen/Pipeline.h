@@ -25,7 +25,7 @@ namespace mlir::kiln {
 enum class Stage { Kiln, KilnOpt, Linalg, Bufferized, LLVM };
 std::optional<Stage> parseStage(llvm::StringRef name);
 llvm::StringRef stageName(Stage stage);
-llvm::StringRef stageNames(); // "kiln, kiln-opt, linalg, bufferized, llvm"
+std::string stageNames(); // "kiln, kiln-opt, linalg, bufferized, llvm"
 
 /// Name, element type code (ONNX TensorProto.DataType) and shape of one
 /// model input or output, as the runtime sees it.

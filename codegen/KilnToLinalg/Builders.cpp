@@ -442,6 +442,11 @@ Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
 /// operand is extended (integers by their own signedness, which
 /// linalg.matmul's single `cast` cannot express for mixed u8 x s8 operands;
 /// bf16 to f32) and the products summed in the result's type.
+ElementsAttr constantValue(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  return constant ? constant.getValue() : ElementsAttr();
+}
+
 Value wideningMultiplyAdd(OpBuilder &b, Location loc, Value acc, Value x, Value y,
                           Extension ext) {
   Type sumType = acc.getType();

@@ -129,7 +129,9 @@ Value buildTileLoop(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> lbs,
                     ArrayRef<OpFoldResult> ubs, ArrayRef<OpFoldResult> steps, Value init,
                     function_ref<TileResult(OpBuilder &, Location, ValueRange, Value)> tile);
 
-/// Patterns for elementwise kiln ops (Elementwise.cpp).
+/// The value of the kiln.constant that defines `v`, or null.
+ElementsAttr constantValue(Value v);
+
 /// How the operands of a widening integer matmul (8-bit operands, i32
 /// result) extend; both false otherwise.
 struct Extension {
@@ -167,6 +169,7 @@ SmallVector<OpFoldResult> windowOutputSizes(OpBuilder &b, Location loc, Value in
 Value convolutionInit(OpBuilder &b, Location loc, Value bias, RankedTensorType type,
                       ArrayRef<OpFoldResult> sizes);
 
+/// Patterns for elementwise kiln ops (Elementwise.cpp).
 void populateElementwiseLowerings(RewritePatternSet &patterns);
 /// Patterns for slice, gather, pad, expand and tile (DataMovement.cpp).
 void populateDataMovementLowerings(RewritePatternSet &patterns);

@@ -131,9 +131,7 @@ Value convolveChannelsLast(OpBuilder &b, Location loc, ConvOp op, Value input, V
                     : zeroFilled(b, loc, type.getShape(), et);
   auto strides = b.getI64TensorAttr(op.getStrides());
   auto dilations = b.getI64TensorAttr(op.getDilations());
-  ElementsAttr constant;
-  if (auto c = op.getFilter().getDefiningOp<ConstantOp>())
-    constant = c.getValue();
+  ElementsAttr constant = constantValue(op.getFilter());
   if (op.getGroup() == 1)
     return linalg::Conv2DNhwcHwcfOp::create(b, loc, TypeRange{type},
                                             ValueRange{input, filterHwcf(b, loc, filter, constant)},

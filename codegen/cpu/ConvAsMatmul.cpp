@@ -81,7 +81,7 @@ Value buildIm2Col(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> ker
 /// im2col [C*KH*KW, OH*OW], accumulating into `init` [1, F, OH, OW] of
 /// `sizes`.
 Value convolveAsMatmul(OpBuilder &b, Location loc, ConvOp op, Value image, Value filter,
-                              Value init, ArrayRef<OpFoldResult> sizes) {
+                       Value init, ArrayRef<OpFoldResult> sizes) {
   auto type = tensorType(init);
   Type et = type.getElementType();
   ArrayRef<int64_t> fs = tensorType(filter).getShape(), out = type.getShape();
@@ -102,7 +102,7 @@ Value convolveAsMatmul(OpBuilder &b, Location loc, ConvOp op, Value image, Value
 
 /// convolveAsMatmul over each image of a batch of any size.
 Value convolveImages(OpBuilder &b, Location loc, ConvOp op, Value input, Value filter,
-                            Value init, ArrayRef<OpFoldResult> sizes) {
+                     Value init, ArrayRef<OpFoldResult> sizes) {
   auto inType = tensorType(input), outType = tensorType(init);
   auto imageType = RankedTensorType::get(
       {1, inType.getDimSize(1), inType.getDimSize(2), inType.getDimSize(3)},
@@ -148,9 +148,9 @@ struct PixelWindow {
 /// scf.forall: `fillRow(row, window)` returns the pixel's row ([1, cols])
 /// written.
 Value buildPixelRows(OpBuilder &b, Location loc, int64_t n, int64_t oh, int64_t ow,
-                            int64_t cols, Type et, ArrayRef<int64_t> strides,
-                            ArrayRef<int64_t> dilations,
-                            function_ref<Value(Value, const PixelWindow &)> fillRow) {
+                     int64_t cols, Type et, ArrayRef<int64_t> strides,
+                     ArrayRef<int64_t> dilations,
+                     function_ref<Value(Value, const PixelWindow &)> fillRow) {
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Value rows = emptyTensor(b, loc, ArrayRef<int64_t>{n * oh * ow, cols}, et);
   auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(n * oh * ow)},
@@ -179,7 +179,7 @@ Value buildPixelRows(OpBuilder &b, Location loc, int64_t n, int64_t oh, int64_t 
 /// chunks are an scf.for: unrolled, bufferization's analysis grows
 /// quadratically with the chain of writes.
 Value forEachChannelChunk(OpBuilder &b, Location loc, int64_t channels, int64_t chunk,
-                                 Value row, function_ref<Value(OpBuilder &, Value, Value, int64_t)> step) {
+                          Value row, function_ref<Value(OpBuilder &, Value, Value, int64_t)> step) {
   auto index = [&](OpBuilder &ib, int64_t v) { return arith::ConstantIndexOp::create(ib, loc, v); };
   int64_t whole = channels / chunk, rest = channels % chunk;
   if (whole > 2) {
@@ -213,8 +213,8 @@ int64_t vectorChunk(Type et) {
 /// convolution over one channel copies its window in vectors, not tap by
 /// tap. A 1x1 window of stride 1 needs no copy: the input is the rows.
 Value unfoldChannelsLast(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> kernel,
-                                ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
-                                int64_t oh, int64_t ow) {
+                         ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                         int64_t oh, int64_t ow) {
   RankedTensorType inType = tensorType(input);
   Type et = inType.getElementType();
   int64_t n = inType.getDimSize(0), c = inType.getDimSize(3);
@@ -270,8 +270,8 @@ Value unfoldChannelsLast(OpBuilder &b, Location loc, Value input, ArrayRef<int64
 /// bias (or zero) plus an FMA per tap of the input's channels by the
 /// filter's, the filter as `taps` [KH*KW, C].
 Value depthwiseChannelsLast(OpBuilder &b, Location loc, Value input, Value taps, Value bias,
-                                   RankedTensorType type, ArrayRef<int64_t> kernel,
-                                   ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations) {
+                            RankedTensorType type, ArrayRef<int64_t> kernel,
+                            ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations) {
   Type et = type.getElementType();
   ArrayRef<int64_t> out = type.getShape();
   int64_t c = out[3];
@@ -305,7 +305,6 @@ Value depthwiseChannelsLast(OpBuilder &b, Location loc, Value input, Value taps,
   return reshapeTo(b, loc, rows, type);
 }
 
-
 /// A convolution of static shape as a matmul with the receptive fields as
 /// rows: fields = im2col^T [N*OH*OW, K] and filterT = filter^T [K, F]. A
 /// constant filter is relaid out at compile time and is then the matmul's
@@ -318,7 +317,7 @@ struct FieldsTimesFilter {
 };
 
 FieldsTimesFilter fieldsTimesFilter(OpBuilder &b, Location loc, ConvOp op, Value input,
-                                           Value filter, RankedTensorType type) {
+                                    Value filter, RankedTensorType type) {
   MLIRContext *ctx = b.getContext();
   bool channelsLast = op.getChannelsLast();
   ArrayRef<int64_t> fs = tensorType(filter).getShape(), out = type.getShape();
@@ -356,8 +355,8 @@ FieldsTimesFilter fieldsTimesFilter(OpBuilder &b, Location loc, ConvOp op, Value
   };
   auto filterTType = RankedTensorType::get({cols, f}, filterType);
   Value filterT;
-  if (auto constant = op.getFilter().getDefiningOp<ConstantOp>())
-    filterT = relayoutConstant(b, loc, constant.getValue(), filterTType,
+  if (ElementsAttr constant = constantValue(op.getFilter()))
+    filterT = relayoutConstant(b, loc, constant, filterTType,
                                [&](int64_t i) { return (i % f) * cols + filterIndex(i / f); });
   if (!filterT) {
     // [F, C, KH, KW] -> [C, KH, KW, F] or [KH, KW, C, F], then [K, F].
@@ -383,7 +382,7 @@ FieldsTimesFilter fieldsTimesFilter(OpBuilder &b, Location loc, ConvOp op, Value
 /// the product with a gather per element, at a stride of F. With
 /// `channels_last` the product is the result as it is.
 Value wideningAsMatmul(OpBuilder &b, Location loc, ConvOp op, Value input, Value filter,
-                              RankedTensorType type, Extension ext) {
+                       RankedTensorType type, Extension ext) {
   MLIRContext *ctx = b.getContext();
   FieldsTimesFilter m = fieldsTimesFilter(b, loc, op, input, filter, type);
   Type sumType = type.getElementType();
@@ -409,7 +408,7 @@ Value wideningAsMatmul(OpBuilder &b, Location loc, ConvOp op, Value input, Value
 /// matmul of fieldsTimesFilter, accumulating into the bias broadcast over
 /// the pixels (or zeros): [N*OH*OW, F], which is the NHWC result.
 Value channelsLastAsMatmul(OpBuilder &b, Location loc, ConvOp op, Value input,
-                                  Value filter, Value bias, RankedTensorType type) {
+                           Value filter, Value bias, RankedTensorType type) {
   FieldsTimesFilter m = fieldsTimesFilter(b, loc, op, input, filter, type);
   Type et = type.getElementType();
   SmallVector<int64_t> flat = {m.n * m.oh * m.ow, m.f};
@@ -421,7 +420,6 @@ Value channelsLastAsMatmul(OpBuilder &b, Location loc, ConvOp op, Value input,
                       .getResult(0);
   return reshapeTo(b, loc, product, type);
 }
-
 
 /// `v` with signless elements (a ui8 input as i8), as the linalg ops take it.
 Value signless(OpBuilder &b, Location loc, Value v) {
@@ -435,7 +433,11 @@ LogicalResult rewriteAsMatmul(ConvOp op) {
   auto inType = tensorType(op.getInput());
   bool staticShapes = type.hasStaticShape() && inType.hasStaticShape();
   bool widening = signlessType(inType).getElementType() != type.getElementType();
-  bool nchwMatmul = op.getGroup() == 1 && (!staticShapes || type.getDimSize(0) == 1);
+  // Widening: one group and no bias, as kiln-fuse-qdq and kiln-convert-to-bf16 make them.
+  if (widening && (op.getGroup() != 1 || op.getBias()))
+    return failure();
+  bool nchwMatmul =
+      op.getGroup() == 1 && (!type.hasStaticShape() || type.getDimSize(0) == 1);
   if ((widening || op.getChannelsLast()) ? !staticShapes : !nchwMatmul)
     return failure();
   OpBuilder b(op);
@@ -452,17 +454,17 @@ LogicalResult rewriteAsMatmul(ConvOp op) {
   } else if (op.getChannelsLast() && op.getGroup() == 1) {
     result = channelsLastAsMatmul(b, loc, op, input, filter, bias, type);
   } else if (op.getChannelsLast()) {
-    ElementsAttr constant;
-    if (auto c = op.getFilter().getDefiningOp<ConstantOp>())
-      constant = c.getValue();
-    result = depthwiseChannelsLast(b, loc, input, depthwiseTaps(b, loc, filter, constant), bias,
+    result = depthwiseChannelsLast(b, loc, input,
+                                   depthwiseTaps(b, loc, filter, constantValue(op.getFilter())),
+                                   bias,
                                    type, {fs[2], fs[3]}, op.getStrides(), op.getDilations());
   } else {
     SmallVector<OpFoldResult> outSizes = windowOutputSizes(
         b, loc, input, fs[0], {fs[2], fs[3]}, op.getStrides(), op.getDilations());
     Value init = convolutionInit(b, loc, bias, type, outSizes);
-    result = staticShapes ? convolveAsMatmul(b, loc, op, input, filter, init, outSizes)
-                          : convolveImages(b, loc, op, input, filter, init, outSizes);
+    result = type.hasStaticShape()
+                 ? convolveAsMatmul(b, loc, op, input, filter, init, outSizes)
+                 : convolveImages(b, loc, op, input, filter, init, outSizes);
   }
   if (result.getType() != op.getType())
     result = BitcastOp::create(b, loc, op.getType(), result);

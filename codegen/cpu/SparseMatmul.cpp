@@ -72,6 +72,8 @@ struct KernelBuilder {
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value l, Value r) { return arith::AddIOp::create(b, loc, l, r); }
+  Value sub(Value l, Value r) { return arith::SubIOp::create(b, loc, l, r); }
+  Value mul(Value l, int64_t r) { return arith::MulIOp::create(b, loc, l, index(r)); }
   Value zeros(VectorType type) {
     return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
   }
@@ -87,9 +89,6 @@ struct SparseKernel : KernelBuilder {
   bool int8() { return getElementTypeOrSelf(values.getType()).isInteger(8); }
   /// The element type of the product: f32, or i32 for int8.
   Type sumType() { return int8() ? Type(b.getI32Type()) : b.getF32Type(); }
-
-  Value sub(Value l, Value r) { return arith::SubIOp::create(b, loc, l, r); }
-  Value mul(Value l, int64_t r) { return arith::MulIOp::create(b, loc, l, index(r)); }
 
   /// Element `i` of `offsets` as an index.
   Value offsetAt(Value i) {
@@ -395,7 +394,7 @@ struct BitmapKernel : KernelBuilder {
       Value splat = vector::BroadcastOp::create(b, loc, lanes(), xv);
       return {vector::FMAOp::create(b, loc, splat, w, acc), next};
     }
-    Value k = arith::MulIOp::create(b, loc, g, index(4));
+    Value k = mul(g, 4);
     return {dotInt8(b, loc, acc, x, m, k, w), next};
   }
 
@@ -410,7 +409,7 @@ struct BitmapKernel : KernelBuilder {
     SmallVector<Value> init;
     for (int64_t s = 0; s < parts; ++s) {
       Value at = tensor::ExtractOp::create(
-          b, loc, starts, add(arith::MulIOp::create(b, loc, j, index(parts)), index(s)));
+          b, loc, starts, add(mul(j, parts), index(s)));
       init.push_back(zeros(lanes()));
       init.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), at));
     }
@@ -466,7 +465,7 @@ struct BitmapKernel : KernelBuilder {
                        scf::YieldOp::create(b, loc, written);
                      })
                      .getResult(0);
-          Value j0 = arith::MulIOp::create(b, loc, j, index(16));
+          Value j0 = mul(j, 16);
           return TileResult{tile, {b.getIndexAttr(0), j0}, {m, b.getIndexAttr(16)}};
         });
   }

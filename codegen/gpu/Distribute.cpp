@@ -15,6 +15,7 @@
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
+#include <memory>
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 
 namespace mlir::kiln {
@@ -47,7 +48,7 @@ Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
     if (iterator == utils::IteratorType::parallel)
       parallel.push_back(i);
   if (parallel.empty())
-    return tiles; // a reduction to a scalar: one thread (split later)
+    return tiles; // a reduction to a scalar: the caller refuses it
   // Outer parallel loops: one iteration per workgroup, not split further.
   for (unsigned d : parallel)
     tiles.workgroup[d] = 1;
@@ -65,7 +66,8 @@ Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
   return tiles;
 }
 
-/// One mapping attribute per tiled loop, innermost first: blocks on linear
+/// One mapping attribute per tiled loop, outermost first, the innermost
+/// loop on block linear dimension 0 or thread x: blocks on linear
 /// dimensions (any number of loops), threads on x, y, z.
 SmallVector<Attribute> mappingFor(MLIRContext *ctx, ArrayRef<int64_t> tileSizes, bool threads) {
   int64_t tiled = llvm::count_if(tileSizes, [](int64_t s) { return s != 0; });
@@ -116,21 +118,25 @@ FailureOr<TilingInterface> tileAndFuse(RewriterBase &rewriter, TilingInterface o
   tiling.setMapping(mappingFor(rewriter.getContext(), tileSizes, threads));
   scf::SCFTileAndFuseOptions options;
   options.setTilingOptions(tiling);
-  Operation *root = op.getOperation();
-  options.setFusionControlFn([root](tensor::ExtractSliceOp slice, OpResult producer, bool)
+  // The ops whose originals the loop replaces: the root, then each fused
+  // producer (its original stays until the fusion is done).
+  auto replaced = std::make_shared<DenseSet<Operation *>>();
+  replaced->insert(op.getOperation());
+  options.setFusionControlFn([replaced](tensor::ExtractSliceOp slice, OpResult producer, bool)
                                  -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
     // A reduction (a matmul) is a root of its own: fused into the tiles of
     // its consumer it would be scheduled by the consumer's tile sizes.
     auto linalgProducer = dyn_cast<linalg::LinalgOp>(producer.getOwner());
     if (linalgProducer && linalgProducer.getNumReductionLoops() > 0)
       return std::nullopt;
-    // Fused, a producer with users outside the loop (other than `root`,
-    // which the loop replaces) would be computed twice.
+    // Fused, a producer with users outside the loop (other than the ops
+    // the loop replaces) would be computed twice. (Shape queries are
+    // answered from the producer's operands instead.)
     auto loop = slice->getParentOfType<scf::ForallOp>();
-    // (Shape queries are answered from the producer's operands instead.)
     for (Operation *user : producer.getUsers())
-      if (user != root && !loop->isAncestor(user) && !isa<tensor::DimOp>(user))
+      if (!replaced->contains(user) && !loop->isAncestor(user) && !isa<tensor::DimOp>(user))
         return std::nullopt;
+    replaced->insert(producer.getOwner());
     return scf::SCFTileAndFuseOptions::ControlFnResult{};
   });
   FailureOr<scf::SCFTileAndFuseResult> result =
@@ -178,6 +184,10 @@ struct KilnGpuDistributePass
       if (erased.contains(op) || !op.hasPureTensorSemantics())
         continue;
       Tiles tiles = chooseTiles(op, *target);
+      if (llvm::all_of(tiles.workgroup, [](int64_t s) { return s == 0; })) {
+        op.emitError("kiln-gpu-distribute: a reduction to a scalar is not distributed yet");
+        return signalPassFailure();
+      }
       rewriter.setInsertionPoint(op);
       FailureOr<TilingInterface> tile =
           tileAndFuse(rewriter, cast<TilingInterface>(op.getOperation()), tiles.workgroup,

@@ -16,7 +16,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
+#include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include <numeric>
 
 namespace mlir::kiln {
@@ -46,6 +48,16 @@ std::optional<SmallVector<int64_t>> mappingIds(scf::ForallOp forall, bool thread
       return std::nullopt;
   }
   return ids;
+}
+
+/// Whether `ids` are distinct and of the kind this pass maps: thread x, y,
+/// z (0..2), block linear dimensions (0 and up).
+bool supportedIds(ArrayRef<int64_t> ids, bool threads) {
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t id : ids)
+    if (id < 0 || (threads && id > 2) || !seen.insert(id).second)
+      return false;
+  return true;
 }
 
 /// (ub - lb) ceildiv step of each loop; steps are static.
@@ -106,8 +118,8 @@ int64_t launchBlockSize(gpu::LaunchOp launch, int64_t d) {
 
 /// One thread loop inside a launch: each thread runs the body for its ids
 /// when they are within the trip counts.
-LogicalResult mapThreads(RewriterBase &rewriter, scf::ForallOp forall, gpu::LaunchOp launch,
-                         ArrayRef<int64_t> ids, ArrayRef<OpFoldResult> trips) {
+void mapThreads(RewriterBase &rewriter, scf::ForallOp forall, gpu::LaunchOp launch,
+                ArrayRef<int64_t> ids, ArrayRef<OpFoldResult> trips) {
   Location loc = forall.getLoc();
   rewriter.setInsertionPoint(forall);
   gpu::KernelDim3 tid = launch.getThreadIds();
@@ -130,7 +142,6 @@ LogicalResult mapThreads(RewriterBase &rewriter, scf::ForallOp forall, gpu::Laun
   }
   inlineBody(rewriter, forall, inductionValues(rewriter, forall, perLoop));
   rewriter.eraseOp(forall);
-  return success();
 }
 
 /// Maps a workgroup loop and the thread loops in it onto one gpu.launch.
@@ -153,8 +164,14 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
   int64_t blockSize[3] = {1, 1, 1};
   WalkResult walk = blocks.getBody()->walk([&](scf::ForallOp forall) {
     std::optional<SmallVector<int64_t>> ids = mappingIds(forall, /*threads=*/true);
-    if (!ids) {
-      forall.emitError("kiln-gpu-map-forall: a loop in a workgroup loop must map to threads");
+    if (!ids || !supportedIds(*ids, /*threads=*/true)) {
+      forall.emitError("kiln-gpu-map-forall: a loop in a workgroup loop must map to distinct "
+                       "thread dimensions x, y, z");
+      return WalkResult::interrupt();
+    }
+    if (forall.getNumResults() != 0 || !threadLoops.empty()) {
+      forall.emitError("kiln-gpu-map-forall: a workgroup loop must hold one bufferized thread "
+                       "loop");
       return WalkResult::interrupt();
     }
     // (Its bounds may be defined in the workgroup's body.)
@@ -177,6 +194,12 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
   });
   if (walk.wasInterrupted())
     return failure();
+  // Every thread runs what is outside the thread loop: it may only compute
+  // views and indices. (Without one, the block is one thread.)
+  for (Operation &op : blocks.getBody()->without_terminator())
+    if (!threadLoops.empty() && !isa<scf::ForallOp>(op) && !isMemoryEffectFree(&op))
+      return op.emitError("kiln-gpu-map-forall: a workgroup loop may only compute views and "
+                          "indices outside its thread loop");
   rewriter.setInsertionPoint(blocks);
 
   // The grid: linear dimension 0 on x, 1 on y, the rest on z.
@@ -221,9 +244,21 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
   inlineBody(rewriter, blocks, inductionValues(rewriter, blocks, ids));
   rewriter.eraseOp(blocks);
   for (ThreadLoop &loop : threadLoops)
-    if (failed(mapThreads(rewriter, loop.forall, launch, loop.ids, loop.trips)))
-      return failure();
+    mapThreads(rewriter, loop.forall, launch, loop.ids, loop.trips);
   return success();
+}
+
+/// Erases the copies that bufferized tensor.parallel_insert_slice ops
+/// leave: a view copied onto itself, or onto an identical view.
+void eraseSelfCopies(Operation *root) {
+  root->walk([](memref::CopyOp copy) {
+    Value source = copy.getSource(), target = copy.getTarget();
+    Operation *s = source.getDefiningOp(), *t = target.getDefiningOp();
+    if (source == target ||
+        (s && t && isa<memref::SubViewOp>(s) &&
+         OperationEquivalence::isEquivalentTo(s, t, OperationEquivalence::IgnoreLocations)))
+      copy.erase();
+  });
 }
 
 struct KilnGpuMapForallPass : mlir::kiln::impl::KilnGpuMapForallBase<KilnGpuMapForallPass> {
@@ -234,7 +269,13 @@ struct KilnGpuMapForallPass : mlir::kiln::impl::KilnGpuMapForallBase<KilnGpuMapF
         workgroups.push_back({forall, *ids});
     });
     IRRewriter rewriter(&getContext());
+    eraseSelfCopies(getOperation());
     for (auto &[forall, ids] : workgroups) {
+      if (!supportedIds(ids, /*threads=*/false)) {
+        forall.emitError("kiln-gpu-map-forall: a workgroup loop must map to distinct block "
+                         "linear dimensions");
+        return signalPassFailure();
+      }
       if (forall.getNumResults() != 0) {
         forall.emitError("kiln-gpu-map-forall: a workgroup loop must be bufferized first");
         return signalPassFailure();
@@ -242,12 +283,7 @@ struct KilnGpuMapForallPass : mlir::kiln::impl::KilnGpuMapForallBase<KilnGpuMapF
       if (failed(mapBlocks(rewriter, forall, ids)))
         return signalPassFailure();
     }
-    // Bufferized tensor.parallel_insert_slice ops into the slice they were
-    // computed in are copies of a view onto itself.
-    getOperation().walk([](memref::CopyOp copy) {
-      if (copy.getSource() == copy.getTarget())
-        copy.erase();
-    });
+
   }
 };
 

@@ -23,7 +23,8 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
       loop, T of them per workgroup, every other parallel loop one per
       workgroup; reductions stay whole in a thread.
     Ops that are already inside a forall, and ops that are not linalg
-    (tensor.pad, scf loops from data-dependent ops), are left alone.
+    (tensor.pad, scf loops from data-dependent ops), are left alone. A
+    reduction to a scalar (no parallel loop) is an error for now.
   }];
   let options = [
     Option<"targetName", "target", "std::string", "\"vulkan\"",
@@ -44,9 +45,11 @@ def KilnGpuMapForall : Pass<"kiln-gpu-map-forall", "func::FuncOp"> {
     to `#gpu.thread<x/y/z>` inside it use the thread ids; the block's size
     per dimension is the largest static bound of their trip counts (the last
     tile of a dynamic size is partial), and each such loop's body is guarded
-    by `thread id < trip count`. Loop steps must be static. The copies
-    that bufferized parallel_insert_slice ops leave (a view copied onto
-    itself) are erased.
+    by `thread id < trip count`. Loop steps must be static. A workgroup
+    loop holds one thread loop, and outside it only views and index
+    arithmetic (every thread runs them); the copies that bufferized
+    parallel_insert_slice ops leave (a view copied onto itself or onto an
+    identical view) are erased first. Anything else is an error.
   }];
   let dependentDialects = ["gpu::GPUDialect", "scf::SCFDialect", "affine::AffineDialect",
                            "arith::ArithDialect", "memref::MemRefDialect"];

@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan --canonicalize --cse | FileCheck %s
-// RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan-lavapipe --canonicalize --cse | FileCheck %s --check-prefix=LAVAPIPE
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-distribute=target=vulkan --canonicalize --cse | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-distribute=target=vulkan-lavapipe --canonicalize --cse | FileCheck %s --check-prefix=LAVAPIPE
 // RUN: not kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan-mystery 2>&1 | FileCheck %s --check-prefix=TARGET
 // TARGET: error: unknown GPU target 'vulkan-mystery' (expected one of vulkan, vulkan-lavapipe, vulkan-nvidia, cuda-sm80, cuda-sm90a, metal-apple)
 
@@ -84,4 +84,51 @@ func.func @chain(%x: tensor<?x256xf32>) -> (tensor<?x256xf32>, tensor<?xf32>) {
     linalg.yield %s : f32
   } -> tensor<?xf32>
   return %b, %sum : tensor<?x256xf32>, tensor<?xf32>
+}
+
+// -----
+
+// A chain of three elementwise ops, each used once: all in one loop nest.
+// CHECK-LABEL: func.func @three_in_a_row
+// CHECK: scf.forall
+// CHECK:   scf.forall
+// CHECK:     math.exp
+// CHECK:     math.sqrt
+// CHECK:     arith.negf
+// CHECK: } {mapping = [#gpu.block<linear_dim_0>]}
+// CHECK-NEXT: return
+#id1 = affine_map<(i) -> (i)>
+func.func @three_in_a_row(%x: tensor<1000xf32>) -> tensor<1000xf32> {
+  %e = tensor.empty() : tensor<1000xf32>
+  %a = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} ins(%x : tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = math.exp %v : f32
+    linalg.yield %s : f32
+  } -> tensor<1000xf32>
+  %b = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} ins(%a : tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = math.sqrt %v : f32
+    linalg.yield %s : f32
+  } -> tensor<1000xf32>
+  %c = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} ins(%b : tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = arith.negf %v : f32
+    linalg.yield %s : f32
+  } -> tensor<1000xf32>
+  return %c : tensor<1000xf32>
+}
+
+// -----
+
+func.func @sum_all(%x: tensor<1000xf32>) -> tensor<f32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  // expected-error @+1 {{kiln-gpu-distribute: a reduction to a scalar is not distributed yet}}
+  %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]} ins(%x : tensor<1000xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %r = arith.addf %v, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
 }

@@ -79,10 +79,87 @@ func.func @four_dims(%x: memref<2x3x4x5xf32>) {
 func.func @unmapped_inner_loop(%x: memref<4x4xf32>) {
   %one = arith.constant 1.0 : f32
   scf.forall (%i) in (4) {
-    // expected-error @+1 {{kiln-gpu-map-forall: a loop in a workgroup loop must map to threads}}
+    // expected-error @+1 {{kiln-gpu-map-forall: a loop in a workgroup loop must map to distinct thread dimensions x, y, z}}
     scf.forall (%j) in (4) {
       memref.store %one, %x[%i, %j] : memref<4x4xf32>
     }
+  } {mapping = [#gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+func.func @thread_linear_dim(%x: memref<4x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  scf.forall (%i) in (4) {
+    // expected-error @+1 {{kiln-gpu-map-forall: a loop in a workgroup loop must map to distinct thread dimensions x, y, z}}
+    scf.forall (%j) in (4) {
+      memref.store %one, %x[%i, %j] : memref<4x4xf32>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+  } {mapping = [#gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+func.func @duplicate_block_dims(%x: memref<4x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  // expected-error @+1 {{kiln-gpu-map-forall: a workgroup loop must map to distinct block linear dimensions}}
+  scf.forall (%i, %j) in (4, 4) {
+    memref.store %one, %x[%i, %j] : memref<4x4xf32>
+  } {mapping = [#gpu.block<linear_dim_0>, #gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+func.func @two_thread_loops(%x: memref<4x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  scf.forall (%i) in (4) {
+    scf.forall (%j) in (4) {
+      memref.store %one, %x[%i, %j] : memref<4x4xf32>
+    } {mapping = [#gpu.thread<x>]}
+    // expected-error @+1 {{kiln-gpu-map-forall: a workgroup loop must hold one bufferized thread loop}}
+    scf.forall (%j) in (4) {
+      memref.store %one, %x[%j, %i] : memref<4x4xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+// Every thread would run the store outside the thread loop.
+func.func @work_outside_threads(%x: memref<4x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  %c0 = arith.constant 0 : index
+  scf.forall (%i) in (4) {
+    // expected-error @+1 {{kiln-gpu-map-forall: a workgroup loop may only compute views and indices outside its thread loop}}
+    memref.store %one, %x[%i, %c0] : memref<4x4xf32>
+    scf.forall (%j) in (4) {
+      memref.store %one, %x[%i, %j] : memref<4x4xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+// Copies of a tile onto an identical view (bufferized parallel_insert_slice
+// ops, before CSE) are erased, not run by every thread.
+// CHECK-LABEL: func.func @identical_views
+// CHECK-NOT: memref.copy
+// CHECK: return
+func.func @identical_views(%x: memref<4x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  %c0 = arith.constant 0 : index
+  scf.forall (%i) in (4) {
+    %a = memref.subview %x[%i, 0] [1, 4] [1, 1] : memref<4x4xf32> to memref<1x4xf32, strided<[4, 1], offset: ?>>
+    %b = memref.subview %x[%i, 0] [1, 4] [1, 1] : memref<4x4xf32> to memref<1x4xf32, strided<[4, 1], offset: ?>>
+    scf.forall (%j) in (4) {
+      memref.store %one, %a[%c0, %j] : memref<1x4xf32, strided<[4, 1], offset: ?>>
+    } {mapping = [#gpu.thread<x>]}
+    memref.copy %a, %b : memref<1x4xf32, strided<[4, 1], offset: ?>> to memref<1x4xf32, strided<[4, 1], offset: ?>>
   } {mapping = [#gpu.block<linear_dim_0>]}
   return
 }
