@@ -23,8 +23,10 @@
 using namespace mlir;
 using namespace mlir::kiln;
 
-FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
-                                                  std::string &error) {
+/// Resolves `--target` / `--mcpu` into a CpuTarget (host CPU when `cpu` is
+/// empty and the triple is the host's; a generic CPU otherwise).
+static FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
+                                             std::string &error) {
   llvm::InitializeAllTargetInfos();
   llvm::InitializeAllTargets();
   llvm::InitializeAllTargetMCs();

@@ -27,12 +27,8 @@ struct CpuTarget {
   int64_t pmaddwdLanes = 0; // x86 without VNNI: int8 on vpmaddwd, 8 (AVX2) or 16 (AVX512-BW) lanes
 };
 
-/// Resolves `--target` / `--mcpu` into a CpuTarget (host CPU when `cpu` is
-/// empty and the triple is the host's; a generic CPU otherwise).
-FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
-                                      std::string &error);
-
-/// The CPU backend for a target triple (empty: the host) and CPU.
+/// The CPU backend for a target triple (empty: the host) and CPU (empty:
+/// the host CPU when the triple is the host's, a generic one otherwise).
 FailureOr<std::unique_ptr<TargetBackend>> createCpuBackend(llvm::StringRef triple,
                                                            llvm::StringRef cpu,
                                                            std::string &error);
