@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - stages, target backends, named pipelines ------------===//
 #include "codegen/Pipeline.h"
 #include "codegen/cpu/CpuBackend.h"
+#include "codegen/spirv/VulkanBackend.h"
 #include "passes/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -57,11 +58,13 @@ struct BackendEntry {
 /// In order: the first entry that claims a target builds it. CPUs take
 /// every target triple, so they come last.
 static const BackendEntry kBackends[] = {
+    {isVulkanTarget, createVulkanBackend},
     {[](llvm::StringRef) { return true; }, createCpuBackend},
 };
 
 llvm::StringRef mlir::kiln::targetNames() {
-  return "x86_64-linux-gnu (the host's default) or aarch64-linux-gnu";
+  return "x86_64-linux-gnu (the host's default), aarch64-linux-gnu, or vulkan "
+         "(vulkan-lavapipe, vulkan-nvidia: the same kernels tiled for that device)";
 }
 
 FailureOr<std::unique_ptr<TargetBackend>>

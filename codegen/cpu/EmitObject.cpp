@@ -18,7 +18,7 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 /// Must match kiln_tensor_info / kiln_model_info in runtime/include/kiln/runtime.h.
-static constexpr uint32_t kAbiVersion = 3;
+static constexpr uint32_t kAbiVersion = 4;
 
 static llvm::Constant *cString(llvm::Module &m, llvm::StringRef s, const llvm::Twine &name) {
   llvm::Constant *data = llvm::ConstantDataArray::getString(m.getContext(), s);
@@ -66,18 +66,66 @@ static llvm::Constant *tensorInfos(llvm::Module &m, llvm::StructType *infoType,
                                   (prefix + "_" + what + "s").str());
 }
 
+/// The `kiln_gpu_program` of the kernels in `kernels` (the module's
+/// kiln.gpu_kernels, see kiln-gpu-serialize-spirv), or null without kernels.
+static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::StringRef prefix) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *ptr = llvm::PointerType::get(ctx, 0);
+  if (!kernels)
+    return llvm::ConstantPointerNull::get(ptr);
+  auto *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *kernelType = llvm::StructType::create(
+      ctx, {ptr, ptr, i64, llvm::ArrayType::get(i32, 3), i32}, "kiln_gpu_kernel");
+  std::vector<llvm::Constant *> entries;
+  for (auto [i, attr] : llvm::enumerate(kernels.getAsRange<DictionaryAttr>())) {
+    std::string base = (prefix + "_kernel" + llvm::Twine(i)).str();
+    auto name = attr.getAs<StringAttr>("name");
+    auto spirv = attr.getAs<DenseIntElementsAttr>("spirv");
+    auto size = attr.getAs<DenseI32ArrayAttr>("workgroup_size");
+    auto buffers = attr.getAs<IntegerAttr>("buffers");
+    std::vector<uint32_t> words;
+    for (const llvm::APInt &word : spirv.getValues<llvm::APInt>())
+      words.push_back(word.getZExtValue());
+    auto *codeData = llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<uint32_t>(words));
+    auto *code = new llvm::GlobalVariable(m, codeData->getType(), true,
+                                          llvm::GlobalValue::PrivateLinkage, codeData,
+                                          base + "_spirv");
+    code->setAlignment(llvm::Align(4));
+    std::vector<llvm::Constant *> workgroup;
+    for (int32_t extent : size.asArrayRef())
+      workgroup.push_back(llvm::ConstantInt::get(i32, extent));
+    entries.push_back(llvm::ConstantStruct::get(
+        kernelType, {cString(m, name.getValue(), base + "_name"), code,
+                     llvm::ConstantInt::get(i64, 4 * words.size()),
+                     llvm::ConstantArray::get(llvm::ArrayType::get(i32, 3), workgroup),
+                     llvm::ConstantInt::get(i32, buffers.getInt())}));
+  }
+  auto *tableType = llvm::ArrayType::get(kernelType, entries.size());
+  auto *table = new llvm::GlobalVariable(m, tableType, true, llvm::GlobalValue::PrivateLinkage,
+                                         llvm::ConstantArray::get(tableType, entries),
+                                         (prefix + "_kernels").str());
+  auto *programType = llvm::StructType::create(ctx, {i32, i32, ptr}, "kiln_gpu_program");
+  return new llvm::GlobalVariable(
+      m, programType, true, llvm::GlobalValue::PrivateLinkage,
+      llvm::ConstantStruct::get(programType, {llvm::ConstantInt::get(i32, 1), // KILN_GPU_VULKAN
+                                              llvm::ConstantInt::get(i32, entries.size()),
+                                              table}),
+      (prefix + "_gpu_program").str());
+}
+
 /// Adds `const kiln_model_info <prefix>_info`, the descriptor the runtime
-/// reads: names, dtypes and shapes of inputs and outputs, the entry, and the
-/// size of the intermediate buffers' arena.
+/// reads: names, dtypes and shapes of inputs and outputs, the entry, the
+/// size of the intermediate buffers' arena and the GPU kernels.
 static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::StringRef prefix,
-                         bool addMainAlias, uint64_t arenaBytes) {
+                         bool addMainAlias, uint64_t arenaBytes, llvm::Constant *gpu) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
   auto *i32 = llvm::Type::getInt32Ty(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
   auto *tensorInfo = llvm::StructType::create(ctx, {ptr, i32, i32, ptr, ptr}, "kiln_tensor_info");
-  auto *modelInfo = llvm::StructType::create(ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr, i64},
-                                             "kiln_model_info");
+  auto *modelInfo = llvm::StructType::create(
+      ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr, i64, ptr}, "kiln_model_info");
   llvm::Function *entry = m.getFunction((prefix + "_entry").str());
   auto *info = new llvm::GlobalVariable(
       m, modelInfo, true, llvm::GlobalValue::ExternalLinkage,
@@ -89,7 +137,7 @@ static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::Strin
            llvm::ConstantInt::get(i32, sig.outputs.size()),
            tensorInfos(m, tensorInfo, sig.inputs, prefix, "input"),
            tensorInfos(m, tensorInfo, sig.outputs, prefix, "output"), entry,
-           llvm::ConstantInt::get(i64, arenaBytes)}),
+           llvm::ConstantInt::get(i64, arenaBytes), gpu}),
       (prefix + "_info").str());
   if (addMainAlias)
     llvm::GlobalAlias::create("kiln_main_model", info);
@@ -144,7 +192,9 @@ LogicalResult mlir::kiln::emitNative(ModuleOp module, const CpuTarget &target,
   uint64_t arenaBytes = 0;
   if (auto bytes = module->getAttrOfType<IntegerAttr>("kiln.arena_bytes"))
     arenaBytes = bytes.getInt();
-  addModelInfo(*llvmModule, signature, prefix, addMainAlias, arenaBytes);
+  addModelInfo(*llvmModule, signature, prefix, addMainAlias, arenaBytes,
+               gpuProgram(*llvmModule, module->getAttrOfType<ArrayAttr>("kiln.gpu_kernels"),
+                          prefix));
   optimize(*llvmModule, *tm);
 
   llvm::raw_string_ostream os(out);

@@ -129,6 +129,14 @@ FailureOr<TilingInterface> tileAndFuse(RewriterBase &rewriter, TilingInterface o
     auto linalgProducer = dyn_cast<linalg::LinalgOp>(producer.getOwner());
     if (linalgProducer && linalgProducer.getNumReductionLoops() > 0)
       return std::nullopt;
+    // An operand a reduction reads whole along its reduced loops (a
+    // matmul's rows and columns) would be recomputed by every thread that
+    // reads it: such producers are roots too. Inits (a fill) fuse.
+    for (OpOperand &use : slice->getUses()) {
+      auto reader = dyn_cast<linalg::LinalgOp>(use.getOwner());
+      if (reader && reader.getNumReductionLoops() > 0 && reader.isDpsInput(&use))
+        return std::nullopt;
+    }
     // Fused, a producer with users outside the loop (other than the ops
     // the loop replaces) would be computed twice. (Shape queries are
     // answered from the producer's operands instead.)

@@ -55,6 +55,10 @@ static void usage(FILE *out) {
   fprintf(out, "Outputs:\n");
   for (uint32_t i = 0; i < info->num_outputs; ++i)
     print_tensor(out, &info->outputs[i], info->outputs[i].shape);
+  if (info->gpu)
+    fprintf(out, "Device: its %u kernels run on a Vulkan device (KILN_VULKAN_DEVICE=N picks "
+                 "the N-th; by default the first discrete GPU, else integrated, else any)\n",
+            info->gpu->num_kernels);
   if (kiln_model_info_is_dynamic(info))
     fprintf(out, "Named or '?' dimensions take their size from the input files.\n");
 }
@@ -132,6 +136,8 @@ static int bench(kiln_model *model, long runs, const kiln_tensor *in) {
   int threads = kiln_model_num_threads(model);
   printf("%s: %ld runs, %d thread%s, arena %zu bytes\n", info->name, runs, threads,
          threads == 1 ? "" : "s", kiln_model_arena_bytes(model));
+  if (kiln_model_device(model))
+    printf("device: %s\n", kiln_model_device(model));
   printf("latency ms: p50=%.4f p90=%.4f p99=%.4f min=%.4f mean=%.4f\n", PCT(50), PCT(90),
          PCT(99), times[0], total / runs);
   free(times);
@@ -275,8 +281,12 @@ int main(int argc, char **argv) {
     kiln_model *model = kiln_model_create(info);
     kiln_tensor *in = calloc(info->num_inputs + 1, sizeof(kiln_tensor));
     kiln_npy *arrays = calloc(info->num_inputs + 1, sizeof(kiln_npy));
-    rc = model ? run(&o, model, in, arrays)
-               : fail("%s", "model ABI version is not supported by this runtime");
+    if (!model)
+      rc = fail("%s", "model ABI version is not supported by this runtime");
+    else if (info->gpu && !kiln_model_device(model))
+      rc = fail("%s", kiln_model_error(model)); /* no GPU device */
+    else
+      rc = run(&o, model, in, arrays);
     for (uint32_t i = 0; i < info->num_inputs; ++i)
       kiln_npy_free(&arrays[i]);
     free(arrays);

@@ -1,5 +1,6 @@
 /*===- runtime.c - model instances and the intermediate arena -------------===*/
 #include "kiln/runtime.h"
+#include "device/device.h"
 #include "threads.h"
 
 #include <errno.h>
@@ -15,7 +16,8 @@
  * arena_bytes, which holds every statically sized intermediate); buffers of
  * dynamic size or allocated inside loops grow it by chunks during the first
  * runs, and the chunks are merged into one block at the next run, so
- * steady-state runs never call malloc. */
+ * steady-state runs never call malloc. A GPU model's chunks are device
+ * memory, mapped on the host. */
 typedef struct arena_chunk {
   struct arena_chunk *next;
   size_t size, used;
@@ -27,6 +29,7 @@ typedef struct arena {
   arena_chunk *chunks;
   size_t high_water; /* bytes requested by the largest run so far */
   size_t in_use;
+  kiln_device *device; /* of a GPU model: where chunks are allocated */
 } arena;
 
 struct kiln_model {
@@ -35,6 +38,10 @@ struct kiln_model {
   int64_t *shapes;         /* sizes of every input, then of every output */
   void **static_outputs;   /* kiln_model_run_tensors' buffers (static models) */
   arena arena;
+  kiln_device *device;   /* of a GPU model, NULL if it could not be opened */
+  char device_error[512]; /* why not */
+  void **staged;          /* a GPU model's inputs and outputs in device memory */
+  size_t *staged_bytes;
   int num_threads;
   kiln_pool *pool; /* started by the first run that needs it */
   char error[512];
@@ -49,9 +56,9 @@ typedef struct run_state {
 } run_state;
 static _Thread_local run_state *current_run;
 
-static arena_chunk *chunk_new(size_t size) {
+static arena_chunk *chunk_new(arena *a, size_t size) {
   size_t bytes = (sizeof(arena_chunk) + size + 63) & ~(size_t)63;
-  arena_chunk *c = aligned_alloc(64, bytes);
+  arena_chunk *c = a->device ? kiln_device_alloc(a->device, bytes) : aligned_alloc(64, bytes);
   if (!c)
     return NULL;
   c->next = NULL;
@@ -63,7 +70,10 @@ static arena_chunk *chunk_new(size_t size) {
 static void arena_release(arena *a) {
   while (a->chunks) {
     arena_chunk *next = a->chunks->next;
-    free(a->chunks);
+    if (a->device)
+      kiln_device_free(a->device, a->chunks);
+    else
+      free(a->chunks);
     a->chunks = next;
   }
 }
@@ -74,7 +84,7 @@ static void arena_reset(arena *a) {
     arena_release(a);
   }
   if (!a->chunks && a->high_water)
-    a->chunks = chunk_new(a->high_water);
+    a->chunks = chunk_new(a, a->high_water);
   for (arena_chunk *c = a->chunks; c; c = c->next)
     c->used = 0;
   a->in_use = 0;
@@ -99,7 +109,7 @@ static void *arena_alloc(arena *a, size_t size, size_t align) {
   size_t want = size + align;
   if (want < (1u << 20))
     want = 1u << 20;
-  arena_chunk *c = chunk_new(want);
+  arena_chunk *c = chunk_new(a, want);
   if (!c)
     return NULL;
   c->next = a->chunks;
@@ -165,13 +175,25 @@ kiln_model *kiln_model_create(const kiln_model_info *info) {
     free(m);
     return NULL;
   }
+  if (info->gpu) {
+    m->device = kiln_device_open(info->gpu, m->device_error, sizeof m->device_error);
+    m->arena.device = m->device;
+    size_t slots = (size_t)info->num_inputs + info->num_outputs + 1;
+    m->staged = calloc(slots, sizeof(void *));
+    m->staged_bytes = calloc(slots, sizeof(size_t));
+    if (!m->staged || !m->staged_bytes) {
+      kiln_model_destroy(m);
+      return NULL;
+    }
+    if (!m->device)
+      set_error(m, "%s", m->device_error);
+  }
   /* The arena planned at compile time: runs never allocate it. */
-  if (info->arena_bytes) {
+  if (info->arena_bytes && (m->device || !info->gpu)) {
     m->arena.high_water = info->arena_bytes;
-    m->arena.chunks = chunk_new(info->arena_bytes);
+    m->arena.chunks = chunk_new(&m->arena, info->arena_bytes);
     if (!m->arena.chunks) {
-      free(m->shapes);
-      free(m);
+      kiln_model_destroy(m);
       return NULL;
     }
   }
@@ -206,14 +228,45 @@ int kiln_model_set_num_threads(kiln_model *m, int num_threads) {
 
 int kiln_model_num_threads(const kiln_model *m) { return m->num_threads; }
 
-void kiln_check_failed(const char *message) {
+/* Ends the run on this thread with "<what>: <message>" as its error. */
+static void stop_run(const char *what, const char *message) {
   run_state *run = current_run;
   if (!run) {
-    fprintf(stderr, "kiln: run-time check failed outside kiln_model_run: %s\n", message);
+    fprintf(stderr, "kiln: %s outside kiln_model_run: %s\n", what, message);
     abort();
   }
-  set_error(run->model, "run-time check failed: %s", message);
+  set_error(run->model, "%s: %s", what, message);
   longjmp(run->unwind, 1);
+}
+
+void kiln_check_failed(const char *message) { stop_run("run-time check failed", message); }
+
+/* The device of the GPU model running on this thread. */
+static kiln_device *running_device(void) {
+  kiln_device *device = current_run ? current_run->model->device : NULL;
+  if (!device)
+    stop_run("kiln_gpu_launch", "the running model has no GPU device");
+  return device;
+}
+
+void kiln_gpu_launch(uint32_t kernel, int64_t grid_x, int64_t grid_y, int64_t grid_z,
+                     const kiln_gpu_arg *args) {
+  kiln_device *device = running_device();
+  int64_t grid[3] = {grid_x, grid_y, grid_z};
+  char message[480];
+  if (kiln_device_launch(device, kernel, grid, args, message, sizeof message))
+    stop_run("GPU launch failed", message);
+}
+
+void kiln_gpu_wait(void) {
+  kiln_device *device = running_device();
+  char message[480];
+  if (kiln_device_wait(device, message, sizeof message))
+    stop_run("GPU kernels failed", message);
+}
+
+const char *kiln_model_device(const kiln_model *m) {
+  return m->device ? kiln_device_name(m->device) : NULL;
 }
 
 #if defined(__x86_64__) && defined(__linux__)
@@ -263,18 +316,85 @@ static int run_entry(kiln_model *m, void **buffers, int64_t *shapes) {
   return 0;
 }
 
+/* Bytes of input or output `i` (inputs first) of this run: its sizes are
+ * in m->shapes for a dynamic model (outputs' after the run). */
+static size_t tensor_bytes(const kiln_model *m, uint32_t i) {
+  const kiln_model_info *info = m->info;
+  const int64_t *dims = m->shapes;
+  for (uint32_t j = 0; j < i; ++j)
+    dims += j < info->num_inputs ? info->inputs[j].rank : info->outputs[j - info->num_inputs].rank;
+  const kiln_tensor_info *t =
+      i < info->num_inputs ? &info->inputs[i] : &info->outputs[i - info->num_inputs];
+  size_t n = kiln_dtype_size(t->dtype);
+  for (int32_t d = 0; d < t->rank; ++d)
+    n *= (size_t)(m->dynamic ? dims[d] : t->shape[d]);
+  return n;
+}
+
+/* A GPU model's kernels read and write device memory: its inputs are copied
+ * there, and a static model's outputs are written there. */
+static int stage_buffers(kiln_model *m, void **buffers) {
+  const kiln_model_info *info = m->info;
+  uint32_t slots = m->dynamic ? info->num_inputs : info->num_inputs + info->num_outputs;
+  for (uint32_t i = 0; i < slots; ++i) {
+    size_t bytes = tensor_bytes(m, i);
+    if (m->staged_bytes[i] < bytes || !m->staged[i]) {
+      if (m->staged[i])
+        kiln_device_free(m->device, m->staged[i]);
+      m->staged[i] = kiln_device_alloc(m->device, bytes ? bytes : 1);
+      m->staged_bytes[i] = m->staged[i] ? bytes : 0;
+      if (!m->staged[i]) {
+        set_error(m, "out of device memory for %zu bytes of '%s'", bytes,
+                  i < info->num_inputs ? info->inputs[i].name
+                                       : info->outputs[i - info->num_inputs].name);
+        return 1;
+      }
+    }
+    if (i < info->num_inputs)
+      memcpy(m->staged[i], buffers[i], bytes);
+  }
+  return 0;
+}
+
+/* After a GPU model's run: a static model's outputs are copied to the
+ * caller's buffers, a dynamic model's are the run's memory already. */
+static void unstage_outputs(kiln_model *m, void **buffers) {
+  const kiln_model_info *info = m->info;
+  for (uint32_t i = info->num_inputs; i < info->num_inputs + info->num_outputs; ++i) {
+    if (m->dynamic)
+      buffers[i] = m->staged[i];
+    else
+      memcpy(buffers[i], m->staged[i], tensor_bytes(m, i));
+  }
+}
+
 /* Runs the entry on `buffers` (inputs, then outputs or output slots) with
  * the instance's arena and threads. */
 static int run_buffers(kiln_model *m, void **buffers) {
+  if (m->info->gpu && !m->device) {
+    set_error(m, "%s", m->device_error);
+    return 1;
+  }
+  if (m->device && stage_buffers(m, buffers))
+    return 1;
   if (m->num_threads > 1 && !m->pool)
     m->pool = kiln_pool_create(m->num_threads); /* NULL (no memory): run serially */
   arena_reset(&m->arena);
   arena *saved = current_arena;
   current_arena = &m->arena;
   kiln_pool *saved_pool = kiln_pool_enter(m->pool);
-  int failed = run_entry(m, buffers, m->shapes);
+  int failed = run_entry(m, m->device ? m->staged : buffers, m->shapes);
   kiln_pool_enter(saved_pool);
   current_arena = saved;
+  if (m->device) {
+    char message[480];
+    if (kiln_device_wait(m->device, message, sizeof message) && !failed) {
+      set_error(m, "GPU kernels failed: %s", message);
+      failed = 1;
+    }
+    if (!failed)
+      unstage_outputs(m, buffers);
+  }
   return failed;
 }
 
@@ -402,6 +522,9 @@ void kiln_model_destroy(kiln_model *m) {
     return;
   arena_release(&m->arena);
   pthread_mutex_destroy(&m->arena.mutex);
+  kiln_device_close(m->device); /* frees the staged buffers too */
+  free(m->staged);
+  free(m->staged_bytes);
   kiln_pool_destroy(m->pool);
   for (uint32_t i = 0; m->static_outputs && i < m->info->num_outputs; ++i)
     free(m->static_outputs[i]);

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 3
+#define KILN_ABI_VERSION 4
 
 /* A dimension whose size is given at run time. */
 #define KILN_DYNAMIC (-1)
@@ -63,6 +63,23 @@ typedef struct kiln_tensor_info {
                                    one name must have one size */
 } kiln_tensor_info;
 
+/* The kernels of a model compiled for a GPU (kiln-compile --target=vulkan).
+ * Each kernel's buffers are bound in the order of its arguments: bindings
+ * 0, 1, ... of descriptor set 0. */
+typedef enum kiln_gpu_api { KILN_GPU_VULKAN = 1 } kiln_gpu_api;
+typedef struct kiln_gpu_kernel {
+  const char *name; /* entry point */
+  const void *code; /* SPIR-V */
+  uint64_t code_bytes;
+  uint32_t workgroup_size[3];
+  uint32_t num_buffers;
+} kiln_gpu_kernel;
+typedef struct kiln_gpu_program {
+  uint32_t api; /* kiln_gpu_api */
+  uint32_t num_kernels;
+  const kiln_gpu_kernel *kernels;
+} kiln_gpu_program;
+
 /* Emitted by kiln-compile into the model object (layout is ABI). */
 typedef struct kiln_model_info {
   uint32_t abi_version;
@@ -80,6 +97,8 @@ typedef struct kiln_model_info {
   /* Bytes of the intermediate buffers' arena, planned at compile time; the
    * instance allocates it when it is created. */
   uint64_t arena_bytes;
+  /* NULL for a model that runs on the CPU alone. */
+  const kiln_gpu_program *gpu;
 } kiln_model_info;
 
 /* Whether any input or output has a dynamic dimension. */
@@ -95,7 +114,10 @@ typedef struct kiln_tensor {
 
 typedef struct kiln_model kiln_model;
 
-/* Returns NULL if the descriptor's ABI version is not supported. */
+/* Returns NULL if the descriptor's ABI version is not supported. A model
+ * compiled for a GPU opens its device here; when there is none, the
+ * instance is still returned, kiln_model_error says why at once, and every
+ * run fails with that message. */
 kiln_model *kiln_model_create(const kiln_model_info *info);
 /* Runs one inference of a model without dynamic dimensions on
  * caller-allocated buffers. Returns 0 on success. Not reentrant per
@@ -140,6 +162,26 @@ void kiln_check_failed(const char *message);
  * without it faults. When the system refuses, the run fails with an error
  * (kiln_check_failed) instead. */
 void kiln_request_amx(void);
+
+/* The device a GPU model's instance runs on ("llvmpipe (CPU, Vulkan 1.3)"),
+ * or NULL for a CPU model or when no device could be opened. */
+const char *kiln_model_device(const kiln_model *model);
+
+/* Called by generated code of GPU models, on the thread running the model:
+ * queues kernel `kernel` of the program on a grid of workgroups, each
+ * argument a buffer of the run (arena, inputs, outputs) or a constant of
+ * the model (flags KILN_GPU_ARG_CONSTANT: copied to the device at its first
+ * use, then kept). kiln_gpu_wait runs what was queued and waits for it,
+ * before host code touches the buffers. A failure stops the run. */
+typedef struct kiln_gpu_arg {
+  const void *data;
+  uint64_t bytes;
+  uint64_t flags;
+} kiln_gpu_arg;
+#define KILN_GPU_ARG_CONSTANT 1u
+void kiln_gpu_launch(uint32_t kernel, int64_t grid_x, int64_t grid_y, int64_t grid_z,
+                     const kiln_gpu_arg *args);
+void kiln_gpu_wait(void);
 
 /* Bytes of intermediate memory the instance holds after its first run. */
 size_t kiln_model_arena_bytes(const kiln_model *model);

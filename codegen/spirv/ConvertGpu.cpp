@@ -1,0 +1,101 @@
+//===- ConvertGpu.cpp - gpu.module kernels to spirv.module ----------------===//
+//
+// Upstream's convert-gpu-to-spirv leaves math ops alone and needs each
+// kernel's workgroup size as an attribute of its own; this pass takes the
+// size from `known_block_size` and converts math (exp, tanh, ...) through
+// GLSL.std.450 too. The conversion runs on a clone of each gpu.module, which
+// becomes its spirv.module.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/spirv/Passes.h"
+
+#include "mlir/Conversion/ArithToSPIRV/ArithToSPIRV.h"
+#include "mlir/Conversion/FuncToSPIRV/FuncToSPIRV.h"
+#include "mlir/Conversion/GPUToSPIRV/GPUToSPIRV.h"
+#include "mlir/Conversion/MathToSPIRV/MathToSPIRV.h"
+#include "mlir/Conversion/MemRefToSPIRV/MemRefToSPIRV.h"
+#include "mlir/Conversion/SCFToSPIRV/SCFToSPIRV.h"
+#include "mlir/Conversion/VectorToSPIRV/VectorToSPIRV.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNSPIRVCONVERTGPU
+#include "codegen/spirv/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+
+namespace {
+
+/// What every Vulkan 1.1 device accepts: SPIR-V 1.3, shaders over storage
+/// buffers, Vulkan's required limits.
+spirv::TargetEnvAttr vulkanTargetEnv(MLIRContext *ctx) {
+  auto triple = spirv::VerCapExtAttr::get(spirv::Version::V_1_3, {spirv::Capability::Shader},
+                                          {spirv::Extension::SPV_KHR_storage_buffer_storage_class},
+                                          ctx);
+  return spirv::TargetEnvAttr::get(triple, spirv::getDefaultResourceLimits(ctx),
+                                   spirv::ClientAPI::Vulkan);
+}
+
+/// Gives each kernel of `module` its workgroup size as a SPIR-V entry point
+/// ABI; a kernel without `known_block_size` is an error.
+LogicalResult setEntryPoints(gpu::GPUModuleOp module) {
+  for (auto func : module.getOps<gpu::GPUFuncOp>()) {
+    if (!func.isKernel())
+      continue;
+    std::optional<ArrayRef<int32_t>> size = func.getKnownBlockSize();
+    if (!size)
+      return func.emitError("kiln-spirv-convert-gpu: kernel has no known_block_size");
+    func->setAttr(spirv::getEntryPointABIAttrName(),
+                  spirv::getEntryPointABIAttr(func.getContext(), *size));
+  }
+  return success();
+}
+
+/// Converts `module` (a clone) into a spirv.module in place.
+LogicalResult convertModule(gpu::GPUModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  spirv::MemorySpaceToStorageClassConverter storage(spirv::mapMemorySpaceToVulkanStorageClass);
+  spirv::convertMemRefTypesAndAttrs(module, storage);
+
+  spirv::TargetEnvAttr env = spirv::lookupTargetEnvOrDefault(module);
+  std::unique_ptr<ConversionTarget> target = SPIRVConversionTarget::get(env);
+  SPIRVTypeConverter types(env);
+  RewritePatternSet patterns(ctx);
+  populateGPUToSPIRVPatterns(types, patterns);
+  ScfToSPIRVContext scf;
+  populateSCFToSPIRVPatterns(types, scf, patterns);
+  arith::populateArithToSPIRVPatterns(types, patterns);
+  populateMathToSPIRVPatterns(types, patterns);
+  populateMemRefToSPIRVPatterns(types, patterns);
+  populateFuncToSPIRVPatterns(types, patterns);
+  populateVectorToSPIRVPatterns(types, patterns);
+  return applyFullConversion(module, *target, std::move(patterns));
+}
+
+struct KilnSpirvConvertGpuPass
+    : mlir::kiln::impl::KilnSpirvConvertGpuBase<KilnSpirvConvertGpuPass> {
+  using KilnSpirvConvertGpuBase::KilnSpirvConvertGpuBase;
+
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    SmallVector<gpu::GPUModuleOp> modules(top.getOps<gpu::GPUModuleOp>());
+    OpBuilder builder(&getContext());
+    for (gpu::GPUModuleOp module : modules) {
+      if (failed(setEntryPoints(module)))
+        return signalPassFailure();
+      builder.setInsertionPoint(module);
+      auto clone = cast<gpu::GPUModuleOp>(builder.clone(*module));
+      if (!spirv::lookupTargetEnv(clone))
+        clone->setAttr(spirv::getTargetEnvAttrName(), vulkanTargetEnv(&getContext()));
+      if (failed(convertModule(clone)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,213 @@
+//===- EmbedKernels.cpp - SPIR-V kernels into the host module -------------===//
+//
+// The host code of a Vulkan model is compiled like a CPU model's; what makes
+// it a GPU model is this pass: launches become calls of the runtime, which
+// owns the device, and the kernels travel in the object as SPIR-V.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/spirv/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Target/SPIRV/Serialization.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNSPIRVEMBEDKERNELS
+#include "codegen/spirv/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+
+namespace {
+
+/// Must match KILN_GPU_ARG_CONSTANT in runtime/include/kiln/runtime.h.
+constexpr int64_t kArgConstant = 1;
+/// Fields of one kiln_gpu_arg: address, bytes, flags.
+constexpr int64_t kArgFields = 3;
+
+bool containsLaunch(Operation *op) {
+  return op->walk([](gpu::LaunchFuncOp) { return WalkResult::interrupt(); }).wasInterrupted();
+}
+
+/// Whether host op `op` may read or write memory (ops of unknown effects,
+/// calls among them, may).
+bool touchesMemory(Operation *op) {
+  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects = getEffectsRecursively(op);
+  if (!effects)
+    return true;
+  return llvm::any_of(*effects, [](const MemoryEffects::EffectInstance &effect) {
+    return isa<MemoryEffects::Read, MemoryEffects::Write>(effect.getEffect());
+  });
+}
+
+/// Calls `wait` before each op of `block` that touches memory while
+/// launches may be queued (`pending`: on entry). Returns whether they may
+/// be queued at its end.
+bool placeWaits(Block &block, bool pending, func::FuncOp wait) {
+  for (Operation &op : block) {
+    if (isa<gpu::LaunchFuncOp>(op)) {
+      pending = true;
+      continue;
+    }
+    if (containsLaunch(&op)) {
+      // A loop that launches: its body may start with the previous
+      // iteration's launches queued.
+      for (Region &region : op.getRegions())
+        for (Block &inner : region)
+          placeWaits(inner, /*pending=*/true, wait);
+      pending = true;
+      continue;
+    }
+    if (pending && touchesMemory(&op)) {
+      OpBuilder b(&op);
+      func::CallOp::create(b, op.getLoc(), wait, ValueRange{});
+      pending = false;
+    }
+  }
+  return pending;
+}
+
+/// The runtime function `name` of `type`, declared once.
+func::FuncOp runtimeFunction(ModuleOp module, StringRef name, FunctionType type) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto func = func::FuncOp::create(b, module.getLoc(), name, type);
+  func.setPrivate();
+  return func;
+}
+
+/// Bytes of the memref `value` (at least one byte per element: booleans
+/// are stored as bytes).
+Value byteSize(OpBuilder &b, Location loc, Value value) {
+  auto type = cast<MemRefType>(value.getType());
+  int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
+  Value bytes = arith::ConstantIndexOp::create(b, loc, elementBytes);
+  for (auto [i, extent] : llvm::enumerate(type.getShape())) {
+    Value size = ShapedType::isDynamic(extent)
+                     ? memref::DimOp::create(b, loc, value, i).getResult()
+                     : arith::ConstantIndexOp::create(b, loc, extent).getResult();
+    bytes = arith::MulIOp::create(b, loc, bytes, size);
+  }
+  return bytes;
+}
+
+Value toI64(OpBuilder &b, Location loc, Value index) {
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+}
+
+/// The kiln_gpu_arg array of `launch` (a stack array made at the entry of
+/// `host`, filled before the launch), as a pointer.
+FailureOr<Value> launchArguments(OpBuilder &b, func::FuncOp host, gpu::LaunchFuncOp launch) {
+  Location loc = launch.getLoc();
+  int64_t count = launch.getNumKernelOperands();
+  Value args;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&host.front());
+    args = memref::AllocaOp::create(
+        b, loc, MemRefType::get({std::max<int64_t>(count, 1), kArgFields}, b.getI64Type()));
+  }
+  b.setInsertionPoint(launch);
+  auto store = [&](Value value, int64_t arg, int64_t field) {
+    memref::StoreOp::create(b, loc, value, args,
+                            ValueRange{arith::ConstantIndexOp::create(b, loc, arg),
+                                       arith::ConstantIndexOp::create(b, loc, field)});
+  };
+  for (auto [i, operand] : llvm::enumerate(launch.getKernelOperands())) {
+    auto type = dyn_cast<MemRefType>(operand.getType());
+    if (!type)
+      return launch.emitError("kiln-spirv-embed-kernels: kernel argument ")
+             << i << " is a " << operand.getType() << ", not a buffer";
+    if (!type.getLayout().isIdentity())
+      return launch.emitError("kiln-spirv-embed-kernels: kernel argument ")
+             << i << " is a strided view (" << type << "); kernels take whole buffers";
+    Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand);
+    store(toI64(b, loc, address), i, 0);
+    store(toI64(b, loc, byteSize(b, loc, operand)), i, 1);
+    bool constant = operand.getDefiningOp<memref::GetGlobalOp>() != nullptr;
+    store(arith::ConstantIntOp::create(b, loc, b.getI64Type(), constant ? kArgConstant : 0), i,
+          2);
+  }
+  Value address = toI64(b, loc, memref::ExtractAlignedPointerAsIndexOp::create(b, loc, args));
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), address)
+      .getResult();
+}
+
+/// The serialized kernel that `launch` runs, as kiln.gpu_kernels holds it.
+FailureOr<DictionaryAttr> serializeKernel(ModuleOp top, gpu::LaunchFuncOp launch) {
+  StringRef moduleName = launch.getKernelModuleName().getValue();
+  auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(launch, launch.getKernel());
+  auto spirvModule = top.lookupSymbol<spirv::ModuleOp>(("__spv__" + moduleName).str());
+  if (!kernel || !spirvModule)
+    return launch.emitError("kiln-spirv-embed-kernels: no SPIR-V for kernel ")
+           << launch.getKernel() << " (run kiln-spirv-convert-gpu first)";
+  std::optional<ArrayRef<int32_t>> size = kernel.getKnownBlockSize();
+  if (!size)
+    return kernel.emitError("kiln-spirv-embed-kernels: kernel has no known_block_size");
+  SmallVector<uint32_t> words;
+  if (failed(spirv::serialize(spirvModule, words)))
+    return failure();
+  Builder b(top.getContext());
+  auto wordsType = RankedTensorType::get({static_cast<int64_t>(words.size())}, b.getI32Type());
+  return b.getDictionaryAttr({
+      b.getNamedAttr("name", b.getStringAttr(kernel.getName())),
+      b.getNamedAttr("spirv", DenseIntElementsAttr::get(wordsType, ArrayRef<uint32_t>(words))),
+      b.getNamedAttr("workgroup_size", b.getDenseI32ArrayAttr(*size)),
+      b.getNamedAttr("buffers", b.getI32IntegerAttr(kernel.getNumArguments())),
+  });
+}
+
+struct KilnSpirvEmbedKernelsPass
+    : mlir::kiln::impl::KilnSpirvEmbedKernelsBase<KilnSpirvEmbedKernelsPass> {
+  using KilnSpirvEmbedKernelsBase::KilnSpirvEmbedKernelsBase;
+
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    auto i64 = b.getI64Type();
+    func::FuncOp launchFn = runtimeFunction(
+        top, "kiln_gpu_launch",
+        b.getFunctionType({b.getI32Type(), i64, i64, i64, LLVM::LLVMPointerType::get(ctx)}, {}));
+    func::FuncOp waitFn = runtimeFunction(top, "kiln_gpu_wait", b.getFunctionType({}, {}));
+
+    SmallVector<Attribute> kernels;
+    llvm::DenseMap<SymbolRefAttr, int32_t> kernelIndex;
+    for (auto host : llvm::to_vector(top.getOps<func::FuncOp>())) {
+      if (host.isExternal() || !containsLaunch(host))
+        continue;
+      placeWaits(host.front(), /*pending=*/false, waitFn);
+      SmallVector<gpu::LaunchFuncOp> launches;
+      host.walk([&](gpu::LaunchFuncOp launch) { launches.push_back(launch); });
+      for (gpu::LaunchFuncOp launch : launches) {
+        auto [it, inserted] = kernelIndex.try_emplace(launch.getKernel(), kernels.size());
+        if (inserted) {
+          FailureOr<DictionaryAttr> kernel = serializeKernel(top, launch);
+          if (failed(kernel))
+            return signalPassFailure();
+          kernels.push_back(*kernel);
+        }
+        FailureOr<Value> args = launchArguments(b, host, launch);
+        if (failed(args))
+          return signalPassFailure();
+        Location loc = launch.getLoc();
+        Value index = arith::ConstantIntOp::create(b, loc, b.getI32Type(), it->second);
+        func::CallOp::create(b, loc, launchFn,
+                             ValueRange{index, toI64(b, loc, launch.getGridSizeX()),
+                                        toI64(b, loc, launch.getGridSizeY()),
+                                        toI64(b, loc, launch.getGridSizeZ()), *args});
+        launch.erase();
+      }
+    }
+    for (Operation &op : llvm::make_early_inc_range(*top.getBody()))
+      if (isa<gpu::GPUModuleOp, spirv::ModuleOp>(op))
+        op.erase();
+    top->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+    if (!kernels.empty())
+      top->setAttr("kiln.gpu_kernels", b.getArrayAttr(kernels));
+  }
+};
+
+} // namespace

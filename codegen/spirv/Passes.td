@@ -1,0 +1,48 @@
+// GPU kernels to SPIR-V, for Vulkan (and Metal, through SPIRV-Cross).
+// Flags are kiln-spirv-*.
+#ifndef KILN_CODEGEN_SPIRV_PASSES_TD
+#define KILN_CODEGEN_SPIRV_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnSpirvConvertGpu : Pass<"kiln-spirv-convert-gpu", "ModuleOp"> {
+  let summary = "Convert each gpu.module's kernels to a spirv.module for Vulkan";
+  let description = [{
+    Each gpu.module (outlined kernels whose bodies are loops over memrefs:
+    scf, arith, math, memref, vector) gets a spirv.module beside it, named
+    `__spv__<module>`, for the Vulkan 1.1 environment: SPIR-V 1.3, Shader
+    capability, storage buffers. The gpu.module stays, for the launches
+    that name it. Every kernel must carry `known_block_size` (from
+    kiln-gpu-map-forall), which becomes its LocalSize; a kernel's memref
+    arguments become storage buffers bound at (set 0, binding = argument
+    index) and must have static shapes and strides. Anything the
+    conversion cannot express is an error on the op at fault.
+  }];
+  let dependentDialects = ["spirv::SPIRVDialect"];
+}
+
+def KilnSpirvEmbedKernels : Pass<"kiln-spirv-embed-kernels", "ModuleOp"> {
+  let summary = "Serialize SPIR-V kernels into the module and launch them through the runtime";
+  let description = [{
+    Host side of a Vulkan model, after kiln-spirv-convert-gpu:
+    - every gpu.launch_func becomes a call of the runtime's
+      `kiln_gpu_launch(kernel, grid x, y, z, args)`, `args` an array of
+      {address, bytes, flags} per memref argument on the stack (flags
+      KILN_GPU_ARG_CONSTANT for a memref.get_global: the runtime copies a
+      constant to the device once);
+    - before host code that touches memory after a launch (a load, a store,
+      a copy, a linalg op, a call), a call of `kiln_gpu_wait()` lets the
+      queued kernels finish; inside loops that launch, conservatively at
+      each iteration;
+    - each launched kernel's spirv.module is serialized and the binaries go
+      to the module attribute `kiln.gpu_kernels`, one dictionary per kernel
+      index (name, spirv words, workgroup_size, buffers), from which the
+      object's kiln_gpu_program is emitted; gpu.module and spirv.module ops
+      are erased.
+    Kernel arguments must be memrefs with an identity layout.
+  }];
+  let dependentDialects = ["func::FuncDialect", "memref::MemRefDialect", "arith::ArithDialect",
+                           "LLVM::LLVMDialect"];
+}
+
+#endif // KILN_CODEGEN_SPIRV_PASSES_TD

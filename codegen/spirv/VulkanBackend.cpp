@@ -1,0 +1,143 @@
+//===- VulkanBackend.cpp - models whose kernels run on Vulkan -------------===//
+//
+// A Vulkan model is a host program (this machine's CPU backend compiles it)
+// that launches SPIR-V kernels through the runtime. The stages:
+//   linalg      the target-neutral lowering, elementwise ops fused;
+//   bufferized  linalg ops tiled to workgroups and threads, bufferized,
+//               mapped to gpu.launch; the memory plan;
+//   llvm        kernels outlined and converted to SPIR-V, embedded in the
+//               module, launches turned into runtime calls; then the host's
+//               own llvm stage.
+// What the GPU pipeline does not distribute stays in the host code and runs
+// on the CPU, on the same (host-visible) buffers.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/spirv/VulkanBackend.h"
+#include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
+#include "codegen/cpu/CpuBackend.h"
+#include "codegen/gpu/GpuTarget.h"
+#include "codegen/gpu/Passes.h"
+#include "codegen/spirv/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+bool mlir::kiln::isVulkanTarget(llvm::StringRef target) {
+  std::optional<GpuTarget> gpu = lookupGpuTarget(target);
+  return gpu && gpu->api == GpuApi::Vulkan;
+}
+
+namespace {
+class VulkanBackend final : public TargetBackend {
+public:
+  VulkanBackend(GpuTarget gpu, std::unique_ptr<TargetBackend> host)
+      : gpu(std::move(gpu)), host(std::move(host)) {}
+
+  llvm::StringRef triple() const override { return host->triple(); }
+  std::string description() const override {
+    return gpu.name + " kernels, host " + host->description();
+  }
+
+  void addStagePasses(OpPassManager &pm, Stage stage,
+                      const PipelineOptions &options) const override {
+    switch (stage) {
+    case Stage::Linalg:
+      return addLinalgPasses(pm, options);
+    case Stage::Bufferized:
+      return addBufferizedPasses(pm, options);
+    case Stage::LLVM:
+      return addLLVMPasses(pm, options);
+    case Stage::Kiln:
+    case Stage::KilnOpt:
+      break;
+    }
+    llvm_unreachable("the Vulkan backend adds the stages after kiln-opt");
+  }
+
+  LogicalResult emitObject(ModuleOp module, const ModelSignature &signature,
+                           llvm::StringRef prefix, bool addMainAlias, bool emitLLVMIR,
+                           std::string &out) const override {
+    return host->emitObject(module, signature, prefix, addMainAlias, emitLLVMIR, out);
+  }
+
+private:
+  GpuTarget gpu;
+  std::unique_ptr<TargetBackend> host;
+
+  void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const {
+    pm.addPass(createConvertKilnToLinalg());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createKilnFuseElementwise({options.reportFusion}));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+
+  void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const {
+    pm.addNestedPass<func::FuncOp>(createKilnGpuDistribute({gpu.name}));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    pm.addPass(bufferization::createEmptyTensorEliminationPass());
+    pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
+    bufferization::OneShotBufferizePassOptions bufferize;
+    bufferize.bufferizeFunctionBoundaries = true;
+    bufferize.allowReturnAllocsFromLoops = true;
+    bufferize.functionBoundaryTypeConversion =
+        bufferization::LayoutMapOption::IdentityLayoutMap;
+    pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createKilnDynamicEntry());
+    bufferization::BufferResultsToOutParamsPassOptions outParams;
+    outParams.hoistStaticAllocs = true;
+    outParams.modifyPublicFunctions = true;
+    pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    pm.addPass(createKilnPlanMemory({options.reportMemory}));
+  }
+
+  void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const {
+    pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+    pm.addPass(createGpuKernelOutliningPass());
+    OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+    kernels.addNestedPass<gpu::GPUFuncOp>(createConvertLinalgToLoopsPass());
+    kernels.addPass(memref::createFoldMemRefAliasOpsPass());
+    kernels.addPass(memref::createExpandStridedMetadataPass());
+    kernels.addPass(createLowerAffinePass());
+    kernels.addPass(createCanonicalizerPass());
+    kernels.addPass(createCSEPass());
+    pm.addPass(createKilnSpirvConvertGpu());
+    OpPassManager &spirvModules = pm.nest<spirv::ModuleOp>();
+    spirvModules.addPass(spirv::createSPIRVLowerABIAttributesPass());
+    spirvModules.addPass(spirv::createSPIRVUpdateVCEPass());
+    pm.addPass(createKilnSpirvEmbedKernels());
+    host->addStagePasses(pm, Stage::LLVM, options);
+  }
+};
+} // namespace
+
+FailureOr<std::unique_ptr<TargetBackend>>
+mlir::kiln::createVulkanBackend(llvm::StringRef target, llvm::StringRef cpu, std::string &error) {
+  std::optional<GpuTarget> gpu = lookupGpuTarget(target);
+  if (!gpu || gpu->api != GpuApi::Vulkan) {
+    error = "unknown Vulkan target '" + target.str() + "'";
+    return failure();
+  }
+  auto host = createCpuBackend("", cpu, error);
+  if (failed(host))
+    return failure();
+  return std::unique_ptr<TargetBackend>(
+      std::make_unique<VulkanBackend>(std::move(*gpu), std::move(*host)));
+}

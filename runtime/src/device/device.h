@@ -1,0 +1,36 @@
+/*===- device.h - the GPU device of a model instance (internal) -----------===
+ *
+ * A model compiled for a GPU carries a kiln_gpu_program (its kernels). The
+ * instance opens a device for it at create; its arena, its input and output
+ * buffers and the model's constants live in memory the host and the kernels
+ * share (mapped on the host), so host code between kernels reads and
+ * writes them in place once kiln_device_wait has drained the launches.
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_DEVICE_H
+#define KILN_DEVICE_H
+
+#include "kiln/runtime.h"
+
+typedef struct kiln_device kiln_device;
+
+/* Opens the device for `program` and prepares every kernel; NULL with a
+ * message in `error` when there is none or it refuses a kernel. */
+kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size_t size);
+void kiln_device_close(kiln_device *device);
+/* "llvmpipe (Vulkan 1.3)", for --help and errors. */
+const char *kiln_device_name(const kiln_device *device);
+
+/* Memory the kernels can use, mapped on the host and 64-byte aligned; NULL
+ * when out of memory. */
+void *kiln_device_alloc(kiln_device *device, size_t bytes);
+void kiln_device_free(kiln_device *device, void *memory);
+
+/* Queues kernel `kernel` on a grid of workgroups; each argument is memory of
+ * kiln_device_alloc or a constant of the model (copied to the device at its
+ * first use). Launches run in order. Returns nonzero with a message. */
+int kiln_device_launch(kiln_device *device, uint32_t kernel, const int64_t grid[3],
+                       const kiln_gpu_arg *args, char *error, size_t size);
+/* Runs what was queued and waits for it. Returns nonzero with a message. */
+int kiln_device_wait(kiln_device *device, char *error, size_t size);
+
+#endif /* KILN_DEVICE_H */
