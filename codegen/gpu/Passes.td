@@ -55,4 +55,19 @@ def KilnGpuMapForall : Pass<"kiln-gpu-map-forall", "func::FuncOp"> {
                            "arith::ArithDialect", "memref::MemRefDialect"];
 }
 
+def KilnGpuKernelBuffers : Pass<"kiln-gpu-kernel-buffers", "func::FuncOp"> {
+  let summary = "Per-thread buffers in gpu.launch bodies become private allocas; copies become linalg.copy";
+  let description = [{
+    After kiln-gpu-map-forall. Inside a gpu.launch, every thread runs the
+    body: a `memref.alloc` there (a temporary that bufferization made for a
+    thread's tile, such as a fused producer's result) is each thread's own.
+    Each one of static shape becomes a `memref.alloca` in
+    `#gpu.address_space<private>` (registers or function-local memory), and
+    the views of it follow it into that space. A dynamic size is an error:
+    a kernel cannot allocate. Every `memref.copy` in a launch becomes a
+    `linalg.copy`, which kernels lower to loops like any other linalg op.
+  }];
+  let dependentDialects = ["gpu::GPUDialect", "linalg::LinalgDialect", "memref::MemRefDialect"];
+}
+
 #endif // KILN_CODEGEN_GPU_PASSES_TD

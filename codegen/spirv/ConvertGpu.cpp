@@ -17,10 +17,12 @@
 #include "mlir/Conversion/SCFToSPIRV/SCFToSPIRV.h"
 #include "mlir/Conversion/VectorToSPIRV/VectorToSPIRV.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNSPIRVCONVERTGPU
@@ -56,10 +58,31 @@ LogicalResult setEntryPoints(gpu::GPUModuleOp module) {
   return success();
 }
 
+/// Vulkan's storage classes, but a thread's private buffers (allocas) are
+/// Function variables.
+std::optional<spirv::StorageClass> storageClass(Attribute space) {
+  auto gpuSpace = dyn_cast_if_present<gpu::AddressSpaceAttr>(space);
+  if (gpuSpace && gpuSpace.getValue() == gpu::AddressSpace::Private)
+    return spirv::StorageClass::Function;
+  return spirv::mapMemorySpaceToVulkanStorageClass(space);
+}
+
+/// Rewrites the math ops GLSL.std.450 lacks: erf and erfc as polynomials
+/// (as the CPU computes them), integer powers as multiplications.
+LogicalResult expandMath(gpu::GPUModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  populatePolynomialApproximateErfPattern(patterns);
+  populatePolynomialApproximateErfcPattern(patterns);
+  math::populateExpansionPatterns(patterns, {"fpowi", "ipowi"});
+  return applyPatternsGreedily(module, std::move(patterns));
+}
+
 /// Converts `module` (a clone) into a spirv.module in place.
 LogicalResult convertModule(gpu::GPUModuleOp module) {
   MLIRContext *ctx = module.getContext();
-  spirv::MemorySpaceToStorageClassConverter storage(spirv::mapMemorySpaceToVulkanStorageClass);
+  if (failed(expandMath(module)))
+    return module.emitError("kiln-spirv-convert-gpu: math expansion did not converge");
+  spirv::MemorySpaceToStorageClassConverter storage(storageClass);
   spirv::convertMemRefTypesAndAttrs(module, storage);
 
   spirv::TargetEnvAttr env = spirv::lookupTargetEnvOrDefault(module);

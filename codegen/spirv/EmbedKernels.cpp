@@ -10,6 +10,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Target/SPIRV/Serialization.h"
 
 namespace mlir::kiln {
@@ -97,6 +98,14 @@ Value toI64(OpBuilder &b, Location loc, Value index) {
   return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
 }
 
+/// Whether `value` is a constant of the model: a memref.get_global, or a
+/// view of one (a reshape).
+bool isConstant(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value.getDefiningOp<memref::GetGlobalOp>() != nullptr;
+}
+
 /// The kiln_gpu_arg array of `launch` (a stack array made at the entry of
 /// `host`, filled before the launch), as a pointer.
 FailureOr<Value> launchArguments(OpBuilder &b, func::FuncOp host, gpu::LaunchFuncOp launch) {
@@ -126,9 +135,9 @@ FailureOr<Value> launchArguments(OpBuilder &b, func::FuncOp host, gpu::LaunchFun
     Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand);
     store(toI64(b, loc, address), i, 0);
     store(toI64(b, loc, byteSize(b, loc, operand)), i, 1);
-    bool constant = operand.getDefiningOp<memref::GetGlobalOp>() != nullptr;
-    store(arith::ConstantIntOp::create(b, loc, b.getI64Type(), constant ? kArgConstant : 0), i,
-          2);
+    store(arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                       isConstant(operand) ? kArgConstant : 0),
+          i, 2);
   }
   Value address = toI64(b, loc, memref::ExtractAlignedPointerAsIndexOp::create(b, loc, args));
   return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), address)

@@ -28,8 +28,8 @@ def KilnSpirvEmbedKernels : Pass<"kiln-spirv-embed-kernels", "ModuleOp"> {
     - every gpu.launch_func becomes a call of the runtime's
       `kiln_gpu_launch(kernel, grid x, y, z, args)`, `args` an array of
       {address, bytes, flags} per memref argument on the stack (flags
-      KILN_GPU_ARG_CONSTANT for a memref.get_global: the runtime copies a
-      constant to the device once);
+      KILN_GPU_ARG_CONSTANT for a memref.get_global or a reshape of one:
+      the runtime copies a constant to the device once);
     - before host code that touches memory after a launch (a load, a store,
       a copy, a linalg op, a call), a call of `kiln_gpu_wait()` lets the
       queued kernels finish; inside loops that launch, conservatively at

@@ -103,6 +103,7 @@ private:
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
+    pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     pm.addPass(createKilnPlanMemory({options.reportMemory}));
