@@ -79,19 +79,32 @@ func::FuncOp runtimeFunction(ModuleOp module, StringRef name, FunctionType type)
   return func;
 }
 
-/// Bytes of the memref `value` (at least one byte per element: booleans
-/// are stored as bytes).
-Value byteSize(OpBuilder &b, Location loc, Value value) {
+/// Bytes from the aligned pointer of the memref `value` to the end of its
+/// last element (at least one byte per element: booleans are stored as
+/// bytes). A strided view must be static: its offset and strides are in
+/// the kernel's code.
+FailureOr<Value> byteSize(OpBuilder &b, Location loc, Value value) {
   auto type = cast<MemRefType>(value.getType());
   int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
-  Value bytes = arith::ConstantIndexOp::create(b, loc, elementBytes);
-  for (auto [i, extent] : llvm::enumerate(type.getShape())) {
-    Value size = ShapedType::isDynamic(extent)
-                     ? memref::DimOp::create(b, loc, value, i).getResult()
-                     : arith::ConstantIndexOp::create(b, loc, extent).getResult();
-    bytes = arith::MulIOp::create(b, loc, bytes, size);
+  if (type.getLayout().isIdentity()) {
+    Value bytes = arith::ConstantIndexOp::create(b, loc, elementBytes);
+    for (auto [i, extent] : llvm::enumerate(type.getShape())) {
+      Value size = ShapedType::isDynamic(extent)
+                       ? memref::DimOp::create(b, loc, value, i).getResult()
+                       : arith::ConstantIndexOp::create(b, loc, extent).getResult();
+      bytes = arith::MulIOp::create(b, loc, bytes, size);
+    }
+    return bytes;
   }
-  return bytes;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!type.hasStaticShape() || failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset) || llvm::any_of(strides, ShapedType::isDynamic))
+    return failure();
+  int64_t last = offset;
+  for (auto [size, stride] : llvm::zip(type.getShape(), strides))
+    last += (size - 1) * stride;
+  return arith::ConstantIndexOp::create(b, loc, (last + 1) * elementBytes).getResult();
 }
 
 Value toI64(OpBuilder &b, Location loc, Value index) {
@@ -129,12 +142,14 @@ FailureOr<Value> launchArguments(OpBuilder &b, func::FuncOp host, gpu::LaunchFun
     if (!type)
       return launch.emitError("kiln-spirv-embed-kernels: kernel argument ")
              << i << " is a " << operand.getType() << ", not a buffer";
-    if (!type.getLayout().isIdentity())
+    FailureOr<Value> bytes = byteSize(b, loc, operand);
+    if (failed(bytes))
       return launch.emitError("kiln-spirv-embed-kernels: kernel argument ")
-             << i << " is a strided view (" << type << "); kernels take whole buffers";
+             << i << " is a view with dynamic sizes, strides or offset (" << type
+             << "); a kernel takes a whole buffer or a static view";
     Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand);
     store(toI64(b, loc, address), i, 0);
-    store(toI64(b, loc, byteSize(b, loc, operand)), i, 1);
+    store(toI64(b, loc, *bytes), i, 1);
     store(arith::ConstantIntOp::create(b, loc, b.getI64Type(),
                                        isConstant(operand) ? kArgConstant : 0),
           i, 2);

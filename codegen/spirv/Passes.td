@@ -39,7 +39,9 @@ def KilnSpirvEmbedKernels : Pass<"kiln-spirv-embed-kernels", "ModuleOp"> {
       index (name, spirv words, workgroup_size, buffers), from which the
       object's kiln_gpu_program is emitted; gpu.module and spirv.module ops
       are erased.
-    Kernel arguments must be memrefs with an identity layout.
+    Kernel arguments must be memrefs: whole buffers, or views with static
+    sizes, strides and offset (passed as their buffer's aligned pointer,
+    the offset applied by the kernel).
   }];
   let dependentDialects = ["func::FuncDialect", "memref::MemRefDialect", "arith::ArithDialect",
                            "LLVM::LLVMDialect"];
