@@ -10,7 +10,9 @@ PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
           libonnx-dev libprotobuf-dev protobuf-compiler ninja-build cmake
           python3-onnx python3-numpy libgtest-dev file libonnx-testdata qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross
           libopenblas0-pthread time  # OpenBLAS: the benchmark measures its sgemm as the peak; time: compile-time benchmark
-          libclang-rt-22-dev)        # ASan, UBSan and libFuzzer runtimes (scripts/sanitize.sh)
+          libclang-rt-22-dev         # ASan, UBSan and libFuzzer runtimes (scripts/sanitize.sh)
+          libvulkan-dev spirv-tools  # --target=vulkan: the runtime's Vulkan headers; spirv-val
+          mesa-vulkan-drivers vulkan-tools)  # lavapipe, the CPU Vulkan device the tests run on
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,6 +2,7 @@
 # stage tests, and end-to-end tests compared against onnxruntime-node.
 import os
 import shutil
+import subprocess
 
 import lit.formats
 
@@ -63,3 +64,16 @@ if "avx512f" in flags:
 # vpdpbusd and vpexpandb on 512-bit registers: kiln's int8 sparse kernels.
 if {"avx512_vnni", "avx512_vbmi2"} <= flags:
     config.available_features.add("avx512-int8-sparse")
+
+# A Vulkan device for the GPU end-to-end tests (CI: Mesa's lavapipe, a CPU
+# device), and spirv-val to check the kernels kiln emits.
+if shutil.which("vulkaninfo"):
+    try:
+        summary = subprocess.run(["vulkaninfo", "--summary"], capture_output=True, text=True,
+                                 timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        summary = ""
+    if "deviceName" in summary:
+        config.available_features.add("vulkan")
+if shutil.which("spirv-val"):
+    config.available_features.add("spirv-val")

@@ -43,12 +43,30 @@ spirv::TargetEnvAttr vulkanTargetEnv(MLIRContext *ctx) {
                                    spirv::ClientAPI::Vulkan);
 }
 
+/// Whether a kernel argument of `type` is a buffer the SPIR-V conversion
+/// can address: a whole one, or a view with static strides and offset.
+bool isAddressable(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref || memref.getLayout().isIdentity())
+    return true;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(memref.getStridesAndOffset(strides, offset)) &&
+         !ShapedType::isDynamic(offset) && !llvm::any_of(strides, ShapedType::isDynamic);
+}
+
 /// Gives each kernel of `module` its workgroup size as a SPIR-V entry point
-/// ABI; a kernel without `known_block_size` is an error.
+/// ABI; a kernel without `known_block_size`, or with a view of dynamic
+/// layout as an argument, is an error.
 LogicalResult setEntryPoints(gpu::GPUModuleOp module) {
   for (auto func : module.getOps<gpu::GPUFuncOp>()) {
     if (!func.isKernel())
       continue;
+    for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+      if (!isAddressable(type))
+        return func.emitError("kiln-spirv-convert-gpu: kernel argument ")
+               << i << " is a view with dynamic strides or offset (" << type
+               << "); kernels take whole buffers or static views";
     std::optional<ArrayRef<int32_t>> size = func.getKnownBlockSize();
     if (!size)
       return func.emitError("kiln-spirv-convert-gpu: kernel has no known_block_size");

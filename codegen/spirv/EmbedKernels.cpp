@@ -92,7 +92,7 @@ FailureOr<Value> byteSize(OpBuilder &b, Location loc, Value value) {
       Value size = ShapedType::isDynamic(extent)
                        ? memref::DimOp::create(b, loc, value, i).getResult()
                        : arith::ConstantIndexOp::create(b, loc, extent).getResult();
-      bytes = arith::MulIOp::create(b, loc, bytes, size);
+      bytes = b.createOrFold<arith::MulIOp>(loc, bytes, size);
     }
     return bytes;
   }
@@ -108,7 +108,7 @@ FailureOr<Value> byteSize(OpBuilder &b, Location loc, Value value) {
 }
 
 Value toI64(OpBuilder &b, Location loc, Value index) {
-  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  return b.createOrFold<arith::IndexCastOp>(loc, b.getI64Type(), index);
 }
 
 /// Whether `value` is a constant of the model: a memref.get_global, or a

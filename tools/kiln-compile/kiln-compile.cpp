@@ -76,9 +76,15 @@ cl::opt<std::string> stage("stage",
                                     "linalg, bufferized, llvm)"),
                            cl::init("llvm"), cl::cat(category));
 cl::opt<std::string> targetTriple("target",
-                                  cl::desc("Target triple: x86_64-linux-gnu (host default) "
-                                           "or aarch64-linux-gnu"),
+                                  cl::desc("Target: x86_64-linux-gnu (host default), "
+                                           "aarch64-linux-gnu, or vulkan (kernels on a Vulkan "
+                                           "GPU, tiled for any device; vulkan-nvidia and "
+                                           "vulkan-lavapipe tile for those)"),
                                   cl::cat(category));
+cl::opt<std::string> dumpKernels("dump-kernels",
+                                 cl::desc("For a GPU target: also write each kernel's binary "
+                                          "to DIR/<index>-<name>.spv"),
+                                 cl::value_desc("DIR"), cl::cat(category));
 cl::opt<std::string> mcpu("mcpu", cl::desc("Target CPU (default: the host CPU for host "
                                            "targets, generic otherwise)"),
                           cl::cat(category));
@@ -440,6 +446,33 @@ static bool writeFile(StringRef path, StringRef bytes) {
   return true;
 }
 
+/// Writes each kernel of kiln.gpu_kernels (kiln-spirv-embed-kernels) to
+/// `dir` as a SPIR-V binary.
+static bool writeKernels(ModuleOp module, StringRef dir) {
+  auto kernels = module->getAttrOfType<ArrayAttr>("kiln.gpu_kernels");
+  if (!kernels) {
+    error("--dump-kernels: the model has no GPU kernels (compile it with --target=vulkan)");
+    return false;
+  }
+  if (std::error_code ec = sys::fs::create_directories(dir)) {
+    error("cannot create '" + dir + "': " + ec.message());
+    return false;
+  }
+  for (auto [i, kernel] : llvm::enumerate(kernels.getAsRange<DictionaryAttr>())) {
+    std::string words;
+    for (const APInt &word : kernel.getAs<DenseIntElementsAttr>("spirv").getValues<APInt>()) {
+      uint32_t w = word.getZExtValue();
+      words.append(reinterpret_cast<const char *>(&w), sizeof w);
+    }
+    SmallString<256> path(dir);
+    sys::path::append(path, Twine(i) + "-" + kernel.getAs<StringAttr>("name").getValue() +
+                                ".spv");
+    if (!writeFile(path, words))
+      return false;
+  }
+  return true;
+}
+
 static std::string runtimeRoot(const char *argv0) {
   if (!runtimeDir.empty())
     return runtimeDir;
@@ -789,6 +822,9 @@ int main(int argc, char **argv) {
   if (failed(runPipeline(from, last)))
     return error("compilation failed (see above)");
   progress.done("lowered to the " + (emit == Emit::MLIR ? stage.getValue() : "llvm") + " stage");
+  if (!dumpKernels.empty() && last == mlir::kiln::Stage::LLVM &&
+      !writeKernels(*module, dumpKernels))
+    return 1;
 
   if (emit == Emit::MLIR) {
     std::string text;

@@ -1,0 +1,75 @@
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-spirv-convert-gpu,spirv.module(spirv-lower-abi-attrs,spirv-update-vce),kiln-spirv-embed-kernels,canonicalize)' | FileCheck %s
+
+// Launches become runtime calls: kernel index, grid, and a stack array of
+// {address, bytes, flags} per buffer (flags 1 for a constant, also through
+// a reshape; a static strided view passes its buffer's address and the
+// bytes up to its last element). The host's copy waits for the first
+// launch; the second launch of the same kernel reuses its index and needs
+// no wait (the runtime waits at the end of a run). The kernel's SPIR-V
+// (magic number 0x07230203) is in kiln.gpu_kernels; the gpu and spirv
+// modules are gone.
+// CHECK: module attributes {kiln.gpu_kernels = [{buffers = 3 : i32, name = "scale", spirv = dense<"0x03022307{{[0-9A-F]+}}"> : tensor<{{[0-9]+}}xi32>, workgroup_size = array<i32: 64, 1, 1>}]}
+// CHECK-NOT: gpu.module
+// CHECK-NOT: spirv.module
+// CHECK-DAG: func.func private @kiln_gpu_wait()
+// CHECK-DAG: func.func private @kiln_gpu_launch(i32, i64, i64, i64, !llvm.ptr)
+// CHECK-LABEL: func.func @main
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[BYTES_IN:.*]] = arith.constant 1024 : i64
+// CHECK-DAG: %[[BYTES_VIEW:.*]] = arith.constant 512 : i64
+// CHECK-DAG: %[[CONSTANT:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[NOT_CONSTANT:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[KERNEL:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[GRID_X:.*]] = arith.constant 4 : i64
+// CHECK: memref.alloca() : memref<3x3xi64>
+// CHECK: memref.alloca() : memref<3x3xi64>
+// CHECK: %[[W:.*]] = memref.get_global @weights
+// CHECK: %[[WR:.*]] = memref.expand_shape %[[W]]
+// CHECK: %[[VIEW:.*]] = memref.subview
+// CHECK: %[[P0:.*]] = memref.extract_aligned_pointer_as_index %arg0
+// CHECK: %[[A0:.*]] = arith.index_cast %[[P0]] : index to i64
+// CHECK: memref.store %[[A0]], %[[ARGS:.*]][%[[C0]], %[[C0]]]
+// CHECK: memref.store %[[BYTES_IN]], %[[ARGS]][%[[C0]], %[[C1]]]
+// CHECK: memref.store %[[NOT_CONSTANT]], %[[ARGS]][%[[C0]], %[[C2]]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[WR]]
+// CHECK: memref.store %[[BYTES_IN]], %[[ARGS]][%[[C1]], %[[C1]]]
+// CHECK: memref.store %[[CONSTANT]], %[[ARGS]][%[[C1]], %[[C2]]]
+// The view [64, 128) of a 512-element buffer: 128 floats from its start.
+// CHECK: memref.extract_aligned_pointer_as_index %[[VIEW]]
+// CHECK: memref.store %[[BYTES_VIEW]], %[[ARGS]][%[[C2]], %[[C1]]]
+// CHECK: memref.store %[[NOT_CONSTANT]], %[[ARGS]][%[[C2]], %[[C2]]]
+// CHECK: %[[P:.*]] = memref.extract_aligned_pointer_as_index %[[ARGS]]
+// CHECK: %[[I:.*]] = arith.index_cast %[[P]] : index to i64
+// CHECK: %[[PTR:.*]] = llvm.inttoptr %[[I]] : i64 to !llvm.ptr
+// CHECK: call @kiln_gpu_launch(%[[KERNEL]], %[[GRID_X]], %[[CONSTANT]], %[[CONSTANT]], %[[PTR]])
+// CHECK-NEXT: call @kiln_gpu_wait()
+// CHECK-NEXT: memref.copy
+// CHECK: call @kiln_gpu_launch(%[[KERNEL]], %[[GRID_X]]
+// CHECK-NOT: kiln_gpu_wait
+// CHECK: return
+module attributes {gpu.container_module} {
+  memref.global "private" constant @weights : memref<256xf32> = dense<1.0>
+  gpu.module @kernels {
+    gpu.func @scale(%in: memref<256xf32>, %w: memref<16x16xf32>, %out: memref<64xf32, strided<[1], offset: 64>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      %x = memref.load %in[%tid] : memref<256xf32>
+      memref.store %x, %out[%tid] : memref<64xf32, strided<[1], offset: 64>>
+      gpu.return
+    }
+  }
+  func.func @main(%in: memref<256xf32>, %out: memref<256xf32>) {
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c64 = arith.constant 64 : index
+    %w = memref.get_global @weights : memref<256xf32>
+    %wr = memref.expand_shape %w [[0, 1]] output_shape [16, 16] : memref<256xf32> into memref<16x16xf32>
+    %tmp = memref.alloc() : memref<512xf32>
+    %view = memref.subview %tmp[64] [64] [1] : memref<512xf32> to memref<64xf32, strided<[1], offset: 64>>
+    gpu.launch_func @kernels::@scale blocks in (%c4, %c1, %c1) threads in (%c64, %c1, %c1) args(%in : memref<256xf32>, %wr : memref<16x16xf32>, %view : memref<64xf32, strided<[1], offset: 64>>)
+    memref.copy %in, %out : memref<256xf32> to memref<256xf32>
+    gpu.launch_func @kernels::@scale blocks in (%c4, %c1, %c1) threads in (%c64, %c1, %c1) args(%out : memref<256xf32>, %wr : memref<16x16xf32>, %view : memref<64xf32, strided<[1], offset: 64>>)
+    return
+  }
+}
