@@ -76,7 +76,7 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
   auto *i32 = llvm::Type::getInt32Ty(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
   auto *kernelType = llvm::StructType::create(
-      ctx, {ptr, ptr, i64, llvm::ArrayType::get(i32, 3), i32}, "kiln_gpu_kernel");
+      ctx, {ptr, ptr, i64, llvm::ArrayType::get(i32, 3), i32, i32}, "kiln_gpu_kernel");
   std::vector<llvm::Constant *> entries;
   for (auto [i, attr] : llvm::enumerate(kernels.getAsRange<DictionaryAttr>())) {
     std::string base = (prefix + "_kernel" + llvm::Twine(i)).str();
@@ -99,7 +99,8 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
         kernelType, {cString(m, name.getValue(), base + "_name"), code,
                      llvm::ConstantInt::get(i64, 4 * words.size()),
                      llvm::ConstantArray::get(llvm::ArrayType::get(i32, 3), workgroup),
-                     llvm::ConstantInt::get(i32, buffers.getInt())}));
+                     llvm::ConstantInt::get(i32, buffers.getInt()),
+                     llvm::ConstantInt::get(i32, attr.getAs<IntegerAttr>("features").getInt())}));
   }
   auto *tableType = llvm::ArrayType::get(kernelType, entries.size());
   auto *table = new llvm::GlobalVariable(m, tableType, true, llvm::GlobalValue::PrivateLinkage,

@@ -48,7 +48,7 @@ Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
     if (iterator == utils::IteratorType::parallel)
       parallel.push_back(i);
   if (parallel.empty())
-    return tiles; // a reduction to a scalar: the caller refuses it
+    return tiles; // a reduction to a scalar or a 0-d op: left to the host
   // Outer parallel loops: one iteration per workgroup, not split further.
   for (unsigned d : parallel)
     tiles.workgroup[d] = 1;
@@ -192,10 +192,8 @@ struct KilnGpuDistributePass
       if (erased.contains(op) || !op.hasPureTensorSemantics())
         continue;
       Tiles tiles = chooseTiles(op, *target);
-      if (llvm::all_of(tiles.workgroup, [](int64_t s) { return s == 0; })) {
-        op.emitError("kiln-gpu-distribute: a reduction to a scalar is not distributed yet");
-        return signalPassFailure();
-      }
+      if (llvm::all_of(tiles.workgroup, [](int64_t s) { return s == 0; }))
+        continue;
       rewriter.setInsertionPoint(op);
       FailureOr<TilingInterface> tile =
           tileAndFuse(rewriter, cast<TilingInterface>(op.getOperation()), tiles.workgroup,

@@ -22,9 +22,10 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     - any other op: one result per thread along its innermost parallel
       loop, T of them per workgroup, every other parallel loop one per
       workgroup; reductions stay whole in a thread.
-    Ops that are already inside a forall, and ops that are not linalg
-    (tensor.pad, scf loops from data-dependent ops), are left alone. A
-    reduction to a scalar (no parallel loop) is an error for now.
+    Ops that are already inside a forall, ops that are not linalg
+    (tensor.pad, scf loops from data-dependent ops) and ops without a
+    parallel loop (a reduction to a scalar, a 0-d op) are left alone: they
+    run on the host (see kiln-gpu-report-placement).
   }];
   let options = [
     Option<"targetName", "target", "std::string", "\"vulkan\"",

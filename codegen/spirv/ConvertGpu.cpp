@@ -33,12 +33,14 @@ using namespace mlir;
 
 namespace {
 
-/// What every Vulkan 1.1 device accepts: SPIR-V 1.3, shaders over storage
-/// buffers, Vulkan's required limits.
+/// What Vulkan 1.1 devices accept: SPIR-V 1.3, shaders over storage
+/// buffers, Vulkan's required limits; and 64-bit integers (ONNX's int64
+/// tensors, shape arithmetic), which kernels use only where the model does
+/// (the runtime checks that the device has shaderInt64 for those).
 spirv::TargetEnvAttr vulkanTargetEnv(MLIRContext *ctx) {
-  auto triple = spirv::VerCapExtAttr::get(spirv::Version::V_1_3, {spirv::Capability::Shader},
-                                          {spirv::Extension::SPV_KHR_storage_buffer_storage_class},
-                                          ctx);
+  auto triple = spirv::VerCapExtAttr::get(
+      spirv::Version::V_1_3, {spirv::Capability::Shader, spirv::Capability::Int64},
+      {spirv::Extension::SPV_KHR_storage_buffer_storage_class}, ctx);
   return spirv::TargetEnvAttr::get(triple, spirv::getDefaultResourceLimits(ctx),
                                    spirv::ClientAPI::Vulkan);
 }

@@ -24,6 +24,8 @@ namespace {
 
 /// Must match KILN_GPU_ARG_CONSTANT in runtime/include/kiln/runtime.h.
 constexpr int64_t kArgConstant = 1;
+/// Must match KILN_GPU_FEATURE_INT64 in runtime/include/kiln/runtime.h.
+constexpr int32_t kFeatureInt64 = 1;
 /// Fields of one kiln_gpu_arg: address, bytes, flags.
 constexpr int64_t kArgFields = 3;
 
@@ -174,12 +176,19 @@ FailureOr<DictionaryAttr> serializeKernel(ModuleOp top, gpu::LaunchFuncOp launch
   if (failed(spirv::serialize(spirvModule, words)))
     return failure();
   Builder b(top.getContext());
+  // spirv-update-vce left the capabilities the kernel really uses.
+  int32_t features = 0;
+  if (std::optional<spirv::VerCapExtAttr> vce = spirvModule.getVceTriple())
+    for (spirv::Capability capability : vce->getCapabilities())
+      if (capability == spirv::Capability::Int64)
+        features |= kFeatureInt64;
   auto wordsType = RankedTensorType::get({static_cast<int64_t>(words.size())}, b.getI32Type());
   return b.getDictionaryAttr({
       b.getNamedAttr("name", b.getStringAttr(kernel.getName())),
       b.getNamedAttr("spirv", DenseIntElementsAttr::get(wordsType, ArrayRef<uint32_t>(words))),
       b.getNamedAttr("workgroup_size", b.getDenseI32ArrayAttr(*size)),
       b.getNamedAttr("buffers", b.getI32IntegerAttr(kernel.getNumArguments())),
+      b.getNamedAttr("features", b.getI32IntegerAttr(features)),
   });
 }
 

@@ -73,7 +73,9 @@ typedef struct kiln_gpu_kernel {
   uint64_t code_bytes;
   uint32_t workgroup_size[3];
   uint32_t num_buffers;
+  uint32_t features; /* KILN_GPU_FEATURE_*: what the device must have */
 } kiln_gpu_kernel;
+#define KILN_GPU_FEATURE_INT64 1u /* 64-bit integers (Vulkan: shaderInt64) */
 typedef struct kiln_gpu_program {
   uint32_t api; /* kiln_gpu_api */
   uint32_t num_kernels;

@@ -30,6 +30,7 @@
   X(vkGetPhysicalDeviceProperties)                                             \
   X(vkGetPhysicalDeviceQueueFamilyProperties)                                  \
   X(vkGetPhysicalDeviceMemoryProperties)                                       \
+  X(vkGetPhysicalDeviceFeatures)                                               \
   X(vkEnumerateDeviceExtensionProperties)                                      \
   X(vkCreateDevice)                                                            \
   X(vkGetDeviceProcAddr)
@@ -274,9 +275,31 @@ static int pick_memory(kiln_device *d, char *error, size_t size) {
   return 0;
 }
 
-static int open_device(kiln_device *d, char *error, size_t size) {
+/* The features `program`'s kernels use, which the device must have. */
+static int enable_features(kiln_device *d, const kiln_gpu_program *program,
+                           VkPhysicalDeviceFeatures *enabled, char *error, size_t size) {
+  VkPhysicalDeviceFeatures has;
+  d->vkGetPhysicalDeviceFeatures(d->physical, &has);
+  memset(enabled, 0, sizeof *enabled);
+  for (uint32_t i = 0; i < program->num_kernels; ++i) {
+    const kiln_gpu_kernel *k = &program->kernels[i];
+    if (!(k->features & KILN_GPU_FEATURE_INT64))
+      continue;
+    if (!has.shaderInt64)
+      return failf(error, size,
+                   "kernel '%s' uses 64-bit integers, which %s does not have (shaderInt64)",
+                   k->name, d->name);
+    enabled->shaderInt64 = VK_TRUE;
+  }
+  return 0;
+}
+
+static int open_device(kiln_device *d, const kiln_gpu_program *program, char *error,
+                       size_t size) {
   uint32_t family;
-  if (pick_device(d, &family, error, size) || pick_memory(d, error, size))
+  VkPhysicalDeviceFeatures features;
+  if (pick_device(d, &family, error, size) || pick_memory(d, error, size) ||
+      enable_features(d, program, &features, error, size))
     return 1;
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queue = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -288,7 +311,8 @@ static int open_device(kiln_device *d, char *error, size_t size) {
                              .queueCreateInfoCount = 1,
                              .pQueueCreateInfos = &queue,
                              .enabledExtensionCount = 1,
-                             .ppEnabledExtensionNames = extensions};
+                             .ppEnabledExtensionNames = extensions,
+                             .pEnabledFeatures = &features};
   VkResult r = d->vkCreateDevice(d->physical, &info, NULL, &d->device);
   if (r != VK_SUCCESS)
     return failf(error, size, "vkCreateDevice failed on %s (VkResult %d)", d->name, r);
@@ -375,7 +399,7 @@ kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size
   }
   snprintf(d->name, sizeof d->name, "the Vulkan device");
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
-  if (!d->kernels || open_instance(d, error, size) || open_device(d, error, size)) {
+  if (!d->kernels || open_instance(d, error, size) || open_device(d, program, error, size)) {
     kiln_device_close(d);
     return NULL;
   }

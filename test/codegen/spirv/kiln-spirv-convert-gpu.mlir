@@ -6,7 +6,7 @@
 // at (set 0, binding = index); a private alloca a Function variable; erf a
 // polynomial (GLSL has none), exp GLSL's own.
 // CHECK: spirv.module @__spv__kernels Logical GLSL450
-// CHECK-SAME: spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader], [SPV_KHR_storage_buffer_storage_class]>, api=Vulkan
+// CHECK-SAME: spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader, Int64], [SPV_KHR_storage_buffer_storage_class]>, api=Vulkan
 // CHECK: spirv.func @gelu(
 // CHECK-SAME: !spirv.ptr<!spirv.struct<(!spirv.array<256 x f32, stride=4> [0])>, StorageBuffer> {spirv.interface_var_abi = #spirv.interface_var_abi<(0, 0)>}
 // CHECK-SAME: !spirv.ptr<!spirv.struct<(!spirv.array<256 x f32, stride=4> [0])>, StorageBuffer> {spirv.interface_var_abi = #spirv.interface_var_abi<(0, 1)>}

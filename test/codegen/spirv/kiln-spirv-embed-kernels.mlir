@@ -8,7 +8,7 @@
 // no wait (the runtime waits at the end of a run). The kernel's SPIR-V
 // (magic number 0x07230203) is in kiln.gpu_kernels; the gpu and spirv
 // modules are gone.
-// CHECK: module attributes {kiln.gpu_kernels = [{buffers = 3 : i32, name = "scale", spirv = dense<"0x03022307{{[0-9A-F]+}}"> : tensor<{{[0-9]+}}xi32>, workgroup_size = array<i32: 64, 1, 1>}]}
+// CHECK: module attributes {kiln.gpu_kernels = [{buffers = 3 : i32, features = 0 : i32, name = "scale", spirv = dense<"0x03022307{{[0-9A-F]+}}"> : tensor<{{[0-9]+}}xi32>, workgroup_size = array<i32: 64, 1, 1>}]}
 // CHECK-NOT: gpu.module
 // CHECK-NOT: spirv.module
 // CHECK-DAG: func.func private @kiln_gpu_wait()
