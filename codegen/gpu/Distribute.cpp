@@ -162,6 +162,24 @@ FailureOr<TilingInterface> tileAndFuse(RewriterBase &rewriter, TilingInterface o
   return cast<TilingInterface>(result->tiledAndFusedOps.front());
 }
 
+/// Gives each user of a linalg.fill a fill of its own (CSE merges the
+/// identical fills of several matmuls' accumulators): each one then fuses
+/// into its consumer's tiles, where a shared one would be a kernel of its
+/// own and a copy per consumer.
+void unshareFills(func::FuncOp func) {
+  func.walk([](linalg::FillOp fill) {
+    if (!fill.hasPureTensorSemantics())
+      return;
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : fill->getResult(0).getUses())
+      uses.push_back(&use);
+    for (OpOperand *use : llvm::drop_begin(uses)) {
+      OpBuilder b(use->getOwner());
+      use->set(b.clone(*fill)->getResult(0));
+    }
+  });
+}
+
 struct KilnGpuDistributePass
     : mlir::kiln::impl::KilnGpuDistributeBase<KilnGpuDistributePass> {
   using KilnGpuDistributeBase::KilnGpuDistributeBase;
@@ -173,6 +191,7 @@ struct KilnGpuDistributePass
                                  << gpuTargetNames() << ")";
       return signalPassFailure();
     }
+    unshareFills(getOperation());
     // Roots first, from the end: their producers are fused into them and
     // erased before the walk reaches them.
     SmallVector<linalg::LinalgOp> ops;

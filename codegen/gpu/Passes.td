@@ -22,7 +22,9 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     - any other op: one result per thread along its innermost parallel
       loop, T of them per workgroup, every other parallel loop one per
       workgroup; reductions stay whole in a thread.
-    Ops that are already inside a forall, ops that are not linalg
+    A linalg.fill with several users is cloned for each first, so that
+    each consumer fuses its own. Ops that are already inside a forall, ops
+    that are not linalg
     (tensor.pad, scf loops from data-dependent ops) and ops without a
     parallel loop (a reduction to a scalar, a 0-d op) are left alone: they
     run on the host (see kiln-gpu-report-placement).
@@ -69,6 +71,22 @@ def KilnGpuKernelBuffers : Pass<"kiln-gpu-kernel-buffers", "func::FuncOp"> {
     `linalg.copy`, which kernels lower to loops like any other linalg op.
   }];
   let dependentDialects = ["gpu::GPUDialect", "linalg::LinalgDialect", "memref::MemRefDialect"];
+}
+
+def KilnGpuReportPlacement : Pass<"kiln-gpu-report-placement", "func::FuncOp"> {
+  let summary = "Say which ops run in GPU kernels and which stay on the host, and why";
+  let description = [{
+    After kiln-gpu-map-forall; changes nothing. Emits a `placement:` remark
+    per gpu.launch, at its root op (the last linalg op in it, whose ONNX
+    node the driver names): the grid, the workgroup and the linalg ops the
+    kernel computes. And one per op of the host code that reads or writes
+    buffers, with the reason it is not a kernel: an op without a parallel
+    loop (a 0-d op, a reduction to a scalar), a copy between buffers (a
+    slice, a concatenation, a pad), a loop or branch (recurrent or
+    data-dependent ops, attention's blocks), or any other op. Host code
+    between kernels makes the run wait for the device there.
+  }];
+  let dependentDialects = ["gpu::GPUDialect"];
 }
 
 #endif // KILN_CODEGEN_GPU_PASSES_TD

@@ -104,6 +104,8 @@ private:
     pm.addPass(createCSEPass());
     pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
     pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());
+    if (options.reportPlacement)
+      pm.addNestedPass<func::FuncOp>(createKilnGpuReportPlacement());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     pm.addPass(createKilnPlanMemory({options.reportMemory}));

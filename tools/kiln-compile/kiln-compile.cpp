@@ -56,7 +56,7 @@ using namespace mlir;
 
 namespace {
 enum class Emit { Exe, StaticLib, Object, LLVMIR, MLIR };
-enum class Report { Fusion, Quant, Memory, Sparsity };
+enum class Report { Fusion, Quant, Memory, Sparsity, Placement };
 
 cl::OptionCategory category("kiln-compile options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
@@ -119,7 +119,10 @@ cl::list<Report> reports("report",
                                                "the arena they share by liveness"),
                                     clEnumValN(Report::Sparsity, "sparsity",
                                                "what was pruned, and which matmuls run on "
-                                               "sparse weights and why")),
+                                               "sparse weights and why"),
+                                    clEnumValN(Report::Placement, "placement",
+                                               "GPU targets: which ops run in kernels, which "
+                                               "stay on the host and why")),
                          cl::CommaSeparated, cl::cat(category));
 cl::opt<std::string> quantize("quantize",
                               cl::desc("Run matmuls in int8: int8 (activations calibrated on "
@@ -278,7 +281,8 @@ static LogicalResult printReportRemark(Diagnostic &diag) {
   std::string message = diag.str();
   StringRef kind = StringRef(message).split(": ").first;
   if (diag.getSeverity() != DiagnosticSeverity::Remark ||
-      (kind != "fusion" && kind != "quant" && kind != "memory" && kind != "sparsity"))
+      (kind != "fusion" && kind != "quant" && kind != "memory" && kind != "sparsity" &&
+       kind != "placement"))
     return failure();
   if (kind == "memory") {
     llvm::outs() << message << "\n";
@@ -734,6 +738,7 @@ int main(int argc, char **argv) {
   pipelineOptions.quantizeDynamic = quantize == "int8-dynamic";
   pipelineOptions.reportQuant = llvm::is_contained(reports, Report::Quant);
   pipelineOptions.reportMemory = llvm::is_contained(reports, Report::Memory);
+  pipelineOptions.reportPlacement = llvm::is_contained(reports, Report::Placement);
   pipelineOptions.bf16 = precision == "bf16";
   if (prune.getNumOccurrences()) {
     pipelineOptions.pruneFraction = prune;

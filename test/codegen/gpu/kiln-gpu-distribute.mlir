@@ -138,3 +138,26 @@ func.func @sum_all(%x: tensor<1000xf32>) -> tensor<f32> {
   } -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// CSE shares one zero fill between two matmuls' accumulators: each matmul
+// gets its own, fused into its thread tiles, and no fill is left outside.
+// CHECK-LABEL: func.func @shared_fill
+// CHECK-NOT: linalg.fill
+// CHECK: scf.forall
+// CHECK:   scf.forall
+// CHECK:     linalg.fill
+// CHECK:     linalg.matmul
+// CHECK: scf.forall
+// CHECK:   scf.forall
+// CHECK:     linalg.fill
+// CHECK:     linalg.matmul
+func.func @shared_fill(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %c: tensor<32x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %x = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %y = linalg.matmul ins(%a, %c : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %x, %y : tensor<64x64xf32>, tensor<64x64xf32>
+}

@@ -1,0 +1,93 @@
+//===- ReportPlacement.cpp - what runs on the GPU, what stays on the host -===//
+#include "codegen/gpu/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNGPUREPORTPLACEMENT
+#include "codegen/gpu/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+
+namespace {
+
+/// "8x4x1" from three index values ("?" where dynamic).
+std::string extents(Value x, Value y, Value z) {
+  auto extent = [](Value v) {
+    std::optional<int64_t> c = getConstantIntValue(v);
+    return c ? std::to_string(*c) : std::string("?");
+  };
+  return extent(x) + "x" + extent(y) + "x" + extent(z);
+}
+
+void reportKernel(gpu::LaunchOp launch) {
+  SmallVector<linalg::LinalgOp> ops;
+  launch.getBody().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+  gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+  gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+  Location at = ops.empty() ? launch.getLoc() : ops.back().getLoc();
+  InFlightDiagnostic remark = emitRemark(at)
+                              << "placement: GPU kernel, " << extents(grid.x, grid.y, grid.z)
+                              << " workgroups of " << extents(block.x, block.y, block.z)
+                              << " threads";
+  if (!ops.empty())
+    remark << ": " << llvm::join(llvm::map_range(ops, [](linalg::LinalgOp op) {
+                                   return op->getName().getStringRef();
+                                 }),
+                                 ", ");
+}
+
+/// Why host op `op` is not a kernel.
+std::string hostReason(Operation *op) {
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    if (linalgOp.getNumParallelLoops() == 0)
+      return "no parallel loop to distribute (a 0-d op or a reduction to a scalar)";
+  if (isa<memref::CopyOp>(op))
+    return "a copy between buffers (a slice, a concatenation or a pad), done by the host";
+  if (isa<scf::ForOp, scf::WhileOp, scf::IfOp, scf::ForallOp, scf::ParallelOp>(op))
+    return "a loop or branch (a recurrent or data-dependent op, attention's blocks) runs on "
+           "the host";
+  return ("'" + op->getName().getStringRef() + "' has no GPU lowering yet").str();
+}
+
+bool readsOrWrites(Operation *op) {
+  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects = getEffectsRecursively(op);
+  if (!effects)
+    return !isa<func::ReturnOp>(op);
+  return llvm::any_of(*effects, [](const MemoryEffects::EffectInstance &effect) {
+    return isa<MemoryEffects::Read, MemoryEffects::Write>(effect.getEffect());
+  });
+}
+
+/// Reports the ops of `block`; a loop that launches kernels is reported op
+/// by op inside.
+void report(Block &block) {
+  for (Operation &op : block) {
+    if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
+      reportKernel(launch);
+      continue;
+    }
+    bool launches =
+        op.walk([](gpu::LaunchOp) { return WalkResult::interrupt(); }).wasInterrupted();
+    if (launches) {
+      for (Region &region : op.getRegions())
+        for (Block &inner : region)
+          report(inner);
+    } else if (readsOrWrites(&op)) {
+      emitRemark(op.getLoc()) << "placement: host: " << hostReason(&op);
+    }
+  }
+}
+
+struct KilnGpuReportPlacementPass
+    : mlir::kiln::impl::KilnGpuReportPlacementBase<KilnGpuReportPlacementPass> {
+  void runOnOperation() override {
+    report(getOperation().getBody().front());
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace
