@@ -33,14 +33,21 @@ using namespace mlir;
 
 namespace {
 
-/// What Vulkan 1.1 devices accept: SPIR-V 1.3, shaders over storage
-/// buffers, Vulkan's required limits; and 64-bit integers (ONNX's int64
-/// tensors, shape arithmetic), which kernels use only where the model does
-/// (the runtime checks that the device has shaderInt64 for those).
+/// SPIR-V 1.3 shaders over storage buffers, Vulkan's required limits, and
+/// the element types of ONNX tensors as they are laid out in memory: 8-,
+/// 16- and 64-bit integers, f16 and f64, in storage buffers too. A kernel
+/// uses these only where the model does (spirv-update-vce keeps what it
+/// uses), and the runtime refuses a kernel whose types the device lacks.
 spirv::TargetEnvAttr vulkanTargetEnv(MLIRContext *ctx) {
+  using spirv::Capability;
   auto triple = spirv::VerCapExtAttr::get(
-      spirv::Version::V_1_3, {spirv::Capability::Shader, spirv::Capability::Int64},
-      {spirv::Extension::SPV_KHR_storage_buffer_storage_class}, ctx);
+      spirv::Version::V_1_3,
+      {Capability::Shader, Capability::Int64, Capability::Int16, Capability::Int8,
+       Capability::Float16, Capability::Float64, Capability::StorageBuffer16BitAccess,
+       Capability::StorageBuffer8BitAccess},
+      {spirv::Extension::SPV_KHR_storage_buffer_storage_class,
+       spirv::Extension::SPV_KHR_16bit_storage, spirv::Extension::SPV_KHR_8bit_storage},
+      ctx);
   return spirv::TargetEnvAttr::get(triple, spirv::getDefaultResourceLimits(ctx),
                                    spirv::ClientAPI::Vulkan);
 }

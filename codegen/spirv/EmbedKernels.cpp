@@ -24,8 +24,20 @@ namespace {
 
 /// Must match KILN_GPU_ARG_CONSTANT in runtime/include/kiln/runtime.h.
 constexpr int64_t kArgConstant = 1;
-/// Must match KILN_GPU_FEATURE_INT64 in runtime/include/kiln/runtime.h.
-constexpr int32_t kFeatureInt64 = 1;
+/// The KILN_GPU_FEATURE_* bit (runtime/include/kiln/runtime.h) of a
+/// capability a device may lack; 0 for those every device has.
+int32_t featureOf(spirv::Capability capability) {
+  switch (capability) {
+  case spirv::Capability::Int64: return 1;
+  case spirv::Capability::Int16: return 2;
+  case spirv::Capability::Int8: return 4;
+  case spirv::Capability::Float16: return 8;
+  case spirv::Capability::Float64: return 16;
+  case spirv::Capability::StorageBuffer16BitAccess: return 32;
+  case spirv::Capability::StorageBuffer8BitAccess: return 64;
+  default: return 0;
+  }
+}
 /// Fields of one kiln_gpu_arg: address, bytes, flags.
 constexpr int64_t kArgFields = 3;
 
@@ -180,8 +192,7 @@ FailureOr<DictionaryAttr> serializeKernel(ModuleOp top, gpu::LaunchFuncOp launch
   int32_t features = 0;
   if (std::optional<spirv::VerCapExtAttr> vce = spirvModule.getVceTriple())
     for (spirv::Capability capability : vce->getCapabilities())
-      if (capability == spirv::Capability::Int64)
-        features |= kFeatureInt64;
+      features |= featureOf(capability);
   auto wordsType = RankedTensorType::get({static_cast<int64_t>(words.size())}, b.getI32Type());
   return b.getDictionaryAttr({
       b.getNamedAttr("name", b.getStringAttr(kernel.getName())),

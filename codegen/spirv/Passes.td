@@ -36,8 +36,10 @@ def KilnSpirvEmbedKernels : Pass<"kiln-spirv-embed-kernels", "ModuleOp"> {
       each iteration;
     - each launched kernel's spirv.module is serialized and the binaries go
       to the module attribute `kiln.gpu_kernels`, one dictionary per kernel
-      index (name, spirv words, workgroup_size, buffers, features: 1 where
-      it uses 64-bit integers), from which the
+      index (name, spirv words, workgroup_size, buffers, features: the
+      KILN_GPU_FEATURE_* bits of the capabilities it uses that a device may
+      lack: 64-, 16-, 8-bit integers, f16, f64, 16- and 8-bit storage), from
+      which the
       object's kiln_gpu_program is emitted; gpu.module and spirv.module ops
       are erased.
     Kernel arguments must be memrefs: whole buffers, or views with static

@@ -75,7 +75,15 @@ typedef struct kiln_gpu_kernel {
   uint32_t num_buffers;
   uint32_t features; /* KILN_GPU_FEATURE_*: what the device must have */
 } kiln_gpu_kernel;
-#define KILN_GPU_FEATURE_INT64 1u /* 64-bit integers (Vulkan: shaderInt64) */
+/* Vulkan: shaderInt64, shaderInt16, shaderInt8, shaderFloat16, shaderFloat64,
+ * storageBuffer16BitAccess, storageBuffer8BitAccess. */
+#define KILN_GPU_FEATURE_INT64 1u
+#define KILN_GPU_FEATURE_INT16 2u
+#define KILN_GPU_FEATURE_INT8 4u
+#define KILN_GPU_FEATURE_FLOAT16 8u
+#define KILN_GPU_FEATURE_FLOAT64 16u
+#define KILN_GPU_FEATURE_STORAGE16 32u
+#define KILN_GPU_FEATURE_STORAGE8 64u
 typedef struct kiln_gpu_program {
   uint32_t api; /* kiln_gpu_api */
   uint32_t num_kernels;

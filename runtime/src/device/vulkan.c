@@ -31,6 +31,7 @@
   X(vkGetPhysicalDeviceQueueFamilyProperties)                                  \
   X(vkGetPhysicalDeviceMemoryProperties)                                       \
   X(vkGetPhysicalDeviceFeatures)                                               \
+  X(vkGetPhysicalDeviceFeatures2)                                              \
   X(vkEnumerateDeviceExtensionProperties)                                      \
   X(vkCreateDevice)                                                            \
   X(vkGetDeviceProcAddr)
@@ -157,7 +158,7 @@ static int open_instance(kiln_device *d, char *error, size_t size) {
     return failf(error, size, "libvulkan.so.1 has no vkCreateInstance");
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                            .pApplicationName = "kiln",
-                           .apiVersion = VK_API_VERSION_1_1};
+                           .apiVersion = VK_API_VERSION_1_2};
   VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
                                .pApplicationInfo = &app};
   VkResult r = create(&info, NULL, &d->instance);
@@ -275,21 +276,66 @@ static int pick_memory(kiln_device *d, char *error, size_t size) {
   return 0;
 }
 
-/* The features `program`'s kernels use, which the device must have. */
+/* The device features kernels may need, in a chain for vkCreateDevice. */
+typedef struct feature_chain {
+  VkPhysicalDeviceFeatures2 core;
+  VkPhysicalDeviceVulkan11Features v11;
+  VkPhysicalDeviceVulkan12Features v12;
+} feature_chain;
+
+static void chain_features(feature_chain *c) {
+  memset(c, 0, sizeof *c);
+  c->core.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  c->v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+  c->v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  c->core.pNext = &c->v11;
+  c->v11.pNext = &c->v12;
+}
+
+/* Enables in `enabled` what `program`'s kernels use (KILN_GPU_FEATURE_*),
+ * or says which one the device lacks. */
 static int enable_features(kiln_device *d, const kiln_gpu_program *program,
-                           VkPhysicalDeviceFeatures *enabled, char *error, size_t size) {
-  VkPhysicalDeviceFeatures has;
-  d->vkGetPhysicalDeviceFeatures(d->physical, &has);
-  memset(enabled, 0, sizeof *enabled);
+                           feature_chain *enabled, char *error, size_t size) {
+  feature_chain has;
+  chain_features(&has);
+  chain_features(enabled);
+  VkPhysicalDeviceProperties props;
+  d->vkGetPhysicalDeviceProperties(d->physical, &props);
+  int v12 = props.apiVersion >= VK_API_VERSION_1_2; /* the 1.1/1.2 structs */
+  if (v12)
+    d->vkGetPhysicalDeviceFeatures2(d->physical, &has.core);
+  else
+    d->vkGetPhysicalDeviceFeatures(d->physical, &has.core.features);
+  struct {
+    uint32_t bit;
+    const char *what;
+    VkBool32 *has, *enable;
+  } features[] = {
+      {KILN_GPU_FEATURE_INT64, "64-bit integers (shaderInt64)", &has.core.features.shaderInt64,
+       &enabled->core.features.shaderInt64},
+      {KILN_GPU_FEATURE_INT16, "16-bit integers (shaderInt16)", &has.core.features.shaderInt16,
+       &enabled->core.features.shaderInt16},
+      {KILN_GPU_FEATURE_FLOAT64, "f64 (shaderFloat64)", &has.core.features.shaderFloat64,
+       &enabled->core.features.shaderFloat64},
+      {KILN_GPU_FEATURE_INT8, "8-bit integers (shaderInt8)", &has.v12.shaderInt8,
+       &enabled->v12.shaderInt8},
+      {KILN_GPU_FEATURE_FLOAT16, "f16 (shaderFloat16)", &has.v12.shaderFloat16,
+       &enabled->v12.shaderFloat16},
+      {KILN_GPU_FEATURE_STORAGE16, "16-bit buffers (storageBuffer16BitAccess)",
+       &has.v11.storageBuffer16BitAccess, &enabled->v11.storageBuffer16BitAccess},
+      {KILN_GPU_FEATURE_STORAGE8, "8-bit buffers (storageBuffer8BitAccess)",
+       &has.v12.storageBuffer8BitAccess, &enabled->v12.storageBuffer8BitAccess},
+  };
   for (uint32_t i = 0; i < program->num_kernels; ++i) {
     const kiln_gpu_kernel *k = &program->kernels[i];
-    if (!(k->features & KILN_GPU_FEATURE_INT64))
-      continue;
-    if (!has.shaderInt64)
-      return failf(error, size,
-                   "kernel '%s' uses 64-bit integers, which %s does not have (shaderInt64)",
-                   k->name, d->name);
-    enabled->shaderInt64 = VK_TRUE;
+    for (size_t f = 0; f < sizeof features / sizeof *features; ++f) {
+      if (!(k->features & features[f].bit))
+        continue;
+      if (!*features[f].has)
+        return failf(error, size, "kernel %u ('%s') uses %s, which %s does not have", i,
+                     k->name, features[f].what, d->name);
+      *features[f].enable = VK_TRUE;
+    }
   }
   return 0;
 }
@@ -297,7 +343,7 @@ static int enable_features(kiln_device *d, const kiln_gpu_program *program,
 static int open_device(kiln_device *d, const kiln_gpu_program *program, char *error,
                        size_t size) {
   uint32_t family;
-  VkPhysicalDeviceFeatures features;
+  feature_chain features;
   if (pick_device(d, &family, error, size) || pick_memory(d, error, size) ||
       enable_features(d, program, &features, error, size))
     return 1;
@@ -311,8 +357,15 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
                              .queueCreateInfoCount = 1,
                              .pQueueCreateInfos = &queue,
                              .enabledExtensionCount = 1,
-                             .ppEnabledExtensionNames = extensions,
-                             .pEnabledFeatures = &features};
+                             .ppEnabledExtensionNames = extensions};
+  /* The 1.1/1.2 feature structs exist from Vulkan 1.2 on; before, only the
+   * core features (and kernels that need no more). */
+  VkPhysicalDeviceProperties props;
+  d->vkGetPhysicalDeviceProperties(d->physical, &props);
+  if (props.apiVersion >= VK_API_VERSION_1_2)
+    info.pNext = &features.core;
+  else
+    info.pEnabledFeatures = &features.core.features;
   VkResult r = d->vkCreateDevice(d->physical, &info, NULL, &d->device);
   if (r != VK_SUCCESS)
     return failf(error, size, "vkCreateDevice failed on %s (VkResult %d)", d->name, r);
