@@ -6,7 +6,7 @@
 // at (set 0, binding = index); a private alloca a Function variable; erf a
 // polynomial (GLSL has none), exp GLSL's own.
 // CHECK: spirv.module @__spv__kernels Logical GLSL450
-// CHECK-SAME: spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader, Int64], [SPV_KHR_storage_buffer_storage_class]>, api=Vulkan
+// CHECK-SAME: spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader, Int64, Int16, Int8, Float16, Float64, StorageBuffer16BitAccess, StorageBuffer8BitAccess], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage, SPV_KHR_8bit_storage]>, api=Vulkan
 // CHECK: spirv.func @gelu(
 // CHECK-SAME: !spirv.ptr<!spirv.struct<(!spirv.array<256 x f32, stride=4> [0])>, StorageBuffer> {spirv.interface_var_abi = #spirv.interface_var_abi<(0, 0)>}
 // CHECK-SAME: !spirv.ptr<!spirv.struct<(!spirv.array<256 x f32, stride=4> [0])>, StorageBuffer> {spirv.interface_var_abi = #spirv.interface_var_abi<(0, 1)>}
@@ -34,6 +34,34 @@ module attributes {gpu.container_module} {
       memref.store %y, %scratch[%c0] : memref<4xf32, #gpu.address_space<private>>
       %z = memref.load %scratch[%c0] : memref<4xf32, #gpu.address_space<private>>
       memref.store %z, %out[%i] : memref<256xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Buffers keep the host's layout: f16, int8 and bool (a byte) elements
+// stay 2 and 1 bytes wide, not widened to 32-bit words.
+// CHECK-LABEL: spirv.module @__spv__narrow
+// CHECK: spirv.func @widen(
+// CHECK-SAME: !spirv.array<8 x f16, stride=2>
+// CHECK-SAME: !spirv.array<8 x i8, stride=1>
+// CHECK-SAME: !spirv.array<8 x i8, stride=1>
+// CHECK-SAME: !spirv.array<8 x f32, stride=4>
+module attributes {gpu.container_module} {
+  gpu.module @narrow {
+    gpu.func @widen(%h: memref<8xf16>, %q: memref<8xi8>, %m: memref<8xi1>, %out: memref<8xf32>) kernel attributes {known_block_size = array<i32: 8, 1, 1>} {
+      %i = gpu.thread_id x
+      %x = memref.load %h[%i] : memref<8xf16>
+      %y = memref.load %q[%i] : memref<8xi8>
+      %keep = memref.load %m[%i] : memref<8xi1>
+      %xf = arith.extf %x : f16 to f32
+      %yf = arith.sitofp %y : i8 to f32
+      %sum = arith.addf %xf, %yf : f32
+      %zero = arith.constant 0.0 : f32
+      %r = arith.select %keep, %sum, %zero : f32
+      memref.store %r, %out[%i] : memref<8xf32>
       gpu.return
     }
   }
