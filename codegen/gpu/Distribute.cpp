@@ -180,6 +180,21 @@ void unshareFills(func::FuncOp func) {
   });
 }
 
+} // namespace
+
+bool mlir::kiln::usesF64Math(Operation *op) {
+  return op->walk([](Operation *inner) {
+             bool math = inner->getDialect() &&
+                         inner->getDialect()->getNamespace() == "math";
+             bool f64 = llvm::any_of(inner->getOperandTypes(),
+                                     [](Type t) { return getElementTypeOrSelf(t).isF64(); });
+             return math && f64 ? WalkResult::interrupt() : WalkResult::advance();
+           })
+      .wasInterrupted();
+}
+
+namespace {
+
 struct KilnGpuDistributePass
     : mlir::kiln::impl::KilnGpuDistributeBase<KilnGpuDistributePass> {
   using KilnGpuDistributeBase::KilnGpuDistributeBase;
@@ -211,7 +226,8 @@ struct KilnGpuDistributePass
       if (erased.contains(op) || !op.hasPureTensorSemantics())
         continue;
       Tiles tiles = chooseTiles(op, *target);
-      if (llvm::all_of(tiles.workgroup, [](int64_t s) { return s == 0; }))
+      if (llvm::all_of(tiles.workgroup, [](int64_t s) { return s == 0; }) ||
+          (!target->f64Math && usesF64Math(op)))
         continue;
       rewriter.setInsertionPoint(op);
       FailureOr<TilingInterface> tile =

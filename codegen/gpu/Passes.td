@@ -25,9 +25,10 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     A linalg.fill with several users is cloned for each first, so that
     each consumer fuses its own. Ops that are already inside a forall, ops
     that are not linalg
-    (tensor.pad, scf loops from data-dependent ops) and ops without a
-    parallel loop (a reduction to a scalar, a 0-d op) are left alone: they
-    run on the host (see kiln-gpu-report-placement).
+    (tensor.pad, scf loops from data-dependent ops), ops without a parallel
+    loop (a reduction to a scalar, a 0-d op) and, where the target's
+    kernels have no f64 math (Vulkan), ops with exp, log, ... of f64 are
+    left alone: they run on the host (see kiln-gpu-report-placement).
   }];
   let options = [
     Option<"targetName", "target", "std::string", "\"vulkan\"",

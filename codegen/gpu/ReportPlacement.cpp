@@ -42,9 +42,12 @@ void reportKernel(gpu::LaunchOp launch) {
 
 /// Why host op `op` is not a kernel.
 std::string hostReason(Operation *op) {
-  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     if (linalgOp.getNumParallelLoops() == 0)
       return "no parallel loop to distribute (a 0-d op or a reduction to a scalar)";
+    if (kiln::usesF64Math(op))
+      return "math on f64 (exp, log, ...), which the target's kernels do not have";
+  }
   if (isa<memref::CopyOp>(op))
     return "a copy between buffers (a slice, a concatenation or a pad), done by the host";
   if (isa<scf::ForOp, scf::WhileOp, scf::IfOp, scf::ForallOp, scf::ParallelOp>(op))

@@ -10,6 +10,7 @@
 #include "codegen/spirv/Passes.h"
 
 #include "mlir/Conversion/ArithToSPIRV/ArithToSPIRV.h"
+#include "mlir/Conversion/ControlFlowToSPIRV/ControlFlowToSPIRV.h"
 #include "mlir/Conversion/FuncToSPIRV/FuncToSPIRV.h"
 #include "mlir/Conversion/GPUToSPIRV/GPUToSPIRV.h"
 #include "mlir/Conversion/MathToSPIRV/MathToSPIRV.h"
@@ -17,6 +18,8 @@
 #include "mlir/Conversion/SCFToSPIRV/SCFToSPIRV.h"
 #include "mlir/Conversion/VectorToSPIRV/VectorToSPIRV.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
@@ -94,13 +97,75 @@ std::optional<spirv::StorageClass> storageClass(Attribute space) {
   return spirv::mapMemorySpaceToVulkanStorageClass(space);
 }
 
-/// Rewrites the math ops GLSL.std.450 lacks: erf and erfc as polynomials
-/// (as the CPU computes them), integer powers as multiplications.
+/// min/max of booleans (a ReduceMax of bool): GLSL's UMin/UMax take 8
+/// bits and more; on i1 they are `and` and `or`.
+template <typename MinMax, typename Logic>
+struct BooleanMinMax : OpRewritePattern<MinMax> {
+  using OpRewritePattern<MinMax>::OpRewritePattern;
+  LogicalResult matchAndRewrite(MinMax op, PatternRewriter &rewriter) const override {
+    if (!op.getType().isInteger(1))
+      return failure();
+    rewriter.replaceOpWithNewOp<Logic>(op, op.getLhs(), op.getRhs());
+    return success();
+  }
+};
+
+/// An integer power with a run-time exponent, by squaring: a loop over the
+/// exponent's bits. A negative exponent gives 1 for a base of 1, +-1 for
+/// -1 and 0 otherwise (math.ipowi's definition).
+struct IntegerPowerBySquaring : OpRewritePattern<math::IPowIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::IPowIOp op, PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<IntegerType>(op.getType());
+    if (!type)
+      return failure(); // vectors are unrolled before kernels reach SPIR-V
+    Location loc = op.getLoc();
+    Value base = op.getLhs(), exponent = op.getRhs();
+    auto constant = [&](int64_t v) { return arith::ConstantIntOp::create(rewriter, loc, type, v); };
+    Value zero = constant(0), one = constant(1), minusOne = constant(-1);
+    Value lb = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(rewriter, loc, type.getWidth());
+    Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, lb, ub, step, ValueRange{one, base, exponent},
+        [&](OpBuilder &b, Location l, Value, ValueRange acc) {
+          Value bit = arith::AndIOp::create(b, l, acc[2], one);
+          Value set = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, bit, zero);
+          Value times = arith::MulIOp::create(b, l, acc[0], acc[1]);
+          Value result = arith::SelectOp::create(b, l, set, times, acc[0]);
+          Value square = arith::MulIOp::create(b, l, acc[1], acc[1]);
+          Value rest = arith::ShRUIOp::create(b, l, acc[2], one);
+          scf::YieldOp::create(b, l, ValueRange{result, square, rest});
+        });
+    Value negative =
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, exponent, zero);
+    Value odd = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne,
+                                      arith::AndIOp::create(rewriter, loc, exponent, one), zero);
+    Value isOne = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, base, one);
+    Value isMinusOne =
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, base, minusOne);
+    Value minusOnePower = arith::SelectOp::create(rewriter, loc, odd, minusOne, one);
+    Value fraction = arith::SelectOp::create(
+        rewriter, loc, isOne, one,
+        arith::SelectOp::create(rewriter, loc, isMinusOne, minusOnePower, zero));
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, negative, fraction, loop.getResult(0));
+    return success();
+  }
+};
+
+/// Rewrites what GLSL.std.450 and SPIR-V lack: erf and erfc as polynomials
+/// (as the CPU computes them), integer powers by squaring, powf with its
+/// negative bases (GLSL's Pow is undefined for them), min and max of
+/// booleans as logic.
 LogicalResult expandMath(gpu::GPUModuleOp module) {
   RewritePatternSet patterns(module.getContext());
   populatePolynomialApproximateErfPattern(patterns);
   populatePolynomialApproximateErfcPattern(patterns);
-  math::populateExpansionPatterns(patterns, {"fpowi", "ipowi"});
+  math::populateExpansionPatterns(patterns, {"fpowi", "powf"});
+  patterns.add<IntegerPowerBySquaring, BooleanMinMax<arith::MaxUIOp, arith::OrIOp>,
+               BooleanMinMax<arith::MaxSIOp, arith::AndIOp>,
+               BooleanMinMax<arith::MinUIOp, arith::AndIOp>,
+               BooleanMinMax<arith::MinSIOp, arith::OrIOp>>(module.getContext());
   return applyPatternsGreedily(module, std::move(patterns));
 }
 
@@ -121,6 +186,7 @@ LogicalResult convertModule(gpu::GPUModuleOp module) {
   populateSCFToSPIRVPatterns(types, scf, patterns);
   arith::populateArithToSPIRVPatterns(types, patterns);
   populateMathToSPIRVPatterns(types, patterns);
+  cf::populateControlFlowToSPIRVPatterns(types, patterns);
   populateMemRefToSPIRVPatterns(types, patterns);
   populateFuncToSPIRVPatterns(types, patterns);
   populateVectorToSPIRVPatterns(types, patterns);

@@ -22,8 +22,9 @@ using namespace mlir;
 
 namespace {
 
-/// Must match KILN_GPU_ARG_CONSTANT in runtime/include/kiln/runtime.h.
+/// Must match KILN_GPU_ARG_* in runtime/include/kiln/runtime.h.
 constexpr int64_t kArgConstant = 1;
+constexpr int64_t kArgParams = 2;
 /// The KILN_GPU_FEATURE_* bit (runtime/include/kiln/runtime.h) of a
 /// capability a device may lack; 0 for those every device has.
 int32_t featureOf(spirv::Capability capability) {
@@ -164,9 +165,11 @@ FailureOr<Value> launchArguments(OpBuilder &b, func::FuncOp host, gpu::LaunchFun
     Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand);
     store(toI64(b, loc, address), i, 0);
     store(toI64(b, loc, *bytes), i, 1);
-    store(arith::ConstantIntOp::create(b, loc, b.getI64Type(),
-                                       isConstant(operand) ? kArgConstant : 0),
-          i, 2);
+    Operation *def = operand.getDefiningOp();
+    int64_t flags = isConstant(operand)                       ? kArgConstant
+                    : def && def->hasAttr("kiln.params") ? kArgParams
+                                                              : 0;
+    store(arith::ConstantIntOp::create(b, loc, b.getI64Type(), flags), i, 2);
   }
   Value address = toI64(b, loc, memref::ExtractAlignedPointerAsIndexOp::create(b, loc, args));
   return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), address)

@@ -21,6 +21,28 @@ def KilnSpirvConvertGpu : Pass<"kiln-spirv-convert-gpu", "ModuleOp"> {
   let dependentDialects = ["spirv::SPIRVDialect"];
 }
 
+def KilnSpirvPackParams : Pass<"kiln-spirv-pack-params", "ModuleOp"> {
+  let summary = "Pass kernels' scalars, and the shapes of dynamic buffers, in one params buffer";
+  let description = [{
+    A Vulkan kernel's arguments are storage buffers. After the kernels are
+    outlined and their views folded into loads and stores, each kernel with
+    scalar arguments (index, integers up to 32 bits, f32, f16, bf16) or
+    with buffers of dynamic sizes, strides or offset gets one last argument
+    `params`, a memref<N x i32>, and:
+    - each scalar argument becomes a word of it;
+    - each buffer of dynamic shape or layout, or with an offset into its
+      buffer, becomes a flat 1-D buffer (memref<? x T>, from its buffer's
+      start to its last element) and 1 + 2 x rank words: its offset, sizes
+      and strides; the kernel's loads and stores of it are linearized with
+      them, and its memref.dim queries read its sizes.
+    Each launch fills a `memref.alloca` marked `kiln.params` with those
+    words (kiln-spirv-embed-kernels passes it by value). Static buffers are
+    passed as they are. A 64-bit scalar, a non-constant memref.dim, or a
+    dynamic buffer used by anything but loads, stores and dims is an error.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "memref::MemRefDialect"];
+}
+
 def KilnSpirvEmbedKernels : Pass<"kiln-spirv-embed-kernels", "ModuleOp"> {
   let summary = "Serialize SPIR-V kernels into the module and launch them through the runtime";
   let description = [{
@@ -29,7 +51,8 @@ def KilnSpirvEmbedKernels : Pass<"kiln-spirv-embed-kernels", "ModuleOp"> {
       `kiln_gpu_launch(kernel, grid x, y, z, args)`, `args` an array of
       {address, bytes, flags} per memref argument on the stack (flags
       KILN_GPU_ARG_CONSTANT for a memref.get_global or a reshape of one:
-      the runtime copies a constant to the device once);
+      the runtime copies a constant to the device once; KILN_GPU_ARG_PARAMS
+      for kiln-spirv-pack-params' stack array: copied at each launch);
     - before host code that touches memory after a launch (a load, a store,
       a copy, a linalg op, a call), a call of `kiln_gpu_wait()` lets the
       queued kernels finish; inside loops that launch, conservatively at

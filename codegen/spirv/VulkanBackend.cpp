@@ -121,6 +121,7 @@ private:
     kernels.addPass(createLowerAffinePass());
     kernels.addPass(createCanonicalizerPass());
     kernels.addPass(createCSEPass());
+    pm.addPass(createKilnSpirvPackParams());
     pm.addPass(createKilnSpirvConvertGpu());
     OpPassManager &spirvModules = pm.nest<spirv::ModuleOp>();
     spirvModules.addPass(spirv::createSPIRVLowerABIAttributesPass());

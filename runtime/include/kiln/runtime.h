@@ -181,7 +181,7 @@ const char *kiln_model_device(const kiln_model *model);
  * queues kernel `kernel` of the program on a grid of workgroups, each
  * argument a buffer of the run (arena, inputs, outputs) or a constant of
  * the model (flags KILN_GPU_ARG_CONSTANT: copied to the device at its first
- * use, then kept). kiln_gpu_wait runs what was queued and waits for it,
+ * use, then kept), or the launch's parameters (KILN_GPU_ARG_PARAMS). kiln_gpu_wait runs what was queued and waits for it,
  * before host code touches the buffers. A failure stops the run. */
 typedef struct kiln_gpu_arg {
   const void *data;
@@ -189,6 +189,9 @@ typedef struct kiln_gpu_arg {
   uint64_t flags;
 } kiln_gpu_arg;
 #define KILN_GPU_ARG_CONSTANT 1u
+/* A kernel's scalars and shapes (a few words on the caller's stack): copied
+ * to device memory at each launch. */
+#define KILN_GPU_ARG_PARAMS 2u
 void kiln_gpu_launch(uint32_t kernel, int64_t grid_x, int64_t grid_y, int64_t grid_z,
                      const kiln_gpu_arg *args);
 void kiln_gpu_wait(void);

@@ -109,6 +109,8 @@ struct kiln_device {
   uint32_t num_kernels;
   region *regions;
   size_t num_regions, region_capacity;
+  size_t params;      /* index + 1 of the region launches' parameters go to; 0: none yet */
+  size_t params_used; /* bytes of it the queued launches use */
   char name[300];
 };
 
@@ -575,6 +577,37 @@ static region *find_region(kiln_device *d, const kiln_gpu_arg *arg) {
   return r;
 }
 
+/* Bytes of the region launches' parameters are copied to: a run whose
+ * queued launches fill it waits for them and starts it over. */
+#define PARAMS_BYTES (64u * 1024u)
+
+/* Copies a launch's parameters (KILN_GPU_ARG_PARAMS) into device memory
+ * that stays untouched until the launch has run; fills `info`. */
+static int stage_params(kiln_device *d, const kiln_gpu_arg *arg, VkDescriptorBufferInfo *info,
+                        char *error, size_t size) {
+  if (arg->bytes > PARAMS_BYTES)
+    return failf(error, size, "a launch's %llu bytes of parameters exceed %u",
+                 (unsigned long long)arg->bytes, PARAMS_BYTES);
+  VkDeviceSize at = (d->params_used + d->offset_alignment - 1) / d->offset_alignment *
+                    d->offset_alignment;
+  if (at + arg->bytes > PARAMS_BYTES) {
+    if (kiln_device_wait(d, error, size)) /* starts the region over */
+      return 1;
+    at = 0;
+  }
+  if (!d->params) {
+    /* Keyed by the device itself: no constant of the model has its address. */
+    if (!add_region(d, PARAMS_BYTES, d))
+      return failf(error, size, "out of device memory for launch parameters");
+    d->params = d->num_regions;
+  }
+  region *r = &d->regions[d->params - 1];
+  memcpy(r->mapped + at, arg->data, arg->bytes);
+  d->params_used = at + arg->bytes;
+  *info = (VkDescriptorBufferInfo){r->buffer, at, arg->bytes ? arg->bytes : 4};
+  return 0;
+}
+
 static void barrier(kiln_device *d, VkAccessFlags to, VkPipelineStageFlags stage) {
   VkMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
@@ -598,6 +631,16 @@ int kiln_device_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
   VkDescriptorBufferInfo buffers[64];
   VkWriteDescriptorSet writes[64];
   for (uint32_t i = 0; i < k->num_buffers; ++i) {
+    writes[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                       .dstBinding = i,
+                                       .descriptorCount = 1,
+                                       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                       .pBufferInfo = &buffers[i]};
+    if (args[i].flags & KILN_GPU_ARG_PARAMS) {
+      if (stage_params(d, &args[i], &buffers[i], error, size))
+        return 1;
+      continue;
+    }
     region *r = find_region(d, &args[i]);
     if (!r)
       return failf(error, size,
@@ -613,11 +656,6 @@ int kiln_device_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                    d->name, (unsigned long long)d->offset_alignment,
                    (unsigned long long)d->max_range);
     buffers[i] = (VkDescriptorBufferInfo){r->buffer, offset, args[i].bytes ? args[i].bytes : 4};
-    writes[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                       .dstBinding = i,
-                                       .descriptorCount = 1,
-                                       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                       .pBufferInfo = &buffers[i]};
   }
   if (!d->recording) {
     VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -642,6 +680,7 @@ int kiln_device_wait(kiln_device *d, char *error, size_t size) {
   if (!d->recording)
     return 0;
   d->recording = 0;
+  d->params_used = 0;
   barrier(d, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT);
   if (d->vkEndCommandBuffer(d->commands) != VK_SUCCESS)
     return failf(error, size, "%s: cannot end the command buffer", d->name);

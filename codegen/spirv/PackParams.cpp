@@ -1,0 +1,284 @@
+//===- PackParams.cpp - a kernel's scalars and shapes in one buffer -------===//
+//
+// A Vulkan kernel's arguments are storage buffers: a scalar argument, or a
+// buffer whose sizes or strides are only known at run time, has no direct
+// form. Each kernel gets one `params` buffer of 32-bit words instead, which
+// the host fills per launch: its scalar arguments, and for every buffer of
+// dynamic shape or layout the offset, sizes and strides with which the
+// kernel addresses it as a flat array.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/spirv/Passes.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNSPIRVPACKPARAMS
+#include "codegen/spirv/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+
+namespace {
+
+/// Whether kernels address a buffer of `type` as it is: static sizes and
+/// strides, at the start of its buffer. (The SPIR-V conversion drops the
+/// offset of a 0-d view: a view with an offset is linearized here, by the
+/// same rule for every rank.)
+bool isStaticBuffer(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return type.hasStaticShape() && succeeded(type.getStridesAndOffset(strides, offset)) &&
+         offset == 0 && !llvm::any_of(strides, ShapedType::isDynamic);
+}
+
+/// How one kernel argument is passed.
+struct ArgPlan {
+  enum Kind { Keep, Scalar, Flat } kind = Keep;
+  unsigned firstWord = 0; ///< Scalar: its word; Flat: offset, then sizes, then strides
+  unsigned newIndex = 0;  ///< Keep, Flat: the argument's index in the new signature
+};
+
+/// The host value of scalar `value` as one i32 word.
+FailureOr<Value> toWord(OpBuilder &b, Location loc, Value value) {
+  Type type = value.getType();
+  Type i32 = b.getI32Type();
+  if (type.isIndex())
+    return b.createOrFold<arith::IndexCastOp>(loc, i32, value);
+  if (type.isInteger(32))
+    return value;
+  if (type.isInteger() && type.getIntOrFloatBitWidth() < 32)
+    return b.createOrFold<arith::ExtUIOp>(loc, i32, value);
+  if (type.isF32())
+    return b.createOrFold<arith::BitcastOp>(loc, i32, value);
+  if (type.isF16() || type.isBF16()) {
+    Value bits = arith::BitcastOp::create(b, loc, b.getI16Type(), value);
+    return b.createOrFold<arith::ExtUIOp>(loc, i32, bits);
+  }
+  return failure();
+}
+
+/// The kernel's value of `type` from its i32 word.
+Value fromWord(OpBuilder &b, Location loc, Value word, Type type) {
+  if (type.isIndex())
+    return arith::IndexCastOp::create(b, loc, type, word);
+  if (type.isInteger(32))
+    return word;
+  if (type.isInteger())
+    return arith::TruncIOp::create(b, loc, type, word);
+  if (type.isF32())
+    return arith::BitcastOp::create(b, loc, type, word);
+  Value bits = arith::TruncIOp::create(b, loc, b.getI16Type(), word);
+  return arith::BitcastOp::create(b, loc, type, bits);
+}
+
+/// Rewrites the kernel's accesses of flat argument `arg` (a buffer of
+/// `type`, now a 1-D array) through `offset` and `strides`, its memref.dim
+/// queries to `sizes`.
+LogicalResult linearizeAccesses(BlockArgument arg, MemRefType type, Value offset,
+                                ArrayRef<Value> sizes, ArrayRef<Value> strides) {
+  auto linear = [&](OpBuilder &b, Location loc, ValueRange indices) {
+    Value at = offset;
+    for (auto [index, stride] : llvm::zip(indices, strides))
+      at = arith::AddIOp::create(b, loc, at, arith::MulIOp::create(b, loc, index, stride));
+    return at;
+  };
+  for (Operation *user : llvm::make_early_inc_range(arg.getUsers())) {
+    OpBuilder b(user);
+    if (auto load = dyn_cast<memref::LoadOp>(user)) {
+      Value at = linear(b, load.getLoc(), load.getIndices());
+      load->setOperands(ValueRange{arg, at});
+      continue;
+    }
+    if (auto store = dyn_cast<memref::StoreOp>(user)) {
+      Value at = linear(b, store.getLoc(), store.getIndices());
+      store->setOperands(ValueRange{store.getValueToStore(), arg, at});
+      continue;
+    }
+    if (auto dim = dyn_cast<memref::DimOp>(user)) {
+      std::optional<int64_t> index = dim.getConstantIndex();
+      if (!index)
+        return dim.emitError("kiln-spirv-pack-params: a kernel's memref.dim needs a constant "
+                             "dimension");
+      dim.replaceAllUsesWith(sizes[*index]);
+      dim.erase();
+      continue;
+    }
+    return user->emitError("kiln-spirv-pack-params: a buffer of dynamic shape or layout (")
+           << type << ") is read or written by '" << user->getName()
+           << "'; kernels address such buffers through loads and stores only";
+  }
+  return success();
+}
+
+/// The words and the new argument types of `kernel`'s plan.
+struct KernelPlan {
+  SmallVector<ArgPlan> args;
+  SmallVector<Type> newTypes; ///< without the params buffer
+  unsigned words = 0;
+};
+
+FailureOr<KernelPlan> planKernel(gpu::GPUFuncOp kernel) {
+  KernelPlan plan;
+  for (BlockArgument arg : kernel.getArguments()) {
+    ArgPlan p;
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type) {
+      Type t = arg.getType();
+      bool packable = t.isIndex() || t.isF32() || t.isF16() || t.isBF16() ||
+                      (t.isInteger() && t.getIntOrFloatBitWidth() <= 32);
+      if (!packable)
+        return kernel.emitError("kiln-spirv-pack-params: kernel argument ")
+               << arg.getArgNumber() << " is a " << t
+               << "; scalars of 64 bits are not passed to Vulkan kernels yet";
+      p.kind = ArgPlan::Scalar;
+      p.firstWord = plan.words++;
+    } else if (isStaticBuffer(type)) {
+      p.newIndex = plan.newTypes.size();
+      plan.newTypes.push_back(type);
+    } else {
+      p.kind = ArgPlan::Flat;
+      p.firstWord = plan.words;
+      plan.words += 1 + 2 * type.getRank();
+      p.newIndex = plan.newTypes.size();
+      plan.newTypes.push_back(MemRefType::get({ShapedType::kDynamic}, type.getElementType(),
+                                              MemRefLayoutAttrInterface(),
+                                              type.getMemorySpace()));
+    }
+    plan.args.push_back(p);
+  }
+  return plan;
+}
+
+/// Rewrites `kernel` to take `plan`'s arguments and a params buffer.
+LogicalResult rewriteKernel(gpu::GPUFuncOp kernel, const KernelPlan &plan, Type paramsType) {
+  unsigned oldCount = plan.args.size();
+  Location loc = kernel.getLoc();
+  if (failed(kernel.insertArgument(oldCount, paramsType, DictionaryAttr(), loc)))
+    return failure();
+  Block &entry = kernel.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  Value params = entry.getArgument(oldCount);
+  auto word = [&](unsigned i) {
+    Value w = memref::LoadOp::create(b, loc, params,
+                                     ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+    return w;
+  };
+  auto indexWord = [&](unsigned i) { return fromWord(b, loc, word(i), b.getIndexType()); };
+  for (auto [i, p] : llvm::enumerate(plan.args)) {
+    BlockArgument arg = entry.getArgument(i);
+    if (p.kind == ArgPlan::Scalar) {
+      arg.replaceAllUsesWith(fromWord(b, loc, word(p.firstWord), arg.getType()));
+    } else if (p.kind == ArgPlan::Flat) {
+      auto type = cast<MemRefType>(arg.getType());
+      Value offset = indexWord(p.firstWord);
+      SmallVector<Value> sizes, strides;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        sizes.push_back(indexWord(p.firstWord + 1 + d));
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        strides.push_back(indexWord(p.firstWord + 1 + type.getRank() + d));
+      arg.setType(plan.newTypes[p.newIndex]);
+      if (failed(linearizeAccesses(arg, type, offset, sizes, strides)))
+        return failure();
+    }
+  }
+  // The new arguments: the buffers kept or flattened, then params.
+  llvm::BitVector erase(oldCount + 1);
+  for (auto [i, p] : llvm::enumerate(plan.args))
+    if (p.kind == ArgPlan::Scalar)
+      erase.set(i);
+  SmallVector<Type> types(plan.newTypes);
+  types.push_back(paramsType);
+  if (failed(kernel.eraseArguments(erase)))
+    return failure();
+  kernel.setFunctionType(FunctionType::get(kernel.getContext(), types, {}));
+  return success();
+}
+
+/// The operands of `launch` under `plan`: its buffers (flat ones as 1-D
+/// views of their whole extent), then a params array on the stack.
+LogicalResult rewriteLaunch(gpu::LaunchFuncOp launch, const KernelPlan &plan,
+                            MemRefType paramsType) {
+  OpBuilder b(launch);
+  Location loc = launch.getLoc();
+  auto params = memref::AllocaOp::create(b, loc, paramsType);
+  params->setAttr("kiln.params", b.getUnitAttr());
+  auto store = [&](Value word, unsigned i) {
+    memref::StoreOp::create(b, loc, word, params,
+                            ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+  };
+  auto storeIndex = [&](OpFoldResult v, unsigned i) {
+    store(*toWord(b, loc, getValueOrCreateConstantIndexOp(b, loc, v)), i);
+  };
+  SmallVector<Value> operands(plan.newTypes.size());
+  for (auto [p, operand] : llvm::zip(plan.args, launch.getKernelOperands())) {
+    if (p.kind == ArgPlan::Keep) {
+      operands[p.newIndex] = operand;
+      continue;
+    }
+    if (p.kind == ArgPlan::Scalar) {
+      FailureOr<Value> word = toWord(b, loc, operand);
+      if (failed(word))
+        return launch.emitError("kiln-spirv-pack-params: cannot pass a ") << operand.getType();
+      store(*word, p.firstWord);
+      continue;
+    }
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, operand);
+    int64_t rank = cast<MemRefType>(operand.getType()).getRank();
+    storeIndex(meta.getOffset(), p.firstWord);
+    // The flat view reaches from the buffer's start to the last element.
+    Value extent = arith::AddIOp::create(b, loc, meta.getOffset(),
+                                         arith::ConstantIndexOp::create(b, loc, 1));
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    for (int64_t d = 0; d < rank; ++d) {
+      Value size = meta.getSizes()[d], stride = meta.getStrides()[d];
+      storeIndex(size, p.firstWord + 1 + d);
+      storeIndex(stride, p.firstWord + 1 + rank + d);
+      Value last = arith::MulIOp::create(b, loc, arith::SubIOp::create(b, loc, size, one),
+                                         stride);
+      extent = arith::AddIOp::create(b, loc, extent, last);
+    }
+    extent = arith::MaxSIOp::create(b, loc, extent, one); // an empty view
+    auto flatType = cast<MemRefType>(plan.newTypes[p.newIndex]);
+    operands[p.newIndex] = memref::ReinterpretCastOp::create(
+        b, loc, flatType, meta.getBaseBuffer(), b.getIndexAttr(0), ArrayRef<OpFoldResult>{extent},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  }
+  operands.push_back(params);
+  launch.getKernelOperandsMutable().assign(operands);
+  return success();
+}
+
+struct KilnSpirvPackParamsPass
+    : mlir::kiln::impl::KilnSpirvPackParamsBase<KilnSpirvPackParamsPass> {
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    DenseMap<Operation *, SmallVector<gpu::LaunchFuncOp>> launches;
+    top.walk([&](gpu::LaunchFuncOp launch) {
+      if (auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+              launch, launch.getKernel()))
+        launches[kernel].push_back(launch);
+    });
+    SmallVector<gpu::GPUFuncOp> kernels;
+    top.walk([&](gpu::GPUFuncOp kernel) {
+      if (kernel.isKernel())
+        kernels.push_back(kernel);
+    });
+    for (gpu::GPUFuncOp kernel : kernels) {
+      FailureOr<KernelPlan> plan = planKernel(kernel);
+      if (failed(plan))
+        return signalPassFailure();
+      if (plan->words == 0)
+        continue;
+      auto paramsType = MemRefType::get({plan->words}, IntegerType::get(&getContext(), 32));
+      for (gpu::LaunchFuncOp launch : launches.lookup(kernel))
+        if (failed(rewriteLaunch(launch, *plan, paramsType)))
+          return signalPassFailure();
+      if (failed(rewriteKernel(kernel, *plan, paramsType)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
