@@ -194,12 +194,6 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
   });
   if (walk.wasInterrupted())
     return failure();
-  // Every thread runs what is outside the thread loop: it may only compute
-  // views and indices. (Without one, the block is one thread.)
-  for (Operation &op : blocks.getBody()->without_terminator())
-    if (!threadLoops.empty() && !isa<scf::ForallOp>(op) && !isMemoryEffectFree(&op))
-      return op.emitError("kiln-gpu-map-forall: a workgroup loop may only compute views and "
-                          "indices outside its thread loop");
   rewriter.setInsertionPoint(blocks);
 
   // The grid: linear dimension 0 on x, 1 on y, the rest on z.
@@ -248,6 +242,33 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
   return success();
 }
 
+/// The first op of workgroup loop `blocks` that every thread of the block
+/// would run, outside its thread loop, and that is more than a view or an
+/// index computation (an allocation, a store); null if none. (Without a
+/// thread loop, the block is one thread: anything goes.)
+Operation *workOutsideThreads(scf::ForallOp blocks) {
+  Block *body = blocks.getBody();
+  bool hasThreadLoop = llvm::any_of(body->getOps<scf::ForallOp>(), [](scf::ForallOp) {
+    return true;
+  });
+  if (!hasThreadLoop)
+    return nullptr;
+  for (Operation &op : body->without_terminator())
+    if (!isa<scf::ForallOp>(op) && !isMemoryEffectFree(&op))
+      return &op;
+  return nullptr;
+}
+
+/// Leaves `blocks` and its thread loops to the host: plain scf.forall
+/// loops (the CPU's parallel loops run them), marked with the reason.
+void leaveToHost(scf::ForallOp blocks, Operation *work) {
+  blocks->walk([](scf::ForallOp forall) { forall.setMappingAttr(ArrayAttr()); });
+  blocks->setAttr("kiln.placement",
+                  StringAttr::get(blocks.getContext(),
+                                  "each workgroup would run '" + work->getName().getStringRef() +
+                                      "' outside its threads' tiles"));
+}
+
 /// Erases the copies that bufferized tensor.parallel_insert_slice ops
 /// leave: a view copied onto itself, or onto an identical view.
 void eraseSelfCopies(Operation *root) {
@@ -279,6 +300,10 @@ struct KilnGpuMapForallPass : mlir::kiln::impl::KilnGpuMapForallBase<KilnGpuMapF
       if (forall.getNumResults() != 0) {
         forall.emitError("kiln-gpu-map-forall: a workgroup loop must be bufferized first");
         return signalPassFailure();
+      }
+      if (Operation *work = workOutsideThreads(forall)) {
+        leaveToHost(forall, work);
+        continue;
       }
       if (failed(mapBlocks(rewriter, forall, ids)))
         return signalPassFailure();

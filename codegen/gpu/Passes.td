@@ -53,7 +53,10 @@ def KilnGpuMapForall : Pass<"kiln-gpu-map-forall", "func::FuncOp"> {
     loop holds one thread loop, and outside it only views and index
     arithmetic (every thread runs them); the copies that bufferized
     parallel_insert_slice ops leave (a view copied onto itself or onto an
-    identical view) are erased first. Anything else is an error.
+    identical view) are erased first. A workgroup loop with other work
+    outside its thread loop (an allocation a fused producer needs per
+    workgroup) stays on the host: its loops lose their mapping and it gets
+    `kiln.placement`, the reason. Anything else is an error.
   }];
   let dependentDialects = ["gpu::GPUDialect", "scf::SCFDialect", "affine::AffineDialect",
                            "arith::ArithDialect", "memref::MemRefDialect"];

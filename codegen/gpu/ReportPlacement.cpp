@@ -48,6 +48,8 @@ std::string hostReason(Operation *op) {
     if (kiln::usesF64Math(op))
       return "math on f64 (exp, log, ...), which the target's kernels do not have";
   }
+  if (auto reason = op->getAttrOfType<StringAttr>("kiln.placement"))
+    return reason.str();
   if (isa<memref::CopyOp>(op))
     return "a copy between buffers (a slice, a concatenation or a pad), done by the host";
   if (isa<scf::ForOp, scf::WhileOp, scf::IfOp, scf::ForallOp, scf::ParallelOp>(op))
@@ -88,7 +90,8 @@ void report(Block &block) {
 struct KilnGpuReportPlacementPass
     : mlir::kiln::impl::KilnGpuReportPlacementBase<KilnGpuReportPlacementPass> {
   void runOnOperation() override {
-    report(getOperation().getBody().front());
+    if (!getOperation().isExternal())
+      report(getOperation().getBody().front());
     markAllAnalysesPreserved();
   }
 };

@@ -40,23 +40,48 @@ struct ArgPlan {
   unsigned newIndex = 0;  ///< Keep, Flat: the argument's index in the new signature
 };
 
-/// The host value of scalar `value` as one i32 word.
-FailureOr<Value> toWord(OpBuilder &b, Location loc, Value value) {
+/// Words of params a scalar of `type` takes: 2 for 64 bits, else 1; 0 for
+/// what kernels cannot be passed.
+unsigned wordsOf(Type type) {
+  if (type.isIndex() || type.isF32() || type.isF16() || type.isBF16() ||
+      (type.isInteger() && type.getIntOrFloatBitWidth() <= 32))
+    return 1;
+  return type.isInteger(64) || type.isF64() ? 2 : 0;
+}
+
+/// The host value of a 64-bit scalar as two i32 words, low first.
+std::pair<Value, Value> toWords(OpBuilder &b, Location loc, Value value) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  if (value.getType().isF64())
+    value = arith::BitcastOp::create(b, loc, i64, value);
+  Value high = arith::ShRUIOp::create(b, loc, value, arith::ConstantIntOp::create(b, loc, i64, 32));
+  return {arith::TruncIOp::create(b, loc, i32, value), arith::TruncIOp::create(b, loc, i32, high)};
+}
+
+/// The kernel's 64-bit value of `type` from its two words.
+Value fromWords(OpBuilder &b, Location loc, Value low, Value high, Type type) {
+  Type i64 = b.getI64Type();
+  Value shifted = arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, high),
+                                        arith::ConstantIntOp::create(b, loc, i64, 32));
+  Value value =
+      arith::OrIOp::create(b, loc, shifted, arith::ExtUIOp::create(b, loc, i64, low));
+  return type.isF64() ? arith::BitcastOp::create(b, loc, type, value).getResult() : value;
+}
+
+/// The host value of scalar `value` (of one word) as an i32.
+Value toWord(OpBuilder &b, Location loc, Value value) {
   Type type = value.getType();
   Type i32 = b.getI32Type();
   if (type.isIndex())
     return b.createOrFold<arith::IndexCastOp>(loc, i32, value);
   if (type.isInteger(32))
     return value;
-  if (type.isInteger() && type.getIntOrFloatBitWidth() < 32)
+  if (type.isInteger())
     return b.createOrFold<arith::ExtUIOp>(loc, i32, value);
   if (type.isF32())
     return b.createOrFold<arith::BitcastOp>(loc, i32, value);
-  if (type.isF16() || type.isBF16()) {
-    Value bits = arith::BitcastOp::create(b, loc, b.getI16Type(), value);
-    return b.createOrFold<arith::ExtUIOp>(loc, i32, bits);
-  }
-  return failure();
+  Value bits = arith::BitcastOp::create(b, loc, b.getI16Type(), value); // f16, bf16
+  return b.createOrFold<arith::ExtUIOp>(loc, i32, bits);
 }
 
 /// The kernel's value of `type` from its i32 word.
@@ -125,15 +150,14 @@ FailureOr<KernelPlan> planKernel(gpu::GPUFuncOp kernel) {
     ArgPlan p;
     auto type = dyn_cast<MemRefType>(arg.getType());
     if (!type) {
-      Type t = arg.getType();
-      bool packable = t.isIndex() || t.isF32() || t.isF16() || t.isBF16() ||
-                      (t.isInteger() && t.getIntOrFloatBitWidth() <= 32);
-      if (!packable)
+      unsigned words = wordsOf(arg.getType());
+      if (!words)
         return kernel.emitError("kiln-spirv-pack-params: kernel argument ")
-               << arg.getArgNumber() << " is a " << t
-               << "; scalars of 64 bits are not passed to Vulkan kernels yet";
+               << arg.getArgNumber() << " is a " << arg.getType()
+               << ", which kernels cannot be passed";
       p.kind = ArgPlan::Scalar;
-      p.firstWord = plan.words++;
+      p.firstWord = plan.words;
+      plan.words += words;
     } else if (isStaticBuffer(type)) {
       p.newIndex = plan.newTypes.size();
       plan.newTypes.push_back(type);
@@ -169,7 +193,11 @@ LogicalResult rewriteKernel(gpu::GPUFuncOp kernel, const KernelPlan &plan, Type 
   for (auto [i, p] : llvm::enumerate(plan.args)) {
     BlockArgument arg = entry.getArgument(i);
     if (p.kind == ArgPlan::Scalar) {
-      arg.replaceAllUsesWith(fromWord(b, loc, word(p.firstWord), arg.getType()));
+      Type type = arg.getType();
+      arg.replaceAllUsesWith(
+          wordsOf(type) == 2
+              ? fromWords(b, loc, word(p.firstWord), word(p.firstWord + 1), type)
+              : fromWord(b, loc, word(p.firstWord), type));
     } else if (p.kind == ArgPlan::Flat) {
       auto type = cast<MemRefType>(arg.getType());
       Value offset = indexWord(p.firstWord);
@@ -209,7 +237,7 @@ LogicalResult rewriteLaunch(gpu::LaunchFuncOp launch, const KernelPlan &plan,
                             ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
   };
   auto storeIndex = [&](OpFoldResult v, unsigned i) {
-    store(*toWord(b, loc, getValueOrCreateConstantIndexOp(b, loc, v)), i);
+    store(toWord(b, loc, getValueOrCreateConstantIndexOp(b, loc, v)), i);
   };
   SmallVector<Value> operands(plan.newTypes.size());
   for (auto [p, operand] : llvm::zip(plan.args, launch.getKernelOperands())) {
@@ -217,11 +245,14 @@ LogicalResult rewriteLaunch(gpu::LaunchFuncOp launch, const KernelPlan &plan,
       operands[p.newIndex] = operand;
       continue;
     }
+    if (p.kind == ArgPlan::Scalar && wordsOf(operand.getType()) == 2) {
+      auto [low, high] = toWords(b, loc, operand);
+      store(low, p.firstWord);
+      store(high, p.firstWord + 1);
+      continue;
+    }
     if (p.kind == ArgPlan::Scalar) {
-      FailureOr<Value> word = toWord(b, loc, operand);
-      if (failed(word))
-        return launch.emitError("kiln-spirv-pack-params: cannot pass a ") << operand.getType();
-      store(*word, p.firstWord);
+      store(toWord(b, loc, operand), p.firstWord);
       continue;
     }
     auto meta = memref::ExtractStridedMetadataOp::create(b, loc, operand);

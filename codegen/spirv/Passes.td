@@ -26,10 +26,11 @@ def KilnSpirvPackParams : Pass<"kiln-spirv-pack-params", "ModuleOp"> {
   let description = [{
     A Vulkan kernel's arguments are storage buffers. After the kernels are
     outlined and their views folded into loads and stores, each kernel with
-    scalar arguments (index, integers up to 32 bits, f32, f16, bf16) or
+    scalar arguments (index, integers, f16, bf16, f32, f64) or
     with buffers of dynamic sizes, strides or offset gets one last argument
     `params`, a memref<N x i32>, and:
-    - each scalar argument becomes a word of it;
+    - each scalar argument becomes a word of it (two for 64 bits, low
+      first);
     - each buffer of dynamic shape or layout, or with an offset into its
       buffer, becomes a flat 1-D buffer (memref<? x T>, from its buffer's
       start to its last element) and 1 + 2 x rank words: its offset, sizes
@@ -37,8 +38,9 @@ def KilnSpirvPackParams : Pass<"kiln-spirv-pack-params", "ModuleOp"> {
       them, and its memref.dim queries read its sizes.
     Each launch fills a `memref.alloca` marked `kiln.params` with those
     words (kiln-spirv-embed-kernels passes it by value). Static buffers are
-    passed as they are. A 64-bit scalar, a non-constant memref.dim, or a
-    dynamic buffer used by anything but loads, stores and dims is an error.
+    passed as they are. A scalar of another type, a non-constant
+    memref.dim, or a dynamic buffer used by anything but loads, stores and
+    dims is an error.
   }];
   let dependentDialects = ["arith::ArithDialect", "memref::MemRefDialect"];
 }

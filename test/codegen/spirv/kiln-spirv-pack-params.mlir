@@ -1,0 +1,67 @@
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-spirv-pack-params --canonicalize | FileCheck %s
+
+// Scalars and the shapes of dynamic or offset buffers go to one params
+// buffer of i32 words: %n (word 0), %x's offset, size and stride (1-3),
+// %view's (4-6), %scale as two words (7-8, low first). Buffers of dynamic
+// shape or with an offset become flat 1-D buffers; their loads and stores
+// are linearized, their dims read the params. The static buffer stays.
+// CHECK-LABEL: gpu.func @kernel(
+// CHECK-SAME: %[[X:.*]]: memref<?xf32>, %[[STATIC:.*]]: memref<4xf32>, %[[VIEW:.*]]: memref<?xf32>, %[[P:.*]]: memref<9xi32>)
+// CHECK-DAG: %[[W0:.*]] = memref.load %[[P]][%c0]
+// CHECK-DAG: %[[N:.*]] = arith.index_cast %[[W0]] : i32 to index
+// CHECK-DAG: %[[XOFF:.*]] = memref.load %[[P]][%c1]
+// CHECK-DAG: %[[XSIZE:.*]] = memref.load %[[P]][%c2]
+// CHECK-DAG: %[[XSTRIDE:.*]] = memref.load %[[P]][%c3]
+// CHECK-DAG: %[[VOFF:.*]] = memref.load %[[P]][%c4]
+// CHECK-DAG: %[[VSTRIDE:.*]] = memref.load %[[P]][%c6]
+// CHECK-DAG: %[[LOW:.*]] = memref.load %[[P]][%c7]
+// CHECK-DAG: %[[HIGH:.*]] = memref.load %[[P]][%c8]
+// CHECK: arith.bitcast %{{.*}} : i64 to f64
+// CHECK: %[[XAT:.*]] = arith.addi
+// CHECK: memref.load %[[X]][%[[XAT]]] : memref<?xf32>
+// CHECK: memref.load %[[STATIC]][%{{.*}}] : memref<4xf32>
+// CHECK: memref.store %{{.*}}, %[[VIEW]][%{{.*}}] : memref<?xf32>
+// The host fills the words in a stack array marked kiln.params and passes
+// flat views of the dynamic buffers.
+// CHECK-LABEL: func.func @host(
+// CHECK: %[[PARAMS:.*]] = memref.alloca() {kiln.params} : memref<9xi32>
+// CHECK: memref.extract_strided_metadata %arg0
+// CHECK: %[[FLAT:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [%{{.*}}], strides: [1] : memref<?xf32> to memref<?xf32>
+// CHECK: memref.store %{{.*}}, %[[PARAMS]][%c7]
+// CHECK: memref.store %{{.*}}, %[[PARAMS]][%c8]
+// CHECK: gpu.launch_func @kernels::@kernel {{.*}} args(%[[FLAT]] : memref<?xf32>, %arg1 : memref<4xf32>, %{{.*}} : memref<?xf32>, %[[PARAMS]] : memref<9xi32>)
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @kernel(%n: index, %x: memref<?xf32>, %static: memref<4xf32>, %view: memref<4xf32, strided<[1], offset: 2>>, %scale: f64) kernel attributes {known_block_size = array<i32: 4, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %i = gpu.thread_id x
+      %size = memref.dim %x, %c0 : memref<?xf32>
+      %last = arith.subi %size, %n : index
+      %s = arith.truncf %scale : f64 to f32
+      %a = memref.load %x[%last] : memref<?xf32>
+      %b = memref.load %static[%i] : memref<4xf32>
+      %sum = arith.addf %a, %b : f32
+      %r = arith.mulf %sum, %s : f32
+      memref.store %r, %view[%i] : memref<4xf32, strided<[1], offset: 2>>
+      gpu.return
+    }
+  }
+  func.func @host(%x: memref<?xf32>, %static: memref<4xf32>, %buf: memref<8xf32>, %n: index, %scale: f64) {
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %view = memref.subview %buf[2] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 2>>
+    gpu.launch_func @kernels::@kernel blocks in (%c1, %c1, %c1) threads in (%c4, %c1, %c1) args(%n : index, %x : memref<?xf32>, %static : memref<4xf32>, %view : memref<4xf32, strided<[1], offset: 2>>, %scale : f64)
+    return
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    // expected-error @+1 {{kiln-spirv-pack-params: kernel argument 0 is a 'vector<4xf32>', which kernels cannot be passed}}
+    gpu.func @vector(%v: vector<4xf32>) kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+      gpu.return
+    }
+  }
+}
