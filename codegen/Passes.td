@@ -17,13 +17,16 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "ModuleOp"> {
     linalg.generic that extends each operand). A target's strategy for them
     (im2col, direct convolution, ...) runs before this pass and leaves
     nothing for it to do. A kiln.attention is an online softmax over blocks
-    of queries by keys, whose sizes the target picks.
+    of queries by keys, whose sizes the target picks; with a key block of 0
+    it is unfused (batch matmul, row reductions, batch matmul) for targets
+    that distribute those themselves.
   }];
   let options = [
     Option<"attentionQueryBlock", "attention-query-block", "int64_t", "128",
            "Most query rows of one attention task (a divisor of the rows is taken)">,
     Option<"attentionKeyBlock", "attention-key-block", "int64_t", "256",
-           "Most keys of one attention block (a divisor of the keys is taken)">,
+           "Most keys of one attention block (a divisor of the keys is taken); 0: "
+           "no blocks, the whole score matrix">,
   ];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
                            "arith::ArithDialect", "math::MathDialect", "scf::SCFDialect",

@@ -192,10 +192,77 @@ struct Attention {
   }
 };
 
+/// Attention on whole score matrices, for targets that distribute matmuls
+/// and row reductions themselves (GPUs): s = scale * q kt + mask (a batch
+/// matmul), the softmax's row maximum and sum (reductions over the keys),
+/// out = (exp(s - max) v) / sum (a batch matmul). The scores take N x Lq x
+/// Lk floats.
+Value unfusedAttention(OpBuilder &b, Location loc, const Attention &a, int64_t n) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  AffineExpr bn = getAffineDimExpr(0, ctx), r = getAffineDimExpr(1, ctx),
+             c = getAffineDimExpr(2, ctx);
+  auto map = [&](ArrayRef<AffineExpr> results) { return AffineMap::get(3, 0, results, ctx); };
+  SmallVector<IteratorType> parallel(3, IteratorType::parallel);
+  SmallVector<IteratorType> overKeys = {IteratorType::parallel, IteratorType::parallel,
+                                        IteratorType::reduction};
+  auto generic = [&](ValueRange inputs, Value output, ArrayRef<AffineMap> maps,
+                     ArrayRef<IteratorType> iterators, BodyFn body) {
+    return linalg::GenericOp::create(b, loc, output.getType(), inputs, output, maps, iterators,
+                                     [&](OpBuilder &nb, Location l, ValueRange args) {
+                                       linalg::YieldOp::create(nb, l, body(nb, l, args));
+                                     })
+        .getResult(0);
+  };
+  Value s = linalg::BatchMatmulOp::create(b, loc, ValueRange{a.query, a.keyT},
+                                          ValueRange{zeroFilled(b, loc, {n, a.lq, a.lk}, f32)})
+                .getResult(0);
+  if (a.scale != 1.0f || a.mask) {
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    if (a.mask) {
+      ArrayRef<int64_t> shape = tensorType(a.mask).getShape();
+      AffineExpr zero = getAffineConstantExpr(0, ctx);
+      inputs.push_back(a.mask);
+      maps.push_back(map({shape[0] == 1 ? zero : bn, shape[1] == 1 ? zero : r, c}));
+    }
+    maps.push_back(map({bn, r, c}));
+    float scale = a.scale;
+    s = generic(inputs, s, maps, parallel, [&](OpBuilder &nb, Location l, ValueRange x) -> Value {
+      Value v = x.back();
+      if (scale != 1.0f)
+        v = arith::MulFOp::create(nb, l, v, scalarConst(nb, l, f32, scale));
+      return x.size() > 1 ? arith::AddFOp::create(nb, l, v, x[0]) : v;
+    });
+  }
+  Value rowMax = generic(s, filledTensor(b, loc, {n, a.lq}, extremeConst(b, loc, f32, true)),
+                         {map({bn, r, c}), map({bn, r})}, overKeys,
+                         [](OpBuilder &nb, Location l, ValueRange x) -> Value {
+                           return arith::MaximumFOp::create(nb, l, x[0], x[1]);
+                         });
+  Value p = generic(rowMax, s, {map({bn, r}), map({bn, r, c})}, parallel,
+                    [](OpBuilder &nb, Location l, ValueRange x) -> Value {
+                      return math::ExpOp::create(
+                          nb, l, arith::SubFOp::create(nb, l, x[1], finiteMax(nb, l, x[0])));
+                    });
+  Value sum = generic(p, zeroFilled(b, loc, {n, a.lq}, f32), {map({bn, r, c}), map({bn, r})},
+                      overKeys, [](OpBuilder &nb, Location l, ValueRange x) -> Value {
+                        return arith::AddFOp::create(nb, l, x[0], x[1]);
+                      });
+  Value weighted = linalg::BatchMatmulOp::create(
+                       b, loc, ValueRange{p, a.value},
+                       ValueRange{zeroFilled(b, loc, {n, a.lq, a.dv}, f32)})
+                       .getResult(0);
+  return generic(sum, weighted, {map({bn, r}), map({bn, r, c})}, parallel,
+                 [](OpBuilder &nb, Location l, ValueRange x) -> Value {
+                   return arith::DivFOp::create(nb, l, x[1], x[0]);
+                 });
+}
+
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
   AttentionLowering(MLIRContext *ctx, int64_t maxQueryBlock, int64_t maxKeyBlock)
       : OpConversionPattern(ctx), maxQueryBlock(maxQueryBlock), maxKeyBlock(maxKeyBlock) {}
-  int64_t maxQueryBlock, maxKeyBlock;
+  int64_t maxQueryBlock, maxKeyBlock; ///< a key block of 0: unfused
 
   LogicalResult matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
@@ -225,6 +292,11 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
       ArrayRef<int64_t> shape = tensorType(mask).getShape().drop_back(2);
       bool broadcast = llvm::all_of(shape, [](int64_t s) { return s == 1; });
       a.mask = collapsed(mask, broadcast ? 1 : n);
+    }
+    if (maxKeyBlock == 0) {
+      Value result = unfusedAttention(rewriter, loc, a, n);
+      rewriter.replaceOp(op, reshapeTo(rewriter, loc, result, signlessType(op.getType())));
+      return success();
     }
     Value out = emptyTensor(rewriter, loc, {n, a.lq, a.dv}, f32);
     Value result =

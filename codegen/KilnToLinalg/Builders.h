@@ -177,7 +177,8 @@ void populateDataMovementLowerings(RewritePatternSet &patterns);
 void populateAssertLowering(RewritePatternSet &patterns);
 /// The pattern for kiln.attention (Attention.cpp).
 /// Attention as an online softmax over blocks of at most `queryBlock`
-/// query rows by `keyBlock` keys.
+/// query rows by `keyBlock` keys; with a `keyBlock` of 0, on whole score
+/// matrices (matmuls and row reductions, for GPUs to distribute).
 void populateAttentionLowering(RewritePatternSet &patterns, int64_t queryBlock,
                                int64_t keyBlock);
 /// kiln.conv as linalg named convolutions (widening ones as a

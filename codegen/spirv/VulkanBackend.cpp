@@ -75,7 +75,11 @@ private:
   std::unique_ptr<TargetBackend> host;
 
   void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const {
-    pm.addPass(createConvertKilnToLinalg());
+    // Attention unfused: its matmuls and softmax become kernels (the
+    // blocked online softmax is a host loop nest).
+    ConvertKilnToLinalgOptions lowering;
+    lowering.attentionKeyBlock = 0;
+    pm.addPass(createConvertKilnToLinalg(lowering));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createKilnFuseElementwise({options.reportFusion}));
     pm.addPass(createCanonicalizerPass());

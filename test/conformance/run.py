@@ -296,14 +296,17 @@ def main():
     ap.add_argument("--report", help="where to write the report (default: docs/CONFORMANCE.md, "
                     "or the target's)")
     ap.add_argument("--check-floor", action="store_true",
-                    help=f"exit 1 if fewer tests pass than {os.path.relpath(FLOOR_FILE, ROOT)}")
+                    help=f"exit 1 if fewer tests pass than {os.path.relpath(FLOOR_FILE, ROOT)} "
+                    "(with --target T: floor-T.txt beside it)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every result")
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "conformance", "results.tsv"),
                     help="where to write every test's status and reason (TSV)")
     args = ap.parse_args()
+    floor_file = FLOOR_FILE
     if args.target:
         args.work += "-" + args.target
         args.results = os.path.join(args.work, "results.tsv")
+        floor_file = FLOOR_FILE.replace("floor.txt", f"floor-{args.target}.txt")
     if not args.report:
         args.report = (target_report(args.target) if args.target
                        else os.path.join(ROOT, "docs", "CONFORMANCE.md"))
@@ -341,7 +344,7 @@ def main():
     if not args.filter:
         write_report(args.report, results, summary, args.target)
     if args.check_floor:
-        floor = int(open(FLOOR_FILE).read().split()[0])
+        floor = int(open(floor_file).read().split()[0])
         if counts["pass"] < floor:
             print(f"conformance: FAILED: {counts['pass']} tests pass, the floor is {floor}")
             return 1
