@@ -9,9 +9,12 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/gpu/GpuTarget.h"
 #include "codegen/gpu/Passes.h"
+#include "codegen/gpu/Tiles.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
@@ -27,61 +30,6 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
-
-/// Tile sizes per loop of one op (0: not tiled) for the workgroups and, in
-/// a workgroup's tile, for its threads.
-struct Tiles {
-  SmallVector<int64_t> workgroup, thread;
-};
-
-/// Results per thread along each of a contraction's two output dimensions.
-constexpr int64_t kThreadTile = 4;
-/// Threads across a contraction's tile of columns.
-constexpr int64_t kThreadColumns = 8;
-
-Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  Tiles tiles{SmallVector<int64_t>(iterators.size(), 0),
-              SmallVector<int64_t>(iterators.size(), 0)};
-  SmallVector<unsigned> parallel;
-  for (auto [i, iterator] : llvm::enumerate(iterators))
-    if (iterator == utils::IteratorType::parallel)
-      parallel.push_back(i);
-  if (parallel.empty())
-    return tiles; // a reduction to a scalar or a 0-d op: left to the host
-  // Outer parallel loops: one iteration per workgroup, not split further.
-  for (unsigned d : parallel)
-    tiles.workgroup[d] = 1;
-  int64_t threads = target.workgroupThreads();
-  if (linalg::isaContractionOpInterface(op) && parallel.size() >= 2) {
-    unsigned rows = parallel[parallel.size() - 2], cols = parallel.back();
-    int64_t threadRows = std::max<int64_t>(1, threads / kThreadColumns);
-    tiles.workgroup[rows] = kThreadTile * threadRows;
-    tiles.workgroup[cols] = kThreadTile * kThreadColumns;
-    tiles.thread[rows] = tiles.thread[cols] = kThreadTile;
-    return tiles;
-  }
-  tiles.workgroup[parallel.back()] = threads;
-  tiles.thread[parallel.back()] = 1;
-  return tiles;
-}
-
-/// One mapping attribute per tiled loop, outermost first, the innermost
-/// loop on block linear dimension 0 or thread x: blocks on linear
-/// dimensions (any number of loops), threads on x, y, z.
-SmallVector<Attribute> mappingFor(MLIRContext *ctx, ArrayRef<int64_t> tileSizes, bool threads) {
-  int64_t tiled = llvm::count_if(tileSizes, [](int64_t s) { return s != 0; });
-  SmallVector<Attribute> mapping;
-  for (int64_t i = tiled - 1; i >= 0; --i) {
-    if (threads)
-      mapping.push_back(
-          gpu::GPUThreadMappingAttr::get(ctx, static_cast<gpu::MappingId>(i)));
-    else
-      mapping.push_back(gpu::GPUBlockMappingAttr::get(
-          ctx, static_cast<gpu::MappingId>(static_cast<int64_t>(gpu::MappingId::LinearDim0) + i)));
-  }
-  return mapping;
-}
 
 /// Replaces each tensor.dim of `op`'s results by the size the op reifies
 /// from its operands (a linalg op's init, a tensor.empty's sizes), so that
@@ -162,6 +110,31 @@ FailureOr<TilingInterface> tileAndFuse(RewriterBase &rewriter, TilingInterface o
   return cast<TilingInterface>(result->tiledAndFusedOps.front());
 }
 
+/// Turns the data movement that bufferization would make host copies of
+/// into linalg ops, which become kernels: a tensor.pad into a fill and an
+/// insert_slice, and each tensor.insert_slice (a concatenation's parts, a
+/// pad's interior) into a linalg.copy onto the slice of its destination
+/// that it replaces, which bufferization then writes in place.
+LogicalResult copiesAsLinalg(func::FuncOp func) {
+  RewritePatternSet patterns(func.getContext());
+  patterns.add<linalg::DecomposePadOpPattern>(func.getContext());
+  if (failed(applyPatternsGreedily(func, std::move(patterns))))
+    return failure();
+  func.walk([](tensor::InsertSliceOp insert) {
+    if (insert->getParentOfType<scf::ForallOp>() ||
+        insert.getSource().getDefiningOp<linalg::CopyOp>())
+      return;
+    OpBuilder b(insert);
+    Location loc = insert.getLoc();
+    Value slice = tensor::ExtractSliceOp::create(
+        b, loc, insert.getSourceType(), insert.getDest(), insert.getMixedOffsets(),
+        insert.getMixedSizes(), insert.getMixedStrides());
+    Value copied = linalg::CopyOp::create(b, loc, insert.getSource(), slice).getResult(0);
+    insert.getSourceMutable().assign(copied);
+  });
+  return success();
+}
+
 /// Gives each user of a linalg.fill a fill of its own (CSE merges the
 /// identical fills of several matmuls' accumulators): each one then fuses
 /// into its consumer's tiles, where a shared one would be a kernel of its
@@ -206,6 +179,8 @@ struct KilnGpuDistributePass
                                  << gpuTargetNames() << ")";
       return signalPassFailure();
     }
+    if (failed(copiesAsLinalg(getOperation())))
+      return signalPassFailure();
     unshareFills(getOperation());
     // Roots first, from the end: their producers are fused into them and
     // erased before the walk reaches them.
@@ -226,8 +201,7 @@ struct KilnGpuDistributePass
       if (erased.contains(op) || !op.hasPureTensorSemantics())
         continue;
       Tiles tiles = chooseTiles(op, *target);
-      if (llvm::all_of(tiles.workgroup, [](int64_t s) { return s == 0; }) ||
-          (!target->f64Math && usesF64Math(op)))
+      if (tiles.none() || (!target->f64Math && usesF64Math(op)))
         continue;
       rewriter.setInsertionPoint(op);
       FailureOr<TilingInterface> tile =

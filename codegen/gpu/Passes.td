@@ -22,8 +22,12 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     - any other op: one result per thread along its innermost parallel
       loop, T of them per workgroup, every other parallel loop one per
       workgroup; reductions stay whole in a thread.
-    A linalg.fill with several users is cloned for each first, so that
-    each consumer fuses its own. Ops that are already inside a forall, ops
+    First, data movement becomes linalg ops, so that it runs in kernels
+    rather than as host copies: a tensor.pad a fill and an insert_slice,
+    and each tensor.insert_slice outside a forall a linalg.copy onto the
+    slice of its destination it replaces (bufferized in place). And a
+    linalg.fill with several users is cloned for each, so that each
+    consumer fuses its own. Ops that are already inside a forall, ops
     that are not linalg
     (tensor.pad, scf loops from data-dependent ops), ops without a parallel
     loop (a reduction to a scalar, a 0-d op) and, where the target's
@@ -37,6 +41,25 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "affine::AffineDialect",
                            "gpu::GPUDialect"];
+}
+
+def KilnGpuDistributeBuffers : Pass<"kiln-gpu-distribute-buffers", "func::FuncOp"> {
+  let summary = "Tile the linalg ops and copies that bufferization made to workgroups and threads";
+  let description = [{
+    After bufferization, before kiln-gpu-map-forall. Bufferization makes
+    ops of its own: a memref.copy where a buffer cannot be written in place,
+    linalg.map for some tensor ops. Each memref.copy outside a forall
+    becomes a linalg.copy; each linalg op on buffers outside a forall is
+    tiled to workgroups and threads by kiln-gpu-distribute's rules (ops
+    that rule leaves to the host stay). On the host, each would cost a wait
+    for the device and a pass over device memory by the CPU.
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"vulkan\"",
+           "GPU target whose limits apply (as kiln-gpu-distribute's)">,
+  ];
+  let dependentDialects = ["scf::SCFDialect", "linalg::LinalgDialect", "affine::AffineDialect",
+                           "gpu::GPUDialect", "memref::MemRefDialect"];
 }
 
 def KilnGpuMapForall : Pass<"kiln-gpu-map-forall", "func::FuncOp"> {
@@ -84,7 +107,8 @@ def KilnGpuReportPlacement : Pass<"kiln-gpu-report-placement", "func::FuncOp"> {
     per gpu.launch, at its root op (the last linalg op in it, whose ONNX
     node the driver names): the grid, the workgroup and the linalg ops the
     kernel computes. And one per op of the host code that reads or writes
-    buffers, with the reason it is not a kernel: an op without a parallel
+    buffers the kernels use (host bookkeeping, such as a dynamic model's
+    shapes, says nothing), with the reason it is not a kernel: an op without a parallel
     loop (a 0-d op, a reduction to a scalar), a copy between buffers (a
     slice, a concatenation, a pad), a loop or branch (recurrent or
     data-dependent ops, attention's blocks), or any other op. Host code

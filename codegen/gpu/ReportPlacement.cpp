@@ -1,4 +1,5 @@
 //===- ReportPlacement.cpp - what runs on the GPU, what stays on the host -===//
+#include "codegen/gpu/DeviceBuffers.h"
 #include "codegen/gpu/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -58,18 +59,10 @@ std::string hostReason(Operation *op) {
   return ("'" + op->getName().getStringRef() + "' has no GPU lowering yet").str();
 }
 
-bool readsOrWrites(Operation *op) {
-  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects = getEffectsRecursively(op);
-  if (!effects)
-    return !isa<func::ReturnOp>(op);
-  return llvm::any_of(*effects, [](const MemoryEffects::EffectInstance &effect) {
-    return isa<MemoryEffects::Read, MemoryEffects::Write>(effect.getEffect());
-  });
-}
-
-/// Reports the ops of `block`; a loop that launches kernels is reported op
-/// by op inside.
-void report(Block &block) {
+/// Reports the ops of `block` that run kernels or touch their buffers
+/// (`device`, by root); a loop that launches kernels is reported op by op
+/// inside.
+void report(Block &block, const DenseSet<Value> &device) {
   for (Operation &op : block) {
     if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
       reportKernel(launch);
@@ -80,8 +73,8 @@ void report(Block &block) {
     if (launches) {
       for (Region &region : op.getRegions())
         for (Block &inner : region)
-          report(inner);
-    } else if (readsOrWrites(&op)) {
+          report(inner, device);
+    } else if (kiln::touchesDeviceBuffers(&op, device)) {
       emitRemark(op.getLoc()) << "placement: host: " << hostReason(&op);
     }
   }
@@ -90,8 +83,20 @@ void report(Block &block) {
 struct KilnGpuReportPlacementPass
     : mlir::kiln::impl::KilnGpuReportPlacementBase<KilnGpuReportPlacementPass> {
   void runOnOperation() override {
-    if (!getOperation().isExternal())
-      report(getOperation().getBody().front());
+    if (getOperation().isExternal())
+      return markAllAnalysesPreserved();
+    // The buffers kernels use: those their bodies read or write from
+    // outside, by root.
+    DenseSet<Value> device;
+    getOperation().walk([&](gpu::LaunchOp launch) {
+      launch.getBody().walk([&](Operation *inner) {
+        for (Value operand : inner->getOperands())
+          if (isa<MemRefType>(operand.getType()) &&
+              !launch->isAncestor(operand.getParentRegion()->getParentOp()))
+            device.insert(kiln::rootBuffer(operand));
+      });
+    });
+    report(getOperation().getBody().front(), device);
     markAllAnalysesPreserved();
   }
 };

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/spirv/Passes.h"
+#include "codegen/gpu/DeviceBuffers.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
@@ -19,6 +20,7 @@ namespace mlir::kiln {
 } // namespace mlir::kiln
 
 using namespace mlir;
+using namespace mlir::kiln;
 
 namespace {
 
@@ -46,21 +48,10 @@ bool containsLaunch(Operation *op) {
   return op->walk([](gpu::LaunchFuncOp) { return WalkResult::interrupt(); }).wasInterrupted();
 }
 
-/// Whether host op `op` may read or write memory (ops of unknown effects,
-/// calls among them, may).
-bool touchesMemory(Operation *op) {
-  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects = getEffectsRecursively(op);
-  if (!effects)
-    return true;
-  return llvm::any_of(*effects, [](const MemoryEffects::EffectInstance &effect) {
-    return isa<MemoryEffects::Read, MemoryEffects::Write>(effect.getEffect());
-  });
-}
-
-/// Calls `wait` before each op of `block` that touches memory while
-/// launches may be queued (`pending`: on entry). Returns whether they may
-/// be queued at its end.
-bool placeWaits(Block &block, bool pending, func::FuncOp wait) {
+/// Calls `wait` before each op of `block` that touches a buffer the
+/// kernels use (`device`, by root) while launches may be queued (`pending`:
+/// on entry). Returns whether they may be queued at its end.
+bool placeWaits(Block &block, bool pending, func::FuncOp wait, const DenseSet<Value> &device) {
   for (Operation &op : block) {
     if (isa<gpu::LaunchFuncOp>(op)) {
       pending = true;
@@ -71,11 +62,11 @@ bool placeWaits(Block &block, bool pending, func::FuncOp wait) {
       // iteration's launches queued.
       for (Region &region : op.getRegions())
         for (Block &inner : region)
-          placeWaits(inner, /*pending=*/true, wait);
+          placeWaits(inner, /*pending=*/true, wait, device);
       pending = true;
       continue;
     }
-    if (pending && touchesMemory(&op)) {
+    if (pending && touchesDeviceBuffers(&op, device)) {
       OpBuilder b(&op);
       func::CallOp::create(b, op.getLoc(), wait, ValueRange{});
       pending = false;
@@ -225,7 +216,13 @@ struct KilnSpirvEmbedKernelsPass
     for (auto host : llvm::to_vector(top.getOps<func::FuncOp>())) {
       if (host.isExternal() || !containsLaunch(host))
         continue;
-      placeWaits(host.front(), /*pending=*/false, waitFn);
+      DenseSet<Value> device;
+      host.walk([&](gpu::LaunchFuncOp launch) {
+        for (Value operand : launch.getKernelOperands())
+          if (isa<MemRefType>(operand.getType()))
+            device.insert(rootBuffer(operand));
+      });
+      placeWaits(host.front(), /*pending=*/false, waitFn, device);
       SmallVector<gpu::LaunchFuncOp> launches;
       host.walk([&](gpu::LaunchFuncOp launch) { launches.push_back(launch); });
       for (gpu::LaunchFuncOp launch : launches) {

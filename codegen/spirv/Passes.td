@@ -55,10 +55,12 @@ def KilnSpirvEmbedKernels : Pass<"kiln-spirv-embed-kernels", "ModuleOp"> {
       KILN_GPU_ARG_CONSTANT for a memref.get_global or a reshape of one:
       the runtime copies a constant to the device once; KILN_GPU_ARG_PARAMS
       for kiln-spirv-pack-params' stack array: copied at each launch);
-    - before host code that touches memory after a launch (a load, a store,
-      a copy, a linalg op, a call), a call of `kiln_gpu_wait()` lets the
-      queued kernels finish; inside loops that launch, conservatively at
-      each iteration;
+    - before host code that may read or write a buffer the kernels use
+      after a launch (a load, a store, a copy, a linalg op, a call other
+      than kiln_check_failed), a call of `kiln_gpu_wait()` lets the queued
+      kernels finish; inside loops that launch, conservatively at each
+      iteration. Host code on other buffers (the shapes of a dynamic
+      model) runs while the kernels do;
     - each launched kernel's spirv.module is serialized and the binaries go
       to the module attribute `kiln.gpu_kernels`, one dictionary per kernel
       index (name, spirv words, workgroup_size, buffers, features: the

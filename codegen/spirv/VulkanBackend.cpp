@@ -106,6 +106,7 @@ private:
     pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    pm.addNestedPass<func::FuncOp>(createKilnGpuDistributeBuffers({gpu.name}));
     pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
     pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());
     if (options.reportPlacement)

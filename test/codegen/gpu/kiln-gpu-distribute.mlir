@@ -161,3 +161,35 @@ func.func @shared_fill(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %c: tensor<
   %y = linalg.matmul ins(%a, %c : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
   return %x, %y : tensor<64x64xf32>, tensor<64x64xf32>
 }
+
+// -----
+
+// Data movement becomes linalg ops that run in kernels: the pad a fill of
+// its result and a linalg.copy of its source onto the interior, which
+// bufferization writes in place; the concatenation's parts copies onto
+// their slices.
+// CHECK-LABEL: func.func @pad_and_concat
+// CHECK-NOT: tensor.pad
+// CHECK: scf.forall
+// CHECK:   linalg.fill
+// CHECK: tensor.extract_slice %{{.*}}[0, 1] [4, 6] [1, 1]
+// CHECK: scf.forall
+// CHECK:   linalg.copy
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 1] [4, 6] [1, 1]
+// CHECK: scf.forall
+// CHECK:   linalg.copy
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [4, 8] [1, 1]
+// CHECK: scf.forall
+// CHECK:   linalg.copy
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 8] [4, 8] [1, 1]
+func.func @pad_and_concat(%x: tensor<4x6xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 1] high[0, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<4x6xf32> to tensor<4x8xf32>
+  %e = tensor.empty() : tensor<4x16xf32>
+  %a = tensor.insert_slice %y into %e[0, 0] [4, 8] [1, 1] : tensor<4x8xf32> into tensor<4x16xf32>
+  %b = tensor.insert_slice %y into %a[0, 8] [4, 8] [1, 1] : tensor<4x8xf32> into tensor<4x16xf32>
+  return %p, %b : tensor<4x8xf32>, tensor<4x16xf32>
+}

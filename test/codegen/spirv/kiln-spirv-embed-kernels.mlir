@@ -5,7 +5,8 @@
 // a reshape; a static strided view passes its buffer's address and the
 // bytes up to its last element). The host's copy waits for the first
 // launch; the second launch of the same kernel reuses its index and needs
-// no wait (the runtime waits at the end of a run). The kernel's SPIR-V
+// no wait (the runtime waits at the end of a run), nor do the host's own
+// buffers and run-time checks after it. The kernel's SPIR-V
 // (magic number 0x07230203) is in kiln.gpu_kernels; the gpu and spirv
 // modules are gone.
 // CHECK: module attributes {kiln.gpu_kernels = [{buffers = 3 : i32, features = 0 : i32, name = "scale", spirv = dense<"0x03022307{{[0-9A-F]+}}"> : tensor<{{[0-9]+}}xi32>, workgroup_size = array<i32: 64, 1, 1>}]}
@@ -51,6 +52,8 @@
 // CHECK: return
 module attributes {gpu.container_module} {
   memref.global "private" constant @weights : memref<256xf32> = dense<1.0>
+  memref.global "private" constant @message : memref<4xi8> = dense<0>
+  func.func private @kiln_check_failed(i64)
   gpu.module @kernels {
     gpu.func @scale(%in: memref<256xf32>, %w: memref<16x16xf32>, %out: memref<64xf32, strided<[1], offset: 64>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %tid = gpu.thread_id x
@@ -70,6 +73,17 @@ module attributes {gpu.container_module} {
     gpu.launch_func @kernels::@scale blocks in (%c4, %c1, %c1) threads in (%c64, %c1, %c1) args(%in : memref<256xf32>, %wr : memref<16x16xf32>, %view : memref<64xf32, strided<[1], offset: 64>>)
     memref.copy %in, %out : memref<256xf32> to memref<256xf32>
     gpu.launch_func @kernels::@scale blocks in (%c4, %c1, %c1) threads in (%c64, %c1, %c1) args(%out : memref<256xf32>, %wr : memref<16x16xf32>, %view : memref<64xf32, strided<[1], offset: 64>>)
+    // Host bookkeeping on a buffer no kernel uses, and a run-time check,
+    // run while the kernels do.
+    %shapes = memref.alloc() : memref<2xindex>
+    memref.store %c4, %shapes[%c1] : memref<2xindex>
+    %bad = arith.cmpi eq, %c4, %c64 : index
+    scf.if %bad {
+      %message = memref.get_global @message : memref<4xi8>
+      %p = memref.extract_aligned_pointer_as_index %message : memref<4xi8> -> index
+      %q = arith.index_cast %p : index to i64
+      func.call @kiln_check_failed(%q) : (i64) -> ()
+    }
     return
   }
 }

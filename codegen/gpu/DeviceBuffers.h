@@ -1,0 +1,23 @@
+//===- DeviceBuffers.h - which host ops touch the kernels' memory -*- C++ -*-===//
+#ifndef KILN_CODEGEN_GPU_DEVICEBUFFERS_H
+#define KILN_CODEGEN_GPU_DEVICEBUFFERS_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::kiln {
+
+/// The buffer `value` is a view of (through subviews, reshapes, casts, the
+/// base buffer of its strided metadata): an allocation, an argument or a
+/// global.
+Value rootBuffer(Value value);
+
+/// Whether host op `op` (or an op nested in it) may read or write a buffer
+/// whose root is in `deviceBuffers`, or whose root it cannot tell (a loop's
+/// or branch's result). Ops of unknown effects may (calls), except
+/// kiln_check_failed, which only ends the run.
+bool touchesDeviceBuffers(Operation *op, const llvm::DenseSet<Value> &deviceBuffers);
+
+} // namespace mlir::kiln
+
+#endif

@@ -1,0 +1,54 @@
+//===- Tiles.cpp - how the GPU pipeline tiles a linalg op -----------------===//
+#include "codegen/gpu/Tiles.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+/// Results per thread along each of a contraction's two output dimensions.
+static constexpr int64_t kThreadTile = 4;
+/// Threads across a contraction's tile of columns.
+static constexpr int64_t kThreadColumns = 8;
+
+Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  Tiles tiles{SmallVector<int64_t>(iterators.size(), 0),
+              SmallVector<int64_t>(iterators.size(), 0)};
+  SmallVector<unsigned> parallel;
+  for (auto [i, iterator] : llvm::enumerate(iterators))
+    if (iterator == utils::IteratorType::parallel)
+      parallel.push_back(i);
+  if (parallel.empty())
+    return tiles; // a reduction to a scalar or a 0-d op: left to the host
+  // Outer parallel loops: one iteration per workgroup, not split further.
+  for (unsigned d : parallel)
+    tiles.workgroup[d] = 1;
+  int64_t threads = target.workgroupThreads();
+  if (linalg::isaContractionOpInterface(op) && parallel.size() >= 2) {
+    unsigned rows = parallel[parallel.size() - 2], cols = parallel.back();
+    int64_t threadRows = std::max<int64_t>(1, threads / kThreadColumns);
+    tiles.workgroup[rows] = kThreadTile * threadRows;
+    tiles.workgroup[cols] = kThreadTile * kThreadColumns;
+    tiles.thread[rows] = tiles.thread[cols] = kThreadTile;
+    return tiles;
+  }
+  tiles.workgroup[parallel.back()] = threads;
+  tiles.thread[parallel.back()] = 1;
+  return tiles;
+}
+
+SmallVector<Attribute> mlir::kiln::mappingFor(MLIRContext *ctx, ArrayRef<int64_t> tileSizes,
+                                              bool threads) {
+  int64_t tiled = llvm::count_if(tileSizes, [](int64_t s) { return s != 0; });
+  SmallVector<Attribute> mapping;
+  for (int64_t i = tiled - 1; i >= 0; --i) {
+    if (threads)
+      mapping.push_back(gpu::GPUThreadMappingAttr::get(ctx, static_cast<gpu::MappingId>(i)));
+    else
+      mapping.push_back(gpu::GPUBlockMappingAttr::get(
+          ctx, static_cast<gpu::MappingId>(static_cast<int64_t>(gpu::MappingId::LinearDim0) + i)));
+  }
+  return mapping;
+}

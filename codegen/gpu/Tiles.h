@@ -1,0 +1,29 @@
+//===- Tiles.h - how the GPU pipeline tiles a linalg op ---------*- C++ -*-===//
+#ifndef KILN_CODEGEN_GPU_TILES_H
+#define KILN_CODEGEN_GPU_TILES_H
+
+#include "codegen/gpu/GpuTarget.h"
+
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+
+namespace mlir::kiln {
+
+/// Tile sizes per loop of one op (0: not tiled) for the workgroups and, in
+/// a workgroup's tile, for its threads.
+struct Tiles {
+  SmallVector<int64_t> workgroup, thread;
+  /// No parallel loop: nothing to distribute (the op stays on the host).
+  bool none() const { return llvm::all_of(workgroup, [](int64_t s) { return s == 0; }); }
+};
+
+/// The tiles of `op` for `target` (see kiln-gpu-distribute's description).
+Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target);
+
+/// One mapping attribute per tiled loop, outermost first, the innermost
+/// loop on block linear dimension 0 or thread x: blocks on linear
+/// dimensions (any number of loops), threads on x, y, z.
+SmallVector<Attribute> mappingFor(MLIRContext *ctx, ArrayRef<int64_t> tileSizes, bool threads);
+
+} // namespace mlir::kiln
+
+#endif
