@@ -51,6 +51,13 @@ std::string hostReason(Operation *op) {
   }
   if (auto reason = op->getAttrOfType<StringAttr>("kiln.placement"))
     return reason.str();
+  if (isa<memref::LoadOp>(op))
+    return "the host reads a value it needs (a branch's condition, a run-time size), once "
+           "the kernels before it are done";
+  if (isa<memref::ReshapeOp>(op))
+    return "the host reads a shape computed at run time (a Reshape to it)";
+  if (isa<memref::StoreOp>(op))
+    return "the host writes a value (a run-time size, a loop's state)";
   if (isa<memref::CopyOp>(op))
     return "a copy between buffers (a slice, a concatenation or a pad), done by the host";
   if (isa<scf::ForOp, scf::WhileOp, scf::IfOp, scf::ForallOp, scf::ParallelOp>(op))

@@ -9,6 +9,7 @@
 #include "codegen/gpu/DeviceBuffers.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -27,6 +28,7 @@ namespace {
 /// Must match KILN_GPU_ARG_* in runtime/include/kiln/runtime.h.
 constexpr int64_t kArgConstant = 1;
 constexpr int64_t kArgParams = 2;
+constexpr int64_t kArgMaybeConstant = 4;
 /// The KILN_GPU_FEATURE_* bit (runtime/include/kiln/runtime.h) of a
 /// capability a device may lack; 0 for those every device has.
 int32_t featureOf(spirv::Capability capability) {
@@ -117,12 +119,26 @@ Value toI64(OpBuilder &b, Location loc, Value index) {
   return b.createOrFold<arith::IndexCastOp>(loc, b.getI64Type(), index);
 }
 
-/// Whether `value` is a constant of the model: a memref.get_global, or a
-/// view of one (a reshape).
-bool isConstant(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value.getDefiningOp<memref::GetGlobalOp>() != nullptr;
+/// Whether `value` is a constant of the model: a memref.get_global or a
+/// view of one, always, sometimes (a branch's or select's result that is
+/// one in some cases), or never.
+enum class Constness { Always, Sometimes, Never };
+Constness constness(Value value) {
+  value = rootBuffer(value);
+  if (value.getDefiningOp<memref::GetGlobalOp>())
+    return Constness::Always;
+  auto either = [](Value a, Value b) {
+    Constness x = constness(a), y = constness(b);
+    return x == y ? x : Constness::Sometimes;
+  };
+  if (auto select = value.getDefiningOp<arith::SelectOp>())
+    return either(select.getTrueValue(), select.getFalseValue());
+  auto result = dyn_cast<OpResult>(value);
+  auto branch = result ? dyn_cast<scf::IfOp>(result.getOwner()) : scf::IfOp();
+  if (!branch || branch.getElseRegion().empty())
+    return Constness::Never;
+  unsigned i = result.getResultNumber();
+  return either(branch.thenYield().getOperand(i), branch.elseYield().getOperand(i));
 }
 
 /// The kiln_gpu_arg array of `launch` (a stack array made at the entry of
@@ -157,9 +173,11 @@ FailureOr<Value> launchArguments(OpBuilder &b, func::FuncOp host, gpu::LaunchFun
     store(toI64(b, loc, address), i, 0);
     store(toI64(b, loc, *bytes), i, 1);
     Operation *def = operand.getDefiningOp();
-    int64_t flags = isConstant(operand)                       ? kArgConstant
+    Constness constant = constness(operand);
+    int64_t flags = constant == Constness::Always      ? kArgConstant
+                    : constant == Constness::Sometimes ? kArgMaybeConstant
                     : def && def->hasAttr("kiln.params") ? kArgParams
-                                                              : 0;
+                                                         : 0;
     store(arith::ConstantIntOp::create(b, loc, b.getI64Type(), flags), i, 2);
   }
   Value address = toI64(b, loc, memref::ExtractAlignedPointerAsIndexOp::create(b, loc, args));

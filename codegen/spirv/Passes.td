@@ -53,8 +53,10 @@ def KilnSpirvEmbedKernels : Pass<"kiln-spirv-embed-kernels", "ModuleOp"> {
       `kiln_gpu_launch(kernel, grid x, y, z, args)`, `args` an array of
       {address, bytes, flags} per memref argument on the stack (flags
       KILN_GPU_ARG_CONSTANT for a memref.get_global or a reshape of one:
-      the runtime copies a constant to the device once; KILN_GPU_ARG_PARAMS
-      for kiln-spirv-pack-params' stack array: copied at each launch);
+      the runtime copies a constant to the device once;
+      KILN_GPU_ARG_MAYBE_CONSTANT for a branch's result that is a constant
+      in some branches only; KILN_GPU_ARG_PARAMS for
+      kiln-spirv-pack-params' stack array: copied at each launch);
     - before host code that may read or write a buffer the kernels use
       after a launch (a load, a store, a copy, a linalg op, a call other
       than kiln_check_failed), a call of `kiln_gpu_wait()` lets the queued

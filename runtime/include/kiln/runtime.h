@@ -192,6 +192,9 @@ typedef struct kiln_gpu_arg {
 /* A kernel's scalars and shapes (a few words on the caller's stack): copied
  * to device memory at each launch. */
 #define KILN_GPU_ARG_PARAMS 2u
+/* A model's constant or a buffer of the run, which only the run tells (a
+ * branch's result): device memory if it is in it, else a constant. */
+#define KILN_GPU_ARG_MAYBE_CONSTANT 4u
 void kiln_gpu_launch(uint32_t kernel, int64_t grid_x, int64_t grid_y, int64_t grid_z,
                      const kiln_gpu_arg *args);
 void kiln_gpu_wait(void);

@@ -562,15 +562,17 @@ void kiln_device_free(kiln_device *d, void *memory) {
  * the constant at `data` (made now if there is none yet). */
 static region *find_region(kiln_device *d, const kiln_gpu_arg *arg) {
   const unsigned char *p = arg->data;
-  for (size_t i = 0; i < d->num_regions; ++i) {
+  int constant = (arg->flags & KILN_GPU_ARG_CONSTANT) != 0;
+  for (size_t i = 0; !constant && i < d->num_regions; ++i) {
     region *r = &d->regions[i];
-    if (arg->flags & KILN_GPU_ARG_CONSTANT ? r->key == p
-                                           : !r->key && p >= r->mapped &&
-                                                 p + arg->bytes <= r->mapped + r->bytes)
+    if (!r->key && p >= r->mapped && p + arg->bytes <= r->mapped + r->bytes)
       return r;
   }
-  if (!(arg->flags & KILN_GPU_ARG_CONSTANT))
+  if (!constant && !(arg->flags & KILN_GPU_ARG_MAYBE_CONSTANT))
     return NULL;
+  for (size_t i = 0; i < d->num_regions; ++i)
+    if (d->regions[i].key == p)
+      return &d->regions[i];
   region *r = add_region(d, arg->bytes, p);
   if (r)
     memcpy(r->mapped, p, arg->bytes);
