@@ -1,9 +1,11 @@
 //===- Pipeline.cpp - stages, target backends, named pipelines ------------===//
 #include "codegen/Pipeline.h"
+#include "codegen/common/Passes.h"
 #include "codegen/cpu/CpuBackend.h"
 #include "codegen/spirv/VulkanBackend.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
@@ -127,6 +129,27 @@ void mlir::kiln::addWeightPasses(OpPassManager &pm, const TargetBackend &backend
   }
   if (options.sparsify)
     backend.addSparsityPasses(pm, options);
+}
+
+void mlir::kiln::addBufferizationPasses(OpPassManager &pm) {
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  // A recurrent layer over a run-time sequence carries its state through
+  // an scf.for whose step computes it in a new buffer.
+  bufferize.allowReturnAllocsFromLoops = true;
+  bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createKilnDynamicEntry());
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
 }
 
 void mlir::kiln::buildPipeline(OpPassManager &pm, Stage from, Stage to,

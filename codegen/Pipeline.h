@@ -104,6 +104,12 @@ void buildPipeline(OpPassManager &pm, Stage from, Stage to, const TargetBackend 
 void addWeightPasses(OpPassManager &pm, const TargetBackend &backend,
                      const PipelineOptions &options);
 
+/// Adds bufferization as every target runs it, after its own passes on
+/// tensors: one-shot bufferization (identity layouts at function
+/// boundaries, allocations returned from loops allowed), the dynamic entry,
+/// results as out-parameters, then canonicalization and CSE.
+void addBufferizationPasses(OpPassManager &pm);
+
 /// Registers `kiln-pipeline{from= to= target= mcpu=}` and one
 /// `kiln-stage-<stage>{target= mcpu=}` per stage after `kiln`, so that
 /// kiln-opt replays any part of the pipeline kiln-compile runs.

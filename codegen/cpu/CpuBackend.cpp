@@ -8,7 +8,6 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -188,25 +187,7 @@ private:
     OpPassManager &epilogues = pm.nest<func::FuncOp>();
     epilogues.addPass(createKilnCpuFuseEpilogues({options.reportFusion}));
     epilogues.addPass(createKilnDistinctResults());
-    pm.addPass(bufferization::createEmptyTensorEliminationPass());
-    pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
-    bufferization::OneShotBufferizePassOptions bufferize;
-    bufferize.bufferizeFunctionBoundaries = true;
-    // A recurrent layer over a run-time sequence carries its state through
-    // an scf.for whose step computes it in a new buffer.
-    bufferize.allowReturnAllocsFromLoops = true;
-    bufferize.functionBoundaryTypeConversion =
-        bufferization::LayoutMapOption::IdentityLayoutMap;
-    pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createKilnDynamicEntry());
-    bufferization::BufferResultsToOutParamsPassOptions outParams;
-    outParams.hoistStaticAllocs = true;
-    outParams.modifyPublicFunctions = true;
-    pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-    pm.addPass(createCanonicalizerPass());
+    addBufferizationPasses(pm);
     OpPassManager &buffers = pm.nest<func::FuncOp>();
     buffers.addPass(createKilnHoistLoopBuffers());
     buffers.addPass(createKilnCpuPrefetchWeights());

@@ -173,12 +173,9 @@ struct KilnGpuDistributePass
   using KilnGpuDistributeBase::KilnGpuDistributeBase;
 
   void runOnOperation() override {
-    std::optional<GpuTarget> target = lookupGpuTarget(targetName);
-    if (!target) {
-      getOperation().emitError() << "unknown GPU target '" << targetName << "' (expected one of "
-                                 << gpuTargetNames() << ")";
+    std::optional<GpuTarget> target = lookupGpuTarget(getOperation(), targetName);
+    if (!target)
       return signalPassFailure();
-    }
     if (failed(copiesAsLinalg(getOperation())))
       return signalPassFailure();
     unshareFills(getOperation());

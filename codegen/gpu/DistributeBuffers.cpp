@@ -45,12 +45,9 @@ struct KilnGpuDistributeBuffersPass
   using KilnGpuDistributeBuffersBase::KilnGpuDistributeBuffersBase;
 
   void runOnOperation() override {
-    std::optional<GpuTarget> target = lookupGpuTarget(targetName);
-    if (!target) {
-      getOperation().emitError() << "unknown GPU target '" << targetName << "' (expected one of "
-                                 << gpuTargetNames() << ")";
+    std::optional<GpuTarget> target = lookupGpuTarget(getOperation(), targetName);
+    if (!target)
       return signalPassFailure();
-    }
     IRRewriter rewriter(&getContext());
     // Host copies become linalg.copy ops first.
     SmallVector<memref::CopyOp> copies;

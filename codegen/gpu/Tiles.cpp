@@ -12,6 +12,14 @@ static constexpr int64_t kThreadTile = 4;
 /// Threads across a contraction's tile of columns.
 static constexpr int64_t kThreadColumns = 8;
 
+std::optional<GpuTarget> mlir::kiln::lookupGpuTarget(Operation *op, llvm::StringRef name) {
+  std::optional<GpuTarget> target = lookupGpuTarget(name);
+  if (!target)
+    op->emitError() << "unknown GPU target '" << name << "' (expected one of "
+                    << gpuTargetNames() << ")";
+  return target;
+}
+
 Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   Tiles tiles{SmallVector<int64_t>(iterators.size(), 0),

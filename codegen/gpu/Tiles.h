@@ -16,6 +16,9 @@ struct Tiles {
   bool none() const { return llvm::all_of(workgroup, [](int64_t s) { return s == 0; }); }
 };
 
+/// The target a GPU pass's `target` option names, or an error at `op`.
+std::optional<GpuTarget> lookupGpuTarget(Operation *op, llvm::StringRef name);
+
 /// The tiles of `op` for `target` (see kiln-gpu-distribute's description).
 Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target);
 

@@ -21,7 +21,6 @@
 #include "codegen/spirv/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -90,22 +89,7 @@ private:
     pm.addNestedPass<func::FuncOp>(createKilnGpuDistribute({gpu.name}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
-    pm.addPass(bufferization::createEmptyTensorEliminationPass());
-    pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
-    bufferization::OneShotBufferizePassOptions bufferize;
-    bufferize.bufferizeFunctionBoundaries = true;
-    bufferize.allowReturnAllocsFromLoops = true;
-    bufferize.functionBoundaryTypeConversion =
-        bufferization::LayoutMapOption::IdentityLayoutMap;
-    pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createKilnDynamicEntry());
-    bufferization::BufferResultsToOutParamsPassOptions outParams;
-    outParams.hoistStaticAllocs = true;
-    outParams.modifyPublicFunctions = true;
-    pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    addBufferizationPasses(pm);
     pm.addNestedPass<func::FuncOp>(createKilnGpuDistributeBuffers({gpu.name}));
     pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
     pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());

@@ -231,14 +231,12 @@ def write_report(path, results, summary, target=None):
             if found:
                 lines += [f"With `--target={other}` ([CONFORMANCE-{other}.md]"
                           f"(CONFORMANCE-{other}.md)): {found.group(1)}.", ""]
-    lines += [
-             f"Tolerances: rtol {RTOL}, atol {ATOL}"
-             f"Tolerances: rtol {RTOL}, atol {ATOL}"
-             + ("; exceptions: " + ", ".join(f"{k} ({v[2]})" for k, v in
-                                             TOLERANCE_EXCEPTIONS.items())
-                if TOLERANCE_EXCEPTIONS else "; no exceptions") + ".", "",
-             "## Per suite", "", "| suite | applicable | pass | fail | unsupported | n/a |",
-             "|---|---|---|---|---|---|"]
+    lines += [f"Tolerances: rtol {RTOL}, atol {ATOL}"
+              + ("; exceptions: " + ", ".join(f"{k} ({v[2]})" for k, v in
+                                              TOLERANCE_EXCEPTIONS.items())
+                 if TOLERANCE_EXCEPTIONS else "; no exceptions") + ".", "",
+              "## Per suite", "", "| suite | applicable | pass | fail | unsupported | n/a |",
+              "|---|---|---|---|---|---|"]
     for suite in SUITES:
         counts = collections.Counter(s for (su, _), (s, *_ ) in results.items() if su == suite)
         if not sum(counts.values()):
