@@ -155,17 +155,6 @@ void unshareFills(func::FuncOp func) {
 
 } // namespace
 
-bool mlir::kiln::usesF64Math(Operation *op) {
-  return op->walk([](Operation *inner) {
-             bool math = inner->getDialect() &&
-                         inner->getDialect()->getNamespace() == "math";
-             bool f64 = llvm::any_of(inner->getOperandTypes(),
-                                     [](Type t) { return getElementTypeOrSelf(t).isF64(); });
-             return math && f64 ? WalkResult::interrupt() : WalkResult::advance();
-           })
-      .wasInterrupted();
-}
-
 namespace {
 
 struct KilnGpuDistributePass
@@ -198,7 +187,7 @@ struct KilnGpuDistributePass
       if (erased.contains(op) || !op.hasPureTensorSemantics())
         continue;
       Tiles tiles = chooseTiles(op, *target);
-      if (tiles.none() || (!target->f64Math && usesF64Math(op)))
+      if (tiles.none() || unsupportedByKernels(op, *target))
         continue;
       rewriter.setInsertionPoint(op);
       FailureOr<TilingInterface> tile =

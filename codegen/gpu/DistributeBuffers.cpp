@@ -67,7 +67,7 @@ struct KilnGpuDistributeBuffersPass
     });
     for (linalg::LinalgOp op : ops) {
       Tiles tiles = chooseTiles(op, *target);
-      if (tiles.none() || (!target->f64Math && usesF64Math(op)))
+      if (tiles.none() || unsupportedByKernels(op, *target))
         continue;
       FailureOr<TilingInterface> workgroup =
           tile(rewriter, cast<TilingInterface>(op.getOperation()), tiles.workgroup, false);

@@ -35,6 +35,7 @@ struct GpuTarget {
   int64_t loadBytes;         ///< the widest load or store of one thread
   llvm::ArrayRef<MmaKind> mma;
   bool f64Math;              ///< exp, log, ... on f64 (Vulkan's GLSL.std.450: 32 bits at most)
+  bool bf16;                 ///< bf16 values in kernels (SPIR-V: none without an extension)
 
   /// Threads the pipeline gives a workgroup: four subgroups, so that a
   /// compute unit has several to switch between, within the limit.

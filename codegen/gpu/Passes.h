@@ -18,10 +18,6 @@ namespace mlir::kiln {
 
 #define GEN_PASS_REGISTRATION
 #include "codegen/gpu/Passes.h.inc"
-
-/// Whether `op` computes exp, log, ... of f64 values (Vulkan's kernels
-/// cannot: kiln-gpu-distribute leaves such ops to the host).
-bool usesF64Math(Operation *op);
 } // namespace mlir::kiln
 
 #endif

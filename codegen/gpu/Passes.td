@@ -30,8 +30,8 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     consumer fuses its own. Ops that are already inside a forall, ops
     that are not linalg
     (tensor.pad, scf loops from data-dependent ops), ops without a parallel
-    loop (a reduction to a scalar, a 0-d op) and, where the target's
-    kernels have no f64 math (Vulkan), ops with exp, log, ... of f64 are
+    loop (a reduction to a scalar, a 0-d op) and ops the target's kernels
+    cannot compute (on Vulkan: exp, log, ... of f64, and bf16 values) are
     left alone: they run on the host (see kiln-gpu-report-placement).
   }];
   let options = [
@@ -114,6 +114,10 @@ def KilnGpuReportPlacement : Pass<"kiln-gpu-report-placement", "func::FuncOp"> {
     data-dependent ops, attention's blocks), or any other op. Host code
     between kernels makes the run wait for the device there.
   }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"vulkan\"",
+           "GPU target whose kernels the reasons are about (as kiln-gpu-distribute's)">,
+  ];
   let dependentDialects = ["gpu::GPUDialect"];
 }
 

@@ -1,6 +1,7 @@
 //===- ReportPlacement.cpp - what runs on the GPU, what stays on the host -===//
 #include "codegen/gpu/DeviceBuffers.h"
 #include "codegen/gpu/Passes.h"
+#include "codegen/gpu/Tiles.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -12,6 +13,7 @@ namespace mlir::kiln {
 } // namespace mlir::kiln
 
 using namespace mlir;
+using namespace mlir::kiln;
 
 namespace {
 
@@ -42,12 +44,12 @@ void reportKernel(gpu::LaunchOp launch) {
 }
 
 /// Why host op `op` is not a kernel.
-std::string hostReason(Operation *op) {
+std::string hostReason(Operation *op, const GpuTarget &target) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     if (linalgOp.getNumParallelLoops() == 0)
       return "no parallel loop to distribute (a 0-d op or a reduction to a scalar)";
-    if (kiln::usesF64Math(op))
-      return "math on f64 (exp, log, ...), which the target's kernels do not have";
+    if (std::optional<std::string> reason = unsupportedByKernels(op, target))
+      return *reason;
   }
   if (auto reason = op->getAttrOfType<StringAttr>("kiln.placement"))
     return reason.str();
@@ -69,7 +71,7 @@ std::string hostReason(Operation *op) {
 /// Reports the ops of `block` that run kernels or touch their buffers
 /// (`device`, by root); a loop that launches kernels is reported op by op
 /// inside.
-void report(Block &block, const DenseSet<Value> &device) {
+void report(Block &block, const DenseSet<Value> &device, const GpuTarget &target) {
   for (Operation &op : block) {
     if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
       reportKernel(launch);
@@ -80,18 +82,23 @@ void report(Block &block, const DenseSet<Value> &device) {
     if (launches) {
       for (Region &region : op.getRegions())
         for (Block &inner : region)
-          report(inner, device);
+          report(inner, device, target);
     } else if (kiln::touchesDeviceBuffers(&op, device)) {
-      emitRemark(op.getLoc()) << "placement: host: " << hostReason(&op);
+      emitRemark(op.getLoc()) << "placement: host: " << hostReason(&op, target);
     }
   }
 }
 
 struct KilnGpuReportPlacementPass
     : mlir::kiln::impl::KilnGpuReportPlacementBase<KilnGpuReportPlacementPass> {
+  using KilnGpuReportPlacementBase::KilnGpuReportPlacementBase;
+
   void runOnOperation() override {
     if (getOperation().isExternal())
       return markAllAnalysesPreserved();
+    std::optional<GpuTarget> target = lookupGpuTarget(getOperation(), targetName);
+    if (!target)
+      return signalPassFailure();
     // The buffers kernels use: those their bodies read or write from
     // outside, by root.
     DenseSet<Value> device;
@@ -100,10 +107,10 @@ struct KilnGpuReportPlacementPass
         for (Value operand : inner->getOperands())
           if (isa<MemRefType>(operand.getType()) &&
               !launch->isAncestor(operand.getParentRegion()->getParentOp()))
-            device.insert(kiln::rootBuffer(operand));
+            device.insert(rootBuffer(operand));
       });
     });
-    report(getOperation().getBody().front(), device);
+    report(getOperation().getBody().front(), device, *target);
     markAllAnalysesPreserved();
   }
 };

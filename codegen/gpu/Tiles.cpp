@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -18,6 +19,23 @@ std::optional<GpuTarget> mlir::kiln::lookupGpuTarget(Operation *op, llvm::String
     op->emitError() << "unknown GPU target '" << name << "' (expected one of "
                     << gpuTargetNames() << ")";
   return target;
+}
+
+std::optional<std::string> mlir::kiln::unsupportedByKernels(Operation *op,
+                                                           const GpuTarget &target) {
+  std::optional<std::string> reason;
+  op->walk([&](Operation *inner) {
+    auto elementType = [](Type t) { return getElementTypeOrSelf(t); };
+    auto types = llvm::concat<const Type>(inner->getOperandTypes(), inner->getResultTypes());
+    bool math = inner->getDialect() && inner->getDialect()->getNamespace() == "math";
+    if (!target.f64Math && math &&
+        llvm::any_of(types, [&](Type t) { return elementType(t).isF64(); }))
+      reason = "math on f64 (exp, log, ...), which the target's kernels do not have";
+    else if (!target.bf16 && llvm::any_of(types, [&](Type t) { return elementType(t).isBF16(); }))
+      reason = "bf16 values, which the target's kernels do not have";
+    return reason ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return reason;
 }
 
 Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {

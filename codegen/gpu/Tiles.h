@@ -5,6 +5,8 @@
 #include "codegen/gpu/GpuTarget.h"
 
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include <optional>
+#include <string>
 
 namespace mlir::kiln {
 
@@ -18,6 +20,11 @@ struct Tiles {
 
 /// The target a GPU pass's `target` option names, or an error at `op`.
 std::optional<GpuTarget> lookupGpuTarget(Operation *op, llvm::StringRef name);
+
+/// Why `target`'s kernels cannot compute `op`, which then stays on the
+/// host: exp, log, ... of f64 values (GLSL's math is 32-bit), or bf16
+/// values (SPIR-V has no bf16 type); nothing if they can.
+std::optional<std::string> unsupportedByKernels(Operation *op, const GpuTarget &target);
 
 /// The tiles of `op` for `target` (see kiln-gpu-distribute's description).
 Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target);

@@ -94,7 +94,7 @@ private:
     pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
     pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());
     if (options.reportPlacement)
-      pm.addNestedPass<func::FuncOp>(createKilnGpuReportPlacement());
+      pm.addNestedPass<func::FuncOp>(createKilnGpuReportPlacement({gpu.name}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     pm.addPass(createKilnPlanMemory({options.reportMemory}));
