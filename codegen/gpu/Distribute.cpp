@@ -153,10 +153,6 @@ void unshareFills(func::FuncOp func) {
   });
 }
 
-} // namespace
-
-namespace {
-
 struct KilnGpuDistributePass
     : mlir::kiln::impl::KilnGpuDistributeBase<KilnGpuDistributePass> {
   using KilnGpuDistributeBase::KilnGpuDistributeBase;

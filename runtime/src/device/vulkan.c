@@ -554,6 +554,8 @@ void kiln_device_free(kiln_device *d, void *memory) {
     if (d->regions[i].mapped == memory && !d->regions[i].key) {
       destroy_region(d, &d->regions[i]);
       d->regions[i] = d->regions[--d->num_regions];
+      if (d->params == d->num_regions + 1) /* the parameters' region moved */
+        d->params = i + 1;
       return;
     }
 }
