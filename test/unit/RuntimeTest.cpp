@@ -127,6 +127,30 @@ TEST(Runtime, RejectsNullBuffersAndOtherAbi) {
   EXPECT_EQ(kiln_model_create(&other), nullptr);
 }
 
+// A GPU model whose device cannot be opened (here: kernels for an API this
+// runtime does not run) still gets an instance, which says why at once and
+// fails every run with that message; kiln_model_device is NULL. A CPU
+// model has no device either.
+TEST(Runtime, GpuModelWithoutDeviceFailsWithTheReason) {
+  const kiln_gpu_program program = {/*api=*/99, /*num_kernels=*/0, /*kernels=*/nullptr};
+  kiln_model_info gpu = kModel;
+  gpu.gpu = &program;
+  kiln_model *m = kiln_model_create(&gpu);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(kiln_model_device(m), nullptr);
+  const char *reason = "this runtime runs Vulkan kernels, not kernels for GPU API 99";
+  EXPECT_STREQ(kiln_model_error(m), reason);
+  float x[6] = {}, y[6] = {};
+  const void *in[] = {x};
+  void *out[] = {y};
+  EXPECT_EQ(kiln_model_run(m, in, out), 1);
+  EXPECT_STREQ(kiln_model_error(m), reason);
+  kiln_model_destroy(m);
+  kiln_model *cpu = kiln_model_create(&kModel);
+  EXPECT_EQ(kiln_model_device(cpu), nullptr);
+  kiln_model_destroy(cpu);
+}
+
 TEST(Runtime, ChecksTensorsWithMessages) {
   char msg[256];
   const int64_t good[] = {2, 3}, bad[] = {3, 2};
