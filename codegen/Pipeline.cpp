@@ -2,7 +2,7 @@
 #include "codegen/Pipeline.h"
 #include "codegen/common/Passes.h"
 #include "codegen/cpu/CpuBackend.h"
-#include "codegen/spirv/VulkanBackend.h"
+#include "codegen/spirv/SpirvBackend.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -60,13 +60,14 @@ struct BackendEntry {
 /// In order: the first entry that claims a target builds it. CPUs take
 /// every target triple, so they come last.
 static const BackendEntry kBackends[] = {
-    {isVulkanTarget, createVulkanBackend},
+    {isSpirvTarget, createSpirvBackend},
     {[](llvm::StringRef) { return true; }, createCpuBackend},
 };
 
 llvm::StringRef mlir::kiln::targetNames() {
-  return "x86_64-linux-gnu (the host's default), aarch64-linux-gnu, or vulkan "
-         "(vulkan-lavapipe, vulkan-nvidia: the same kernels tiled for that device)";
+  return "x86_64-linux-gnu (the host's default), aarch64-linux-gnu, vulkan "
+         "(vulkan-lavapipe, vulkan-nvidia: the same kernels tiled for that device), or metal "
+         "(objects for arm64 macOS with MSL kernels)";
 }
 
 FailureOr<std::unique_ptr<TargetBackend>>

@@ -12,6 +12,7 @@ PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
           libopenblas0-pthread time  # OpenBLAS: the benchmark measures its sgemm as the peak; time: compile-time benchmark
           libclang-rt-22-dev         # ASan, UBSan and libFuzzer runtimes (scripts/sanitize.sh)
           libvulkan-dev spirv-tools  # --target=vulkan: the runtime's Vulkan headers; spirv-val
+          libspirv-cross-c-shared-dev  # --target=metal: SPIR-V kernels to MSL
           mesa-vulkan-drivers vulkan-tools)  # lavapipe, the CPU Vulkan device the tests run on
 missing=()
 for p in "${PACKAGES[@]}"; do

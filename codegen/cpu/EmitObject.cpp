@@ -67,7 +67,8 @@ static llvm::Constant *tensorInfos(llvm::Module &m, llvm::StructType *infoType,
 }
 
 /// The `kiln_gpu_program` of the kernels in `kernels` (the module's
-/// kiln.gpu_kernels, see kiln-gpu-serialize-spirv), or null without kernels.
+/// kiln.gpu_kernels: SPIR-V words from kiln-spirv-embed-kernels, or MSL
+/// from kiln-metal-translate-kernels), or null without kernels.
 static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::StringRef prefix) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
@@ -78,26 +79,35 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
   auto *kernelType = llvm::StructType::create(
       ctx, {ptr, ptr, i64, llvm::ArrayType::get(i32, 3), i32, i32}, "kiln_gpu_kernel");
   std::vector<llvm::Constant *> entries;
+  bool metal = false;
   for (auto [i, attr] : llvm::enumerate(kernels.getAsRange<DictionaryAttr>())) {
     std::string base = (prefix + "_kernel" + llvm::Twine(i)).str();
     auto name = attr.getAs<StringAttr>("name");
-    auto spirv = attr.getAs<DenseIntElementsAttr>("spirv");
     auto size = attr.getAs<DenseI32ArrayAttr>("workgroup_size");
     auto buffers = attr.getAs<IntegerAttr>("buffers");
-    std::vector<uint32_t> words;
-    for (const llvm::APInt &word : spirv.getValues<llvm::APInt>())
-      words.push_back(word.getZExtValue());
-    auto *codeData = llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<uint32_t>(words));
+    llvm::Constant *codeData;
+    uint64_t codeBytes;
+    if (auto msl = attr.getAs<StringAttr>("msl")) {
+      metal = true;
+      codeData = llvm::ConstantDataArray::getString(ctx, msl.getValue());
+      codeBytes = msl.size();
+    } else {
+      std::vector<uint32_t> words;
+      for (const llvm::APInt &word : attr.getAs<DenseIntElementsAttr>("spirv").getValues<llvm::APInt>())
+        words.push_back(word.getZExtValue());
+      codeData = llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<uint32_t>(words));
+      codeBytes = 4 * words.size();
+    }
     auto *code = new llvm::GlobalVariable(m, codeData->getType(), true,
                                           llvm::GlobalValue::PrivateLinkage, codeData,
-                                          base + "_spirv");
+                                          base + "_code");
     code->setAlignment(llvm::Align(4));
     std::vector<llvm::Constant *> workgroup;
     for (int32_t extent : size.asArrayRef())
       workgroup.push_back(llvm::ConstantInt::get(i32, extent));
     entries.push_back(llvm::ConstantStruct::get(
         kernelType, {cString(m, name.getValue(), base + "_name"), code,
-                     llvm::ConstantInt::get(i64, 4 * words.size()),
+                     llvm::ConstantInt::get(i64, codeBytes),
                      llvm::ConstantArray::get(llvm::ArrayType::get(i32, 3), workgroup),
                      llvm::ConstantInt::get(i32, buffers.getInt()),
                      llvm::ConstantInt::get(i32, attr.getAs<IntegerAttr>("features").getInt())}));
@@ -109,7 +119,7 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
   auto *programType = llvm::StructType::create(ctx, {i32, i32, ptr}, "kiln_gpu_program");
   return new llvm::GlobalVariable(
       m, programType, true, llvm::GlobalValue::PrivateLinkage,
-      llvm::ConstantStruct::get(programType, {llvm::ConstantInt::get(i32, 1), // KILN_GPU_VULKAN
+      llvm::ConstantStruct::get(programType, {llvm::ConstantInt::get(i32, metal ? 2 : 1), // KILN_GPU_METAL, KILN_GPU_VULKAN
                                               llvm::ConstantInt::get(i32, entries.size()),
                                               table}),
       (prefix + "_gpu_program").str());

@@ -34,6 +34,7 @@ struct GpuTarget {
   std::array<int64_t, 3> maxWorkgroupSize; ///< per dimension x, y, z
   int64_t loadBytes;         ///< the widest load or store of one thread
   llvm::ArrayRef<MmaKind> mma;
+  bool f64;                  ///< f64 values in kernels (Metal: none)
   bool f64Math;              ///< exp, log, ... on f64 (Vulkan's GLSL.std.450: 32 bits at most)
   bool bf16;                 ///< bf16 values in kernels (SPIR-V: none without an extension)
 

@@ -37,7 +37,7 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
   let options = [
     Option<"targetName", "target", "std::string", "\"vulkan\"",
            "GPU target whose limits apply (vulkan, vulkan-lavapipe, vulkan-nvidia, "
-           "cuda-sm80, cuda-sm90a, metal-apple)">,
+           "cuda-sm80, cuda-sm90a, metal)">,
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "affine::AffineDialect",
                            "gpu::GPUDialect"];

@@ -28,8 +28,10 @@ std::optional<std::string> mlir::kiln::unsupportedByKernels(Operation *op,
     auto elementType = [](Type t) { return getElementTypeOrSelf(t); };
     auto types = llvm::concat<const Type>(inner->getOperandTypes(), inner->getResultTypes());
     bool math = inner->getDialect() && inner->getDialect()->getNamespace() == "math";
-    if (!target.f64Math && math &&
-        llvm::any_of(types, [&](Type t) { return elementType(t).isF64(); }))
+    bool f64 = llvm::any_of(types, [&](Type t) { return elementType(t).isF64(); });
+    if (!target.f64 && f64)
+      reason = "f64 values, which the target's kernels do not have";
+    else if (!target.f64Math && math && f64)
       reason = "math on f64 (exp, log, ...), which the target's kernels do not have";
     else if (!target.bf16 && llvm::any_of(types, [&](Type t) { return elementType(t).isBF16(); }))
       reason = "bf16 values, which the target's kernels do not have";

@@ -22,8 +22,8 @@ struct Tiles {
 std::optional<GpuTarget> lookupGpuTarget(Operation *op, llvm::StringRef name);
 
 /// Why `target`'s kernels cannot compute `op`, which then stays on the
-/// host: exp, log, ... of f64 values (GLSL's math is 32-bit), or bf16
-/// values (SPIR-V has no bf16 type); nothing if they can.
+/// host: f64 values (Metal), exp, log, ... of f64 values (GLSL's math is
+/// 32-bit), or bf16 values (SPIR-V has no bf16 type); nothing if they can.
 std::optional<std::string> unsupportedByKernels(Operation *op, const GpuTarget &target);
 
 /// The tiles of `op` for `target` (see kiln-gpu-distribute's description).

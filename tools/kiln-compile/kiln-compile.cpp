@@ -77,13 +77,14 @@ cl::opt<std::string> stage("stage",
                            cl::init("llvm"), cl::cat(category));
 cl::opt<std::string> targetTriple("target",
                                   cl::desc("Target: x86_64-linux-gnu (host default), "
-                                           "aarch64-linux-gnu, or vulkan (kernels on a Vulkan "
+                                           "aarch64-linux-gnu, vulkan (kernels on a Vulkan "
                                            "GPU, tiled for any device; vulkan-nvidia and "
-                                           "vulkan-lavapipe tile for those)"),
+                                           "vulkan-lavapipe tile for those), or metal (an "
+                                           "arm64 macOS object with MSL kernels)"),
                                   cl::cat(category));
 cl::opt<std::string> dumpKernels("dump-kernels",
-                                 cl::desc("For a GPU target: also write each kernel's binary "
-                                          "to DIR/<index>-<name>.spv"),
+                                 cl::desc("For a GPU target: also write each kernel to "
+                                          "DIR/<index>-<name>.spv (Vulkan) or .metal (Metal)"),
                                  cl::value_desc("DIR"), cl::cat(category));
 cl::opt<std::string> mcpu("mcpu", cl::desc("Target CPU (default: the host CPU for host "
                                            "targets, generic otherwise)"),
@@ -450,12 +451,13 @@ static bool writeFile(StringRef path, StringRef bytes) {
   return true;
 }
 
-/// Writes each kernel of kiln.gpu_kernels (kiln-spirv-embed-kernels) to
-/// `dir` as a SPIR-V binary.
+/// Writes each kernel of kiln.gpu_kernels to `dir`: a SPIR-V binary, or
+/// MSL source for Metal.
 static bool writeKernels(ModuleOp module, StringRef dir) {
   auto kernels = module->getAttrOfType<ArrayAttr>("kiln.gpu_kernels");
   if (!kernels) {
-    error("--dump-kernels: the model has no GPU kernels (compile it with --target=vulkan)");
+    error("--dump-kernels: the model has no GPU kernels (compile it with --target=vulkan or "
+          "metal)");
     return false;
   }
   if (std::error_code ec = sys::fs::create_directories(dir)) {
@@ -463,15 +465,20 @@ static bool writeKernels(ModuleOp module, StringRef dir) {
     return false;
   }
   for (auto [i, kernel] : llvm::enumerate(kernels.getAsRange<DictionaryAttr>())) {
-    std::string words;
-    for (const APInt &word : kernel.getAs<DenseIntElementsAttr>("spirv").getValues<APInt>()) {
-      uint32_t w = word.getZExtValue();
-      words.append(reinterpret_cast<const char *>(&w), sizeof w);
+    std::string code;
+    auto msl = kernel.getAs<StringAttr>("msl");
+    if (msl) {
+      code = msl.str();
+    } else {
+      for (const APInt &word : kernel.getAs<DenseIntElementsAttr>("spirv").getValues<APInt>()) {
+        uint32_t w = word.getZExtValue();
+        code.append(reinterpret_cast<const char *>(&w), sizeof w);
+      }
     }
     SmallString<256> path(dir);
     sys::path::append(path, Twine(i) + "-" + kernel.getAs<StringAttr>("name").getValue() +
-                                ".spv");
-    if (!writeFile(path, words))
+                                (msl ? ".metal" : ".spv"));
+    if (!writeFile(path, code))
       return false;
   }
   return true;
@@ -698,6 +705,11 @@ int main(int argc, char **argv) {
   auto target = mlir::kiln::createTargetBackend(targetTriple, mcpu, targetError);
   if (failed(target))
     return error(targetError);
+  if (llvm::Triple((*target)->triple()).isOSDarwin() &&
+      (emit == Emit::Exe || emit == Emit::StaticLib))
+    return error("--target=" + targetTriple +
+                 " emits objects (--emit=object) for now: kiln's runtime is not built for "
+                 "macOS here, for want of the macOS SDK's C headers (see docs/GPU.md)");
 
   ::kiln::onnx_frontend::ImportOptions options;
   if (!parseInputShapes(options))

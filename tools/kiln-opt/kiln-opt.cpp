@@ -4,6 +4,7 @@
 #include "codegen/common/Passes.h"
 #include "codegen/cpu/Passes.h"
 #include "codegen/gpu/Passes.h"
+#include "codegen/metal/Passes.h"
 #include "codegen/spirv/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
 #include "passes/Passes.h"
@@ -21,6 +22,7 @@ int main(int argc, char **argv) {
   mlir::kiln::registerKilnCpuPasses();
   mlir::kiln::registerKilnGpuPasses();
   mlir::kiln::registerKilnSpirvPasses();
+  mlir::kiln::registerKilnMetalPasses();
   mlir::kiln::registerKilnPipelines();
   mlir::kiln::registerKilnGraphPasses();
   mlir::DialectRegistry registry;

@@ -1,23 +1,25 @@
-//===- VulkanBackend.cpp - models whose kernels run on Vulkan -------------===//
+//===- SpirvBackend.cpp - models whose kernels go through SPIR-V ----------===//
 //
 // A Vulkan model is a host program (this machine's CPU backend compiles it)
-// that launches SPIR-V kernels through the runtime. The stages:
+// that launches SPIR-V kernels through the runtime; a Metal model the same
+// for arm64 macOS, its kernels translated to MSL. The stages:
 //   linalg      the target-neutral lowering, elementwise ops fused;
 //   bufferized  linalg ops tiled to workgroups and threads, bufferized,
 //               mapped to gpu.launch; the memory plan;
 //   llvm        kernels outlined and converted to SPIR-V, embedded in the
-//               module, launches turned into runtime calls; then the host's
-//               own llvm stage.
+//               module, launches turned into runtime calls (Metal: the
+//               kernels translated to MSL); then the host's own llvm stage.
 // What the GPU pipeline does not distribute stays in the host code and runs
 // on the CPU, on the same (host-visible) buffers.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/spirv/VulkanBackend.h"
+#include "codegen/spirv/SpirvBackend.h"
 #include "codegen/Passes.h"
 #include "codegen/common/Passes.h"
 #include "codegen/cpu/CpuBackend.h"
 #include "codegen/gpu/GpuTarget.h"
 #include "codegen/gpu/Passes.h"
+#include "codegen/metal/Passes.h"
 #include "codegen/spirv/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -31,15 +33,15 @@
 using namespace mlir;
 using namespace mlir::kiln;
 
-bool mlir::kiln::isVulkanTarget(llvm::StringRef target) {
+bool mlir::kiln::isSpirvTarget(llvm::StringRef target) {
   std::optional<GpuTarget> gpu = lookupGpuTarget(target);
-  return gpu && gpu->api == GpuApi::Vulkan;
+  return gpu && (gpu->api == GpuApi::Vulkan || gpu->api == GpuApi::Metal);
 }
 
 namespace {
-class VulkanBackend final : public TargetBackend {
+class SpirvBackend final : public TargetBackend {
 public:
-  VulkanBackend(GpuTarget gpu, std::unique_ptr<TargetBackend> host)
+  SpirvBackend(GpuTarget gpu, std::unique_ptr<TargetBackend> host)
       : gpu(std::move(gpu)), host(std::move(host)) {}
 
   llvm::StringRef triple() const override { return host->triple(); }
@@ -60,7 +62,7 @@ public:
     case Stage::KilnOpt:
       break;
     }
-    llvm_unreachable("the Vulkan backend adds the stages after kiln-opt");
+    llvm_unreachable("the SPIR-V backend adds the stages after kiln-opt");
   }
 
   LogicalResult emitObject(ModuleOp module, const ModelSignature &signature,
@@ -116,21 +118,26 @@ private:
     spirvModules.addPass(spirv::createSPIRVLowerABIAttributesPass());
     spirvModules.addPass(spirv::createSPIRVUpdateVCEPass());
     pm.addPass(createKilnSpirvEmbedKernels());
+    if (gpu.api == GpuApi::Metal)
+      pm.addPass(createKilnMetalTranslateKernels());
     host->addStagePasses(pm, Stage::LLVM, options);
   }
 };
 } // namespace
 
 FailureOr<std::unique_ptr<TargetBackend>>
-mlir::kiln::createVulkanBackend(llvm::StringRef target, llvm::StringRef cpu, std::string &error) {
-  std::optional<GpuTarget> gpu = lookupGpuTarget(target);
-  if (!gpu || gpu->api != GpuApi::Vulkan) {
-    error = "unknown Vulkan target '" + target.str() + "'";
+mlir::kiln::createSpirvBackend(llvm::StringRef target, llvm::StringRef cpu, std::string &error) {
+  if (!isSpirvTarget(target)) {
+    error = "unknown Vulkan or Metal target '" + target.str() + "'";
     return failure();
   }
-  auto host = createCpuBackend("", cpu, error);
+  GpuTarget gpu = *lookupGpuTarget(target);
+  // Metal's host is an Apple GPU's Mac: arm64 macOS 13 and up.
+  bool metal = gpu.api == GpuApi::Metal;
+  auto host = createCpuBackend(metal ? "arm64-apple-macosx13.0.0" : "",
+                               metal && cpu.empty() ? "apple-m1" : cpu, error);
   if (failed(host))
     return failure();
   return std::unique_ptr<TargetBackend>(
-      std::make_unique<VulkanBackend>(std::move(*gpu), std::move(*host)));
+      std::make_unique<SpirvBackend>(std::move(gpu), std::move(*host)));
 }
