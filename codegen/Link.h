@@ -15,19 +15,26 @@ struct RuntimeLocation {
   std::string mainArchive() const { return dir + "/libkiln_main.a"; }
 };
 
-/// Finds the runtime for `arch` (x86_64 or aarch64) under `root`.
-bool findRuntime(llvm::StringRef root, llvm::StringRef arch, RuntimeLocation &out,
+/// Finds the runtime for `triple` under `root`: <root>/x86_64, aarch64
+/// (Linux) or arm64-apple-macosx.
+bool findRuntime(llvm::StringRef root, llvm::StringRef triple, RuntimeLocation &out,
                  std::string &error);
 
-/// Links `object` with the runtime into an executable, using clang from
-/// the LLVM installation as the linker driver.
+/// Links `object` with the runtime into an executable: for Linux with clang
+/// from the LLVM installation as the linker driver, for macOS with ld64.lld.
 bool linkExecutable(llvm::StringRef object, const RuntimeLocation &runtime,
                     llvm::StringRef triple, llvm::StringRef output, std::string &error);
 
-/// Writes a static library holding the model object and the runtime objects.
+/// What a program linking a static library for `triple` adds after it:
+/// "-lm -lpthread" (Linux), "-framework Metal -framework Foundation -lobjc"
+/// (macOS).
+std::string librariesToLink(llvm::StringRef triple);
+
+/// Writes a static library holding the model object and the runtime objects
+/// (a BSD archive for macOS, GNU otherwise).
 bool writeStaticLibrary(llvm::StringRef objectBytes, llvm::StringRef objectName,
-                        const RuntimeLocation &runtime, llvm::StringRef output,
-                        std::string &error);
+                        const RuntimeLocation &runtime, llvm::StringRef triple,
+                        llvm::StringRef output, std::string &error);
 
 } // namespace kiln
 

@@ -27,6 +27,8 @@ config.substitutions.append(("%node_tests", "/usr/share/libonnx-testdata/data/no
 config.substitutions.append(("%examples", os.path.join(config.kiln_src_root, "examples")))
 config.substitutions.append(("%runtime", os.path.join(config.kiln_obj_root, "lib", "kiln")))
 config.environment["NODE_PATH"] = ort_modules
+if os.path.exists(os.path.join(bin_dir, "kiln-metal-runtime-tests")):
+    config.available_features.add("metal-runtime-tests")
 # %cc links C programs against kiln's static libraries; a sanitized build's
 # runtime needs clang's sanitizer runtimes (scripts/sanitize.sh).
 config.substitutions.append(

@@ -55,7 +55,10 @@ static void usage(FILE *out) {
   fprintf(out, "Outputs:\n");
   for (uint32_t i = 0; i < info->num_outputs; ++i)
     print_tensor(out, &info->outputs[i], info->outputs[i].shape);
-  if (info->gpu)
+  if (info->gpu && info->gpu->api == KILN_GPU_METAL)
+    fprintf(out, "Device: its %u kernels run on the Metal device (the system's default)\n",
+            info->gpu->num_kernels);
+  else if (info->gpu)
     fprintf(out, "Device: its %u kernels run on a Vulkan device (KILN_VULKAN_DEVICE=N picks "
                  "the N-th; by default the first discrete GPU, else integrated, else any)\n",
             info->gpu->num_kernels);

@@ -3,7 +3,9 @@
 #include "threads.h"
 
 #include <pthread.h>
+#ifdef __linux__
 #include <sched.h>
+#endif
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -253,9 +255,11 @@ int kiln_default_num_threads(void) {
     if (*end == 0 && v >= 1 && v <= KILN_MAX_THREADS)
       return (int)v;
   }
+#ifdef __linux__
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
     return CPU_COUNT(&set) < KILN_MAX_THREADS ? CPU_COUNT(&set) : KILN_MAX_THREADS;
+#endif
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   return online < 1 ? 1 : online < KILN_MAX_THREADS ? (int)online : KILN_MAX_THREADS;
 }

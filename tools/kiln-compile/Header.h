@@ -10,7 +10,7 @@ namespace kiln {
 /// over the kiln runtime, plus names, shapes and dtypes as macros.
 bool writeModelHeader(const mlir::kiln::ModelSignature &signature, const std::string &prefix,
                       const std::string &modelFile, const std::string &runtimeRoot,
-                      std::string &out, std::string &error);
+                      const std::string &libraries, std::string &out, std::string &error);
 } // namespace kiln
 
 #endif

@@ -104,7 +104,8 @@ cl::opt<bool> verbose("v",
                                "stderr is a terminal)"),
                       cl::cat(category));
 cl::opt<std::string> runtimeDir("runtime-dir",
-                                cl::desc("Directory holding <arch>/libkiln_runtime.a "
+                                cl::desc("Directory holding <arch>/libkiln_runtime.a (x86_64, aarch64, "
+                                         "arm64-apple-macosx) "
                                          "(default: ../lib/kiln next to kiln-compile)"),
                                 cl::cat(category));
 cl::list<Report> reports("report",
@@ -705,11 +706,6 @@ int main(int argc, char **argv) {
   auto target = mlir::kiln::createTargetBackend(targetTriple, mcpu, targetError);
   if (failed(target))
     return error(targetError);
-  if (llvm::Triple((*target)->triple()).isOSDarwin() &&
-      (emit == Emit::Exe || emit == Emit::StaticLib))
-    return error("--target=" + targetTriple +
-                 " emits objects (--emit=object) for now: kiln's runtime is not built for "
-                 "macOS here, for want of the macOS SDK's C headers (see docs/GPU.md)");
 
   ::kiln::onnx_frontend::ImportOptions options;
   if (!parseInputShapes(options))
@@ -770,7 +766,6 @@ int main(int argc, char **argv) {
   pipelineOptions.reportSparsity = llvm::is_contained(reports, Report::Sparsity);
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
   ScopedDiagnosticHandler reportPrinter(&context, printReportRemark);
-  std::string arch = llvm::Triple((*target)->triple()).getArchName().str();
   auto runPipeline = [&](mlir::kiln::Stage from, mlir::kiln::Stage to) {
     PassManager pm(&context, ModuleOp::getOperationName());
     if (failed(applyPassManagerCLOptions(pm)))
@@ -795,8 +790,7 @@ int main(int argc, char **argv) {
     if (failed(host))
       return error(message);
     ::kiln::RuntimeLocation hostRuntime;
-    std::string hostArch = llvm::Triple((*host)->triple()).getArchName().str();
-    if (!::kiln::findRuntime(runtimeRoot(argv[0]), hostArch, hostRuntime, message))
+    if (!::kiln::findRuntime(runtimeRoot(argv[0]), (*host)->triple(), hostRuntime, message))
       return error(message);
     ::kiln::ExecutableBuilder build = [&](ModuleOp m, StringRef path) {
       return buildExecutable(m, **host, prefix, hostRuntime, path);
@@ -864,17 +858,18 @@ int main(int argc, char **argv) {
 
   ::kiln::RuntimeLocation runtime;
   std::string message;
-  if (!::kiln::findRuntime(runtimeRoot(argv[0]), arch, runtime, message))
+  if (!::kiln::findRuntime(runtimeRoot(argv[0]), (*target)->triple(), runtime, message))
     return error(message);
 
   if (emit == Emit::StaticLib) {
-    if (!::kiln::writeStaticLibrary(native, prefix + ".o", runtime, outputFile, message))
+    if (!::kiln::writeStaticLibrary(native, prefix + ".o", runtime, (*target)->triple(),
+                                    outputFile, message))
       return error("writing " + outputFile + ": " + message);
     SmallString<256> header(sys::path::parent_path(outputFile));
     sys::path::append(header, prefix + ".h");
     std::string text;
-    if (!::kiln::writeModelHeader(*signature, prefix, inputFile, runtimeRoot(argv[0]), text,
-                                message))
+    if (!::kiln::writeModelHeader(*signature, prefix, inputFile, runtimeRoot(argv[0]),
+                                  ::kiln::librariesToLink((*target)->triple()), text, message))
       return error(message);
     if (!writeFile(header, text))
       return 1;

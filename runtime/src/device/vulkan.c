@@ -13,9 +13,9 @@
  * both): the host writes inputs and reads outputs in place.
  *===----------------------------------------------------------------------===*/
 #include "device.h"
+#include "memory.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,16 +69,6 @@
   X(vkWaitForFences)                                                           \
   X(vkQueueSubmit)
 
-/* A buffer of device memory, mapped; `key` is the host constant it holds a
- * copy of, or NULL for memory of kiln_device_alloc. */
-typedef struct region {
-  VkBuffer buffer;
-  VkDeviceMemory memory;
-  unsigned char *mapped;
-  size_t bytes;
-  const void *key;
-} region;
-
 typedef struct kernel {
   VkShaderModule module;
   VkDescriptorSetLayout set_layout;
@@ -107,20 +97,9 @@ struct kiln_device {
   int recording; /* commands holds launches not yet submitted */
   kernel *kernels;
   uint32_t num_kernels;
-  region *regions;
-  size_t num_regions, region_capacity;
-  size_t params;      /* index + 1 of the region launches' parameters go to; 0: none yet */
-  size_t params_used; /* bytes of it the queued launches use */
+  kiln_regions regions;
   char name[300];
 };
-
-static int failf(char *error, size_t size, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(error, size, fmt, ap);
-  va_end(ap);
-  return 1;
-}
 
 static const char *device_type_name(VkPhysicalDeviceType type) {
   switch (type) {
@@ -146,10 +125,10 @@ static int device_rank(VkPhysicalDeviceType type) {
 static int open_instance(kiln_device *d, char *error, size_t size) {
   d->library = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!d->library)
-    return failf(error, size,
-                 "no Vulkan loader (libvulkan.so.1: %s); install one and a driver "
-                 "(on Debian: libvulkan1 mesa-vulkan-drivers)",
-                 dlerror());
+    return kiln_device_fail(error, size,
+                            "no Vulkan loader (libvulkan.so.1: %s); install one and a driver "
+                            "(on Debian: libvulkan1 mesa-vulkan-drivers)",
+                            dlerror());
   d->vkGetInstanceProcAddr =
       (PFN_vkGetInstanceProcAddr)dlsym(d->library, "vkGetInstanceProcAddr");
   PFN_vkCreateInstance create =
@@ -157,7 +136,7 @@ static int open_instance(kiln_device *d, char *error, size_t size) {
           ? (PFN_vkCreateInstance)d->vkGetInstanceProcAddr(NULL, "vkCreateInstance")
           : NULL;
   if (!create)
-    return failf(error, size, "libvulkan.so.1 has no vkCreateInstance");
+    return kiln_device_fail(error, size, "libvulkan.so.1 has no vkCreateInstance");
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                            .pApplicationName = "kiln",
                            .apiVersion = VK_API_VERSION_1_2};
@@ -165,11 +144,12 @@ static int open_instance(kiln_device *d, char *error, size_t size) {
                                .pApplicationInfo = &app};
   VkResult r = create(&info, NULL, &d->instance);
   if (r != VK_SUCCESS)
-    return failf(error, size, "vkCreateInstance failed (VkResult %d): no Vulkan driver?", r);
-#define X(name)                                                                \
-  d->name = (PFN_##name)d->vkGetInstanceProcAddr(d->instance, #name);          \
-  if (!d->name)                                                                \
-    return failf(error, size, "the Vulkan loader has no %s", #name);
+    return kiln_device_fail(error, size, "vkCreateInstance failed (VkResult %d): no Vulkan driver?",
+                            r);
+#define X(name)                                                                                    \
+  d->name = (PFN_##name)d->vkGetInstanceProcAddr(d->instance, #name);                              \
+  if (!d->name)                                                                                    \
+    return kiln_device_fail(error, size, "the Vulkan loader has no %s", #name);
   KILN_VK_INSTANCE_FUNCTIONS(X)
 #undef X
   return 0;
@@ -207,9 +187,9 @@ static int pick_device(kiln_device *d, uint32_t *family, char *error, size_t siz
   uint32_t n = 0;
   d->vkEnumeratePhysicalDevices(d->instance, &n, NULL);
   if (n == 0)
-    return failf(error, size,
-                 "no Vulkan device (the loader found no driver; on Debian, "
-                 "mesa-vulkan-drivers gives the CPU device lavapipe)");
+    return kiln_device_fail(error, size,
+                            "no Vulkan device (the loader found no driver; on Debian, "
+                            "mesa-vulkan-drivers gives the CPU device lavapipe)");
   VkPhysicalDevice devices[16];
   if (n > 16)
     n = 16;
@@ -225,15 +205,15 @@ static int pick_device(kiln_device *d, uint32_t *family, char *error, size_t siz
       char *end;
       long index = strtol(chosen, &end, 10);
       if (*end || index < 0 || index >= (long)n)
-        return failf(error, size, "KILN_VULKAN_DEVICE=%s is not a device index (0..%u)",
-                     chosen, n - 1);
+        return kiln_device_fail(error, size, "KILN_VULKAN_DEVICE=%s is not a device index (0..%u)",
+                                chosen, n - 1);
       if ((long)i != index)
         continue;
       if (!usable)
-        return failf(error, size,
-                     "Vulkan device %u (%s) has no compute queue or no "
-                     "VK_KHR_push_descriptor",
-                     i, props.deviceName);
+        return kiln_device_fail(error, size,
+                                "Vulkan device %u (%s) has no compute queue or no "
+                                "VK_KHR_push_descriptor",
+                                i, props.deviceName);
     }
     if (usable && device_rank(props.deviceType) < best_rank) {
       best = (int)i;
@@ -241,8 +221,8 @@ static int pick_device(kiln_device *d, uint32_t *family, char *error, size_t siz
     }
   }
   if (best < 0)
-    return failf(error, size,
-                 "no Vulkan device has a compute queue and VK_KHR_push_descriptor");
+    return kiln_device_fail(error, size,
+                            "no Vulkan device has a compute queue and VK_KHR_push_descriptor");
   d->physical = devices[best];
   *family = compute_family(d, d->physical);
   VkPhysicalDeviceProperties props;
@@ -273,7 +253,7 @@ static int pick_memory(kiln_device *d, char *error, size_t size) {
       break;
   }
   if (found < 0)
-    return failf(error, size, "%s has no host-visible coherent memory", d->name);
+    return kiln_device_fail(error, size, "%s has no host-visible coherent memory", d->name);
   d->memory_type = (uint32_t)found;
   return 0;
 }
@@ -334,8 +314,8 @@ static int enable_features(kiln_device *d, const kiln_gpu_program *program,
       if (!(k->features & features[f].bit))
         continue;
       if (!*features[f].has)
-        return failf(error, size, "kernel %u ('%s') uses %s, which %s does not have", i,
-                     k->name, features[f].what, d->name);
+        return kiln_device_fail(error, size, "kernel %u ('%s') uses %s, which %s does not have", i,
+                                k->name, features[f].what, d->name);
       *features[f].enable = VK_TRUE;
     }
   }
@@ -370,11 +350,11 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
     info.pEnabledFeatures = &features.core.features;
   VkResult r = d->vkCreateDevice(d->physical, &info, NULL, &d->device);
   if (r != VK_SUCCESS)
-    return failf(error, size, "vkCreateDevice failed on %s (VkResult %d)", d->name, r);
-#define X(fn)                                                                  \
-  d->fn = (PFN_##fn)d->vkGetDeviceProcAddr(d->device, #fn);                    \
-  if (!d->fn)                                                                  \
-    return failf(error, size, "the Vulkan driver of %s has no %s", d->name, #fn);
+    return kiln_device_fail(error, size, "vkCreateDevice failed on %s (VkResult %d)", d->name, r);
+#define X(fn)                                                                                      \
+  d->fn = (PFN_##fn)d->vkGetDeviceProcAddr(d->device, #fn);                                        \
+  if (!d->fn)                                                                                      \
+    return kiln_device_fail(error, size, "the Vulkan driver of %s has no %s", d->name, #fn);
   KILN_VK_DEVICE_FUNCTIONS(X)
 #undef X
   d->vkGetDeviceQueue(d->device, family, 0, &d->queue);
@@ -384,14 +364,13 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
   VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   if (d->vkCreateCommandPool(d->device, &pool, NULL, &d->pool) != VK_SUCCESS ||
       d->vkCreateFence(d->device, &fence, NULL, &d->fence) != VK_SUCCESS)
-    return failf(error, size, "%s: cannot create a command pool or a fence", d->name);
-  VkCommandBufferAllocateInfo commands = {
-      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-      .commandPool = d->pool,
-      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-      .commandBufferCount = 1};
+    return kiln_device_fail(error, size, "%s: cannot create a command pool or a fence", d->name);
+  VkCommandBufferAllocateInfo commands = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                          .commandPool = d->pool,
+                                          .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                          .commandBufferCount = 1};
   if (d->vkAllocateCommandBuffers(d->device, &commands, &d->commands) != VK_SUCCESS)
-    return failf(error, size, "%s: cannot allocate a command buffer", d->name);
+    return kiln_device_fail(error, size, "%s: cannot allocate a command buffer", d->name);
   return 0;
 }
 
@@ -402,31 +381,31 @@ static int create_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, 
                                    .codeSize = (size_t)k->code_bytes,
                                    .pCode = (const uint32_t *)k->code};
   if (d->vkCreateShaderModule(d->device, &code, NULL, &out->module) != VK_SUCCESS)
-    return failf(error, size, "%s refused the SPIR-V of kernel '%s'", d->name, k->name);
+    return kiln_device_fail(error, size, "%s refused the SPIR-V of kernel '%s'", d->name, k->name);
   VkDescriptorSetLayoutBinding bindings[64];
   if (k->num_buffers > 64)
-    return failf(error, size, "kernel '%s' has %u buffers (at most 64)", k->name,
-                 k->num_buffers);
+    return kiln_device_fail(error, size, "kernel '%s' has %u buffers (at most 64)", k->name,
+                            k->num_buffers);
   for (uint32_t i = 0; i < k->num_buffers; ++i)
-    bindings[i] = (VkDescriptorSetLayoutBinding){.binding = i,
-                                                 .descriptorType =
-                                                     VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                 .descriptorCount = 1,
-                                                 .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    bindings[i] =
+        (VkDescriptorSetLayoutBinding){.binding = i,
+                                       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                       .descriptorCount = 1,
+                                       .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
   VkDescriptorSetLayoutCreateInfo set = {
       .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
       .flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
       .bindingCount = k->num_buffers,
       .pBindings = bindings};
   if (d->vkCreateDescriptorSetLayout(d->device, &set, NULL, &out->set_layout) != VK_SUCCESS)
-    return failf(error, size, "%s: cannot lay out the %u buffers of kernel '%s'", d->name,
-                 k->num_buffers, k->name);
+    return kiln_device_fail(error, size, "%s: cannot lay out the %u buffers of kernel '%s'",
+                            d->name, k->num_buffers, k->name);
   VkPipelineLayoutCreateInfo layout = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
                                        .setLayoutCount = 1,
                                        .pSetLayouts = &out->set_layout};
   if (d->vkCreatePipelineLayout(d->device, &layout, NULL, &out->layout) != VK_SUCCESS)
-    return failf(error, size, "%s: cannot create the pipeline layout of kernel '%s'", d->name,
-                 k->name);
+    return kiln_device_fail(error, size, "%s: cannot create the pipeline layout of kernel '%s'",
+                            d->name, k->name);
   VkComputePipelineCreateInfo pipeline = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -437,27 +416,73 @@ static int create_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, 
   VkResult r =
       d->vkCreateComputePipelines(d->device, VK_NULL_HANDLE, 1, &pipeline, NULL, &out->pipeline);
   if (r != VK_SUCCESS)
-    return failf(error, size, "%s cannot build kernel '%s' (VkResult %d)", d->name, k->name, r);
+    return kiln_device_fail(error, size, "%s cannot build kernel '%s' (VkResult %d)", d->name,
+                            k->name, r);
   return 0;
+}
+
+static int create_region(void *device, kiln_region *r) {
+  kiln_device *d = device;
+  VkBuffer buffer;
+  VkDeviceMemory memory;
+  VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                             .size = r->bytes ? r->bytes : 4,
+                             .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                             .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+  if (d->vkCreateBuffer(d->device, &info, NULL, &buffer) != VK_SUCCESS)
+    return 1;
+  VkMemoryRequirements needs;
+  d->vkGetBufferMemoryRequirements(d->device, buffer, &needs);
+  VkMemoryAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .allocationSize = needs.size,
+                                .memoryTypeIndex = d->memory_type};
+  if (!(needs.memoryTypeBits & (1u << d->memory_type)) ||
+      d->vkAllocateMemory(d->device, &alloc, NULL, &memory) != VK_SUCCESS) {
+    d->vkDestroyBuffer(d->device, buffer, NULL);
+    return 1;
+  }
+  r->buffer = (void *)buffer;
+  r->memory = (void *)memory;
+  void *mapped = NULL;
+  if (d->vkBindBufferMemory(d->device, buffer, memory, 0) != VK_SUCCESS ||
+      d->vkMapMemory(d->device, memory, 0, VK_WHOLE_SIZE, 0, &mapped) != VK_SUCCESS) {
+    d->vkDestroyBuffer(d->device, buffer, NULL);
+    d->vkFreeMemory(d->device, memory, NULL);
+    return 1;
+  }
+  r->mapped = mapped;
+  return 0;
+}
+
+static void destroy_region(void *device, kiln_region *r) {
+  kiln_device *d = device;
+  d->vkDestroyBuffer(d->device, (VkBuffer)r->buffer, NULL);
+  d->vkFreeMemory(d->device, (VkDeviceMemory)r->memory, NULL); /* unmaps it */
+}
+
+static int drain(void *device, char *error, size_t size) {
+  return kiln_device_wait(device, error, size);
 }
 
 kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size_t size) {
   if (program->api != KILN_GPU_VULKAN) {
-    failf(error, size, "this runtime runs Vulkan kernels, not kernels for GPU API %u",
-          program->api);
+    kiln_device_fail(error, size, "this runtime runs Vulkan kernels, not kernels for GPU API %u",
+                     program->api);
     return NULL;
   }
   kiln_device *d = calloc(1, sizeof *d);
   if (!d) {
-    failf(error, size, "out of memory");
+    kiln_device_fail(error, size, "out of memory");
     return NULL;
   }
   snprintf(d->name, sizeof d->name, "the Vulkan device");
+  d->regions.api = (kiln_region_api){d, create_region, destroy_region, drain};
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   if (!d->kernels || open_instance(d, error, size) || open_device(d, program, error, size)) {
     kiln_device_close(d);
     return NULL;
   }
+  d->regions.params_alignment = d->offset_alignment;
   d->num_kernels = program->num_kernels;
   for (uint32_t i = 0; i < program->num_kernels; ++i)
     if (create_kernel(d, &program->kernels[i], &d->kernels[i], error, size)) {
@@ -465,11 +490,6 @@ kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size
       return NULL;
     }
   return d;
-}
-
-static void destroy_region(kiln_device *d, region *r) {
-  d->vkDestroyBuffer(d->device, r->buffer, NULL);
-  d->vkFreeMemory(d->device, r->memory, NULL); /* unmaps it */
 }
 
 void kiln_device_close(kiln_device *d) {
@@ -480,8 +500,7 @@ void kiln_device_close(kiln_device *d) {
       char ignored[64];
       kiln_device_wait(d, ignored, sizeof ignored);
     }
-    for (size_t i = 0; i < d->num_regions; ++i)
-      destroy_region(d, &d->regions[i]);
+    kiln_regions_clear(&d->regions);
     for (uint32_t i = 0; i < d->num_kernels; ++i) {
       kernel *k = &d->kernels[i];
       d->vkDestroyPipeline(d->device, k->pipeline, NULL);
@@ -499,118 +518,18 @@ void kiln_device_close(kiln_device *d) {
     d->vkDestroyInstance(d->instance, NULL);
   if (d->library)
     dlclose(d->library);
-  free(d->regions);
   free(d->kernels);
   free(d);
 }
 
 const char *kiln_device_name(const kiln_device *d) { return d->name; }
 
-/* A new region of `bytes`, mapped; NULL when out of memory. */
-static region *add_region(kiln_device *d, size_t bytes, const void *key) {
-  if (d->num_regions == d->region_capacity) {
-    size_t capacity = d->region_capacity ? 2 * d->region_capacity : 16;
-    region *grown = realloc(d->regions, capacity * sizeof *grown);
-    if (!grown)
-      return NULL;
-    d->regions = grown;
-    d->region_capacity = capacity;
-  }
-  region r = {.bytes = bytes, .key = key};
-  VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                             .size = bytes ? bytes : 4,
-                             .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
-                             .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-  if (d->vkCreateBuffer(d->device, &info, NULL, &r.buffer) != VK_SUCCESS)
-    return NULL;
-  VkMemoryRequirements needs;
-  d->vkGetBufferMemoryRequirements(d->device, r.buffer, &needs);
-  VkMemoryAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                .allocationSize = needs.size,
-                                .memoryTypeIndex = d->memory_type};
-  void *mapped = NULL;
-  if (!(needs.memoryTypeBits & (1u << d->memory_type)) ||
-      d->vkAllocateMemory(d->device, &alloc, NULL, &r.memory) != VK_SUCCESS) {
-    d->vkDestroyBuffer(d->device, r.buffer, NULL);
-    return NULL;
-  }
-  if (d->vkBindBufferMemory(d->device, r.buffer, r.memory, 0) != VK_SUCCESS ||
-      d->vkMapMemory(d->device, r.memory, 0, VK_WHOLE_SIZE, 0, &mapped) != VK_SUCCESS) {
-    destroy_region(d, &r);
-    return NULL;
-  }
-  r.mapped = mapped;
-  d->regions[d->num_regions] = r;
-  return &d->regions[d->num_regions++];
-}
-
 void *kiln_device_alloc(kiln_device *d, size_t bytes) {
-  region *r = add_region(d, bytes, NULL);
+  kiln_region *r = kiln_regions_add(&d->regions, bytes, NULL);
   return r ? r->mapped : NULL;
 }
 
-void kiln_device_free(kiln_device *d, void *memory) {
-  for (size_t i = 0; i < d->num_regions; ++i)
-    if (d->regions[i].mapped == memory && !d->regions[i].key) {
-      destroy_region(d, &d->regions[i]);
-      d->regions[i] = d->regions[--d->num_regions];
-      if (d->params == d->num_regions + 1) /* the parameters' region moved */
-        d->params = i + 1;
-      return;
-    }
-}
-
-/* The region holding [data, data + bytes) of device memory, or the copy of
- * the constant at `data` (made now if there is none yet). */
-static region *find_region(kiln_device *d, const kiln_gpu_arg *arg) {
-  const unsigned char *p = arg->data;
-  int constant = (arg->flags & KILN_GPU_ARG_CONSTANT) != 0;
-  for (size_t i = 0; !constant && i < d->num_regions; ++i) {
-    region *r = &d->regions[i];
-    if (!r->key && p >= r->mapped && p + arg->bytes <= r->mapped + r->bytes)
-      return r;
-  }
-  if (!constant && !(arg->flags & KILN_GPU_ARG_MAYBE_CONSTANT))
-    return NULL;
-  for (size_t i = 0; i < d->num_regions; ++i)
-    if (d->regions[i].key == p)
-      return &d->regions[i];
-  region *r = add_region(d, arg->bytes, p);
-  if (r)
-    memcpy(r->mapped, p, arg->bytes);
-  return r;
-}
-
-/* Bytes of the region launches' parameters are copied to: a run whose
- * queued launches fill it waits for them and starts it over. */
-#define PARAMS_BYTES (64u * 1024u)
-
-/* Copies a launch's parameters (KILN_GPU_ARG_PARAMS) into device memory
- * that stays untouched until the launch has run; fills `info`. */
-static int stage_params(kiln_device *d, const kiln_gpu_arg *arg, VkDescriptorBufferInfo *info,
-                        char *error, size_t size) {
-  if (arg->bytes > PARAMS_BYTES)
-    return failf(error, size, "a launch's %llu bytes of parameters exceed %u",
-                 (unsigned long long)arg->bytes, PARAMS_BYTES);
-  VkDeviceSize at = (d->params_used + d->offset_alignment - 1) / d->offset_alignment *
-                    d->offset_alignment;
-  if (at + arg->bytes > PARAMS_BYTES) {
-    if (kiln_device_wait(d, error, size)) /* starts the region over */
-      return 1;
-    at = 0;
-  }
-  if (!d->params) {
-    /* Keyed by the device itself: no constant of the model has its address. */
-    if (!add_region(d, PARAMS_BYTES, d))
-      return failf(error, size, "out of device memory for launch parameters");
-    d->params = d->num_regions;
-  }
-  region *r = &d->regions[d->params - 1];
-  memcpy(r->mapped + at, arg->data, arg->bytes);
-  d->params_used = at + arg->bytes;
-  *info = (VkDescriptorBufferInfo){r->buffer, at, arg->bytes ? arg->bytes : 4};
-  return 0;
-}
+void kiln_device_free(kiln_device *d, void *memory) { kiln_regions_free(&d->regions, memory); }
 
 static void barrier(kiln_device *d, VkAccessFlags to, VkPipelineStageFlags stage) {
   VkMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -620,16 +539,46 @@ static void barrier(kiln_device *d, VkAccessFlags to, VkPipelineStageFlags stage
                           0, NULL, 0, NULL);
 }
 
+/* Where argument `i` of a launch of kernel `index` lives on the device. */
+static int bind_arg(kiln_device *d, uint32_t index, uint32_t i, const kiln_gpu_arg *arg,
+                    VkDescriptorBufferInfo *info, char *error, size_t size) {
+  if (arg->flags & KILN_GPU_ARG_PARAMS) {
+    kiln_region *r;
+    size_t at;
+    if (kiln_regions_stage_params(&d->regions, arg, &r, &at, error, size))
+      return 1;
+    *info = (VkDescriptorBufferInfo){(VkBuffer)r->buffer, at, arg->bytes ? arg->bytes : 4};
+    return 0;
+  }
+  kiln_region *r = kiln_regions_find(&d->regions, arg);
+  if (!r)
+    return kiln_device_fail(error, size,
+                            "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory", index,
+                            i, (unsigned long long)arg->bytes, arg->data, d->name);
+  VkDeviceSize offset = kiln_region_offset(r, arg);
+  if (offset % d->offset_alignment || arg->bytes > d->max_range)
+    return kiln_device_fail(error, size,
+                            "kernel %u: buffer %u (%llu bytes at offset %llu) breaks %s's "
+                            "limits (offsets aligned to %llu, at most %llu bytes)",
+                            index, i, (unsigned long long)arg->bytes, (unsigned long long)offset,
+                            d->name, (unsigned long long)d->offset_alignment,
+                            (unsigned long long)d->max_range);
+  *info = (VkDescriptorBufferInfo){(VkBuffer)r->buffer, offset, arg->bytes ? arg->bytes : 4};
+  return 0;
+}
+
 int kiln_device_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                        const kiln_gpu_arg *args, char *error, size_t size) {
   if (index >= d->num_kernels)
-    return failf(error, size, "kernel %u does not exist (the model has %u)", index,
-                 d->num_kernels);
+    return kiln_device_fail(error, size, "kernel %u does not exist (the model has %u)", index,
+                            d->num_kernels);
   kernel *k = &d->kernels[index];
   for (int i = 0; i < 3; ++i)
     if (grid[i] < 0 || grid[i] > d->max_groups[i])
-      return failf(error, size, "kernel %u: a grid of %lld workgroups on axis %d exceeds %s's "
-                   "limit of %u", index, (long long)grid[i], i, d->name, d->max_groups[i]);
+      return kiln_device_fail(error, size,
+                              "kernel %u: a grid of %lld workgroups on axis %d exceeds %s's "
+                              "limit of %u",
+                              index, (long long)grid[i], i, d->name, d->max_groups[i]);
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
     return 0;
   VkDescriptorBufferInfo buffers[64];
@@ -640,33 +589,15 @@ int kiln_device_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                                        .descriptorCount = 1,
                                        .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                        .pBufferInfo = &buffers[i]};
-    if (args[i].flags & KILN_GPU_ARG_PARAMS) {
-      if (stage_params(d, &args[i], &buffers[i], error, size))
-        return 1;
-      continue;
-    }
-    region *r = find_region(d, &args[i]);
-    if (!r)
-      return failf(error, size,
-                   "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory", index, i,
-                   (unsigned long long)args[i].bytes, args[i].data, d->name);
-    VkDeviceSize offset =
-        r->key ? 0 : (VkDeviceSize)((const unsigned char *)args[i].data - r->mapped);
-    if (offset % d->offset_alignment || args[i].bytes > d->max_range)
-      return failf(error, size,
-                   "kernel %u: buffer %u (%llu bytes at offset %llu) breaks %s's limits "
-                   "(offsets aligned to %llu, at most %llu bytes)",
-                   index, i, (unsigned long long)args[i].bytes, (unsigned long long)offset,
-                   d->name, (unsigned long long)d->offset_alignment,
-                   (unsigned long long)d->max_range);
-    buffers[i] = (VkDescriptorBufferInfo){r->buffer, offset, args[i].bytes ? args[i].bytes : 4};
+    if (bind_arg(d, index, i, &args[i], &buffers[i], error, size))
+      return 1;
   }
   if (!d->recording) {
     VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     d->vkResetCommandBuffer(d->commands, 0);
     if (d->vkBeginCommandBuffer(d->commands, &begin) != VK_SUCCESS)
-      return failf(error, size, "%s: cannot begin a command buffer", d->name);
+      return kiln_device_fail(error, size, "%s: cannot begin a command buffer", d->name);
     d->recording = 1;
   } else {
     barrier(d, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
@@ -684,10 +615,10 @@ int kiln_device_wait(kiln_device *d, char *error, size_t size) {
   if (!d->recording)
     return 0;
   d->recording = 0;
-  d->params_used = 0;
+  kiln_regions_drained(&d->regions);
   barrier(d, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT);
   if (d->vkEndCommandBuffer(d->commands) != VK_SUCCESS)
-    return failf(error, size, "%s: cannot end the command buffer", d->name);
+    return kiln_device_fail(error, size, "%s: cannot end the command buffer", d->name);
   VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                          .commandBufferCount = 1,
                          .pCommandBuffers = &d->commands};
@@ -696,7 +627,7 @@ int kiln_device_wait(kiln_device *d, char *error, size_t size) {
     r = d->vkWaitForFences(d->device, 1, &d->fence, VK_TRUE, UINT64_MAX);
   d->vkResetFences(d->device, 1, &d->fence);
   if (r != VK_SUCCESS)
-    return failf(error, size, "%s: the kernels failed (VkResult %d%s)", d->name, r,
-                 r == VK_ERROR_DEVICE_LOST ? ", device lost" : "");
+    return kiln_device_fail(error, size, "%s: the kernels failed (VkResult %d%s)", d->name, r,
+                            r == VK_ERROR_DEVICE_LOST ? ", device lost" : "");
   return 0;
 }

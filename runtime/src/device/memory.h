@@ -1,0 +1,69 @@
+/*===- memory.h - device memory of a model instance (internal) ------------===
+ *
+ * What the Vulkan and Metal runtimes share: the table of device buffers an
+ * instance has (regions), each mapped on the host; finding the region that
+ * holds a kernel argument, with the model's constants copied to the device
+ * at their first use; and the region launches' parameters are staged in.
+ * The API creates and destroys the buffers through kiln_region_api.
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_DEVICE_MEMORY_H
+#define KILN_DEVICE_MEMORY_H
+
+#include "kiln/runtime.h"
+
+#include <stddef.h>
+
+/* A buffer of device memory, mapped at `mapped`; `key` is the host constant
+ * it holds a copy of, or NULL for memory of kiln_device_alloc. */
+typedef struct kiln_region {
+  unsigned char *mapped;
+  size_t bytes;
+  const void *key;
+  void *buffer; /* the API's buffer object (VkBuffer, id<MTLBuffer>) */
+  void *memory; /* its memory where the API keeps that apart (VkDeviceMemory) */
+} kiln_region;
+
+typedef struct kiln_region_api {
+  void *device;
+  /* Makes r->buffer (and r->memory) of r->bytes and maps it at r->mapped;
+   * nonzero when out of memory. */
+  int (*create)(void *device, kiln_region *r);
+  void (*destroy)(void *device, kiln_region *r);
+  /* Runs the queued launches and waits for them (frees the parameters). */
+  int (*drain)(void *device, char *error, size_t size);
+} kiln_region_api;
+
+typedef struct kiln_regions {
+  kiln_region_api api;
+  size_t params_alignment; /* of a launch's parameters in their region */
+  kiln_region *items;
+  size_t count, capacity;
+  size_t params;      /* index + 1 of the parameters' region; 0: none yet */
+  size_t params_used; /* bytes of it the queued launches use */
+} kiln_regions;
+
+/* Formats `fmt` into `error` and returns 1. */
+int kiln_device_fail(char *error, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A new region of `bytes`; NULL when out of memory. */
+kiln_region *kiln_regions_add(kiln_regions *regions, size_t bytes, const void *key);
+/* Frees the region of kiln_device_alloc mapped at `memory`. */
+void kiln_regions_free(kiln_regions *regions, void *memory);
+/* Destroys every region. */
+void kiln_regions_clear(kiln_regions *regions);
+
+/* The region holding a kernel argument (the copy of a constant, made now
+ * if there is none yet); NULL when it is not device memory. */
+kiln_region *kiln_regions_find(kiln_regions *regions, const kiln_gpu_arg *arg);
+/* Byte offset of a non-constant argument in its region. */
+size_t kiln_region_offset(const kiln_region *r, const kiln_gpu_arg *arg);
+
+/* Copies a launch's parameters (KILN_GPU_ARG_PARAMS) where they stay
+ * untouched until the launch has run: at `*offset` of `*region`. */
+int kiln_regions_stage_params(kiln_regions *regions, const kiln_gpu_arg *arg,
+                              kiln_region **region, size_t *offset, char *error, size_t size);
+/* The queued launches have run: their parameters' bytes are free again. */
+void kiln_regions_drained(kiln_regions *regions);
+
+#endif /* KILN_DEVICE_MEMORY_H */
