@@ -79,8 +79,8 @@ cl::opt<std::string> targetTriple("target",
                                   cl::desc("Target: x86_64-linux-gnu (host default), "
                                            "aarch64-linux-gnu, vulkan (kernels on a Vulkan "
                                            "GPU, tiled for any device; vulkan-nvidia and "
-                                           "vulkan-lavapipe tile for those), or metal (an "
-                                           "arm64 macOS object with MSL kernels)"),
+                                           "vulkan-lavapipe tile for those), or metal (arm64 "
+                                           "macOS 13+, MSL kernels on the Metal GPU)"),
                                   cl::cat(category));
 cl::opt<std::string> dumpKernels("dump-kernels",
                                  cl::desc("For a GPU target: also write each kernel to "
