@@ -146,6 +146,14 @@ TEST(Runtime, GpuModelWithoutDeviceFailsWithTheReason) {
   EXPECT_EQ(kiln_model_run(m, in, out), 1);
   EXPECT_STREQ(kiln_model_error(m), reason);
   kiln_model_destroy(m);
+  // A Metal model on Linux.
+  const kiln_gpu_program metal = {KILN_GPU_METAL, 0, nullptr};
+  gpu.gpu = &metal;
+  m = kiln_model_create(&gpu);
+  ASSERT_NE(m, nullptr);
+  EXPECT_STREQ(kiln_model_error(m), "this runtime runs Vulkan kernels, not Metal kernels (the "
+                                    "model was compiled for another system)");
+  kiln_model_destroy(m);
   kiln_model *cpu = kiln_model_create(&kModel);
   EXPECT_EQ(kiln_model_device(cpu), nullptr);
   kiln_model_destroy(cpu);

@@ -13,8 +13,13 @@
 
 typedef struct kiln_device kiln_device;
 
-/* Opens the device for `program` and prepares every kernel; NULL with a
- * message in `error` when there is none or it refuses a kernel. */
+/* The API of the kernels this runtime's device runs (kiln_gpu_api):
+ * Vulkan on Linux, Metal on macOS. */
+extern const uint32_t kiln_device_api;
+
+/* Opens the device for `program` (of kiln_device_api) and prepares every
+ * kernel; NULL with a message in `error` when there is none or it refuses
+ * a kernel. */
 kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size_t size);
 void kiln_device_close(kiln_device *device);
 /* "llvmpipe (Vulkan 1.3)", for --help and errors. */

@@ -14,6 +14,19 @@ int kiln_device_fail(char *error, size_t size, const char *fmt, ...) {
   return 1;
 }
 
+const char *kiln_device_name(const kiln_device *d) {
+  return ((const kiln_device_base *)d)->name;
+}
+
+void *kiln_device_alloc(kiln_device *d, size_t bytes) {
+  kiln_region *r = kiln_regions_add(&((kiln_device_base *)d)->regions, bytes, NULL);
+  return r ? r->mapped : NULL;
+}
+
+void kiln_device_free(kiln_device *d, void *memory) {
+  kiln_regions_free(&((kiln_device_base *)d)->regions, memory);
+}
+
 kiln_region *kiln_regions_add(kiln_regions *rs, size_t bytes, const void *key) {
   if (rs->count == rs->capacity) {
     size_t capacity = rs->capacity ? 2 * rs->capacity : 16;

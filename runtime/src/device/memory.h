@@ -9,7 +9,7 @@
 #ifndef KILN_DEVICE_MEMORY_H
 #define KILN_DEVICE_MEMORY_H
 
-#include "kiln/runtime.h"
+#include "device.h"
 
 #include <stddef.h>
 
@@ -41,6 +41,13 @@ typedef struct kiln_regions {
   size_t params;      /* index + 1 of the parameters' region; 0: none yet */
   size_t params_used; /* bytes of it the queued launches use */
 } kiln_regions;
+
+/* What every API's struct kiln_device begins with: kiln_device_name,
+ * kiln_device_alloc and kiln_device_free are the same for all. */
+typedef struct kiln_device_base {
+  kiln_regions regions;
+  char name[300];
+} kiln_device_base;
 
 /* Formats `fmt` into `error` and returns 1. */
 int kiln_device_fail(char *error, size_t size, const char *fmt, ...)

@@ -66,13 +66,12 @@ typedef struct kernel {
 } kernel;
 
 struct kiln_device {
+  kiln_device_base base; /* first: see memory.h */
   id device, queue;
   id commands; /* the command buffer launches are encoded into, or NULL */
   id encoder;  /* its compute encoder */
   kernel *kernels;
   uint32_t num_kernels;
-  kiln_regions regions;
-  char name[300];
 };
 
 static int create_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, char *error,
@@ -85,8 +84,8 @@ static int create_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, 
   id library = MSG(id, id, id, id *)(d->device, SEL_("newLibraryWithSource:options:error:"),
                                      source, NULL, &failure);
   if (!library)
-    return kiln_device_fail(error, size, "%s cannot compile the MSL of kernel '%s': %s", d->name,
-                            k->name, describe(failure));
+    return kiln_device_fail(error, size, "%s cannot compile the MSL of kernel '%s': %s",
+                            d->base.name, k->name, describe(failure));
   id entry = MSG(id, const char *)(NSString, SEL_("stringWithUTF8String:"), k->name);
   id function = MSG(id, id)(library, SEL_("newFunctionWithName:"), entry);
   release(library);
@@ -94,11 +93,11 @@ static int create_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, 
     return kiln_device_fail(error, size, "the MSL of kernel '%s' has no function of that name",
                             k->name);
   failure = NULL;
-  out->pipeline = MSG(id, id, id *)(
-      d->device, SEL_("newComputePipelineStateWithFunction:error:"), function, &failure);
+  out->pipeline = MSG(id, id, id *)(d->device, SEL_("newComputePipelineStateWithFunction:error:"),
+                                    function, &failure);
   release(function);
   if (!out->pipeline)
-    return kiln_device_fail(error, size, "%s cannot build kernel '%s': %s", d->name, k->name,
+    return kiln_device_fail(error, size, "%s cannot build kernel '%s': %s", d->base.name, k->name,
                             describe(failure));
   NSUInteger most = MSG(NSUInteger)(out->pipeline, SEL_("maxTotalThreadsPerThreadgroup"));
   NSUInteger threads = out->threads.width * out->threads.height * out->threads.depth;
@@ -106,7 +105,7 @@ static int create_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, 
     return kiln_device_fail(error, size,
                             "kernel '%s' has %lu threads per workgroup; %s runs it with at "
                             "most %lu",
-                            k->name, threads, d->name, most);
+                            k->name, threads, d->base.name, most);
   return 0;
 }
 
@@ -136,11 +135,10 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
   d->device = MTLCreateSystemDefaultDevice();
   if (!d->device)
     return kiln_device_fail(error, size, "no Metal device (MTLCreateSystemDefaultDevice)");
-  snprintf(d->name, sizeof d->name, "%s (Metal)",
-           utf8(MSG(id)(d->device, SEL_("name"))));
+  snprintf(d->base.name, sizeof d->base.name, "%s (Metal)", utf8(MSG(id)(d->device, SEL_("name"))));
   d->queue = MSG(id)(d->device, SEL_("newCommandQueue"));
   if (!d->queue)
-    return kiln_device_fail(error, size, "%s: cannot create a command queue", d->name);
+    return kiln_device_fail(error, size, "%s: cannot create a command queue", d->base.name);
   d->num_kernels = program->num_kernels;
   for (uint32_t i = 0; i < program->num_kernels; ++i)
     if (create_kernel(d, &program->kernels[i], &d->kernels[i], error, size))
@@ -148,20 +146,17 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
   return 0;
 }
 
+const uint32_t kiln_device_api = KILN_GPU_METAL;
+
 kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size_t size) {
-  if (program->api != KILN_GPU_METAL) {
-    kiln_device_fail(error, size, "this runtime runs Metal kernels, not kernels for GPU API %u",
-                     program->api);
-    return NULL;
-  }
   kiln_device *d = calloc(1, sizeof *d);
   if (!d) {
     kiln_device_fail(error, size, "out of memory");
     return NULL;
   }
-  snprintf(d->name, sizeof d->name, "the Metal device");
-  d->regions.api = (kiln_region_api){d, create_region, destroy_region, drain};
-  d->regions.params_alignment = 256; /* the strictest buffer offset alignment of Metal */
+  snprintf(d->base.name, sizeof d->base.name, "the Metal device");
+  d->base.regions.api = (kiln_region_api){d, create_region, destroy_region, drain};
+  d->base.regions.params_alignment = 256; /* the strictest buffer offset alignment of Metal */
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   void *pool = objc_autoreleasePoolPush();
   int failed = !d->kernels || open_device(d, program, error, size);
@@ -180,7 +175,7 @@ void kiln_device_close(kiln_device *d) {
     char ignored[64];
     kiln_device_wait(d, ignored, sizeof ignored);
   }
-  kiln_regions_clear(&d->regions);
+  kiln_regions_clear(&d->base.regions);
   for (uint32_t i = 0; i < d->num_kernels; ++i)
     release(d->kernels[i].pipeline);
   release(d->queue);
@@ -189,29 +184,20 @@ void kiln_device_close(kiln_device *d) {
   free(d);
 }
 
-const char *kiln_device_name(const kiln_device *d) { return d->name; }
-
-void *kiln_device_alloc(kiln_device *d, size_t bytes) {
-  kiln_region *r = kiln_regions_add(&d->regions, bytes, NULL);
-  return r ? r->mapped : NULL;
-}
-
-void kiln_device_free(kiln_device *d, void *memory) { kiln_regions_free(&d->regions, memory); }
-
 /* Binds argument `i` of a launch of kernel `index` to buffer index `i`. */
 static int bind_arg(kiln_device *d, uint32_t index, uint32_t i, const kiln_gpu_arg *arg,
                     char *error, size_t size) {
   kiln_region *r;
   size_t offset;
   if (arg->flags & KILN_GPU_ARG_PARAMS) {
-    if (kiln_regions_stage_params(&d->regions, arg, &r, &offset, error, size))
+    if (kiln_regions_stage_params(&d->base.regions, arg, &r, &offset, error, size))
       return 1;
   } else {
-    r = kiln_regions_find(&d->regions, arg);
+    r = kiln_regions_find(&d->base.regions, arg);
     if (!r)
       return kiln_device_fail(error, size,
                               "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory",
-                              index, i, (unsigned long long)arg->bytes, arg->data, d->name);
+                              index, i, (unsigned long long)arg->bytes, arg->data, d->base.name);
     offset = kiln_region_offset(r, arg);
   }
   MSG(void, id, NSUInteger, NSUInteger)(d->encoder, SEL_("setBuffer:offset:atIndex:"),
@@ -232,7 +218,7 @@ static int begin_commands(kiln_device *d, char *error, size_t size) {
   if (!d->encoder) {
     release(d->commands);
     d->commands = NULL;
-    return kiln_device_fail(error, size, "%s: cannot create a command buffer", d->name);
+    return kiln_device_fail(error, size, "%s: cannot create a command buffer", d->base.name);
   }
   MSG(id)(d->encoder, SEL_("retain"));
   return 0;
@@ -279,12 +265,12 @@ int kiln_device_wait(kiln_device *d, char *error, size_t size) {
   MSG(void)(d->encoder, SEL_("endEncoding"));
   release(d->encoder);
   d->encoder = d->commands = NULL;
-  kiln_regions_drained(&d->regions);
+  kiln_regions_drained(&d->base.regions);
   MSG(void)(commands, SEL_("commit"));
   MSG(void)(commands, SEL_("waitUntilCompleted"));
   int failed = MSG(NSUInteger)(commands, SEL_("status")) == MTLCommandBufferStatusError;
   if (failed)
-    kiln_device_fail(error, size, "%s: the kernels failed: %s", d->name,
+    kiln_device_fail(error, size, "%s: the kernels failed: %s", d->base.name,
                      describe(MSG(id)(commands, SEL_("error"))));
   release(commands);
   objc_autoreleasePoolPop(pool);

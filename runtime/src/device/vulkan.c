@@ -78,6 +78,7 @@ typedef struct kernel {
 } kernel;
 
 struct kiln_device {
+  kiln_device_base base; /* first: see memory.h */
   void *library;
   PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
 #define X(name) PFN_##name name;
@@ -97,8 +98,6 @@ struct kiln_device {
   int recording; /* commands holds launches not yet submitted */
   kernel *kernels;
   uint32_t num_kernels;
-  kiln_regions regions;
-  char name[300];
 };
 
 static const char *device_type_name(VkPhysicalDeviceType type) {
@@ -227,7 +226,7 @@ static int pick_device(kiln_device *d, uint32_t *family, char *error, size_t siz
   *family = compute_family(d, d->physical);
   VkPhysicalDeviceProperties props;
   d->vkGetPhysicalDeviceProperties(d->physical, &props);
-  snprintf(d->name, sizeof d->name, "%s (%s, Vulkan %u.%u)", props.deviceName,
+  snprintf(d->base.name, sizeof d->base.name, "%s (%s, Vulkan %u.%u)", props.deviceName,
            device_type_name(props.deviceType), VK_API_VERSION_MAJOR(props.apiVersion),
            VK_API_VERSION_MINOR(props.apiVersion));
   d->offset_alignment = props.limits.minStorageBufferOffsetAlignment;
@@ -253,7 +252,7 @@ static int pick_memory(kiln_device *d, char *error, size_t size) {
       break;
   }
   if (found < 0)
-    return kiln_device_fail(error, size, "%s has no host-visible coherent memory", d->name);
+    return kiln_device_fail(error, size, "%s has no host-visible coherent memory", d->base.name);
   d->memory_type = (uint32_t)found;
   return 0;
 }
@@ -315,7 +314,7 @@ static int enable_features(kiln_device *d, const kiln_gpu_program *program,
         continue;
       if (!*features[f].has)
         return kiln_device_fail(error, size, "kernel %u ('%s') uses %s, which %s does not have", i,
-                                k->name, features[f].what, d->name);
+                                k->name, features[f].what, d->base.name);
       *features[f].enable = VK_TRUE;
     }
   }
@@ -350,11 +349,12 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
     info.pEnabledFeatures = &features.core.features;
   VkResult r = d->vkCreateDevice(d->physical, &info, NULL, &d->device);
   if (r != VK_SUCCESS)
-    return kiln_device_fail(error, size, "vkCreateDevice failed on %s (VkResult %d)", d->name, r);
+    return kiln_device_fail(error, size, "vkCreateDevice failed on %s (VkResult %d)", d->base.name,
+                            r);
 #define X(fn)                                                                                      \
   d->fn = (PFN_##fn)d->vkGetDeviceProcAddr(d->device, #fn);                                        \
   if (!d->fn)                                                                                      \
-    return kiln_device_fail(error, size, "the Vulkan driver of %s has no %s", d->name, #fn);
+    return kiln_device_fail(error, size, "the Vulkan driver of %s has no %s", d->base.name, #fn);
   KILN_VK_DEVICE_FUNCTIONS(X)
 #undef X
   d->vkGetDeviceQueue(d->device, family, 0, &d->queue);
@@ -364,13 +364,14 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
   VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   if (d->vkCreateCommandPool(d->device, &pool, NULL, &d->pool) != VK_SUCCESS ||
       d->vkCreateFence(d->device, &fence, NULL, &d->fence) != VK_SUCCESS)
-    return kiln_device_fail(error, size, "%s: cannot create a command pool or a fence", d->name);
+    return kiln_device_fail(error, size, "%s: cannot create a command pool or a fence",
+                            d->base.name);
   VkCommandBufferAllocateInfo commands = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                           .commandPool = d->pool,
                                           .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                           .commandBufferCount = 1};
   if (d->vkAllocateCommandBuffers(d->device, &commands, &d->commands) != VK_SUCCESS)
-    return kiln_device_fail(error, size, "%s: cannot allocate a command buffer", d->name);
+    return kiln_device_fail(error, size, "%s: cannot allocate a command buffer", d->base.name);
   return 0;
 }
 
@@ -381,7 +382,8 @@ static int create_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, 
                                    .codeSize = (size_t)k->code_bytes,
                                    .pCode = (const uint32_t *)k->code};
   if (d->vkCreateShaderModule(d->device, &code, NULL, &out->module) != VK_SUCCESS)
-    return kiln_device_fail(error, size, "%s refused the SPIR-V of kernel '%s'", d->name, k->name);
+    return kiln_device_fail(error, size, "%s refused the SPIR-V of kernel '%s'", d->base.name,
+                            k->name);
   VkDescriptorSetLayoutBinding bindings[64];
   if (k->num_buffers > 64)
     return kiln_device_fail(error, size, "kernel '%s' has %u buffers (at most 64)", k->name,
@@ -399,13 +401,13 @@ static int create_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, 
       .pBindings = bindings};
   if (d->vkCreateDescriptorSetLayout(d->device, &set, NULL, &out->set_layout) != VK_SUCCESS)
     return kiln_device_fail(error, size, "%s: cannot lay out the %u buffers of kernel '%s'",
-                            d->name, k->num_buffers, k->name);
+                            d->base.name, k->num_buffers, k->name);
   VkPipelineLayoutCreateInfo layout = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
                                        .setLayoutCount = 1,
                                        .pSetLayouts = &out->set_layout};
   if (d->vkCreatePipelineLayout(d->device, &layout, NULL, &out->layout) != VK_SUCCESS)
     return kiln_device_fail(error, size, "%s: cannot create the pipeline layout of kernel '%s'",
-                            d->name, k->name);
+                            d->base.name, k->name);
   VkComputePipelineCreateInfo pipeline = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -416,7 +418,7 @@ static int create_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, 
   VkResult r =
       d->vkCreateComputePipelines(d->device, VK_NULL_HANDLE, 1, &pipeline, NULL, &out->pipeline);
   if (r != VK_SUCCESS)
-    return kiln_device_fail(error, size, "%s cannot build kernel '%s' (VkResult %d)", d->name,
+    return kiln_device_fail(error, size, "%s cannot build kernel '%s' (VkResult %d)", d->base.name,
                             k->name, r);
   return 0;
 }
@@ -464,25 +466,22 @@ static int drain(void *device, char *error, size_t size) {
   return kiln_device_wait(device, error, size);
 }
 
+const uint32_t kiln_device_api = KILN_GPU_VULKAN;
+
 kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size_t size) {
-  if (program->api != KILN_GPU_VULKAN) {
-    kiln_device_fail(error, size, "this runtime runs Vulkan kernels, not kernels for GPU API %u",
-                     program->api);
-    return NULL;
-  }
   kiln_device *d = calloc(1, sizeof *d);
   if (!d) {
     kiln_device_fail(error, size, "out of memory");
     return NULL;
   }
-  snprintf(d->name, sizeof d->name, "the Vulkan device");
-  d->regions.api = (kiln_region_api){d, create_region, destroy_region, drain};
+  snprintf(d->base.name, sizeof d->base.name, "the Vulkan device");
+  d->base.regions.api = (kiln_region_api){d, create_region, destroy_region, drain};
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   if (!d->kernels || open_instance(d, error, size) || open_device(d, program, error, size)) {
     kiln_device_close(d);
     return NULL;
   }
-  d->regions.params_alignment = d->offset_alignment;
+  d->base.regions.params_alignment = d->offset_alignment;
   d->num_kernels = program->num_kernels;
   for (uint32_t i = 0; i < program->num_kernels; ++i)
     if (create_kernel(d, &program->kernels[i], &d->kernels[i], error, size)) {
@@ -500,7 +499,7 @@ void kiln_device_close(kiln_device *d) {
       char ignored[64];
       kiln_device_wait(d, ignored, sizeof ignored);
     }
-    kiln_regions_clear(&d->regions);
+    kiln_regions_clear(&d->base.regions);
     for (uint32_t i = 0; i < d->num_kernels; ++i) {
       kernel *k = &d->kernels[i];
       d->vkDestroyPipeline(d->device, k->pipeline, NULL);
@@ -522,15 +521,6 @@ void kiln_device_close(kiln_device *d) {
   free(d);
 }
 
-const char *kiln_device_name(const kiln_device *d) { return d->name; }
-
-void *kiln_device_alloc(kiln_device *d, size_t bytes) {
-  kiln_region *r = kiln_regions_add(&d->regions, bytes, NULL);
-  return r ? r->mapped : NULL;
-}
-
-void kiln_device_free(kiln_device *d, void *memory) { kiln_regions_free(&d->regions, memory); }
-
 static void barrier(kiln_device *d, VkAccessFlags to, VkPipelineStageFlags stage) {
   VkMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
@@ -545,23 +535,23 @@ static int bind_arg(kiln_device *d, uint32_t index, uint32_t i, const kiln_gpu_a
   if (arg->flags & KILN_GPU_ARG_PARAMS) {
     kiln_region *r;
     size_t at;
-    if (kiln_regions_stage_params(&d->regions, arg, &r, &at, error, size))
+    if (kiln_regions_stage_params(&d->base.regions, arg, &r, &at, error, size))
       return 1;
     *info = (VkDescriptorBufferInfo){(VkBuffer)r->buffer, at, arg->bytes ? arg->bytes : 4};
     return 0;
   }
-  kiln_region *r = kiln_regions_find(&d->regions, arg);
+  kiln_region *r = kiln_regions_find(&d->base.regions, arg);
   if (!r)
     return kiln_device_fail(error, size,
                             "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory", index,
-                            i, (unsigned long long)arg->bytes, arg->data, d->name);
+                            i, (unsigned long long)arg->bytes, arg->data, d->base.name);
   VkDeviceSize offset = kiln_region_offset(r, arg);
   if (offset % d->offset_alignment || arg->bytes > d->max_range)
     return kiln_device_fail(error, size,
                             "kernel %u: buffer %u (%llu bytes at offset %llu) breaks %s's "
                             "limits (offsets aligned to %llu, at most %llu bytes)",
                             index, i, (unsigned long long)arg->bytes, (unsigned long long)offset,
-                            d->name, (unsigned long long)d->offset_alignment,
+                            d->base.name, (unsigned long long)d->offset_alignment,
                             (unsigned long long)d->max_range);
   *info = (VkDescriptorBufferInfo){(VkBuffer)r->buffer, offset, arg->bytes ? arg->bytes : 4};
   return 0;
@@ -578,7 +568,7 @@ int kiln_device_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
       return kiln_device_fail(error, size,
                               "kernel %u: a grid of %lld workgroups on axis %d exceeds %s's "
                               "limit of %u",
-                              index, (long long)grid[i], i, d->name, d->max_groups[i]);
+                              index, (long long)grid[i], i, d->base.name, d->max_groups[i]);
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
     return 0;
   VkDescriptorBufferInfo buffers[64];
@@ -597,7 +587,7 @@ int kiln_device_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     d->vkResetCommandBuffer(d->commands, 0);
     if (d->vkBeginCommandBuffer(d->commands, &begin) != VK_SUCCESS)
-      return kiln_device_fail(error, size, "%s: cannot begin a command buffer", d->name);
+      return kiln_device_fail(error, size, "%s: cannot begin a command buffer", d->base.name);
     d->recording = 1;
   } else {
     barrier(d, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
@@ -615,10 +605,10 @@ int kiln_device_wait(kiln_device *d, char *error, size_t size) {
   if (!d->recording)
     return 0;
   d->recording = 0;
-  kiln_regions_drained(&d->regions);
+  kiln_regions_drained(&d->base.regions);
   barrier(d, VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT);
   if (d->vkEndCommandBuffer(d->commands) != VK_SUCCESS)
-    return kiln_device_fail(error, size, "%s: cannot end the command buffer", d->name);
+    return kiln_device_fail(error, size, "%s: cannot end the command buffer", d->base.name);
   VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                          .commandBufferCount = 1,
                          .pCommandBuffers = &d->commands};
@@ -627,7 +617,7 @@ int kiln_device_wait(kiln_device *d, char *error, size_t size) {
     r = d->vkWaitForFences(d->device, 1, &d->fence, VK_TRUE, UINT64_MAX);
   d->vkResetFences(d->device, 1, &d->fence);
   if (r != VK_SUCCESS)
-    return kiln_device_fail(error, size, "%s: the kernels failed (VkResult %d%s)", d->name, r,
+    return kiln_device_fail(error, size, "%s: the kernels failed (VkResult %d%s)", d->base.name, r,
                             r == VK_ERROR_DEVICE_LOST ? ", device lost" : "");
   return 0;
 }
