@@ -153,6 +153,22 @@ void mlir::kiln::addBufferizationPasses(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
+void TargetBackend::addStagePasses(OpPassManager &pm, Stage stage,
+                                   const PipelineOptions &options) const {
+  switch (stage) {
+  case Stage::Linalg:
+    return addLinalgPasses(pm, options);
+  case Stage::Bufferized:
+    return addBufferizedPasses(pm, options);
+  case Stage::LLVM:
+    return addLLVMPasses(pm, options);
+  case Stage::Kiln:
+  case Stage::KilnOpt:
+    break;
+  }
+  llvm_unreachable("a target backend adds the stages after kiln-opt");
+}
+
 void mlir::kiln::buildPipeline(OpPassManager &pm, Stage from, Stage to,
                                const TargetBackend &backend, const PipelineOptions &options) {
   for (Stage stage : kStages) {

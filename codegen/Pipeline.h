@@ -73,9 +73,8 @@ public:
   /// For progress lines, e.g. "x86_64-unknown-linux-gnu (sapphirerapids)".
   virtual std::string description() const = 0;
   /// Adds the passes that take the module from the stage before `stage`
-  /// (Linalg, Bufferized or LLVM) to `stage`.
-  virtual void addStagePasses(OpPassManager &pm, Stage stage,
-                              const PipelineOptions &options) const = 0;
+  /// (Linalg, Bufferized or LLVM) to `stage`: the target's hook below.
+  void addStagePasses(OpPassManager &pm, Stage stage, const PipelineOptions &options) const;
   /// Adds what the target does with mostly-zero weights (sparse kernels),
   /// the last of the weight passes; nothing by default.
   virtual void addSparsityPasses(OpPassManager &pm, const PipelineOptions &options) const {}
@@ -84,6 +83,14 @@ public:
   virtual LogicalResult emitObject(ModuleOp module, const ModelSignature &signature,
                                    llvm::StringRef prefix, bool addMainAlias, bool emitLLVMIR,
                                    std::string &out) const = 0;
+
+protected:
+  /// kiln-opt -> linalg (on tensors).
+  virtual void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const = 0;
+  /// linalg -> bufferized (memrefs, the memory plan).
+  virtual void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const = 0;
+  /// bufferized -> llvm (what emitObject translates).
+  virtual void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const = 0;
 };
 
 /// The backend for `--target` (empty: the host) and `--mcpu` (empty: the

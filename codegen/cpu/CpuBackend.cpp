@@ -92,22 +92,6 @@ public:
   llvm::StringRef triple() const override { return target.triple; }
   std::string description() const override { return target.triple + " (" + target.cpu + ")"; }
 
-  void addStagePasses(OpPassManager &pm, Stage stage,
-                      const PipelineOptions &options) const override {
-    switch (stage) {
-    case Stage::Linalg:
-      return addLinalgPasses(pm, options);
-    case Stage::Bufferized:
-      return addBufferizedPasses(pm, options);
-    case Stage::LLVM:
-      return addLLVMPasses(pm, options);
-    case Stage::Kiln:
-    case Stage::KilnOpt:
-      break;
-    }
-    llvm_unreachable("the CPU backend adds the stages after kiln-opt");
-  }
-
   void addSparsityPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     KilnSparsifyOptions sparsify;
     // Bitmaps need AVX-512's vexpandps; elsewhere an expand is scalar.
@@ -131,7 +115,7 @@ private:
   /// fit register tiles straight from their input, the others as matmuls;
   /// sparse weights in their kernels; the rest through the target-neutral
   /// lowering.
-  void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const {
+  void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     pm.addPass(createKilnChannelsLast());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createKilnCpuDirectConv({target.vectorWidthF32}));
@@ -158,7 +142,7 @@ private:
   }
 
   /// Register tiles and packing, then bufferization into one arena.
-  void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const {
+  void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     OpPassManager &entry = pm.nest<func::FuncOp>();
     if (hasDotProducts()) {
       KilnCpuVnniMatmulOptions vnni;
@@ -195,7 +179,7 @@ private:
   }
 
   /// Loops, threads and the LLVM dialect, with the model's entry point.
-  void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const {
+  void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     bool amx = target.amxInt8 || target.amxBf16;
     // Without AVX512-BF16, LLVM would call __truncsfbf2 (not in libgcc) for
     // f32 -> bf16: round in integer arithmetic instead.

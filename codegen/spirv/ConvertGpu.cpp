@@ -24,6 +24,7 @@
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -153,16 +154,58 @@ struct IntegerPowerBySquaring : OpRewritePattern<math::IPowIOp> {
   }
 };
 
+/// A compare of an index cast to a wider integer with a constant, or with
+/// another such cast, compares the indices instead: in the kernel's 32-bit
+/// indices, as sign extension keeps both orders and a constant that fits in
+/// 32 bits is exact there. (Trilu's `j - i <= k` is an i64 compare of
+/// thread ids.) GPUs run 64-bit integer math as several instructions, and
+/// lavapipe (Mesa 22.3) miscompiles a signed 64-bit compare of a
+/// sign-extended value with a constant: Trilu on a single row gave zeros.
+struct IndexCompareInIndexWidth : OpRewritePattern<arith::CmpIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::CmpIOp op, PatternRewriter &rewriter) const override {
+    if (!op.getLhs().getType().isInteger(64))
+      return failure();
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    if (!(castIndex(lhs) || castIndex(rhs)) || !(castIndex(lhs) || fitsIn32Bits(lhs)) ||
+        !(castIndex(rhs) || fitsIn32Bits(rhs)))
+      return failure();
+    rewriter.replaceOpWithNewOp<arith::CmpIOp>(op, op.getPredicate(), asIndex(lhs, rewriter),
+                                               asIndex(rhs, rewriter));
+    return success();
+  }
+
+private:
+  /// The index that `value` is cast from, or null.
+  static Value castIndex(Value value) {
+    auto cast = value.getDefiningOp<arith::IndexCastOp>();
+    return cast && isa<IndexType>(cast.getIn().getType()) ? cast.getIn() : Value();
+  }
+  static bool fitsIn32Bits(Value value) {
+    APInt constant;
+    return matchPattern(value, m_ConstantInt(&constant)) && constant.isSignedIntN(32);
+  }
+  /// The index cast operand, or the constant as an index.
+  static Value asIndex(Value value, PatternRewriter &rewriter) {
+    if (Value index = castIndex(value))
+      return index;
+    APInt constant;
+    (void)matchPattern(value, m_ConstantInt(&constant));
+    return arith::ConstantIndexOp::create(rewriter, value.getLoc(), constant.getSExtValue());
+  }
+};
+
 /// Rewrites what GLSL.std.450 and SPIR-V lack: erf and erfc as polynomials
 /// (as the CPU computes them), integer powers by squaring, powf with its
 /// negative bases (GLSL's Pow is undefined for them), min and max of
-/// booleans as logic.
+/// booleans as logic; and compares index values in 32 bits (above).
 LogicalResult expandMath(gpu::GPUModuleOp module) {
   RewritePatternSet patterns(module.getContext());
   populatePolynomialApproximateErfPattern(patterns);
   populatePolynomialApproximateErfcPattern(patterns);
   math::populateExpansionPatterns(patterns, {"fpowi", "powf"});
-  patterns.add<IntegerPowerBySquaring, BooleanMinMax<arith::MaxUIOp, arith::OrIOp>,
+  patterns.add<IntegerPowerBySquaring, IndexCompareInIndexWidth,
+               BooleanMinMax<arith::MaxUIOp, arith::OrIOp>,
                BooleanMinMax<arith::MaxSIOp, arith::AndIOp>,
                BooleanMinMax<arith::MinUIOp, arith::AndIOp>,
                BooleanMinMax<arith::MinSIOp, arith::OrIOp>>(module.getContext());

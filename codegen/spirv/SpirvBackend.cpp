@@ -49,22 +49,6 @@ public:
     return gpu.name + " kernels, host " + host->description();
   }
 
-  void addStagePasses(OpPassManager &pm, Stage stage,
-                      const PipelineOptions &options) const override {
-    switch (stage) {
-    case Stage::Linalg:
-      return addLinalgPasses(pm, options);
-    case Stage::Bufferized:
-      return addBufferizedPasses(pm, options);
-    case Stage::LLVM:
-      return addLLVMPasses(pm, options);
-    case Stage::Kiln:
-    case Stage::KilnOpt:
-      break;
-    }
-    llvm_unreachable("the SPIR-V backend adds the stages after kiln-opt");
-  }
-
   LogicalResult emitObject(ModuleOp module, const ModelSignature &signature,
                            llvm::StringRef prefix, bool addMainAlias, bool emitLLVMIR,
                            std::string &out) const override {
@@ -75,7 +59,7 @@ private:
   GpuTarget gpu;
   std::unique_ptr<TargetBackend> host;
 
-  void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const {
+  void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     // Attention unfused: its matmuls and softmax become kernels (the
     // blocked online softmax is a host loop nest).
     ConvertKilnToLinalgOptions lowering;
@@ -87,7 +71,7 @@ private:
     pm.addPass(createCSEPass());
   }
 
-  void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const {
+  void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     pm.addNestedPass<func::FuncOp>(createKilnGpuDistribute({gpu.name}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -102,7 +86,7 @@ private:
     pm.addPass(createKilnPlanMemory({options.reportMemory}));
   }
 
-  void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const {
+  void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     pm.addPass(createGpuLaunchSinkIndexComputationsPass());
     pm.addPass(createGpuKernelOutliningPass());
     OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();

@@ -88,3 +88,39 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// 64-bit compares of index values (Trilu's column against its diagonal)
+// compare the 32-bit indices: with a constant that fits in 32 bits, or with
+// another index. A constant that does not fit keeps the 64-bit compare.
+// CHECK-LABEL: spirv.module @__spv__diagonal
+// CHECK: spirv.func @tril(
+// CHECK:   %[[ZERO:.*]] = spirv.Constant 0 : i32
+// CHECK:   %[[J:.*]] = spirv.CompositeExtract %{{.*}}[0 : i32] : vector<3xi32>
+// CHECK:   %[[I:.*]] = spirv.CompositeExtract %{{.*}}[0 : i32] : vector<3xi32>
+// CHECK:   %[[J64:.*]] = spirv.SConvert %[[J]] : i32 to i64
+// CHECK:   spirv.SLessThanEqual %[[J]], %[[ZERO]] : i32
+// CHECK:   spirv.SLessThanEqual %[[J]], %[[I]] : i32
+// CHECK:   spirv.SLessThan %[[J64]], %{{.*}} : i64
+module attributes {gpu.container_module} {
+  gpu.module @diagonal {
+    gpu.func @tril(%in: memref<8xi64>, %out: memref<8xi64>) kernel attributes {known_block_size = array<i32: 8, 1, 1>} {
+      %j = gpu.thread_id x
+      %i = gpu.block_id x
+      %zero = arith.constant 0 : i64
+      %huge = arith.constant 8589934592 : i64
+      %j64 = arith.index_cast %j : index to i64
+      %i64 = arith.index_cast %i : index to i64
+      %x = memref.load %in[%j] : memref<8xi64>
+      %onDiagonal = arith.cmpi sle, %j64, %zero : i64
+      %below = arith.cmpi sle, %j64, %i64 : i64
+      %small = arith.cmpi slt, %j64, %huge : i64
+      %keep = arith.andi %onDiagonal, %below : i1
+      %keep2 = arith.andi %keep, %small : i1
+      %y = arith.select %keep2, %x, %zero : i64
+      memref.store %y, %out[%j] : memref<8xi64>
+      gpu.return
+    }
+  }
+}
