@@ -67,7 +67,7 @@ static llvm::Constant *tensorInfos(llvm::Module &m, llvm::StructType *infoType,
 }
 
 /// The `kiln_gpu_program` of the kernels in `kernels` (the module's
-/// kiln.gpu_kernels: SPIR-V words from kiln-spirv-embed-kernels, or MSL
+/// kiln.gpu_kernels: SPIR-V words from kiln-gpu-embed-kernels, or MSL
 /// from kiln-metal-translate-kernels), or null without kernels.
 static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::StringRef prefix) {
   llvm::LLVMContext &ctx = m.getContext();

@@ -121,4 +121,62 @@ def KilnGpuReportPlacement : Pass<"kiln-gpu-report-placement", "func::FuncOp"> {
   let dependentDialects = ["gpu::GPUDialect"];
 }
 
+def KilnGpuPackParams : Pass<"kiln-gpu-pack-params", "ModuleOp"> {
+  let summary = "Pass kernels' scalars, and the shapes of dynamic buffers, in one params buffer";
+  let description = [{
+    Kernels take buffers only (Vulkan's are storage buffers; CUDA's bare
+    pointers), so that a launch passes every kiln_gpu_arg alike. After the kernels are
+    outlined and their views folded into loads and stores, each kernel with
+    scalar arguments (index, integers, f16, bf16, f32, f64) or
+    with buffers of dynamic sizes, strides or offset gets one last argument
+    `params`, a memref<N x i32>, and:
+    - each scalar argument becomes a word of it (two for 64 bits, low
+      first);
+    - each buffer of dynamic shape or layout, or with an offset into its
+      buffer, becomes a flat 1-D buffer (memref<? x T>, from its buffer's
+      start to its last element) and 1 + 2 x rank words: its offset, sizes
+      and strides; the kernel's loads and stores of it are linearized with
+      them, and its memref.dim queries read its sizes.
+    Each launch fills a `memref.alloca` marked `kiln.params` with those
+    words (kiln-gpu-embed-kernels passes it by value). Static buffers are
+    passed as they are. A scalar of another type, a non-constant
+    memref.dim, or a dynamic buffer used by anything but loads, stores and
+    dims is an error.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "memref::MemRefDialect"];
+}
+
+def KilnGpuEmbedKernels : Pass<"kiln-gpu-embed-kernels", "ModuleOp"> {
+  let summary = "Embed the kernels' code in the module and launch them through the runtime";
+  let description = [{
+    Host side of a GPU model, after the target has put each kernel's code
+    on its gpu.module (kiln-spirv-serialize-kernels, kiln-cuda-compile-kernels):
+    - every gpu.launch_func becomes a call of the runtime's
+      `kiln_gpu_launch(kernel, grid x, y, z, args)`, `args` an array of
+      {address, bytes, flags} per memref argument on the stack (flags
+      KILN_GPU_ARG_CONSTANT for a memref.get_global or a reshape of one:
+      the runtime copies a constant to the device once;
+      KILN_GPU_ARG_MAYBE_CONSTANT for a branch's result that is a constant
+      in some branches only; KILN_GPU_ARG_PARAMS for
+      kiln-gpu-pack-params' stack array: copied at each launch);
+    - before host code that may read or write a buffer the kernels use
+      after a launch (a load, a store, a copy, a linalg op, a call other
+      than kiln_check_failed), a call of `kiln_gpu_wait()` lets the queued
+      kernels finish; inside loops that launch, conservatively at each
+      iteration. Host code on other buffers (the shapes of a dynamic
+      model) runs while the kernels do;
+    - each launched kernel goes to the module attribute `kiln.gpu_kernels`,
+      one dictionary per kernel index, from which the object's
+      kiln_gpu_program is emitted: name, workgroup_size, buffers, and each
+      `kiln.<field>` attribute of its gpu.module as <field> (the code:
+      spirv words, a cuda fatbin and its ptx; features, 0 if absent); the
+      gpu.modules are erased.
+    Kernel arguments must be memrefs: whole buffers, or views with static
+    sizes, strides and offset (passed as their buffer's aligned pointer,
+    the offset applied by the kernel).
+  }];
+  let dependentDialects = ["func::FuncDialect", "memref::MemRefDialect", "arith::ArithDialect",
+                           "LLVM::LLVMDialect"];
+}
+
 #endif // KILN_CODEGEN_GPU_PASSES_TD

@@ -8,7 +8,7 @@ include "mlir/Pass/PassBase.td"
 def KilnMetalTranslateKernels : Pass<"kiln-metal-translate-kernels", "ModuleOp"> {
   let summary = "Translate the module's SPIR-V kernels (kiln.gpu_kernels) to Metal Shading Language";
   let description = [{
-    After kiln-spirv-embed-kernels. Each kernel of the module attribute
+    After kiln-gpu-embed-kernels. Each kernel of the module attribute
     `kiln.gpu_kernels` is translated by SPIRV-Cross (its C API, linked into
     kiln) to MSL 2.1: its storage buffers become `device` pointers bound to
     `[[buffer(i)]]` in argument order, as the Vulkan kernel's bindings are.

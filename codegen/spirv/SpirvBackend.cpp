@@ -2,33 +2,20 @@
 //
 // A Vulkan model is a host program (this machine's CPU backend compiles it)
 // that launches SPIR-V kernels through the runtime; a Metal model the same
-// for arm64 macOS, its kernels translated to MSL. The stages:
-//   linalg      the target-neutral lowering, elementwise ops fused;
-//   bufferized  linalg ops tiled to workgroups and threads, bufferized,
-//               mapped to gpu.launch; the memory plan;
-//   llvm        kernels outlined and converted to SPIR-V, embedded in the
-//               module, launches turned into runtime calls (Metal: the
-//               kernels translated to MSL); then the host's own llvm stage.
-// What the GPU pipeline does not distribute stays in the host code and runs
-// on the CPU, on the same (host-visible) buffers.
+// for arm64 macOS, its kernels translated to MSL. The stages are the shared
+// GPU pipeline's (codegen/gpu/GpuPipeline.h); the llvm stage converts the
+// outlined kernels to SPIR-V (Metal: then to MSL).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/spirv/SpirvBackend.h"
-#include "codegen/Passes.h"
-#include "codegen/common/Passes.h"
 #include "codegen/cpu/CpuBackend.h"
-#include "codegen/gpu/GpuTarget.h"
+#include "codegen/gpu/GpuPipeline.h"
 #include "codegen/gpu/Passes.h"
 #include "codegen/metal/Passes.h"
 #include "codegen/spirv/Passes.h"
 
-#include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/Transforms/Passes.h"
-#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -60,48 +47,21 @@ private:
   std::unique_ptr<TargetBackend> host;
 
   void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    // Attention unfused: its matmuls and softmax become kernels (the
-    // blocked online softmax is a host loop nest).
-    ConvertKilnToLinalgOptions lowering;
-    lowering.attentionKeyBlock = 0;
-    pm.addPass(createConvertKilnToLinalg(lowering));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createKilnFuseElementwise({options.reportFusion}));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    addGpuLinalgPasses(pm, options);
   }
 
   void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    pm.addNestedPass<func::FuncOp>(createKilnGpuDistribute({gpu.name}));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-    addBufferizationPasses(pm);
-    pm.addNestedPass<func::FuncOp>(createKilnGpuDistributeBuffers({gpu.name}));
-    pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
-    pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());
-    if (options.reportPlacement)
-      pm.addNestedPass<func::FuncOp>(createKilnGpuReportPlacement({gpu.name}));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-    pm.addPass(createKilnPlanMemory({options.reportMemory}));
+    addGpuBufferizedPasses(pm, gpu, options);
   }
 
   void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    pm.addPass(createGpuLaunchSinkIndexComputationsPass());
-    pm.addPass(createGpuKernelOutliningPass());
-    OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
-    kernels.addNestedPass<gpu::GPUFuncOp>(createConvertLinalgToLoopsPass());
-    kernels.addPass(memref::createFoldMemRefAliasOpsPass());
-    kernels.addPass(memref::createExpandStridedMetadataPass());
-    kernels.addPass(createLowerAffinePass());
-    kernels.addPass(createCanonicalizerPass());
-    kernels.addPass(createCSEPass());
-    pm.addPass(createKilnSpirvPackParams());
+    addGpuKernelOutlining(pm);
     pm.addPass(createKilnSpirvConvertGpu());
     OpPassManager &spirvModules = pm.nest<spirv::ModuleOp>();
     spirvModules.addPass(spirv::createSPIRVLowerABIAttributesPass());
     spirvModules.addPass(spirv::createSPIRVUpdateVCEPass());
-    pm.addPass(createKilnSpirvEmbedKernels());
+    pm.addPass(createKilnSpirvSerializeKernels());
+    pm.addPass(createKilnGpuEmbedKernels());
     if (gpu.api == GpuApi::Metal)
       pm.addPass(createKilnMetalTranslateKernels());
     host->addStagePasses(pm, Stage::LLVM, options);

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-spirv-convert-gpu,spirv.module(spirv-lower-abi-attrs,spirv-update-vce),kiln-spirv-embed-kernels,kiln-metal-translate-kernels)' | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-spirv-convert-gpu,spirv.module(spirv-lower-abi-attrs,spirv-update-vce),kiln-spirv-serialize-kernels,kiln-gpu-embed-kernels,kiln-metal-translate-kernels)' | FileCheck %s
 
 // The kernel's SPIR-V becomes MSL: a `kernel void` whose buffers are bound
 // to [[buffer(i)]] in argument order (as its Vulkan bindings are), and the

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-spirv-pack-params --canonicalize | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-pack-params --canonicalize | FileCheck %s
 
 // Scalars and the shapes of dynamic or offset buffers go to one params
 // buffer of i32 words: %n (word 0), %x's offset, size and stride (1-3),
@@ -59,7 +59,7 @@ module attributes {gpu.container_module} {
 
 module attributes {gpu.container_module} {
   gpu.module @kernels {
-    // expected-error @+1 {{kiln-spirv-pack-params: kernel argument 0 is a 'vector<4xf32>', which kernels cannot be passed}}
+    // expected-error @+1 {{kiln-gpu-pack-params: kernel argument 0 is a 'vector<4xf32>', which kernels cannot be passed}}
     gpu.func @vector(%v: vector<4xf32>) kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
       gpu.return
     }

@@ -1,22 +1,21 @@
-//===- EmbedKernels.cpp - SPIR-V kernels into the host module -------------===//
+//===- EmbedKernels.cpp - GPU kernels into the host module ----------------===//
 //
-// The host code of a Vulkan model is compiled like a CPU model's; what makes
+// The host code of a GPU model is compiled like a CPU model's; what makes
 // it a GPU model is this pass: launches become calls of the runtime, which
-// owns the device, and the kernels travel in the object as SPIR-V.
+// owns the device, and the kernels travel in the object (as SPIR-V, MSL or
+// a CUDA fatbin: whatever code the target put on their gpu.modules).
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/spirv/Passes.h"
+#include "codegen/gpu/Passes.h"
 #include "codegen/gpu/DeviceBuffers.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Target/SPIRV/Serialization.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNSPIRVEMBEDKERNELS
-#include "codegen/spirv/Passes.h.inc"
+#define GEN_PASS_DEF_KILNGPUEMBEDKERNELS
+#include "codegen/gpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -28,20 +27,6 @@ namespace {
 constexpr int64_t kArgConstant = 1;
 constexpr int64_t kArgParams = 2;
 constexpr int64_t kArgMaybeConstant = 4;
-/// The KILN_GPU_FEATURE_* bit (runtime/include/kiln/runtime.h) of a
-/// capability a device may lack; 0 for those every device has.
-int32_t featureOf(spirv::Capability capability) {
-  switch (capability) {
-  case spirv::Capability::Int64: return 1;
-  case spirv::Capability::Int16: return 2;
-  case spirv::Capability::Int8: return 4;
-  case spirv::Capability::Float16: return 8;
-  case spirv::Capability::Float64: return 16;
-  case spirv::Capability::StorageBuffer16BitAccess: return 32;
-  case spirv::Capability::StorageBuffer8BitAccess: return 64;
-  default: return 0;
-  }
-}
 /// Fields of one kiln_gpu_arg: address, bytes, flags.
 constexpr int64_t kArgFields = 3;
 
@@ -161,11 +146,11 @@ FailureOr<Value> launchArguments(OpBuilder &b, func::FuncOp host, gpu::LaunchFun
   for (auto [i, operand] : llvm::enumerate(launch.getKernelOperands())) {
     auto type = dyn_cast<MemRefType>(operand.getType());
     if (!type)
-      return launch.emitError("kiln-spirv-embed-kernels: kernel argument ")
+      return launch.emitError("kiln-gpu-embed-kernels: kernel argument ")
              << i << " is a " << operand.getType() << ", not a buffer";
     FailureOr<Value> bytes = byteSize(b, loc, operand);
     if (failed(bytes))
-      return launch.emitError("kiln-spirv-embed-kernels: kernel argument ")
+      return launch.emitError("kiln-gpu-embed-kernels: kernel argument ")
              << i << " is a view with dynamic sizes, strides or offset (" << type
              << "); a kernel takes a whole buffer or a static view";
     Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand);
@@ -184,39 +169,40 @@ FailureOr<Value> launchArguments(OpBuilder &b, func::FuncOp host, gpu::LaunchFun
       .getResult();
 }
 
-/// The serialized kernel that `launch` runs, as kiln.gpu_kernels holds it.
-FailureOr<DictionaryAttr> serializeKernel(ModuleOp top, gpu::LaunchFuncOp launch) {
-  StringRef moduleName = launch.getKernelModuleName().getValue();
+/// The kernel that `launch` runs, as kiln.gpu_kernels holds it: its name,
+/// workgroup size and buffers, and the code its gpu.module carries.
+FailureOr<DictionaryAttr> describeKernel(gpu::LaunchFuncOp launch) {
   auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(launch, launch.getKernel());
-  auto spirvModule = top.lookupSymbol<spirv::ModuleOp>(("__spv__" + moduleName).str());
-  if (!kernel || !spirvModule)
-    return launch.emitError("kiln-spirv-embed-kernels: no SPIR-V for kernel ")
-           << launch.getKernel() << " (run kiln-spirv-convert-gpu first)";
+  if (!kernel)
+    return launch.emitError("kiln-gpu-embed-kernels: no kernel ") << launch.getKernel();
   std::optional<ArrayRef<int32_t>> size = kernel.getKnownBlockSize();
   if (!size)
-    return kernel.emitError("kiln-spirv-embed-kernels: kernel has no known_block_size");
-  SmallVector<uint32_t> words;
-  if (failed(spirv::serialize(spirvModule, words)))
-    return failure();
-  Builder b(top.getContext());
-  // spirv-update-vce left the capabilities the kernel really uses.
-  int32_t features = 0;
-  if (std::optional<spirv::VerCapExtAttr> vce = spirvModule.getVceTriple())
-    for (spirv::Capability capability : vce->getCapabilities())
-      features |= featureOf(capability);
-  auto wordsType = RankedTensorType::get({static_cast<int64_t>(words.size())}, b.getI32Type());
-  return b.getDictionaryAttr({
-      b.getNamedAttr("name", b.getStringAttr(kernel.getName())),
-      b.getNamedAttr("spirv", DenseIntElementsAttr::get(wordsType, ArrayRef<uint32_t>(words))),
-      b.getNamedAttr("workgroup_size", b.getDenseI32ArrayAttr(*size)),
-      b.getNamedAttr("buffers", b.getI32IntegerAttr(kernel.getNumArguments())),
-      b.getNamedAttr("features", b.getI32IntegerAttr(features)),
-  });
+    return kernel.emitError("kiln-gpu-embed-kernels: kernel has no known_block_size");
+  Builder b(kernel.getContext());
+  NamedAttrList fields;
+  fields.set("name", b.getStringAttr(kernel.getName()));
+  fields.set("workgroup_size", b.getDenseI32ArrayAttr(*size));
+  fields.set("buffers", b.getI32IntegerAttr(kernel.getNumArguments()));
+  fields.set("features", b.getI32IntegerAttr(0));
+  bool hasCode = false;
+  for (NamedAttribute attr : kernel->getParentOp()->getAttrs()) {
+    StringRef name = attr.getName().getValue();
+    if (!name.consume_front("kiln."))
+      continue;
+    fields.set(name, attr.getValue());
+    hasCode |= name != "features";
+  }
+  if (!hasCode)
+    return launch.emitError("kiln-gpu-embed-kernels: kernel ")
+           << launch.getKernel()
+           << " has no code (run the target's kiln-spirv-serialize-kernels or "
+              "kiln-cuda-compile-kernels first)";
+  return fields.getDictionary(b.getContext());
 }
 
-struct KilnSpirvEmbedKernelsPass
-    : mlir::kiln::impl::KilnSpirvEmbedKernelsBase<KilnSpirvEmbedKernelsPass> {
-  using KilnSpirvEmbedKernelsBase::KilnSpirvEmbedKernelsBase;
+struct KilnGpuEmbedKernelsPass
+    : mlir::kiln::impl::KilnGpuEmbedKernelsBase<KilnGpuEmbedKernelsPass> {
+  using KilnGpuEmbedKernelsBase::KilnGpuEmbedKernelsBase;
 
   void runOnOperation() override {
     ModuleOp top = getOperation();
@@ -245,7 +231,7 @@ struct KilnSpirvEmbedKernelsPass
       for (gpu::LaunchFuncOp launch : launches) {
         auto [it, inserted] = kernelIndex.try_emplace(launch.getKernel(), kernels.size());
         if (inserted) {
-          FailureOr<DictionaryAttr> kernel = serializeKernel(top, launch);
+          FailureOr<DictionaryAttr> kernel = describeKernel(launch);
           if (failed(kernel))
             return signalPassFailure();
           kernels.push_back(*kernel);
@@ -263,7 +249,7 @@ struct KilnSpirvEmbedKernelsPass
       }
     }
     for (Operation &op : llvm::make_early_inc_range(*top.getBody()))
-      if (isa<gpu::GPUModuleOp, spirv::ModuleOp>(op))
+      if (isa<gpu::GPUModuleOp>(op))
         op.erase();
     top->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
     if (!kernels.empty())

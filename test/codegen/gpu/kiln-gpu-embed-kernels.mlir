@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --pass-pipeline='builtin.module(kiln-spirv-convert-gpu,spirv.module(spirv-lower-abi-attrs,spirv-update-vce),kiln-spirv-embed-kernels,canonicalize)' | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(kiln-gpu-embed-kernels,canonicalize)' | FileCheck %s
 
 // Launches become runtime calls: kernel index, grid, and a stack array of
 // {address, bytes, flags} per buffer (flags 1 for a constant, also through
@@ -6,12 +6,11 @@
 // bytes up to its last element). The host's copy waits for the first
 // launch; the second launch of the same kernel reuses its index and needs
 // no wait (the runtime waits at the end of a run), nor do the host's own
-// buffers and run-time checks after it. The kernel's SPIR-V
-// (magic number 0x07230203) is in kiln.gpu_kernels; the gpu and spirv
-// modules are gone.
-// CHECK: module attributes {kiln.gpu_kernels = [{buffers = 3 : i32, features = 0 : i32, name = "scale", spirv = dense<"0x03022307{{[0-9A-F]+}}"> : tensor<{{[0-9]+}}xi32>, workgroup_size = array<i32: 64, 1, 1>}]}
+// buffers and run-time checks after it. The kernel's code and features,
+// which its gpu.module carries (kiln.<field>), are in kiln.gpu_kernels
+// with its name, workgroup size and buffers; the gpu.module is gone.
+// CHECK: module attributes {kiln.gpu_kernels = [{buffers = 3 : i32, features = 1 : i32, name = "scale", spirv = dense<[119734787, 66304]> : tensor<2xi32>, workgroup_size = array<i32: 64, 1, 1>}]}
 // CHECK-NOT: gpu.module
-// CHECK-NOT: spirv.module
 // CHECK-DAG: func.func private @kiln_gpu_wait()
 // CHECK-DAG: func.func private @kiln_gpu_launch(i32, i64, i64, i64, !llvm.ptr)
 // CHECK-LABEL: func.func @main
@@ -54,7 +53,7 @@ module attributes {gpu.container_module} {
   memref.global "private" constant @weights : memref<256xf32> = dense<1.0>
   memref.global "private" constant @message : memref<4xi8> = dense<0>
   func.func private @kiln_check_failed(i64)
-  gpu.module @kernels {
+  gpu.module @kernels attributes {kiln.spirv = dense<[119734787, 66304]> : tensor<2xi32>, kiln.features = 1 : i32} {
     gpu.func @scale(%in: memref<256xf32>, %w: memref<16x16xf32>, %out: memref<64xf32, strided<[1], offset: 64>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %tid = gpu.thread_id x
       %x = memref.load %in[%tid] : memref<256xf32>
@@ -84,6 +83,23 @@ module attributes {gpu.container_module} {
       %q = arith.index_cast %p : index to i64
       func.call @kiln_check_failed(%q) : (i64) -> ()
     }
+    return
+  }
+}
+
+// -----
+
+// A kernel whose gpu.module carries no code: the target's pass did not run.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @nothing() kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+      gpu.return
+    }
+  }
+  func.func @main() {
+    %c1 = arith.constant 1 : index
+    // expected-error @+1 {{kiln-gpu-embed-kernels: kernel @kernels::@nothing has no code (run the target's kiln-spirv-serialize-kernels or kiln-cuda-compile-kernels first)}}
+    gpu.launch_func @kernels::@nothing blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
     return
   }
 }

@@ -8,14 +8,14 @@
 // kernel addresses it as a flat array.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/spirv/Passes.h"
+#include "codegen/gpu/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 namespace mlir::kiln {
-#define GEN_PASS_DEF_KILNSPIRVPACKPARAMS
-#include "codegen/spirv/Passes.h.inc"
+#define GEN_PASS_DEF_KILNGPUPACKPARAMS
+#include "codegen/gpu/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -124,13 +124,13 @@ LogicalResult linearizeAccesses(BlockArgument arg, MemRefType type, Value offset
     if (auto dim = dyn_cast<memref::DimOp>(user)) {
       std::optional<int64_t> index = dim.getConstantIndex();
       if (!index)
-        return dim.emitError("kiln-spirv-pack-params: a kernel's memref.dim needs a constant "
+        return dim.emitError("kiln-gpu-pack-params: a kernel's memref.dim needs a constant "
                              "dimension");
       dim.replaceAllUsesWith(sizes[*index]);
       dim.erase();
       continue;
     }
-    return user->emitError("kiln-spirv-pack-params: a buffer of dynamic shape or layout (")
+    return user->emitError("kiln-gpu-pack-params: a buffer of dynamic shape or layout (")
            << type << ") is read or written by '" << user->getName()
            << "'; kernels address such buffers through loads and stores only";
   }
@@ -152,7 +152,7 @@ FailureOr<KernelPlan> planKernel(gpu::GPUFuncOp kernel) {
     if (!type) {
       unsigned words = wordsOf(arg.getType());
       if (!words)
-        return kernel.emitError("kiln-spirv-pack-params: kernel argument ")
+        return kernel.emitError("kiln-gpu-pack-params: kernel argument ")
                << arg.getArgNumber() << " is a " << arg.getType()
                << ", which kernels cannot be passed";
       p.kind = ArgPlan::Scalar;
@@ -281,8 +281,8 @@ LogicalResult rewriteLaunch(gpu::LaunchFuncOp launch, const KernelPlan &plan,
   return success();
 }
 
-struct KilnSpirvPackParamsPass
-    : mlir::kiln::impl::KilnSpirvPackParamsBase<KilnSpirvPackParamsPass> {
+struct KilnGpuPackParamsPass
+    : mlir::kiln::impl::KilnGpuPackParamsBase<KilnGpuPackParamsPass> {
   void runOnOperation() override {
     ModuleOp top = getOperation();
     DenseMap<Operation *, SmallVector<gpu::LaunchFuncOp>> launches;

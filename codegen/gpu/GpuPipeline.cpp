@@ -1,0 +1,55 @@
+//===- GpuPipeline.cpp - the stages every GPU backend shares --------------===//
+#include "codegen/gpu/GpuPipeline.h"
+#include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
+#include "codegen/gpu/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+void mlir::kiln::addGpuLinalgPasses(OpPassManager &pm, const PipelineOptions &options) {
+  // Attention unfused: its matmuls and softmax become kernels (the blocked
+  // online softmax is a host loop nest).
+  ConvertKilnToLinalgOptions lowering;
+  lowering.attentionKeyBlock = 0;
+  pm.addPass(createConvertKilnToLinalg(lowering));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createKilnFuseElementwise({options.reportFusion}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::kiln::addGpuBufferizedPasses(OpPassManager &pm, const GpuTarget &gpu,
+                                        const PipelineOptions &options) {
+  pm.addNestedPass<func::FuncOp>(createKilnGpuDistribute({gpu.name}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  addBufferizationPasses(pm);
+  pm.addNestedPass<func::FuncOp>(createKilnGpuDistributeBuffers({gpu.name}));
+  pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
+  pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());
+  if (options.reportPlacement)
+    pm.addNestedPass<func::FuncOp>(createKilnGpuReportPlacement({gpu.name}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createKilnPlanMemory({options.reportMemory}));
+}
+
+void mlir::kiln::addGpuKernelOutlining(OpPassManager &pm) {
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addNestedPass<gpu::GPUFuncOp>(createConvertLinalgToLoopsPass());
+  kernels.addPass(memref::createFoldMemRefAliasOpsPass());
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  pm.addPass(createKilnGpuPackParams());
+}
