@@ -2,6 +2,7 @@
 #include "codegen/Pipeline.h"
 #include "codegen/common/Passes.h"
 #include "codegen/cpu/CpuBackend.h"
+#include "codegen/cuda/CudaBackend.h"
 #include "codegen/spirv/SpirvBackend.h"
 #include "passes/Passes.h"
 
@@ -61,13 +62,14 @@ struct BackendEntry {
 /// every target triple, so they come last.
 static const BackendEntry kBackends[] = {
     {isSpirvTarget, createSpirvBackend},
+    {isCudaTarget, createCudaBackend},
     {[](llvm::StringRef) { return true; }, createCpuBackend},
 };
 
 llvm::StringRef mlir::kiln::targetNames() {
   return "x86_64-linux-gnu (the host's default), aarch64-linux-gnu, vulkan "
-         "(vulkan-lavapipe, vulkan-nvidia: the same kernels tiled for that device), or metal "
-         "(objects for arm64 macOS with MSL kernels)";
+         "(vulkan-lavapipe, vulkan-nvidia: the same kernels tiled for that device), cuda "
+         "(cuda-sm80, cuda-sm90a), or metal (arm64 macOS with MSL kernels)";
 }
 
 FailureOr<std::unique_ptr<TargetBackend>>

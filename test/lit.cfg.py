@@ -79,3 +79,19 @@ if shutil.which("vulkaninfo"):
         config.available_features.add("vulkan")
 if shutil.which("spirv-val"):
     config.available_features.add("spirv-val")
+
+# The CUDA toolkit's ptxas and fatbinary, which --target=cuda needs (no GPU
+# or driver: the tests compile and assemble kernels, and check the errors).
+cuda_toolkit = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+if os.access(os.path.join(cuda_toolkit, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%cuda", cuda_toolkit))
+# An NVIDIA driver and GPU (the lent GPU machines; never CI).
+try:
+    import ctypes
+    _cuda = ctypes.CDLL("libcuda.so.1")
+    _count = ctypes.c_int(0)
+    if _cuda.cuInit(0) == 0 and _cuda.cuDeviceGetCount(ctypes.byref(_count)) == 0 and _count.value:
+        config.available_features.add("cuda-driver")
+except OSError:
+    pass

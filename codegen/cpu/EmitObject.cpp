@@ -67,8 +67,9 @@ static llvm::Constant *tensorInfos(llvm::Module &m, llvm::StructType *infoType,
 }
 
 /// The `kiln_gpu_program` of the kernels in `kernels` (the module's
-/// kiln.gpu_kernels: SPIR-V words from kiln-gpu-embed-kernels, or MSL
-/// from kiln-metal-translate-kernels), or null without kernels.
+/// kiln.gpu_kernels from kiln-gpu-embed-kernels: SPIR-V words, a CUDA
+/// fatbin, or MSL from kiln-metal-translate-kernels), or null without
+/// kernels.
 static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::StringRef prefix) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
@@ -79,7 +80,7 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
   auto *kernelType = llvm::StructType::create(
       ctx, {ptr, ptr, i64, llvm::ArrayType::get(i32, 3), i32, i32}, "kiln_gpu_kernel");
   std::vector<llvm::Constant *> entries;
-  bool metal = false;
+  uint32_t api = 1; // KILN_GPU_VULKAN
   for (auto [i, attr] : llvm::enumerate(kernels.getAsRange<DictionaryAttr>())) {
     std::string base = (prefix + "_kernel" + llvm::Twine(i)).str();
     auto name = attr.getAs<StringAttr>("name");
@@ -88,9 +89,13 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
     llvm::Constant *codeData;
     uint64_t codeBytes;
     if (auto msl = attr.getAs<StringAttr>("msl")) {
-      metal = true;
+      api = 2; // KILN_GPU_METAL
       codeData = llvm::ConstantDataArray::getString(ctx, msl.getValue());
       codeBytes = msl.size();
+    } else if (auto fatbin = attr.getAs<StringAttr>("cuda")) {
+      api = 3; // KILN_GPU_CUDA
+      codeData = llvm::ConstantDataArray::getString(ctx, fatbin.getValue(), /*AddNull=*/false);
+      codeBytes = fatbin.size();
     } else {
       std::vector<uint32_t> words;
       for (const llvm::APInt &word : attr.getAs<DenseIntElementsAttr>("spirv").getValues<llvm::APInt>())
@@ -101,7 +106,7 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
     auto *code = new llvm::GlobalVariable(m, codeData->getType(), true,
                                           llvm::GlobalValue::PrivateLinkage, codeData,
                                           base + "_code");
-    code->setAlignment(llvm::Align(4));
+    code->setAlignment(llvm::Align(16)); // a fatbin's header has 64-bit fields
     std::vector<llvm::Constant *> workgroup;
     for (int32_t extent : size.asArrayRef())
       workgroup.push_back(llvm::ConstantInt::get(i32, extent));
@@ -119,7 +124,7 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
   auto *programType = llvm::StructType::create(ctx, {i32, i32, ptr}, "kiln_gpu_program");
   return new llvm::GlobalVariable(
       m, programType, true, llvm::GlobalValue::PrivateLinkage,
-      llvm::ConstantStruct::get(programType, {llvm::ConstantInt::get(i32, metal ? 2 : 1), // KILN_GPU_METAL, KILN_GPU_VULKAN
+      llvm::ConstantStruct::get(programType, {llvm::ConstantInt::get(i32, api),
                                               llvm::ConstantInt::get(i32, entries.size()),
                                               table}),
       (prefix + "_gpu_program").str());

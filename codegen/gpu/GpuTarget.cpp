@@ -18,6 +18,7 @@ static const GpuTarget kTargets[] = {
     {"vulkan-lavapipe", GpuApi::Vulkan, 8, 32 * 1024, 1024, {1024, 1024, 1024}, 16, {}, true, false, false},
     {"vulkan-nvidia", GpuApi::Vulkan, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kNvidiaVulkan,
      true, false, false},
+    {"cuda", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm80, true, true, true},
     {"cuda-sm80", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm80, true, true, true},
     {"cuda-sm90a", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm90a, true, true, true},
     {"metal", GpuApi::Metal, 32, 32 * 1024, 1024, {1024, 1024, 1024}, 16, kApple, false, false, false},

@@ -58,6 +58,10 @@ static void usage(FILE *out) {
   if (info->gpu && info->gpu->api == KILN_GPU_METAL)
     fprintf(out, "Device: its %u kernels run on the Metal device (the system's default)\n",
             info->gpu->num_kernels);
+  else if (info->gpu && info->gpu->api == KILN_GPU_CUDA)
+    fprintf(out, "Device: its %u kernels run on an NVIDIA GPU (KILN_CUDA_DEVICE=N picks the "
+                 "N-th; by default the first)\n",
+            info->gpu->num_kernels);
   else if (info->gpu)
     fprintf(out, "Device: its %u kernels run on a Vulkan device (KILN_VULKAN_DEVICE=N picks "
                  "the N-th; by default the first discrete GPU, else integrated, else any)\n",

@@ -156,27 +156,6 @@ static void set_error(kiln_model *m, const char *fmt, ...) {
   va_end(ap);
 }
 
-static const char *api_name(uint32_t api) {
-  switch (api) {
-  case KILN_GPU_VULKAN: return "Vulkan";
-  case KILN_GPU_METAL: return "Metal";
-  default: return NULL;
-  }
-}
-
-/* The device for `program`, if its kernels are for this runtime's API. */
-static kiln_device *open_device(const kiln_gpu_program *program, char *error, size_t size) {
-  if (program->api == kiln_device_api)
-    return kiln_device_open(program, error, size);
-  if (api_name(program->api))
-    snprintf(error, size, "this runtime runs %s kernels, not %s kernels (the model was compiled "
-             "for another system)", api_name(kiln_device_api), api_name(program->api));
-  else
-    snprintf(error, size, "this runtime runs %s kernels, not kernels for GPU API %u",
-             api_name(kiln_device_api), program->api);
-  return NULL;
-}
-
 kiln_model *kiln_model_create(const kiln_model_info *info) {
   if (!info || info->abi_version != KILN_ABI_VERSION)
     return NULL;
@@ -197,7 +176,7 @@ kiln_model *kiln_model_create(const kiln_model_info *info) {
     return NULL;
   }
   if (info->gpu) {
-    m->device = open_device(info->gpu, m->device_error, sizeof m->device_error);
+    m->device = kiln_device_open(info->gpu, m->device_error, sizeof m->device_error);
     m->arena.device = m->device;
     size_t slots = (size_t)info->num_inputs + info->num_outputs + 1;
     m->staged = calloc(slots, sizeof(void *));

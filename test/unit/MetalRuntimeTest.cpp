@@ -365,7 +365,11 @@ TEST_F(MetalRuntime, SaysWhatIsWrong) {
   fake.hasDevice = false;
   EXPECT_EQ(open({kernel("add_one", kAddSource, 8, 2)}, error), nullptr);
   EXPECT_EQ(error, "no Metal device (MTLCreateSystemDefaultDevice)");
-  EXPECT_EQ(kiln_device_api, uint32_t(KILN_GPU_METAL));
+  program = {KILN_GPU_VULKAN, 0, nullptr};
+  char message[256];
+  EXPECT_EQ(kiln_device_open(&program, message, sizeof message), nullptr);
+  EXPECT_STREQ(message, "this runtime runs Metal kernels, not Vulkan kernels (the model was "
+                        "compiled for another system)");
 }
 
 TEST_F(MetalRuntime, ReportsLaunchAndKernelFailures) {

@@ -138,7 +138,7 @@ TEST(Runtime, GpuModelWithoutDeviceFailsWithTheReason) {
   kiln_model *m = kiln_model_create(&gpu);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(kiln_model_device(m), nullptr);
-  const char *reason = "this runtime runs Vulkan kernels, not kernels for GPU API 99";
+  const char *reason = "this runtime runs Vulkan and CUDA kernels, not kernels for GPU API 99";
   EXPECT_STREQ(kiln_model_error(m), reason);
   float x[6] = {}, y[6] = {};
   const void *in[] = {x};
@@ -151,8 +151,8 @@ TEST(Runtime, GpuModelWithoutDeviceFailsWithTheReason) {
   gpu.gpu = &metal;
   m = kiln_model_create(&gpu);
   ASSERT_NE(m, nullptr);
-  EXPECT_STREQ(kiln_model_error(m), "this runtime runs Vulkan kernels, not Metal kernels (the "
-                                    "model was compiled for another system)");
+  EXPECT_STREQ(kiln_model_error(m), "this runtime runs Vulkan and CUDA kernels, not Metal "
+                                    "kernels (the model was compiled for another system)");
   kiln_model_destroy(m);
   kiln_model *cpu = kiln_model_create(&kModel);
   EXPECT_EQ(kiln_model_device(cpu), nullptr);

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Link.h"
+#include "codegen/cuda/CudaBackend.h"
 #include "codegen/Passes.h"
 #include "codegen/common/Passes.h"
 #include "codegen/Pipeline.h"
@@ -79,12 +80,20 @@ cl::opt<std::string> targetTriple("target",
                                   cl::desc("Target: x86_64-linux-gnu (host default), "
                                            "aarch64-linux-gnu, vulkan (kernels on a Vulkan "
                                            "GPU, tiled for any device; vulkan-nvidia and "
-                                           "vulkan-lavapipe tile for those), or metal (arm64 "
+                                           "vulkan-lavapipe tile for those), cuda (NVIDIA "
+                                           "GPUs: sm_80 and sm_90a cubins plus PTX; cuda-sm80 "
+                                           "and cuda-sm90a tile for those), or metal (arm64 "
                                            "macOS 13+, MSL kernels on the Metal GPU)"),
                                   cl::cat(category));
 cl::opt<std::string> dumpKernels("dump-kernels",
                                  cl::desc("For a GPU target: also write each kernel to "
-                                          "DIR/<index>-<name>.spv (Vulkan) or .metal (Metal)"),
+                                          "DIR/<index>-<name>.spv (Vulkan), .metal (Metal), "
+                                          "or .ptx and .fatbin (CUDA)"),
+                                 cl::value_desc("DIR"), cl::cat(category));
+cl::opt<std::string> cudaToolkit("cuda-toolkit",
+                                 cl::desc("For --target=cuda: the CUDA toolkit's folder, whose "
+                                          "ptxas and fatbinary build the kernels (default: "
+                                          "$CUDA_HOME, /usr/local/cuda, or the PATH's)"),
                                  cl::value_desc("DIR"), cl::cat(category));
 cl::opt<std::string> mcpu("mcpu", cl::desc("Target CPU (default: the host CPU for host "
                                            "targets, generic otherwise)"),
@@ -452,13 +461,13 @@ static bool writeFile(StringRef path, StringRef bytes) {
   return true;
 }
 
-/// Writes each kernel of kiln.gpu_kernels to `dir`: a SPIR-V binary, or
-/// MSL source for Metal.
+/// Writes each kernel of kiln.gpu_kernels to `dir`: a SPIR-V binary, MSL
+/// source for Metal, or for CUDA its PTX and its fatbin.
 static bool writeKernels(ModuleOp module, StringRef dir) {
   auto kernels = module->getAttrOfType<ArrayAttr>("kiln.gpu_kernels");
   if (!kernels) {
-    error("--dump-kernels: the model has no GPU kernels (compile it with --target=vulkan or "
-          "metal)");
+    error("--dump-kernels: the model has no GPU kernels (compile it with --target=vulkan, "
+          "cuda or metal)");
     return false;
   }
   if (std::error_code ec = sys::fs::create_directories(dir)) {
@@ -466,21 +475,28 @@ static bool writeKernels(ModuleOp module, StringRef dir) {
     return false;
   }
   for (auto [i, kernel] : llvm::enumerate(kernels.getAsRange<DictionaryAttr>())) {
-    std::string code;
-    auto msl = kernel.getAs<StringAttr>("msl");
-    if (msl) {
-      code = msl.str();
+    // Files by extension: .spv, .metal, or .ptx and .fatbin.
+    SmallVector<std::pair<StringRef, std::string>> files;
+    if (auto msl = kernel.getAs<StringAttr>("msl")) {
+      files.push_back({".metal", msl.str()});
+    } else if (auto fatbin = kernel.getAs<StringAttr>("cuda")) {
+      files.push_back({".ptx", kernel.getAs<StringAttr>("ptx").str()});
+      files.push_back({".fatbin", fatbin.str()});
     } else {
+      std::string code;
       for (const APInt &word : kernel.getAs<DenseIntElementsAttr>("spirv").getValues<APInt>()) {
         uint32_t w = word.getZExtValue();
         code.append(reinterpret_cast<const char *>(&w), sizeof w);
       }
+      files.push_back({".spv", code});
     }
-    SmallString<256> path(dir);
-    sys::path::append(path, Twine(i) + "-" + kernel.getAs<StringAttr>("name").getValue() +
-                                (msl ? ".metal" : ".spv"));
-    if (!writeFile(path, code))
-      return false;
+    for (auto &[extension, code] : files) {
+      SmallString<256> path(dir);
+      sys::path::append(path, Twine(i) + "-" + kernel.getAs<StringAttr>("name").getValue() +
+                                  extension);
+      if (!writeFile(path, code))
+        return false;
+    }
   }
   return true;
 }
@@ -706,6 +722,15 @@ int main(int argc, char **argv) {
   auto target = mlir::kiln::createTargetBackend(targetTriple, mcpu, targetError);
   if (failed(target))
     return error(targetError);
+  // CUDA kernels are assembled by the toolkit's ptxas: find it before
+  // compiling anything.
+  std::string cudaKit;
+  if (mlir::kiln::isCudaTarget(targetTriple)) {
+    cudaKit = mlir::kiln::findCudaToolkit(cudaToolkit);
+    if (cudaKit.empty())
+      return error("--target=" + targetTriple + " needs the CUDA toolkit: " +
+                   mlir::kiln::cudaToolkitMissing(cudaToolkit));
+  }
 
   ::kiln::onnx_frontend::ImportOptions options;
   if (!parseInputShapes(options))
@@ -747,6 +772,7 @@ int main(int argc, char **argv) {
   pipelineOptions.reportQuant = llvm::is_contained(reports, Report::Quant);
   pipelineOptions.reportMemory = llvm::is_contained(reports, Report::Memory);
   pipelineOptions.reportPlacement = llvm::is_contained(reports, Report::Placement);
+  pipelineOptions.cudaToolkit = cudaKit;
   pipelineOptions.bf16 = precision == "bf16";
   if (prune.getNumOccurrences()) {
     pipelineOptions.pruneFraction = prune;

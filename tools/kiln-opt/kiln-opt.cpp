@@ -3,6 +3,7 @@
 #include "codegen/Pipeline.h"
 #include "codegen/common/Passes.h"
 #include "codegen/cpu/Passes.h"
+#include "codegen/cuda/Passes.h"
 #include "codegen/gpu/Passes.h"
 #include "codegen/metal/Passes.h"
 #include "codegen/spirv/Passes.h"
@@ -23,6 +24,7 @@ int main(int argc, char **argv) {
   mlir::kiln::registerKilnGpuPasses();
   mlir::kiln::registerKilnSpirvPasses();
   mlir::kiln::registerKilnMetalPasses();
+  mlir::kiln::registerKilnCudaPasses();
   mlir::kiln::registerKilnPipelines();
   mlir::kiln::registerKilnGraphPasses();
   mlir::DialectRegistry registry;

@@ -66,10 +66,15 @@ typedef struct kiln_tensor_info {
 /* The kernels of a model compiled for a GPU (kiln-compile --target=vulkan).
  * Each kernel's buffers are bound in the order of its arguments: bindings
  * 0, 1, ... of descriptor set 0. */
-typedef enum kiln_gpu_api { KILN_GPU_VULKAN = 1, KILN_GPU_METAL = 2 } kiln_gpu_api;
+typedef enum kiln_gpu_api {
+  KILN_GPU_VULKAN = 1,
+  KILN_GPU_METAL = 2,
+  KILN_GPU_CUDA = 3
+} kiln_gpu_api;
 typedef struct kiln_gpu_kernel {
   const char *name; /* entry point */
-  const void *code; /* Vulkan: SPIR-V; Metal: MSL source (NUL-terminated) */
+  const void *code; /* Vulkan: SPIR-V; Metal: MSL source (NUL-terminated);
+                       CUDA: a fatbin (cubins and PTX) */
   uint64_t code_bytes; /* without the NUL */
   uint32_t workgroup_size[3];
   uint32_t num_buffers;

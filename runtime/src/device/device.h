@@ -13,13 +13,10 @@
 
 typedef struct kiln_device kiln_device;
 
-/* The API of the kernels this runtime's device runs (kiln_gpu_api):
- * Vulkan on Linux, Metal on macOS. */
-extern const uint32_t kiln_device_api;
-
-/* Opens the device for `program` (of kiln_device_api) and prepares every
- * kernel; NULL with a message in `error` when there is none or it refuses
- * a kernel. */
+/* Opens the device for `program` and prepares every kernel; NULL with a
+ * message in `error` when this runtime has no device for its API (Vulkan
+ * and CUDA on Linux, Metal on macOS), there is none, or it refuses a
+ * kernel. */
 kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size_t size);
 void kiln_device_close(kiln_device *device);
 /* "llvmpipe (Vulkan 1.3)", for --help and errors. */
@@ -37,5 +34,18 @@ int kiln_device_launch(kiln_device *device, uint32_t kernel, const int64_t grid[
                        const kiln_gpu_arg *args, char *error, size_t size);
 /* Runs what was queued and waits for it. Returns nonzero with a message. */
 int kiln_device_wait(kiln_device *device, char *error, size_t size);
+
+/* One API's device (vulkan.c, cuda.c, metal.c): the functions above that
+ * differ by API; device.c picks by the program's. */
+typedef struct kiln_device_ops {
+  uint32_t api; /* kiln_gpu_api */
+  const char *name;
+  kiln_device *(*open)(const kiln_gpu_program *program, char *error, size_t size);
+  void (*close)(kiln_device *device);
+  int (*launch)(kiln_device *device, uint32_t kernel, const int64_t grid[3],
+                const kiln_gpu_arg *args, char *error, size_t size);
+  int (*wait)(kiln_device *device, char *error, size_t size);
+} kiln_device_ops;
+extern const kiln_device_ops kiln_vulkan_device, kiln_cuda_device, kiln_metal_device;
 
 #endif /* KILN_DEVICE_H */

@@ -1,31 +1,9 @@
 /*===- memory.c - device memory of a model instance -----------------------===*/
 #include "memory.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int kiln_device_fail(char *error, size_t size, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(error, size, fmt, ap);
-  va_end(ap);
-  return 1;
-}
-
-const char *kiln_device_name(const kiln_device *d) {
-  return ((const kiln_device_base *)d)->name;
-}
-
-void *kiln_device_alloc(kiln_device *d, size_t bytes) {
-  kiln_region *r = kiln_regions_add(&((kiln_device_base *)d)->regions, bytes, NULL);
-  return r ? r->mapped : NULL;
-}
-
-void kiln_device_free(kiln_device *d, void *memory) {
-  kiln_regions_free(&((kiln_device_base *)d)->regions, memory);
-}
 
 kiln_region *kiln_regions_add(kiln_regions *rs, size_t bytes, const void *key) {
   if (rs->count == rs->capacity) {

@@ -43,8 +43,9 @@ typedef struct kiln_regions {
 } kiln_regions;
 
 /* What every API's struct kiln_device begins with: kiln_device_name,
- * kiln_device_alloc and kiln_device_free are the same for all. */
+ * kiln_device_alloc and kiln_device_free are the same for all (device.c). */
 typedef struct kiln_device_base {
+  const kiln_device_ops *ops;
   kiln_regions regions;
   char name[300];
 } kiln_device_base;

@@ -74,6 +74,9 @@ struct kiln_device {
   uint32_t num_kernels;
 };
 
+static void metal_close(kiln_device *d);
+static int metal_wait(kiln_device *d, char *error, size_t size);
+
 static int create_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, char *error,
                          size_t size) {
   out->num_buffers = k->num_buffers;
@@ -127,7 +130,7 @@ static void destroy_region(void *device, kiln_region *r) {
 }
 
 static int drain(void *device, char *error, size_t size) {
-  return kiln_device_wait(device, error, size);
+  return metal_wait(device, error, size);
 }
 
 static int open_device(kiln_device *d, const kiln_gpu_program *program, char *error,
@@ -146,9 +149,7 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
   return 0;
 }
 
-const uint32_t kiln_device_api = KILN_GPU_METAL;
-
-kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size_t size) {
+static kiln_device *metal_open(const kiln_gpu_program *program, char *error, size_t size) {
   kiln_device *d = calloc(1, sizeof *d);
   if (!d) {
     kiln_device_fail(error, size, "out of memory");
@@ -162,18 +163,18 @@ kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size
   int failed = !d->kernels || open_device(d, program, error, size);
   objc_autoreleasePoolPop(pool);
   if (failed) {
-    kiln_device_close(d);
+    metal_close(d);
     return NULL;
   }
   return d;
 }
 
-void kiln_device_close(kiln_device *d) {
+static void metal_close(kiln_device *d) {
   if (!d)
     return;
   if (d->commands) {
     char ignored[64];
-    kiln_device_wait(d, ignored, sizeof ignored);
+    metal_wait(d, ignored, sizeof ignored);
   }
   kiln_regions_clear(&d->base.regions);
   for (uint32_t i = 0; i < d->num_kernels; ++i)
@@ -239,7 +240,7 @@ static int launch(kiln_device *d, uint32_t index, const int64_t grid[3],
   return 0;
 }
 
-int kiln_device_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
+static int metal_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                        const kiln_gpu_arg *args, char *error, size_t size) {
   if (index >= d->num_kernels)
     return kiln_device_fail(error, size, "kernel %u does not exist (the model has %u)", index,
@@ -257,7 +258,7 @@ int kiln_device_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
   return failed;
 }
 
-int kiln_device_wait(kiln_device *d, char *error, size_t size) {
+static int metal_wait(kiln_device *d, char *error, size_t size) {
   if (!d->commands)
     return 0;
   void *pool = objc_autoreleasePoolPush();
@@ -276,3 +277,6 @@ int kiln_device_wait(kiln_device *d, char *error, size_t size) {
   objc_autoreleasePoolPop(pool);
   return failed;
 }
+
+const kiln_device_ops kiln_metal_device = {KILN_GPU_METAL, "Metal", metal_open,
+                                         metal_close, metal_launch, metal_wait};

@@ -100,6 +100,9 @@ struct kiln_device {
   uint32_t num_kernels;
 };
 
+static void vulkan_close(kiln_device *d);
+static int vulkan_wait(kiln_device *d, char *error, size_t size);
+
 static const char *device_type_name(VkPhysicalDeviceType type) {
   switch (type) {
   case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
@@ -463,12 +466,10 @@ static void destroy_region(void *device, kiln_region *r) {
 }
 
 static int drain(void *device, char *error, size_t size) {
-  return kiln_device_wait(device, error, size);
+  return vulkan_wait(device, error, size);
 }
 
-const uint32_t kiln_device_api = KILN_GPU_VULKAN;
-
-kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size_t size) {
+static kiln_device *vulkan_open(const kiln_gpu_program *program, char *error, size_t size) {
   kiln_device *d = calloc(1, sizeof *d);
   if (!d) {
     kiln_device_fail(error, size, "out of memory");
@@ -478,26 +479,26 @@ kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size
   d->base.regions.api = (kiln_region_api){d, create_region, destroy_region, drain};
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   if (!d->kernels || open_instance(d, error, size) || open_device(d, program, error, size)) {
-    kiln_device_close(d);
+    vulkan_close(d);
     return NULL;
   }
   d->base.regions.params_alignment = d->offset_alignment;
   d->num_kernels = program->num_kernels;
   for (uint32_t i = 0; i < program->num_kernels; ++i)
     if (create_kernel(d, &program->kernels[i], &d->kernels[i], error, size)) {
-      kiln_device_close(d);
+      vulkan_close(d);
       return NULL;
     }
   return d;
 }
 
-void kiln_device_close(kiln_device *d) {
+static void vulkan_close(kiln_device *d) {
   if (!d)
     return;
   if (d->device) {
     if (d->recording) {
       char ignored[64];
-      kiln_device_wait(d, ignored, sizeof ignored);
+      vulkan_wait(d, ignored, sizeof ignored);
     }
     kiln_regions_clear(&d->base.regions);
     for (uint32_t i = 0; i < d->num_kernels; ++i) {
@@ -557,7 +558,7 @@ static int bind_arg(kiln_device *d, uint32_t index, uint32_t i, const kiln_gpu_a
   return 0;
 }
 
-int kiln_device_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
+static int vulkan_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                        const kiln_gpu_arg *args, char *error, size_t size) {
   if (index >= d->num_kernels)
     return kiln_device_fail(error, size, "kernel %u does not exist (the model has %u)", index,
@@ -601,7 +602,7 @@ int kiln_device_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
   return 0;
 }
 
-int kiln_device_wait(kiln_device *d, char *error, size_t size) {
+static int vulkan_wait(kiln_device *d, char *error, size_t size) {
   if (!d->recording)
     return 0;
   d->recording = 0;
@@ -621,3 +622,6 @@ int kiln_device_wait(kiln_device *d, char *error, size_t size) {
                             r == VK_ERROR_DEVICE_LOST ? ", device lost" : "");
   return 0;
 }
+
+const kiln_device_ops kiln_vulkan_device = {KILN_GPU_VULKAN, "Vulkan", vulkan_open,
+                                         vulkan_close, vulkan_launch, vulkan_wait};

@@ -1,0 +1,247 @@
+//===- CompileKernels.cpp - GPU kernels to CUDA fatbins -------------------===//
+//
+// Each gpu.module is lowered on a copy (the original stays for the
+// launches) through NVVM to PTX, per chip, by MLIR's NVVM target; the
+// toolkit's ptxas and fatbinary make the fatbin the runtime loads.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/CudaBackend.h"
+#include "codegen/cuda/Passes.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Regex.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNCUDACOMPILEKERNELS
+#include "codegen/cuda/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// A temporary file that goes away with it.
+struct TempFile {
+  SmallString<128> path;
+  explicit TempFile(StringRef suffix) {
+    if (llvm::sys::fs::createTemporaryFile("kiln-cuda", suffix, path))
+      path.clear();
+  }
+  ~TempFile() {
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+  }
+};
+
+/// Runs a toolkit program; its output (stdout and stderr) goes to `output`.
+LogicalResult runTool(StringRef program, ArrayRef<StringRef> args, std::string &output) {
+  TempFile log("log");
+  std::optional<StringRef> redirects[] = {std::nullopt, log.path.str(), log.path.str()};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(program, args, std::nullopt, redirects, 0, 0, &message);
+  if (auto text = llvm::MemoryBuffer::getFile(log.path))
+    output = (*text)->getBuffer().str();
+  if (!message.empty())
+    output += message;
+  return success(rc == 0);
+}
+
+LogicalResult writeFile(StringRef path, StringRef bytes) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return failure();
+  os << bytes;
+  return success();
+}
+
+/// Gives each kernel argument of a dynamic size (the flat buffers of
+/// kiln-gpu-pack-params, which only loads and stores use) a static one, as
+/// passing a bare pointer requires: the largest 32-bit count. Nothing reads
+/// it; addressing stays the kernel's.
+LogicalResult giveFlatBuffersStaticSizes(gpu::GPUModuleOp kernels) {
+  for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
+    SmallVector<Type> inputs(kernel.getArgumentTypes());
+    for (BlockArgument arg : kernel.getArguments()) {
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (!type || type.hasStaticShape())
+        continue;
+      if (type.getRank() != 1 || !type.getLayout().isIdentity() ||
+          !llvm::all_of(arg.getUsers(), [](Operation *user) {
+            return isa<memref::LoadOp, memref::StoreOp>(user);
+          }))
+        return kernel.emitError("kiln-cuda-compile-kernels: kernel argument ")
+               << arg.getArgNumber() << " (" << type
+               << ") has a dynamic shape used other than by loads and stores (run "
+                  "kiln-gpu-pack-params first)";
+      auto bounded = MemRefType::get({std::numeric_limits<int32_t>::max()},
+                                     type.getElementType(), type.getLayout(),
+                                     type.getMemorySpace());
+      arg.setType(bounded);
+      inputs[arg.getArgNumber()] = bounded;
+    }
+    kernel.setFunctionType(FunctionType::get(kernels.getContext(), inputs, {}));
+  }
+  return success();
+}
+
+/// One gpu.module compiled: the fatbin, the first chip's PTX, the most
+/// registers a thread uses.
+struct CompiledKernels {
+  std::string fatbin, ptx;
+  int64_t registers = 0;
+};
+
+struct KilnCudaCompileKernelsPass
+    : mlir::kiln::impl::KilnCudaCompileKernelsBase<KilnCudaCompileKernelsPass> {
+  using KilnCudaCompileKernelsBase::KilnCudaCompileKernelsBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    KilnCudaCompileKernelsBase::getDependentDialects(registry);
+    NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+    registerBuiltinDialectTranslation(registry);
+    registerGPUDialectTranslation(registry);
+    registerLLVMDialectTranslation(registry);
+    registerNVVMDialectTranslation(registry);
+  }
+
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    auto modules = llvm::to_vector(top.getOps<gpu::GPUModuleOp>());
+    if (modules.empty())
+      return;
+    kit = findCudaToolkit(toolkit);
+    if (kit.empty()) {
+      emitError(top.getLoc(), "kiln-cuda-compile-kernels: ") << cudaToolkitMissing(toolkit);
+      return signalPassFailure();
+    }
+    archs.assign(chips.begin(), chips.end());
+    if (archs.empty())
+      archs = {"sm_80", "sm_90a"};
+    Builder b(&getContext());
+    for (gpu::GPUModuleOp kernels : modules) {
+      FailureOr<CompiledKernels> compiled = compile(kernels);
+      if (failed(compiled))
+        return signalPassFailure();
+      kernels->setAttr("kiln.cuda", b.getStringAttr(compiled->fatbin));
+      kernels->setAttr("kiln.ptx", b.getStringAttr(compiled->ptx));
+      kernels->setAttr("kiln.registers", b.getI32IntegerAttr(compiled->registers));
+    }
+  }
+
+private:
+  std::string kit;
+  std::vector<std::string> archs; // `chips`, or the default
+
+  std::string tool(StringRef name) const {
+    SmallString<256> path(kit);
+    llvm::sys::path::append(path, "bin", name);
+    return std::string(path);
+  }
+
+  /// A copy of `kernels` lowered to the LLVM and NVVM dialects, in a module
+  /// of its own.
+  FailureOr<OwningOpRef<ModuleOp>> lowerToNVVM(gpu::GPUModuleOp kernels) {
+    OwningOpRef<ModuleOp> holder = ModuleOp::create(kernels.getLoc());
+    auto copy = kernels.clone();
+    holder->getBody()->push_back(copy);
+    if (failed(giveFlatBuffersStaticSizes(copy)))
+      return failure();
+    PassManager pm(&getContext(), ModuleOp::getOperationName());
+    OpPassManager &nested = pm.nest<gpu::GPUModuleOp>();
+    nested.addPass(createSCFToControlFlowPass());
+    ConvertGpuOpsToNVVMOpsOptions nvvm;
+    nvvm.useBarePtrCallConv = true; // one parameter per buffer, as the runtime passes them
+    nested.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+    nested.addPass(createCanonicalizerPass());
+    nested.addPass(createCSEPass());
+    nested.addPass(createReconcileUnrealizedCastsPass());
+    if (failed(pm.run(*holder)))
+      return failure();
+    return holder;
+  }
+
+  /// PTX of the lowered `kernels` for `chip`.
+  FailureOr<std::string> translateToPtx(gpu::GPUModuleOp kernels, StringRef chip) {
+    auto target = NVVM::NVVMTargetAttr::get(&getContext(), /*optLevel=*/3,
+                                            "nvptx64-nvidia-cuda", chip, "+ptx80");
+    gpu::TargetOptions options(kit, {}, {}, {}, gpu::CompilationTarget::Assembly);
+    auto serializer = dyn_cast<gpu::TargetAttrInterface>(target);
+    if (!serializer)
+      return kernels.emitError("kiln-cuda-compile-kernels: MLIR's NVVM target is not "
+                               "registered in this tool");
+    std::optional<SmallVector<char, 0>> ptx = serializer.serializeToObject(kernels, options);
+    if (!ptx)
+      return kernels.emitError("kiln-cuda-compile-kernels: no PTX for ") << chip;
+    return std::string(ptx->begin(), llvm::find(*ptx, '\0'));
+  }
+
+  FailureOr<CompiledKernels> compile(gpu::GPUModuleOp original) {
+    FailureOr<OwningOpRef<ModuleOp>> lowered = lowerToNVVM(original);
+    if (failed(lowered))
+      return failure();
+    auto kernels = *(*lowered)->getOps<gpu::GPUModuleOp>().begin();
+    CompiledKernels compiled;
+    std::vector<std::unique_ptr<TempFile>> files;
+    std::vector<std::string> images;
+    llvm::Regex usedRegisters("Used ([0-9]+) registers");
+    for (StringRef chip : archs) {
+      FailureOr<std::string> ptx = translateToPtx(kernels, chip);
+      if (failed(ptx))
+        return failure();
+      TempFile *ptxFile = files.emplace_back(std::make_unique<TempFile>("ptx")).get();
+      TempFile *cubin = files.emplace_back(std::make_unique<TempFile>("cubin")).get();
+      if (failed(writeFile(ptxFile->path, *ptx)))
+        return original.emitError("kiln-cuda-compile-kernels: cannot write a temporary file");
+      std::string arch = ("-arch=" + chip).str(), output;
+      std::string ptxas = tool("ptxas");
+      if (failed(runTool(ptxas, {ptxas, arch, "-O3", "-v", ptxFile->path, "-o", cubin->path},
+                         output)))
+        return original.emitError("kiln-cuda-compile-kernels: ptxas refused kernel module '")
+               << original.getName() << "' for " << chip << ":\n" << output;
+      StringRef rest = output;
+      SmallVector<StringRef> match;
+      while (usedRegisters.match(rest, &match)) {
+        compiled.registers = std::max<int64_t>(compiled.registers, std::stoll(match[1].str()));
+        rest = rest.substr(rest.find(match[0]) + match[0].size());
+      }
+      StringRef sm = chip.drop_front(3); // "sm_90a" -> "90a"
+      images.push_back(("--image3=kind=elf,sm=" + sm + ",file=" + cubin->path).str());
+      if (compiled.ptx.empty()) {
+        compiled.ptx = *ptx;
+        images.push_back(("--image3=kind=ptx,sm=" + sm + ",file=" + ptxFile->path).str());
+      }
+    }
+    TempFile fatbin("fatbin");
+    std::string fatbinary = tool("fatbinary"), output;
+    std::string create = ("--create=" + fatbin.path).str();
+    SmallVector<StringRef> args = {fatbinary, "-64", create};
+    args.append(images.begin(), images.end());
+    if (failed(runTool(fatbinary, args, output)))
+      return original.emitError("kiln-cuda-compile-kernels: fatbinary failed for kernel module '")
+             << original.getName() << "':\n" << output;
+    auto bytes = llvm::MemoryBuffer::getFile(fatbin.path, /*IsText=*/false);
+    if (!bytes)
+      return original.emitError("kiln-cuda-compile-kernels: fatbinary wrote no fatbin");
+    compiled.fatbin = (*bytes)->getBuffer().str();
+    return compiled;
+  }
+};
+
+} // namespace

@@ -1,0 +1,102 @@
+//===- CudaBackend.cpp - models whose kernels run on NVIDIA GPUs ----------===//
+//
+// A CUDA model is a host program (this machine's CPU backend compiles it)
+// that launches kernels through the runtime's CUDA device (the driver API
+// only). The stages are the shared GPU pipeline's (codegen/gpu/
+// GpuPipeline.h); the llvm stage compiles the outlined kernels to a fatbin
+// (kiln-cuda-compile-kernels).
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/CudaBackend.h"
+#include "codegen/cpu/CpuBackend.h"
+#include "codegen/cuda/Passes.h"
+#include "codegen/gpu/GpuPipeline.h"
+#include "codegen/gpu/Passes.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+std::string mlir::kiln::findCudaToolkit(llvm::StringRef option) {
+  auto hasPtxas = [](llvm::StringRef dir) {
+    llvm::SmallString<256> ptxas(dir);
+    llvm::sys::path::append(ptxas, "bin", "ptxas");
+    return llvm::sys::fs::can_execute(ptxas);
+  };
+  if (!option.empty())
+    return hasPtxas(option) ? option.str() : "";
+  for (const char *dir : {static_cast<const char *>(std::getenv("CUDA_HOME")), "/usr/local/cuda"})
+    if (dir && hasPtxas(dir))
+      return dir;
+  if (llvm::ErrorOr<std::string> ptxas = llvm::sys::findProgramByName("ptxas"))
+    return llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas)).str();
+  return "";
+}
+
+std::string mlir::kiln::cudaToolkitMissing(llvm::StringRef option) {
+  return "no CUDA toolkit (ptxas) " +
+         (option.empty() ? std::string("in $CUDA_HOME, /usr/local/cuda or the PATH")
+                         : "in " + option.str()) +
+         "; pass --cuda-toolkit=DIR";
+}
+
+bool mlir::kiln::isCudaTarget(llvm::StringRef target) {
+  std::optional<GpuTarget> gpu = lookupGpuTarget(target);
+  return gpu && gpu->api == GpuApi::Cuda;
+}
+
+namespace {
+class CudaBackend final : public TargetBackend {
+public:
+  CudaBackend(GpuTarget gpu, std::unique_ptr<TargetBackend> host)
+      : gpu(std::move(gpu)), host(std::move(host)) {}
+
+  llvm::StringRef triple() const override { return host->triple(); }
+  std::string description() const override {
+    return gpu.name + " kernels, host " + host->description();
+  }
+
+  LogicalResult emitObject(ModuleOp module, const ModelSignature &signature,
+                           llvm::StringRef prefix, bool addMainAlias, bool emitLLVMIR,
+                           std::string &out) const override {
+    return host->emitObject(module, signature, prefix, addMainAlias, emitLLVMIR, out);
+  }
+
+private:
+  GpuTarget gpu;
+  std::unique_ptr<TargetBackend> host;
+
+  void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const override {
+    addGpuLinalgPasses(pm, options);
+  }
+
+  void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const override {
+    addGpuBufferizedPasses(pm, gpu, options);
+  }
+
+  void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const override {
+    addGpuKernelOutlining(pm);
+    KilnCudaCompileKernelsOptions compile;
+    compile.toolkit = options.cudaToolkit;
+    pm.addPass(createKilnCudaCompileKernels(compile));
+    pm.addPass(createKilnGpuEmbedKernels());
+    host->addStagePasses(pm, Stage::LLVM, options);
+  }
+};
+} // namespace
+
+FailureOr<std::unique_ptr<TargetBackend>>
+mlir::kiln::createCudaBackend(llvm::StringRef target, llvm::StringRef cpu, std::string &error) {
+  if (!isCudaTarget(target)) {
+    error = "unknown CUDA target '" + target.str() + "'";
+    return failure();
+  }
+  auto host = createCpuBackend("", cpu, error);
+  if (failed(host))
+    return failure();
+  return std::unique_ptr<TargetBackend>(
+      std::make_unique<CudaBackend>(*lookupGpuTarget(target), std::move(*host)));
+}

@@ -1,0 +1,304 @@
+/*===- cuda.c - kernels of a model on an NVIDIA GPU -----------------------===
+ *
+ * The CUDA driver API only, opened at run time (dlopen libcuda.so.1): the
+ * executable needs the NVIDIA driver and nothing of the toolkit. The GPU is
+ * the one KILN_CUDA_DEVICE names (its ordinal), else the first. Each
+ * kernel's fatbin (sm_80 and sm_90a cubins, and PTX the driver compiles for
+ * other GPUs) is loaded into the device's primary context at open. Launches
+ * go to one stream in order and run while the host goes on;
+ * kiln_device_wait synchronizes the stream.
+ *
+ * Memory is managed (cuMemAllocManaged): one address for the host and the
+ * GPU, so host code between kernels reads and writes it in place, once
+ * kiln_device_wait has drained the launches, and the driver migrates pages
+ * to where they are used. Constants are copied in at their first use.
+ *===----------------------------------------------------------------------===*/
+#include "device.h"
+#include "memory.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The driver API's types, as cuda.h declares them (the ABI is stable). */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_STUB_LIBRARY = 34,
+  CU_MEM_ATTACH_GLOBAL = 1,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
+};
+
+/* Entry points, by the name libcuda exports (cuda.h maps some to _v2). */
+#define KILN_CUDA_FUNCTIONS(X)                                                 \
+  X(cuInit, "cuInit", CUresult, (unsigned))                                    \
+  X(cuGetErrorName, "cuGetErrorName", CUresult, (CUresult, const char **))     \
+  X(cuDeviceGetCount, "cuDeviceGetCount", CUresult, (int *))                   \
+  X(cuDeviceGet, "cuDeviceGet", CUresult, (CUdevice *, int))                   \
+  X(cuDeviceGetName, "cuDeviceGetName", CUresult, (char *, int, CUdevice))     \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute", CUresult, (int *, int, CUdevice)) \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUresult,            \
+    (CUcontext *, CUdevice))                                                   \
+  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUresult, (CUdevice)) \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", CUresult, (CUcontext))                 \
+  X(cuModuleLoadData, "cuModuleLoadData", CUresult, (CUmodule *, const void *)) \
+  X(cuModuleUnload, "cuModuleUnload", CUresult, (CUmodule))                    \
+  X(cuModuleGetFunction, "cuModuleGetFunction", CUresult,                      \
+    (CUfunction *, CUmodule, const char *))                                    \
+  X(cuMemAllocManaged, "cuMemAllocManaged", CUresult,                          \
+    (CUdeviceptr *, size_t, unsigned))                                         \
+  X(cuMemFree, "cuMemFree_v2", CUresult, (CUdeviceptr))                        \
+  X(cuStreamCreate, "cuStreamCreate", CUresult, (CUstream *, unsigned))        \
+  X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult, (CUstream))               \
+  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult, (CUstream))          \
+  X(cuLaunchKernel, "cuLaunchKernel", CUresult,                                \
+    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,   \
+     unsigned, CUstream, void **, void **))
+
+typedef struct kernel {
+  CUmodule module;
+  CUfunction function;
+  uint32_t num_buffers;
+  uint32_t threads[3];
+} kernel;
+
+struct kiln_device {
+  kiln_device_base base; /* first: see memory.h */
+  void *library;
+#define X(field, symbol, ret, args) ret(*field) args;
+  KILN_CUDA_FUNCTIONS(X)
+#undef X
+  CUdevice device;
+  CUcontext context; /* the device's primary context, retained */
+  CUstream stream;
+  int queued; /* launches not yet waited for */
+  kernel *kernels;
+  uint32_t num_kernels;
+};
+
+static int cuda_wait(kiln_device *d, char *error, size_t size);
+
+/* "CUDA_ERROR_OUT_OF_MEMORY", or the number. */
+static const char *error_name(kiln_device *d, CUresult r, char buffer[32]) {
+  const char *name = NULL;
+  if (d->cuGetErrorName && d->cuGetErrorName(r, &name) == CUDA_SUCCESS && name)
+    return name;
+  if (r == CUDA_ERROR_STUB_LIBRARY)
+    return "CUDA_ERROR_STUB_LIBRARY: this libcuda.so.1 is the toolkit's stub, not a driver";
+  snprintf(buffer, 32, "CUresult %d", r);
+  return buffer;
+}
+
+/* Fails with "<what> failed (<error name>)" unless `r` is success. */
+static int check(kiln_device *d, CUresult r, const char *what, char *error, size_t size) {
+  char buffer[32];
+  if (r == CUDA_SUCCESS)
+    return 0;
+  return kiln_device_fail(error, size, "%s: %s failed (%s)", d->base.name, what,
+                          error_name(d, r, buffer));
+}
+
+static int load_driver(kiln_device *d, char *error, size_t size) {
+  d->library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!d->library)
+    return kiln_device_fail(error, size,
+                            "no CUDA driver (%s); install the NVIDIA driver",
+                            dlerror());
+#define X(field, symbol, ret, args)                                            \
+  d->field = (ret(*) args)dlsym(d->library, symbol);                           \
+  if (!d->field)                                                               \
+    return kiln_device_fail(error, size, "the CUDA driver has no %s (too old?)", symbol);
+  KILN_CUDA_FUNCTIONS(X)
+#undef X
+  return 0;
+}
+
+static int pick_device(kiln_device *d, char *error, size_t size) {
+  if (check(d, d->cuInit(0), "cuInit", error, size))
+    return 1;
+  int count = 0;
+  if (check(d, d->cuDeviceGetCount(&count), "cuDeviceGetCount", error, size))
+    return 1;
+  if (count == 0)
+    return kiln_device_fail(error, size, "no CUDA GPU (the driver found none)");
+  int ordinal = 0;
+  const char *chosen = getenv("KILN_CUDA_DEVICE");
+  if (chosen && *chosen) {
+    char *end;
+    long index = strtol(chosen, &end, 10);
+    if (*end || index < 0 || index >= count)
+      return kiln_device_fail(error, size, "KILN_CUDA_DEVICE=%s is not a GPU ordinal (0..%d)",
+                              chosen, count - 1);
+    ordinal = (int)index;
+  }
+  if (check(d, d->cuDeviceGet(&d->device, ordinal), "cuDeviceGet", error, size))
+    return 1;
+  char name[256] = "";
+  int major = 0, minor = 0, managed = 0;
+  d->cuDeviceGetName(name, sizeof name, d->device);
+  d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->device);
+  d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->device);
+  d->cuDeviceGetAttribute(&managed, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, d->device);
+  snprintf(d->base.name, sizeof d->base.name, "%s (CUDA, sm_%d%d)", name, major, minor);
+  if (!managed)
+    return kiln_device_fail(error, size, "%s has no managed memory, which kiln's CUDA models use",
+                            d->base.name);
+  if (check(d, d->cuDevicePrimaryCtxRetain(&d->context, d->device), "cuDevicePrimaryCtxRetain",
+            error, size))
+    return 1;
+  return check(d, d->cuCtxSetCurrent(d->context), "cuCtxSetCurrent", error, size) ||
+         check(d, d->cuStreamCreate(&d->stream, 0), "cuStreamCreate", error, size);
+}
+
+static int load_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, char *error,
+                       size_t size) {
+  char buffer[32];
+  out->num_buffers = k->num_buffers;
+  memcpy(out->threads, k->workgroup_size, sizeof out->threads);
+  CUresult r = d->cuModuleLoadData(&out->module, k->code);
+  if (r != CUDA_SUCCESS)
+    return kiln_device_fail(error, size,
+                            "%s cannot load kernel '%s' (%s): its fatbin has sm_80 and sm_90a "
+                            "code and PTX for newer GPUs",
+                            d->base.name, k->name, error_name(d, r, buffer));
+  r = d->cuModuleGetFunction(&out->function, out->module, k->name);
+  if (r != CUDA_SUCCESS)
+    return kiln_device_fail(error, size, "kernel '%s' is not in its fatbin (%s)", k->name,
+                            error_name(d, r, buffer));
+  return 0;
+}
+
+static int create_region(void *device, kiln_region *r) {
+  kiln_device *d = device;
+  CUdeviceptr memory = 0;
+  if (d->cuMemAllocManaged(&memory, r->bytes ? r->bytes : 4, CU_MEM_ATTACH_GLOBAL) !=
+      CUDA_SUCCESS)
+    return 1;
+  r->buffer = (void *)(uintptr_t)memory;
+  r->mapped = (unsigned char *)(uintptr_t)memory;
+  return 0;
+}
+
+static void destroy_region(void *device, kiln_region *r) {
+  kiln_device *d = device;
+  d->cuMemFree((CUdeviceptr)(uintptr_t)r->buffer);
+}
+
+static int drain(void *device, char *error, size_t size) { return cuda_wait(device, error, size); }
+
+static void cuda_close(kiln_device *d) {
+  if (d->stream) {
+    char ignored[64];
+    cuda_wait(d, ignored, sizeof ignored);
+  }
+  if (d->context) {
+    d->cuCtxSetCurrent(d->context);
+    kiln_regions_clear(&d->base.regions);
+    for (uint32_t i = 0; i < d->num_kernels; ++i)
+      if (d->kernels[i].module)
+        d->cuModuleUnload(d->kernels[i].module);
+    if (d->stream)
+      d->cuStreamDestroy(d->stream);
+    d->cuDevicePrimaryCtxRelease(d->device);
+  }
+  if (d->library)
+    dlclose(d->library);
+  free(d->kernels);
+  free(d);
+}
+
+static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size_t size) {
+  kiln_device *d = calloc(1, sizeof *d);
+  if (!d) {
+    kiln_device_fail(error, size, "out of memory");
+    return NULL;
+  }
+  snprintf(d->base.name, sizeof d->base.name, "the CUDA GPU");
+  d->base.regions.api = (kiln_region_api){d, create_region, destroy_region, drain};
+  d->base.regions.params_alignment = 16;
+  d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
+  if (!d->kernels || load_driver(d, error, size) || pick_device(d, error, size)) {
+    cuda_close(d);
+    return NULL;
+  }
+  d->num_kernels = program->num_kernels;
+  for (uint32_t i = 0; i < program->num_kernels; ++i)
+    if (load_kernel(d, &program->kernels[i], &d->kernels[i], error, size)) {
+      cuda_close(d);
+      return NULL;
+    }
+  return d;
+}
+
+static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
+                       const kiln_gpu_arg *args, char *error, size_t size) {
+  if (index >= d->num_kernels)
+    return kiln_device_fail(error, size, "kernel %u does not exist (the model has %u)", index,
+                            d->num_kernels);
+  kernel *k = &d->kernels[index];
+  for (int i = 0; i < 3; ++i)
+    if (grid[i] < 0 || grid[i] > (i ? 65535 : 2147483647))
+      return kiln_device_fail(error, size,
+                              "kernel %u: a grid of %lld blocks on axis %d exceeds CUDA's limit",
+                              index, (long long)grid[i], i);
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+    return 0;
+  if (k->num_buffers > 64)
+    return kiln_device_fail(error, size, "kernel %u has %u buffers (at most 64)", index,
+                            k->num_buffers);
+  /* One pointer parameter per buffer (bare pointers, as the kernels were
+   * compiled): the address of its data, for a view its buffer's. */
+  CUdeviceptr pointers[64];
+  void *params[64];
+  for (uint32_t i = 0; i < k->num_buffers; ++i) {
+    kiln_region *r;
+    size_t offset;
+    if (args[i].flags & KILN_GPU_ARG_PARAMS) {
+      if (kiln_regions_stage_params(&d->base.regions, &args[i], &r, &offset, error, size))
+        return 1;
+    } else {
+      r = kiln_regions_find(&d->base.regions, &args[i]);
+      if (!r)
+        return kiln_device_fail(error, size,
+                                "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory",
+                                index, i, (unsigned long long)args[i].bytes, args[i].data,
+                                d->base.name);
+      offset = kiln_region_offset(r, &args[i]);
+    }
+    pointers[i] = (CUdeviceptr)(uintptr_t)r->mapped + offset;
+    params[i] = &pointers[i];
+  }
+  if (check(d, d->cuCtxSetCurrent(d->context), "cuCtxSetCurrent", error, size))
+    return 1;
+  char what[64];
+  snprintf(what, sizeof what, "launching kernel %u", index);
+  if (check(d,
+            d->cuLaunchKernel(k->function, (unsigned)grid[0], (unsigned)grid[1],
+                              (unsigned)grid[2], k->threads[0], k->threads[1], k->threads[2],
+                              0, d->stream, params, NULL),
+            what, error, size))
+    return 1;
+  d->queued = 1;
+  return 0;
+}
+
+static int cuda_wait(kiln_device *d, char *error, size_t size) {
+  if (!d->queued)
+    return 0;
+  d->queued = 0;
+  kiln_regions_drained(&d->base.regions);
+  d->cuCtxSetCurrent(d->context);
+  return check(d, d->cuStreamSynchronize(d->stream), "the kernels", error, size);
+}
+
+const kiln_device_ops kiln_cuda_device = {KILN_GPU_CUDA, "CUDA", cuda_open,
+                                         cuda_close,    cuda_launch, cuda_wait};

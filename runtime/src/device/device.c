@@ -1,0 +1,95 @@
+/*===- device.c - the device of a model instance, by its kernels' API -----===
+ *
+ * Which APIs this runtime has is the build's choice (KILN_WITH_VULKAN,
+ * KILN_WITH_CUDA, KILN_WITH_METAL); a program for another is refused by
+ * name. The functions all devices share are here too.
+ *===----------------------------------------------------------------------===*/
+#include "device.h"
+#include "memory.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const kiln_device_ops *const kDevices[] = {
+#ifdef KILN_WITH_VULKAN
+    &kiln_vulkan_device,
+#endif
+#ifdef KILN_WITH_CUDA
+    &kiln_cuda_device,
+#endif
+#ifdef KILN_WITH_METAL
+    &kiln_metal_device,
+#endif
+    NULL};
+
+/* Every device begins with its kiln_device_base. */
+static kiln_device_base *base(kiln_device *d) { return (kiln_device_base *)d; }
+
+int kiln_device_fail(char *error, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(error, size, fmt, ap);
+  va_end(ap);
+  return 1;
+}
+
+static const char *api_name(uint32_t api) {
+  switch (api) {
+  case KILN_GPU_VULKAN: return "Vulkan";
+  case KILN_GPU_METAL: return "Metal";
+  case KILN_GPU_CUDA: return "CUDA";
+  default: return NULL;
+  }
+}
+
+kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size_t size) {
+  char have[64] = "";
+  for (size_t i = 0; kDevices[i]; ++i) {
+    const kiln_device_ops *ops = kDevices[i];
+    if (ops->api == program->api) {
+      kiln_device *d = ops->open(program, error, size);
+      if (d)
+        base(d)->ops = ops;
+      return d;
+    }
+    size_t used = strlen(have);
+    snprintf(have + used, sizeof have - used, "%s%s", i ? " and " : "", ops->name);
+  }
+  if (api_name(program->api))
+    kiln_device_fail(error, size,
+                     "this runtime runs %s kernels, not %s kernels (the model was compiled "
+                     "for another system)",
+                     have, api_name(program->api));
+  else
+    kiln_device_fail(error, size, "this runtime runs %s kernels, not kernels for GPU API %u",
+                     have, program->api);
+  return NULL;
+}
+
+void kiln_device_close(kiln_device *d) {
+  if (d)
+    base(d)->ops->close(d);
+}
+
+const char *kiln_device_name(const kiln_device *d) {
+  return ((const kiln_device_base *)d)->name;
+}
+
+void *kiln_device_alloc(kiln_device *d, size_t bytes) {
+  kiln_region *r = kiln_regions_add(&base(d)->regions, bytes, NULL);
+  return r ? r->mapped : NULL;
+}
+
+void kiln_device_free(kiln_device *d, void *memory) {
+  kiln_regions_free(&base(d)->regions, memory);
+}
+
+int kiln_device_launch(kiln_device *d, uint32_t kernel, const int64_t grid[3],
+                       const kiln_gpu_arg *args, char *error, size_t size) {
+  return base(d)->ops->launch(d, kernel, grid, args, error, size);
+}
+
+int kiln_device_wait(kiln_device *d, char *error, size_t size) {
+  return base(d)->ops->wait(d, error, size);
+}

@@ -1,0 +1,42 @@
+// REQUIRES: cuda-toolkit
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-cuda-compile-kernels | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-cuda-compile-kernels='chips=sm_90a' | FileCheck %s --check-prefix=SM90A
+// RUN: not kiln-opt %s --split-input-file --kiln-cuda-compile-kernels='toolkit=/nonexistent' 2>&1 | FileCheck %s --check-prefix=NO-TOOLKIT
+
+// Each gpu.module gets its fatbin (magic 0xba55ed50, little-endian), the
+// PTX of the first chip (sm_80 by default; sm_90a when asked) and the most
+// registers ptxas gave a thread. A buffer of dynamic size (kiln-gpu-pack-
+// params' flat buffers) is a bare pointer like the others: one .u64
+// parameter each. exp comes from libdevice. The gpu.module stays for the
+// launches.
+// CHECK: gpu.module @kernels attributes {kiln.cuda = "P\EDU\BA{{.*}}", kiln.ptx = "{{.*}}.target sm_80{{.*}}.entry scale({{.*}}.param .u64 .ptr .align 1 scale_param_0,{{.*}}.param .u64 .ptr .align 1 scale_param_1{{.*}}", kiln.registers = {{[1-9][0-9]*}} : i32}
+// CHECK:   gpu.func @scale
+// SM90A: kiln.ptx = "{{.*}}.target sm_90a
+// NO-TOOLKIT: error: kiln-cuda-compile-kernels: no CUDA toolkit (ptxas) in /nonexistent; pass --cuda-toolkit=DIR
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @scale(%in: memref<?xf32>, %out: memref<256xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      %x = memref.load %in[%tid] : memref<?xf32>
+      %y = math.exp %x : f32
+      memref.store %y, %out[%tid] : memref<256xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A dynamic buffer that something other than loads and stores uses has no
+// bare-pointer form.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    // expected-error @+1 {{kiln-cuda-compile-kernels: kernel argument 0 ('memref<?xf32>') has a dynamic shape used other than by loads and stores (run kiln-gpu-pack-params first)}}
+    gpu.func @size(%in: memref<?xf32>, %out: memref<1xindex>) kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %n = memref.dim %in, %c0 : memref<?xf32>
+      memref.store %n, %out[%c0] : memref<1xindex>
+      gpu.return
+    }
+  }
+}
