@@ -86,12 +86,3 @@ cuda_toolkit = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 if os.access(os.path.join(cuda_toolkit, "bin", "ptxas"), os.X_OK):
     config.available_features.add("cuda-toolkit")
     config.substitutions.append(("%cuda", cuda_toolkit))
-# An NVIDIA driver and GPU (the lent GPU machines; never CI).
-try:
-    import ctypes
-    _cuda = ctypes.CDLL("libcuda.so.1")
-    _count = ctypes.c_int(0)
-    if _cuda.cuInit(0) == 0 and _cuda.cuDeviceGetCount(ctypes.byref(_count)) == 0 and _count.value:
-        config.available_features.add("cuda-driver")
-except OSError:
-    pass

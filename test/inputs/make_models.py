@@ -65,6 +65,19 @@ def mlp():
     return model(nodes, [tensor("x", [4, 32])], [tensor("logits", [4, 10])], inits), [(4, 32)]
 
 
+def matmul(n=4096):
+    """A 4096^3 f32 matmul of two inputs (no weights: the GPU benchmark's
+    executable stays small)."""
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["c"], name="matmul")]
+    return model(nodes, [tensor("a", [n, n]), tensor("b", [n, n])], [tensor("c", [n, n])], []), \
+        [(n, n), (n, n)]
+
+
+def matmul_small():
+    """The benchmark's matmul at 256^3, to check its numerics."""
+    return matmul(256)
+
+
 def amx_shapes():
     """Matmul shapes around AMX's 16-row, 64-byte tiles: 56 rows (a block of
     32, one of 16, then one of 16 overlapping it), K of 64 and 96 (one and
@@ -993,7 +1006,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, matmul, matmul_small, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

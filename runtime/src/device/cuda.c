@@ -57,6 +57,7 @@ enum {
   X(cuMemAllocManaged, "cuMemAllocManaged", CUresult,                          \
     (CUdeviceptr *, size_t, unsigned))                                         \
   X(cuMemFree, "cuMemFree_v2", CUresult, (CUdeviceptr))                        \
+  X(cuMemGetInfo, "cuMemGetInfo_v2", CUresult, (size_t *, size_t *))            \
   X(cuStreamCreate, "cuStreamCreate", CUresult, (CUstream *, unsigned))        \
   X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult, (CUstream))               \
   X(cuStreamSynchronize, "cuStreamSynchronize", CUresult, (CUstream))          \
@@ -179,6 +180,11 @@ static int load_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, ch
 
 static int create_region(void *device, kiln_region *r) {
   kiln_device *d = device;
+  /* Managed memory beyond what the GPU has free can hang it: such a request
+   * is out of memory here. */
+  size_t free_bytes = 0, total_bytes = 0;
+  if (d->cuMemGetInfo(&free_bytes, &total_bytes) != CUDA_SUCCESS || r->bytes > free_bytes)
+    return 1;
   CUdeviceptr memory = 0;
   if (d->cuMemAllocManaged(&memory, r->bytes ? r->bytes : 4, CU_MEM_ATTACH_GLOBAL) !=
       CUDA_SUCCESS)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Prepares the GPU checks that scripts/device/run.py runs on a machine with
+# an NVIDIA GPU, which has no LLVM/MLIR to build kiln: everything is
+# compiled here, into build/device/<model>/ (carry `build/device` to the
+# machine; under 64 MiB):
+#   model.onnx, input_N.npy        the model and its inputs
+#   ort/                           onnxruntime's outputs (the reference)
+#   cuda, vulkan                   kiln executables (--target=cuda,
+#                                  --target=vulkan-nvidia)
+#   bench                          present: benchmark it (inputs random)
+# Models: the synthetic MLP, CNN and transformer layer, PaddleOCR's
+# text-direction classifier, a 256^3 matmul (numerics) and a 4096^3 one
+# (benchmark only: its reference would not fit).
+#
+#   scripts/device/prepare.sh [TARGET...]   # default: cuda vulkan-nvidia
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+targets=("${@:-cuda}")
+[ $# -eq 0 ] && targets=(cuda vulkan-nvidia)
+out=build/device
+kiln=build/bin/kiln-compile
+export NODE_PATH="$PWD/.cache/npm/node_modules"
+rm -rf "$out" && mkdir -p "$out"
+
+make_model() { # NAME GENERATOR
+  /usr/bin/python3 test/inputs/make_models.py "$2" "$out/$1" >/dev/null
+}
+make_model mlp mlp
+make_model cnn cnn
+make_model transformer transformer
+make_model matmul256 matmul_small
+make_model matmul4096 matmul
+rm "$out"/matmul4096/input_*.npy && touch "$out/matmul4096/bench"
+mkdir -p "$out/text-direction"
+cp examples/text-direction/ch_ppocr_mobile_v2.0_cls_infer.onnx "$out/text-direction/model.onnx"
+/usr/bin/python3 -c "import numpy as np; np.save('$out/text-direction/input_0.npy', np.random.default_rng(0).random((1, 3, 48, 192), dtype=np.float32))"
+touch "$out/text-direction/bench" "$out/transformer/bench"
+
+for dir in "$out"/*/; do
+  name=$(basename "$dir")
+  shapes=()
+  [ "$name" = text-direction ] && shapes=(--input-shape x=1x3x48x192)
+  for target in "${targets[@]}"; do
+    exe=$dir${target%%-*}  # cuda, vulkan
+    echo "device: $name for $target"
+    "$kiln" "$dir/model.onnx" "${shapes[@]}" --target="$target" -o "$exe"
+  done
+  inputs=("$dir"/input_*.npy)
+  [ -e "${inputs[0]}" ] && node test/inputs/ort_run.js "$dir/model.onnx" "$dir/ort" "${inputs[@]}"
+done
+du -sh "$out"

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Runs the GPU checks that scripts/device/prepare.sh compiled, on the
+machine with the GPU (numpy there; PyTorch for the baseline if present).
+
+For each model of DIR (default build/device) and each kiln executable of
+it (cuda, vulkan):
+  - numerics: the executable on the model's inputs against onnxruntime's
+    outputs, within --rtol/--atol;
+  - speed, for the models marked `bench`: kiln's median latency
+    (`./exe --bench N`, the whole run: inputs in, kernels, outputs out);
+    for the 4096^3 matmul also PyTorch's on the same GPU (cuBLAS sgemm,
+    TF32 off): the matmul alone, and with the inputs copied from the host
+    and the result back, as kiln's run does.
+Prints a table (and writes it as JSON with --json); exits 1 if a check
+failed. An executable that cannot run (no driver) is reported and skipped.
+
+  python3 scripts/device/run.py [DIR] [--runs N] [--json FILE]
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+TARGETS = ["cuda", "vulkan"]
+
+
+def run(cmd, timeout=600):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout + p.stderr
+
+
+def check_numerics(model_dir, exe, rtol, atol):
+    """None if it matches onnxruntime, else why not."""
+    inputs = sorted(f for f in os.listdir(model_dir) if re.fullmatch(r"input_\d+\.npy", f))
+    with tempfile.TemporaryDirectory() as out:
+        rc, text = run([exe] + [os.path.join(model_dir, f) for f in inputs] + ["--output-dir", out])
+        if rc != 0:
+            return "exit %d: %s" % (rc, text.strip().splitlines()[-1] if text.strip() else "")
+        worst = 0.0
+        for name in sorted(os.listdir(os.path.join(model_dir, "ort"))):
+            want = np.load(os.path.join(model_dir, "ort", name))
+            got = np.load(os.path.join(out, name))
+            if got.shape != want.shape:
+                return "%s: shape %s, expected %s" % (name, got.shape, want.shape)
+            err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+            bound = atol + rtol * np.abs(want.astype(np.float64))
+            if not np.all(err <= bound):
+                return "%s: max abs error %.3g beyond rtol %g atol %g" % (name, err.max(), rtol, atol)
+            worst = max(worst, float(err.max()) if err.size else 0.0)
+    return None
+
+
+def kiln_p50_ms(exe, runs):
+    rc, text = run([exe, "--bench", str(runs)])
+    found = re.search(r"p50=([0-9.]+)", text)
+    if rc != 0 or not found:
+        raise RuntimeError(text.strip().splitlines()[-1] if text.strip() else "exit %d" % rc)
+    device = re.search(r"^device: (.*)$", text, re.M)
+    return float(found.group(1)), device.group(1) if device else ""
+
+
+def torch_matmul_ms(n, runs):
+    """(matmul alone, with host copies) medians in ms, or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a_host, b_host = torch.randn(n, n), torch.randn(n, n)
+    a, b = a_host.cuda(), b_host.cuda()
+
+    def median_ms(step):
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(runs):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return float(np.median(times))
+
+    alone = median_ms(lambda: torch.matmul(a, b))
+    copies = median_ms(lambda: torch.matmul(a_host.cuda(), b_host.cuda()).cpu())
+    return alone, copies
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dir", nargs="?", default="build/device")
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--rtol", type=float, default=1e-3)
+    ap.add_argument("--atol", type=float, default=1e-4)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+
+    results, failed = [], False
+    for model in sorted(os.listdir(args.dir)):
+        model_dir = os.path.join(args.dir, model)
+        for target in TARGETS:
+            exe = os.path.join(model_dir, target)
+            if not os.access(exe, os.X_OK):
+                continue
+            row = {"model": model, "target": target}
+            if os.path.isdir(os.path.join(model_dir, "ort")):
+                why = check_numerics(model_dir, exe, args.rtol, args.atol)
+                row["numerics"] = "ok" if why is None else why
+                failed |= why is not None
+            if os.path.exists(os.path.join(model_dir, "bench")):
+                try:
+                    row["kiln_ms"], row["device"] = kiln_p50_ms(exe, args.runs)
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    row["bench"] = "did not run: %s" % e
+                    failed = True
+            results.append(row)
+            print(json.dumps(row), flush=True)
+        if model == "matmul4096":
+            torch_ms = torch_matmul_ms(4096, args.runs)
+            if torch_ms:
+                flop = 2 * 4096 ** 3
+                results.append({"model": model, "target": "torch (cuBLAS sgemm, no TF32)",
+                                 "matmul_ms": torch_ms[0], "with_copies_ms": torch_ms[1],
+                                 "tflops": flop / torch_ms[0] / 1e9})
+                print(json.dumps(results[-1]), flush=True)
+
+    print("\n| model | target | numerics | p50 ms |")
+    print("|---|---|---|---|")
+    for r in results:
+        ms = r.get("kiln_ms", r.get("with_copies_ms", ""))
+        print("| %s | %s | %s | %s |" % (r["model"], r["target"], r.get("numerics", ""),
+                                         "%.3f" % ms if ms != "" else r.get("bench", "")))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"date": datetime.date.today().isoformat(), "results": results}, f, indent=1)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
