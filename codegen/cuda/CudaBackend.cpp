@@ -11,7 +11,6 @@
 #include "codegen/cpu/CpuBackend.h"
 #include "codegen/cuda/Passes.h"
 #include "codegen/gpu/GpuPipeline.h"
-#include "codegen/gpu/Passes.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -49,41 +48,15 @@ bool mlir::kiln::isCudaTarget(llvm::StringRef target) {
 }
 
 namespace {
-class CudaBackend final : public TargetBackend {
+class CudaBackend final : public GpuBackend {
 public:
-  CudaBackend(GpuTarget gpu, std::unique_ptr<TargetBackend> host)
-      : gpu(std::move(gpu)), host(std::move(host)) {}
-
-  llvm::StringRef triple() const override { return host->triple(); }
-  std::string description() const override {
-    return gpu.name + " kernels, host " + host->description();
-  }
-
-  LogicalResult emitObject(ModuleOp module, const ModelSignature &signature,
-                           llvm::StringRef prefix, bool addMainAlias, bool emitLLVMIR,
-                           std::string &out) const override {
-    return host->emitObject(module, signature, prefix, addMainAlias, emitLLVMIR, out);
-  }
+  using GpuBackend::GpuBackend;
 
 private:
-  GpuTarget gpu;
-  std::unique_ptr<TargetBackend> host;
-
-  void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    addGpuLinalgPasses(pm, options);
-  }
-
-  void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    addGpuBufferizedPasses(pm, gpu, options);
-  }
-
-  void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    addGpuKernelOutlining(pm);
+  void addKernelCompilation(OpPassManager &pm, const PipelineOptions &options) const override {
     KilnCudaCompileKernelsOptions compile;
     compile.toolkit = options.cudaToolkit;
     pm.addPass(createKilnCudaCompileKernels(compile));
-    pm.addPass(createKilnGpuEmbedKernels());
-    host->addStagePasses(pm, Stage::LLVM, options);
   }
 };
 } // namespace

@@ -13,7 +13,7 @@
 using namespace mlir;
 using namespace mlir::kiln;
 
-void mlir::kiln::addGpuLinalgPasses(OpPassManager &pm, const PipelineOptions &options) {
+void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const {
   // Attention unfused: its matmuls and softmax become kernels (the blocked
   // online softmax is a host loop nest).
   ConvertKilnToLinalgOptions lowering;
@@ -25,8 +25,7 @@ void mlir::kiln::addGpuLinalgPasses(OpPassManager &pm, const PipelineOptions &op
   pm.addPass(createCSEPass());
 }
 
-void mlir::kiln::addGpuBufferizedPasses(OpPassManager &pm, const GpuTarget &gpu,
-                                        const PipelineOptions &options) {
+void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const {
   pm.addNestedPass<func::FuncOp>(createKilnGpuDistribute({gpu.name}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -41,7 +40,7 @@ void mlir::kiln::addGpuBufferizedPasses(OpPassManager &pm, const GpuTarget &gpu,
   pm.addPass(createKilnPlanMemory({options.reportMemory}));
 }
 
-void mlir::kiln::addGpuKernelOutlining(OpPassManager &pm) {
+void GpuBackend::addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const {
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
@@ -52,4 +51,8 @@ void mlir::kiln::addGpuKernelOutlining(OpPassManager &pm) {
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
   pm.addPass(createKilnGpuPackParams());
+  addKernelCompilation(pm, options);
+  pm.addPass(createKilnGpuEmbedKernels());
+  addAfterEmbedding(pm);
+  host->addStagePasses(pm, Stage::LLVM, options);
 }

@@ -22,13 +22,40 @@
 
 namespace mlir::kiln {
 
-void addGpuLinalgPasses(OpPassManager &pm, const PipelineOptions &options);
-void addGpuBufferizedPasses(OpPassManager &pm, const GpuTarget &gpu,
-                            const PipelineOptions &options);
-/// The first part of the llvm stage: kernels outlined into gpu.modules,
-/// their bodies loops over buffers with static layouts, and
-/// kiln-gpu-pack-params.
-void addGpuKernelOutlining(OpPassManager &pm);
+/// A GPU target's backend: the stages above, host code for `host`; a
+/// target adds what compiles the outlined kernels into the code its
+/// gpu.modules carry for kiln-gpu-embed-kernels.
+class GpuBackend : public TargetBackend {
+public:
+  GpuBackend(GpuTarget gpu, std::unique_ptr<TargetBackend> host)
+      : gpu(std::move(gpu)), host(std::move(host)) {}
+
+  llvm::StringRef triple() const override { return host->triple(); }
+  std::string description() const override {
+    return gpu.name + " kernels, host " + host->description();
+  }
+  LogicalResult emitObject(ModuleOp module, const ModelSignature &signature,
+                           llvm::StringRef prefix, bool addMainAlias, bool emitLLVMIR,
+                           std::string &out) const override {
+    return host->emitObject(module, signature, prefix, addMainAlias, emitLLVMIR, out);
+  }
+
+protected:
+  GpuTarget gpu;
+
+  /// From the outlined kernels (after kiln-gpu-pack-params) to their code
+  /// on their gpu.modules.
+  virtual void addKernelCompilation(OpPassManager &pm, const PipelineOptions &options) const = 0;
+  /// After kiln-gpu-embed-kernels, before the host's llvm stage.
+  virtual void addAfterEmbedding(OpPassManager &pm) const {}
+
+private:
+  std::unique_ptr<TargetBackend> host;
+
+  void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const final;
+  void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const final;
+  void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const final;
+};
 
 } // namespace mlir::kiln
 

@@ -26,45 +26,22 @@ bool mlir::kiln::isSpirvTarget(llvm::StringRef target) {
 }
 
 namespace {
-class SpirvBackend final : public TargetBackend {
+class SpirvBackend final : public GpuBackend {
 public:
-  SpirvBackend(GpuTarget gpu, std::unique_ptr<TargetBackend> host)
-      : gpu(std::move(gpu)), host(std::move(host)) {}
-
-  llvm::StringRef triple() const override { return host->triple(); }
-  std::string description() const override {
-    return gpu.name + " kernels, host " + host->description();
-  }
-
-  LogicalResult emitObject(ModuleOp module, const ModelSignature &signature,
-                           llvm::StringRef prefix, bool addMainAlias, bool emitLLVMIR,
-                           std::string &out) const override {
-    return host->emitObject(module, signature, prefix, addMainAlias, emitLLVMIR, out);
-  }
+  using GpuBackend::GpuBackend;
 
 private:
-  GpuTarget gpu;
-  std::unique_ptr<TargetBackend> host;
-
-  void addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    addGpuLinalgPasses(pm, options);
-  }
-
-  void addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    addGpuBufferizedPasses(pm, gpu, options);
-  }
-
-  void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    addGpuKernelOutlining(pm);
+  void addKernelCompilation(OpPassManager &pm, const PipelineOptions &) const override {
     pm.addPass(createKilnSpirvConvertGpu());
     OpPassManager &spirvModules = pm.nest<spirv::ModuleOp>();
     spirvModules.addPass(spirv::createSPIRVLowerABIAttributesPass());
     spirvModules.addPass(spirv::createSPIRVUpdateVCEPass());
     pm.addPass(createKilnSpirvSerializeKernels());
-    pm.addPass(createKilnGpuEmbedKernels());
+  }
+
+  void addAfterEmbedding(OpPassManager &pm) const override {
     if (gpu.api == GpuApi::Metal)
       pm.addPass(createKilnMetalTranslateKernels());
-    host->addStagePasses(pm, Stage::LLVM, options);
   }
 };
 } // namespace

@@ -223,13 +223,11 @@ static void cuda_close(kiln_device *d) {
 }
 
 static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size_t size) {
-  kiln_device *d = calloc(1, sizeof *d);
-  if (!d) {
-    kiln_device_fail(error, size, "out of memory");
+  kiln_device *d = kiln_device_new(sizeof *d, "the CUDA GPU",
+                                   (kiln_region_api){NULL, create_region, destroy_region, drain},
+                                   error, size);
+  if (!d)
     return NULL;
-  }
-  snprintf(d->base.name, sizeof d->base.name, "the CUDA GPU");
-  d->base.regions.api = (kiln_region_api){d, create_region, destroy_region, drain};
   d->base.regions.params_alignment = 16;
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   if (!d->kernels || load_driver(d, error, size) || pick_device(d, error, size)) {

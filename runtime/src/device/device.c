@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const kiln_device_ops *const kDevices[] = {
@@ -32,6 +33,19 @@ int kiln_device_fail(char *error, size_t size, const char *fmt, ...) {
   vsnprintf(error, size, fmt, ap);
   va_end(ap);
   return 1;
+}
+
+void *kiln_device_new(size_t bytes, const char *name, kiln_region_api api, char *error,
+                      size_t size) {
+  kiln_device_base *b = calloc(1, bytes);
+  if (!b) {
+    kiln_device_fail(error, size, "out of memory");
+    return NULL;
+  }
+  snprintf(b->name, sizeof b->name, "%s", name);
+  api.device = b;
+  b->regions.api = api;
+  return b;
 }
 
 static const char *api_name(uint32_t api) {

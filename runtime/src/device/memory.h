@@ -50,6 +50,12 @@ typedef struct kiln_device_base {
   char name[300];
 } kiln_device_base;
 
+/* A zeroed device of `bytes` (an API's struct kiln_device, which begins
+ * with its kiln_device_base) named `name`, whose regions `api` makes (its
+ * `device` set to it); NULL with a message when out of memory. */
+void *kiln_device_new(size_t bytes, const char *name, kiln_region_api api, char *error,
+                      size_t size);
+
 /* Formats `fmt` into `error` and returns 1. */
 int kiln_device_fail(char *error, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -150,13 +150,11 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
 }
 
 static kiln_device *metal_open(const kiln_gpu_program *program, char *error, size_t size) {
-  kiln_device *d = calloc(1, sizeof *d);
-  if (!d) {
-    kiln_device_fail(error, size, "out of memory");
+  kiln_device *d = kiln_device_new(sizeof *d, "the Metal device",
+                                   (kiln_region_api){NULL, create_region, destroy_region, drain},
+                                   error, size);
+  if (!d)
     return NULL;
-  }
-  snprintf(d->base.name, sizeof d->base.name, "the Metal device");
-  d->base.regions.api = (kiln_region_api){d, create_region, destroy_region, drain};
   d->base.regions.params_alignment = 256; /* the strictest buffer offset alignment of Metal */
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   void *pool = objc_autoreleasePoolPush();

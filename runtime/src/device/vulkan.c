@@ -470,13 +470,11 @@ static int drain(void *device, char *error, size_t size) {
 }
 
 static kiln_device *vulkan_open(const kiln_gpu_program *program, char *error, size_t size) {
-  kiln_device *d = calloc(1, sizeof *d);
-  if (!d) {
-    kiln_device_fail(error, size, "out of memory");
+  kiln_device *d = kiln_device_new(sizeof *d, "the Vulkan device",
+                                   (kiln_region_api){NULL, create_region, destroy_region, drain},
+                                   error, size);
+  if (!d)
     return NULL;
-  }
-  snprintf(d->base.name, sizeof d->base.name, "the Vulkan device");
-  d->base.regions.api = (kiln_region_api){d, create_region, destroy_region, drain};
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   if (!d->kernels || open_instance(d, error, size) || open_device(d, program, error, size)) {
     vulkan_close(d);
