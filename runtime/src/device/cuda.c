@@ -223,9 +223,9 @@ static void cuda_close(kiln_device *d) {
 }
 
 static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size_t size) {
-  kiln_device *d = kiln_device_new(sizeof *d, "the CUDA GPU",
-                                   (kiln_region_api){NULL, create_region, destroy_region, drain},
-                                   error, size);
+  kiln_device *d =
+      kiln_device_new(sizeof *d, "the CUDA GPU",
+                      (kiln_region_api){NULL, create_region, destroy_region, drain}, error, size);
   if (!d)
     return NULL;
   d->base.regions.params_alignment = 16;
@@ -266,18 +266,9 @@ static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
   for (uint32_t i = 0; i < k->num_buffers; ++i) {
     kiln_region *r;
     size_t offset;
-    if (args[i].flags & KILN_GPU_ARG_PARAMS) {
-      if (kiln_regions_stage_params(&d->base.regions, &args[i], &r, &offset, error, size))
-        return 1;
-    } else {
-      r = kiln_regions_find(&d->base.regions, &args[i]);
-      if (!r)
-        return kiln_device_fail(error, size,
-                                "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory",
-                                index, i, (unsigned long long)args[i].bytes, args[i].data,
-                                d->base.name);
-      offset = kiln_region_offset(r, &args[i]);
-    }
+    if (kiln_regions_locate(&d->base.regions, d->base.name, index, i, &args[i], &r, &offset,
+                            error, size))
+      return 1;
     pointers[i] = (CUdeviceptr)(uintptr_t)r->mapped + offset;
     params[i] = &pointers[i];
   }

@@ -95,3 +95,17 @@ int kiln_regions_stage_params(kiln_regions *rs, const kiln_gpu_arg *arg, kiln_re
 }
 
 void kiln_regions_drained(kiln_regions *rs) { rs->params_used = 0; }
+
+int kiln_regions_locate(kiln_regions *rs, const char *device, uint32_t kernel, uint32_t i,
+                        const kiln_gpu_arg *arg, kiln_region **region, size_t *offset,
+                        char *error, size_t size) {
+  if (arg->flags & KILN_GPU_ARG_PARAMS)
+    return kiln_regions_stage_params(rs, arg, region, offset, error, size);
+  *region = kiln_regions_find(rs, arg);
+  if (!*region)
+    return kiln_device_fail(error, size,
+                            "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory",
+                            kernel, i, (unsigned long long)arg->bytes, arg->data, device);
+  *offset = kiln_region_offset(*region, arg);
+  return 0;
+}

@@ -73,6 +73,14 @@ kiln_region *kiln_regions_find(kiln_regions *regions, const kiln_gpu_arg *arg);
 /* Byte offset of a non-constant argument in its region. */
 size_t kiln_region_offset(const kiln_region *r, const kiln_gpu_arg *arg);
 
+/* Where argument `i` of a launch of kernel `kernel` lives on the device:
+ * `*region` and `*offset` in it (a launch's parameters staged, a
+ * constant's copy, or the memory of kiln_device_alloc holding it). Fails
+ * with a message naming the argument when it is host memory. */
+int kiln_regions_locate(kiln_regions *regions, const char *device, uint32_t kernel, uint32_t i,
+                        const kiln_gpu_arg *arg, kiln_region **region, size_t *offset,
+                        char *error, size_t size);
+
 /* Copies a launch's parameters (KILN_GPU_ARG_PARAMS) where they stay
  * untouched until the launch has run: at `*offset` of `*region`. */
 int kiln_regions_stage_params(kiln_regions *regions, const kiln_gpu_arg *arg,

@@ -150,9 +150,9 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
 }
 
 static kiln_device *metal_open(const kiln_gpu_program *program, char *error, size_t size) {
-  kiln_device *d = kiln_device_new(sizeof *d, "the Metal device",
-                                   (kiln_region_api){NULL, create_region, destroy_region, drain},
-                                   error, size);
+  kiln_device *d =
+      kiln_device_new(sizeof *d, "the Metal device",
+                      (kiln_region_api){NULL, create_region, destroy_region, drain}, error, size);
   if (!d)
     return NULL;
   d->base.regions.params_alignment = 256; /* the strictest buffer offset alignment of Metal */
@@ -188,17 +188,9 @@ static int bind_arg(kiln_device *d, uint32_t index, uint32_t i, const kiln_gpu_a
                     char *error, size_t size) {
   kiln_region *r;
   size_t offset;
-  if (arg->flags & KILN_GPU_ARG_PARAMS) {
-    if (kiln_regions_stage_params(&d->base.regions, arg, &r, &offset, error, size))
-      return 1;
-  } else {
-    r = kiln_regions_find(&d->base.regions, arg);
-    if (!r)
-      return kiln_device_fail(error, size,
-                              "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory",
-                              index, i, (unsigned long long)arg->bytes, arg->data, d->base.name);
-    offset = kiln_region_offset(r, arg);
-  }
+  if (kiln_regions_locate(&d->base.regions, d->base.name, index, i, arg, &r, &offset, error,
+                          size))
+    return 1;
   MSG(void, id, NSUInteger, NSUInteger)(d->encoder, SEL_("setBuffer:offset:atIndex:"),
                                         r->buffer, offset, i);
   return 0;
@@ -239,7 +231,7 @@ static int launch(kiln_device *d, uint32_t index, const int64_t grid[3],
 }
 
 static int metal_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
-                       const kiln_gpu_arg *args, char *error, size_t size) {
+                        const kiln_gpu_arg *args, char *error, size_t size) {
   if (index >= d->num_kernels)
     return kiln_device_fail(error, size, "kernel %u does not exist (the model has %u)", index,
                             d->num_kernels);

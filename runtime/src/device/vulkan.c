@@ -470,9 +470,9 @@ static int drain(void *device, char *error, size_t size) {
 }
 
 static kiln_device *vulkan_open(const kiln_gpu_program *program, char *error, size_t size) {
-  kiln_device *d = kiln_device_new(sizeof *d, "the Vulkan device",
-                                   (kiln_region_api){NULL, create_region, destroy_region, drain},
-                                   error, size);
+  kiln_device *d =
+      kiln_device_new(sizeof *d, "the Vulkan device",
+                      (kiln_region_api){NULL, create_region, destroy_region, drain}, error, size);
   if (!d)
     return NULL;
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
@@ -531,20 +531,11 @@ static void barrier(kiln_device *d, VkAccessFlags to, VkPipelineStageFlags stage
 /* Where argument `i` of a launch of kernel `index` lives on the device. */
 static int bind_arg(kiln_device *d, uint32_t index, uint32_t i, const kiln_gpu_arg *arg,
                     VkDescriptorBufferInfo *info, char *error, size_t size) {
-  if (arg->flags & KILN_GPU_ARG_PARAMS) {
-    kiln_region *r;
-    size_t at;
-    if (kiln_regions_stage_params(&d->base.regions, arg, &r, &at, error, size))
-      return 1;
-    *info = (VkDescriptorBufferInfo){(VkBuffer)r->buffer, at, arg->bytes ? arg->bytes : 4};
-    return 0;
-  }
-  kiln_region *r = kiln_regions_find(&d->base.regions, arg);
-  if (!r)
-    return kiln_device_fail(error, size,
-                            "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory", index,
-                            i, (unsigned long long)arg->bytes, arg->data, d->base.name);
-  VkDeviceSize offset = kiln_region_offset(r, arg);
+  kiln_region *r;
+  size_t offset;
+  if (kiln_regions_locate(&d->base.regions, d->base.name, index, i, arg, &r, &offset, error,
+                          size))
+    return 1;
   if (offset % d->offset_alignment || arg->bytes > d->max_range)
     return kiln_device_fail(error, size,
                             "kernel %u: buffer %u (%llu bytes at offset %llu) breaks %s's "
@@ -557,7 +548,7 @@ static int bind_arg(kiln_device *d, uint32_t index, uint32_t i, const kiln_gpu_a
 }
 
 static int vulkan_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
-                       const kiln_gpu_arg *args, char *error, size_t size) {
+                         const kiln_gpu_arg *args, char *error, size_t size) {
   if (index >= d->num_kernels)
     return kiln_device_fail(error, size, "kernel %u does not exist (the model has %u)", index,
                             d->num_kernels);
