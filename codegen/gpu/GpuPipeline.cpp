@@ -33,6 +33,7 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
   pm.addNestedPass<func::FuncOp>(createKilnGpuDistributeBuffers({gpu.name}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
   pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());
+  pm.addNestedPass<func::FuncOp>(createKilnGpuPrivateAccumulators());
   if (options.reportPlacement)
     pm.addNestedPass<func::FuncOp>(createKilnGpuReportPlacement({gpu.name}));
   pm.addPass(createCanonicalizerPass());

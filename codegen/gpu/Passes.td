@@ -100,6 +100,26 @@ def KilnGpuKernelBuffers : Pass<"kiln-gpu-kernel-buffers", "func::FuncOp"> {
   let dependentDialects = ["gpu::GPUDialect", "linalg::LinalgDialect", "memref::MemRefDialect"];
 }
 
+def KilnGpuPrivateAccumulators : Pass<"kiln-gpu-private-accumulators", "func::FuncOp"> {
+  let summary = "A thread's reduction accumulates in private memory, its reduced loops outermost";
+  let description = [{
+    After kiln-gpu-kernel-buffers. A linalg op with reduced loops inside a
+    gpu.launch (a thread's tile of a matmul, convolution or row reduction)
+    reads and writes its result at every step of the reduction: in global
+    memory, as it was bufferized. When the result tile has at most 64
+    elements (bounded by constants where its sizes are not), the op
+    accumulates into a private buffer of that bound instead (registers,
+    once the kernel's loops are unrolled), filled by the linalg.fill that
+    initialized the tile if one comes just before it, else copied from the
+    tile, and copied back after it. The op is generalized and its reduced
+    loops moved outermost: each step of the reduction loads its operands'
+    slices once for the whole tile (a 4x4 matmul tile: 8 loads for 16
+    FMAs, not 32). Ops whose inputs read their own result are left as
+    they are.
+  }];
+  let dependentDialects = ["gpu::GPUDialect", "linalg::LinalgDialect", "memref::MemRefDialect"];
+}
+
 def KilnGpuReportPlacement : Pass<"kiln-gpu-report-placement", "func::FuncOp"> {
   let summary = "Say which ops run in GPU kernels and which stay on the host, and why";
   let description = [{

@@ -1,7 +1,7 @@
 // RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-distribute=target=vulkan --canonicalize --cse | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-distribute=target=vulkan-lavapipe --canonicalize --cse | FileCheck %s --check-prefix=LAVAPIPE
 // RUN: not kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan-mystery 2>&1 | FileCheck %s --check-prefix=TARGET
-// TARGET: error: unknown GPU target 'vulkan-mystery' (expected one of vulkan, vulkan-lavapipe, vulkan-nvidia, cuda-sm80, cuda-sm90a, metal)
+// TARGET: error: unknown GPU target 'vulkan-mystery' (expected one of vulkan, vulkan-lavapipe, vulkan-nvidia, cuda, cuda-sm80, cuda-sm90a, metal)
 
 // A matmul is a root: workgroups of 64x32 results (vulkan: 128 threads as
 // 16 rows by 8 columns of 4x4 results) over the whole K, its zero fill fused

@@ -1,0 +1,125 @@
+//===- PrivateAccumulators.cpp - reductions in registers ------------------===//
+#include "codegen/gpu/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNGPUPRIVATEACCUMULATORS
+#include "codegen/gpu/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+
+namespace {
+
+/// Results a thread's private accumulator holds at most.
+constexpr int64_t kMaxAccumulator = 64;
+
+/// Constant upper bounds of `tile`'s sizes, or nothing if one has none.
+std::optional<SmallVector<int64_t>> sizeBounds(Value tile) {
+  auto type = cast<MemRefType>(tile.getType());
+  SmallVector<int64_t> bounds;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (!type.isDynamicDim(d)) {
+      bounds.push_back(type.getDimSize(d));
+      continue;
+    }
+    FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+        presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(tile, d), nullptr,
+        /*closedUB=*/true);
+    if (failed(bound))
+      return std::nullopt;
+    bounds.push_back(*bound);
+  }
+  return bounds;
+}
+
+/// Whether `op` should accumulate privately: a reduction over a tile of
+/// global memory that fits, which no input of it reads.
+bool accumulatesInMemory(linalg::LinalgOp op) {
+  if (op.getNumReductionLoops() == 0 || op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics())
+    return false;
+  Value init = op.getDpsInitOperand(0)->get();
+  auto type = cast<MemRefType>(init.getType());
+  if (auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(type.getMemorySpace());
+      space && space.getValue() == gpu::AddressSpace::Private)
+    return false;
+  return !llvm::is_contained(op.getDpsInputs(), init);
+}
+
+/// The permutation that puts `op`'s reduced loops first, in order.
+SmallVector<unsigned> reducedLoopsFirst(linalg::LinalgOp op) {
+  SmallVector<unsigned> order;
+  for (auto [i, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (iterator == utils::IteratorType::reduction)
+      order.push_back(i);
+  for (auto [i, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (iterator != utils::IteratorType::reduction)
+      order.push_back(i);
+  return order;
+}
+
+/// `op` generalized, its reduced loops outermost (as it is if that fails).
+linalg::LinalgOp reducedLoopsOutermost(RewriterBase &rewriter, linalg::LinalgOp op) {
+  rewriter.setInsertionPoint(op);
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic) {
+    FailureOr<linalg::GenericOp> generalized = linalg::generalizeNamedOp(rewriter, op);
+    if (failed(generalized))
+      return op;
+    generic = *generalized;
+  }
+  FailureOr<linalg::GenericOp> interchanged =
+      linalg::interchangeGenericOp(rewriter, generic, reducedLoopsFirst(generic));
+  return succeeded(interchanged) ? *interchanged : generic;
+}
+
+LogicalResult privatize(RewriterBase &rewriter, linalg::LinalgOp op) {
+  Value tile = op.getDpsInitOperand(0)->get();
+  std::optional<SmallVector<int64_t>> bounds = sizeBounds(tile);
+  if (!bounds || llvm::product_of(*bounds) > kMaxAccumulator)
+    return failure();
+  auto fill = dyn_cast_if_present<linalg::FillOp>(op->getPrevNode());
+  op = reducedLoopsOutermost(rewriter, op);
+  Location loc = op.getLoc();
+  auto tileType = cast<MemRefType>(tile.getType());
+  auto space = gpu::AddressSpaceAttr::get(op.getContext(), gpu::AddressSpace::Private);
+  rewriter.setInsertionPoint(fill && fill.getDpsInitOperand(0)->get() == tile ? fill : op);
+  Value accumulator = memref::AllocaOp::create(
+      rewriter, loc, MemRefType::get(*bounds, tileType.getElementType(), nullptr, space));
+  if (!tileType.hasStaticShape()) {
+    // The tile's own sizes, at the accumulator's start.
+    SmallVector<OpFoldResult> zeros(tileType.getRank(), rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> ones(tileType.getRank(), rewriter.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes = memref::getMixedSizes(rewriter, loc, tile);
+    accumulator = memref::SubViewOp::create(rewriter, loc, accumulator, zeros, sizes, ones);
+  }
+  // The fill that initialized the tile initializes the accumulator instead.
+  if (fill && fill.getDpsInitOperand(0)->get() == tile)
+    rewriter.modifyOpInPlace(fill, [&] { fill.getDpsInitOperand(0)->set(accumulator); });
+  else
+    linalg::CopyOp::create(rewriter, loc, tile, accumulator);
+  rewriter.modifyOpInPlace(op, [&] { op.getDpsInitOperand(0)->set(accumulator); });
+  rewriter.setInsertionPointAfter(op);
+  linalg::CopyOp::create(rewriter, loc, accumulator, tile);
+  return success();
+}
+
+struct KilnGpuPrivateAccumulatorsPass
+    : mlir::kiln::impl::KilnGpuPrivateAccumulatorsBase<KilnGpuPrivateAccumulatorsPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::LinalgOp> reductions;
+    getOperation().walk([&](gpu::LaunchOp launch) {
+      launch.getBody().walk([&](linalg::LinalgOp op) {
+        if (accumulatesInMemory(op))
+          reductions.push_back(op);
+      });
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp op : reductions)
+      (void)privatize(rewriter, op);
+  }
+};
+
+} // namespace
