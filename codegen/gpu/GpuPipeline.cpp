@@ -33,9 +33,9 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
   pm.addNestedPass<func::FuncOp>(createKilnGpuDistributeBuffers({gpu.name}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
   pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());
-  pm.addNestedPass<func::FuncOp>(createKilnGpuPrivateAccumulators());
   if (options.reportPlacement)
     pm.addNestedPass<func::FuncOp>(createKilnGpuReportPlacement({gpu.name}));
+  pm.addNestedPass<func::FuncOp>(createKilnGpuPrivateAccumulators());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createKilnPlanMemory({options.reportMemory}));
