@@ -180,6 +180,9 @@ static int load_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, ch
 
 static int create_region(void *device, kiln_region *r) {
   kiln_device *d = device;
+  /* The caller's thread may not be the one that opened the device. */
+  if (d->cuCtxSetCurrent(d->context) != CUDA_SUCCESS)
+    return 1;
   /* Managed memory beyond what the GPU has free can hang it: such a request
    * is out of memory here. */
   size_t free_bytes = 0, total_bytes = 0;
@@ -196,6 +199,7 @@ static int create_region(void *device, kiln_region *r) {
 
 static void destroy_region(void *device, kiln_region *r) {
   kiln_device *d = device;
+  d->cuCtxSetCurrent(d->context);
   d->cuMemFree((CUdeviceptr)(uintptr_t)r->buffer);
 }
 
