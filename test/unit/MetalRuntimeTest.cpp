@@ -352,6 +352,50 @@ TEST_F(MetalRuntime, BindsAViewAtItsOffset) {
   kiln_device_close(d); // frees the arena too
 }
 
+// Launch parameters fill their 64 KiB region: the queued launches run and
+// the region starts over, and no launch is lost on the way (each adds 1).
+TEST_F(MetalRuntime, RunsEveryLaunchWhenParametersOverflow) {
+  std::string error;
+  kiln_device *d = open({kernel("add_one", kAddSource, 8, 2)}, error);
+  ASSERT_NE(d, nullptr) << error;
+  auto *a = static_cast<float *>(kiln_device_alloc(d, 8 * sizeof(float)));
+  std::vector<uint32_t> params(1024, 0); // 4 KiB: n, then padding
+  params[0] = 8;
+  int64_t grid[3] = {1, 1, 1};
+  char message[256];
+  for (int launch = 0; launch < 20; ++launch) {
+    kiln_gpu_arg args[] = {{a, 8 * sizeof(float), 0},
+                           {params.data(), params.size() * 4, KILN_GPU_ARG_PARAMS}};
+    ASSERT_EQ(kiln_device_launch(d, 0, grid, args, message, sizeof message), 0) << message;
+  }
+  ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+  EXPECT_EQ(fake.ran.size(), 20u);
+  EXPECT_EQ(a[7], 20.0f);
+  kiln_device_close(d);
+}
+
+// A constant used through a short view first and whole later gets a copy
+// that covers the whole use.
+TEST_F(MetalRuntime, CopiesAConstantWholeForALongerUse) {
+  std::string error;
+  kiln_device *d = open({kernel("scale", kScaleSource, 4, 2)}, error);
+  ASSERT_NE(d, nullptr) << error;
+  auto *a = static_cast<float *>(kiln_device_alloc(d, 4 * sizeof(float)));
+  static const float factors[4] = {3, 5, 7, 9};
+  int64_t grid[3] = {1, 1, 1};
+  char message[256];
+  for (uint64_t bytes : {4u, 16u}) {
+    kiln_gpu_arg args[] = {{a, 4 * sizeof(float), 0}, {factors, bytes, KILN_GPU_ARG_CONSTANT}};
+    ASSERT_EQ(kiln_device_launch(d, 0, grid, args, message, sizeof message), 0) << message;
+  }
+  ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+  ASSERT_EQ(fake.ran.size(), 2u);
+  EXPECT_EQ(fake.ran[0].buffers.at(1).buffer->contents.size(), 4u);
+  EXPECT_EQ(fake.ran[1].buffers.at(1).buffer->contents.size(), 16u);
+  EXPECT_EQ(reinterpret_cast<float *>(fake.ran[1].buffers.at(1).buffer->contents.data())[3], 9.0f);
+  kiln_device_close(d);
+}
+
 TEST_F(MetalRuntime, SaysWhatIsWrong) {
   std::string error;
   EXPECT_EQ(open({kernel("bad", "#error nope\nkernel void bad() {}", 8, 0)}, error), nullptr);

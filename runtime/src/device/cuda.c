@@ -35,7 +35,7 @@ enum {
   CU_MEM_ATTACH_GLOBAL = 1,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
-  CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
+  CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89,
 };
 
 /* Entry points, by the name libcuda exports (cuda.h maps some to _v2). */
@@ -148,10 +148,15 @@ static int pick_device(kiln_device *d, char *error, size_t size) {
   d->cuDeviceGetName(name, sizeof name, d->device);
   d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->device);
   d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->device);
-  d->cuDeviceGetAttribute(&managed, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, d->device);
+  /* The host writes launch parameters and constants into managed memory
+   * while kernels run: the GPU must allow that (Linux drivers for sm_60+;
+   * not WSL2 or some virtual machines). */
+  d->cuDeviceGetAttribute(&managed, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, d->device);
   snprintf(d->base.name, sizeof d->base.name, "%s (CUDA, sm_%d%d)", name, major, minor);
   if (!managed)
-    return kiln_device_fail(error, size, "%s has no managed memory, which kiln's CUDA models use",
+    return kiln_device_fail(error, size,
+                            "%s has no concurrent managed memory access, which kiln's CUDA "
+                            "models use",
                             d->base.name);
   if (check(d, d->cuDevicePrimaryCtxRetain(&d->context, d->device), "cuDevicePrimaryCtxRetain",
             error, size))

@@ -50,8 +50,10 @@ kiln_region *kiln_regions_find(kiln_regions *rs, const kiln_gpu_arg *arg) {
   }
   if (!constant && !(arg->flags & KILN_GPU_ARG_MAYBE_CONSTANT))
     return NULL;
+  /* A copy of the constant that covers this use (a view of it may be
+   * shorter than a later one). */
   for (size_t i = 0; i < rs->count; ++i)
-    if (rs->items[i].key == p)
+    if (rs->items[i].key == p && rs->items[i].bytes >= arg->bytes)
       return &rs->items[i];
   kiln_region *r = kiln_regions_add(rs, arg->bytes, p);
   if (r)

@@ -183,19 +183,6 @@ static void metal_close(kiln_device *d) {
   free(d);
 }
 
-/* Binds argument `i` of a launch of kernel `index` to buffer index `i`. */
-static int bind_arg(kiln_device *d, uint32_t index, uint32_t i, const kiln_gpu_arg *arg,
-                    char *error, size_t size) {
-  kiln_region *r;
-  size_t offset;
-  if (kiln_regions_locate(&d->base.regions, d->base.name, index, i, arg, &r, &offset, error,
-                          size))
-    return 1;
-  MSG(void, id, NSUInteger, NSUInteger)(d->encoder, SEL_("setBuffer:offset:atIndex:"),
-                                        r->buffer, offset, i);
-  return 0;
-}
-
 /* Starts the command buffer and its encoder if none is open. */
 static int begin_commands(kiln_device *d, char *error, size_t size) {
   if (d->commands)
@@ -218,12 +205,28 @@ static int begin_commands(kiln_device *d, char *error, size_t size) {
 static int launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                   const kiln_gpu_arg *args, char *error, size_t size) {
   kernel *k = &d->kernels[index];
+  /* Every argument's buffer first: staging the parameters may commit the
+   * queued launches, and with them the encoder. */
+  id buffers[31];
+  NSUInteger offsets[31];
+  if (k->num_buffers > 31)
+    return kiln_device_fail(error, size, "kernel %u has %u buffers (Metal binds at most 31)",
+                            index, k->num_buffers);
+  for (uint32_t i = 0; i < k->num_buffers; ++i) {
+    kiln_region *r;
+    size_t offset;
+    if (kiln_regions_locate(&d->base.regions, d->base.name, index, i, &args[i], &r, &offset,
+                            error, size))
+      return 1;
+    buffers[i] = r->buffer;
+    offsets[i] = offset;
+  }
   if (begin_commands(d, error, size))
     return 1;
   MSG(void, id)(d->encoder, SEL_("setComputePipelineState:"), k->pipeline);
   for (uint32_t i = 0; i < k->num_buffers; ++i)
-    if (bind_arg(d, index, i, &args[i], error, size))
-      return 1;
+    MSG(void, id, NSUInteger, NSUInteger)(d->encoder, SEL_("setBuffer:offset:atIndex:"),
+                                          buffers[i], offsets[i], i);
   MTLSize groups = {(NSUInteger)grid[0], (NSUInteger)grid[1], (NSUInteger)grid[2]};
   MSG(void, MTLSize, MTLSize)(d->encoder, SEL_("dispatchThreadgroups:threadsPerThreadgroup:"),
                               groups, k->threads);
