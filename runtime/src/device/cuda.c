@@ -254,9 +254,6 @@ static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size
 
 static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                        const kiln_gpu_arg *args, char *error, size_t size) {
-  if (index >= d->num_kernels)
-    return kiln_device_fail(error, size, "kernel %u does not exist (the model has %u)", index,
-                            d->num_kernels);
   kernel *k = &d->kernels[index];
   for (int i = 0; i < 3; ++i)
     if (grid[i] < 0 || grid[i] > (i ? 65535 : 2147483647))

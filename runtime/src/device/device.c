@@ -63,8 +63,10 @@ kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size
     const kiln_device_ops *ops = kDevices[i];
     if (ops->api == program->api) {
       kiln_device *d = ops->open(program, error, size);
-      if (d)
+      if (d) {
         base(d)->ops = ops;
+        base(d)->num_kernels = program->num_kernels;
+      }
       return d;
     }
     size_t used = strlen(have);
@@ -101,6 +103,9 @@ void kiln_device_free(kiln_device *d, void *memory) {
 
 int kiln_device_launch(kiln_device *d, uint32_t kernel, const int64_t grid[3],
                        const kiln_gpu_arg *args, char *error, size_t size) {
+  if (kernel >= base(d)->num_kernels)
+    return kiln_device_fail(error, size, "kernel %u does not exist (the model has %u)", kernel,
+                            base(d)->num_kernels);
   return base(d)->ops->launch(d, kernel, grid, args, error, size);
 }
 

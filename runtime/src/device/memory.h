@@ -46,6 +46,7 @@ typedef struct kiln_regions {
  * kiln_device_alloc and kiln_device_free are the same for all (device.c). */
 typedef struct kiln_device_base {
   const kiln_device_ops *ops;
+  uint32_t num_kernels; /* the program's: launches of others are refused */
   kiln_regions regions;
   char name[300];
 } kiln_device_base;

@@ -235,9 +235,6 @@ static int launch(kiln_device *d, uint32_t index, const int64_t grid[3],
 
 static int metal_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                         const kiln_gpu_arg *args, char *error, size_t size) {
-  if (index >= d->num_kernels)
-    return kiln_device_fail(error, size, "kernel %u does not exist (the model has %u)", index,
-                            d->num_kernels);
   for (int i = 0; i < 3; ++i)
     if (grid[i] < 0 || grid[i] > UINT32_MAX)
       return kiln_device_fail(error, size,

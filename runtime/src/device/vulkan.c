@@ -549,9 +549,6 @@ static int bind_arg(kiln_device *d, uint32_t index, uint32_t i, const kiln_gpu_a
 
 static int vulkan_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                          const kiln_gpu_arg *args, char *error, size_t size) {
-  if (index >= d->num_kernels)
-    return kiln_device_fail(error, size, "kernel %u does not exist (the model has %u)", index,
-                            d->num_kernels);
   kernel *k = &d->kernels[index];
   for (int i = 0; i < 3; ++i)
     if (grid[i] < 0 || grid[i] > d->max_groups[i])
