@@ -48,6 +48,7 @@ struct PipelineOptions {
   bool bf16 = false;            // matmuls with constant weights in bf16 (f32 sums)
   bool reportMemory = false;    // kiln-plan-memory emits a "memory: " remark per function
   bool reportPlacement = false; // GPU targets: a "placement: " remark per kernel and host op
+  bool profile = false; // CPU targets: kiln_profile_begin/end around each kernel
   std::string cudaToolkit;      // CUDA targets: the toolkit's folder (empty: looked for)
   // Pruning before everything that reads the weights (kiln-prune, or
   // kiln-prune-channels for the pattern "channel").

@@ -87,6 +87,42 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
   let dependentDialects = ["arith::ArithDialect", "memref::MemRefDialect"];
 }
 
+def KilnProfileFlops : Pass<"kiln-profile-flops", "ModuleOp"> {
+  let summary = "Count each ONNX node's arithmetic, for the profiler's GFLOP/s";
+  let description = [{
+    Runs on linalg on tensors (kiln-compile --profile), before tiling hides
+    the iteration spaces. Each linalg op with a static iteration space,
+    inside loops with constant trip counts, does per iteration the
+    arithmetic of its body: 2 per fused multiply-add, 1 per other `arith`
+    or `math` op (casts, constants, selects and index arithmetic excluded),
+    so a matmul counts 2*M*N*K. The counts are summed per ONNX node (the
+    first node of the op's location) into the module's `kiln.node_flops`
+    dictionary, which kiln-profile-kernels reads. An op whose count is
+    unknown makes its node's count unknown: the node is left out.
+  }];
+}
+
+def KilnProfileKernels : Pass<"kiln-profile-kernels", "ModuleOp"> {
+  let summary = "Bracket each kernel of @main with kiln_profile_begin/end calls";
+  let description = [{
+    Runs on buffers, after kiln-plan-memory (kiln-compile --profile). A
+    kernel is a run of consecutive top-level ops of `@main` that read or
+    write memory (or whose effects are unknown, such as calls) and come from
+    the same ONNX nodes, by their locations; an op without a node joins the
+    kernel before it. Pure ops and allocations between kernels stay
+    outside. Kernel `i` gets `func.call @kiln_profile_begin(i)` before its
+    first op and `@kiln_profile_end(i)` after its last; kernels of the same
+    name (a node's ops split by another node's) share their id. The
+    module's `kiln.profile` array describes each id: `name` (its nodes,
+    "conv1 (Conv) + relu1 (Relu)"), `flops` per run (the sum of its nodes'
+    counts in `kiln.node_flops`, each node counted in its first kernel
+    only) and `bytes` per run (the sizes of the statically shaped buffers
+    its ops use, each buffer once per kernel). kiln-compile emits it as the
+    model's kiln_profile_info.
+  }];
+  let dependentDialects = ["func::FuncDialect", "arith::ArithDialect"];
+}
+
 def KilnFlattenEmptyArguments : Pass<"kiln-flatten-empty-arguments", "func::FuncOp"> {
   let summary = "Give zero-element memref arguments the type memref<0xT>";
   let description = [{

@@ -134,6 +134,8 @@ private:
     pm.addPass(createKilnFuseElementwise({options.reportFusion}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    if (options.profile)
+      pm.addPass(createKilnProfileFlops());
   }
 
   bool hasDotProducts() const {
@@ -176,6 +178,8 @@ private:
     buffers.addPass(createKilnHoistLoopBuffers());
     buffers.addPass(createKilnCpuPrefetchWeights());
     pm.addPass(createKilnPlanMemory({options.reportMemory}));
+    if (options.profile)
+      pm.addPass(createKilnProfileKernels());
   }
 
   /// Loops, threads and the LLVM dialect, with the model's entry point.

@@ -18,7 +18,7 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 /// Must match kiln_tensor_info / kiln_model_info in runtime/include/kiln/runtime.h.
-static constexpr uint32_t kAbiVersion = 4;
+static constexpr uint32_t kAbiVersion = 5;
 
 static llvm::Constant *cString(llvm::Module &m, llvm::StringRef s, const llvm::Twine &name) {
   llvm::Constant *data = llvm::ConstantDataArray::getString(m.getContext(), s);
@@ -130,18 +130,59 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
       (prefix + "_gpu_program").str());
 }
 
+/// The `kiln_profile_info` of the module's kiln.profile (kiln-profile-kernels),
+/// or null for a model compiled without --profile.
+static llvm::Constant *profileInfo(llvm::Module &m, ArrayAttr kernels, llvm::StringRef prefix) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *ptr = llvm::PointerType::get(ctx, 0);
+  if (!kernels)
+    return llvm::ConstantPointerNull::get(ptr);
+  auto *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *kernelType = llvm::StructType::create(ctx, {ptr, i64, i64}, "kiln_profile_kernel");
+  std::vector<llvm::Constant *> entries;
+  for (auto [i, attr] : llvm::enumerate(kernels.getAsRange<DictionaryAttr>()))
+    entries.push_back(llvm::ConstantStruct::get(
+        kernelType,
+        {cString(m, attr.getAs<StringAttr>("name").getValue(),
+                 (prefix + "_profile" + llvm::Twine(i)).str()),
+         llvm::ConstantInt::get(i64, attr.getAs<IntegerAttr>("flops").getInt()),
+         llvm::ConstantInt::get(i64, attr.getAs<IntegerAttr>("bytes").getInt())}));
+  auto *tableType = llvm::ArrayType::get(kernelType, entries.size());
+  auto *table = new llvm::GlobalVariable(m, tableType, true, llvm::GlobalValue::PrivateLinkage,
+                                         llvm::ConstantArray::get(tableType, entries),
+                                         (prefix + "_profile_kernels").str());
+  auto *infoType = llvm::StructType::create(ctx, {i32, ptr}, "kiln_profile_info");
+  return new llvm::GlobalVariable(
+      m, infoType, true, llvm::GlobalValue::PrivateLinkage,
+      llvm::ConstantStruct::get(infoType, {llvm::ConstantInt::get(i32, entries.size()), table}),
+      (prefix + "_profile").str());
+}
+
+/// Bytes of the module's constant data (its weights): every constant global
+/// with an initializer, before the descriptor's own strings are added.
+static uint64_t constantBytes(const llvm::Module &m) {
+  uint64_t bytes = 0;
+  for (const llvm::GlobalVariable &g : m.globals())
+    if (g.isConstant() && g.hasInitializer())
+      bytes += m.getDataLayout().getTypeAllocSize(g.getValueType());
+  return bytes;
+}
+
 /// Adds `const kiln_model_info <prefix>_info`, the descriptor the runtime
 /// reads: names, dtypes and shapes of inputs and outputs, the entry, the
-/// size of the intermediate buffers' arena and the GPU kernels.
+/// size of the intermediate buffers' arena, the GPU kernels, the weights'
+/// size and the profiled kernels.
 static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::StringRef prefix,
-                         bool addMainAlias, uint64_t arenaBytes, llvm::Constant *gpu) {
+                         bool addMainAlias, uint64_t arenaBytes, llvm::Constant *gpu,
+                         uint64_t weightsBytes, llvm::Constant *profile) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
   auto *i32 = llvm::Type::getInt32Ty(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
   auto *tensorInfo = llvm::StructType::create(ctx, {ptr, i32, i32, ptr, ptr}, "kiln_tensor_info");
   auto *modelInfo = llvm::StructType::create(
-      ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr, i64, ptr}, "kiln_model_info");
+      ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr, i64, ptr, i64, ptr}, "kiln_model_info");
   llvm::Function *entry = m.getFunction((prefix + "_entry").str());
   auto *info = new llvm::GlobalVariable(
       m, modelInfo, true, llvm::GlobalValue::ExternalLinkage,
@@ -153,7 +194,8 @@ static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::Strin
            llvm::ConstantInt::get(i32, sig.outputs.size()),
            tensorInfos(m, tensorInfo, sig.inputs, prefix, "input"),
            tensorInfos(m, tensorInfo, sig.outputs, prefix, "output"), entry,
-           llvm::ConstantInt::get(i64, arenaBytes), gpu}),
+           llvm::ConstantInt::get(i64, arenaBytes), gpu,
+           llvm::ConstantInt::get(i64, weightsBytes), profile}),
       (prefix + "_info").str());
   if (addMainAlias)
     llvm::GlobalAlias::create("kiln_main_model", info);
@@ -208,9 +250,13 @@ LogicalResult mlir::kiln::emitNative(ModuleOp module, const CpuTarget &target,
   uint64_t arenaBytes = 0;
   if (auto bytes = module->getAttrOfType<IntegerAttr>("kiln.arena_bytes"))
     arenaBytes = bytes.getInt();
+  uint64_t weightsBytes = constantBytes(*llvmModule);
   addModelInfo(*llvmModule, signature, prefix, addMainAlias, arenaBytes,
                gpuProgram(*llvmModule, module->getAttrOfType<ArrayAttr>("kiln.gpu_kernels"),
-                          prefix));
+                          prefix),
+               weightsBytes,
+               profileInfo(*llvmModule, module->getAttrOfType<ArrayAttr>("kiln.profile"),
+                           prefix));
   optimize(*llvmModule, *tm);
 
   llvm::raw_string_ostream os(out);

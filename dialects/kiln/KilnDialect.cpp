@@ -86,6 +86,20 @@ std::optional<OnnxNode> mlir::kiln::onnxNodeOf(Location loc) {
   return result;
 }
 
+std::vector<OnnxNode> mlir::kiln::onnxNodesOf(Location loc) {
+  std::vector<OnnxNode> nodes;
+  auto add = [&](Location part) {
+    std::optional<OnnxNode> node = onnxNodeOf(part);
+    if (node && llvm::none_of(nodes, [&](const OnnxNode &n) { return n.name == node->name; }))
+      nodes.push_back(*node);
+  };
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    llvm::for_each(fused.getLocations(), add);
+  else
+    add(loc);
+  return nodes;
+}
+
 std::string mlir::kiln::describeNode(Operation *op) {
   std::optional<OnnxNode> node = onnxNodeOf(op->getLoc());
   return node ? node->describe() : op->getName().getStringRef().str();

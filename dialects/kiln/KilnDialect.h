@@ -92,6 +92,9 @@ struct OnnxNode {
   }
 };
 std::optional<OnnxNode> onnxNodeOf(Location loc);
+/// The ONNX nodes of a location: onnxNodeOf's, or those of each part of a
+/// fused location, in order, without repeats.
+std::vector<OnnxNode> onnxNodesOf(Location loc);
 /// "relu1 (Relu)" for an op imported from an ONNX node, else the op's name
 /// ("linalg.generic"): how reports name the ops they speak of.
 std::string describeNode(Operation *op);

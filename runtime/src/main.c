@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 extern const kiln_model_info kiln_main_model;
 
@@ -33,7 +35,8 @@ static void usage(FILE *out) {
   const kiln_model_info *info = &kiln_main_model;
   fprintf(out,
           "usage: %s [--input NAME=FILE.npy]... [FILE.npy]... [--output-dir DIR]\n"
-          "       %s --bench N [--threads T] [--input NAME=FILE.npy]...\n\n"
+          "       %s --bench N [--threads T] [--json FILE] [--baseline FILE|EXE]\n"
+          "          [--input NAME=FILE.npy]...\n\n"
           "Runs the compiled model '%s' (kiln ABI %u).\n\n"
           "  --input NAME=FILE.npy  value of input NAME (inputs may also be given\n"
           "                         positionally, in the order listed below)\n"
@@ -43,9 +46,23 @@ static void usage(FILE *out) {
           "                         .npy has no bfloat16: such tensors are read and\n"
           "                         written as uint16 bit patterns\n"
           "  --bench N              time N runs after a warm-up and print p50/p90/p99\n"
-          "                         latency in milliseconds; inputs not given are\n"
-          "                         random (inputs with dynamic dimensions must be\n"
-          "                         given)\n"
+          "                         latency in milliseconds and the instance's peak\n"
+          "                         memory; inputs not given are random (inputs with\n"
+          "                         dynamic dimensions must be given)\n"
+          "  --rounds R             split the N runs into R rounds (default 1, or 5\n"
+          "                         with --baseline); the gate compares the median\n"
+          "                         of the rounds' p50\n"
+          "  --json FILE            with --bench: also write the figures to FILE\n"
+          "  --baseline FILE|EXE    with --bench: fail (exit 3) when p50 is more than\n"
+          "                         --max-regression above the baseline's: a JSON\n"
+          "                         file from --json, or an earlier build of the model\n"
+          "                         (an executable), timed in rounds alternating\n"
+          "                         with this one on the same inputs\n"
+          "  --max-regression P%%    the gate's threshold (default 5%%)\n"
+          "  --profile FILE         time every kernel (a model compiled with\n"
+          "                         kiln-compile --profile): write a Chrome trace to\n"
+          "                         FILE (chrome://tracing, Perfetto) and print the\n"
+          "                         time, share, GFLOP/s and bytes of each kernel\n"
           "  --threads T            threads per inference (default: KILN_NUM_THREADS\n"
           "                         when set, else every CPU this process may use)\n"
           "  --help                 this text\n\nInputs:\n",
@@ -122,33 +139,294 @@ static int compare_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static int bench(kiln_model *model, long runs, const kiln_tensor *in) {
-  const kiln_model_info *info = &kiln_main_model;
-  kiln_tensor *out = calloc(info->num_outputs + 1, sizeof(kiln_tensor));
-  long warmup = runs / 10 > 1 ? runs / 10 : 1;
-  for (long i = 0; i < warmup; ++i)
-    if (kiln_model_run_tensors(model, in, out)) {
-      free(out);
-      return fail("%s", kiln_model_error(model));
+/* The value at percentile p of `n` sorted times. */
+static double percentile(const double *sorted, long n, double p) {
+  return sorted[(size_t)((n - 1) * p / 100.0 + 0.5)];
+}
+
+static double median(double *values, long n) {
+  qsort(values, (size_t)n, sizeof(double), compare_double);
+  return percentile(values, n, 50);
+}
+
+/* What the command line asks for. */
+typedef struct {
+  const char **paths; /* per input; NULL where none was given */
+  const char *output_dir, *profile, *json, *baseline;
+  long bench_runs, threads, rounds;
+  double max_regression; /* a fraction: 0.05 */
+} options;
+
+/* The CPU's name ("AMD EPYC 9R45"), or "unknown". */
+static void cpu_name(char *name, size_t size) {
+  snprintf(name, size, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    char *colon = strchr(line, ':');
+    if (strncmp(line, "model name", 10) == 0 && colon) {
+      colon += 2;
+      colon[strcspn(colon, "\n")] = 0;
+      snprintf(name, size, "%s", colon);
+      break;
     }
-  double *times = malloc((size_t)runs * sizeof(double)), total = 0;
+  }
+  fclose(f);
+}
+
+/* The "p50" of a file written by --json, or a negative value. */
+static double read_json_p50(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  char text[8192];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  const char *key = strstr(text, "\"p50\"");
+  const char *colon = key ? strchr(key, ':') : NULL;
+  return colon ? strtod(colon + 1, NULL) : -1;
+}
+
+/* Whether the baseline is an executable (else a JSON file). */
+static int is_executable(const char *path) {
+  FILE *f = fopen(path, "r");
+  int c = f ? fgetc(f) : EOF;
+  if (f)
+    fclose(f);
+  return c != '{' && access(path, X_OK) == 0;
+}
+
+/* Runs the baseline executable for `runs` runs on the same inputs and
+ * returns its p50 (negative on failure, with a message). */
+static double run_baseline(const options *o, long runs) {
+  char json[] = "/tmp/kiln-baseline-XXXXXX";
+  int fd = mkstemp(json);
+  if (fd < 0)
+    return fail("cannot create a temporary file for the baseline's figures%s", ""), -1;
+  close(fd);
+  char count[32], threads[32];
+  snprintf(count, sizeof count, "%ld", runs);
+  snprintf(threads, sizeof threads, "%ld", o->threads);
+  const kiln_model_info *info = &kiln_main_model;
+  char bench_flag[] = "--bench", json_flag[] = "--json", threads_flag[] = "--threads",
+       input_flag[] = "--input", path[4096];
+  snprintf(path, sizeof path, "%s", o->baseline);
+  char **argv = calloc(10 + 2 * (size_t)info->num_inputs, sizeof(char *));
+  char **specs = calloc(info->num_inputs + 1, sizeof(char *));
+  int argc = 0;
+  argv[argc++] = path;
+  argv[argc++] = bench_flag;
+  argv[argc++] = count;
+  argv[argc++] = json_flag;
+  argv[argc++] = json;
+  if (o->threads) {
+    argv[argc++] = threads_flag;
+    argv[argc++] = threads;
+  }
+  for (uint32_t i = 0; i < info->num_inputs; ++i) {
+    if (!o->paths[i])
+      continue; /* random, as here */
+    size_t size = strlen(info->inputs[i].name) + strlen(o->paths[i]) + 2;
+    specs[i] = malloc(size);
+    snprintf(specs[i], size, "%s=%s", info->inputs[i].name, o->paths[i]);
+    argv[argc++] = input_flag;
+    argv[argc++] = specs[i];
+  }
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    freopen("/dev/null", "w", stdout);
+    execv(path, argv);
+    _exit(127);
+  }
+  int status = 0;
+  double p50 = -1;
+  if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+      WEXITSTATUS(status) == 0)
+    p50 = read_json_p50(json);
+  if (p50 < 0)
+    fail("the baseline '%s' failed to run (it must be a kiln executable of the same model)",
+         o->baseline);
+  unlink(json);
+  for (uint32_t i = 0; i < info->num_inputs; ++i)
+    free(specs[i]);
+  free(specs);
+  free(argv);
+  return p50;
+}
+
+/* Times `runs` runs into `times` (unsorted). */
+static int time_runs(kiln_model *model, const kiln_tensor *in, kiln_tensor *out, long runs,
+                     double *times) {
   for (long i = 0; i < runs; ++i) {
     double t0 = now_ms();
-    kiln_model_run_tensors(model, in, out);
+    if (kiln_model_run_tensors(model, in, out))
+      return fail("%s", kiln_model_error(model));
     times[i] = now_ms() - t0;
-    total += times[i];
   }
-  qsort(times, (size_t)runs, sizeof(double), compare_double);
-#define PCT(p) times[(size_t)((runs - 1) * (p) / 100.0 + 0.5)]
-  int threads = kiln_model_num_threads(model);
-  printf("%s: %ld runs, %d thread%s, arena %zu bytes\n", info->name, runs, threads,
-         threads == 1 ? "" : "s", kiln_model_arena_bytes(model));
+  return 0;
+}
+
+typedef struct {
+  double p50, p90, p99, min, mean;
+} latency;
+
+static latency summarize_times(double *times, long n) {
+  double total = 0;
+  for (long i = 0; i < n; ++i)
+    total += times[i];
+  qsort(times, (size_t)n, sizeof(double), compare_double);
+  latency l = {percentile(times, n, 50), percentile(times, n, 90), percentile(times, n, 99),
+               times[0], total / n};
+  return l;
+}
+
+static void write_json(const options *o, kiln_model *model, const latency *l,
+                       const double *round_p50, long rounds, double baseline_p50) {
+  FILE *f = fopen(o->json, "w");
+  if (!f) {
+    fail("cannot write '%s'", o->json);
+    return;
+  }
+  char cpu[256];
+  cpu_name(cpu, sizeof cpu);
+  kiln_memory_stats mem;
+  kiln_model_memory(model, &mem);
+  fprintf(f, "{\n  \"model\": \"%s\",\n  \"runs\": %ld,\n  \"rounds\": %ld,\n", kiln_main_model.name,
+          o->bench_runs, rounds);
+  fprintf(f, "  \"threads\": %d,\n  \"cpu\": \"%s\",\n", kiln_model_num_threads(model), cpu);
   if (kiln_model_device(model))
-    printf("device: %s\n", kiln_model_device(model));
-  printf("latency ms: p50=%.4f p90=%.4f p99=%.4f min=%.4f mean=%.4f\n", PCT(50), PCT(90),
-         PCT(99), times[0], total / runs);
+    fprintf(f, "  \"device\": \"%s\",\n", kiln_model_device(model));
+  fprintf(f,
+          "  \"latency_ms\": {\"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, \"min\": %.6f, "
+          "\"mean\": %.6f},\n  \"round_p50_ms\": [",
+          l->p50, l->p90, l->p99, l->min, l->mean);
+  for (long r = 0; r < rounds; ++r)
+    fprintf(f, "%s%.6f", r ? ", " : "", round_p50[r]);
+  fprintf(f,
+          "],\n  \"memory_bytes\": {\"peak\": %llu, \"arena\": %llu, \"runtime\": %llu, "
+          "\"weights\": %llu}",
+          (unsigned long long)mem.peak, (unsigned long long)mem.arena,
+          (unsigned long long)mem.runtime, (unsigned long long)mem.weights);
+  if (baseline_p50 > 0)
+    fprintf(f, ",\n  \"baseline\": {\"p50_ms\": %.6f, \"max_regression\": %.4f}",
+            baseline_p50, o->max_regression);
+  fprintf(f, "\n}\n");
+  fclose(f);
+}
+
+/* Rounds of o->bench_runs / rounds timed runs, alternating with the
+ * baseline executable's when there is one (its first in even rounds). */
+static int bench(kiln_model *model, const options *o, const kiln_tensor *in) {
+  const kiln_model_info *info = &kiln_main_model;
+  int baseline_exe = o->baseline && is_executable(o->baseline);
+  double baseline_p50 = o->baseline && !baseline_exe ? read_json_p50(o->baseline) : 0;
+  if (o->baseline && !baseline_exe && baseline_p50 <= 0)
+    return fail("cannot read a p50 from the baseline '%s' (a file written by --json, or a "
+                "kiln executable)",
+                o->baseline);
+  long rounds = o->rounds ? o->rounds : o->baseline ? 5 : 1;
+  if (rounds > o->bench_runs)
+    rounds = o->bench_runs;
+  long per_round = o->bench_runs / rounds, runs = per_round * rounds;
+  kiln_tensor *out = calloc(info->num_outputs + 1, sizeof(kiln_tensor));
+  double *times = malloc((size_t)runs * sizeof(double));
+  double *copy = malloc((size_t)per_round * sizeof(double));
+  double *round_p50 = calloc((size_t)rounds, sizeof(double));
+  double *base_p50 = calloc((size_t)rounds, sizeof(double));
+  long warmup = runs / 10 > 1 ? runs / 10 : 1;
+  int rc = time_runs(model, in, out, warmup, times);
+  if (!rc && o->profile && kiln_model_profile_start(model)) /* without the warm-up */
+    rc = fail("%s", kiln_model_error(model));
+  for (long r = 0; !rc && r < rounds; ++r) {
+    if (baseline_exe && r % 2 == 0 && (base_p50[r] = run_baseline(o, per_round)) < 0)
+      rc = 1;
+    double *mine = times + r * per_round;
+    if (!rc && !(rc = time_runs(model, in, out, per_round, mine))) {
+      memcpy(copy, mine, (size_t)per_round * sizeof(double));
+      round_p50[r] = median(copy, per_round);
+    }
+    if (!rc && baseline_exe && r % 2 == 1 && (base_p50[r] = run_baseline(o, per_round)) < 0)
+      rc = 1;
+  }
+  if (!rc) {
+    latency l = summarize_times(times, runs);
+    int threads = kiln_model_num_threads(model);
+    kiln_memory_stats mem;
+    kiln_model_memory(model, &mem);
+    printf("%s: %ld runs, %d thread%s, arena %zu bytes\n", info->name, runs, threads,
+           threads == 1 ? "" : "s", kiln_model_arena_bytes(model));
+    if (kiln_model_device(model))
+      printf("device: %s\n", kiln_model_device(model));
+    printf("latency ms: p50=%.4f p90=%.4f p99=%.4f min=%.4f mean=%.4f\n", l.p50, l.p90, l.p99,
+           l.min, l.mean);
+    printf("memory: peak %.2f MiB (arena %.2f, runtime %.2f, weights %.2f)\n",
+           mem.peak / 1048576.0, mem.arena / 1048576.0, mem.runtime / 1048576.0,
+           mem.weights / 1048576.0);
+    double mine = rounds > 1 ? median(round_p50, rounds) : l.p50;
+    if (baseline_exe)
+      baseline_p50 = median(base_p50, rounds);
+    if (o->json)
+      write_json(o, model, &l, round_p50, rounds, baseline_p50);
+    if (o->baseline) {
+      double change = mine / baseline_p50 - 1;
+      int regressed = change > o->max_regression;
+      printf("regression gate: p50 %.4f ms against the baseline's %.4f ms (%+.1f%%, limit "
+             "+%.1f%%, median of %ld round%s%s): %s\n",
+             mine, baseline_p50, 100 * change, 100 * o->max_regression, rounds,
+             rounds == 1 ? "" : "s", baseline_exe ? " alternating with the baseline" : "",
+             regressed ? "REGRESSED" : "ok");
+      if (regressed)
+        rc = 3;
+    }
+  }
+  free(base_p50);
+  free(round_p50);
+  free(copy);
   free(times);
   free(out);
+  return rc;
+}
+
+static int compare_entry_time(const void *a, const void *b) {
+  double x = ((const kiln_profile_entry *)a)->total_ms, y = ((const kiln_profile_entry *)b)->total_ms;
+  return (x < y) - (x > y);
+}
+
+/* Writes the trace and prints each kernel's time per run, share of the
+ * run, GFLOP/s and bytes, slowest first. */
+static int report_profile(kiln_model *model, const char *path) {
+  kiln_profile_summary s;
+  if (kiln_model_profile_summary(model, &s) || kiln_model_profile_write_trace(model, path))
+    return fail("%s", kiln_model_error(model));
+  if (!s.runs)
+    return 0;
+  kiln_profile_entry *entries = calloc(s.num_kernels + 1, sizeof(kiln_profile_entry));
+  double kernels_ms = 0;
+  for (uint32_t i = 0; i < s.num_kernels; ++i) {
+    kiln_model_profile_kernel(model, i, &entries[i]);
+    kernels_ms += entries[i].total_ms;
+  }
+  qsort(entries, s.num_kernels, sizeof(kiln_profile_entry), compare_entry_time);
+  double run_ms = s.total_ms / (double)s.runs;
+  printf("profile: %llu run%s, %.4f ms per run; trace: %s%s\n", (unsigned long long)s.runs,
+         s.runs == 1 ? "" : "s", run_ms, path, s.dropped ? " (events dropped)" : "");
+  printf("  %-48s %10s %7s %9s %11s\n", "kernel", "ms/run", "share", "GFLOP/s", "KiB/run");
+  for (uint32_t i = 0; i < s.num_kernels; ++i) {
+    const kiln_profile_entry *e = &entries[i];
+    double ms = e->total_ms / (double)s.runs;
+    char gflops[32] = "-";
+    if (e->flops && ms > 0)
+      snprintf(gflops, sizeof gflops, "%.2f", (double)e->flops / (ms * 1e6));
+    printf("  %-48s %10.4f %6.1f%% %9s %11.1f\n", e->name, ms, 100 * ms / run_ms, gflops,
+           (double)e->bytes / 1024);
+  }
+  double outside = (s.total_ms - kernels_ms) / (double)s.runs;
+  printf("  %-48s %10.4f %6.1f%%\n", "(between kernels)", outside, 100 * outside / run_ms);
+  free(entries);
   return 0;
 }
 
@@ -172,13 +450,6 @@ static void summarize(const kiln_tensor_info *t, const kiln_tensor *value) {
   printf(n > shown ? " ...\n" : "\n");
 }
 
-/* What the command line asks for. */
-typedef struct {
-  const char **paths; /* per input; NULL where none was given */
-  const char *output_dir;
-  long bench_runs, threads;
-} options;
-
 /* 0 to run, 1 after an error, -1 after --help. */
 static int parse_args(int argc, char **argv, options *o) {
   const kiln_model_info *info = &kiln_main_model;
@@ -201,6 +472,22 @@ static int parse_args(int argc, char **argv, options *o) {
       o->paths[idx] = eq + 1;
     } else if (!strcmp(a, "--output-dir") && has_value) {
       o->output_dir = argv[++i];
+    } else if (!strcmp(a, "--profile") && has_value) {
+      o->profile = argv[++i];
+    } else if (!strcmp(a, "--json") && has_value) {
+      o->json = argv[++i];
+    } else if (!strcmp(a, "--baseline") && has_value) {
+      o->baseline = argv[++i];
+    } else if (!strcmp(a, "--rounds") && has_value) {
+      char *end;
+      o->rounds = strtol(argv[++i], &end, 10);
+      if (*end || o->rounds < 1)
+        return fail("--rounds expects a positive count, got '%s'", argv[i]);
+    } else if (!strcmp(a, "--max-regression") && has_value) {
+      char *end;
+      o->max_regression = strtod(argv[++i], &end) / 100;
+      if ((*end && strcmp(end, "%")) || o->max_regression < 0)
+        return fail("--max-regression expects a percentage such as 5%%, got '%s'", argv[i]);
     } else if (!strcmp(a, "--bench") && has_value) {
       o->bench_runs = strtol(argv[++i], NULL, 10);
       if (o->bench_runs < 1)
@@ -219,12 +506,15 @@ static int parse_args(int argc, char **argv, options *o) {
       o->paths[positional++] = a;
     }
   }
+  if ((o->json || o->baseline || o->rounds) && !o->bench_runs)
+    return fail("%s needs --bench N", o->json ? "--json" : o->baseline ? "--baseline" : "--rounds");
   return 0;
 }
 
+static int run_once(const options *o, kiln_model *model, const kiln_tensor *in);
+
 /* Fills `in` (from .npy files read into `arrays`, or random for a
- * benchmark), then benchmarks the model or runs it once and writes or
- * prints its outputs. */
+ * benchmark), then benchmarks the model or runs it once, profiled if asked. */
 static int run(const options *o, kiln_model *model, kiln_tensor *in, kiln_npy *arrays) {
   const kiln_model_info *info = &kiln_main_model;
   if (kiln_model_set_num_threads(model, (int)o->threads))
@@ -252,8 +542,18 @@ static int run(const options *o, kiln_model *model, kiln_tensor *in, kiln_npy *a
       arrays[i].dtype = KILN_BFLOAT16;
     in[i] = (kiln_tensor){arrays[i].data, arrays[i].dtype, arrays[i].rank, arrays[i].shape};
   }
-  if (o->bench_runs)
-    return bench(model, o->bench_runs, in);
+  if (o->profile && kiln_model_profile_start(model))
+    return fail("%s", kiln_model_error(model));
+  int rc = o->bench_runs ? bench(model, o, in) : run_once(o, model, in);
+  if (!rc && o->profile)
+    rc = report_profile(model, o->profile);
+  return rc;
+}
+
+/* Runs the model once and writes or prints its outputs. */
+static int run_once(const options *o, kiln_model *model, const kiln_tensor *in) {
+  const kiln_model_info *info = &kiln_main_model;
+  char msg[512];
   kiln_tensor *out = calloc(info->num_outputs + 1, sizeof(kiln_tensor));
   double t0 = now_ms();
   int rc = kiln_model_run_tensors(model, in, out) ? fail("%s", kiln_model_error(model)) : 0;
@@ -282,7 +582,7 @@ static int run(const options *o, kiln_model *model, kiln_tensor *in, kiln_npy *a
 int main(int argc, char **argv) {
   prog = argv[0];
   const kiln_model_info *info = &kiln_main_model;
-  options o = {calloc(info->num_inputs + 1, sizeof(char *)), NULL, 0, 0};
+  options o = {.paths = calloc(info->num_inputs + 1, sizeof(char *)), .max_regression = 0.05};
   int rc = parse_args(argc, argv, &o);
   if (rc == 0) {
     kiln_model *model = kiln_model_create(info);

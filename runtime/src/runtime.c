@@ -1,6 +1,7 @@
 /*===- runtime.c - model instances and the intermediate arena -------------===*/
 #include "kiln/runtime.h"
 #include "device/device.h"
+#include "profile.h"
 #include "threads.h"
 
 #include <errno.h>
@@ -24,8 +25,20 @@ typedef struct arena_chunk {
   _Alignas(64) unsigned char data[];
 } arena_chunk;
 
+/* What an instance holds, for kiln_model_memory. */
+typedef struct memory_meter {
+  uint64_t arena, runtime, peak; /* peak of arena + runtime */
+} memory_meter;
+
+static void meter_add(memory_meter *meter, uint64_t *part, int64_t bytes) {
+  *part += (uint64_t)bytes;
+  if (meter->arena + meter->runtime > meter->peak)
+    meter->peak = meter->arena + meter->runtime;
+}
+
 typedef struct arena {
   pthread_mutex_t mutex; /* tasks on the pool's threads allocate too */
+  memory_meter *meter;
   arena_chunk *chunks;
   size_t high_water; /* bytes requested by the largest run so far */
   size_t in_use;
@@ -44,6 +57,9 @@ struct kiln_model {
   size_t *staged_bytes;
   int num_threads;
   kiln_pool *pool; /* started by the first run that needs it */
+  memory_meter meter;
+  kiln_profiler *profiler; /* while profiling (kiln_model_profile_start) */
+  int profiling;
   char error[512];
 };
 
@@ -64,12 +80,14 @@ static arena_chunk *chunk_new(arena *a, size_t size) {
   c->next = NULL;
   c->size = size;
   c->used = 0;
+  meter_add(a->meter, &a->meter->arena, (int64_t)size);
   return c;
 }
 
 static void arena_release(arena *a) {
   while (a->chunks) {
     arena_chunk *next = a->chunks->next;
+    meter_add(a->meter, &a->meter->arena, -(int64_t)a->chunks->size);
     if (a->device)
       kiln_device_free(a->device, a->chunks);
     else
@@ -163,6 +181,7 @@ kiln_model *kiln_model_create(const kiln_model_info *info) {
   if (!m)
     return NULL;
   m->info = info;
+  m->arena.meter = &m->meter;
   pthread_mutex_init(&m->arena.mutex, NULL);
   m->dynamic = kiln_model_info_is_dynamic(info);
   size_t dims = 1;
@@ -175,6 +194,7 @@ kiln_model *kiln_model_create(const kiln_model_info *info) {
     free(m);
     return NULL;
   }
+  meter_add(&m->meter, &m->meter.runtime, (int64_t)(dims * sizeof(int64_t)));
   if (info->gpu) {
     m->device = kiln_device_open(info->gpu, m->device_error, sizeof m->device_error);
     m->arena.device = m->device;
@@ -341,8 +361,10 @@ static int stage_buffers(kiln_model *m, void **buffers) {
     if (m->staged_bytes[i] < bytes || !m->staged[i]) {
       if (m->staged[i])
         kiln_device_free(m->device, m->staged[i]);
+      meter_add(&m->meter, &m->meter.runtime, -(int64_t)m->staged_bytes[i]);
       m->staged[i] = kiln_device_alloc(m->device, bytes ? bytes : 1);
       m->staged_bytes[i] = m->staged[i] ? bytes : 0;
+      meter_add(&m->meter, &m->meter.runtime, (int64_t)m->staged_bytes[i]);
       if (!m->staged[i]) {
         set_error(m, "out of device memory for %zu bytes of '%s'", bytes,
                   i < info->num_inputs ? info->inputs[i].name
@@ -383,7 +405,13 @@ static int run_buffers(kiln_model *m, void **buffers) {
   arena *saved = current_arena;
   current_arena = &m->arena;
   kiln_pool *saved_pool = kiln_pool_enter(m->pool);
+  kiln_profiler *saved_profiler = kiln_profiler_enter(m->profiling ? m->profiler : NULL);
+  if (m->profiling)
+    kiln_profiler_run_begin(m->profiler);
   int failed = run_entry(m, m->device ? m->staged : buffers, m->shapes);
+  if (m->profiling)
+    kiln_profiler_run_end(m->profiler);
+  kiln_profiler_enter(saved_profiler);
   kiln_pool_enter(saved_pool);
   current_arena = saved;
   if (m->device) {
@@ -479,7 +507,9 @@ int kiln_model_run_tensors(kiln_model *m, const kiln_tensor *inputs, kiln_tensor
     for (uint32_t i = 0; m->static_outputs && i < info->num_outputs; ++i) {
       size_t bytes = kiln_tensor_num_elements(&info->outputs[i]) *
                      kiln_dtype_size(info->outputs[i].dtype);
-      m->static_outputs[i] = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+      size_t padded = (bytes + 63) / 64 * 64 + 64;
+      m->static_outputs[i] = aligned_alloc(64, padded);
+      meter_add(&m->meter, &m->meter.runtime, m->static_outputs[i] ? (int64_t)padded : 0);
       if (!m->static_outputs[i]) {
         set_error(m, "out of memory");
         return 1;
@@ -526,6 +556,7 @@ void kiln_model_destroy(kiln_model *m) {
   free(m->staged);
   free(m->staged_bytes);
   kiln_pool_destroy(m->pool);
+  kiln_profiler_free(m->profiler);
   for (uint32_t i = 0; m->static_outputs && i < m->info->num_outputs; ++i)
     free(m->static_outputs[i]);
   free(m->static_outputs);
@@ -536,6 +567,76 @@ void kiln_model_destroy(kiln_model *m) {
 const kiln_model_info *kiln_model_get_info(const kiln_model *m) { return m->info; }
 const char *kiln_model_error(const kiln_model *m) { return m->error; }
 size_t kiln_model_arena_bytes(const kiln_model *m) { return m->arena.high_water; }
+
+void kiln_model_memory(const kiln_model *m, kiln_memory_stats *stats) {
+  stats->arena = m->meter.arena;
+  stats->runtime = m->meter.runtime;
+  stats->weights = m->info->weights_bytes;
+  stats->peak = m->meter.peak + m->info->weights_bytes;
+}
+
+int kiln_model_profile_start(kiln_model *m) {
+  if (!m->info->profile) {
+    set_error(m, "model '%s' was compiled without --profile: it has no kernel timings",
+              m->info->name);
+    return 1;
+  }
+  if (!m->profiler)
+    m->profiler = kiln_profiler_new(m->info->profile);
+  if (!m->profiler) {
+    set_error(m, "out of memory");
+    return 1;
+  }
+  kiln_profiler_clear(m->profiler);
+  m->profiling = 1;
+  return 0;
+}
+
+void kiln_model_profile_stop(kiln_model *m) { m->profiling = 0; }
+
+/* 0 when the instance has a recording; else sets the error. */
+static int check_profiled(kiln_model *m) {
+  if (m->profiler)
+    return 0;
+  set_error(m, "nothing was recorded: call kiln_model_profile_start first%s",
+            m->info->profile ? "" : " (and compile the model with --profile)");
+  return 1;
+}
+
+int kiln_model_profile_summary(kiln_model *m, kiln_profile_summary *summary) {
+  if (check_profiled(m))
+    return 1;
+  kiln_profiler_summary(m->profiler, summary);
+  return 0;
+}
+
+int kiln_model_profile_kernel(kiln_model *m, uint32_t index, kiln_profile_entry *entry) {
+  if (check_profiled(m))
+    return 1;
+  if (index >= m->info->profile->num_kernels) {
+    set_error(m, "kernel %u is outside the model's %u", index,
+              m->info->profile->num_kernels);
+    return 1;
+  }
+  kiln_profiler_kernel_entry(m->profiler, index, entry);
+  return 0;
+}
+
+int kiln_model_profile_write_trace(kiln_model *m, const char *path) {
+  if (check_profiled(m))
+    return 1;
+  FILE *out = fopen(path, "w");
+  if (!out) {
+    set_error(m, "cannot write the trace '%s': %s", path, strerror(errno));
+    return 1;
+  }
+  int failed = kiln_profiler_write_trace(m->profiler, m->info->name, out);
+  if (fclose(out) != 0 || failed) {
+    set_error(m, "cannot write the trace '%s': %s", path, strerror(errno));
+    return 1;
+  }
+  return 0;
+}
 
 size_t kiln_dtype_size(int32_t dtype) {
   switch (dtype) {

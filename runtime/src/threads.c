@@ -1,6 +1,7 @@
 /*===- threads.c - the thread pool that runs generated parallel loops -----===*/
 #define _GNU_SOURCE
 #include "threads.h"
+#include "profile.h"
 
 #include <pthread.h>
 #ifdef __linux__
@@ -35,6 +36,8 @@ struct kiln_pool {
   kiln_task_fn fn;
   void *ctx;
   void *environment; /* kiln_task_environment() of the posting thread */
+  kiln_profiler *profiler; /* of the posting thread's run, or NULL */
+  int32_t kernel;          /* the profiled kernel posting the job */
   int64_t n, chunk, chunks;
   /* The next chunk to claim, tagged with the job's generation in the high
    * 32 bits, so that a worker still holding an old job claims nothing of a
@@ -95,11 +98,14 @@ typedef struct {
   kiln_task_fn fn;
   void *ctx;
   int64_t n, chunk, chunks;
+  kiln_profiler *profiler;
+  int32_t kernel;
 } job;
 
 /* Claims and runs chunks of `j` until none are left; whoever finishes the
- * last one wakes the caller. */
-static void run_chunks(kiln_pool *p, const job *j) {
+ * last one wakes the caller. A profiled run's workers (thread >= 1) record
+ * their shares, before the caller can see the job done. */
+static void run_chunks(kiln_pool *p, const job *j, int thread) {
   for (;;) {
     uint64_t c = atomic_load(&p->claim);
     if ((uint32_t)(c >> 32) != j->generation || (int64_t)(c & 0xffffffffu) >= j->chunks)
@@ -108,9 +114,13 @@ static void run_chunks(kiln_pool *p, const job *j) {
       continue;
     int64_t begin = (int64_t)(c & 0xffffffffu) * j->chunk;
     int64_t end = begin + j->chunk < j->n ? begin + j->chunk : j->n;
+    int64_t started = j->profiler && thread ? kiln_profiler_now() : 0;
     inside_task = 1;
     j->fn(j->ctx, begin, end);
     inside_task = 0;
+    if (started)
+      kiln_profiler_share(j->profiler, thread, j->generation, j->kernel, started,
+                          kiln_profiler_now());
     if (atomic_fetch_add(&p->done, 1) + 1 == j->chunks) {
       pthread_mutex_lock(&p->mutex);
       pthread_cond_signal(&p->finished);
@@ -120,7 +130,8 @@ static void run_chunks(kiln_pool *p, const job *j) {
 }
 
 static job current_job(const kiln_pool *p) {
-  job j = {(uint32_t)p->generation, p->fn, p->ctx, p->n, p->chunk, p->chunks};
+  job j = {(uint32_t)p->generation, p->fn, p->ctx, p->n, p->chunk, p->chunks, p->profiler,
+           p->kernel};
   return j;
 }
 
@@ -149,7 +160,7 @@ static void *worker_main(void *raw) {
     void *environment = p->environment;
     pthread_mutex_unlock(&p->mutex);
     kiln_set_task_environment(environment);
-    run_chunks(p, &j);
+    run_chunks(p, &j, arg.index);
     kiln_set_task_environment(NULL);
   }
   pthread_mutex_unlock(&p->mutex);
@@ -226,6 +237,8 @@ void kiln_parallel_for(kiln_task_fn fn, void *ctx, int64_t n) {
   p->fn = fn;
   p->ctx = ctx;
   p->environment = kiln_task_environment();
+  p->profiler = kiln_profiler_current();
+  p->kernel = p->profiler ? kiln_profiler_kernel(p->profiler) : -1;
   p->n = n;
   p->chunk = (n + chunks - 1) / chunks;
   p->chunks = (n + p->chunk - 1) / p->chunk;
@@ -237,7 +250,7 @@ void kiln_parallel_for(kiln_task_fn fn, void *ctx, int64_t n) {
     pthread_cond_broadcast(&p->posted);
   pthread_mutex_unlock(&p->mutex);
 
-  run_chunks(p, &j);
+  run_chunks(p, &j, 0);
 
   if (spin_until(chunks_done, p, (uint64_t)j.chunks))
     return;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Link.h"
 #include "codegen/cuda/CudaBackend.h"
+#include "codegen/gpu/GpuTarget.h"
 #include "codegen/Passes.h"
 #include "codegen/common/Passes.h"
 #include "codegen/Pipeline.h"
@@ -108,6 +109,11 @@ cl::list<std::string> inputValues("input-value",
 cl::opt<std::string> symbolName("name",
                                 cl::desc("C symbol prefix of the model (default: from -o)"),
                                 cl::cat(category));
+cl::opt<bool> profile("profile",
+                      cl::desc("Time every kernel when the model runs with --profile "
+                               "(executables) or kiln_model_profile_start (C API); off, "
+                               "the code has no instrumentation. CPU targets"),
+                      cl::cat(category));
 cl::opt<bool> verbose("v",
                       cl::desc("Print a progress line per phase with its time (default when "
                                "stderr is a terminal)"),
@@ -722,6 +728,9 @@ int main(int argc, char **argv) {
   auto target = mlir::kiln::createTargetBackend(targetTriple, mcpu, targetError);
   if (failed(target))
     return error(targetError);
+  if (profile && mlir::kiln::lookupGpuTarget(targetTriple))
+    return error("--profile times the kernels of CPU targets; --target=" + targetTriple +
+                 " is a GPU target");
   // CUDA kernels are assembled by the toolkit's ptxas: find it before
   // compiling anything.
   std::string cudaKit;
@@ -773,6 +782,7 @@ int main(int argc, char **argv) {
   pipelineOptions.reportMemory = llvm::is_contained(reports, Report::Memory);
   pipelineOptions.reportPlacement = llvm::is_contained(reports, Report::Placement);
   pipelineOptions.cudaToolkit = cudaKit;
+  pipelineOptions.profile = profile;
   pipelineOptions.bf16 = precision == "bf16";
   if (prune.getNumOccurrences()) {
     pipelineOptions.pruneFraction = prune;

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 4
+#define KILN_ABI_VERSION 5
 
 /* A dimension whose size is given at run time. */
 #define KILN_DYNAMIC (-1)
@@ -95,6 +95,21 @@ typedef struct kiln_gpu_program {
   const kiln_gpu_kernel *kernels;
 } kiln_gpu_program;
 
+/* The kernels of a model compiled with kiln-compile --profile: the groups
+ * of ops its code brackets with kiln_profile_begin/end, each named after
+ * its ONNX nodes (a kernel may run more than once per run). */
+typedef struct kiln_profile_kernel {
+  const char *name;  /* "conv1 (Conv)", or "conv1 (Conv) + relu1 (Relu)" */
+  uint64_t flops;    /* per run: 2 per multiply-add, 1 per other arithmetic
+                        op; 0 where unknown (dynamic shapes) */
+  uint64_t bytes;    /* per run: bytes of the statically shaped buffers it
+                        reads or writes */
+} kiln_profile_kernel;
+typedef struct kiln_profile_info {
+  uint32_t num_kernels;
+  const kiln_profile_kernel *kernels;
+} kiln_profile_info;
+
 /* Emitted by kiln-compile into the model object (layout is ABI). */
 typedef struct kiln_model_info {
   uint32_t abi_version;
@@ -114,6 +129,10 @@ typedef struct kiln_model_info {
   uint64_t arena_bytes;
   /* NULL for a model that runs on the CPU alone. */
   const kiln_gpu_program *gpu;
+  /* Bytes of the model's constants (weights), resident with its code. */
+  uint64_t weights_bytes;
+  /* NULL unless compiled with --profile. */
+  const kiln_profile_info *profile;
 } kiln_model_info;
 
 /* Whether any input or output has a dynamic dimension. */
@@ -206,6 +225,54 @@ void kiln_gpu_wait(void);
 
 /* Bytes of intermediate memory the instance holds after its first run. */
 size_t kiln_model_arena_bytes(const kiln_model *model);
+
+/* The memory of an instance, in bytes. `peak` is the most that arena and
+ * runtime held at once, plus the weights. */
+typedef struct kiln_memory_stats {
+  uint64_t arena;   /* intermediates now: the planned arena, and chunks
+                       grown by dynamic sizes */
+  uint64_t runtime; /* other memory the instance holds now: the outputs of
+                       kiln_model_run_tensors, shapes, GPU staging */
+  uint64_t weights; /* the model's constants */
+  uint64_t peak;
+} kiln_memory_stats;
+void kiln_model_memory(const kiln_model *model, kiln_memory_stats *stats);
+
+/* Profiling a model compiled with kiln-compile --profile. Between start and
+ * stop, every run records when each kernel ran: on the running thread, and
+ * on each pool worker that took a share of it. Recording costs two clock
+ * reads per kernel and per worker share; a model compiled without --profile
+ * has no instrumentation at all. */
+typedef struct kiln_profile_entry {
+  const char *name; /* as kiln_profile_kernel */
+  uint64_t calls;
+  double total_ms;  /* wall time on the running thread, over all calls */
+  uint64_t flops;   /* per run, as kiln_profile_kernel */
+  uint64_t bytes;
+} kiln_profile_entry;
+typedef struct kiln_profile_summary {
+  uint64_t runs;        /* recorded since start */
+  double total_ms;      /* their wall time */
+  uint32_t num_kernels; /* entries for kiln_model_profile_kernel */
+  uint64_t dropped;     /* trace events not kept (past 1M per thread) */
+} kiln_profile_summary;
+/* Starts recording (clearing what was recorded). Returns nonzero, with
+ * kiln_model_error, for a model compiled without --profile. */
+int kiln_model_profile_start(kiln_model *model);
+void kiln_model_profile_stop(kiln_model *model);
+int kiln_model_profile_summary(kiln_model *model, kiln_profile_summary *summary);
+int kiln_model_profile_kernel(kiln_model *model, uint32_t index,
+                              kiln_profile_entry *entry);
+/* Writes what was recorded as a Chrome trace (chrome://tracing, Perfetto):
+ * one "run" event per run and one event per kernel on thread 0 (the running
+ * thread), one per worker share on threads 1.. (the pool's workers).
+ * Returns nonzero, with kiln_model_error, when the file cannot be written. */
+int kiln_model_profile_write_trace(kiln_model *model, const char *path);
+
+/* Called by generated code of models compiled with --profile, on the
+ * running thread, around kernel `kernel` of kiln_profile_info. */
+void kiln_profile_begin(uint32_t kernel);
+void kiln_profile_end(uint32_t kernel);
 
 /* Helpers for descriptors. */
 size_t kiln_dtype_size(int32_t dtype);      /* 0 if unknown */

@@ -13,10 +13,14 @@ extern FILE *__stdinp, *__stdoutp, *__stderrp;
 #define EOF (-1)
 FILE *fopen(const char *restrict path, const char *restrict mode);
 int fclose(FILE *stream);
+FILE *freopen(const char *restrict path, const char *restrict mode, FILE *restrict stream);
 int fflush(FILE *stream);
+int ferror(FILE *stream);
 size_t fread(void *restrict ptr, size_t size, size_t n, FILE *restrict stream);
 size_t fwrite(const void *restrict ptr, size_t size, size_t n, FILE *restrict stream);
 int fputc(int c, FILE *stream);
+int fgetc(FILE *stream);
+char *fgets(char *restrict s, int n, FILE *restrict stream);
 int fputs(const char *restrict s, FILE *restrict stream);
 int puts(const char *s);
 int printf(const char *restrict fmt, ...) __attribute__((format(printf, 1, 2)));

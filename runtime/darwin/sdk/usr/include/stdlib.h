@@ -13,6 +13,7 @@ void free(void *ptr);
 void abort(void) __attribute__((noreturn));
 void exit(int status) __attribute__((noreturn));
 char *getenv(const char *name);
+int mkstemp(char *path_template);
 int atoi(const char *s);
 long strtol(const char *restrict s, char **restrict end, int base);
 long long strtoll(const char *restrict s, char **restrict end, int base);

@@ -13,6 +13,7 @@ int strncmp(const char *a, const char *b, size_t n);
 char *strchr(const char *s, int c);
 char *strrchr(const char *s, int c);
 char *strstr(const char *haystack, const char *needle);
+size_t strcspn(const char *s, const char *reject);
 char *strerror(int errnum);
 _KILN_END_DECLS
 #endif
