@@ -9,12 +9,14 @@ Conv, MatMul and Gemm) and the fraction of the machine's peak, measured in the
 same run: OpenBLAS sgemm 1024^3 and an FMA loop (scripts/bench/peak.c).
 """
 import argparse
+import json
 import os
 import platform
 import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -41,10 +43,12 @@ QUANT_BEGIN, QUANT_END = "<!-- quant:begin -->", "<!-- quant:end -->"
 SCALING_BEGIN, SCALING_END = "<!-- scaling:begin -->", "<!-- scaling:end -->"
 SPARSE_BEGIN, SPARSE_END = "<!-- sparse:begin -->", "<!-- sparse:end -->"
 PRUNE_BEGIN, PRUNE_END = "<!-- prune:begin -->", "<!-- prune:end -->"
-# Sections other scripts write (quant.py, scaling.py, sparse.py, prune.py), kept when
+PROFILE_BEGIN, PROFILE_END = "<!-- profile:begin -->", "<!-- profile:end -->"
+# Sections other scripts write (quant.py, scaling.py, sparse.py, prune.py, profile.py), kept when
 # this one rewrites the page.
 KEPT_SECTIONS = [(QUANT_BEGIN, QUANT_END), (SCALING_BEGIN, SCALING_END),
-                 (SPARSE_BEGIN, SPARSE_END), (PRUNE_BEGIN, PRUNE_END)]
+                 (SPARSE_BEGIN, SPARSE_END), (PRUNE_BEGIN, PRUNE_END),
+                 (PROFILE_BEGIN, PROFILE_END)]
 
 
 def log(message):
@@ -168,11 +172,13 @@ def compile_model(name, path, shapes, values):
 
 
 def kiln_round(exe, runs, threads):
-    """The round's median latency (ms) and the instance's arena (bytes)."""
-    out = subprocess.run([exe, "--bench", str(runs), "--threads", str(threads)],
-                         check=True, capture_output=True, text=True).stdout
-    return (float(re.search(r"p50=([0-9.]+)", out).group(1)),
-            int(re.search(r"arena (\d+) bytes", out).group(1)))
+    """The round's median latency (ms) and the instance's arena (bytes), from
+    the executable's --json figures."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as figures:
+        subprocess.run([exe, "--bench", str(runs), "--threads", str(threads), "--json",
+                        figures.name], check=True, capture_output=True)
+        result = json.load(open(figures.name))
+    return result["latency_ms"]["p50"], result["memory_bytes"]["arena"]
 
 
 def ort_round(path, runs, threads, inputs):

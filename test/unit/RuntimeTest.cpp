@@ -42,7 +42,7 @@ void doubleEntry(void **buffers, int64_t *) {
 }
 
 const kiln_model_info kModel = {KILN_ABI_VERSION, 0, "double", 1, 1, kInputs, kOutputs,
-                                doubleEntry, /*arena_bytes=*/0, /*gpu=*/nullptr};
+                                doubleEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr};
 
 TEST(Runtime, RunsAndReusesOneArena) {
   kiln_model *m = kiln_model_create(&kModel);
@@ -64,7 +64,7 @@ TEST(Runtime, RunsAndReusesOneArena) {
 // The same model with its arena planned at compile time: the instance holds
 // the block from its creation, and the first run already uses it.
 const kiln_model_info kPlannedModel = {KILN_ABI_VERSION, 0, "planned", 1, 1, kInputs, kOutputs,
-                                       doubleEntry, 1024, /*gpu=*/nullptr};
+                                       doubleEntry, 1024, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr};
 
 TEST(Runtime, AllocatesThePlannedArenaAtCreation) {
   kiln_model *m = kiln_model_create(&kPlannedModel);
@@ -94,7 +94,7 @@ void checkedEntry(void **buffers, int64_t *) {
 }
 
 const kiln_model_info kCheckedModel = {KILN_ABI_VERSION, 0, "checked", 1, 1, kInputs,
-                                       kOutputs, checkedEntry, /*arena_bytes=*/0, /*gpu=*/nullptr};
+                                       kOutputs, checkedEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr};
 
 TEST(Runtime, FailedCheckEndsTheRunWithItsMessage) {
   kiln_model *m = kiln_model_create(&kCheckedModel);
@@ -202,7 +202,7 @@ void countIgnoringCtx(void *ctx, int64_t begin, int64_t end) {
 void parallelEntry(void **, int64_t *) { kiln_parallel_for(countIgnoringCtx, nullptr, 1000); }
 
 const kiln_model_info kParallelModel = {KILN_ABI_VERSION, 0, "parallel", 1, 1, kInputs, kOutputs,
-                                        parallelEntry, /*arena_bytes=*/0, /*gpu=*/nullptr};
+                                        parallelEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr};
 
 void runParallelModel(int threads) {
   for (auto &h : hits)
@@ -246,7 +246,7 @@ void manyLoopsEntry(void **, int64_t *) {
 }
 
 const kiln_model_info kManyLoopsModel = {KILN_ABI_VERSION, 0, "many", 1, 1, kInputs, kOutputs,
-                                         manyLoopsEntry, /*arena_bytes=*/0, /*gpu=*/nullptr};
+                                         manyLoopsEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr};
 
 double processCpuSeconds() {
   timespec t;
@@ -339,3 +339,143 @@ TEST(MemrefCopy, CopiesStridedViews) {
 }
 
 } // namespace
+
+namespace {
+// A profiled model: kernel 0 ("scale (Mul)") runs a parallel loop whose
+// tasks sleep, so that each thread's share lasts; kernel 1 ("out (Identity)")
+// copies the result.
+const kiln_profile_kernel kProfileKernels[] = {{"scale (Mul)", 12, 48}, {"out (Identity)", 0, 48}};
+const kiln_profile_info kProfile = {2, kProfileKernels};
+
+void sleepTask(void *, int64_t begin, int64_t end) {
+  std::this_thread::sleep_for(std::chrono::microseconds(200 * (end - begin)));
+}
+
+void profiledEntry(void **buffers, int64_t *) {
+  auto *x = static_cast<const float *>(buffers[0]);
+  auto *y = static_cast<float *>(buffers[1]);
+  kiln_profile_begin(0);
+  kiln_parallel_for(sleepTask, nullptr, 16);
+  kiln_profile_end(0);
+  kiln_profile_begin(1);
+  for (int i = 0; i < 6; ++i)
+    y[i] = 2 * x[i];
+  kiln_profile_end(1);
+}
+
+kiln_model_info profiledModel() {
+  kiln_model_info info = kModel;
+  info.name = "profiled";
+  info.entry = profiledEntry;
+  info.weights_bytes = 4096;
+  info.profile = &kProfile;
+  return info;
+}
+
+std::string readFile(const std::string &path) {
+  std::string text;
+  if (FILE *f = std::fopen(path.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+      text.append(buf, n);
+    std::fclose(f);
+  }
+  return text;
+}
+} // namespace
+
+TEST(Runtime, ProfilesKernelsAndWorkerShares) {
+  kiln_model_info info = profiledModel();
+  kiln_model *m = kiln_model_create(&info);
+  ASSERT_EQ(kiln_model_set_num_threads(m, 2), 0);
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {};
+  const void *in[] = {x};
+  void *out[] = {y};
+  kiln_profile_summary summary;
+  // Nothing is recorded before start; runs before it do not count.
+  EXPECT_NE(kiln_model_profile_summary(m, &summary), 0);
+  EXPECT_STREQ(kiln_model_error(m),
+               "nothing was recorded: call kiln_model_profile_start first");
+  ASSERT_EQ(kiln_model_run(m, in, out), 0);
+  ASSERT_EQ(kiln_model_profile_start(m), 0);
+  for (int run = 0; run < 3; ++run)
+    ASSERT_EQ(kiln_model_run(m, in, out), 0);
+  kiln_model_profile_stop(m);
+  ASSERT_EQ(kiln_model_run(m, in, out), 0); // after stop: not recorded
+  ASSERT_EQ(kiln_model_profile_summary(m, &summary), 0);
+  EXPECT_EQ(summary.runs, 3u);
+  EXPECT_EQ(summary.num_kernels, 2u);
+  EXPECT_EQ(summary.dropped, 0u);
+  kiln_profile_entry scale, copy;
+  ASSERT_EQ(kiln_model_profile_kernel(m, 0, &scale), 0);
+  ASSERT_EQ(kiln_model_profile_kernel(m, 1, &copy), 0);
+  EXPECT_STREQ(scale.name, "scale (Mul)");
+  EXPECT_EQ(scale.calls, 3u);
+  EXPECT_EQ(scale.flops, 12u);
+  EXPECT_EQ(scale.bytes, 48u);
+  // 16 tasks of 200 us on 2 threads: at least 1.6 ms per run.
+  EXPECT_GE(scale.total_ms, 3 * 1.6);
+  EXPECT_LE(scale.total_ms + copy.total_ms, summary.total_ms);
+  EXPECT_NE(kiln_model_profile_kernel(m, 2, &copy), 0);
+  EXPECT_STREQ(kiln_model_error(m), "kernel 2 is outside the model's 2");
+
+  std::string path = ::testing::TempDir() + "kiln-profile-trace.json";
+  ASSERT_EQ(kiln_model_profile_write_trace(m, path.c_str()), 0);
+  std::string trace = readFile(path);
+  std::remove(path.c_str());
+  auto count = [&](const std::string &needle) {
+    size_t n = 0;
+    for (size_t at = trace.find(needle); at != std::string::npos; at = trace.find(needle, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("\"cat\": \"run\""), 3u);
+  EXPECT_EQ(count("\"cat\": \"kernel\", \"name\": \"scale (Mul)\""), 3u);
+  EXPECT_EQ(count("\"cat\": \"kernel\", \"name\": \"out (Identity)\""), 3u);
+  // The worker took shares of kernel 0, merged into one event per run.
+  EXPECT_GE(count("\"tid\": 1, \"cat\": \"share\", \"name\": \"scale (Mul)\""), 1u);
+  EXPECT_LE(count("\"tid\": 1, \"cat\": \"share\""), 3u);
+  EXPECT_EQ(count("\"name\": \"worker 1\""), 1u);
+
+  EXPECT_NE(kiln_model_profile_write_trace(m, "/nonexistent-dir/t.json"), 0);
+  EXPECT_STREQ(kiln_model_error(m),
+               "cannot write the trace '/nonexistent-dir/t.json': No such file or directory");
+  // A restart forgets what was recorded.
+  ASSERT_EQ(kiln_model_profile_start(m), 0);
+  ASSERT_EQ(kiln_model_profile_summary(m, &summary), 0);
+  EXPECT_EQ(summary.runs, 0u);
+  kiln_model_destroy(m);
+}
+
+TEST(Runtime, RefusesToProfileAModelWithoutTimings) {
+  kiln_model *m = kiln_model_create(&kModel);
+  EXPECT_NE(kiln_model_profile_start(m), 0);
+  EXPECT_STREQ(kiln_model_error(m),
+               "model 'double' was compiled without --profile: it has no kernel timings");
+  kiln_profile_summary summary;
+  EXPECT_NE(kiln_model_profile_summary(m, &summary), 0);
+  EXPECT_STREQ(kiln_model_error(m), "nothing was recorded: call kiln_model_profile_start first "
+                                    "(and compile the model with --profile)");
+  kiln_model_destroy(m);
+}
+
+TEST(Runtime, ReportsMemory) {
+  kiln_model_info info = profiledModel();
+  info.arena_bytes = 1024;
+  kiln_model *m = kiln_model_create(&info);
+  kiln_memory_stats stats;
+  kiln_model_memory(m, &stats);
+  EXPECT_EQ(stats.arena, 1024u);
+  EXPECT_EQ(stats.weights, 4096u);
+  EXPECT_EQ(stats.peak, stats.arena + stats.runtime + stats.weights);
+  // kiln_model_run_tensors holds its outputs: runtime memory grows.
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  kiln_tensor in[] = {{x, KILN_FLOAT32, 2, kShape}};
+  kiln_tensor out[1];
+  uint64_t before = stats.runtime;
+  ASSERT_EQ(kiln_model_run_tensors(m, in, out), 0);
+  kiln_model_memory(m, &stats);
+  EXPECT_GE(stats.runtime, before + 6 * sizeof(float));
+  EXPECT_EQ(stats.peak, stats.arena + stats.runtime + stats.weights);
+  kiln_model_destroy(m);
+}
