@@ -49,6 +49,7 @@ struct PipelineOptions {
   bool reportMemory = false;    // kiln-plan-memory emits a "memory: " remark per function
   bool reportPlacement = false; // GPU targets: a "placement: " remark per kernel and host op
   bool profile = false; // CPU targets: kiln_profile_begin/end around each kernel
+  bool externalWeights = false; // CPU targets: constants read from a weights file
   std::string cudaToolkit;      // CUDA targets: the toolkit's folder (empty: looked for)
   // Pruning before everything that reads the weights (kiln-prune, or
   // kiln-prune-channels for the pattern "channel").

@@ -102,6 +102,32 @@ def KilnProfileFlops : Pass<"kiln-profile-flops", "ModuleOp"> {
   }];
 }
 
+def KilnExternalizeWeights : Pass<"kiln-externalize-weights", "ModuleOp"> {
+  let summary = "Read @main's constant tensors from the instance's weights file";
+  let description = [{
+    Runs on buffers (kiln-compile --weights=external). Every constant
+    `memref.global` with a tensor value (run-time check messages aside)
+    moves out of the code: it gets an offset in the weights data (in the
+    order of the globals, each aligned to 64 bytes, or its own alignment if
+    larger), and each `memref.get_global` of it becomes a `memref.view` of
+    the data at that offset, which `@main` gets from the runtime once, at
+    its start: `func.call @kiln_run_weights() : () -> memref<Nxi8>` (the
+    weights of the instance being run). The global is erased.
+
+    Constants read outside `@main`, and those whose type a view of bytes
+    cannot give (a layout, a dynamic shape, sub-byte or index elements)
+    stay in the code. The module's
+    `kiln.external_weights` records `bytes` (N), `fingerprint` (a hash of
+    the module as printed after the rewrite, so that two models with this
+    fingerprint read their weights alike: everything but the values moved
+    out is in it) and `tensors`, one dictionary per global: `name` (the
+    ONNX node that reads it, or the symbol), `offset` and `value`.
+    kiln-compile writes them to the model's weights file.
+  }];
+  let dependentDialects = ["func::FuncDialect", "memref::MemRefDialect",
+                           "arith::ArithDialect"];
+}
+
 def KilnProfileKernels : Pass<"kiln-profile-kernels", "ModuleOp"> {
   let summary = "Bracket each kernel of @main with kiln_profile_begin/end calls";
   let description = [{

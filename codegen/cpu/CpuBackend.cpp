@@ -177,6 +177,8 @@ private:
     OpPassManager &buffers = pm.nest<func::FuncOp>();
     buffers.addPass(createKilnHoistLoopBuffers());
     buffers.addPass(createKilnCpuPrefetchWeights());
+    if (options.externalWeights)
+      pm.addPass(createKilnExternalizeWeights());
     pm.addPass(createKilnPlanMemory({options.reportMemory}));
     if (options.profile)
       pm.addPass(createKilnProfileKernels());

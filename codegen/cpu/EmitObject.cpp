@@ -18,7 +18,7 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 /// Must match kiln_tensor_info / kiln_model_info in runtime/include/kiln/runtime.h.
-static constexpr uint32_t kAbiVersion = 5;
+static constexpr uint32_t kAbiVersion = 6;
 
 static llvm::Constant *cString(llvm::Module &m, llvm::StringRef s, const llvm::Twine &name) {
   llvm::Constant *data = llvm::ConstantDataArray::getString(m.getContext(), s);
@@ -159,6 +159,31 @@ static llvm::Constant *profileInfo(llvm::Module &m, ArrayAttr kernels, llvm::Str
       (prefix + "_profile").str());
 }
 
+/// The `kiln_external_weights` of the module's kiln.external_weights
+/// (kiln-externalize-weights), naming the file kiln.weights_file; null for
+/// a model whose weights are in its code.
+static llvm::Constant *externalWeights(llvm::Module &m, ModuleOp module,
+                                       llvm::StringRef prefix) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *ptr = llvm::PointerType::get(ctx, 0);
+  auto weights = module->getAttrOfType<DictionaryAttr>("kiln.external_weights");
+  if (!weights)
+    return llvm::ConstantPointerNull::get(ptr);
+  auto *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  auto file = module->getAttrOfType<StringAttr>("kiln.weights_file");
+  std::string fileName = file ? file.str() : (prefix + ".kw").str();
+  auto *type = llvm::StructType::create(ctx, {i64, i64, i32, ptr}, "kiln_external_weights");
+  return new llvm::GlobalVariable(
+      m, type, true, llvm::GlobalValue::PrivateLinkage,
+      llvm::ConstantStruct::get(
+          type, {llvm::ConstantInt::get(i64, weights.getAs<IntegerAttr>("fingerprint").getInt()),
+                 llvm::ConstantInt::get(i64, weights.getAs<IntegerAttr>("bytes").getInt()),
+                 llvm::ConstantInt::get(i32, weights.getAs<ArrayAttr>("tensors").size()),
+                 cString(m, fileName, (prefix + "_weights_file").str())}),
+      (prefix + "_external_weights").str());
+}
+
 /// Bytes of the module's constant data (its weights): every constant global
 /// with an initializer, before the descriptor's own strings are added.
 static uint64_t constantBytes(const llvm::Module &m) {
@@ -172,17 +197,18 @@ static uint64_t constantBytes(const llvm::Module &m) {
 /// Adds `const kiln_model_info <prefix>_info`, the descriptor the runtime
 /// reads: names, dtypes and shapes of inputs and outputs, the entry, the
 /// size of the intermediate buffers' arena, the GPU kernels, the weights'
-/// size and the profiled kernels.
+/// size, the profiled kernels and the weights file.
 static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::StringRef prefix,
                          bool addMainAlias, uint64_t arenaBytes, llvm::Constant *gpu,
-                         uint64_t weightsBytes, llvm::Constant *profile) {
+                         uint64_t weightsBytes, llvm::Constant *profile,
+                         llvm::Constant *external) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
   auto *i32 = llvm::Type::getInt32Ty(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
   auto *tensorInfo = llvm::StructType::create(ctx, {ptr, i32, i32, ptr, ptr}, "kiln_tensor_info");
   auto *modelInfo = llvm::StructType::create(
-      ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr, i64, ptr, i64, ptr}, "kiln_model_info");
+      ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr}, "kiln_model_info");
   llvm::Function *entry = m.getFunction((prefix + "_entry").str());
   auto *info = new llvm::GlobalVariable(
       m, modelInfo, true, llvm::GlobalValue::ExternalLinkage,
@@ -195,7 +221,7 @@ static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::Strin
            tensorInfos(m, tensorInfo, sig.inputs, prefix, "input"),
            tensorInfos(m, tensorInfo, sig.outputs, prefix, "output"), entry,
            llvm::ConstantInt::get(i64, arenaBytes), gpu,
-           llvm::ConstantInt::get(i64, weightsBytes), profile}),
+           llvm::ConstantInt::get(i64, weightsBytes), profile, external}),
       (prefix + "_info").str());
   if (addMainAlias)
     llvm::GlobalAlias::create("kiln_main_model", info);
@@ -256,7 +282,8 @@ LogicalResult mlir::kiln::emitNative(ModuleOp module, const CpuTarget &target,
                           prefix),
                weightsBytes,
                profileInfo(*llvmModule, module->getAttrOfType<ArrayAttr>("kiln.profile"),
-                           prefix));
+                           prefix),
+               externalWeights(*llvmModule, module, prefix));
   optimize(*llvmModule, *tm);
 
   llvm::raw_string_ostream os(out);

@@ -63,6 +63,9 @@ static void usage(FILE *out) {
           "                         kiln-compile --profile): write a Chrome trace to\n"
           "                         FILE (chrome://tracing, Perfetto) and print the\n"
           "                         time, share, GFLOP/s and bytes of each kernel\n"
+          "  --weights FILE         read the weights from FILE (a model compiled with\n"
+          "                         kiln-compile --weights=external; default: the\n"
+          "                         file named below, beside this executable)\n"
           "  --threads T            threads per inference (default: KILN_NUM_THREADS\n"
           "                         when set, else every CPU this process may use)\n"
           "  --help                 this text\n\nInputs:\n",
@@ -83,6 +86,13 @@ static void usage(FILE *out) {
     fprintf(out, "Device: its %u kernels run on a Vulkan device (KILN_VULKAN_DEVICE=N picks "
                  "the N-th; by default the first discrete GPU, else integrated, else any)\n",
             info->gpu->num_kernels);
+  if (info->external_weights) {
+    double bytes = (double)info->external_weights->bytes;
+    int mib = bytes >= 1048576;
+    fprintf(out, "Weights: %.1f %s in %s beside this executable (or --weights FILE)\n",
+            bytes / (mib ? 1048576.0 : 1024.0), mib ? "MiB" : "KiB",
+            info->external_weights->file_name);
+  }
   if (kiln_model_info_is_dynamic(info))
     fprintf(out, "Named or '?' dimensions take their size from the input files.\n");
 }
@@ -152,7 +162,7 @@ static double median(double *values, long n) {
 /* What the command line asks for. */
 typedef struct {
   const char **paths; /* per input; NULL where none was given */
-  const char *output_dir, *profile, *json, *baseline;
+  const char *output_dir, *profile, *json, *baseline, *weights;
   long bench_runs, threads, rounds;
   double max_regression; /* a fraction: 0.05 */
 } options;
@@ -472,6 +482,11 @@ static int parse_args(int argc, char **argv, options *o) {
       o->paths[idx] = eq + 1;
     } else if (!strcmp(a, "--output-dir") && has_value) {
       o->output_dir = argv[++i];
+    } else if (!strcmp(a, "--weights") && has_value) {
+      if (!kiln_main_model.external_weights)
+        return fail("--weights: model '%s' has its weights in its code (compile it with "
+                    "kiln-compile --weights=external)", kiln_main_model.name);
+      o->weights = argv[++i];
     } else if (!strcmp(a, "--profile") && has_value) {
       o->profile = argv[++i];
     } else if (!strcmp(a, "--json") && has_value) {
@@ -585,13 +600,15 @@ int main(int argc, char **argv) {
   options o = {.paths = calloc(info->num_inputs + 1, sizeof(char *)), .max_regression = 0.05};
   int rc = parse_args(argc, argv, &o);
   if (rc == 0) {
-    kiln_model *model = kiln_model_create(info);
+    kiln_model *model = kiln_model_create_with_weights(info, o.weights);
     kiln_tensor *in = calloc(info->num_inputs + 1, sizeof(kiln_tensor));
     kiln_npy *arrays = calloc(info->num_inputs + 1, sizeof(kiln_npy));
     if (!model)
       rc = fail("%s", "model ABI version is not supported by this runtime");
     else if (info->gpu && !kiln_model_device(model))
       rc = fail("%s", kiln_model_error(model)); /* no GPU device */
+    else if (info->external_weights && !kiln_model_weights(model))
+      rc = fail("%s", kiln_model_error(model)); /* no weights file, or not this model's */
     else
       rc = run(&o, model, in, arrays);
     for (uint32_t i = 0; i < info->num_inputs; ++i)

@@ -3,6 +3,7 @@
 #include "device/device.h"
 #include "profile.h"
 #include "threads.h"
+#include "weights.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -60,6 +61,8 @@ struct kiln_model {
   memory_meter meter;
   kiln_profiler *profiler; /* while profiling (kiln_model_profile_start) */
   int profiling;
+  kiln_weights *weights;    /* of a model with external weights, once mapped */
+  char weights_error[512];  /* why none are */
   char error[512];
 };
 
@@ -175,6 +178,11 @@ static void set_error(kiln_model *m, const char *fmt, ...) {
 }
 
 kiln_model *kiln_model_create(const kiln_model_info *info) {
+  return kiln_model_create_with_weights(info, NULL);
+}
+
+kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
+                                           const char *weights_path) {
   if (!info || info->abi_version != KILN_ABI_VERSION)
     return NULL;
   kiln_model *m = calloc(1, sizeof *m);
@@ -217,9 +225,78 @@ kiln_model *kiln_model_create(const kiln_model_info *info) {
       return NULL;
     }
   }
+  if (info->external_weights) {
+    m->weights = weights_path
+                     ? kiln_weights_open(weights_path, m->weights_error, sizeof m->weights_error)
+                     : kiln_weights_open_beside_executable(info->external_weights->file_name,
+                                                           m->weights_error,
+                                                           sizeof m->weights_error);
+    if (m->weights && kiln_model_use_weights(m, m->weights) != 0) {
+      snprintf(m->weights_error, sizeof m->weights_error, "%s", m->error);
+      kiln_weights_close(m->weights);
+      m->weights = NULL;
+    }
+    if (!m->weights) {
+      set_error(m, "model '%s' has no weights: %s", info->name, m->weights_error);
+      snprintf(m->weights_error, sizeof m->weights_error, "%s", m->error);
+    }
+  }
   m->num_threads = kiln_default_num_threads();
   return m;
 }
+
+int kiln_model_use_weights(kiln_model *m, kiln_weights *weights) {
+  const kiln_external_weights *expected = m->info->external_weights;
+  m->error[0] = 0;
+  if (!expected) {
+    set_error(m, "model '%s' has its weights in its code (compile it with "
+                 "--weights=external to give it others)", m->info->name);
+    return 1;
+  }
+  if (kiln_weights_fingerprint(weights) != expected->fingerprint ||
+      kiln_weights_bytes(weights) != expected->bytes) {
+    set_error(m, "%s: these weights were written for other code than model '%s' "
+                 "(fingerprint %016llx, %llu bytes; the model reads %016llx, %llu bytes): "
+                 "recompile, or repack them with kiln-compile --pack-weights",
+              kiln_weights_path(weights), m->info->name,
+              (unsigned long long)kiln_weights_fingerprint(weights),
+              (unsigned long long)kiln_weights_bytes(weights),
+              (unsigned long long)expected->fingerprint, (unsigned long long)expected->bytes);
+    return 1;
+  }
+  if (weights != m->weights) {
+    kiln_weights_open_again(weights);
+    kiln_weights_close(m->weights);
+    m->weights = weights;
+  }
+  return 0;
+}
+
+/* Switches to weights just opened (or reports why they could not be). */
+static int use_opened_weights(kiln_model *m, kiln_weights *weights, const char *error) {
+  if (!weights) {
+    set_error(m, "%s", error);
+    return 1;
+  }
+  int failed = kiln_model_use_weights(m, weights);
+  kiln_weights_close(weights);
+  return failed;
+}
+
+int kiln_model_swap_weights(kiln_model *m, const char *path) {
+  char error[512];
+  return use_opened_weights(m, kiln_weights_open(path, error, sizeof error), error);
+}
+
+int kiln_model_swap_weights_buffer(kiln_model *m, const void *data, size_t size) {
+  char error[512];
+  return use_opened_weights(m, kiln_weights_open_buffer(data, size, error, sizeof error),
+                            error);
+}
+
+const kiln_weights *kiln_model_weights(const kiln_model *m) { return m->weights; }
+
+const void *kiln_run_weights(void) { return kiln_weights_data(current_run->model->weights); }
 
 int kiln_model_info_is_dynamic(const kiln_model_info *info) {
   for (uint32_t i = 0; i < info->num_inputs + info->num_outputs; ++i) {
@@ -397,6 +474,10 @@ static int run_buffers(kiln_model *m, void **buffers) {
     set_error(m, "%s", m->device_error);
     return 1;
   }
+  if (m->info->external_weights && !m->weights) {
+    set_error(m, "%s", m->weights_error);
+    return 1;
+  }
   if (m->device && stage_buffers(m, buffers))
     return 1;
   if (m->num_threads > 1 && !m->pool)
@@ -557,6 +638,7 @@ void kiln_model_destroy(kiln_model *m) {
   free(m->staged_bytes);
   kiln_pool_destroy(m->pool);
   kiln_profiler_free(m->profiler);
+  kiln_weights_close(m->weights);
   for (uint32_t i = 0; m->static_outputs && i < m->info->num_outputs; ++i)
     free(m->static_outputs[i]);
   free(m->static_outputs);
@@ -571,8 +653,8 @@ size_t kiln_model_arena_bytes(const kiln_model *m) { return m->arena.high_water;
 void kiln_model_memory(const kiln_model *m, kiln_memory_stats *stats) {
   stats->arena = m->meter.arena;
   stats->runtime = m->meter.runtime;
-  stats->weights = m->info->weights_bytes;
-  stats->peak = m->meter.peak + m->info->weights_bytes;
+  stats->weights = m->weights ? kiln_weights_bytes(m->weights) : m->info->weights_bytes;
+  stats->peak = m->meter.peak + stats->weights;
 }
 
 int kiln_model_profile_start(kiln_model *m) {

@@ -42,7 +42,7 @@ void doubleEntry(void **buffers, int64_t *) {
 }
 
 const kiln_model_info kModel = {KILN_ABI_VERSION, 0, "double", 1, 1, kInputs, kOutputs,
-                                doubleEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr};
+                                doubleEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr};
 
 TEST(Runtime, RunsAndReusesOneArena) {
   kiln_model *m = kiln_model_create(&kModel);
@@ -64,7 +64,7 @@ TEST(Runtime, RunsAndReusesOneArena) {
 // The same model with its arena planned at compile time: the instance holds
 // the block from its creation, and the first run already uses it.
 const kiln_model_info kPlannedModel = {KILN_ABI_VERSION, 0, "planned", 1, 1, kInputs, kOutputs,
-                                       doubleEntry, 1024, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr};
+                                       doubleEntry, 1024, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr};
 
 TEST(Runtime, AllocatesThePlannedArenaAtCreation) {
   kiln_model *m = kiln_model_create(&kPlannedModel);
@@ -94,7 +94,7 @@ void checkedEntry(void **buffers, int64_t *) {
 }
 
 const kiln_model_info kCheckedModel = {KILN_ABI_VERSION, 0, "checked", 1, 1, kInputs,
-                                       kOutputs, checkedEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr};
+                                       kOutputs, checkedEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr};
 
 TEST(Runtime, FailedCheckEndsTheRunWithItsMessage) {
   kiln_model *m = kiln_model_create(&kCheckedModel);
@@ -202,7 +202,7 @@ void countIgnoringCtx(void *ctx, int64_t begin, int64_t end) {
 void parallelEntry(void **, int64_t *) { kiln_parallel_for(countIgnoringCtx, nullptr, 1000); }
 
 const kiln_model_info kParallelModel = {KILN_ABI_VERSION, 0, "parallel", 1, 1, kInputs, kOutputs,
-                                        parallelEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr};
+                                        parallelEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr};
 
 void runParallelModel(int threads) {
   for (auto &h : hits)
@@ -246,7 +246,7 @@ void manyLoopsEntry(void **, int64_t *) {
 }
 
 const kiln_model_info kManyLoopsModel = {KILN_ABI_VERSION, 0, "many", 1, 1, kInputs, kOutputs,
-                                         manyLoopsEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr};
+                                         manyLoopsEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr};
 
 double processCpuSeconds() {
   timespec t;

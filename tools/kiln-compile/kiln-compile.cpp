@@ -19,6 +19,7 @@
 #include "tools/kiln-compile/Calibrate.h"
 #include "tools/kiln-compile/Header.h"
 #include "tools/kiln-compile/InputStatistics.h"
+#include "tools/kiln-compile/WeightsFile.h"
 
 #include "mlir/Debug/CLOptionsSetup.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -114,6 +115,23 @@ cl::opt<bool> profile("profile",
                                "(executables) or kiln_model_profile_start (C API); off, "
                                "the code has no instrumentation. CPU targets"),
                       cl::cat(category));
+cl::opt<std::string> weightsMode(
+    "weights",
+    cl::desc("Where the weights live: 'embedded' in the code (default), or 'external': in "
+             "a weights file beside the output (<output>.kw; a static library's or "
+             "object's <name>.kw) that the runtime maps, and that other weights of the same "
+             "architecture can replace. CPU targets"),
+    cl::value_desc("embedded|external"), cl::init("embedded"), cl::cat(category));
+cl::opt<bool> packWeights(
+    "pack-weights",
+    cl::desc("Write only the weights of the model, in the layout of the weights file given "
+             "by --for (a fine-tuned model of the same architecture, compiled with the same "
+             "flags), to -o FILE.kw"),
+    cl::cat(category));
+cl::opt<std::string> packFor("for",
+                             cl::desc("--pack-weights: the weights file whose code the new "
+                                      "weights must fit"),
+                             cl::value_desc("model.kw"), cl::cat(category));
 cl::opt<bool> verbose("v",
                       cl::desc("Print a progress line per phase with its time (default when "
                                "stderr is a terminal)"),
@@ -731,6 +749,20 @@ int main(int argc, char **argv) {
   if (profile && mlir::kiln::lookupGpuTarget(targetTriple))
     return error("--profile times the kernels of CPU targets; --target=" + targetTriple +
                  " is a GPU target");
+  if (weightsMode != "embedded" && weightsMode != "external")
+    return error("unknown --weights '" + weightsMode + "' (expected embedded or external)");
+  if (packWeights && packFor.empty())
+    return error("--pack-weights needs --for model.kw, the weights file of the compiled "
+                 "model whose code the new weights must fit");
+  if (!packFor.empty() && !packWeights)
+    return error("--for only applies to --pack-weights");
+  bool externalWeights = weightsMode == "external" || packWeights;
+  if (externalWeights && mlir::kiln::lookupGpuTarget(targetTriple))
+    return error("--weights=external and --pack-weights apply to CPU targets; --target=" +
+                 targetTriple + " is a GPU target");
+  if (externalWeights && emit == Emit::LLVMIR)
+    return error("--weights=external writes a weights file beside an executable, static "
+                 "library or object, not beside --emit=llvm-ir");
   // CUDA kernels are assembled by the toolkit's ptxas: find it before
   // compiling anything.
   std::string cudaKit;
@@ -783,6 +815,7 @@ int main(int argc, char **argv) {
   pipelineOptions.reportPlacement = llvm::is_contained(reports, Report::Placement);
   pipelineOptions.cudaToolkit = cudaKit;
   pipelineOptions.profile = profile;
+  pipelineOptions.externalWeights = externalWeights;
   pipelineOptions.bf16 = precision == "bf16";
   if (prune.getNumOccurrences()) {
     pipelineOptions.pruneFraction = prune;
@@ -801,6 +834,8 @@ int main(int argc, char **argv) {
   pipelineOptions.sparsify = sparseWeights == "auto" && precision == "f32";
   pipelineOptions.reportSparsity = llvm::is_contained(reports, Report::Sparsity);
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
+  if (packWeights)
+    last = mlir::kiln::Stage::Bufferized; // where the weights leave the code
   ScopedDiagnosticHandler reportPrinter(&context, printReportRemark);
   auto runPipeline = [&](mlir::kiln::Stage from, mlir::kiln::Stage to) {
     PassManager pm(&context, ModuleOp::getOperationName());
@@ -873,12 +908,38 @@ int main(int argc, char **argv) {
       !writeKernels(*module, dumpKernels))
     return 1;
 
+  if (packWeights) {
+    std::string message;
+    if (!::kiln::weightsFitFile(*module, packFor, message) ||
+        !::kiln::writeWeightsFile(*module, outputFile, dtypeCode, message))
+      return error(message);
+    progress.done("wrote " + outputFile + ", the weights of " + inputFile + " for " + packFor);
+    return 0;
+  }
+
   if (emit == Emit::MLIR) {
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os);
     os << "\n";
     return writeFile(outputFile, text) ? 0 : 1;
+  }
+
+  // The weights file: <output>.kw beside an executable, <name>.kw beside a
+  // library or object.
+  SmallString<256> weightsFile(outputFile);
+  if (emit != Emit::Exe) {
+    weightsFile = sys::path::parent_path(outputFile);
+    sys::path::append(weightsFile, prefix);
+  }
+  weightsFile += ".kw";
+  if (externalWeights) {
+    (*module)->setAttr("kiln.weights_file",
+                       StringAttr::get(&context, sys::path::filename(weightsFile)));
+    std::string message;
+    if (!::kiln::writeWeightsFile(*module, weightsFile, dtypeCode, message))
+      return error(message);
+    progress.done("wrote " + weightsFile);
   }
 
   std::string native;

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 5
+#define KILN_ABI_VERSION 6
 
 /* A dimension whose size is given at run time. */
 #define KILN_DYNAMIC (-1)
@@ -110,6 +110,16 @@ typedef struct kiln_profile_info {
   const kiln_profile_kernel *kernels;
 } kiln_profile_info;
 
+/* The weights of a model compiled with kiln-compile --weights=external:
+ * they live in a weights file (.kw) that the runtime maps read-only. */
+typedef struct kiln_external_weights {
+  uint64_t fingerprint; /* of the code that reads them: a file fits this
+                           model when it carries the same fingerprint */
+  uint64_t bytes;       /* of the data */
+  uint32_t num_tensors;
+  const char *file_name; /* "model.kw": looked for beside the executable */
+} kiln_external_weights;
+
 /* Emitted by kiln-compile into the model object (layout is ABI). */
 typedef struct kiln_model_info {
   uint32_t abi_version;
@@ -133,6 +143,8 @@ typedef struct kiln_model_info {
   uint64_t weights_bytes;
   /* NULL unless compiled with --profile. */
   const kiln_profile_info *profile;
+  /* NULL when the weights are in the model's code (the default). */
+  const kiln_external_weights *external_weights;
 } kiln_model_info;
 
 /* Whether any input or output has a dynamic dimension. */
@@ -153,6 +165,11 @@ typedef struct kiln_model kiln_model;
  * instance is still returned, kiln_model_error says why at once, and every
  * run fails with that message. */
 kiln_model *kiln_model_create(const kiln_model_info *info);
+/* kiln_model_create, reading the weights of a model compiled with
+ * kiln-compile --weights=external from `weights_path` (NULL: the default,
+ * see kiln_model_swap_weights). */
+kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
+                                           const char *weights_path);
 /* Runs one inference of a model without dynamic dimensions on
  * caller-allocated buffers. Returns 0 on success. Not reentrant per
  * instance; use one instance per thread. */
@@ -268,6 +285,46 @@ int kiln_model_profile_kernel(kiln_model *model, uint32_t index,
  * thread), one per worker share on threads 1.. (the pool's workers).
  * Returns nonzero, with kiln_model_error, when the file cannot be written. */
 int kiln_model_profile_write_trace(kiln_model *model, const char *path);
+
+/* Weights outside the code (kiln-compile --weights=external). An instance
+ * of such a model maps its weights file when it is created: the file named
+ * by kiln_external_weights.file_name in the directory of the running
+ * executable, or the one given to kiln_model_create_with_weights. When that
+ * fails (no file there, a truncated or corrupt file,
+ * or one written for other code) the instance is still returned,
+ * kiln_model_error says why, and every run fails until weights are given
+ * with one of the calls below.
+ *
+ * A weights file is mapped once per process and shared by every instance
+ * that uses it (and, through the page cache, by other processes); its
+ * checksums are verified when it is first mapped. kiln_weights_open maps
+ * and verifies a file ahead of time; switching an instance to open weights
+ * is then a pointer swap. Weights may be switched between runs, never during
+ * one. Each call returns 0, or nonzero with a message (kiln_model_error, or
+ * `error` for kiln_weights_open). */
+typedef struct kiln_weights kiln_weights;
+kiln_weights *kiln_weights_open(const char *path, char *error, size_t error_size);
+/* The bytes of a weights file in memory, used in place (not copied): they
+ * must stay valid, 64-byte aligned, while an instance uses them. */
+kiln_weights *kiln_weights_open_buffer(const void *data, size_t size, char *error,
+                                       size_t error_size);
+void kiln_weights_close(kiln_weights *weights); /* instances keep their own reference */
+uint64_t kiln_weights_fingerprint(const kiln_weights *weights);
+uint64_t kiln_weights_bytes(const kiln_weights *weights);
+const char *kiln_weights_path(const kiln_weights *weights); /* "(buffer)" for a buffer */
+/* Switches the instance to `weights` if their fingerprint is the model's;
+ * the instance holds a reference until it switches again or is destroyed. */
+int kiln_model_use_weights(kiln_model *model, kiln_weights *weights);
+/* kiln_weights_open + kiln_model_use_weights + kiln_weights_close. */
+int kiln_model_swap_weights(kiln_model *model, const char *path);
+int kiln_model_swap_weights_buffer(kiln_model *model, const void *data, size_t size);
+/* The weights the instance reads: NULL for embedded weights, or when none
+ * could be mapped. */
+const kiln_weights *kiln_model_weights(const kiln_model *model);
+
+/* Called by generated code of models with external weights, on the running
+ * thread: the data of the instance's weights file. */
+const void *kiln_run_weights(void);
 
 /* Called by generated code of models compiled with --profile, on the
  * running thread, around kernel `kernel` of kiln_profile_info. */

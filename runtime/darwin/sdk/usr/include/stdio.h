@@ -11,10 +11,17 @@ extern FILE *__stdinp, *__stdoutp, *__stderrp;
 #define stdout __stdoutp
 #define stderr __stderrp
 #define EOF (-1)
+#define SEEK_SET 0
+#define SEEK_END 2
+typedef int64_t off_t;
 FILE *fopen(const char *restrict path, const char *restrict mode);
 int fclose(FILE *stream);
 FILE *freopen(const char *restrict path, const char *restrict mode, FILE *restrict stream);
 int fflush(FILE *stream);
+int fileno(FILE *stream);
+int fseeko(FILE *stream, off_t offset, int whence);
+off_t ftello(FILE *stream);
+int rename(const char *from, const char *to);
 int ferror(FILE *stream);
 size_t fread(void *restrict ptr, size_t size, size_t n, FILE *restrict stream);
 size_t fwrite(const void *restrict ptr, size_t size, size_t n, FILE *restrict stream);
