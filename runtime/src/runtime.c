@@ -248,6 +248,10 @@ kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
 int kiln_model_use_weights(kiln_model *m, kiln_weights *weights) {
   const kiln_external_weights *expected = m->info->external_weights;
   m->error[0] = 0;
+  if (!weights) {
+    set_error(m, "kiln_model_use_weights: no weights given");
+    return 1;
+  }
   if (!expected) {
     set_error(m, "model '%s' has its weights in its code (compile it with "
                  "--weights=external to give it others)", m->info->name);

@@ -3,6 +3,7 @@
 
 extern "C" {
 #include "npy.h"
+#include "weights.h"
 void *_mlir_memref_to_llvm_alloc(size_t size);
 void memrefCopy(int64_t elemSize, void *src, void *dst);
 }
@@ -479,3 +480,152 @@ TEST(Runtime, ReportsMemory) {
   EXPECT_EQ(stats.peak, stats.arena + stats.runtime + stats.weights);
   kiln_model_destroy(m);
 }
+
+namespace {
+
+// A fake model with external weights: y = x + w, w (6 floats) read from the
+// instance's weights data at offset 64.
+const kiln_external_weights kExternal = {0x5eed, 64 + 6 * sizeof(float), 1, "absent.kw"};
+
+void addWeightsEntry(void **buffers, int64_t *) {
+  auto *x = static_cast<const float *>(buffers[0]);
+  auto *y = static_cast<float *>(buffers[1]);
+  auto *w = reinterpret_cast<const float *>(static_cast<const char *>(kiln_run_weights()) + 64);
+  for (int i = 0; i < 6; ++i)
+    y[i] = x[i] + w[i];
+}
+
+const kiln_model_info kWeightsModel = {KILN_ABI_VERSION, 0, "addw", 1, 1, kInputs, kOutputs,
+                                       addWeightsEntry, /*arena_bytes=*/0, /*gpu=*/nullptr,
+                                       /*weights_bytes=*/0, /*profile=*/nullptr, &kExternal};
+
+/// Writes a weights file holding w = {base, base + 1, ...} at offset 64.
+std::string writeWeights(const char *name, float base, uint64_t fingerprint = 0x5eed) {
+  std::string path = ::testing::TempDir() + name;
+  float w[6];
+  for (int i = 0; i < 6; ++i)
+    w[i] = base + i;
+  kiln_weights_entry entry = {};
+  snprintf(entry.name, sizeof entry.name, "w");
+  entry.offset = 64;
+  entry.bytes = sizeof w;
+  entry.dtype = KILN_FLOAT32;
+  entry.rank = 1;
+  entry.shape[0] = 6;
+  const void *data[] = {w};
+  char error[256];
+  EXPECT_EQ(kiln_weights_write(path.c_str(), fingerprint, 1, &entry, data, 64 + sizeof w, error,
+                               sizeof error),
+            0)
+      << error;
+  return path;
+}
+
+float runFirst(kiln_model *m) {
+  float x[6] = {}, y[6] = {};
+  const void *in[] = {x};
+  void *out[] = {y};
+  EXPECT_EQ(kiln_model_run(m, in, out), 0) << kiln_model_error(m);
+  return y[0];
+}
+
+TEST(Weights, MapsSwapsAndSharesFiles) {
+  std::string a = writeWeights("a.kw", 10), b = writeWeights("b.kw", 20);
+  kiln_model *m = kiln_model_create_with_weights(&kWeightsModel, a.c_str());
+  ASSERT_NE(kiln_model_weights(m), nullptr) << kiln_model_error(m);
+  EXPECT_EQ(runFirst(m), 10.0f);
+  ASSERT_EQ(kiln_model_swap_weights(m, b.c_str()), 0) << kiln_model_error(m);
+  EXPECT_EQ(runFirst(m), 20.0f);
+  kiln_memory_stats mem;
+  kiln_model_memory(m, &mem);
+  EXPECT_EQ(mem.weights, kExternal.bytes);
+
+  // Instances of one file share its mapping, and one file's content is
+  // mapped once even under two names.
+  std::string copy = writeWeights("b-copy.kw", 20);
+  char error[256];
+  kiln_weights *w1 = kiln_weights_open(b.c_str(), error, sizeof error);
+  kiln_weights *w2 = kiln_weights_open(copy.c_str(), error, sizeof error);
+  ASSERT_NE(w1, nullptr) << error;
+  EXPECT_EQ(w1, kiln_model_weights(m));
+  EXPECT_EQ(w1, w2);
+  kiln_weights_close(w2);
+  // Weights opened ahead: switching is a pointer swap.
+  kiln_weights *wa = kiln_weights_open(a.c_str(), error, sizeof error);
+  ASSERT_EQ(kiln_model_use_weights(m, wa), 0);
+  kiln_weights_close(wa);
+  kiln_weights_close(w1);
+  EXPECT_EQ(runFirst(m), 10.0f); // the instance holds its own reference
+  kiln_model_destroy(m);
+}
+
+TEST(Weights, RefusesOtherCodesWeightsAndKeepsItsOwn) {
+  std::string a = writeWeights("a.kw", 10), other = writeWeights("other.kw", 30, 0xbad);
+  kiln_model *m = kiln_model_create_with_weights(&kWeightsModel, a.c_str());
+  EXPECT_NE(kiln_model_swap_weights(m, other.c_str()), 0);
+  EXPECT_NE(std::string(kiln_model_error(m)).find("these weights were written for other code "
+                                                    "than model 'addw' (fingerprint "
+                                                    "0000000000000bad"),
+            std::string::npos)
+      << kiln_model_error(m);
+  EXPECT_EQ(runFirst(m), 10.0f);
+  EXPECT_NE(kiln_model_use_weights(m, nullptr), 0);
+  EXPECT_STREQ(kiln_model_error(m), "kiln_model_use_weights: no weights given");
+  EXPECT_EQ(runFirst(m), 10.0f);
+  kiln_model_destroy(m);
+}
+
+TEST(Weights, ReportsMissingWeightsAtCreateAndEveryRun) {
+  kiln_model *m = kiln_model_create(&kWeightsModel); // absent.kw beside the test binary
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(kiln_model_weights(m), nullptr);
+  std::string error = kiln_model_error(m);
+  EXPECT_NE(error.find("model 'addw' has no weights: "), std::string::npos) << error;
+  EXPECT_NE(error.find("absent.kw: No such file or directory"), std::string::npos) << error;
+  float x[6] = {}, y[6] = {};
+  const void *in[] = {x};
+  void *out[] = {y};
+  EXPECT_NE(kiln_model_run(m, in, out), 0);
+  EXPECT_EQ(std::string(kiln_model_error(m)), error);
+  kiln_model_destroy(m);
+}
+
+TEST(Weights, UsesABufferInPlace) {
+  std::string a = writeWeights("a.kw", 40);
+  FILE *f = fopen(a.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::vector<char> bytes(64 * 1024 + 64);
+  char *aligned = bytes.data() + (64 - reinterpret_cast<uintptr_t>(bytes.data()) % 64) % 64;
+  size_t size = fread(aligned, 1, 64 * 1024, f);
+  fclose(f);
+  kiln_model *m = kiln_model_create_with_weights(&kWeightsModel, a.c_str());
+  ASSERT_EQ(kiln_model_swap_weights_buffer(m, aligned, size), 0) << kiln_model_error(m);
+  EXPECT_EQ(runFirst(m), 40.0f);
+  EXPECT_STREQ(kiln_weights_path(kiln_model_weights(m)), "(buffer)");
+  EXPECT_NE(kiln_model_swap_weights_buffer(m, aligned + 1, size - 1), 0);
+  EXPECT_STREQ(kiln_model_error(m), "a weights buffer must be aligned to 64 bytes");
+  aligned[size - 1] ^= 1;
+  EXPECT_NE(kiln_model_swap_weights_buffer(m, aligned, size), 0);
+  EXPECT_STREQ(kiln_model_error(m),
+               "weights buffer: corrupt weights file (the checksum of its data fails)");
+  EXPECT_EQ(runFirst(m), 40.0f);
+  kiln_model_destroy(m);
+}
+
+TEST(Weights, ChecksumSeesEveryByteAndItsPlace) {
+  std::vector<unsigned char> data(1000);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = (unsigned char)(i * 37);
+  uint64_t sum = kiln_weights_checksum(data.data(), data.size());
+  for (size_t i : {0, 63, 64, 500, 999}) {
+    data[i] ^= 0x10;
+    EXPECT_NE(kiln_weights_checksum(data.data(), data.size()), sum) << i;
+    data[i] ^= 0x10;
+  }
+  std::swap(data[0], data[8]); // two words swapped: a plain sum would not see it
+  EXPECT_NE(kiln_weights_checksum(data.data(), data.size()), sum);
+  std::swap(data[0], data[8]);
+  EXPECT_NE(kiln_weights_checksum(data.data(), data.size() - 1), sum);
+}
+
+} // namespace
