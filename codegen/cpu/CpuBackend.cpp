@@ -3,6 +3,7 @@
 #include "codegen/Passes.h"
 #include "codegen/common/Passes.h"
 #include "codegen/cpu/Passes.h"
+#include "kiln/runtime.h" // KILN_CPU_*
 #include "passes/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -22,10 +23,8 @@
 using namespace mlir;
 using namespace mlir::kiln;
 
-/// Resolves `--target` / `--mcpu` into a CpuTarget (host CPU when `cpu` is
-/// empty and the triple is the host's; a generic CPU otherwise).
-static FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
-                                             std::string &error) {
+FailureOr<CpuTarget> mlir::kiln::resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
+                                                  std::string &error) {
   llvm::InitializeAllTargetInfos();
   llvm::InitializeAllTargets();
   llvm::InitializeAllTargetMCs();
@@ -51,7 +50,14 @@ static FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::Strin
       features.push_back((f.second ? "+" : "-") + f.first().str());
     target.features = llvm::join(features, ",");
   } else {
-    target.cpu = cpu.empty() || cpu == "native" ? "generic" : cpu.str();
+    // "generic+dotprod+i8mm": a CPU, then features it adds.
+    llvm::SmallVector<llvm::StringRef> parts;
+    (cpu.empty() || cpu == "native" ? llvm::StringRef("generic") : cpu).split(parts, '+');
+    target.cpu = parts.front().str();
+    std::vector<std::string> features;
+    for (llvm::StringRef feature : llvm::drop_begin(parts))
+      features.push_back("+" + feature.str());
+    target.features = llvm::join(features, ",");
   }
   // Validate the CPU on a generic subtarget first: LLVM prints a warning of
   // its own when a subtarget is created for an unknown CPU.
@@ -83,6 +89,56 @@ static FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::Strin
   return target;
 }
 
+FailureOr<std::vector<CpuLevel>> mlir::kiln::parseCpuLevels(llvm::StringRef triple,
+                                                            llvm::StringRef list,
+                                                            std::string &error) {
+  llvm::Triple host(llvm::sys::getProcessTriple());
+  llvm::Triple tt(llvm::Triple::normalize(triple.empty() ? host.str() : triple.str()));
+  bool x86 = tt.getArch() == llvm::Triple::x86_64;
+  // From the least to the most demanding; `portable` marks the levels of
+  // --mcpu=portable.
+  struct Level {
+    CpuLevel level;
+    bool portable;
+  };
+  std::vector<Level> levels;
+  if (x86)
+    levels = {{{"x86-64", "x86-64", 0}, true},
+              {{"x86-64-v2", "x86-64-v2", KILN_CPU_X86_64_V2}, false},
+              {{"x86-64-v3", "x86-64-v3", KILN_CPU_X86_64_V2 | KILN_CPU_X86_64_V3}, true},
+              {{"x86-64-v4", "x86-64-v4",
+                KILN_CPU_X86_64_V2 | KILN_CPU_X86_64_V3 | KILN_CPU_X86_64_V4},
+               true}};
+  else if (tt.getArch() == llvm::Triple::aarch64)
+    levels = {{{"armv8-a", "generic", 0}, true},
+              {{"armv8.2-a+dotprod", "generic+dotprod", KILN_CPU_AARCH64_DOTPROD}, true},
+              {{"armv8.6-a+i8mm", "generic+dotprod+i8mm",
+                KILN_CPU_AARCH64_DOTPROD | KILN_CPU_AARCH64_I8MM},
+               true}};
+  std::string names;
+  for (const Level &l : levels)
+    names += (names.empty() ? "" : ", ") + l.level.name;
+  llvm::SmallVector<llvm::StringRef> wanted;
+  list.split(wanted, ',');
+  std::vector<CpuLevel> picked;
+  for (const Level &l : levels)
+    if ((list == "portable" && l.portable) || llvm::is_contained(wanted, l.level.name))
+      picked.push_back(l.level);
+  for (llvm::StringRef name : wanted)
+    if (list != "portable" &&
+        llvm::none_of(levels, [&](const Level &l) { return l.level.name == name; })) {
+      error = "--mcpu=" + list.str() + ": a list of CPUs takes the levels " +
+              (names.empty() ? "of x86-64 and AArch64" : "of " + tt.getArchName().str() +
+                                                             ": " + names) +
+              ", not '" + name.str() + "'";
+      return failure();
+    }
+  if (picked.size() < 2) {
+    error = "--mcpu=" + list.str() + " names one CPU level: give one CPU without a list";
+    return failure();
+  }
+  return picked;
+}
 
 namespace {
 class CpuBackend final : public TargetBackend {

@@ -58,11 +58,45 @@ std::string buildCpuScheduleScript(llvm::ArrayRef<MatmulTile> tiles, bool packed
                                    llvm::ArrayRef<int64_t> rowReductionLoops = {},
                                    int64_t vectorWidth = 16);
 
+/// Resolves `--target` and `--mcpu` into a CpuTarget: the host CPU when
+/// `cpu` is empty or "native" and the triple is the host's, else `cpu`
+/// ("x86-64-v3"), optionally with features ("generic+dotprod+i8mm").
+FailureOr<CpuTarget> resolveCpuTarget(llvm::StringRef triple, llvm::StringRef cpu,
+                                      std::string &error);
+
 /// Translates an LLVM-dialect module to an object file (or textual LLVM IR)
 /// for `target`, adding the `<prefix>_info` model descriptor.
 LogicalResult emitNative(ModuleOp module, const CpuTarget &target,
                          const ModelSignature &signature, llvm::StringRef prefix,
                          bool addMainAlias, bool emitLLVMIR, std::string &out);
+
+/// A CPU level that one binary can hold code for (--mcpu=A,B, --mcpu=portable)
+/// and the KILN_CPU_* bits (runtime.h) a CPU needs to run it.
+struct CpuLevel {
+  std::string name;  // "x86-64-v3", "armv8.2-a+dotprod"
+  std::string mcpu;  // what resolveCpuTarget takes: "x86-64-v3", "generic+dotprod"
+  uint32_t requires; // KILN_CPU_* bits
+};
+/// The levels a `--mcpu` list names for `triple` ("portable": every level
+/// worth a variant), from the least to the most demanding; an error for a
+/// name that is not a level of the triple's architecture.
+FailureOr<std::vector<CpuLevel>> parseCpuLevels(llvm::StringRef triple, llvm::StringRef list,
+                                                std::string &error);
+
+/// One model compiled for one CPU level: a module at the LLVM stage.
+struct CpuVariant {
+  ModuleOp module;
+  CpuTarget target;
+  std::string name;   // the level's
+  std::string suffix; // of its symbols: "x86_64_v3"
+  uint32_t requires;
+};
+/// Emits the variants' code in one object (or LLVM IR) with the model's
+/// descriptor `<prefix>_info`, which lists each variant's descriptor for
+/// the runtime to pick from by the CPU it runs on.
+LogicalResult emitNativeVariants(llvm::ArrayRef<CpuVariant> variants,
+                                 const ModelSignature &signature, llvm::StringRef prefix,
+                                 bool addMainAlias, bool emitLLVMIR, std::string &out);
 
 } // namespace mlir::kiln
 

@@ -8,6 +8,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Linker/Linker.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/raw_ostream.h"
@@ -19,6 +20,15 @@ using namespace mlir::kiln;
 
 /// Must match kiln_tensor_info / kiln_model_info in runtime/include/kiln/runtime.h.
 static constexpr uint32_t kAbiVersion = 6;
+
+/// The struct type `name` of the context: created once, so that the
+/// descriptors of several variants in one context share it.
+static llvm::StructType *namedStruct(llvm::LLVMContext &ctx, llvm::ArrayRef<llvm::Type *> fields,
+                                     llvm::StringRef name) {
+  if (llvm::StructType *existing = llvm::StructType::getTypeByName(ctx, name))
+    return existing;
+  return llvm::StructType::create(ctx, fields, name);
+}
 
 static llvm::Constant *cString(llvm::Module &m, llvm::StringRef s, const llvm::Twine &name) {
   llvm::Constant *data = llvm::ConstantDataArray::getString(m.getContext(), s);
@@ -77,7 +87,7 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
     return llvm::ConstantPointerNull::get(ptr);
   auto *i32 = llvm::Type::getInt32Ty(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
-  auto *kernelType = llvm::StructType::create(
+  auto *kernelType = namedStruct(
       ctx, {ptr, ptr, i64, llvm::ArrayType::get(i32, 3), i32, i32}, "kiln_gpu_kernel");
   std::vector<llvm::Constant *> entries;
   uint32_t api = 1; // KILN_GPU_VULKAN
@@ -121,7 +131,7 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
   auto *table = new llvm::GlobalVariable(m, tableType, true, llvm::GlobalValue::PrivateLinkage,
                                          llvm::ConstantArray::get(tableType, entries),
                                          (prefix + "_kernels").str());
-  auto *programType = llvm::StructType::create(ctx, {i32, i32, ptr}, "kiln_gpu_program");
+  auto *programType = namedStruct(ctx, {i32, i32, ptr}, "kiln_gpu_program");
   return new llvm::GlobalVariable(
       m, programType, true, llvm::GlobalValue::PrivateLinkage,
       llvm::ConstantStruct::get(programType, {llvm::ConstantInt::get(i32, api),
@@ -139,7 +149,7 @@ static llvm::Constant *profileInfo(llvm::Module &m, ArrayAttr kernels, llvm::Str
     return llvm::ConstantPointerNull::get(ptr);
   auto *i32 = llvm::Type::getInt32Ty(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
-  auto *kernelType = llvm::StructType::create(ctx, {ptr, i64, i64}, "kiln_profile_kernel");
+  auto *kernelType = namedStruct(ctx, {ptr, i64, i64}, "kiln_profile_kernel");
   std::vector<llvm::Constant *> entries;
   for (auto [i, attr] : llvm::enumerate(kernels.getAsRange<DictionaryAttr>()))
     entries.push_back(llvm::ConstantStruct::get(
@@ -152,7 +162,7 @@ static llvm::Constant *profileInfo(llvm::Module &m, ArrayAttr kernels, llvm::Str
   auto *table = new llvm::GlobalVariable(m, tableType, true, llvm::GlobalValue::PrivateLinkage,
                                          llvm::ConstantArray::get(tableType, entries),
                                          (prefix + "_profile_kernels").str());
-  auto *infoType = llvm::StructType::create(ctx, {i32, ptr}, "kiln_profile_info");
+  auto *infoType = namedStruct(ctx, {i32, ptr}, "kiln_profile_info");
   return new llvm::GlobalVariable(
       m, infoType, true, llvm::GlobalValue::PrivateLinkage,
       llvm::ConstantStruct::get(infoType, {llvm::ConstantInt::get(i32, entries.size()), table}),
@@ -173,7 +183,7 @@ static llvm::Constant *externalWeights(llvm::Module &m, ModuleOp module,
   auto *i64 = llvm::Type::getInt64Ty(ctx);
   auto file = module->getAttrOfType<StringAttr>("kiln.weights_file");
   std::string fileName = file ? file.str() : (prefix + ".kw").str();
-  auto *type = llvm::StructType::create(ctx, {i64, i64, i32, ptr}, "kiln_external_weights");
+  auto *type = namedStruct(ctx, {i64, i64, i32, ptr}, "kiln_external_weights");
   return new llvm::GlobalVariable(
       m, type, true, llvm::GlobalValue::PrivateLinkage,
       llvm::ConstantStruct::get(
@@ -194,37 +204,46 @@ static uint64_t constantBytes(const llvm::Module &m) {
   return bytes;
 }
 
+/// The fields of a `kiln_model_info` besides the signature.
+struct ModelInfoParts {
+  llvm::Constant *entry = nullptr; // null: a model of several CPU variants
+  uint64_t arenaBytes = 0;
+  llvm::Constant *gpu = nullptr, *profile = nullptr, *external = nullptr;
+  uint64_t weightsBytes = 0;
+  uint32_t numVariants = 0;
+  llvm::Constant *variants = nullptr;
+};
+
 /// Adds `const kiln_model_info <prefix>_info`, the descriptor the runtime
-/// reads: names, dtypes and shapes of inputs and outputs, the entry, the
-/// size of the intermediate buffers' arena, the GPU kernels, the weights'
-/// size, the profiled kernels and the weights file.
-static void addModelInfo(llvm::Module &m, const ModelSignature &sig, llvm::StringRef prefix,
-                         bool addMainAlias, uint64_t arenaBytes, llvm::Constant *gpu,
-                         uint64_t weightsBytes, llvm::Constant *profile,
-                         llvm::Constant *external) {
+/// reads: the model's `name`, names, dtypes and shapes of inputs and
+/// outputs, and `parts`.
+static llvm::GlobalVariable *addModelInfo(llvm::Module &m, const ModelSignature &sig,
+                                          llvm::StringRef prefix, llvm::StringRef name,
+                                          const ModelInfoParts &parts) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
   auto *i32 = llvm::Type::getInt32Ty(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
-  auto *tensorInfo = llvm::StructType::create(ctx, {ptr, i32, i32, ptr, ptr}, "kiln_tensor_info");
-  auto *modelInfo = llvm::StructType::create(
-      ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr}, "kiln_model_info");
-  llvm::Function *entry = m.getFunction((prefix + "_entry").str());
-  auto *info = new llvm::GlobalVariable(
+  auto *tensorInfo = namedStruct(ctx, {ptr, i32, i32, ptr, ptr}, "kiln_tensor_info");
+  auto *modelInfo = namedStruct(
+      ctx, {i32, i32, ptr, i32, i32, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, i32, ptr},
+      "kiln_model_info");
+  auto orNull = [&](llvm::Constant *c) { return c ? c : llvm::ConstantPointerNull::get(ptr); };
+  return new llvm::GlobalVariable(
       m, modelInfo, true, llvm::GlobalValue::ExternalLinkage,
       llvm::ConstantStruct::get(
           modelInfo,
           {llvm::ConstantInt::get(i32, kAbiVersion), llvm::ConstantInt::get(i32, 0),
-           cString(m, prefix, (prefix + "_model_name").str()),
+           cString(m, name, (prefix + "_model_name").str()),
            llvm::ConstantInt::get(i32, sig.inputs.size()),
            llvm::ConstantInt::get(i32, sig.outputs.size()),
            tensorInfos(m, tensorInfo, sig.inputs, prefix, "input"),
-           tensorInfos(m, tensorInfo, sig.outputs, prefix, "output"), entry,
-           llvm::ConstantInt::get(i64, arenaBytes), gpu,
-           llvm::ConstantInt::get(i64, weightsBytes), profile, external}),
+           tensorInfos(m, tensorInfo, sig.outputs, prefix, "output"), orNull(parts.entry),
+           llvm::ConstantInt::get(i64, parts.arenaBytes), orNull(parts.gpu),
+           llvm::ConstantInt::get(i64, parts.weightsBytes), orNull(parts.profile),
+           orNull(parts.external), llvm::ConstantInt::get(i32, parts.numVariants),
+           orNull(parts.variants)}),
       (prefix + "_info").str());
-  if (addMainAlias)
-    llvm::GlobalAlias::create("kiln_main_model", info);
 }
 
 static void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
@@ -241,30 +260,36 @@ static void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
 }
 
-LogicalResult mlir::kiln::emitNative(ModuleOp module, const CpuTarget &target,
-                                     const ModelSignature &signature, llvm::StringRef prefix,
-                                     bool addMainAlias, bool emitLLVMIR, std::string &out) {
-  DialectRegistry registry;
-  registerAllToLLVMIRTranslations(registry);
-  module->getContext()->appendDialectRegistry(registry);
-
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext, prefix);
-  if (!llvmModule)
-    return module.emitError("failed to translate the LLVM dialect to LLVM IR");
-
-  std::string error;
+static std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CpuTarget &target,
+                                                                std::string &error) {
   llvm::Triple triple(target.triple);
   const llvm::Target *backend = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!backend)
-    return module.emitError(error);
+    return nullptr;
   llvm::TargetOptions options;
-  std::unique_ptr<llvm::TargetMachine> tm(backend->createTargetMachine(
+  return std::unique_ptr<llvm::TargetMachine>(backend->createTargetMachine(
       triple, target.cpu, target.features, options, llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
-  llvmModule->setTargetTriple(triple);
-  llvmModule->setDataLayout(tm->createDataLayout());
+}
+
+/// The module in LLVM IR for `target` with its descriptor `<prefix>_info`
+/// (the model called `name`), optimized; null after an error on `module`.
+static std::unique_ptr<llvm::Module> lowerToLLVMIR(ModuleOp module, const CpuTarget &target,
+                                                   llvm::TargetMachine &tm,
+                                                   const ModelSignature &signature,
+                                                   llvm::StringRef prefix, llvm::StringRef name,
+                                                   llvm::LLVMContext &llvmContext) {
+  DialectRegistry registry;
+  registerAllToLLVMIRTranslations(registry);
+  module->getContext()->appendDialectRegistry(registry);
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, prefix);
+  if (!llvmModule) {
+    module.emitError("failed to translate the LLVM dialect to LLVM IR");
+    return nullptr;
+  }
+  llvmModule->setTargetTriple(llvm::Triple(target.triple));
+  llvmModule->setDataLayout(tm.createDataLayout());
   for (llvm::Function &f : *llvmModule) {
     if (f.isDeclaration())
       continue;
@@ -272,31 +297,104 @@ LogicalResult mlir::kiln::emitNative(ModuleOp module, const CpuTarget &target,
     if (!target.features.empty())
       f.addFnAttr("target-features", target.features);
   }
+  ModelInfoParts parts;
+  parts.entry = llvmModule->getFunction((prefix + "_entry").str());
   // kiln-plan-memory's arena: the runtime allocates it with the instance.
-  uint64_t arenaBytes = 0;
   if (auto bytes = module->getAttrOfType<IntegerAttr>("kiln.arena_bytes"))
-    arenaBytes = bytes.getInt();
-  uint64_t weightsBytes = constantBytes(*llvmModule);
-  addModelInfo(*llvmModule, signature, prefix, addMainAlias, arenaBytes,
-               gpuProgram(*llvmModule, module->getAttrOfType<ArrayAttr>("kiln.gpu_kernels"),
-                          prefix),
-               weightsBytes,
-               profileInfo(*llvmModule, module->getAttrOfType<ArrayAttr>("kiln.profile"),
-                           prefix),
-               externalWeights(*llvmModule, module, prefix));
-  optimize(*llvmModule, *tm);
+    parts.arenaBytes = bytes.getInt();
+  parts.weightsBytes = constantBytes(*llvmModule);
+  parts.gpu = gpuProgram(*llvmModule, module->getAttrOfType<ArrayAttr>("kiln.gpu_kernels"),
+                         prefix);
+  parts.profile =
+      profileInfo(*llvmModule, module->getAttrOfType<ArrayAttr>("kiln.profile"), prefix);
+  parts.external = externalWeights(*llvmModule, module, prefix);
+  addModelInfo(*llvmModule, signature, prefix, name, parts);
+  optimize(*llvmModule, tm);
+  return llvmModule;
+}
 
+/// Writes `m` as an object file (or textual LLVM IR) to `out`.
+static LogicalResult emitCode(llvm::Module &m, llvm::TargetMachine &tm, bool emitLLVMIR,
+                              ModuleOp module, std::string &out) {
   llvm::raw_string_ostream os(out);
   if (emitLLVMIR) {
-    llvmModule->print(os, nullptr);
+    m.print(os, nullptr);
     return success();
   }
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream objStream(buffer);
   llvm::legacy::PassManager codegen;
-  if (tm->addPassesToEmitFile(codegen, objStream, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return module.emitError("target '") << target.triple << "' cannot emit object files";
-  codegen.run(*llvmModule);
+  if (tm.addPassesToEmitFile(codegen, objStream, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return module.emitError("target '") << m.getTargetTriple().str()
+                                        << "' cannot emit object files";
+  codegen.run(m);
   os << llvm::StringRef(buffer.data(), buffer.size());
   return success();
+}
+
+LogicalResult mlir::kiln::emitNative(ModuleOp module, const CpuTarget &target,
+                                     const ModelSignature &signature, llvm::StringRef prefix,
+                                     bool addMainAlias, bool emitLLVMIR, std::string &out) {
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> tm = createTargetMachine(target, error);
+  if (!tm)
+    return module.emitError(error);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      lowerToLLVMIR(module, target, *tm, signature, prefix, prefix, llvmContext);
+  if (!llvmModule)
+    return failure();
+  if (addMainAlias)
+    llvm::GlobalAlias::create("kiln_main_model",
+                              llvmModule->getNamedGlobal((prefix + "_info").str()));
+  return emitCode(*llvmModule, *tm, emitLLVMIR, module, out);
+}
+
+LogicalResult mlir::kiln::emitNativeVariants(llvm::ArrayRef<CpuVariant> variants,
+                                             const ModelSignature &signature,
+                                             llvm::StringRef prefix, bool addMainAlias,
+                                             bool emitLLVMIR, std::string &out) {
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> linked;
+  std::unique_ptr<llvm::TargetMachine> baseline;
+  auto *ptr = llvm::PointerType::get(llvmContext, 0);
+  auto *i32 = llvm::Type::getInt32Ty(llvmContext);
+  auto *variantType = namedStruct(llvmContext, {ptr, i32, ptr}, "kiln_cpu_variant");
+  std::vector<std::pair<std::string, const CpuVariant *>> infos;
+  for (const CpuVariant &variant : variants) {
+    std::string error;
+    std::unique_ptr<llvm::TargetMachine> tm = createTargetMachine(variant.target, error);
+    if (!tm)
+      return ModuleOp(variant.module).emitError(error);
+    std::string variantPrefix = (prefix + "_" + variant.suffix).str();
+    std::unique_ptr<llvm::Module> m = lowerToLLVMIR(variant.module, variant.target, *tm, signature,
+                                                    variantPrefix, prefix, llvmContext);
+    if (!m)
+      return failure();
+    infos.push_back({variantPrefix + "_info", &variant});
+    if (!linked) {
+      linked = std::move(m);
+      baseline = std::move(tm);
+    } else if (llvm::Linker::linkModules(*linked, std::move(m))) {
+      return ModuleOp(variant.module).emitError("cannot link the code of CPU variant ")
+             << variant.name;
+    }
+  }
+  std::vector<llvm::Constant *> entries;
+  for (auto &[info, variant] : infos)
+    entries.push_back(llvm::ConstantStruct::get(
+        variantType, {cString(*linked, variant->name, info + "_cpu"),
+                      llvm::ConstantInt::get(i32, variant->requires),
+                      linked->getNamedGlobal(info)}));
+  auto *tableType = llvm::ArrayType::get(variantType, entries.size());
+  ModelInfoParts parts;
+  parts.numVariants = entries.size();
+  parts.variants = new llvm::GlobalVariable(*linked, tableType, true,
+                                            llvm::GlobalValue::PrivateLinkage,
+                                            llvm::ConstantArray::get(tableType, entries),
+                                            (prefix + "_variants").str());
+  llvm::GlobalVariable *info = addModelInfo(*linked, signature, prefix, prefix, parts);
+  if (addMainAlias)
+    llvm::GlobalAlias::create("kiln_main_model", info);
+  return emitCode(*linked, *baseline, emitLLVMIR, variants.front().module, out);
 }

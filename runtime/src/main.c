@@ -86,6 +86,17 @@ static void usage(FILE *out) {
     fprintf(out, "Device: its %u kernels run on a Vulkan device (KILN_VULKAN_DEVICE=N picks "
                  "the N-th; by default the first discrete GPU, else integrated, else any)\n",
             info->gpu->num_kernels);
+  if (info->num_variants) {
+    fprintf(out, "CPU variants:");
+    for (uint32_t i = 0; i < info->num_variants; ++i)
+      fprintf(out, "%s %s", i ? "," : "", info->variants[i].cpu);
+    char error[512];
+    const kiln_cpu_variant *v = kiln_pick_cpu_variant(info, error, sizeof error);
+    if (v)
+      fprintf(out, "; this CPU runs %s (KILN_CPU_VARIANT=NAME picks another)\n", v->cpu);
+    else
+      fprintf(out, "; %s\n", error);
+  }
   if (info->external_weights) {
     double bytes = (double)info->external_weights->bytes;
     int mib = bytes >= 1048576;
@@ -310,6 +321,8 @@ static void write_json(const options *o, kiln_model *model, const latency *l,
   fprintf(f, "  \"threads\": %d,\n  \"cpu\": \"%s\",\n", kiln_model_num_threads(model), cpu);
   if (kiln_model_device(model))
     fprintf(f, "  \"device\": \"%s\",\n", kiln_model_device(model));
+  if (kiln_model_cpu_variant(model))
+    fprintf(f, "  \"cpu_variant\": \"%s\",\n", kiln_model_cpu_variant(model));
   fprintf(f,
           "  \"latency_ms\": {\"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, \"min\": %.6f, "
           "\"mean\": %.6f},\n  \"round_p50_ms\": [",
@@ -607,6 +620,8 @@ int main(int argc, char **argv) {
       rc = fail("%s", "model ABI version is not supported by this runtime");
     else if (info->gpu && !kiln_model_device(model))
       rc = fail("%s", kiln_model_error(model)); /* no GPU device */
+    else if (info->num_variants && !kiln_model_cpu_variant(model))
+      rc = fail("%s", kiln_model_error(model)); /* no variant for this CPU */
     else if (info->external_weights && !kiln_model_weights(model))
       rc = fail("%s", kiln_model_error(model)); /* no weights file, or not this model's */
     else

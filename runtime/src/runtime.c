@@ -61,6 +61,7 @@ struct kiln_model {
   memory_meter meter;
   kiln_profiler *profiler; /* while profiling (kiln_model_profile_start) */
   int profiling;
+  const kiln_cpu_variant *variant; /* of a model compiled for several CPUs */
   kiln_weights *weights;    /* of a model with external weights, once mapped */
   char weights_error[512];  /* why none are */
   char error[512];
@@ -185,10 +186,16 @@ kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
                                            const char *weights_path) {
   if (!info || info->abi_version != KILN_ABI_VERSION)
     return NULL;
+  char variant_error[512];
+  const kiln_cpu_variant *variant =
+      kiln_pick_cpu_variant(info, variant_error, sizeof variant_error);
+  if (variant)
+    info = variant->model;
   kiln_model *m = calloc(1, sizeof *m);
   if (!m)
     return NULL;
   m->info = info;
+  m->variant = variant;
   m->arena.meter = &m->meter;
   pthread_mutex_init(&m->arena.mutex, NULL);
   m->dynamic = kiln_model_info_is_dynamic(info);
@@ -242,7 +249,13 @@ kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
     }
   }
   m->num_threads = kiln_default_num_threads();
+  if (variant_error[0]) /* no variant for this CPU: every run fails */
+    set_error(m, "%s", variant_error);
   return m;
+}
+
+const char *kiln_model_cpu_variant(const kiln_model *m) {
+  return m->variant ? m->variant->cpu : NULL;
 }
 
 int kiln_model_use_weights(kiln_model *m, kiln_weights *weights) {
@@ -474,6 +487,12 @@ static void unstage_outputs(kiln_model *m, void **buffers) {
 /* Runs the entry on `buffers` (inputs, then outputs or output slots) with
  * the instance's arena and threads. */
 static int run_buffers(kiln_model *m, void **buffers) {
+  if (!m->info->entry) { /* a model compiled for several CPUs, none of them this one */
+    char error[512];
+    kiln_pick_cpu_variant(m->info, error, sizeof error);
+    set_error(m, "%s", error);
+    return 1;
+  }
   if (m->info->gpu && !m->device) {
     set_error(m, "%s", m->device_error);
     return 1;

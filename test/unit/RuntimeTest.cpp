@@ -43,7 +43,7 @@ void doubleEntry(void **buffers, int64_t *) {
 }
 
 const kiln_model_info kModel = {KILN_ABI_VERSION, 0, "double", 1, 1, kInputs, kOutputs,
-                                doubleEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr};
+                                doubleEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr, /*num_variants=*/0, /*variants=*/nullptr};
 
 TEST(Runtime, RunsAndReusesOneArena) {
   kiln_model *m = kiln_model_create(&kModel);
@@ -65,7 +65,7 @@ TEST(Runtime, RunsAndReusesOneArena) {
 // The same model with its arena planned at compile time: the instance holds
 // the block from its creation, and the first run already uses it.
 const kiln_model_info kPlannedModel = {KILN_ABI_VERSION, 0, "planned", 1, 1, kInputs, kOutputs,
-                                       doubleEntry, 1024, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr};
+                                       doubleEntry, 1024, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr, /*num_variants=*/0, /*variants=*/nullptr};
 
 TEST(Runtime, AllocatesThePlannedArenaAtCreation) {
   kiln_model *m = kiln_model_create(&kPlannedModel);
@@ -95,7 +95,7 @@ void checkedEntry(void **buffers, int64_t *) {
 }
 
 const kiln_model_info kCheckedModel = {KILN_ABI_VERSION, 0, "checked", 1, 1, kInputs,
-                                       kOutputs, checkedEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr};
+                                       kOutputs, checkedEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr, /*num_variants=*/0, /*variants=*/nullptr};
 
 TEST(Runtime, FailedCheckEndsTheRunWithItsMessage) {
   kiln_model *m = kiln_model_create(&kCheckedModel);
@@ -203,7 +203,7 @@ void countIgnoringCtx(void *ctx, int64_t begin, int64_t end) {
 void parallelEntry(void **, int64_t *) { kiln_parallel_for(countIgnoringCtx, nullptr, 1000); }
 
 const kiln_model_info kParallelModel = {KILN_ABI_VERSION, 0, "parallel", 1, 1, kInputs, kOutputs,
-                                        parallelEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr};
+                                        parallelEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr, /*num_variants=*/0, /*variants=*/nullptr};
 
 void runParallelModel(int threads) {
   for (auto &h : hits)
@@ -247,7 +247,7 @@ void manyLoopsEntry(void **, int64_t *) {
 }
 
 const kiln_model_info kManyLoopsModel = {KILN_ABI_VERSION, 0, "many", 1, 1, kInputs, kOutputs,
-                                         manyLoopsEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr};
+                                         manyLoopsEntry, /*arena_bytes=*/0, /*gpu=*/nullptr, /*weights_bytes=*/0, /*profile=*/nullptr, /*external_weights=*/nullptr, /*num_variants=*/0, /*variants=*/nullptr};
 
 double processCpuSeconds() {
   timespec t;
@@ -497,7 +497,7 @@ void addWeightsEntry(void **buffers, int64_t *) {
 
 const kiln_model_info kWeightsModel = {KILN_ABI_VERSION, 0, "addw", 1, 1, kInputs, kOutputs,
                                        addWeightsEntry, /*arena_bytes=*/0, /*gpu=*/nullptr,
-                                       /*weights_bytes=*/0, /*profile=*/nullptr, &kExternal};
+                                       /*weights_bytes=*/0, /*profile=*/nullptr, &kExternal, 0, nullptr};
 
 /// Writes a weights file holding w = {base, base + 1, ...} at offset 64.
 std::string writeWeights(const char *name, float base, uint64_t fingerprint = 0x5eed) {
@@ -629,3 +629,64 @@ TEST(Weights, ChecksumSeesEveryByteAndItsPlace) {
 }
 
 } // namespace
+
+#if defined(__x86_64__)
+namespace {
+
+// A model of two CPU variants: the baseline (x * 2) and one that needs an
+// AArch64 extension no x86 CPU has.
+const kiln_model_info kBaseline = {KILN_ABI_VERSION, 0, "variants", 1, 1, kInputs, kOutputs,
+                                   doubleEntry, 0, nullptr, 0, nullptr, nullptr, 0, nullptr};
+const kiln_cpu_variant kVariants[] = {{"baseline", 0, &kBaseline},
+                                      {"needs-i8mm", KILN_CPU_AARCH64_I8MM, &kModel}};
+const kiln_model_info kVariantModel = {KILN_ABI_VERSION, 0, "variants", 1, 1, kInputs, kOutputs,
+                                       nullptr, 0, nullptr, 0, nullptr, nullptr, 2, kVariants};
+const kiln_cpu_variant kUnrunnable[] = {{"needs-dotprod", KILN_CPU_AARCH64_DOTPROD, &kModel}};
+const kiln_model_info kUnrunnableModel = {KILN_ABI_VERSION, 0, "arm-only", 1, 1, kInputs,
+                                          kOutputs, nullptr, 0, nullptr, 0, nullptr, nullptr,
+                                          1, kUnrunnable};
+
+TEST(CpuVariants, PicksTheMostDemandingVariantTheCpuRuns) {
+  EXPECT_EQ(kiln_cpu_features() & (KILN_CPU_AARCH64_DOTPROD | KILN_CPU_AARCH64_I8MM), 0u);
+  unsetenv("KILN_CPU_VARIANT");
+  kiln_model *m = kiln_model_create(&kVariantModel);
+  ASSERT_NE(m, nullptr);
+  EXPECT_STREQ(kiln_model_cpu_variant(m), "baseline");
+  EXPECT_EQ(kiln_model_get_info(m), &kBaseline);
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {};
+  const void *in[] = {x};
+  void *out[] = {y};
+  ASSERT_EQ(kiln_model_run(m, in, out), 0) << kiln_model_error(m);
+  EXPECT_FLOAT_EQ(y[5], 12.0f);
+  kiln_model_destroy(m);
+  kiln_model *plain = kiln_model_create(&kModel);
+  EXPECT_EQ(kiln_model_cpu_variant(plain), nullptr);
+  kiln_model_destroy(plain);
+}
+
+TEST(CpuVariants, RefusesAVariantTheCpuCannotRun) {
+  setenv("KILN_CPU_VARIANT", "needs-i8mm", 1);
+  char error[256];
+  EXPECT_EQ(kiln_pick_cpu_variant(&kVariantModel, error, sizeof error), nullptr);
+  EXPECT_STREQ(error, "KILN_CPU_VARIANT=needs-i8mm: this CPU lacks the int8 matrix multiply "
+                      "instructions (i8mm)");
+  setenv("KILN_CPU_VARIANT", "baseline", 1);
+  EXPECT_EQ(kiln_pick_cpu_variant(&kVariantModel, error, sizeof error), &kVariants[0]);
+  unsetenv("KILN_CPU_VARIANT");
+
+  kiln_model *m = kiln_model_create(&kUnrunnableModel);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(kiln_model_cpu_variant(m), nullptr);
+  const char *expected = "model 'arm-only' has no variant for this CPU: the least demanding "
+                         "(needs-dotprod) needs the dot-product instructions";
+  EXPECT_STREQ(kiln_model_error(m), expected);
+  float x[6] = {}, y[6] = {};
+  const void *in[] = {x};
+  void *out[] = {y};
+  EXPECT_NE(kiln_model_run(m, in, out), 0);
+  EXPECT_STREQ(kiln_model_error(m), expected);
+  kiln_model_destroy(m);
+}
+
+} // namespace
+#endif

@@ -12,6 +12,7 @@
 #include "codegen/Passes.h"
 #include "codegen/common/Passes.h"
 #include "codegen/Pipeline.h"
+#include "codegen/cpu/CpuBackend.h"
 #include "codegen/cpu/Passes.h"
 #include "passes/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
@@ -97,9 +98,14 @@ cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                           "ptxas and fatbinary build the kernels (default: "
                                           "$CUDA_HOME, /usr/local/cuda, or the PATH's)"),
                                  cl::value_desc("DIR"), cl::cat(category));
-cl::opt<std::string> mcpu("mcpu", cl::desc("Target CPU (default: the host CPU for host "
-                                           "targets, generic otherwise)"),
-                          cl::cat(category));
+cl::opt<std::string> mcpu(
+    "mcpu",
+    cl::desc("Target CPU (default: the host CPU for host targets, generic otherwise), e.g. "
+             "skylake-avx512 or generic+dotprod; or CPU levels, each compiled into the same "
+             "binary, which runs the best one the CPU it runs on has: a list "
+             "(x86-64,x86-64-v2,x86-64-v3,x86-64-v4; AArch64: armv8-a,armv8.2-a+dotprod,"
+             "armv8.6-a+i8mm) or 'portable' (x86-64,x86-64-v3,x86-64-v4; AArch64: all three)"),
+    cl::value_desc("CPU|LEVEL,LEVEL...|portable"), cl::cat(category));
 cl::list<std::string> inputShapes("input-shape",
                                   cl::desc("Pin an input's shape, e.g. x=1x3x224x224"),
                                   cl::value_desc("NAME=DxDx..."), cl::cat(category));
@@ -743,7 +749,26 @@ int main(int argc, char **argv) {
                  "' (expected minmax, percentile or entropy)");
 
   std::string targetError;
-  auto target = mlir::kiln::createTargetBackend(targetTriple, mcpu, targetError);
+  // Several CPU levels: the stages before code generation run once, for
+  // the least demanding level; the rest once per level.
+  std::vector<mlir::kiln::CpuLevel> cpuLevels;
+  if (StringRef(mcpu).contains(',') || mcpu == "portable") {
+    if (mlir::kiln::lookupGpuTarget(targetTriple))
+      return error("--mcpu=" + mcpu + " compiles for several CPUs; --target=" + targetTriple +
+                   " is a GPU target");
+    auto levels = mlir::kiln::parseCpuLevels(targetTriple, mcpu, targetError);
+    if (failed(levels))
+      return error(targetError);
+    cpuLevels = std::move(*levels);
+    if (emit == Emit::MLIR)
+      return error("--emit=mlir shows the code of one CPU: give --mcpu one CPU, not " + mcpu);
+    if (weightsMode == "external" || packWeights)
+      return error("--weights=external takes one CPU: each CPU level packs the weights its "
+                   "own way (--mcpu=" + mcpu + ")");
+  }
+  auto target = mlir::kiln::createTargetBackend(
+      targetTriple, cpuLevels.empty() ? StringRef(mcpu) : StringRef(cpuLevels.front().mcpu),
+      targetError);
   if (failed(target))
     return error(targetError);
   if (profile && mlir::kiln::lookupGpuTarget(targetTriple))
@@ -901,9 +926,37 @@ int main(int argc, char **argv) {
     if (failed(runWeightPasses(pipelineOptions)))
       return error("compilation failed (see above)");
   }
-  if (failed(runPipeline(from, last)))
-    return error("compilation failed (see above)");
-  progress.done("lowered to the " + (emit == Emit::MLIR ? stage.getValue() : "llvm") + " stage");
+  // One module per CPU level, lowered on its own (the first the others
+  // were cloned from).
+  std::vector<OwningOpRef<ModuleOp>> levelModules;
+  std::vector<mlir::kiln::CpuVariant> variants;
+  for (const mlir::kiln::CpuLevel &level : cpuLevels) {
+    std::string suffix;
+    for (char c : level.name)
+      suffix += isalnum((unsigned char)c) ? c : '_';
+    auto backend = mlir::kiln::createTargetBackend(targetTriple, level.mcpu, targetError);
+    auto cpu = mlir::kiln::resolveCpuTarget(targetTriple, level.mcpu, targetError);
+    if (failed(backend) || failed(cpu))
+      return error(targetError);
+    levelModules.push_back(OwningOpRef<ModuleOp>(module->clone()));
+    mlir::kiln::PipelineOptions levelOptions = pipelineOptions;
+    levelOptions.symbolPrefix = prefix + "_" + suffix;
+    PassManager pm(&context, ModuleOp::getOperationName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return 1;
+    mlir::kiln::buildPipeline(pm, from, last, **backend, levelOptions);
+    pm.enableTiming(timingRoot);
+    if (failed(pm.run(*levelModules.back())))
+      return error("compilation failed for CPU " + level.name + " (see above)");
+    variants.push_back({*levelModules.back(), *cpu, level.name, suffix, level.requires});
+    progress.done("lowered the " + level.name + " variant to the llvm stage");
+  }
+  if (cpuLevels.empty()) {
+    if (failed(runPipeline(from, last)))
+      return error("compilation failed (see above)");
+    progress.done("lowered to the " + (emit == Emit::MLIR ? stage.getValue() : "llvm") +
+                  " stage");
+  }
   if (!dumpKernels.empty() && last == mlir::kiln::Stage::LLVM &&
       !writeKernels(*module, dumpKernels))
     return 1;
@@ -944,9 +997,13 @@ int main(int argc, char **argv) {
 
   std::string native;
   TimingScope codegenTiming = timingRoot.nest("LLVM code generation");
-  if (failed((*target)->emitObject(*module, *signature, prefix,
-                                   /*addMainAlias=*/emit == Emit::Exe, emit == Emit::LLVMIR,
-                                   native)))
+  if (variants.empty()
+          ? failed((*target)->emitObject(*module, *signature, prefix,
+                                         /*addMainAlias=*/emit == Emit::Exe,
+                                         emit == Emit::LLVMIR, native))
+          : failed(mlir::kiln::emitNativeVariants(variants, *signature, prefix,
+                                                  /*addMainAlias=*/emit == Emit::Exe,
+                                                  emit == Emit::LLVMIR, native)))
     return 1;
   codegenTiming.stop();
   progress.done("generated code for " + (*target)->description());

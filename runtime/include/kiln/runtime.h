@@ -120,6 +120,21 @@ typedef struct kiln_external_weights {
   const char *file_name; /* "model.kw": looked for beside the executable */
 } kiln_external_weights;
 
+/* A model compiled for several CPUs (kiln-compile --mcpu=x86-64-v3,x86-64-v4
+ * or --mcpu=portable): one descriptor per CPU, and what the CPU must have
+ * to run it. */
+#define KILN_CPU_X86_64_V2 1u      /* SSE4.2, POPCNT, CX16, LAHF */
+#define KILN_CPU_X86_64_V3 2u      /* AVX2, FMA, BMI1/2, F16C, LZCNT, MOVBE */
+#define KILN_CPU_X86_64_V4 4u      /* AVX-512 F, BW, CD, DQ, VL */
+#define KILN_CPU_AARCH64_DOTPROD 8u /* SDOT/UDOT */
+#define KILN_CPU_AARCH64_I8MM 16u  /* SMMLA/USMMLA */
+struct kiln_model_info;
+typedef struct kiln_cpu_variant {
+  const char *cpu;   /* "x86-64-v4" */
+  uint32_t requires; /* KILN_CPU_* bits */
+  const struct kiln_model_info *model; /* the model compiled for that CPU */
+} kiln_cpu_variant;
+
 /* Emitted by kiln-compile into the model object (layout is ABI). */
 typedef struct kiln_model_info {
   uint32_t abi_version;
@@ -145,7 +160,22 @@ typedef struct kiln_model_info {
   const kiln_profile_info *profile;
   /* NULL when the weights are in the model's code (the default). */
   const kiln_external_weights *external_weights;
+  /* A model compiled for several CPUs: its variants, from the least to the
+   * most demanding; the instance runs the last one the CPU can. The fields
+   * above `entry` are the model's; the others are the variants'. */
+  uint32_t num_variants;
+  const kiln_cpu_variant *variants;
 } kiln_model_info;
+
+/* The KILN_CPU_* bits of the CPU this process runs on. */
+uint32_t kiln_cpu_features(void);
+/* The variant of a model compiled for several CPUs that an instance runs:
+ * the one named by KILN_CPU_VARIANT when set, else the most demanding one
+ * this CPU can run. NULL, with a message, when there is none (or the
+ * variant asked for needs what the CPU lacks); NULL without a message for
+ * a model with one variant. */
+const kiln_cpu_variant *kiln_pick_cpu_variant(const struct kiln_model_info *info, char *error,
+                                              size_t error_size);
 
 /* Whether any input or output has a dynamic dimension. */
 int kiln_model_info_is_dynamic(const kiln_model_info *info);
@@ -213,6 +243,10 @@ void kiln_check_failed(const char *message);
  * without it faults. When the system refuses, the run fails with an error
  * (kiln_check_failed) instead. */
 void kiln_request_amx(void);
+
+/* The CPU variant the instance runs ("x86-64-v4"), or NULL for a model
+ * compiled for one CPU. */
+const char *kiln_model_cpu_variant(const kiln_model *model);
 
 /* The device a GPU model's instance runs on ("llvmpipe (CPU, Vulkan 1.3)"),
  * or NULL for a CPU model or when no device could be opened. */
