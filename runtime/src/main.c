@@ -63,6 +63,12 @@ static void usage(FILE *out) {
           "                         kiln-compile --profile): write a Chrome trace to\n"
           "                         FILE (chrome://tracing, Perfetto) and print the\n"
           "                         time, share, GFLOP/s and bytes of each kernel\n"
+          "  --bind-state OUT=IN    feed output OUT of each run to input IN of the\n"
+          "                         next, in place (a recurrent state, a KV cache)\n"
+          "  --stream DIR           run the steps DIR/0, DIR/1, ... in order, each\n"
+          "                         folder holding <input>.npy per input (bound\n"
+          "                         states: in DIR/0 only); print each step's\n"
+          "                         latency; with --output-dir, write OUT/<step>/\n"
           "  --weights FILE         read the weights from FILE (a model compiled with\n"
           "                         kiln-compile --weights=external; default: the\n"
           "                         file named below, beside this executable)\n"
@@ -173,7 +179,9 @@ static double median(double *values, long n) {
 /* What the command line asks for. */
 typedef struct {
   const char **paths; /* per input; NULL where none was given */
-  const char *output_dir, *profile, *json, *baseline, *weights;
+  const char *output_dir, *profile, *json, *baseline, *weights, *stream;
+  const char **bindings; /* "OUT=IN" per --bind-state */
+  int num_bindings;
   long bench_runs, threads, rounds;
   double max_regression; /* a fraction: 0.05 */
 } options;
@@ -495,6 +503,13 @@ static int parse_args(int argc, char **argv, options *o) {
       o->paths[idx] = eq + 1;
     } else if (!strcmp(a, "--output-dir") && has_value) {
       o->output_dir = argv[++i];
+    } else if (!strcmp(a, "--bind-state") && has_value) {
+      if (!strchr(argv[i + 1], '='))
+        return fail("--bind-state expects OUT=IN (an output, the input it feeds), got '%s'",
+                    argv[i + 1]);
+      o->bindings[o->num_bindings++] = argv[++i];
+    } else if (!strcmp(a, "--stream") && has_value) {
+      o->stream = argv[++i];
     } else if (!strcmp(a, "--weights") && has_value) {
       if (!kiln_main_model.external_weights)
         return fail("--weights: model '%s' has its weights in its code (compile it with "
@@ -536,6 +551,13 @@ static int parse_args(int argc, char **argv, options *o) {
   }
   if ((o->json || o->baseline || o->rounds) && !o->bench_runs)
     return fail("%s needs --bench N", o->json ? "--json" : o->baseline ? "--baseline" : "--rounds");
+  if (o->stream && (o->bench_runs || o->profile))
+    return fail("--stream times each step itself: it does not go with %s",
+                o->bench_runs ? "--bench" : "--profile");
+  for (uint32_t i = 0; o->stream && i < info->num_inputs; ++i)
+    if (o->paths[i])
+      return fail("--stream reads the inputs from its steps' folders, not from '%s'",
+                  o->paths[i]);
   return 0;
 }
 
@@ -607,10 +629,112 @@ static int run_once(const options *o, kiln_model *model, const kiln_tensor *in) 
   return rc;
 }
 
+/* Binds the states of --bind-state. */
+static int bind_states(const options *o, kiln_model *model) {
+  for (int i = 0; i < o->num_bindings; ++i) {
+    char output[256];
+    const char *eq = strchr(o->bindings[i], '=');
+    snprintf(output, sizeof output, "%.*s", (int)(eq - o->bindings[i]), o->bindings[i]);
+    if (kiln_model_bind_state(model, output, eq + 1))
+      return fail("--bind-state: %s", kiln_model_error(model));
+  }
+  return 0;
+}
+
+/* Whether input `i` is fed by a bound state. */
+static int is_bound(const options *o, uint32_t i) {
+  for (int b = 0; b < o->num_bindings; ++b)
+    if (!strcmp(strchr(o->bindings[b], '=') + 1, kiln_main_model.inputs[i].name))
+      return 1;
+  return 0;
+}
+
+/* Writes the outputs of one run to DIR/<output>.npy. */
+static int write_outputs(const char *dir, const kiln_tensor *out) {
+  const kiln_model_info *info = &kiln_main_model;
+  char msg[512];
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return fail("cannot create output directory '%s'", dir);
+  for (uint32_t i = 0; i < info->num_outputs; ++i) {
+    char name[256], path[4096];
+    snprintf(name, sizeof name, "%s", info->outputs[i].name);
+    sanitize(name);
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    if (kiln_npy_write(path, info->outputs[i].dtype, out[i].rank, out[i].shape, out[i].data,
+                       msg, sizeof msg))
+      return fail("%s", msg);
+  }
+  return 0;
+}
+
+/* --stream DIR: runs the steps DIR/0, DIR/1, ... in order. */
+static int stream(const options *o, kiln_model *model, kiln_npy *arrays) {
+  const kiln_model_info *info = &kiln_main_model;
+  kiln_tensor *in = calloc(info->num_inputs + 1, sizeof(kiln_tensor));
+  kiln_tensor *out = calloc(info->num_outputs + 1, sizeof(kiln_tensor));
+  double *times = NULL;
+  long steps = 0;
+  int rc = 0;
+  char dir[4096], path[4096], msg[512];
+  if (o->output_dir && mkdir(o->output_dir, 0777) != 0 && errno != EEXIST)
+    rc = fail("cannot create output directory '%s'", o->output_dir);
+  for (; !rc; ++steps) {
+    snprintf(dir, sizeof dir, "%s/%ld", o->stream, steps);
+    if (access(dir, F_OK) != 0)
+      break;
+    for (uint32_t i = 0; !rc && i < info->num_inputs; ++i) {
+      if (steps > 0 && is_bound(o, i))
+        continue; /* the last step's state */
+      char name[256];
+      snprintf(name, sizeof name, "%s", info->inputs[i].name);
+      sanitize(name);
+      snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+      kiln_npy_free(&arrays[i]);
+      if (kiln_npy_read(path, &arrays[i], msg, sizeof msg)) {
+        rc = fail("%s", msg);
+        break;
+      }
+      in[i] = (kiln_tensor){arrays[i].data, arrays[i].dtype, arrays[i].rank, arrays[i].shape};
+    }
+    double *grown = realloc(times, (size_t)(steps + 1) * sizeof *times);
+    if (rc || !grown)
+      break;
+    times = grown;
+    double t0 = now_ms();
+    if (kiln_model_run_tensors(model, in, out)) {
+      snprintf(msg, sizeof msg, "step %ld: %s", steps, kiln_model_error(model));
+      rc = fail("%s", msg);
+      break;
+    }
+    times[steps] = now_ms() - t0;
+    printf("step %ld: %.4f ms\n", steps, times[steps]);
+    snprintf(dir, sizeof dir, "%s/%ld", o->output_dir ? o->output_dir : "", steps);
+    if (o->output_dir)
+      rc = write_outputs(dir, out);
+  }
+  if (!rc && steps == 0)
+    rc = fail("--stream %s: no steps (folders 0, 1, ... with one <input>.npy per input)",
+              o->stream);
+  if (!rc) {
+    double first = times[0], last = times[steps - 1];
+    qsort(times, (size_t)steps, sizeof *times, compare_double);
+    printf("stream: %ld steps, ms per step: first=%.4f p50=%.4f p90=%.4f max=%.4f "
+           "last=%.4f\n",
+           steps, first, percentile(times, steps, 50), percentile(times, steps, 90),
+           times[steps - 1], last);
+  }
+  free(times);
+  free(in);
+  free(out);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   prog = argv[0];
   const kiln_model_info *info = &kiln_main_model;
-  options o = {.paths = calloc(info->num_inputs + 1, sizeof(char *)), .max_regression = 0.05};
+  options o = {.paths = calloc(info->num_inputs + 1, sizeof(char *)),
+               .bindings = calloc((size_t)argc, sizeof(char *)),
+               .max_regression = 0.05};
   int rc = parse_args(argc, argv, &o);
   if (rc == 0) {
     kiln_model *model = kiln_model_create_with_weights(info, o.weights);
@@ -624,6 +748,12 @@ int main(int argc, char **argv) {
       rc = fail("%s", kiln_model_error(model)); /* no variant for this CPU */
     else if (info->external_weights && !kiln_model_weights(model))
       rc = fail("%s", kiln_model_error(model)); /* no weights file, or not this model's */
+    else if (bind_states(&o, model))
+      rc = 1;
+    else if (o.stream)
+      rc = kiln_model_set_num_threads(model, (int)o.threads)
+               ? fail("%s", kiln_model_error(model))
+               : stream(&o, model, arrays);
     else
       rc = run(&o, model, in, arrays);
     for (uint32_t i = 0; i < info->num_inputs; ++i)
@@ -634,5 +764,6 @@ int main(int argc, char **argv) {
       kiln_model_destroy(model);
   }
   free(o.paths);
+  free(o.bindings);
   return rc < 0 ? 0 : rc;
 }

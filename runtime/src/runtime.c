@@ -46,12 +46,28 @@ typedef struct arena {
   kiln_device *device; /* of a GPU model: where chunks are allocated */
 } arena;
 
+/* A bound state: output `output` of each run is input `input` of the
+ * next; `data` and `shape` are the last run's. */
+typedef struct state_binding {
+  uint32_t output, input;
+  void *data;
+  int64_t *shape;
+} state_binding;
+
 struct kiln_model {
   const kiln_model_info *info;
   int dynamic;
   int64_t *shapes;         /* sizes of every input, then of every output */
-  void **static_outputs;   /* kiln_model_run_tensors' buffers (static models) */
-  arena arena;
+  /* kiln_model_run_tensors' buffers of a static model, per generation. */
+  void **static_outputs[2];
+  /* The intermediates of a run, and a dynamic model's outputs. With bound
+   * states runs alternate between the two generations, so that the last
+   * run's outputs stay intact while the next run reads them. */
+  arena arenas[2];
+  unsigned generation;
+  state_binding *states;  /* kiln_model_bind_state */
+  uint32_t num_states;
+  int have_states;        /* a run since binding or reset left the states */
   kiln_device *device;   /* of a GPU model, NULL if it could not be opened */
   char device_error[512]; /* why not */
   void **staged;          /* a GPU model's inputs and outputs in device memory */
@@ -196,8 +212,10 @@ kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
     return NULL;
   m->info = info;
   m->variant = variant;
-  m->arena.meter = &m->meter;
-  pthread_mutex_init(&m->arena.mutex, NULL);
+  for (int g = 0; g < 2; ++g) {
+    m->arenas[g].meter = &m->meter;
+    pthread_mutex_init(&m->arenas[g].mutex, NULL);
+  }
   m->dynamic = kiln_model_info_is_dynamic(info);
   size_t dims = 1;
   for (uint32_t i = 0; i < info->num_inputs; ++i)
@@ -212,7 +230,7 @@ kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
   meter_add(&m->meter, &m->meter.runtime, (int64_t)(dims * sizeof(int64_t)));
   if (info->gpu) {
     m->device = kiln_device_open(info->gpu, m->device_error, sizeof m->device_error);
-    m->arena.device = m->device;
+    m->arenas[0].device = m->arenas[1].device = m->device;
     size_t slots = (size_t)info->num_inputs + info->num_outputs + 1;
     m->staged = calloc(slots, sizeof(void *));
     m->staged_bytes = calloc(slots, sizeof(size_t));
@@ -225,9 +243,9 @@ kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
   }
   /* The arena planned at compile time: runs never allocate it. */
   if (info->arena_bytes && (m->device || !info->gpu)) {
-    m->arena.high_water = info->arena_bytes;
-    m->arena.chunks = chunk_new(&m->arena, info->arena_bytes);
-    if (!m->arena.chunks) {
+    m->arenas[0].high_water = m->arenas[1].high_water = info->arena_bytes;
+    m->arenas[0].chunks = chunk_new(&m->arenas[0], info->arena_bytes);
+    if (!m->arenas[0].chunks) {
       kiln_model_destroy(m);
       return NULL;
     }
@@ -505,9 +523,10 @@ static int run_buffers(kiln_model *m, void **buffers) {
     return 1;
   if (m->num_threads > 1 && !m->pool)
     m->pool = kiln_pool_create(m->num_threads); /* NULL (no memory): run serially */
-  arena_reset(&m->arena);
+  arena *run_arena = &m->arenas[m->generation];
+  arena_reset(run_arena);
   arena *saved = current_arena;
-  current_arena = &m->arena;
+  current_arena = run_arena;
   kiln_pool *saved_pool = kiln_pool_enter(m->pool);
   kiln_profiler *saved_profiler = kiln_profiler_enter(m->profiling ? m->profiler : NULL);
   if (m->profiling)
@@ -538,8 +557,10 @@ static int run_buffers(kiln_model *m, void **buffers) {
 int kiln_model_run(kiln_model *m, const void *const *inputs, void *const *outputs) {
   const kiln_model_info *info = m->info;
   m->error[0] = 0;
-  if (m->dynamic) {
-    set_error(m, "model '%s' has dynamic dimensions; run it with kiln_model_run_tensors",
+  if (m->dynamic || m->num_states) {
+    set_error(m, m->dynamic ? "model '%s' has dynamic dimensions; run it with "
+                              "kiln_model_run_tensors"
+                            : "model '%s' has bound states; run it with kiln_model_run_tensors",
               info->name);
     return 1;
   }
@@ -601,77 +622,189 @@ static int check_inputs(kiln_model *m, const kiln_tensor *inputs) {
   return 0;
 }
 
+/* The buffers of a static model's outputs for kiln_model_run_tensors, in
+ * the current generation; NULL when out of memory. */
+static void **static_outputs(kiln_model *m) {
+  const kiln_model_info *info = m->info;
+  void ***set = &m->static_outputs[m->generation];
+  if (*set)
+    return *set;
+  *set = calloc(info->num_outputs + 1, sizeof(void *));
+  for (uint32_t i = 0; *set && i < info->num_outputs; ++i) {
+    size_t bytes =
+        kiln_tensor_num_elements(&info->outputs[i]) * kiln_dtype_size(info->outputs[i].dtype);
+    size_t padded = (bytes + 63) / 64 * 64 + 64;
+    (*set)[i] = aligned_alloc(64, padded);
+    meter_add(&m->meter, &m->meter.runtime, (*set)[i] ? (int64_t)padded : 0);
+    if (!(*set)[i])
+      return NULL; /* freed with the instance */
+  }
+  return *set;
+}
+
+/* The inputs of this run: the caller's, with the last run's states in the
+ * slots they are bound to. */
+static const kiln_tensor *with_states(kiln_model *m, const kiln_tensor *inputs,
+                                      kiln_tensor *merged) {
+  if (!m->have_states)
+    return inputs;
+  memcpy(merged, inputs, m->info->num_inputs * sizeof *merged);
+  for (uint32_t i = 0; i < m->num_states; ++i) {
+    const state_binding *b = &m->states[i];
+    const kiln_tensor_info *t = &m->info->inputs[b->input];
+    merged[b->input] = (kiln_tensor){b->data, t->dtype, t->rank, b->shape};
+  }
+  return merged;
+}
+
 int kiln_model_run_tensors(kiln_model *m, const kiln_tensor *inputs, kiln_tensor *outputs) {
   const kiln_model_info *info = m->info;
   m->error[0] = 0;
-  if (check_inputs(m, inputs))
-    return 1;
-  if (!m->dynamic && !m->static_outputs) {
-    m->static_outputs = calloc(info->num_outputs + 1, sizeof(void *));
-    for (uint32_t i = 0; m->static_outputs && i < info->num_outputs; ++i) {
-      size_t bytes = kiln_tensor_num_elements(&info->outputs[i]) *
-                     kiln_dtype_size(info->outputs[i].dtype);
-      size_t padded = (bytes + 63) / 64 * 64 + 64;
-      m->static_outputs[i] = aligned_alloc(64, padded);
-      meter_add(&m->meter, &m->meter.runtime, m->static_outputs[i] ? (int64_t)padded : 0);
-      if (!m->static_outputs[i]) {
-        set_error(m, "out of memory");
-        return 1;
-      }
-    }
-  }
-  size_t count = (size_t)info->num_inputs + info->num_outputs;
-  POINTERS(buffers, count);
-  if (!buffers || (!m->dynamic && !m->static_outputs)) {
+  kiln_tensor merged_stack[16];
+  kiln_tensor *merged = info->num_inputs <= 16 ? merged_stack
+                                               : malloc(info->num_inputs * sizeof *merged);
+  if (!merged) {
     set_error(m, "out of memory");
     return 1;
   }
-  for (uint32_t i = 0; i < info->num_inputs; ++i)
-    buffers[i] = inputs[i].data;
-  int64_t *output_shapes = m->shapes;
-  for (uint32_t i = 0; i < info->num_inputs; ++i)
-    output_shapes += info->inputs[i].rank;
-  int64_t *at = output_shapes;
-  for (uint32_t i = 0; i < info->num_outputs; ++i) {
-    buffers[info->num_inputs + i] = m->dynamic ? NULL : m->static_outputs[i];
-    for (int32_t d = 0; d < info->outputs[i].rank; ++d)
-      *at++ = info->outputs[i].shape[d]; /* dynamic models overwrite these */
+  inputs = with_states(m, inputs, merged);
+  int failed = check_inputs(m, inputs);
+  /* States: this run writes the other generation than the last one's. */
+  if (m->num_states)
+    m->generation ^= 1;
+  void **outputs_of_static = failed || m->dynamic ? NULL : static_outputs(m);
+  size_t count = (size_t)info->num_inputs + info->num_outputs;
+  POINTERS(buffers, count);
+  if (!failed && (!buffers || (!m->dynamic && !outputs_of_static))) {
+    set_error(m, "out of memory");
+    failed = 1;
   }
-  int failed = run_buffers(m, buffers);
-  at = output_shapes;
-  for (uint32_t i = 0; !failed && i < info->num_outputs; ++i) {
-    outputs[i].data = buffers[info->num_inputs + i];
-    outputs[i].dtype = info->outputs[i].dtype;
-    outputs[i].rank = info->outputs[i].rank;
-    outputs[i].shape = at;
-    at += info->outputs[i].rank;
+  if (!failed) {
+    for (uint32_t i = 0; i < info->num_inputs; ++i)
+      buffers[i] = inputs[i].data;
+    int64_t *output_shapes = m->shapes;
+    for (uint32_t i = 0; i < info->num_inputs; ++i)
+      output_shapes += info->inputs[i].rank;
+    int64_t *at = output_shapes;
+    for (uint32_t i = 0; i < info->num_outputs; ++i) {
+      buffers[info->num_inputs + i] = m->dynamic ? NULL : outputs_of_static[i];
+      for (int32_t d = 0; d < info->outputs[i].rank; ++d)
+        *at++ = info->outputs[i].shape[d]; /* dynamic models overwrite these */
+    }
+    failed = run_buffers(m, buffers);
+    at = output_shapes;
+    for (uint32_t i = 0; !failed && i < info->num_outputs; ++i) {
+      outputs[i].data = buffers[info->num_inputs + i];
+      outputs[i].dtype = info->outputs[i].dtype;
+      outputs[i].rank = info->outputs[i].rank;
+      outputs[i].shape = at;
+      at += info->outputs[i].rank;
+    }
   }
-  if (buffers != buffers_stack)
+  if (m->num_states && failed)
+    m->generation ^= 1; /* the last states stay where they are, unread */
+  for (uint32_t i = 0; m->num_states && !failed && i < m->num_states; ++i) {
+    state_binding *b = &m->states[i];
+    b->data = outputs[b->output].data;
+    memcpy(b->shape, outputs[b->output].shape, outputs[b->output].rank * sizeof(int64_t));
+  }
+  if (m->num_states && !failed)
+    m->have_states = 1;
+  if (buffers && buffers != buffers_stack)
     free(buffers);
+  if (merged != merged_stack)
+    free(merged);
   return failed;
 }
+
+static void format_shape(char *buf, size_t size, int32_t rank, const int64_t *shape);
+
+static int find_tensor(const kiln_tensor_info *tensors, uint32_t count, const char *name) {
+  for (uint32_t i = 0; i < count; ++i)
+    if (strcmp(tensors[i].name, name) == 0)
+      return (int)i;
+  return -1;
+}
+
+int kiln_model_bind_state(kiln_model *m, const char *output, const char *input) {
+  const kiln_model_info *info = m->info;
+  m->error[0] = 0;
+  int out = find_tensor(info->outputs, info->num_outputs, output);
+  int in = find_tensor(info->inputs, info->num_inputs, input);
+  if (out < 0 || in < 0) {
+    set_error(m, "model '%s' has no %s '%s'", info->name, out < 0 ? "output" : "input",
+              out < 0 ? output : input);
+    return 1;
+  }
+  const kiln_tensor_info *o = &info->outputs[out], *i = &info->inputs[in];
+  int fits = o->dtype == i->dtype && o->rank == i->rank;
+  for (int32_t d = 0; fits && d < o->rank; ++d)
+    fits = o->shape[d] < 0 || i->shape[d] < 0 || o->shape[d] == i->shape[d];
+  if (!fits) {
+    char os[128], is[128];
+    format_shape(os, sizeof os, o->rank, o->shape);
+    format_shape(is, sizeof is, i->rank, i->shape);
+    set_error(m, "output '%s' (%s %s) cannot be input '%s' (%s %s)", output,
+              kiln_dtype_name(o->dtype), os, input, kiln_dtype_name(i->dtype), is);
+    return 1;
+  }
+  for (uint32_t k = 0; k < m->num_states; ++k)
+    if (m->states[k].input == (uint32_t)in) {
+      set_error(m, "input '%s' is bound to output '%s' already", input,
+                info->outputs[m->states[k].output].name);
+      return 1;
+    }
+  if (info->gpu) {
+    set_error(m, "states are bound on CPU models; model '%s' runs on a GPU", info->name);
+    return 1;
+  }
+  state_binding *grown = realloc(m->states, (m->num_states + 1) * sizeof *grown);
+  int64_t *shape = calloc((size_t)i->rank + 1, sizeof(int64_t));
+  if (!grown || !shape) {
+    if (grown)
+      m->states = grown;
+    free(shape);
+    set_error(m, "out of memory");
+    return 1;
+  }
+  m->states = grown;
+  m->states[m->num_states++] = (state_binding){(uint32_t)out, (uint32_t)in, NULL, shape};
+  m->have_states = 0;
+  return 0;
+}
+
+void kiln_model_reset_states(kiln_model *m) { m->have_states = 0; }
 
 void kiln_model_destroy(kiln_model *m) {
   if (!m)
     return;
-  arena_release(&m->arena);
-  pthread_mutex_destroy(&m->arena.mutex);
+  for (int g = 0; g < 2; ++g) {
+    arena_release(&m->arenas[g]);
+    pthread_mutex_destroy(&m->arenas[g].mutex);
+  }
   kiln_device_close(m->device); /* frees the staged buffers too */
   free(m->staged);
   free(m->staged_bytes);
   kiln_pool_destroy(m->pool);
   kiln_profiler_free(m->profiler);
   kiln_weights_close(m->weights);
-  for (uint32_t i = 0; m->static_outputs && i < m->info->num_outputs; ++i)
-    free(m->static_outputs[i]);
-  free(m->static_outputs);
+  for (int g = 0; g < 2; ++g) {
+    for (uint32_t i = 0; m->static_outputs[g] && i < m->info->num_outputs; ++i)
+      free(m->static_outputs[g][i]);
+    free(m->static_outputs[g]);
+  }
+  for (uint32_t i = 0; i < m->num_states; ++i)
+    free(m->states[i].shape);
+  free(m->states);
   free(m->shapes);
   free(m);
 }
 
 const kiln_model_info *kiln_model_get_info(const kiln_model *m) { return m->info; }
 const char *kiln_model_error(const kiln_model *m) { return m->error; }
-size_t kiln_model_arena_bytes(const kiln_model *m) { return m->arena.high_water; }
+size_t kiln_model_arena_bytes(const kiln_model *m) {
+  return m->arenas[m->generation].high_water;
+}
 
 void kiln_model_memory(const kiln_model *m, kiln_memory_stats *stats) {
   stats->arena = m->meter.arena;

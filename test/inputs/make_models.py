@@ -577,6 +577,42 @@ def transformer(dynamic=False):
     return model(nodes, [tensor("x", dims)], [tensor("y", dims)], inits), [(1, s, d)]
 
 
+def decoder_kv():
+    """One attention step of a transformer decoder with a KV cache: token x
+    [1, 1, 64], the cache past_k/past_v [1, 4, past, 16] -> y [1, 1, 64] and
+    the cache with this token's keys and values appended (present_k/v,
+    [1, 4, total, 16]). Inputs: a token and an empty cache (past = 0)."""
+    n = helper.make_node
+    d, h = 64, 4
+    nodes = []
+    for p in "qkv":
+        nodes += [n("MatMul", ["x", f"w{p}"], [f"{p}0"], name=f"proj_{p}"),
+                  n("Reshape", [f"{p}0", "heads_shape"], [f"{p}1"], name=f"split_{p}"),
+                  n("Transpose", [f"{p}1"], [f"{p}h"], name=f"heads_{p}", perm=[0, 2, 1, 3])]
+    nodes += [
+        n("Concat", ["past_k", "kh"], ["present_k"], name="append_k", axis=2),
+        n("Concat", ["past_v", "vh"], ["present_v"], name="append_v", axis=2),
+        n("Transpose", ["present_k"], ["kt"], name="keys_t", perm=[0, 1, 3, 2]),
+        n("MatMul", ["qh", "kt"], ["scores0"], name="qk"),
+        n("Mul", ["scores0", "scale"], ["scores"], name="scale"),
+        n("Softmax", ["scores"], ["attn"], name="softmax", axis=-1),
+        n("MatMul", ["attn", "present_v"], ["ctx0"], name="attn_v"),
+        n("Transpose", ["ctx0"], ["ctx1"], name="merge_t", perm=[0, 2, 1, 3]),
+        n("Reshape", ["ctx1", "model_shape"], ["ctx"], name="merge"),
+        n("MatMul", ["ctx", "wo"], ["o0"], name="proj_o"),
+        n("Add", ["o0", "x"], ["y"], name="residual"),
+    ]
+    inits = [weight(f"w{p}", d, d, scale=0.2) for p in "qkvo"]
+    inits += [const("heads_shape", [1, 1, h, d // h]), const("model_shape", [1, 1, d]),
+              numpy_helper.from_array(np.array(1 / np.sqrt(d // h), np.float32), "scale")]
+    cache = lambda name, dim: helper.make_tensor_value_info(name, TensorProto.FLOAT,
+                                                            [1, h, dim, d // h])
+    m = model(nodes, [tensor("x", [1, 1, d]), cache("past_k", "past"), cache("past_v", "past")],
+              [tensor("y", [1, 1, d]), cache("present_k", "total"),
+               cache("present_v", "total")], inits)
+    return m, [(1, 1, d), (1, h, 0, d // h), (1, h, 0, d // h)]
+
+
 def transformer_dynamic():
     return transformer(dynamic=True)
 
@@ -1006,7 +1042,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, matmul, matmul_small, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic,
+BUILDERS = {f.__name__: f for f in [modern, matmul, matmul_small, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

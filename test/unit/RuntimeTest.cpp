@@ -690,3 +690,73 @@ TEST(CpuVariants, RefusesAVariantTheCpuCannotRun) {
 
 } // namespace
 #endif
+
+namespace {
+
+// A recurrent fake model: s_out = s_in + x, on static [2, 3] tensors.
+const kiln_tensor_info kRecurrentInputs[] = {{"x", KILN_FLOAT32, 2, kShape, nullptr},
+                                             {"s_in", KILN_FLOAT32, 2, kShape, nullptr}};
+const kiln_tensor_info kRecurrentOutputs[] = {{"s_out", KILN_FLOAT32, 2, kShape, nullptr}};
+std::vector<const void *> stateReads;
+
+void accumulateEntry(void **buffers, int64_t *) {
+  auto *x = static_cast<const float *>(buffers[0]);
+  auto *s = static_cast<const float *>(buffers[1]);
+  auto *out = static_cast<float *>(buffers[2]);
+  stateReads.push_back(s);
+  for (int i = 0; i < 6; ++i)
+    out[i] = s[i] + x[i];
+}
+
+const kiln_model_info kRecurrent = {KILN_ABI_VERSION, 0, "recurrent", 2, 1, kRecurrentInputs,
+                                    kRecurrentOutputs, accumulateEntry, 0, nullptr, 0, nullptr,
+                                    nullptr, 0, nullptr};
+
+TEST(States, FeedEachRunsOutputToTheNextInPlace) {
+  kiln_model *m = kiln_model_create(&kRecurrent);
+  ASSERT_EQ(kiln_model_bind_state(m, "s_out", "s_in"), 0) << kiln_model_error(m);
+  float x[6] = {1, 1, 1, 1, 1, 1}, s0[6] = {10, 10, 10, 10, 10, 10};
+  kiln_tensor in[] = {{x, KILN_FLOAT32, 2, kShape}, {s0, KILN_FLOAT32, 2, kShape}};
+  kiln_tensor out[1];
+  stateReads.clear();
+  std::vector<const void *> written;
+  for (int run = 0; run < 4; ++run) {
+    ASSERT_EQ(kiln_model_run_tensors(m, in, out), 0) << kiln_model_error(m);
+    written.push_back(out[0].data);
+    EXPECT_FLOAT_EQ(static_cast<float *>(out[0].data)[5], 11.0f + run);
+  }
+  // The first run reads the caller's state; each later one the last run's
+  // output where it lies, while writing the other buffer.
+  EXPECT_EQ(stateReads[0], s0);
+  for (int run = 1; run < 4; ++run) {
+    EXPECT_EQ(stateReads[run], written[run - 1]);
+    EXPECT_NE(written[run], written[run - 1]);
+  }
+  EXPECT_EQ(written[0], written[2]);
+  // Reset: the caller's state again.
+  kiln_model_reset_states(m);
+  ASSERT_EQ(kiln_model_run_tensors(m, in, out), 0);
+  EXPECT_FLOAT_EQ(static_cast<float *>(out[0].data)[0], 11.0f);
+  // kiln_model_run cannot feed states.
+  const void *raw_in[] = {x, s0};
+  float y[6];
+  void *raw_out[] = {y};
+  EXPECT_NE(kiln_model_run(m, raw_in, raw_out), 0);
+  EXPECT_STREQ(kiln_model_error(m),
+               "model 'recurrent' has bound states; run it with kiln_model_run_tensors");
+  kiln_model_destroy(m);
+}
+
+TEST(States, RefusesBindingsThatCannotFit) {
+  kiln_model *m = kiln_model_create(&kRecurrent);
+  EXPECT_NE(kiln_model_bind_state(m, "s_out", "nope"), 0);
+  EXPECT_STREQ(kiln_model_error(m), "model 'recurrent' has no input 'nope'");
+  EXPECT_NE(kiln_model_bind_state(m, "y", "s_in"), 0);
+  EXPECT_STREQ(kiln_model_error(m), "model 'recurrent' has no output 'y'");
+  ASSERT_EQ(kiln_model_bind_state(m, "s_out", "x"), 0);
+  EXPECT_NE(kiln_model_bind_state(m, "s_out", "x"), 0);
+  EXPECT_STREQ(kiln_model_error(m), "input 'x' is bound to output 's_out' already");
+  kiln_model_destroy(m);
+}
+
+} // namespace

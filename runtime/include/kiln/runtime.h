@@ -211,6 +211,20 @@ int kiln_model_run(kiln_model *model, const void *const *inputs, void *const *ou
  * its destruction. Returns 0 on success. */
 int kiln_model_run_tensors(kiln_model *model, const kiln_tensor *inputs, kiln_tensor *outputs);
 void kiln_model_destroy(kiln_model *model);
+
+/* Stateful models (a recurrent state, a decoder's KV cache): after
+ * kiln_model_bind_state(m, "present_k", "past_k"), each run of
+ * kiln_model_run_tensors takes input past_k from the last run's output
+ * present_k, where it lies (no copy), and ignores the caller's tensor for
+ * it; the first run after binding or kiln_model_reset_states takes the
+ * caller's (the initial state). The output and the input must have one
+ * dtype and rank, and agree where both sizes are fixed. With states bound,
+ * runs alternate between two sets of intermediate memory, so that a run
+ * never writes over the states it reads (twice the arena). Returns 0, or
+ * nonzero with kiln_model_error. kiln_model_run refuses a model with bound
+ * states. */
+int kiln_model_bind_state(kiln_model *model, const char *output, const char *input);
+void kiln_model_reset_states(kiln_model *model);
 const kiln_model_info *kiln_model_get_info(const kiln_model *model);
 /* Message of the last failed call on this instance ("" if none). */
 const char *kiln_model_error(const kiln_model *model);

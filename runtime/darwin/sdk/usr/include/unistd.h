@@ -7,6 +7,7 @@ _KILN_BEGIN_DECLS
 #define _SC_PAGESIZE 29
 #define _SC_NPROCESSORS_CONF 57
 #define _SC_NPROCESSORS_ONLN 58
+#define F_OK 0
 #define X_OK 1
 typedef int pid_t;
 long sysconf(int name);
