@@ -577,13 +577,12 @@ def transformer(dynamic=False):
     return model(nodes, [tensor("x", dims)], [tensor("y", dims)], inits), [(1, s, d)]
 
 
-def decoder_kv():
+def decoder_kv(d=64, h=4):
     """One attention step of a transformer decoder with a KV cache: token x
-    [1, 1, 64], the cache past_k/past_v [1, 4, past, 16] -> y [1, 1, 64] and
+    [1, 1, d], the cache past_k/past_v [1, h, past, d/h] -> y [1, 1, d] and
     the cache with this token's keys and values appended (present_k/v,
-    [1, 4, total, 16]). Inputs: a token and an empty cache (past = 0)."""
+    [1, h, total, d/h]). Inputs: a token and an empty cache (past = 0)."""
     n = helper.make_node
-    d, h = 64, 4
     nodes = []
     for p in "qkv":
         nodes += [n("MatMul", ["x", f"w{p}"], [f"{p}0"], name=f"proj_{p}"),
@@ -602,7 +601,7 @@ def decoder_kv():
         n("MatMul", ["ctx", "wo"], ["o0"], name="proj_o"),
         n("Add", ["o0", "x"], ["y"], name="residual"),
     ]
-    inits = [weight(f"w{p}", d, d, scale=0.2) for p in "qkvo"]
+    inits = [weight(f"w{p}", d, d, scale=1.6 / np.sqrt(d)) for p in "qkvo"]
     inits += [const("heads_shape", [1, 1, h, d // h]), const("model_shape", [1, 1, d]),
               numpy_helper.from_array(np.array(1 / np.sqrt(d // h), np.float32), "scale")]
     cache = lambda name, dim: helper.make_tensor_value_info(name, TensorProto.FLOAT,
