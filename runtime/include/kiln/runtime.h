@@ -161,8 +161,10 @@ typedef struct kiln_model_info {
   /* NULL when the weights are in the model's code (the default). */
   const kiln_external_weights *external_weights;
   /* A model compiled for several CPUs: its variants, from the least to the
-   * most demanding; the instance runs the last one the CPU can. The fields
-   * above `entry` are the model's; the others are the variants'. */
+   * most demanding; an instance runs the most demanding one the CPU can.
+   * Such a descriptor gives the name, inputs and outputs; its entry is
+   * NULL, and each variant's descriptor has the rest. 0 and NULL for a
+   * model of one CPU. */
   uint32_t num_variants;
   const kiln_cpu_variant *variants;
 } kiln_model_info;
