@@ -696,9 +696,13 @@ static int stream(const options *o, kiln_model *model, kiln_npy *arrays) {
       }
       in[i] = (kiln_tensor){arrays[i].data, arrays[i].dtype, arrays[i].rank, arrays[i].shape};
     }
-    double *grown = realloc(times, (size_t)(steps + 1) * sizeof *times);
-    if (rc || !grown)
+    if (rc)
       break;
+    double *grown = realloc(times, (size_t)(steps + 1) * sizeof *times);
+    if (!grown) {
+      rc = fail("out of memory%s", "");
+      break;
+    }
     times = grown;
     double t0 = now_ms();
     if (kiln_model_run_tensors(model, in, out)) {
