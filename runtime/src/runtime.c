@@ -660,9 +660,11 @@ static const kiln_tensor *with_states(kiln_model *m, const kiln_tensor *inputs,
 int kiln_model_run_tensors(kiln_model *m, const kiln_tensor *inputs, kiln_tensor *outputs) {
   const kiln_model_info *info = m->info;
   m->error[0] = 0;
+  /* With states, the inputs with the states in (on the stack when few). */
   kiln_tensor merged_stack[16];
-  kiln_tensor *merged = info->num_inputs <= 16 ? merged_stack
-                                               : malloc(info->num_inputs * sizeof *merged);
+  kiln_tensor *merged = !m->have_states || info->num_inputs <= 16
+                            ? merged_stack
+                            : malloc(info->num_inputs * sizeof *merged);
   if (!merged) {
     set_error(m, "out of memory");
     return 1;
