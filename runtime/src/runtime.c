@@ -79,7 +79,9 @@ struct kiln_model {
   int profiling;
   const kiln_cpu_variant *variant; /* of a model compiled for several CPUs */
   kiln_weights *weights;    /* of a model with external weights, once mapped */
-  char weights_error[512];  /* why none are */
+  /* Why runs fail until it is mended: no CPU variant for this CPU, or no
+   * weights for a model with external weights; "" when runs may go. */
+  char cannot_run[512];
   char error[512];
 };
 
@@ -251,24 +253,25 @@ kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
     }
   }
   if (info->external_weights) {
+    char why[512];
     m->weights = weights_path
-                     ? kiln_weights_open(weights_path, m->weights_error, sizeof m->weights_error)
+                     ? kiln_weights_open(weights_path, why, sizeof why)
                      : kiln_weights_open_beside_executable(info->external_weights->file_name,
-                                                           m->weights_error,
-                                                           sizeof m->weights_error);
+                                                           why, sizeof why);
     if (m->weights && kiln_model_use_weights(m, m->weights) != 0) {
-      snprintf(m->weights_error, sizeof m->weights_error, "%s", m->error);
+      snprintf(why, sizeof why, "%s", m->error);
       kiln_weights_close(m->weights);
       m->weights = NULL;
     }
-    if (!m->weights) {
-      set_error(m, "model '%s' has no weights: %s", info->name, m->weights_error);
-      snprintf(m->weights_error, sizeof m->weights_error, "%s", m->error);
-    }
+    if (!m->weights)
+      snprintf(m->cannot_run, sizeof m->cannot_run, "model '%s' has no weights: %s",
+               info->name, why);
   }
   m->num_threads = kiln_default_num_threads();
-  if (variant_error[0]) /* no variant for this CPU: every run fails */
-    set_error(m, "%s", variant_error);
+  if (variant_error[0])
+    snprintf(m->cannot_run, sizeof m->cannot_run, "%s", variant_error);
+  if (m->cannot_run[0])
+    set_error(m, "%s", m->cannot_run);
   return m;
 }
 
@@ -304,6 +307,7 @@ int kiln_model_use_weights(kiln_model *m, kiln_weights *weights) {
     kiln_weights_close(m->weights);
     m->weights = weights;
   }
+  m->cannot_run[0] = 0; /* weights were the only reason a model like this could lack */
   return 0;
 }
 
@@ -505,18 +509,12 @@ static void unstage_outputs(kiln_model *m, void **buffers) {
 /* Runs the entry on `buffers` (inputs, then outputs or output slots) with
  * the instance's arena and threads. */
 static int run_buffers(kiln_model *m, void **buffers) {
-  if (!m->info->entry) { /* a model compiled for several CPUs, none of them this one */
-    char error[512];
-    kiln_pick_cpu_variant(m->info, error, sizeof error);
-    set_error(m, "%s", error);
+  if (m->cannot_run[0]) {
+    set_error(m, "%s", m->cannot_run);
     return 1;
   }
   if (m->info->gpu && !m->device) {
     set_error(m, "%s", m->device_error);
-    return 1;
-  }
-  if (m->info->external_weights && !m->weights) {
-    set_error(m, "%s", m->weights_error);
     return 1;
   }
   if (m->device && stage_buffers(m, buffers))
