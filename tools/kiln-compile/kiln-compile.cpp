@@ -862,13 +862,18 @@ int main(int argc, char **argv) {
   if (packWeights)
     last = mlir::kiln::Stage::Bufferized; // where the weights leave the code
   ScopedDiagnosticHandler reportPrinter(&context, printReportRemark);
-  auto runPipeline = [&](mlir::kiln::Stage from, mlir::kiln::Stage to) {
+  // Runs the stages from..to on `m` (default: the model, for --target).
+  auto runPipeline = [&](mlir::kiln::Stage from, mlir::kiln::Stage to,
+                         ModuleOp m = nullptr,
+                         const mlir::kiln::TargetBackend *backend = nullptr,
+                         const mlir::kiln::PipelineOptions *options = nullptr) {
     PassManager pm(&context, ModuleOp::getOperationName());
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
-    mlir::kiln::buildPipeline(pm, from, to, **target, pipelineOptions);
+    mlir::kiln::buildPipeline(pm, from, to, backend ? *backend : **target,
+                              options ? *options : pipelineOptions);
     pm.enableTiming(timingRoot);
-    return pm.run(*module);
+    return pm.run(m ? m : *module);
   };
   mlir::kiln::Stage from = mlir::kiln::Stage::Kiln;
   // Static int8 and pruning with calibration data run the model between the
@@ -941,12 +946,7 @@ int main(int argc, char **argv) {
     levelModules.push_back(OwningOpRef<ModuleOp>(module->clone()));
     mlir::kiln::PipelineOptions levelOptions = pipelineOptions;
     levelOptions.symbolPrefix = prefix + "_" + suffix;
-    PassManager pm(&context, ModuleOp::getOperationName());
-    if (failed(applyPassManagerCLOptions(pm)))
-      return 1;
-    mlir::kiln::buildPipeline(pm, from, last, **backend, levelOptions);
-    pm.enableTiming(timingRoot);
-    if (failed(pm.run(*levelModules.back())))
+    if (failed(runPipeline(from, last, *levelModules.back(), backend->get(), &levelOptions)))
       return error("compilation failed for CPU " + level.name + " (see above)");
     variants.push_back({*levelModules.back(), *cpu, level.name, suffix, level.requires});
     progress.done("lowered the " + level.name + " variant to the llvm stage");
