@@ -101,6 +101,27 @@ LogicalResult giveFlatBuffersStaticSizes(gpu::GPUModuleOp kernels) {
   return success();
 }
 
+/// Makes each allocation of workgroup memory in a kernel (the buffers of
+/// kiln-gpu-promote-operands) a workgroup attribution of the kernel, which
+/// NVVM places in shared memory (an alloc would become a device malloc).
+LogicalResult sharedBuffersAsAttributions(gpu::GPUModuleOp kernels) {
+  WalkResult walk = kernels.walk([](memref::AllocOp alloc) {
+    auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(alloc.getType().getMemorySpace());
+    if (!space || space.getValue() != gpu::AddressSpace::Workgroup)
+      return WalkResult::advance();
+    auto kernel = alloc->getParentOfType<gpu::GPUFuncOp>();
+    if (!alloc.getType().hasStaticShape() || !kernel) {
+      alloc.emitError("kiln-cuda-compile-kernels: workgroup memory must have a static shape, "
+                      "in a kernel");
+      return WalkResult::interrupt();
+    }
+    alloc.replaceAllUsesWith(kernel.addWorkgroupAttribution(alloc.getType(), alloc.getLoc()));
+    alloc.erase();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 /// One gpu.module compiled: the fatbin, the first chip's PTX, the most
 /// registers a thread uses.
 struct CompiledKernels {
@@ -161,7 +182,7 @@ private:
     OwningOpRef<ModuleOp> holder = ModuleOp::create(kernels.getLoc());
     auto copy = kernels.clone();
     holder->getBody()->push_back(copy);
-    if (failed(giveFlatBuffersStaticSizes(copy)))
+    if (failed(giveFlatBuffersStaticSizes(copy)) || failed(sharedBuffersAsAttributions(copy)))
       return failure();
     PassManager pm(&getContext(), ModuleOp::getOperationName());
     OpPassManager &nested = pm.nest<gpu::GPUModuleOp>();

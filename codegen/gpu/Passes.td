@@ -120,6 +120,42 @@ def KilnGpuPrivateAccumulators : Pass<"kiln-gpu-private-accumulators", "func::Fu
   let dependentDialects = ["gpu::GPUDialect", "linalg::LinalgDialect", "memref::MemRefDialect"];
 }
 
+def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
+  let summary = "Stage a thread's matmul operands in shared memory, a chunk of the reduction at a time";
+  let description = [{
+    After kiln-gpu-private-accumulators. A thread's tile of a contraction
+    (a matmul, a batch matmul, a Gemm) reads its rows of A and columns of B
+    from global memory, and each of them is read by every thread of the
+    workgroup's row or column of tiles. For such an op in a gpu.launch of
+    static block size, directly in its body or in its one guard
+    (`thread id < trip count`), whose first loop is a reduction, whose
+    result is a private accumulator, and whose two inputs are unit-stride
+    views of workgroup tiles that no thread id moves, whole along that
+    loop, of 32-bit elements with constant bounds, this pass:
+    - allocates a buffer per input in `#gpu.address_space<workgroup>`:
+      the tile's bounds, C steps of the reduction, the innermost dimension
+      one longer (threads reading down a column hit different banks);
+    - walks the reduction C steps at a time (`scf.for`, every thread):
+      the threads copy the chunk of both tiles into the buffers together,
+      element i by the thread of linear id i mod their count (consecutive
+      threads read consecutive elements), skipping what lies past an edge
+      tile or the last chunk; a `gpu.barrier`; the op on the chunk, its
+      inputs now views of the buffers (in its guard); a `gpu.barrier`.
+    The ops before the op in its guard leave it (barriers need every
+    thread): pure ones and allocas before it, the others (the
+    accumulator's fill) in a guard of their own. C is the largest of 32,
+    16, 8 whose buffers take at most half the target's shared memory; an
+    op whose buffers do not fit is left as it is. Each thread accumulates
+    in the same order as before: results do not change.
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"vulkan\"",
+           "GPU target whose shared memory the buffers must fit (as kiln-gpu-distribute's)">,
+  ];
+  let dependentDialects = ["gpu::GPUDialect", "scf::SCFDialect", "affine::AffineDialect",
+                           "arith::ArithDialect", "memref::MemRefDialect"];
+}
+
 def KilnGpuReportPlacement : Pass<"kiln-gpu-report-placement", "func::FuncOp"> {
   let summary = "Say which ops run in GPU kernels and which stay on the host, and why";
   let description = [{

@@ -90,11 +90,14 @@ LogicalResult setEntryPoints(gpu::GPUModuleOp module) {
 }
 
 /// Vulkan's storage classes, but a thread's private buffers (allocas) are
-/// Function variables.
+/// Function variables and a workgroup's shared buffers Workgroup ones.
 std::optional<spirv::StorageClass> storageClass(Attribute space) {
-  auto gpuSpace = dyn_cast_if_present<gpu::AddressSpaceAttr>(space);
-  if (gpuSpace && gpuSpace.getValue() == gpu::AddressSpace::Private)
-    return spirv::StorageClass::Function;
+  if (auto gpuSpace = dyn_cast_if_present<gpu::AddressSpaceAttr>(space)) {
+    if (gpuSpace.getValue() == gpu::AddressSpace::Private)
+      return spirv::StorageClass::Function;
+    if (gpuSpace.getValue() == gpu::AddressSpace::Workgroup)
+      return spirv::StorageClass::Workgroup;
+  }
   return spirv::mapMemorySpaceToVulkanStorageClass(space);
 }
 

@@ -40,3 +40,26 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Workgroup memory (kiln-gpu-promote-operands' buffers) is the kernel's
+// shared memory, never a device malloc.
+// CHECK: gpu.module @staged attributes {kiln.cuda = {{.*}}kiln.ptx = "{{.*}}.shared .align 4 .b8 __wg_reverse_0[256]{{.*}}st.shared.b32{{.*}}bar.sync{{.*}}ld.shared.b32
+// CHECK-NOT: malloc
+module attributes {gpu.container_module} {
+  gpu.module @staged {
+    gpu.func @reverse(%in: memref<64xf32>, %out: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %c63 = arith.constant 63 : index
+      %tid = gpu.thread_id x
+      %shared = memref.alloc() : memref<64xf32, #gpu.address_space<workgroup>>
+      %x = memref.load %in[%tid] : memref<64xf32>
+      memref.store %x, %shared[%tid] : memref<64xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %r = arith.subi %c63, %tid : index
+      %y = memref.load %shared[%r] : memref<64xf32, #gpu.address_space<workgroup>>
+      memref.store %y, %out[%tid] : memref<64xf32>
+      gpu.return
+    }
+  }
+}

@@ -124,3 +124,31 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Workgroup memory (kiln-gpu-promote-operands' buffers) is a Workgroup
+// variable of the module; gpu.barrier a control barrier of the workgroup.
+// CHECK: spirv.module
+// CHECK:   spirv.GlobalVariable @[[SHARED:.*]] : !spirv.ptr<!spirv.struct<(!spirv.array<64 x f32>)>, Workgroup>
+// CHECK:   spirv.func @reverse
+// CHECK:     spirv.mlir.addressof @[[SHARED]]
+// CHECK:     spirv.Store "Workgroup"
+// CHECK:     spirv.ControlBarrier <Workgroup>, <Workgroup>, <AcquireRelease|WorkgroupMemory>
+// CHECK:     spirv.Load "Workgroup"
+module attributes {gpu.container_module} {
+  gpu.module @staged {
+    gpu.func @reverse(%in: memref<64xf32>, %out: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %c63 = arith.constant 63 : index
+      %tid = gpu.thread_id x
+      %shared = memref.alloc() : memref<64xf32, #gpu.address_space<workgroup>>
+      %x = memref.load %in[%tid] : memref<64xf32>
+      memref.store %x, %shared[%tid] : memref<64xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %r = arith.subi %c63, %tid : index
+      %y = memref.load %shared[%r] : memref<64xf32, #gpu.address_space<workgroup>>
+      memref.store %y, %out[%tid] : memref<64xf32>
+      gpu.return
+    }
+  }
+}

@@ -1,0 +1,370 @@
+//===- PromoteOperands.cpp - contraction operands staged in shared memory -===//
+//
+// After kiln-gpu-private-accumulators, a thread's tile of a matmul reads
+// its rows of A and its columns of B from global memory at every step of
+// the reduction, and every thread of the workgroup's row (column) reads
+// the same ones. This pass stages the workgroup's tiles of both operands
+// in shared memory, a chunk of the reduction at a time: the threads copy a
+// chunk together (consecutive threads on consecutive elements), wait at a
+// barrier, accumulate it from shared memory into their private
+// accumulators, and wait again before the next chunk overwrites it.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/gpu/GpuTarget.h"
+#include "codegen/gpu/Passes.h"
+#include "codegen/gpu/Tiles.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNGPUPROMOTEOPERANDS
+#include "codegen/gpu/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// Reduction chunks tried, largest first.
+constexpr int64_t kChunks[] = {32, 16, 8};
+
+/// One operand of a thread's contraction that shared memory can hold: a
+/// workgroup's tile that no thread id moves, and the region of it the
+/// thread reads (all of it, or a unit-stride view of it).
+struct Operand {
+  unsigned input;                     ///< its index among the op's inputs
+  Value tile;                         ///< the workgroup's tile
+  SmallVector<OpFoldResult> offsets;  ///< the thread's region of `tile`
+  SmallVector<OpFoldResult> sizes;
+  unsigned reduced;                   ///< the dimension of `tile` the chunked loop walks
+  SmallVector<int64_t> shape;         ///< the staging buffer's, for a chunk of 1
+};
+
+/// Whether `value` varies between the threads of `launch`'s workgroup.
+bool dependsOnThreadIds(Value value, gpu::LaunchOp launch, DenseMap<Value, bool> &memo) {
+  if (auto it = memo.find(value); it != memo.end())
+    return it->second;
+  bool depends = false;
+  gpu::KernelDim3 tid = launch.getThreadIds();
+  if (value == tid.x || value == tid.y || value == tid.z) {
+    depends = true;
+  } else if (Operation *def = value.getDefiningOp(); def && launch->isAncestor(def)) {
+    depends = llvm::any_of(def->getOperands(),
+                           [&](Value v) { return dependsOnThreadIds(v, launch, memo); });
+  }
+  return memo[value] = depends;
+}
+
+/// A constant upper bound of `tile`'s size `d`.
+FailureOr<int64_t> sizeBound(Value tile, int64_t d) {
+  auto type = cast<MemRefType>(tile.getType());
+  if (!type.isDynamicDim(d))
+    return type.getDimSize(d);
+  return ValueBoundsConstraintSet::computeConstantBound(
+      presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(tile, d), nullptr,
+      /*closedUB=*/true);
+}
+
+/// `op`'s input `input` as an Operand: a tile that no thread id moves,
+/// read whole or through a unit-stride view of it, whole along the op's
+/// first loop (its outermost reduction), of 32-bit elements (what every
+/// target's shared memory stores natively) and sizes of constant bounds.
+std::optional<Operand> stageable(linalg::GenericOp op, unsigned input, gpu::LaunchOp launch,
+                                 DenseMap<Value, bool> &memo) {
+  OpOperand *operand = op.getDpsInputOperand(input);
+  AffineMap map = op.getMatchingIndexingMap(operand);
+  std::optional<unsigned> reduced =
+      map.isProjectedPermutation() ? map.getResultPosition(getAffineDimExpr(0, op.getContext()))
+                                   : std::nullopt;
+  auto type = dyn_cast<MemRefType>(operand->get().getType());
+  if (!reduced || !type || !type.getElementType().isIntOrFloat() ||
+      type.getElementType().getIntOrFloatBitWidth() != 32)
+    return std::nullopt;
+  Operand staged{input, operand->get(), {}, {}, *reduced, {}};
+  Builder b(op.getContext());
+  if (!dependsOnThreadIds(operand->get(), launch, memo) && type.hasStaticShape()) {
+    staged.offsets.assign(type.getRank(), b.getIndexAttr(0));
+    staged.sizes = getAsIndexOpFoldResult(op.getContext(), type.getShape());
+  } else {
+    auto view = operand->get().getDefiningOp<memref::SubViewOp>();
+    if (!view || !view.hasUnitStride() || view.getSourceType().getRank() != type.getRank() ||
+        view.getStaticOffsets()[*reduced] != 0 ||
+        dependsOnThreadIds(view.getSource(), launch, memo))
+      return std::nullopt;
+    staged.tile = view.getSource();
+    staged.offsets = view.getMixedOffsets();
+    staged.sizes = view.getMixedSizes();
+  }
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    FailureOr<int64_t> bound = d == *reduced ? FailureOr<int64_t>(1) : sizeBound(staged.tile, d);
+    if (failed(bound))
+      return std::nullopt;
+    staged.shape.push_back(*bound);
+  }
+  return staged;
+}
+
+/// The staging buffer's shape for a chunk of `chunk`: its innermost
+/// dimension one longer, so that threads reading down a column hit
+/// different banks.
+SmallVector<int64_t> bufferShape(const Operand &operand, int64_t chunk) {
+  SmallVector<int64_t> shape = operand.shape;
+  shape[operand.reduced] = chunk;
+  shape.back() += 1;
+  return shape;
+}
+
+/// The largest chunk whose buffers take at most half the target's shared
+/// memory (two workgroups can share a compute unit), or 0.
+int64_t chooseChunk(ArrayRef<Operand> operands, const GpuTarget &target) {
+  for (int64_t chunk : kChunks) {
+    int64_t bytes = 0;
+    for (const Operand &operand : operands)
+      bytes += 4 * llvm::product_of(bufferShape(operand, chunk));
+    if (bytes <= target.sharedMemoryBytes / 2)
+      return chunk;
+  }
+  return 0;
+}
+
+/// `launch`'s block size, if it is static.
+std::optional<std::array<int64_t, 3>> staticBlockSize(gpu::LaunchOp launch) {
+  gpu::KernelDim3 sizes = launch.getBlockSizeOperandValues();
+  std::optional<int64_t> x = getConstantIntValue(sizes.x), y = getConstantIntValue(sizes.y),
+                         z = getConstantIntValue(sizes.z);
+  if (!x || !y || !z)
+    return std::nullopt;
+  return std::array<int64_t, 3>{*x, *y, *z};
+}
+
+/// The thread count of `launch` (of static block size) and the thread's
+/// linear id in it.
+std::pair<int64_t, Value> linearThreadId(OpBuilder &b, Location loc, gpu::LaunchOp launch) {
+  auto [x, y, z] = *staticBlockSize(launch);
+  gpu::KernelDim3 ids = launch.getThreadIds();
+  AffineExpr tx, ty, tz;
+  bindSymbols(b.getContext(), tx, ty, tz);
+  Value id = affine::makeComposedAffineApply(b, loc, tx + x * (ty + y * tz),
+                                             SmallVector<OpFoldResult>{ids.x, ids.y, ids.z});
+  return {x * y * z, id};
+}
+
+/// Copies the chunk [k, k + size) of `operand`'s tile along its reduced
+/// dimension into `buffer` (of `operand.shape`, `chunk` along it): element
+/// i of the buffer by thread i mod `threads`, consecutive threads on
+/// consecutive elements, skipping what lies past the tile (the last chunk,
+/// an edge tile).
+void emitCooperativeCopy(OpBuilder &b, Location loc, const Operand &operand, Value buffer,
+                         Value k, Value size, int64_t chunk, int64_t threads, Value thread) {
+  SmallVector<int64_t> shape = operand.shape;
+  shape[operand.reduced] = chunk;
+  // The tile's sizes where the buffer's do not bound them.
+  auto tileType = cast<MemRefType>(operand.tile.getType());
+  SmallVector<Value> limits(shape.size());
+  for (auto [d, extent] : llvm::enumerate(shape)) {
+    if (d == operand.reduced)
+      limits[d] = getConstantIntValue(size) == chunk ? Value() : size;
+    else if (tileType.isDynamicDim(d) || tileType.getDimSize(d) != extent)
+      limits[d] = memref::DimOp::create(b, loc, operand.tile, d);
+  }
+  Value total = arith::ConstantIndexOp::create(b, loc, llvm::product_of(shape));
+  Value step = arith::ConstantIndexOp::create(b, loc, threads);
+  auto loop = scf::ForOp::create(b, loc, thread, total, step);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  SmallVector<Value> indices(shape.size());
+  Value rest = loop.getInductionVar();
+  for (int64_t d = shape.size() - 1; d > 0; --d) {
+    Value extent = arith::ConstantIndexOp::create(b, loc, shape[d]);
+    indices[d] = arith::RemUIOp::create(b, loc, rest, extent);
+    rest = arith::DivUIOp::create(b, loc, rest, extent);
+  }
+  indices[0] = rest;
+  Value inside;
+  for (auto [index, limit] : llvm::zip(indices, limits)) {
+    if (!limit)
+      continue;
+    Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, index, limit);
+    inside = inside ? arith::AndIOp::create(b, loc, inside, below).getResult() : below;
+  }
+  if (inside) {
+    auto within = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPoint(within.thenBlock()->getTerminator());
+  }
+  SmallVector<Value> source = indices;
+  source[operand.reduced] = arith::AddIOp::create(b, loc, k, indices[operand.reduced]);
+  Value element = memref::LoadOp::create(b, loc, operand.tile, source);
+  memref::StoreOp::create(b, loc, element, buffer, indices);
+}
+
+/// A thread's contraction whose operands this pass stages: in a launch of
+/// static block size, directly in its body or in one guard (`if thread id
+/// < trip count`) there, its first loop a reduction, its result a private
+/// accumulator; the ops before it in its guard either free of memory
+/// effects, allocas, or without results (the accumulator's fill), so that
+/// they can leave the guard.
+struct Contraction {
+  linalg::GenericOp op;
+  gpu::LaunchOp launch;
+  scf::IfOp guard; ///< or null
+  SmallVector<Operand> operands;
+};
+
+bool isPrivate(Value buffer) {
+  auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(
+      cast<MemRefType>(buffer.getType()).getMemorySpace());
+  return space && space.getValue() == gpu::AddressSpace::Private;
+}
+
+std::optional<Contraction> asContraction(linalg::GenericOp op, DenseMap<Value, bool> &memo) {
+  auto launch = op->getParentOfType<gpu::LaunchOp>();
+  if (!launch || !linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
+      op.getIteratorTypesArray().front() != utils::IteratorType::reduction ||
+      !isPrivate(op.getDpsInitOperand(0)->get()))
+    return std::nullopt;
+  Block *body = &launch.getBody().front();
+  scf::IfOp guard;
+  if (op->getBlock() != body) {
+    guard = dyn_cast<scf::IfOp>(op->getParentOp());
+    if (!guard || guard->getBlock() != body || guard.getNumResults() != 0 ||
+        !guard.getElseRegion().empty())
+      return std::nullopt;
+    for (Operation &before : guard.thenBlock()->getOperations()) {
+      if (&before == op.getOperation())
+        break;
+      if (!isMemoryEffectFree(&before) && !isa<memref::AllocaOp>(before) &&
+          before.getNumResults() != 0)
+        return std::nullopt;
+    }
+  }
+  Contraction contraction{op, launch, guard, {}};
+  for (unsigned input = 0; input < 2; ++input) {
+    std::optional<Operand> operand = stageable(op, input, launch, memo);
+    if (!operand)
+      return std::nullopt;
+    contraction.operands.push_back(*operand);
+  }
+  OpFoldResult reduced = contraction.operands[0].sizes[contraction.operands[0].reduced];
+  if (auto size = dyn_cast<Value>(reduced); size && dependsOnThreadIds(size, launch, memo))
+    return std::nullopt;
+  return contraction;
+}
+
+/// Moves the ops before the contraction in its guard out of it: the pure
+/// ones and allocas (each thread's own) before the guard, the others (the
+/// accumulator's fill) into a guard of their own before it.
+void hoistOutOfGuard(OpBuilder &b, Contraction &c) {
+  SmallVector<Operation *> effects;
+  for (Operation &before : llvm::make_early_inc_range(c.guard.thenBlock()->getOperations())) {
+    if (&before == c.op.getOperation())
+      break;
+    if (isMemoryEffectFree(&before) || isa<memref::AllocaOp>(before))
+      before.moveBefore(c.guard);
+    else
+      effects.push_back(&before);
+  }
+  if (effects.empty())
+    return;
+  b.setInsertionPoint(c.guard);
+  auto first = scf::IfOp::create(b, c.op.getLoc(), c.guard.getCondition(), false);
+  for (Operation *effect : effects)
+    effect->moveBefore(first.thenBlock()->getTerminator());
+}
+
+/// Stages `c`'s operands in shared memory, `chunk` steps of the reduction
+/// at a time.
+void stageOperands(Contraction &c, int64_t chunk) {
+  Location loc = c.op.getLoc();
+  MLIRContext *ctx = c.op.getContext();
+  OpBuilder b(ctx);
+  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  // The buffers, once per workgroup; their padding is not in the views.
+  b.setInsertionPointToStart(&c.launch.getBody().front());
+  SmallVector<Value> buffers;
+  for (const Operand &operand : c.operands) {
+    Type element = cast<MemRefType>(operand.tile.getType()).getElementType();
+    Value alloc = memref::AllocOp::create(
+        b, loc, MemRefType::get(bufferShape(operand, chunk), element, nullptr, workgroup));
+    SmallVector<int64_t> shape = operand.shape;
+    shape[operand.reduced] = chunk;
+    int64_t rank = shape.size();
+    buffers.push_back(memref::SubViewOp::create(b, loc, alloc, SmallVector<int64_t>(rank, 0),
+                                                shape, SmallVector<int64_t>(rank, 1)));
+  }
+  if (c.guard)
+    hoistOutOfGuard(b, c);
+
+  b.setInsertionPoint(c.guard ? c.guard.getOperation() : c.op.getOperation());
+  auto [threads, thread] = linearThreadId(b, loc, c.launch);
+  const Operand &first = c.operands.front();
+  OpFoldResult reduced = first.sizes[first.reduced];
+  Value total = getValueOrCreateConstantIndexOp(b, loc, reduced);
+  Value step = arith::ConstantIndexOp::create(b, loc, chunk);
+  auto loop = scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0), total, step);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value k = loop.getInductionVar();
+  std::optional<int64_t> staticTotal = getConstantIntValue(reduced);
+  Value size = step;
+  if (!staticTotal || *staticTotal % chunk != 0) {
+    AffineExpr s0, s1;
+    bindSymbols(ctx, s0, s1);
+    size = affine::makeComposedAffineMin(
+        b, loc, AffineMap::get(0, 2, {getAffineConstantExpr(chunk, ctx), s1 - s0}, ctx),
+        SmallVector<OpFoldResult>{k, total});
+  }
+  for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
+    emitCooperativeCopy(b, loc, operand, buffer, k, size, chunk, threads, thread);
+  gpu::BarrierOp::create(b, loc);
+  // The op goes before `compute`: the second barrier, or the end of its guard.
+  Operation *compute = gpu::BarrierOp::create(b, loc);
+  if (c.guard) {
+    b.setInsertionPoint(compute);
+    compute = scf::IfOp::create(b, loc, c.guard.getCondition(), false).thenBlock()->getTerminator();
+  }
+  // The thread's views, now of the chunk in shared memory.
+  b.setInsertionPoint(compute);
+  for (auto [operand, buffer] : llvm::zip(c.operands, buffers)) {
+    SmallVector<OpFoldResult> offsets = operand.offsets, sizes = operand.sizes;
+    offsets[operand.reduced] = b.getIndexAttr(0);
+    sizes[operand.reduced] = getAsOpFoldResult(size);
+    SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+    Value view = memref::SubViewOp::create(b, loc, buffer, offsets, sizes, strides);
+    c.op.getDpsInputOperand(operand.input)->set(view);
+  }
+  c.op->moveBefore(compute);
+}
+
+struct KilnGpuPromoteOperandsPass
+    : mlir::kiln::impl::KilnGpuPromoteOperandsBase<KilnGpuPromoteOperandsPass> {
+  using KilnGpuPromoteOperandsBase::KilnGpuPromoteOperandsBase;
+
+  void runOnOperation() override {
+    std::optional<GpuTarget> target = lookupGpuTarget(getOperation(), targetName);
+    if (!target)
+      return signalPassFailure();
+    std::vector<std::pair<Contraction, int64_t>> staged;
+    getOperation().walk([&](gpu::LaunchOp launch) {
+      if (!staticBlockSize(launch))
+        return;
+      // A workgroup computes one root op's tile: one contraction at most.
+      DenseMap<Value, bool> memo;
+      launch.getBody().walk([&](linalg::GenericOp op) {
+        std::optional<Contraction> c = asContraction(op, memo);
+        if (!c)
+          return WalkResult::advance();
+        if (int64_t chunk = chooseChunk(c->operands, *target))
+          staged.push_back({std::move(*c), chunk});
+        return WalkResult::interrupt();
+      });
+    });
+    for (auto &[contraction, chunk] : staged)
+      stageOperands(contraction, chunk);
+  }
+};
+
+} // namespace

@@ -1,0 +1,189 @@
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda | FileCheck %s --check-prefix=CUDA
+
+// A workgroup's 64x32 tile of a 256x256x256 matmul, 4x4 results per
+// thread (8x16 threads): both tiles are staged in shared memory 16 steps
+// of k at a time (the generic Vulkan target's 16 KiB: 64x17 + 16x33
+// floats), the rows padded by one. Every thread copies elements
+// tid, tid + 128, ... of each chunk; a barrier; the thread's tile from
+// shared memory into its accumulator; a barrier.
+// CHECK-LABEL: func.func @matmul
+// CHECK: gpu.launch
+// CHECK:   %[[A_BUF:.*]] = memref.alloc() : memref<64x17xf32, #gpu.address_space<workgroup>>
+// CHECK:   %[[A:.*]] = memref.subview %[[A_BUF]][0, 0] [64, 16] [1, 1]
+// CHECK:   %[[B_BUF:.*]] = memref.alloc() : memref<16x33xf32, #gpu.address_space<workgroup>>
+// CHECK:   %[[B:.*]] = memref.subview %[[B_BUF]][0, 0] [16, 32] [1, 1]
+// CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+// CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[ACC]]
+// CHECK:   %[[TID:.*]] = affine.apply #{{.*}}()[%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK:   scf.for %[[K:.*]] = %c0{{.*}} to %c256{{.*}} step %c16{{(_[0-9]+)?}} {
+// CHECK:     scf.for %[[I:.*]] = %[[TID]] to %c1024{{.*}} step %c128{{(_[0-9]+)?}} {
+// CHECK:       %[[COL:.*]] = arith.remui %[[I]], %c16{{(_[0-9]+)?}}
+// CHECK:       %[[ROW:.*]] = arith.divui %[[I]], %c16{{(_[0-9]+)?}}
+// CHECK:       %[[KK:.*]] = arith.addi %[[K]], %[[COL]]
+// CHECK:       %[[X:.*]] = memref.load %{{.*}}[%[[ROW]], %[[KK]]]
+// CHECK:       memref.store %[[X]], %[[A]][%[[ROW]], %[[COL]]]
+// CHECK:     scf.for %{{.*}} = %[[TID]] to %c512{{.*}} step %c128{{(_[0-9]+)?}} {
+// CHECK:       memref.store %{{.*}}, %[[B]]
+// CHECK:     gpu.barrier
+// CHECK:     %[[A_T:.*]] = memref.subview %[[A]][%{{.*}}, 0] [4, 16] [1, 1]
+// CHECK:     %[[B_T:.*]] = memref.subview %[[B]][0, %{{.*}}] [16, 4] [1, 1]
+// CHECK:     linalg.generic {{.*}} ins(%[[A_T]], %[[B_T]] : {{.*}}) outs(%[[ACC]]
+// CHECK:     gpu.barrier
+// CHECK:   }
+// CHECK:   linalg.copy ins(%[[ACC]]
+// CUDA-LABEL: func.func @matmul
+// CUDA: memref.alloc() : memref<64x33xf32, #gpu.address_space<workgroup>>
+// CUDA: memref.alloc() : memref<32x33xf32, #gpu.address_space<workgroup>>
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @matmul(%a: memref<256x256xf32>, %b: memref<256x256xf32>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c8, %gy = %c4, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %row = arith.muli %by, %c64 : index
+    %col = arith.muli %bx, %c32 : index
+    %a_wg = memref.subview %a[%row, 0] [64, 256] [1, 1] : memref<256x256xf32> to memref<64x256xf32, strided<[256, 1], offset: ?>>
+    %b_wg = memref.subview %b[0, %col] [256, 32] [1, 1] : memref<256x256xf32> to memref<256x32xf32, strided<[256, 1], offset: ?>>
+    %c_wg = memref.subview %c[%row, %col] [64, 32] [1, 1] : memref<256x256xf32> to memref<64x32xf32, strided<[256, 1], offset: ?>>
+    %r = arith.muli %ty, %c4 : index
+    %q = arith.muli %tx, %c4 : index
+    %a_t = memref.subview %a_wg[%r, 0] [4, 256] [1, 1] : memref<64x256xf32, strided<[256, 1], offset: ?>> to memref<4x256xf32, strided<[256, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %q] [256, 4] [1, 1] : memref<256x32xf32, strided<[256, 1], offset: ?>> to memref<256x4xf32, strided<[256, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %q] [4, 4] [1, 1] : memref<64x32xf32, strided<[256, 1], offset: ?>> to memref<4x4xf32, strided<[256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x256xf32, strided<[256, 1], offset: ?>>, memref<256x4xf32, strided<[256, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: f32, %y: f32, %s: f32):
+      %p = arith.mulf %x, %y : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// An edge tile in a guard (threads past the tile's columns idle), k = 40
+// (a chunk of 32, then one of 8), and A read whole by every thread: the
+// fill leaves the guard for one of its own, the views before it, the
+// chunk loop runs in every thread (barriers need them all), the generic
+// in the guard; the copies skip the tile's columns past its edge (B) and
+// the last chunk's steps past k.
+// CHECK-LABEL: func.func @edge_tile
+// CHECK: gpu.launch
+// CHECK:   %[[A:.*]] = memref.subview %{{.*}}[0, 0] [4, 32] [1, 1] : memref<4x33xf32, #gpu.address_space<workgroup>>
+// CHECK:   %[[B:.*]] = memref.subview %{{.*}}[0, 0] [32, 32] [1, 1] : memref<32x33xf32, #gpu.address_space<workgroup>>
+// CHECK:   %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}}
+// CHECK-NOT: scf.if
+// CHECK:   %[[ACC:.*]] = memref.subview %{{.*}}[0, 0] [4, %{{.*}}] [1, 1]
+// CHECK:   scf.if %[[IN]] {
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%[[ACC]]
+// CHECK:   scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:     %[[KT:.*]] = affine.min #{{.*}}()[%[[K]]]
+// CHECK:     scf.for
+// CHECK:       %[[KEEP:.*]] = arith.cmpi ult, %{{.*}}, %[[KT]]
+// CHECK:       scf.if %[[KEEP]] {
+// CHECK:         memref.store %{{.*}}, %[[A]]
+// CHECK:     scf.for
+// CHECK:       %[[ROWS:.*]] = arith.cmpi ult, %{{.*}}, %[[KT]]
+// CHECK:       %[[COLS:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}}
+// CHECK:       %[[BOTH:.*]] = arith.andi %[[ROWS]], %[[COLS]]
+// CHECK:       scf.if %[[BOTH]] {
+// CHECK:         memref.store %{{.*}}, %[[B]]
+// CHECK:     gpu.barrier
+// CHECK:     scf.if %[[IN]] {
+// CHECK:       memref.subview %[[A]][0, 0] [4, %[[KT]]] [1, 1]
+// CHECK:       memref.subview %[[B]][0, %{{.*}}] [%[[KT]], %{{.*}}] [1, 1]
+// CHECK:       linalg.generic
+// CHECK:     gpu.barrier
+// CHECK:   scf.if %[[IN]] {
+// CHECK-NEXT: linalg.copy ins(%[[ACC]]
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+#cols = affine_map<()[s0] -> (s0 * -32 + 48, 32)>
+#threads = affine_map<()[s0] -> (s0 ceildiv 4)>
+#mine = affine_map<()[s0, s1] -> (4, s0 - s1 * 4)>
+func.func @edge_tile(%a: memref<4x40xf32>, %b: memref<40x48xf32>, %c: memref<4x48xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    %col = arith.muli %bx, %c32 : index
+    %n = affine.min #cols()[%bx]
+    %b_wg = memref.subview %b[0, %col] [40, %n] [1, 1] : memref<40x48xf32> to memref<40x?xf32, strided<[48, 1], offset: ?>>
+    %c_wg = memref.subview %c[0, %col] [4, %n] [1, 1] : memref<4x48xf32> to memref<4x?xf32, strided<[48, 1], offset: ?>>
+    %used = affine.apply #threads()[%n]
+    %in = arith.cmpi ult, %tx, %used : index
+    scf.if %in {
+      %q = arith.muli %tx, %c4 : index
+      %m = affine.min #mine()[%n, %tx]
+      %b_t = memref.subview %b_wg[0, %q] [40, %m] [1, 1] : memref<40x?xf32, strided<[48, 1], offset: ?>> to memref<40x?xf32, strided<[48, 1], offset: ?>>
+      %c_t = memref.subview %c_wg[0, %q] [4, %m] [1, 1] : memref<4x?xf32, strided<[48, 1], offset: ?>> to memref<4x?xf32, strided<[48, 1], offset: ?>>
+      %buf = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+      %acc = memref.subview %buf[0, 0] [4, %m] [1, 1] : memref<4x4xf32, #gpu.address_space<private>> to memref<4x?xf32, strided<[4, 1]>, #gpu.address_space<private>>
+      linalg.fill ins(%zero : f32) outs(%acc : memref<4x?xf32, strided<[4, 1]>, #gpu.address_space<private>>)
+      linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a, %b_t : memref<4x40xf32>, memref<40x?xf32, strided<[48, 1], offset: ?>>) outs(%acc : memref<4x?xf32, strided<[4, 1]>, #gpu.address_space<private>>) {
+      ^bb0(%x: f32, %y: f32, %s: f32):
+        %p = arith.mulf %x, %y : f32
+        %t = arith.addf %s, %p : f32
+        linalg.yield %t : f32
+      }
+      linalg.copy ins(%acc : memref<4x?xf32, strided<[4, 1]>, #gpu.address_space<private>>) outs(%c_t : memref<4x?xf32, strided<[48, 1], offset: ?>>)
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// Left alone: f16 operands (shared memory holds 32-bit elements here), a
+// tile whose buffers would not fit in half of 16 KiB even 8 steps at a
+// time (4096 rows), and a row sum (one input, not a contraction).
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT: workgroup
+// CHECK-NOT: gpu.barrier
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @left_alone(%ha: memref<4x64xf16>, %hb: memref<64x4xf16>, %big: memref<4096x64xf32>, %w: memref<64x4xf32>, %m: memref<16x64xf32>) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %hacc = memref.alloca() : memref<4x4xf16, #gpu.address_space<private>>
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%ha, %hb : memref<4x64xf16>, memref<64x4xf16>) outs(%hacc : memref<4x4xf16, #gpu.address_space<private>>) {
+    ^bb0(%x: f16, %y: f16, %s: f16):
+      %p = arith.mulf %x, %y : f16
+      %t = arith.addf %s, %p : f16
+      linalg.yield %t : f16
+    }
+    %acc = memref.alloca() : memref<4096x4xf32, #gpu.address_space<private>>
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%big, %w : memref<4096x64xf32>, memref<64x4xf32>) outs(%acc : memref<4096x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: f32, %y: f32, %s: f32):
+      %p = arith.mulf %x, %y : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    %sum = memref.alloca() : memref<16xf32, #gpu.address_space<private>>
+    linalg.generic {indexing_maps = [affine_map<(k, i) -> (i, k)>, affine_map<(k, i) -> (i)>], iterator_types = ["reduction", "parallel"]} ins(%m : memref<16x64xf32>) outs(%sum : memref<16xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: f32, %s: f32):
+      %t = arith.addf %s, %x : f32
+      linalg.yield %t : f32
+    }
+    gpu.terminator
+  }
+  return
+}
