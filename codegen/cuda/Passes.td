@@ -10,7 +10,11 @@ def KilnCudaCompileKernels : Pass<"kiln-cuda-compile-kernels", "ModuleOp"> {
     After kiln-gpu-pack-params, each gpu.module (outlined kernels whose
     arguments are static buffers) is lowered, on a copy, through NVVM
     (convert-gpu-to-nvvm with bare pointers: one kernel parameter per
-    buffer) to LLVM IR, linked with the toolkit's libdevice for math, and
+    buffer; each allocation of workgroup memory becomes a workgroup
+    attribution of its kernel, shared memory of the alloc's alignment; each
+    floating-point op may be contracted, so that a multiply and an add are
+    one fma, as nvcc's default) to LLVM IR, linked with the toolkit's
+    libdevice for math, and
     translated to PTX once per chip of `chips` (PTX ISA 8.0). ptxas
     assembles each PTX to a cubin (-O3) and fatbinary packs the cubins and
     the first chip's PTX (which the driver compiles for newer GPUs) into a

@@ -108,14 +108,55 @@ std::optional<Operand> stageable(linalg::GenericOp op, unsigned input, gpu::Laun
   return staged;
 }
 
-/// The staging buffer's shape for a chunk of `chunk`: its innermost
-/// dimension one longer, so that threads reading down a column hit
-/// different banks.
+/// The order of a staging buffer's dimensions: the reduced one first, so
+/// that a thread's elements for one step of the reduction (a row of its
+/// A tile, a row of its B tile) are contiguous: vector loads, where the
+/// target has them, and no two threads of a subgroup reading different
+/// addresses of one bank.
+SmallVector<unsigned> bufferOrder(const Operand &operand) {
+  SmallVector<unsigned> order{operand.reduced};
+  for (unsigned d = 0; d < operand.shape.size(); ++d)
+    if (d != operand.reduced)
+      order.push_back(d);
+  return order;
+}
+
+/// The staging buffer's shape for a chunk of `chunk`, in bufferOrder, and
+/// its rows' length padded: a multiple of 4 elements (16-byte rows), plus
+/// 4 where it is a multiple of 32 (rows of a power-of-two stride would put
+/// a column of the copy's stores in one bank).
 SmallVector<int64_t> bufferShape(const Operand &operand, int64_t chunk) {
-  SmallVector<int64_t> shape = operand.shape;
-  shape[operand.reduced] = chunk;
-  shape.back() += 1;
+  SmallVector<int64_t> shape;
+  for (unsigned d : bufferOrder(operand))
+    shape.push_back(d == operand.reduced ? chunk : operand.shape[d]);
+  if (shape.size() > 1) {
+    shape.back() = llvm::alignTo(shape.back(), 4);
+    if (shape.back() % 32 == 0)
+      shape.back() += 4;
+  }
   return shape;
+}
+
+/// A workgroup buffer for `operand`'s chunks (16-byte aligned) at the
+/// builder, as a view without its padding, in bufferOrder.
+Value createBuffer(OpBuilder &b, Location loc, const Operand &operand, int64_t chunk) {
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Type element = cast<MemRefType>(operand.tile.getType()).getElementType();
+  auto alloc = memref::AllocOp::create(
+      b, loc, MemRefType::get(bufferShape(operand, chunk), element, nullptr, workgroup));
+  alloc.setAlignment(16);
+  SmallVector<int64_t> shape;
+  for (unsigned d : bufferOrder(operand))
+    shape.push_back(d == operand.reduced ? chunk : operand.shape[d]);
+  int64_t rank = shape.size();
+  return memref::SubViewOp::create(b, loc, alloc, SmallVector<int64_t>(rank, 0), shape,
+                                   SmallVector<int64_t>(rank, 1));
+}
+
+/// `values` (one per dimension of `operand`'s tile) in bufferOrder.
+template <typename T>
+SmallVector<T> inBufferOrder(const Operand &operand, ArrayRef<T> values) {
+  return llvm::map_to_vector(bufferOrder(operand), [&](unsigned d) { return values[d]; });
 }
 
 /// The largest chunk whose buffers take at most half the target's shared
@@ -198,7 +239,7 @@ void emitCooperativeCopy(OpBuilder &b, Location loc, const Operand &operand, Val
   SmallVector<Value> source = indices;
   source[operand.reduced] = arith::AddIOp::create(b, loc, k, indices[operand.reduced]);
   Value element = memref::LoadOp::create(b, loc, operand.tile, source);
-  memref::StoreOp::create(b, loc, element, buffer, indices);
+  memref::StoreOp::create(b, loc, element, buffer, inBufferOrder<Value>(operand, indices));
 }
 
 /// A thread's contraction whose operands this pass stages: in a launch of
@@ -282,20 +323,11 @@ void stageOperands(Contraction &c, int64_t chunk) {
   Location loc = c.op.getLoc();
   MLIRContext *ctx = c.op.getContext();
   OpBuilder b(ctx);
-  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  // The buffers, once per workgroup; their padding is not in the views.
+  // The buffers, once per workgroup.
   b.setInsertionPointToStart(&c.launch.getBody().front());
   SmallVector<Value> buffers;
-  for (const Operand &operand : c.operands) {
-    Type element = cast<MemRefType>(operand.tile.getType()).getElementType();
-    Value alloc = memref::AllocOp::create(
-        b, loc, MemRefType::get(bufferShape(operand, chunk), element, nullptr, workgroup));
-    SmallVector<int64_t> shape = operand.shape;
-    shape[operand.reduced] = chunk;
-    int64_t rank = shape.size();
-    buffers.push_back(memref::SubViewOp::create(b, loc, alloc, SmallVector<int64_t>(rank, 0),
-                                                shape, SmallVector<int64_t>(rank, 1)));
-  }
+  for (const Operand &operand : c.operands)
+    buffers.push_back(createBuffer(b, loc, operand, chunk));
   if (c.guard)
     hoistOutOfGuard(b, c);
 
@@ -326,16 +358,24 @@ void stageOperands(Contraction &c, int64_t chunk) {
     b.setInsertionPoint(compute);
     compute = scf::IfOp::create(b, loc, c.guard.getCondition(), false).thenBlock()->getTerminator();
   }
-  // The thread's views, now of the chunk in shared memory.
+  // The thread's views, now of the chunk in shared memory; the op reads
+  // them in bufferOrder.
   b.setInsertionPoint(compute);
+  SmallVector<AffineMap> maps = c.op.getIndexingMapsArray();
   for (auto [operand, buffer] : llvm::zip(c.operands, buffers)) {
     SmallVector<OpFoldResult> offsets = operand.offsets, sizes = operand.sizes;
     offsets[operand.reduced] = b.getIndexAttr(0);
     sizes[operand.reduced] = getAsOpFoldResult(size);
     SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
-    Value view = memref::SubViewOp::create(b, loc, buffer, offsets, sizes, strides);
+    Value view = memref::SubViewOp::create(b, loc, buffer,
+                                           inBufferOrder<OpFoldResult>(operand, offsets),
+                                           inBufferOrder<OpFoldResult>(operand, sizes), strides);
     c.op.getDpsInputOperand(operand.input)->set(view);
+    AffineMap &map = maps[operand.input];
+    map = AffineMap::get(map.getNumDims(), 0,
+                         inBufferOrder<AffineExpr>(operand, map.getResults()), ctx);
   }
+  c.op.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
   c.op->moveBefore(compute);
 }
 

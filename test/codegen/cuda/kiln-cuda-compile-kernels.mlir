@@ -44,21 +44,24 @@ module attributes {gpu.container_module} {
 // -----
 
 // Workgroup memory (kiln-gpu-promote-operands' buffers) is the kernel's
-// shared memory, never a device malloc.
-// CHECK: gpu.module @staged attributes {kiln.cuda = {{.*}}kiln.ptx = "{{.*}}.shared .align 4 .b8 __wg_reverse_0[256]{{.*}}st.shared.b32{{.*}}bar.sync{{.*}}ld.shared.b32
+// shared memory, with the alloc's alignment, never a device malloc. A
+// multiply and an add become one fma (contraction allowed, as nvcc does).
+// CHECK: gpu.module @staged attributes {kiln.cuda = {{.*}}kiln.ptx = "{{.*}}.shared .align 16 .b8 __wg_reverse_0[256]{{.*}}st.shared.b32{{.*}}bar.sync{{.*}}ld.shared.b32{{.*}}fma.rn.f32
 // CHECK-NOT: malloc
 module attributes {gpu.container_module} {
   gpu.module @staged {
     gpu.func @reverse(%in: memref<64xf32>, %out: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %c63 = arith.constant 63 : index
       %tid = gpu.thread_id x
-      %shared = memref.alloc() : memref<64xf32, #gpu.address_space<workgroup>>
+      %shared = memref.alloc() {alignment = 16 : i64} : memref<64xf32, #gpu.address_space<workgroup>>
       %x = memref.load %in[%tid] : memref<64xf32>
       memref.store %x, %shared[%tid] : memref<64xf32, #gpu.address_space<workgroup>>
       gpu.barrier
       %r = arith.subi %c63, %tid : index
       %y = memref.load %shared[%r] : memref<64xf32, #gpu.address_space<workgroup>>
-      memref.store %y, %out[%tid] : memref<64xf32>
+      %square = arith.mulf %y, %y : f32
+      %z = arith.addf %square, %x : f32
+      memref.store %z, %out[%tid] : memref<64xf32>
       gpu.return
     }
   }

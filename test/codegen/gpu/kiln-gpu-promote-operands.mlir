@@ -3,15 +3,20 @@
 
 // A workgroup's 64x32 tile of a 256x256x256 matmul, 4x4 results per
 // thread (8x16 threads): both tiles are staged in shared memory 16 steps
-// of k at a time (the generic Vulkan target's 16 KiB: 64x17 + 16x33
-// floats), the rows padded by one. Every thread copies elements
-// tid, tid + 128, ... of each chunk; a barrier; the thread's tile from
-// shared memory into its accumulator; a barrier.
+// of k at a time (the generic Vulkan target's 16 KiB: 16x68 + 16x36
+// floats), k outermost in both buffers (A's tile transposed), rows padded
+// to 16 bytes and off a power-of-two stride. Every thread copies elements
+// tid, tid + 128, ... of each chunk (in the tile's order: coalesced
+// reads); a barrier; the thread's tile from shared memory into its
+// accumulator, the op reading A's buffer k first; a barrier.
+// CHECK: #[[KI:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK: #[[KJ:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK: #[[IJ:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-LABEL: func.func @matmul
 // CHECK: gpu.launch
-// CHECK:   %[[A_BUF:.*]] = memref.alloc() : memref<64x17xf32, #gpu.address_space<workgroup>>
-// CHECK:   %[[A:.*]] = memref.subview %[[A_BUF]][0, 0] [64, 16] [1, 1]
-// CHECK:   %[[B_BUF:.*]] = memref.alloc() : memref<16x33xf32, #gpu.address_space<workgroup>>
+// CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<16x68xf32, #gpu.address_space<workgroup>>
+// CHECK:   %[[A:.*]] = memref.subview %[[A_BUF]][0, 0] [16, 64] [1, 1]
+// CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<16x36xf32, #gpu.address_space<workgroup>>
 // CHECK:   %[[B:.*]] = memref.subview %[[B_BUF]][0, 0] [16, 32] [1, 1]
 // CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
 // CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[ACC]]
@@ -22,19 +27,19 @@
 // CHECK:       %[[ROW:.*]] = arith.divui %[[I]], %c16{{(_[0-9]+)?}}
 // CHECK:       %[[KK:.*]] = arith.addi %[[K]], %[[COL]]
 // CHECK:       %[[X:.*]] = memref.load %{{.*}}[%[[ROW]], %[[KK]]]
-// CHECK:       memref.store %[[X]], %[[A]][%[[ROW]], %[[COL]]]
+// CHECK:       memref.store %[[X]], %[[A]][%[[COL]], %[[ROW]]]
 // CHECK:     scf.for %{{.*}} = %[[TID]] to %c512{{.*}} step %c128{{(_[0-9]+)?}} {
 // CHECK:       memref.store %{{.*}}, %[[B]]
 // CHECK:     gpu.barrier
-// CHECK:     %[[A_T:.*]] = memref.subview %[[A]][%{{.*}}, 0] [4, 16] [1, 1]
+// CHECK:     %[[A_T:.*]] = memref.subview %[[A]][0, %{{.*}}] [16, 4] [1, 1]
 // CHECK:     %[[B_T:.*]] = memref.subview %[[B]][0, %{{.*}}] [16, 4] [1, 1]
-// CHECK:     linalg.generic {{.*}} ins(%[[A_T]], %[[B_T]] : {{.*}}) outs(%[[ACC]]
+// CHECK:     linalg.generic {indexing_maps = [#[[KI]], #[[KJ]], #[[IJ]]], {{.*}} ins(%[[A_T]], %[[B_T]] : {{.*}}) outs(%[[ACC]]
 // CHECK:     gpu.barrier
 // CHECK:   }
 // CHECK:   linalg.copy ins(%[[ACC]]
 // CUDA-LABEL: func.func @matmul
-// CUDA: memref.alloc() : memref<64x33xf32, #gpu.address_space<workgroup>>
-// CUDA: memref.alloc() : memref<32x33xf32, #gpu.address_space<workgroup>>
+// CUDA: memref.alloc() {alignment = 16 : i64} : memref<32x68xf32, #gpu.address_space<workgroup>>
+// CUDA: memref.alloc() {alignment = 16 : i64} : memref<32x36xf32, #gpu.address_space<workgroup>>
 #a = affine_map<(k, i, j) -> (i, k)>
 #b = affine_map<(k, i, j) -> (k, j)>
 #c = affine_map<(k, i, j) -> (i, j)>
@@ -81,8 +86,8 @@ func.func @matmul(%a: memref<256x256xf32>, %b: memref<256x256xf32>, %c: memref<2
 // the last chunk's steps past k.
 // CHECK-LABEL: func.func @edge_tile
 // CHECK: gpu.launch
-// CHECK:   %[[A:.*]] = memref.subview %{{.*}}[0, 0] [4, 32] [1, 1] : memref<4x33xf32, #gpu.address_space<workgroup>>
-// CHECK:   %[[B:.*]] = memref.subview %{{.*}}[0, 0] [32, 32] [1, 1] : memref<32x33xf32, #gpu.address_space<workgroup>>
+// CHECK:   %[[A:.*]] = memref.subview %{{.*}}[0, 0] [32, 4] [1, 1] : memref<32x4xf32, #gpu.address_space<workgroup>>
+// CHECK:   %[[B:.*]] = memref.subview %{{.*}}[0, 0] [32, 32] [1, 1] : memref<32x36xf32, #gpu.address_space<workgroup>>
 // CHECK:   %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}}
 // CHECK-NOT: scf.if
 // CHECK:   %[[ACC:.*]] = memref.subview %{{.*}}[0, 0] [4, %{{.*}}] [1, 1]
@@ -102,7 +107,7 @@ func.func @matmul(%a: memref<256x256xf32>, %b: memref<256x256xf32>, %c: memref<2
 // CHECK:         memref.store %{{.*}}, %[[B]]
 // CHECK:     gpu.barrier
 // CHECK:     scf.if %[[IN]] {
-// CHECK:       memref.subview %[[A]][0, 0] [4, %[[KT]]] [1, 1]
+// CHECK:       memref.subview %[[A]][0, 0] [%[[KT]], 4] [1, 1]
 // CHECK:       memref.subview %[[B]][0, %{{.*}}] [%[[KT]], %{{.*}}] [1, 1]
 // CHECK:       linalg.generic
 // CHECK:     gpu.barrier
