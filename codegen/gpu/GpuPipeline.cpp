@@ -21,6 +21,7 @@ void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &optio
   pm.addPass(createConvertKilnToLinalg(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createKilnFuseElementwise({options.reportFusion}));
+  pm.addNestedPass<func::FuncOp>(createKilnGpuConvAsMatmul());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -5,6 +5,30 @@
 
 include "mlir/Pass/PassBase.td"
 
+def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
+  let summary = "Rewrite NCHW convolutions as an im2col copy and a matmul, for the GPU";
+  let description = [{
+    Before kiln-gpu-distribute. A convolution tiled like any other op
+    gives each thread one output, reading its receptive field and the
+    filter from global memory with no reuse between threads. Each
+    `linalg.conv_2d_nchw_fchw` of static shapes whose filter has more than
+    one input channel or tap, and whose fields take at most 16M elements,
+    becomes:
+    - a copy of its receptive fields into an [N, C, KH, KW, OH, OW]
+      tensor, a linalg.generic whose input map carries the strides and
+      dilations (monotonic in every loop, so that tiling it slices the
+      input exactly; a kernel of its own);
+    - a contraction of the fields, collapsed to [N, C*KH*KW, OH*OW], with
+      the filter, collapsed to [F, C*KH*KW], into the output collapsed to
+      [N, F, OH*OW], with the convolution's own body (register tiles and
+      shared memory: kiln-gpu-private-accumulators,
+      kiln-gpu-promote-operands), expanded back to [N, F, OH, OW].
+    Grouped and depthwise convolutions, dynamic shapes, 1x1
+    single-channel filters and larger fields stay direct.
+  }];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
+}
+
 def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
   let summary = "Tile linalg ops on tensors to workgroups and threads (scf.forall), fusing producers";
   let description = [{

@@ -1,0 +1,44 @@
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-conv-as-matmul | FileCheck %s
+
+// A 3x3 convolution, stride 2, dilation 1 along H and 2 along W: its
+// fields [2, 3, 3, 3, 4, 5] are a copy whose input map carries the strides
+// and dilations; the filter [8, 27] times the fields [2, 27, 20] is a
+// contraction (k innermost, the convolution's body) into the output
+// collapsed to [2, 8, 20], expanded back.
+// CHECK-DAG: #[[READ:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 * 2 + d3 * 2)>
+// CHECK-DAG: #[[ID6:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4, d5)>
+// CHECK-DAG: #[[FIELDS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-DAG: #[[FILTER:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d3)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @conv
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x9x13xf32>, %[[W:.*]]: tensor<8x3x3x3xf32>, %[[INIT:.*]]: tensor<2x8x4x5xf32>)
+// CHECK:   %[[EMPTY:.*]] = tensor.empty() : tensor<2x3x3x3x4x5xf32>
+// CHECK:   %[[COPY:.*]] = linalg.generic {indexing_maps = [#[[READ]], #[[ID6]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%[[X]] : tensor<2x3x9x13xf32>) outs(%[[EMPTY]]
+// CHECK:   %[[COLS:.*]] = tensor.collapse_shape %[[COPY]] {{\[}}[0], [1, 2, 3], [4, 5]] : tensor<2x3x3x3x4x5xf32> into tensor<2x27x20xf32>
+// CHECK:   %[[FLAT_W:.*]] = tensor.collapse_shape %[[W]] {{\[}}[0], [1, 2, 3]] : tensor<8x3x3x3xf32> into tensor<8x27xf32>
+// CHECK:   %[[FLAT_OUT:.*]] = tensor.collapse_shape %[[INIT]] {{\[}}[0], [1], [2, 3]] : tensor<2x8x4x5xf32> into tensor<2x8x20xf32>
+// CHECK:   %[[MM:.*]] = linalg.generic {indexing_maps = [#[[FIELDS]], #[[FILTER]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[COLS]], %[[FLAT_W]] : tensor<2x27x20xf32>, tensor<8x27xf32>) outs(%[[FLAT_OUT]] : tensor<2x8x20xf32>)
+// CHECK:     arith.mulf
+// CHECK:     arith.addf
+// CHECK:   tensor.expand_shape %[[MM]] {{\[}}[0], [1], [2, 3]] output_shape [2, 8, 4, 5]
+// CHECK-NOT: linalg.conv
+func.func @conv(%x: tensor<2x3x9x13xf32>, %w: tensor<8x3x3x3xf32>, %init: tensor<2x8x4x5xf32>) -> tensor<2x8x4x5xf32> {
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<[1, 2]> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%x, %w : tensor<2x3x9x13xf32>, tensor<8x3x3x3xf32>) outs(%init : tensor<2x8x4x5xf32>) -> tensor<2x8x4x5xf32>
+  return %y : tensor<2x8x4x5xf32>
+}
+
+// -----
+
+// Left direct: a dynamic batch, a 1x1 filter over one channel (a scale),
+// and fields past 16M elements (64 channels x 9 taps x 512 x 512).
+// CHECK-LABEL: func.func @direct
+// CHECK-COUNT-3: linalg.conv_2d_nchw_fchw
+func.func @direct(%x: tensor<?x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %o: tensor<?x4x6x6xf32>,
+                  %s: tensor<1x1x8x8xf32>, %sw: tensor<4x1x1x1xf32>, %so: tensor<1x4x8x8xf32>,
+                  %big: tensor<1x64x514x514xf32>, %bw: tensor<8x64x3x3xf32>, %bo: tensor<1x8x512x512xf32>)
+    -> (tensor<?x4x6x6xf32>, tensor<1x4x8x8xf32>, tensor<1x8x512x512xf32>) {
+  %0 = linalg.conv_2d_nchw_fchw ins(%x, %w : tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>) outs(%o : tensor<?x4x6x6xf32>) -> tensor<?x4x6x6xf32>
+  %1 = linalg.conv_2d_nchw_fchw ins(%s, %sw : tensor<1x1x8x8xf32>, tensor<4x1x1x1xf32>) outs(%so : tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %2 = linalg.conv_2d_nchw_fchw ins(%big, %bw : tensor<1x64x514x514xf32>, tensor<8x64x3x3xf32>) outs(%bo : tensor<1x8x512x512xf32>) -> tensor<1x8x512x512xf32>
+  return %0, %1, %2 : tensor<?x4x6x6xf32>, tensor<1x4x8x8xf32>, tensor<1x8x512x512xf32>
+}
