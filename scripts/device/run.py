@@ -7,7 +7,8 @@ it (cuda, vulkan):
   - numerics: the executable on the model's inputs against onnxruntime's
     outputs, within --rtol/--atol;
   - speed, for the models marked `bench`: kiln's median latency
-    (`./exe --bench N`, the whole run: inputs in, kernels, outputs out);
+    (`./exe --bench N`, the whole run: inputs in, kernels, outputs out),
+    for CUDA also with KILN_CUDA_GRAPHS=0 (kernels launched one by one);
     for the 4096^3 matmul also PyTorch's on the same GPU (cuBLAS sgemm,
     TF32 off): the matmul alone, and with the inputs copied from the host
     and the result back, as kiln's run does.
@@ -30,8 +31,9 @@ import numpy as np
 TARGETS = ["cuda", "vulkan"]
 
 
-def run(cmd, timeout=600):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+def run(cmd, timeout=600, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env=None if env is None else dict(os.environ, **env))
     return p.returncode, p.stdout + p.stderr
 
 
@@ -56,8 +58,8 @@ def check_numerics(model_dir, exe, rtol, atol):
     return None
 
 
-def kiln_p50_ms(exe, runs):
-    rc, text = run([exe, "--bench", str(runs)])
+def kiln_p50_ms(exe, runs, env=None):
+    rc, text = run([exe, "--bench", str(runs)], env=env)
     found = re.search(r"p50=([0-9.]+)", text)
     if rc != 0 or not found:
         raise RuntimeError(text.strip().splitlines()[-1] if text.strip() else "exit %d" % rc)
@@ -120,6 +122,9 @@ def main():
             if os.path.exists(os.path.join(model_dir, "bench")):
                 try:
                     row["kiln_ms"], row["device"] = kiln_p50_ms(exe, args.runs)
+                    if target == "cuda":  # the same without CUDA graphs
+                        row["no_graphs_ms"], _ = kiln_p50_ms(exe, args.runs,
+                                                             {"KILN_CUDA_GRAPHS": "0"})
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     row["bench"] = "did not run: %s" % e
                     failed = True
@@ -134,12 +139,14 @@ def main():
                                  "tflops": flop / torch_ms[0] / 1e9})
                 print(json.dumps(results[-1]), flush=True)
 
-    print("\n| model | target | numerics | p50 ms |")
-    print("|---|---|---|---|")
+    print("\n| model | target | numerics | p50 ms | p50 ms without CUDA graphs |")
+    print("|---|---|---|---|---|")
     for r in results:
         ms = r.get("kiln_ms", r.get("with_copies_ms", ""))
-        print("| %s | %s | %s | %s |" % (r["model"], r["target"], r.get("numerics", ""),
-                                         "%.3f" % ms if ms != "" else r.get("bench", "")))
+        print("| %s | %s | %s | %s | %s |" % (
+            r["model"], r["target"], r.get("numerics", ""),
+            "%.3f" % ms if ms != "" else r.get("bench", ""),
+            "%.3f" % r["no_graphs_ms"] if "no_graphs_ms" in r else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"date": datetime.date.today().isoformat(), "results": results}, f, indent=1)

@@ -4,9 +4,18 @@
  * executable needs the NVIDIA driver and nothing of the toolkit. The GPU is
  * the one KILN_CUDA_DEVICE names (its ordinal), else the first. Each
  * kernel's fatbin (sm_80 and sm_90a cubins, and PTX the driver compiles for
- * other GPUs) is loaded into the device's primary context at open. Launches
- * go to one stream in order and run while the host goes on;
- * kiln_device_wait synchronizes the stream.
+ * other GPUs) is loaded into the device's primary context at open.
+ *
+ * Launches are recorded, and run on one stream, in order, at
+ * kiln_device_wait: the launches between two waits (a segment; a static
+ * model's run is one or a few) go to the GPU as one CUDA graph once the
+ * same segment (the same kernels, grids and buffers) has been seen twice,
+ * which costs one cuGraphLaunch instead of a cuLaunchKernel per kernel.
+ * The first time, they are launched one by one; the second, captured into
+ * a graph and kept (the last kGraphs distinct segments); a dynamic model's
+ * segments of new sizes are launched one by one. KILN_CUDA_GRAPHS=0 launches
+ * every kernel at once, one by one; a driver that cannot capture gets the
+ * same.
  *
  * Memory is managed (cuMemAllocManaged): one address for the host and the
  * GPU, so host code between kernels reads and writes it in place, once
@@ -29,6 +38,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 enum {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_STUB_LIBRARY = 34,
@@ -36,6 +47,7 @@ enum {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
   CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 };
 
 /* Entry points, by the name libcuda exports (cuda.h maps some to _v2). */
@@ -63,7 +75,14 @@ enum {
   X(cuStreamSynchronize, "cuStreamSynchronize", CUresult, (CUstream))          \
   X(cuLaunchKernel, "cuLaunchKernel", CUresult,                                \
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,   \
-     unsigned, CUstream, void **, void **))
+     unsigned, CUstream, void **, void **))                                    \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", CUresult, (CUstream, int)) \
+  X(cuStreamEndCapture, "cuStreamEndCapture", CUresult, (CUstream, CUgraph *)) \
+  X(cuGraphInstantiate, "cuGraphInstantiateWithFlags", CUresult,              \
+    (CUgraphExec *, CUgraph, unsigned long long))                              \
+  X(cuGraphLaunch, "cuGraphLaunch", CUresult, (CUgraphExec, CUstream))         \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult, (CUgraphExec))         \
+  X(cuGraphDestroy, "cuGraphDestroy", CUresult, (CUgraph))
 
 typedef struct kernel {
   CUmodule module;
@@ -71,6 +90,33 @@ typedef struct kernel {
   uint32_t num_buffers;
   uint32_t threads[3];
 } kernel;
+
+/* A kernel's most buffers (one pointer parameter each). */
+enum { kMaxBuffers = 64 };
+
+/* One recorded launch: what cuLaunchKernel takes, the pointers by value. */
+typedef struct launch {
+  uint32_t kernel;
+  uint32_t num_pointers;
+  unsigned grid[3];
+  CUdeviceptr pointers[kMaxBuffers];
+} launch;
+
+/* The launches between two waits. */
+typedef struct segment {
+  launch *launches;
+  uint32_t count, capacity;
+  uint64_t hash;
+} segment;
+
+/* Distinct segments kept: as graphs, and seen once (not yet a graph). */
+enum { kGraphs = 8 };
+
+typedef struct graph {
+  segment launches; /* empty: a free slot */
+  CUgraphExec exec; /* NULL: seen once only */
+  uint64_t used;    /* when it last ran: the least recent is replaced */
+} graph;
 
 struct kiln_device {
   kiln_device_base base; /* first: see memory.h */
@@ -84,9 +130,14 @@ struct kiln_device {
   int queued; /* launches not yet waited for */
   kernel *kernels;
   uint32_t num_kernels;
+  int graphs;      /* record segments and replay them as graphs */
+  segment pending; /* the launches since the last wait, not yet run */
+  graph cache[kGraphs];
+  uint64_t clock; /* segments run */
 };
 
 static int cuda_wait(kiln_device *d, char *error, size_t size);
+static void forget(kiln_device *d, graph *g);
 
 /* "CUDA_ERROR_OUT_OF_MEMORY", or the number. */
 static const char *error_name(kiln_device *d, CUresult r, char buffer[32]) {
@@ -221,12 +272,15 @@ static void cuda_close(kiln_device *d) {
     for (uint32_t i = 0; i < d->num_kernels; ++i)
       if (d->kernels[i].module)
         d->cuModuleUnload(d->kernels[i].module);
+    for (int i = 0; i < kGraphs; ++i)
+      forget(d, &d->cache[i]);
     if (d->stream)
       d->cuStreamDestroy(d->stream);
     d->cuDevicePrimaryCtxRelease(d->device);
   }
   if (d->library)
     dlclose(d->library);
+  free(d->pending.launches);
   free(d->kernels);
   free(d);
 }
@@ -238,6 +292,8 @@ static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size
   if (!d)
     return NULL;
   d->base.regions.params_alignment = 16;
+  const char *graphs = getenv("KILN_CUDA_GRAPHS");
+  d->graphs = !(graphs && strcmp(graphs, "0") == 0);
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   if (!d->kernels || load_driver(d, error, size) || pick_device(d, error, size)) {
     cuda_close(d);
@@ -252,6 +308,139 @@ static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size
   return d;
 }
 
+/* Queues `l` on the stream (or into the graph being captured). */
+static int launch_one(kiln_device *d, const launch *l, char *error, size_t size) {
+  kernel *k = &d->kernels[l->kernel];
+  CUdeviceptr pointers[kMaxBuffers];
+  void *params[kMaxBuffers];
+  for (uint32_t i = 0; i < l->num_pointers; ++i) {
+    pointers[i] = l->pointers[i];
+    params[i] = &pointers[i];
+  }
+  char what[64];
+  snprintf(what, sizeof what, "launching kernel %u", l->kernel);
+  return check(d,
+               d->cuLaunchKernel(k->function, l->grid[0], l->grid[1], l->grid[2],
+                                 k->threads[0], k->threads[1], k->threads[2], 0, d->stream,
+                                 params, NULL),
+               what, error, size);
+}
+
+static int launch_all(kiln_device *d, const segment *s, char *error, size_t size) {
+  for (uint32_t i = 0; i < s->count; ++i)
+    if (launch_one(d, &s->launches[i], error, size))
+      return 1;
+  return 0;
+}
+
+/* FNV-1a over a launch's bytes (zeroed past its pointers). */
+static uint64_t hash_launch(uint64_t h, const launch *l) {
+  const unsigned char *bytes = (const unsigned char *)l;
+  for (size_t i = 0; i < sizeof *l; ++i)
+    h = (h ^ bytes[i]) * 1099511628211ull;
+  return h;
+}
+
+static int record(segment *s, const launch *l) {
+  if (s->count == s->capacity) {
+    uint32_t capacity = s->capacity ? 2 * s->capacity : 16;
+    launch *grown = realloc(s->launches, capacity * sizeof *grown);
+    if (!grown)
+      return 1;
+    s->launches = grown;
+    s->capacity = capacity;
+  }
+  s->launches[s->count++] = *l;
+  s->hash = hash_launch(s->count == 1 ? 14695981039346656037ull : s->hash, l);
+  return 0;
+}
+
+static int same_launches(const segment *a, const segment *b) {
+  return a->count == b->count && a->hash == b->hash &&
+         memcmp(a->launches, b->launches, a->count * sizeof *a->launches) == 0;
+}
+
+static void forget(kiln_device *d, graph *g) {
+  if (g->exec)
+    d->cuGraphExecDestroy(g->exec);
+  free(g->launches.launches);
+  memset(g, 0, sizeof *g);
+}
+
+/* The kept segment with the pending launches, or NULL. */
+static graph *find_graph(kiln_device *d) {
+  for (int i = 0; i < kGraphs; ++i)
+    if (d->cache[i].launches.count && same_launches(&d->cache[i].launches, &d->pending))
+      return &d->cache[i];
+  return NULL;
+}
+
+/* Keeps the pending launches (seen once), in a free slot or the least
+ * recently run one's; the pending list starts empty. */
+static void remember(kiln_device *d) {
+  graph *slot = &d->cache[0];
+  for (int i = 0; i < kGraphs; ++i) {
+    if (!d->cache[i].launches.count) {
+      slot = &d->cache[i];
+      break;
+    }
+    if (d->cache[i].used < slot->used)
+      slot = &d->cache[i];
+  }
+  forget(d, slot);
+  slot->launches = d->pending;
+  slot->used = d->clock;
+  memset(&d->pending, 0, sizeof d->pending);
+}
+
+/* Captures the pending launches (a segment seen before) into g's graph
+ * and launches it; a driver that cannot capture or instantiate gets them
+ * one by one, now and from now on. */
+static int capture(kiln_device *d, graph *g, char *error, size_t size) {
+  if (d->cuStreamBeginCapture(d->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) {
+    d->graphs = 0;
+    return launch_all(d, &d->pending, error, size);
+  }
+  int failed = launch_all(d, &d->pending, error, size);
+  CUgraph captured = NULL;
+  CUresult ended = d->cuStreamEndCapture(d->stream, &captured);
+  CUresult made = failed || ended != CUDA_SUCCESS
+                      ? ended
+                      : d->cuGraphInstantiate(&g->exec, captured, 0);
+  if (captured)
+    d->cuGraphDestroy(captured);
+  if (failed)
+    return 1;
+  if (made != CUDA_SUCCESS) {
+    g->exec = NULL;
+    d->graphs = 0;
+    return launch_all(d, &d->pending, error, size);
+  }
+  return check(d, d->cuGraphLaunch(g->exec, d->stream), "launching the kernels' graph", error,
+               size);
+}
+
+/* Runs the pending launches: as the graph of the same segment, captured
+ * at its second sighting; else one by one. */
+static int run_pending(kiln_device *d, char *error, size_t size) {
+  if (!d->pending.count)
+    return 0;
+  ++d->clock;
+  graph *g = find_graph(d);
+  int failed;
+  if (!g) {
+    failed = launch_all(d, &d->pending, error, size);
+    remember(d);
+    return failed;
+  }
+  g->used = d->clock;
+  failed = g->exec ? check(d, d->cuGraphLaunch(g->exec, d->stream),
+                           "launching the kernels' graph", error, size)
+                   : capture(d, g, error, size);
+  d->pending.count = 0;
+  return failed;
+}
+
 static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                        const kiln_gpu_arg *args, char *error, size_t size) {
   kernel *k = &d->kernels[index];
@@ -262,33 +451,32 @@ static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                               index, (long long)grid[i], i);
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
     return 0;
-  if (k->num_buffers > 64)
-    return kiln_device_fail(error, size, "kernel %u has %u buffers (at most 64)", index,
-                            k->num_buffers);
+  if (k->num_buffers > kMaxBuffers)
+    return kiln_device_fail(error, size, "kernel %u has %u buffers (at most %d)", index,
+                            k->num_buffers, kMaxBuffers);
   /* One pointer parameter per buffer (bare pointers, as the kernels were
    * compiled): the address of its data, for a view its buffer's. */
-  CUdeviceptr pointers[64];
-  void *params[64];
+  launch l;
+  memset(&l, 0, sizeof l);
+  l.kernel = index;
+  l.num_pointers = k->num_buffers;
+  for (int i = 0; i < 3; ++i)
+    l.grid[i] = (unsigned)grid[i];
   for (uint32_t i = 0; i < k->num_buffers; ++i) {
     kiln_region *r;
     size_t offset;
     if (kiln_regions_locate(&d->base.regions, d->base.name, index, i, &args[i], &r, &offset,
                             error, size))
       return 1;
-    pointers[i] = (CUdeviceptr)(uintptr_t)r->mapped + offset;
-    params[i] = &pointers[i];
+    l.pointers[i] = (CUdeviceptr)(uintptr_t)r->mapped + offset;
   }
   if (check(d, d->cuCtxSetCurrent(d->context), "cuCtxSetCurrent", error, size))
     return 1;
-  char what[64];
-  snprintf(what, sizeof what, "launching kernel %u", index);
-  if (check(d,
-            d->cuLaunchKernel(k->function, (unsigned)grid[0], (unsigned)grid[1],
-                              (unsigned)grid[2], k->threads[0], k->threads[1], k->threads[2],
-                              0, d->stream, params, NULL),
-            what, error, size))
-    return 1;
   d->queued = 1;
+  if (!d->graphs)
+    return launch_one(d, &l, error, size);
+  if (record(&d->pending, &l))
+    return kiln_device_fail(error, size, "out of memory recording kernel %u's launch", index);
   return 0;
 }
 
@@ -296,9 +484,12 @@ static int cuda_wait(kiln_device *d, char *error, size_t size) {
   if (!d->queued)
     return 0;
   d->queued = 0;
-  kiln_regions_drained(&d->base.regions);
   d->cuCtxSetCurrent(d->context);
-  return check(d, d->cuStreamSynchronize(d->stream), "the kernels", error, size);
+  int failed = run_pending(d, error, size);
+  d->pending.count = 0;
+  kiln_regions_drained(&d->base.regions);
+  CUresult synced = d->cuStreamSynchronize(d->stream);
+  return failed || check(d, synced, "the kernels", error, size);
 }
 
 const kiln_device_ops kiln_cuda_device = {KILN_GPU_CUDA, "CUDA", cuda_open,

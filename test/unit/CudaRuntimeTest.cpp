@@ -1,0 +1,267 @@
+//===- CudaRuntimeTest.cpp - cuda.c against a fake CUDA driver ------------===//
+//
+// There is no GPU here, so runtime/src/device/cuda.c runs against
+// FakeCuda (libcuda.so.1 on host memory). The tests check what reaches the
+// driver (modules, kernel parameters, grids and blocks), that launches run
+// at kiln_device_wait, that a segment of launches seen twice becomes a
+// CUDA graph replayed from then on (and one of new sizes does not), the
+// fallbacks (KILN_CUDA_GRAPHS=0, a driver that cannot capture), the
+// messages of every refusal, and that closing releases everything.
+//
+//===----------------------------------------------------------------------===//
+#include "FakeCuda.h"
+#include "kiln/runtime.h"
+
+extern "C" {
+#include "device/device.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+using fakecuda::Launch;
+using fakecuda::state;
+
+float *floats(uint64_t pointer) { return reinterpret_cast<float *>(pointer); }
+
+class CudaRuntime : public ::testing::Test {
+protected:
+  void SetUp() override {
+    state() = fakecuda::State();
+    unsetenv("KILN_CUDA_GRAPHS");
+    unsetenv("KILN_CUDA_DEVICE");
+    // scale: a[i] *= s for the grid's blocks of threads; add_one: a[i] += 1.
+    state().kernels["scale"] = {2, [](const Launch &l) {
+                                  float s = *floats(l.pointers[1]);
+                                  for (unsigned i = 0; i < l.grid[0] * l.block[0]; ++i)
+                                    floats(l.pointers[0])[i] *= s;
+                                }};
+    state().kernels["add_one"] = {1, [](const Launch &l) {
+                                    for (unsigned i = 0; i < l.grid[0] * l.block[0]; ++i)
+                                      floats(l.pointers[0])[i] += 1;
+                                  }};
+  }
+  void TearDown() override {
+    // Closing the device released what it made.
+    const fakecuda::State &s = state();
+    EXPECT_TRUE(s.memory.empty()) << s.memory.size() << " allocations leaked";
+    EXPECT_EQ(s.modules, 0);
+    EXPECT_EQ(s.graphs, 0);
+    EXPECT_EQ(s.execs, 0);
+    EXPECT_EQ(s.streams, 0);
+    EXPECT_EQ(s.contexts, 0);
+    EXPECT_FALSE(s.capturing);
+  }
+
+  static kiln_gpu_kernel kernel(const char *name, const char *image, uint32_t threads,
+                                uint32_t buffers) {
+    return {name, image, strlen(image), {threads, 1, 1}, buffers, 0};
+  }
+
+  kiln_device *open(std::string &error) {
+    kernels = {kernel("scale", "fatbin of scale", 4, 2), kernel("add_one", "fatbin of add_one", 4, 1)};
+    program = {KILN_GPU_CUDA, static_cast<uint32_t>(kernels.size()), kernels.data()};
+    char message[512] = "";
+    kiln_device *d = kiln_device_open(&program, message, sizeof message);
+    error = message;
+    return d;
+  }
+
+  /// One run of a model: a[0..n) += 1, then *= 2, then += 1, over `blocks`
+  /// blocks of 4 threads; waits.
+  void run(kiln_device *d, float *a, int64_t blocks) {
+    const float two = 2;
+    kiln_gpu_arg addArgs[] = {{a, 64 * sizeof(float), 0}};
+    kiln_gpu_arg scaleArgs[] = {{a, 64 * sizeof(float), 0}, {&two, sizeof two, KILN_GPU_ARG_CONSTANT}};
+    int64_t grid[3] = {blocks, 1, 1};
+    char message[256];
+    ASSERT_EQ(kiln_device_launch(d, 1, grid, addArgs, message, sizeof message), 0) << message;
+    ASSERT_EQ(kiln_device_launch(d, 0, grid, scaleArgs, message, sizeof message), 0) << message;
+    ASSERT_EQ(kiln_device_launch(d, 1, grid, addArgs, message, sizeof message), 0) << message;
+    ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+  }
+
+  std::vector<kiln_gpu_kernel> kernels;
+  kiln_gpu_program program;
+};
+
+TEST_F(CudaRuntime, RunsLaunchesInOrderAtWait) {
+  std::string error;
+  kiln_device *d = open(error);
+  ASSERT_NE(d, nullptr) << error;
+  EXPECT_STREQ(kiln_device_name(d), "Fake GPU 0 (CUDA, sm_90)");
+  EXPECT_EQ(state().modules, 2);
+  auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
+  ASSERT_NE(a, nullptr);
+  for (int i = 0; i < 64; ++i)
+    a[i] = float(i);
+  const float two = 2;
+  kiln_gpu_arg args[] = {{a + 8, 8 * sizeof(float), 0}, {&two, sizeof two, KILN_GPU_ARG_CONSTANT}};
+  int64_t grid[3] = {2, 1, 1};
+  char message[256];
+  ASSERT_EQ(kiln_device_launch(d, 0, grid, args, message, sizeof message), 0) << message;
+  EXPECT_TRUE(state().ran.empty()) << "a launch ran before kiln_device_wait";
+  ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+  EXPECT_EQ(a[7], 7.0f);
+  EXPECT_EQ(a[8], 16.0f);
+  EXPECT_EQ(a[15], 30.0f);
+  EXPECT_EQ(a[16], 16.0f);
+
+  // One launch: the view's address, the constant's copy on the device, the
+  // grid, and the kernel's block.
+  ASSERT_EQ(state().ran.size(), 1u);
+  const Launch &l = state().ran[0];
+  EXPECT_EQ(l.kernel, "scale");
+  EXPECT_EQ(l.pointers[0], reinterpret_cast<uintptr_t>(a + 8));
+  EXPECT_NE(l.pointers[1], reinterpret_cast<uintptr_t>(&two));
+  EXPECT_EQ(*floats(l.pointers[1]), 2.0f);
+  EXPECT_EQ(l.grid[0], 2u);
+  EXPECT_EQ(l.grid[1], 1u);
+  EXPECT_EQ(l.block[0], 4u);
+  kiln_device_close(d); // frees `a` too
+}
+
+// A model's run is a segment of launches between two waits. The first
+// time, its launches go one by one; the second, they are captured into a
+// graph that runs them; from then on the graph runs them alone.
+TEST_F(CudaRuntime, ReplaysARepeatedSegmentAsAGraph) {
+  std::string error;
+  kiln_device *d = open(error);
+  ASSERT_NE(d, nullptr) << error;
+  auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
+  for (int i = 0; i < 64; ++i)
+    a[i] = 0;
+  run(d, a, 1);
+  EXPECT_EQ(state().kernelLaunches, 3);
+  EXPECT_EQ(state().graphsMade, 0);
+  run(d, a, 1);
+  EXPECT_EQ(state().kernelLaunches, 6);
+  EXPECT_EQ(state().graphsMade, 1);
+  EXPECT_EQ(state().graphLaunches, 1);
+  for (int i = 0; i < 3; ++i)
+    run(d, a, 1);
+  EXPECT_EQ(state().kernelLaunches, 6) << "a replayed run launched kernels one by one";
+  EXPECT_EQ(state().graphsMade, 1);
+  EXPECT_EQ(state().graphLaunches, 4);
+  // Five runs of x -> (x + 1) * 2 + 1 on the first 4 elements, in order.
+  float x = 0;
+  for (int i = 0; i < 5; ++i)
+    x = (x + 1) * 2 + 1;
+  EXPECT_EQ(a[0], x);
+  EXPECT_EQ(a[3], x);
+  EXPECT_EQ(a[4], 0.0f);
+  ASSERT_EQ(state().ran.size(), 15u);
+  EXPECT_EQ(state().ran[13].kernel, "scale");
+  kiln_device_close(d);
+}
+
+// Segments of other sizes (a dynamic model's) are other segments: each
+// becomes a graph at its own second run; a new one is launched one by one.
+TEST_F(CudaRuntime, KeepsAGraphPerSegment) {
+  std::string error;
+  kiln_device *d = open(error);
+  ASSERT_NE(d, nullptr) << error;
+  auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
+  for (int i = 0; i < 64; ++i)
+    a[i] = 0;
+  for (int64_t blocks : {1, 2, 1, 2, 1, 2, 3})
+    run(d, a, blocks);
+  EXPECT_EQ(state().graphsMade, 2);
+  EXPECT_EQ(state().graphLaunches, 4);
+  EXPECT_EQ(state().kernelLaunches, 3 * 5); // 1, 2, capture 1, capture 2, 3
+  // x -> (x + 1) * 2 + 1: elements 0-3 ran 7 times, 4-7 four times, 8-11
+  // once.
+  EXPECT_EQ(a[0], 381.0f);
+  EXPECT_EQ(a[4], 45.0f);
+  EXPECT_EQ(a[8], 3.0f);
+  EXPECT_EQ(a[12], 0.0f);
+  kiln_device_close(d);
+}
+
+TEST_F(CudaRuntime, LaunchesAtOnceWithoutGraphs) {
+  setenv("KILN_CUDA_GRAPHS", "0", 1);
+  std::string error;
+  kiln_device *d = open(error);
+  ASSERT_NE(d, nullptr) << error;
+  auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
+  for (int i = 0; i < 64; ++i)
+    a[i] = 0;
+  kiln_gpu_arg args[] = {{a, 64 * sizeof(float), 0}};
+  int64_t grid[3] = {1, 1, 1};
+  char message[256];
+  ASSERT_EQ(kiln_device_launch(d, 1, grid, args, message, sizeof message), 0) << message;
+  EXPECT_EQ(state().ran.size(), 1u) << "queued on the stream at once";
+  ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+  for (int i = 0; i < 3; ++i)
+    run(d, a, 1);
+  EXPECT_EQ(state().captures, 0);
+  EXPECT_EQ(state().kernelLaunches, 10);
+  EXPECT_EQ(a[0], 29.0f); // 1, then x -> (x + 1) * 2 + 1 three times
+  kiln_device_close(d);
+}
+
+// A driver that cannot capture: the segment's launches go one by one, then
+// and from then on, with the same results.
+TEST_F(CudaRuntime, LaunchesOneByOneWhenCaptureFails) {
+  state().canCapture = false;
+  std::string error;
+  kiln_device *d = open(error);
+  ASSERT_NE(d, nullptr) << error;
+  auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
+  for (int i = 0; i < 64; ++i)
+    a[i] = 0;
+  for (int i = 0; i < 4; ++i)
+    run(d, a, 1);
+  EXPECT_EQ(state().captures, 1);
+  EXPECT_EQ(state().graphsMade, 0);
+  EXPECT_EQ(state().kernelLaunches, 12);
+  EXPECT_EQ(a[0], 45.0f); // 0 -> 3 -> 9 -> 21 -> 45
+  kiln_device_close(d);
+}
+
+TEST_F(CudaRuntime, SaysWhatIsWrong) {
+  std::string error;
+  state().devices = 0;
+  EXPECT_EQ(open(error), nullptr);
+  EXPECT_EQ(error, "no CUDA GPU (the driver found none)");
+
+  state() = fakecuda::State();
+  state().kernels["scale"] = {2, nullptr};
+  state().kernels["add_one"] = {1, nullptr};
+  setenv("KILN_CUDA_DEVICE", "3", 1);
+  EXPECT_EQ(open(error), nullptr);
+  EXPECT_EQ(error, "KILN_CUDA_DEVICE=3 is not a GPU ordinal (0..0)");
+  unsetenv("KILN_CUDA_DEVICE");
+
+  state().managedAccess = false;
+  EXPECT_EQ(open(error), nullptr);
+  EXPECT_EQ(error, "Fake GPU 0 (CUDA, sm_90) has no concurrent managed memory access, which "
+                   "kiln's CUDA models use");
+  state().managedAccess = true;
+
+  state().badImages.insert("fatbin of add_one");
+  EXPECT_EQ(open(error), nullptr);
+  EXPECT_EQ(error, "Fake GPU 0 (CUDA, sm_90) cannot load kernel 'add_one' "
+                   "(CUDA_ERROR_INVALID_IMAGE): its fatbin has sm_80 and sm_90a code and PTX "
+                   "for newer GPUs");
+  state().badImages.clear();
+
+  state().kernels.erase("add_one");
+  EXPECT_EQ(open(error), nullptr);
+  EXPECT_EQ(error, "kernel 'add_one' is not in its fatbin (CUDA_ERROR_NOT_FOUND)");
+  state().kernels["add_one"] = {1, nullptr};
+
+  // Memory beyond what the GPU has free is out of memory, not a hang.
+  kiln_device *d = open(error);
+  ASSERT_NE(d, nullptr) << error;
+  state().freeBytes = 1024;
+  EXPECT_EQ(kiln_device_alloc(d, 4096), nullptr);
+  kiln_device_close(d);
+}
+
+} // namespace
