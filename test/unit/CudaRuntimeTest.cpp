@@ -18,6 +18,7 @@ extern "C" {
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -70,6 +71,14 @@ protected:
     kiln_device *d = kiln_device_open(&program, message, sizeof message);
     error = message;
     return d;
+  }
+
+  /// 64 zeroed floats of device memory; NULL when out of memory.
+  static float *zeros(kiln_device *d) {
+    auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
+    if (a)
+      std::fill(a, a + 64, 0.0f);
+    return a;
   }
 
   /// One run of a model: a[0..n) += 1, then *= 2, then += 1, over `blocks`
@@ -133,9 +142,8 @@ TEST_F(CudaRuntime, ReplaysARepeatedSegmentAsAGraph) {
   std::string error;
   kiln_device *d = open(error);
   ASSERT_NE(d, nullptr) << error;
-  auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
-  for (int i = 0; i < 64; ++i)
-    a[i] = 0;
+  float *a = zeros(d);
+  ASSERT_NE(a, nullptr);
   run(d, a, 1);
   EXPECT_EQ(state().kernelLaunches, 3);
   EXPECT_EQ(state().graphsMade, 0);
@@ -166,9 +174,8 @@ TEST_F(CudaRuntime, KeepsAGraphPerSegment) {
   std::string error;
   kiln_device *d = open(error);
   ASSERT_NE(d, nullptr) << error;
-  auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
-  for (int i = 0; i < 64; ++i)
-    a[i] = 0;
+  float *a = zeros(d);
+  ASSERT_NE(a, nullptr);
   for (int64_t blocks : {1, 2, 1, 2, 1, 2, 3})
     run(d, a, blocks);
   EXPECT_EQ(state().graphsMade, 2);
@@ -188,9 +195,8 @@ TEST_F(CudaRuntime, LaunchesAtOnceWithoutGraphs) {
   std::string error;
   kiln_device *d = open(error);
   ASSERT_NE(d, nullptr) << error;
-  auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
-  for (int i = 0; i < 64; ++i)
-    a[i] = 0;
+  float *a = zeros(d);
+  ASSERT_NE(a, nullptr);
   kiln_gpu_arg args[] = {{a, 64 * sizeof(float), 0}};
   int64_t grid[3] = {1, 1, 1};
   char message[256];
@@ -212,9 +218,8 @@ TEST_F(CudaRuntime, LaunchesOneByOneWhenCaptureFails) {
   std::string error;
   kiln_device *d = open(error);
   ASSERT_NE(d, nullptr) << error;
-  auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
-  for (int i = 0; i < 64; ++i)
-    a[i] = 0;
+  float *a = zeros(d);
+  ASSERT_NE(a, nullptr);
   for (int i = 0; i < 4; ++i)
     run(d, a, 1);
   EXPECT_EQ(state().captures, 1);

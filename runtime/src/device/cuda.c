@@ -350,7 +350,8 @@ static int record(segment *s, const launch *l) {
     s->launches = grown;
     s->capacity = capacity;
   }
-  s->launches[s->count++] = *l;
+  /* memcpy, not assignment: the padding too, for same_launches' memcmp. */
+  memcpy(&s->launches[s->count++], l, sizeof *l);
   s->hash = hash_launch(s->count == 1 ? 14695981039346656037ull : s->hash, l);
   return 0;
 }
