@@ -37,7 +37,7 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
   if (options.reportPlacement)
     pm.addNestedPass<func::FuncOp>(createKilnGpuReportPlacement({gpu.name}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuPrivateAccumulators());
-  pm.addNestedPass<func::FuncOp>(createKilnGpuPromoteOperands({gpu.name}));
+  pm.addNestedPass<func::FuncOp>(createKilnGpuPromoteOperands({gpu.name, options.reportPlacement}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createKilnPlanMemory({options.reportMemory}));

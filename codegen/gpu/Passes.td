@@ -179,6 +179,8 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
   let options = [
     Option<"targetName", "target", "std::string", "\"vulkan\"",
            "GPU target whose shared memory the buffers must fit (as kiln-gpu-distribute's)">,
+    Option<"report", "report", "bool", "false",
+           "Emit a `placement:` remark per staged op: the buffers' bytes and the chunk">,
   ];
   let dependentDialects = ["gpu::GPUDialect", "scf::SCFDialect", "affine::AffineDialect",
                            "arith::ArithDialect", "memref::MemRefDialect"];

@@ -159,16 +159,20 @@ SmallVector<T> inBufferOrder(const Operand &operand, ArrayRef<T> values) {
   return llvm::map_to_vector(bufferOrder(operand), [&](unsigned d) { return values[d]; });
 }
 
+/// The bytes of the operands' buffers for a chunk of `chunk`.
+int64_t stagedBytes(ArrayRef<Operand> operands, int64_t chunk) {
+  int64_t bytes = 0;
+  for (const Operand &operand : operands)
+    bytes += 4 * llvm::product_of(bufferShape(operand, chunk));
+  return bytes;
+}
+
 /// The largest chunk whose buffers take at most half the target's shared
 /// memory (two workgroups can share a compute unit), or 0.
 int64_t chooseChunk(ArrayRef<Operand> operands, const GpuTarget &target) {
-  for (int64_t chunk : kChunks) {
-    int64_t bytes = 0;
-    for (const Operand &operand : operands)
-      bytes += 4 * llvm::product_of(bufferShape(operand, chunk));
-    if (bytes <= target.sharedMemoryBytes / 2)
+  for (int64_t chunk : kChunks)
+    if (stagedBytes(operands, chunk) <= target.sharedMemoryBytes / 2)
       return chunk;
-  }
   return 0;
 }
 
@@ -402,8 +406,14 @@ struct KilnGpuPromoteOperandsPass
         return WalkResult::interrupt();
       });
     });
-    for (auto &[contraction, chunk] : staged)
+    for (auto &[contraction, chunk] : staged) {
+      if (report)
+        emitRemark(contraction.op.getLoc())
+            << "placement: operands staged in shared memory, "
+            << stagedBytes(contraction.operands, chunk) << " bytes, " << chunk
+            << " steps of the reduction at a time";
       stageOperands(contraction, chunk);
+    }
   }
 };
 
