@@ -1,5 +1,9 @@
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda | FileCheck %s --check-prefix=CUDA
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// REPORT: remark: placement: operands staged in shared memory, 6656 bytes, 16 steps of the reduction at a time
+// REPORT: remark: placement: operands staged in shared memory, 5120 bytes, 32 steps of the reduction at a time
+// REPORT-NOT: remark
 
 // A workgroup's 64x32 tile of a 256x256x256 matmul, 4x4 results per
 // thread (8x16 threads): both tiles are staged in shared memory 16 steps
