@@ -171,10 +171,11 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
       inputs now views of the buffers (in its guard); a `gpu.barrier`.
     The ops before the op in its guard leave it (barriers need every
     thread): pure ones and allocas before it, the others (the
-    accumulator's fill) in a guard of their own. C is the largest of 32,
-    16, 8 whose buffers take at most half the target's shared memory; an
-    op whose buffers do not fit is left as it is. Each thread accumulates
-    in the same order as before: results do not change.
+    accumulator's fill) in a guard of their own. C is the largest of 8,
+    16, 32 whose buffers take at most half the target's shared memory, and
+    no larger than a reduction of known length needs; an op whose buffers
+    do not fit is left as it is. Each thread accumulates in the same order
+    as before.
   }];
   let options = [
     Option<"targetName", "target", "std::string", "\"vulkan\"",

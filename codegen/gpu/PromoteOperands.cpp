@@ -29,8 +29,8 @@ using namespace mlir::kiln;
 
 namespace {
 
-/// Reduction chunks tried, largest first.
-constexpr int64_t kChunks[] = {32, 16, 8};
+/// The reduction chunks a staging buffer may hold, smallest first.
+constexpr int64_t kChunks[] = {8, 16, 32};
 
 /// One operand of a thread's contraction that shared memory can hold: a
 /// workgroup's tile that no thread id moves, and the region of it the
@@ -81,9 +81,9 @@ std::optional<Operand> stageable(linalg::GenericOp op, unsigned input, gpu::Laun
       map.isProjectedPermutation() ? map.getResultPosition(getAffineDimExpr(0, op.getContext()))
                                    : std::nullopt;
   auto type = dyn_cast<MemRefType>(operand->get().getType());
-  if (!reduced || !type || !type.getElementType().isIntOrFloat() ||
+  if (!reduced || !type || type.getMemorySpace() || !type.getElementType().isIntOrFloat() ||
       type.getElementType().getIntOrFloatBitWidth() != 32)
-    return std::nullopt;
+    return std::nullopt; // (a thread's private buffer is no workgroup's tile)
   Operand staged{input, operand->get(), {}, {}, *reduced, {}};
   Builder b(op.getContext());
   if (!dependsOnThreadIds(operand->get(), launch, memo) && type.hasStaticShape()) {
@@ -168,12 +168,19 @@ int64_t stagedBytes(ArrayRef<Operand> operands, int64_t chunk) {
 }
 
 /// The largest chunk whose buffers take at most half the target's shared
-/// memory (two workgroups can share a compute unit), or 0.
-int64_t chooseChunk(ArrayRef<Operand> operands, const GpuTarget &target) {
-  for (int64_t chunk : kChunks)
-    if (stagedBytes(operands, chunk) <= target.sharedMemoryBytes / 2)
-      return chunk;
-  return 0;
+/// memory (two workgroups can share a compute unit), or 0; no larger than
+/// needed for a reduction of `steps` (when known).
+int64_t chooseChunk(ArrayRef<Operand> operands, const GpuTarget &target,
+                    std::optional<int64_t> steps) {
+  int64_t chosen = 0;
+  for (int64_t chunk : kChunks) {
+    if (stagedBytes(operands, chunk) > target.sharedMemoryBytes / 2)
+      break;
+    chosen = chunk;
+    if (steps && chunk >= *steps)
+      break;
+  }
+  return chosen;
 }
 
 /// `launch`'s block size, if it is static.
@@ -282,8 +289,7 @@ std::optional<Contraction> asContraction(linalg::GenericOp op, DenseMap<Value, b
     for (Operation &before : guard.thenBlock()->getOperations()) {
       if (&before == op.getOperation())
         break;
-      if (!isMemoryEffectFree(&before) && !isa<memref::AllocaOp>(before) &&
-          before.getNumResults() != 0)
+      if (!isPure(&before) && !isa<memref::AllocaOp>(before) && before.getNumResults() != 0)
         return std::nullopt;
     }
   }
@@ -301,14 +307,16 @@ std::optional<Contraction> asContraction(linalg::GenericOp op, DenseMap<Value, b
 }
 
 /// Moves the ops before the contraction in its guard out of it: the pure
-/// ones and allocas (each thread's own) before the guard, the others (the
-/// accumulator's fill) into a guard of their own before it.
+/// ones (free of effects and speculatable: index arithmetic and views,
+/// harmless in the threads the guard idles) and allocas (each thread's
+/// own) before the guard, the others (the accumulator's fill) into a guard
+/// of their own before it.
 void hoistOutOfGuard(OpBuilder &b, Contraction &c) {
   SmallVector<Operation *> effects;
   for (Operation &before : llvm::make_early_inc_range(c.guard.thenBlock()->getOperations())) {
     if (&before == c.op.getOperation())
       break;
-    if (isMemoryEffectFree(&before) || isa<memref::AllocaOp>(before))
+    if (isPure(&before) || isa<memref::AllocaOp>(before))
       before.moveBefore(c.guard);
     else
       effects.push_back(&before);
@@ -401,7 +409,9 @@ struct KilnGpuPromoteOperandsPass
         std::optional<Contraction> c = asContraction(op, memo);
         if (!c)
           return WalkResult::advance();
-        if (int64_t chunk = chooseChunk(c->operands, *target))
+        const Operand &first = c->operands.front();
+        if (int64_t chunk = chooseChunk(c->operands, *target,
+                                        getConstantIntValue(first.sizes[first.reduced])))
           staged.push_back({std::move(*c), chunk});
         return WalkResult::interrupt();
       });

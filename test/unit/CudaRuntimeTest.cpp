@@ -46,6 +46,12 @@ protected:
                                     for (unsigned i = 0; i < l.grid[0] * l.block[0]; ++i)
                                       floats(l.pointers[0])[i] += 1;
                                   }};
+    // add_n: a[i] += n, n a launch parameter (KILN_GPU_ARG_PARAMS).
+    state().kernels["add_n"] = {2, [](const Launch &l) {
+                                  float n = float(*reinterpret_cast<uint32_t *>(l.pointers[1]));
+                                  for (unsigned i = 0; i < l.grid[0] * l.block[0]; ++i)
+                                    floats(l.pointers[0])[i] += n;
+                                }};
   }
   void TearDown() override {
     // Closing the device released what it made.
@@ -57,6 +63,7 @@ protected:
     EXPECT_EQ(s.streams, 0);
     EXPECT_EQ(s.contexts, 0);
     EXPECT_FALSE(s.capturing);
+    EXPECT_EQ(s.callsDuringCapture, 0) << "a call a stream capture forbids";
   }
 
   static kiln_gpu_kernel kernel(const char *name, const char *image, uint32_t threads,
@@ -65,7 +72,8 @@ protected:
   }
 
   kiln_device *open(std::string &error) {
-    kernels = {kernel("scale", "fatbin of scale", 4, 2), kernel("add_one", "fatbin of add_one", 4, 1)};
+    kernels = {kernel("scale", "fatbin of scale", 4, 2), kernel("add_one", "fatbin of add_one", 4, 1),
+               kernel("add_n", "fatbin of add_n", 4, 2)};
     program = {KILN_GPU_CUDA, static_cast<uint32_t>(kernels.size()), kernels.data()};
     char message[512] = "";
     kiln_device *d = kiln_device_open(&program, message, sizeof message);
@@ -84,7 +92,7 @@ protected:
   /// One run of a model: a[0..n) += 1, then *= 2, then += 1, over `blocks`
   /// blocks of 4 threads; waits.
   void run(kiln_device *d, float *a, int64_t blocks) {
-    const float two = 2;
+    static const float two = 2; // a model's constant: at one address
     kiln_gpu_arg addArgs[] = {{a, 64 * sizeof(float), 0}};
     kiln_gpu_arg scaleArgs[] = {{a, 64 * sizeof(float), 0}, {&two, sizeof two, KILN_GPU_ARG_CONSTANT}};
     int64_t grid[3] = {blocks, 1, 1};
@@ -104,7 +112,8 @@ TEST_F(CudaRuntime, RunsLaunchesInOrderAtWait) {
   kiln_device *d = open(error);
   ASSERT_NE(d, nullptr) << error;
   EXPECT_STREQ(kiln_device_name(d), "Fake GPU 0 (CUDA, sm_90)");
-  EXPECT_EQ(state().modules, 2);
+  EXPECT_EQ(state().modules, 3);
+  EXPECT_EQ(state().streamFlags, 1u) << "not CU_STREAM_NON_BLOCKING";
   auto *a = static_cast<float *>(kiln_device_alloc(d, 64 * sizeof(float)));
   ASSERT_NE(a, nullptr);
   for (int i = 0; i < 64; ++i)
@@ -165,6 +174,31 @@ TEST_F(CudaRuntime, ReplaysARepeatedSegmentAsAGraph) {
   EXPECT_EQ(a[4], 0.0f);
   ASSERT_EQ(state().ran.size(), 15u);
   EXPECT_EQ(state().ran[13].kernel, "scale");
+  kiln_device_close(d);
+}
+
+// A replayed graph reads launch parameters staged anew at each run (a
+// dynamic model's sizes): the same places, new contents.
+TEST_F(CudaRuntime, ReplaysWithEachRunsParameters) {
+  std::string error;
+  kiln_device *d = open(error);
+  ASSERT_NE(d, nullptr) << error;
+  float *a = zeros(d);
+  ASSERT_NE(a, nullptr);
+  for (uint32_t n = 1; n <= 4; ++n) {
+    uint32_t twice = 2 * n;
+    kiln_gpu_arg first[] = {{a, 64 * sizeof(float), 0}, {&n, sizeof n, KILN_GPU_ARG_PARAMS}};
+    kiln_gpu_arg second[] = {{a, 64 * sizeof(float), 0},
+                             {&twice, sizeof twice, KILN_GPU_ARG_PARAMS}};
+    int64_t grid[3] = {1, 1, 1};
+    char message[256];
+    ASSERT_EQ(kiln_device_launch(d, 2, grid, first, message, sizeof message), 0) << message;
+    ASSERT_EQ(kiln_device_launch(d, 2, grid, second, message, sizeof message), 0) << message;
+    ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+    EXPECT_EQ(a[0], float(3 * n * (n + 1) / 2)) << "run " << n;
+  }
+  EXPECT_EQ(state().graphsMade, 1);
+  EXPECT_EQ(state().graphLaunches, 3);
   kiln_device_close(d);
 }
 
@@ -238,6 +272,7 @@ TEST_F(CudaRuntime, SaysWhatIsWrong) {
   state() = fakecuda::State();
   state().kernels["scale"] = {2, nullptr};
   state().kernels["add_one"] = {1, nullptr};
+  state().kernels["add_n"] = {2, nullptr};
   setenv("KILN_CUDA_DEVICE", "3", 1);
   EXPECT_EQ(open(error), nullptr);
   EXPECT_EQ(error, "KILN_CUDA_DEVICE=3 is not a GPU ordinal (0..0)");

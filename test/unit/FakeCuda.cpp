@@ -26,16 +26,37 @@ enum : int {
   kCaptureInvalidated = 901,
 };
 
-struct Module {
+} // namespace
+
+// The driver's handles, named as cuda.h names them: UBSan checks that a
+// function is called through a pointer of its own type, and cuda.c's
+// pointers take these (and CUresult = int, CUdevice = int, CUdeviceptr =
+// unsigned long long).
+struct CUctx_st {};
+struct CUstream_st {};
+struct CUmod_st {
   std::string image;
 };
-struct Function {
+struct CUfunc_st {
   std::string name;
   Kernel kernel;
 };
-struct Graph {
+struct CUgraph_st {
   std::vector<Launch> launches;
 };
+struct CUgraphExec_st {
+  std::vector<Launch> launches;
+};
+
+namespace {
+
+/// Whether a stream capture is active, counting the call as one a capture
+/// forbids (all but launches and ending it).
+bool duringCapture() {
+  if (state().capturing)
+    ++state().callsDuringCapture;
+  return state().capturing;
+}
 
 void run(const Launch &launch) {
   State &s = state();
@@ -93,9 +114,10 @@ int cuDeviceGetAttribute(int *value, int attribute, int) {
   return kSuccess;
 }
 
-int cuDevicePrimaryCtxRetain(void **context, int) {
+int cuDevicePrimaryCtxRetain(CUctx_st **context, int) {
+  static CUctx_st primary;
   ++state().contexts;
-  *context = &state();
+  *context = &primary;
   return kSuccess;
 }
 
@@ -104,35 +126,37 @@ int cuDevicePrimaryCtxRelease_v2(int) {
   return kSuccess;
 }
 
-int cuCtxSetCurrent(void *) { return kSuccess; }
+int cuCtxSetCurrent(CUctx_st *) { return duringCapture() ? kCaptureInvalidated : kSuccess; }
 
-int cuModuleLoadData(Module **module, const void *image) {
+int cuModuleLoadData(CUmod_st **module, const void *image) {
   std::string text(static_cast<const char *>(image));
   if (state().badImages.count(text))
     return kInvalidImage;
-  *module = new Module{text};
+  *module = new CUmod_st{text};
   ++state().modules;
   return kSuccess;
 }
 
-int cuModuleUnload(Module *module) {
+int cuModuleUnload(CUmod_st *module) {
   delete module;
   --state().modules;
   return kSuccess;
 }
 
-int cuModuleGetFunction(Function **function, Module *, const char *name) {
+int cuModuleGetFunction(CUfunc_st **function, CUmod_st *, const char *name) {
   auto kernel = state().kernels.find(name);
   if (kernel == state().kernels.end())
     return kNotFound;
   // Leaked on purpose, as the driver keeps functions with their module.
-  static std::vector<std::unique_ptr<Function>> functions;
-  functions.push_back(std::make_unique<Function>(Function{name, kernel->second}));
+  static std::vector<std::unique_ptr<CUfunc_st>> functions;
+  functions.push_back(std::make_unique<CUfunc_st>(CUfunc_st{name, kernel->second}));
   *function = functions.back().get();
   return kSuccess;
 }
 
-int cuMemAllocManaged(uint64_t *pointer, size_t bytes, unsigned) {
+int cuMemAllocManaged(unsigned long long *pointer, size_t bytes, unsigned) {
+  if (duringCapture())
+    return kCaptureInvalidated;
   void *memory = aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!memory)
     return kOutOfMemory;
@@ -141,7 +165,7 @@ int cuMemAllocManaged(uint64_t *pointer, size_t bytes, unsigned) {
   return kSuccess;
 }
 
-int cuMemFree_v2(uint64_t pointer) {
+int cuMemFree_v2(unsigned long long pointer) {
   void *memory = reinterpret_cast<void *>(pointer);
   state().memory.erase(memory);
   free(memory);
@@ -149,26 +173,30 @@ int cuMemFree_v2(uint64_t pointer) {
 }
 
 int cuMemGetInfo_v2(size_t *free, size_t *total) {
+  if (duringCapture())
+    return kCaptureInvalidated;
   *free = state().freeBytes;
   *total = 2 * state().freeBytes;
   return kSuccess;
 }
 
-int cuStreamCreate(void **stream, unsigned) {
+int cuStreamCreate(CUstream_st **stream, unsigned flags) {
+  static CUstream_st stream0;
   ++state().streams;
-  *stream = &state().streams;
+  state().streamFlags = flags;
+  *stream = &stream0;
   return kSuccess;
 }
 
-int cuStreamDestroy_v2(void *) {
+int cuStreamDestroy_v2(CUstream_st *) {
   --state().streams;
   return kSuccess;
 }
 
-int cuStreamSynchronize(void *) { return state().capturing ? kCaptureInvalidated : kSuccess; }
+int cuStreamSynchronize(CUstream_st *) { return duringCapture() ? kCaptureInvalidated : kSuccess; }
 
-int cuLaunchKernel(Function *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                   unsigned by, unsigned bz, unsigned sharedBytes, void *, void **params,
+int cuLaunchKernel(CUfunc_st *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                   unsigned by, unsigned bz, unsigned sharedBytes, CUstream_st *, void **params,
                    void **extra) {
   State &s = state();
   ++s.kernelLaunches;
@@ -176,7 +204,7 @@ int cuLaunchKernel(Function *function, unsigned gx, unsigned gy, unsigned gz, un
     return kNotSupported; // cuda.c passes neither
   Launch launch{function->name, {gx, gy, gz}, {bx, by, bz}, {}};
   for (unsigned i = 0; i < function->kernel.buffers; ++i)
-    launch.pointers.push_back(*static_cast<uint64_t *>(params[i]));
+    launch.pointers.push_back(*static_cast<unsigned long long *>(params[i]));
   if (s.capturing)
     s.captured.push_back(launch);
   else
@@ -184,7 +212,7 @@ int cuLaunchKernel(Function *function, unsigned gx, unsigned gy, unsigned gz, un
   return kSuccess;
 }
 
-int cuStreamBeginCapture_v2(void *, int mode) {
+int cuStreamBeginCapture_v2(CUstream_st *, int mode) {
   State &s = state();
   ++s.captures;
   if (!s.canCapture || s.capturing || mode != 1 /* thread-local */)
@@ -194,37 +222,39 @@ int cuStreamBeginCapture_v2(void *, int mode) {
   return kSuccess;
 }
 
-int cuStreamEndCapture(void *, Graph **graph) {
+int cuStreamEndCapture(CUstream_st *, CUgraph_st **graph) {
   State &s = state();
   if (!s.capturing)
     return kCaptureInvalidated;
   s.capturing = false;
-  *graph = new Graph{s.captured};
+  *graph = new CUgraph_st{s.captured};
   ++s.graphs;
   return kSuccess;
 }
 
-int cuGraphInstantiateWithFlags(Graph **exec, Graph *graph, unsigned long long) {
-  *exec = new Graph{graph->launches};
+int cuGraphInstantiateWithFlags(CUgraphExec_st **exec, CUgraph_st *graph, unsigned long long) {
+  *exec = new CUgraphExec_st{graph->launches};
   ++state().execs;
   ++state().graphsMade;
   return kSuccess;
 }
 
-int cuGraphLaunch(Graph *exec, void *) {
+int cuGraphLaunch(CUgraphExec_st *exec, CUstream_st *) {
+  if (duringCapture())
+    return kCaptureInvalidated;
   ++state().graphLaunches;
   for (const Launch &launch : exec->launches)
     run(launch);
   return kSuccess;
 }
 
-int cuGraphExecDestroy(Graph *exec) {
+int cuGraphExecDestroy(CUgraphExec_st *exec) {
   delete exec;
   --state().execs;
   return kSuccess;
 }
 
-int cuGraphDestroy(Graph *graph) {
+int cuGraphDestroy(CUgraph_st *graph) {
   delete graph;
   --state().graphs;
   return kSuccess;

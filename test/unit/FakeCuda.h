@@ -49,6 +49,8 @@ struct State {
   int graphLaunches = 0;
   bool capturing = false;
   std::vector<Launch> captured;
+  int callsDuringCapture = 0; // other than launches: what a capture forbids
+  unsigned streamFlags = 0;
 
   // What is alive: all zero once the runtime has closed the device.
   std::set<void *> memory;

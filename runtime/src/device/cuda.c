@@ -14,8 +14,8 @@
  * The first time, they are launched one by one; the second, captured into
  * a graph and kept (the last kGraphs distinct segments); a dynamic model's
  * segments of new sizes are launched one by one. KILN_CUDA_GRAPHS=0 launches
- * every kernel at once, one by one; a driver that cannot capture gets the
- * same.
+ * every kernel at once, one by one; a driver that cannot capture (or has no
+ * graph API) gets the same.
  *
  * Memory is managed (cuMemAllocManaged): one address for the host and the
  * GPU, so host code between kernels reads and writes it in place, once
@@ -47,6 +47,7 @@ enum {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
   CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89,
+  CU_STREAM_NON_BLOCKING = 1,
   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 };
 
@@ -75,7 +76,10 @@ enum {
   X(cuStreamSynchronize, "cuStreamSynchronize", CUresult, (CUstream))          \
   X(cuLaunchKernel, "cuLaunchKernel", CUresult,                                \
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,   \
-     unsigned, CUstream, void **, void **))                                    \
+     unsigned, CUstream, void **, void **))
+
+/* Those of CUDA graphs (CUDA 11.4 on): without them, no graphs. */
+#define KILN_CUDA_GRAPH_FUNCTIONS(X)                                           \
   X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", CUresult, (CUstream, int)) \
   X(cuStreamEndCapture, "cuStreamEndCapture", CUresult, (CUstream, CUgraph *)) \
   X(cuGraphInstantiate, "cuGraphInstantiateWithFlags", CUresult,              \
@@ -123,6 +127,7 @@ struct kiln_device {
   void *library;
 #define X(field, symbol, ret, args) ret(*field) args;
   KILN_CUDA_FUNCTIONS(X)
+  KILN_CUDA_GRAPH_FUNCTIONS(X)
 #undef X
   CUdevice device;
   CUcontext context; /* the device's primary context, retained */
@@ -171,6 +176,12 @@ static int load_driver(kiln_device *d, char *error, size_t size) {
     return kiln_device_fail(error, size, "the CUDA driver has no %s (too old?)", symbol);
   KILN_CUDA_FUNCTIONS(X)
 #undef X
+#define X(field, symbol, ret, args)                                            \
+  d->field = (ret(*) args)dlsym(d->library, symbol);                           \
+  if (!d->field)                                                               \
+    d->graphs = 0;
+  KILN_CUDA_GRAPH_FUNCTIONS(X)
+#undef X
   return 0;
 }
 
@@ -213,7 +224,10 @@ static int pick_device(kiln_device *d, char *error, size_t size) {
             error, size))
     return 1;
   return check(d, d->cuCtxSetCurrent(d->context), "cuCtxSetCurrent", error, size) ||
-         check(d, d->cuStreamCreate(&d->stream, 0), "cuStreamCreate", error, size);
+         /* Not synchronized with the legacy default stream: another thread's
+          * work there cannot invalidate a capture. */
+         check(d, d->cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate",
+               error, size);
 }
 
 static int load_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, char *error,
@@ -268,12 +282,12 @@ static void cuda_close(kiln_device *d) {
   }
   if (d->context) {
     d->cuCtxSetCurrent(d->context);
+    for (int i = 0; i < kGraphs; ++i) /* before the kernels and memory they use */
+      forget(d, &d->cache[i]);
     kiln_regions_clear(&d->base.regions);
     for (uint32_t i = 0; i < d->num_kernels; ++i)
       if (d->kernels[i].module)
         d->cuModuleUnload(d->kernels[i].module);
-    for (int i = 0; i < kGraphs; ++i)
-      forget(d, &d->cache[i]);
     if (d->stream)
       d->cuStreamDestroy(d->stream);
     d->cuDevicePrimaryCtxRelease(d->device);
