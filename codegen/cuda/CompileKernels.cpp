@@ -107,8 +107,7 @@ LogicalResult giveFlatBuffersStaticSizes(gpu::GPUModuleOp kernels) {
 /// NVVM places in shared memory (an alloc would become a device malloc).
 LogicalResult sharedBuffersAsAttributions(gpu::GPUModuleOp kernels) {
   WalkResult walk = kernels.walk([](memref::AllocOp alloc) {
-    auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(alloc.getType().getMemorySpace());
-    if (!space || space.getValue() != gpu::AddressSpace::Workgroup)
+    if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()))
       return WalkResult::advance();
     auto kernel = alloc->getParentOfType<gpu::GPUFuncOp>();
     if (!alloc.getType().hasStaticShape() || !kernel) {

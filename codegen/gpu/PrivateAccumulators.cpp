@@ -1,8 +1,8 @@
 //===- PrivateAccumulators.cpp - reductions in registers ------------------===//
 #include "codegen/gpu/Passes.h"
+#include "codegen/gpu/Tiles.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNGPUPRIVATEACCUMULATORS
@@ -10,6 +10,7 @@ namespace mlir::kiln {
 } // namespace mlir::kiln
 
 using namespace mlir;
+using namespace mlir::kiln;
 
 namespace {
 
@@ -18,16 +19,9 @@ constexpr int64_t kMaxAccumulator = 64;
 
 /// Constant upper bounds of `tile`'s sizes, or nothing if one has none.
 std::optional<SmallVector<int64_t>> sizeBounds(Value tile) {
-  auto type = cast<MemRefType>(tile.getType());
   SmallVector<int64_t> bounds;
-  for (int64_t d = 0; d < type.getRank(); ++d) {
-    if (!type.isDynamicDim(d)) {
-      bounds.push_back(type.getDimSize(d));
-      continue;
-    }
-    FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
-        presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(tile, d), nullptr,
-        /*closedUB=*/true);
+  for (int64_t d = 0; d < cast<MemRefType>(tile.getType()).getRank(); ++d) {
+    FailureOr<int64_t> bound = sizeBound(tile, d);
     if (failed(bound))
       return std::nullopt;
     bounds.push_back(*bound);
@@ -41,9 +35,7 @@ bool accumulatesInMemory(linalg::LinalgOp op) {
   if (op.getNumReductionLoops() == 0 || op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics())
     return false;
   Value init = op.getDpsInitOperand(0)->get();
-  auto type = cast<MemRefType>(init.getType());
-  if (auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(type.getMemorySpace());
-      space && space.getValue() == gpu::AddressSpace::Private)
+  if (isPrivateMemory(init.getType()))
     return false;
   return !llvm::is_contained(op.getDpsInputs(), init);
 }

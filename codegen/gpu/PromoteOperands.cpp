@@ -17,7 +17,6 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNGPUPROMOTEOPERANDS
@@ -57,16 +56,6 @@ bool dependsOnThreadIds(Value value, gpu::LaunchOp launch, DenseMap<Value, bool>
                            [&](Value v) { return dependsOnThreadIds(v, launch, memo); });
   }
   return memo[value] = depends;
-}
-
-/// A constant upper bound of `tile`'s size `d`.
-FailureOr<int64_t> sizeBound(Value tile, int64_t d) {
-  auto type = cast<MemRefType>(tile.getType());
-  if (!type.isDynamicDim(d))
-    return type.getDimSize(d);
-  return ValueBoundsConstraintSet::computeConstantBound(
-      presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(tile, d), nullptr,
-      /*closedUB=*/true);
 }
 
 /// `op`'s input `input` as an Operand: a tile that no thread id moves,
@@ -121,14 +110,27 @@ SmallVector<unsigned> bufferOrder(const Operand &operand) {
   return order;
 }
 
+/// `values` (one per dimension of `operand`'s tile) in bufferOrder.
+template <typename T>
+SmallVector<T> inBufferOrder(const Operand &operand, ArrayRef<T> values) {
+  return llvm::map_to_vector(bufferOrder(operand), [&](unsigned d) { return values[d]; });
+}
+
+/// The shape of a chunk of `chunk` steps of `operand`'s tile, in the
+/// tile's order of dimensions.
+SmallVector<int64_t> chunkShape(const Operand &operand, int64_t chunk) {
+  SmallVector<int64_t> shape = operand.shape;
+  shape[operand.reduced] = chunk;
+  return shape;
+}
+
 /// The staging buffer's shape for a chunk of `chunk`, in bufferOrder, and
 /// its rows' length padded: a multiple of 4 elements (16-byte rows), plus
 /// 4 where it is a multiple of 32 (rows of a power-of-two stride would put
 /// a column of the copy's stores in one bank).
 SmallVector<int64_t> bufferShape(const Operand &operand, int64_t chunk) {
-  SmallVector<int64_t> shape;
-  for (unsigned d : bufferOrder(operand))
-    shape.push_back(d == operand.reduced ? chunk : operand.shape[d]);
+  SmallVector<int64_t> shape =
+      inBufferOrder<int64_t>(operand, chunkShape(operand, chunk));
   if (shape.size() > 1) {
     shape.back() = llvm::alignTo(shape.back(), 4);
     if (shape.back() % 32 == 0)
@@ -145,18 +147,10 @@ Value createBuffer(OpBuilder &b, Location loc, const Operand &operand, int64_t c
   auto alloc = memref::AllocOp::create(
       b, loc, MemRefType::get(bufferShape(operand, chunk), element, nullptr, workgroup));
   alloc.setAlignment(16);
-  SmallVector<int64_t> shape;
-  for (unsigned d : bufferOrder(operand))
-    shape.push_back(d == operand.reduced ? chunk : operand.shape[d]);
+  SmallVector<int64_t> shape = inBufferOrder<int64_t>(operand, chunkShape(operand, chunk));
   int64_t rank = shape.size();
   return memref::SubViewOp::create(b, loc, alloc, SmallVector<int64_t>(rank, 0), shape,
                                    SmallVector<int64_t>(rank, 1));
-}
-
-/// `values` (one per dimension of `operand`'s tile) in bufferOrder.
-template <typename T>
-SmallVector<T> inBufferOrder(const Operand &operand, ArrayRef<T> values) {
-  return llvm::map_to_vector(bufferOrder(operand), [&](unsigned d) { return values[d]; });
 }
 
 /// The bytes of the operands' buffers for a chunk of `chunk`.
@@ -212,8 +206,7 @@ std::pair<int64_t, Value> linearThreadId(OpBuilder &b, Location loc, gpu::Launch
 /// an edge tile).
 void emitCooperativeCopy(OpBuilder &b, Location loc, const Operand &operand, Value buffer,
                          Value k, Value size, int64_t chunk, int64_t threads, Value thread) {
-  SmallVector<int64_t> shape = operand.shape;
-  shape[operand.reduced] = chunk;
+  SmallVector<int64_t> shape = chunkShape(operand, chunk);
   // The tile's sizes where the buffer's do not bound them.
   auto tileType = cast<MemRefType>(operand.tile.getType());
   SmallVector<Value> limits(shape.size());
@@ -266,18 +259,12 @@ struct Contraction {
   SmallVector<Operand> operands;
 };
 
-bool isPrivate(Value buffer) {
-  auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(
-      cast<MemRefType>(buffer.getType()).getMemorySpace());
-  return space && space.getValue() == gpu::AddressSpace::Private;
-}
-
 std::optional<Contraction> asContraction(linalg::GenericOp op, DenseMap<Value, bool> &memo) {
   auto launch = op->getParentOfType<gpu::LaunchOp>();
   if (!launch || !linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
       op.getIteratorTypesArray().front() != utils::IteratorType::reduction ||
-      !isPrivate(op.getDpsInitOperand(0)->get()))
+      !isPrivateMemory(op.getDpsInitOperand(0)->get().getType()))
     return std::nullopt;
   Block *body = &launch.getBody().front();
   scf::IfOp guard;

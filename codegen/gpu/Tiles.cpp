@@ -4,6 +4,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -79,4 +80,19 @@ SmallVector<Attribute> mlir::kiln::mappingFor(MLIRContext *ctx, ArrayRef<int64_t
           ctx, static_cast<gpu::MappingId>(static_cast<int64_t>(gpu::MappingId::LinearDim0) + i)));
   }
   return mapping;
+}
+
+FailureOr<int64_t> mlir::kiln::sizeBound(Value tile, int64_t d) {
+  auto type = cast<MemRefType>(tile.getType());
+  if (!type.isDynamicDim(d))
+    return type.getDimSize(d);
+  return ValueBoundsConstraintSet::computeConstantBound(
+      presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(tile, d), nullptr,
+      /*closedUB=*/true);
+}
+
+bool mlir::kiln::isPrivateMemory(Type type) {
+  auto space =
+      dyn_cast_if_present<gpu::AddressSpaceAttr>(cast<MemRefType>(type).getMemorySpace());
+  return space && space.getValue() == gpu::AddressSpace::Private;
 }

@@ -29,6 +29,13 @@ std::optional<std::string> unsupportedByKernels(Operation *op, const GpuTarget &
 /// The tiles of `op` for `target` (see kiln-gpu-distribute's description).
 Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target);
 
+/// A constant upper bound of size `d` of `tile` (a memref: its static
+/// size, else what its view's sizes bound it by), or failure.
+FailureOr<int64_t> sizeBound(Value tile, int64_t d);
+
+/// Whether `type` (a memref) is a thread's private memory.
+bool isPrivateMemory(Type type);
+
 /// One mapping attribute per tiled loop, outermost first, the innermost
 /// loop on block linear dimension 0 or thread x: blocks on linear
 /// dimensions (any number of loops), threads on x, y, z.
