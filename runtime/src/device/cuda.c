@@ -408,6 +408,11 @@ static void remember(kiln_device *d) {
   memset(&d->pending, 0, sizeof d->pending);
 }
 
+static int launch_graph(kiln_device *d, graph *g, char *error, size_t size) {
+  return check(d, d->cuGraphLaunch(g->exec, d->stream), "launching the kernels' graph", error,
+               size);
+}
+
 /* Captures the pending launches (a segment seen before) into g's graph
  * and launches it; a driver that cannot capture or instantiate gets them
  * one by one, now and from now on. */
@@ -431,29 +436,23 @@ static int capture(kiln_device *d, graph *g, char *error, size_t size) {
     d->graphs = 0;
     return launch_all(d, &d->pending, error, size);
   }
-  return check(d, d->cuGraphLaunch(g->exec, d->stream), "launching the kernels' graph", error,
-               size);
+  return launch_graph(d, g, error, size);
 }
 
 /* Runs the pending launches: as the graph of the same segment, captured
- * at its second sighting; else one by one. */
+ * at its second sighting; else one by one. The caller empties the list. */
 static int run_pending(kiln_device *d, char *error, size_t size) {
   if (!d->pending.count)
     return 0;
   ++d->clock;
   graph *g = find_graph(d);
-  int failed;
   if (!g) {
-    failed = launch_all(d, &d->pending, error, size);
+    int failed = launch_all(d, &d->pending, error, size);
     remember(d);
     return failed;
   }
   g->used = d->clock;
-  failed = g->exec ? check(d, d->cuGraphLaunch(g->exec, d->stream),
-                           "launching the kernels' graph", error, size)
-                   : capture(d, g, error, size);
-  d->pending.count = 0;
-  return failed;
+  return g->exec ? launch_graph(d, g, error, size) : capture(d, g, error, size);
 }
 
 static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
