@@ -53,6 +53,9 @@ public:
   using GpuBackend::GpuBackend;
 
 private:
+  void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const override {
+    pm.addNestedPass<func::FuncOp>(createKilnCudaMmaSync({options.reportPlacement}));
+  }
   void addKernelCompilation(OpPassManager &pm, const PipelineOptions &options) const override {
     KilnCudaCompileKernelsOptions compile;
     compile.toolkit = options.cudaToolkit;

@@ -38,6 +38,7 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
     pm.addNestedPass<func::FuncOp>(createKilnGpuReportPlacement({gpu.name}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuPrivateAccumulators());
   pm.addNestedPass<func::FuncOp>(createKilnGpuPromoteOperands({gpu.name, options.reportPlacement}));
+  addMatrixPasses(pm, options);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createKilnPlanMemory({options.reportMemory}));

@@ -155,13 +155,14 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
     (`thread id < trip count`), whose first loop is a reduction, whose
     result is a private accumulator, and whose two inputs are unit-stride
     views of workgroup tiles that no thread id moves, whole along that
-    loop, of 32-bit elements with constant bounds, this pass:
+    loop, of 32-bit elements (or 16-bit floats on CUDA, for its tensor
+    cores) with constant bounds, this pass:
     - allocates a buffer per input in `#gpu.address_space<workgroup>`,
       16-byte aligned: the tile's bounds with C steps of the reduction,
       the reduced dimension outermost (a thread's elements for one step
       are contiguous: vector loads where the target has them, and one
       address per bank; the op's indexing map follows), its rows padded
-      to a multiple of 4 elements, 4 more where that is a multiple of 32
+      to a multiple of 16 bytes, 16 more where that is a multiple of 128
       (so that the copy's stores down a column spread over the banks);
     - walks the reduction C steps at a time (`scf.for`, every thread):
       the threads copy the chunk of both tiles into the buffers together,

@@ -58,20 +58,35 @@ bool dependsOnThreadIds(Value value, gpu::LaunchOp launch, DenseMap<Value, bool>
   return memo[value] = depends;
 }
 
+/// Whether `target`'s shared memory holds elements of `type`: 32-bit ones
+/// on every target; 16-bit floats on CUDA, whose tensor cores read them
+/// (kiln-cuda-mma-sync).
+bool stagesElementsOf(Type type, const GpuTarget &target) {
+  if (!type.isIntOrFloat())
+    return false;
+  unsigned bits = type.getIntOrFloatBitWidth();
+  return bits == 32 || (bits == 16 && isa<FloatType>(type) && target.api == GpuApi::Cuda);
+}
+
+/// The bytes of one element of `operand`'s tile.
+int64_t elementBytes(const Operand &operand) {
+  return cast<MemRefType>(operand.tile.getType()).getElementTypeBitWidth() / 8;
+}
+
 /// `op`'s input `input` as an Operand: a tile that no thread id moves,
 /// read whole or through a unit-stride view of it, whole along the op's
-/// first loop (its outermost reduction), of 32-bit elements (what every
-/// target's shared memory stores natively) and sizes of constant bounds.
+/// first loop (its outermost reduction), of elements `target` stages and
+/// sizes of constant bounds.
 std::optional<Operand> stageable(linalg::GenericOp op, unsigned input, gpu::LaunchOp launch,
-                                 DenseMap<Value, bool> &memo) {
+                                 const GpuTarget &target, DenseMap<Value, bool> &memo) {
   OpOperand *operand = op.getDpsInputOperand(input);
   AffineMap map = op.getMatchingIndexingMap(operand);
   std::optional<unsigned> reduced =
       map.isProjectedPermutation() ? map.getResultPosition(getAffineDimExpr(0, op.getContext()))
                                    : std::nullopt;
   auto type = dyn_cast<MemRefType>(operand->get().getType());
-  if (!reduced || !type || type.getMemorySpace() || !type.getElementType().isIntOrFloat() ||
-      type.getElementType().getIntOrFloatBitWidth() != 32)
+  if (!reduced || !type || type.getMemorySpace() ||
+      !stagesElementsOf(type.getElementType(), target))
     return std::nullopt; // (a thread's private buffer is no workgroup's tile)
   Operand staged{input, operand->get(), {}, {}, *reduced, {}};
   Builder b(op.getContext());
@@ -125,16 +140,17 @@ SmallVector<int64_t> chunkShape(const Operand &operand, int64_t chunk) {
 }
 
 /// The staging buffer's shape for a chunk of `chunk`, in bufferOrder, and
-/// its rows' length padded: a multiple of 4 elements (16-byte rows), plus
-/// 4 where it is a multiple of 32 (rows of a power-of-two stride would put
-/// a column of the copy's stores in one bank).
+/// its rows padded to a multiple of 16 bytes, plus 16 where that is a
+/// multiple of 128 (rows of a power-of-two stride would put a column of the
+/// copy's stores in one bank).
 SmallVector<int64_t> bufferShape(const Operand &operand, int64_t chunk) {
   SmallVector<int64_t> shape =
       inBufferOrder<int64_t>(operand, chunkShape(operand, chunk));
   if (shape.size() > 1) {
-    shape.back() = llvm::alignTo(shape.back(), 4);
-    if (shape.back() % 32 == 0)
-      shape.back() += 4;
+    int64_t perLine = 16 / elementBytes(operand);
+    shape.back() = llvm::alignTo(shape.back(), perLine);
+    if (shape.back() % (8 * perLine) == 0)
+      shape.back() += perLine;
   }
   return shape;
 }
@@ -157,7 +173,7 @@ Value createBuffer(OpBuilder &b, Location loc, const Operand &operand, int64_t c
 int64_t stagedBytes(ArrayRef<Operand> operands, int64_t chunk) {
   int64_t bytes = 0;
   for (const Operand &operand : operands)
-    bytes += 4 * llvm::product_of(bufferShape(operand, chunk));
+    bytes += elementBytes(operand) * llvm::product_of(bufferShape(operand, chunk));
   return bytes;
 }
 
@@ -259,7 +275,8 @@ struct Contraction {
   SmallVector<Operand> operands;
 };
 
-std::optional<Contraction> asContraction(linalg::GenericOp op, DenseMap<Value, bool> &memo) {
+std::optional<Contraction> asContraction(linalg::GenericOp op, const GpuTarget &target,
+                                         DenseMap<Value, bool> &memo) {
   auto launch = op->getParentOfType<gpu::LaunchOp>();
   if (!launch || !linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
@@ -282,7 +299,7 @@ std::optional<Contraction> asContraction(linalg::GenericOp op, DenseMap<Value, b
   }
   Contraction contraction{op, launch, guard, {}};
   for (unsigned input = 0; input < 2; ++input) {
-    std::optional<Operand> operand = stageable(op, input, launch, memo);
+    std::optional<Operand> operand = stageable(op, input, launch, target, memo);
     if (!operand)
       return std::nullopt;
     contraction.operands.push_back(*operand);
@@ -393,7 +410,7 @@ struct KilnGpuPromoteOperandsPass
       // A workgroup computes one root op's tile: one contraction at most.
       DenseMap<Value, bool> memo;
       launch.getBody().walk([&](linalg::GenericOp op) {
-        std::optional<Contraction> c = asContraction(op, memo);
+        std::optional<Contraction> c = asContraction(op, *target, memo);
         if (!c)
           return WalkResult::advance();
         const Operand &first = c->operands.front();

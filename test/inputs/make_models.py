@@ -65,6 +65,17 @@ def mlp():
     return model(nodes, [tensor("x", [4, 32])], [tensor("logits", [4, 10])], inits), [(4, 32)]
 
 
+def linear():
+    """x[128, 256] @ W[256, 128] + b, Relu: a layer with rows enough for the
+    tensor cores' 16-row tiles (--precision=bf16 on CUDA: kiln-cuda-mma-sync),
+    then a bias and a Relu."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="matmul"),
+             helper.make_node("Add", ["h", "b"], ["z"], name="bias"),
+             helper.make_node("Relu", ["z"], ["y"], name="relu")]
+    return model(nodes, [tensor("x", [128, 256])], [tensor("y", [128, 128])],
+                 [weight("w", 256, 128), weight("b", 128)]), [(128, 256)]
+
+
 def matmul(n=4096):
     """A 4096^3 f32 matmul of two inputs (no weights: the GPU benchmark's
     executable stays small)."""
@@ -1041,7 +1052,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, matmul, matmul_small, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
+BUILDERS = {f.__name__: f for f in [modern, matmul, matmul_small, linear, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

@@ -1,0 +1,217 @@
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda --kiln-cuda-mma-sync --canonicalize --cse | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda --kiln-cuda-mma-sync=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// The inputs are written as kiln-gpu-private-accumulators leaves a
+// thread's matmul; kiln-gpu-promote-operands stages them, as the pipeline
+// does, and the pass under test reads the staged chunks.
+// REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, bf16), each warp 16x32 of the 64x32 tile
+// REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, f16), each warp 48x8 of the 48x32 tile
+// REPORT-NOT: remark
+
+// A workgroup's 64x32 tile of a 256^3 bf16 matmul summed in f32, 8x16
+// threads (4 warps), chunks of 32 steps. Each warp takes a row of four
+// 16x8 tiles (16x32): per 16 steps, one A fragment (4 registers of two
+// bf16, rows g and g + 8, steps 2t.. and 2t + 8..) serves four mma.sync
+// with a B fragment each (2 registers, steps 2t.. and 2t + 8.., column
+// g); the sums stay in a private 4 x 4 f32 buffer (a tile's 4 values per
+// row). After the chunk loop: the sums to a 64x32 f32 workgroup buffer
+// (rows g, g + 8; columns 2t, 2t + 1), a barrier, and each thread's 4x4
+// region added to its accumulator, which the copy then writes out.
+// CHECK-DAG: #[[ROW:.*]] = affine_map<()[s0, s1] -> (s1 * 2 + ((s0 + s1 * 8) floordiv 32) * 8 + s0 floordiv 4)>
+// CHECK-DAG: #[[K0:.*]] = affine_map<()[s0] -> (s0 * 2 - (s0 floordiv 4) * 8)>
+// CHECK-DAG: #[[K1:.*]] = affine_map<()[s0] -> (s0 * 2 - (s0 floordiv 4) * 8 + 1)>
+// CHECK-LABEL: func.func @bf16_matmul
+// CHECK: gpu.launch {{.*}} threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in
+// CHECK:   %[[SUMS:.*]] = memref.alloc() {alignment = 16 : i64} : memref<64x32xf32, #gpu.address_space<workgroup>>
+// CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[A:.*]] = memref.subview %[[A_BUF]][0, 0] [32, 64] [1, 1]
+// CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<32x32xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+// CHECK:   %[[MINE:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+// CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[MINE]]
+// CHECK:   scf.for
+// CHECK:     gpu.barrier
+// CHECK:     %[[R0:.*]] = affine.apply #[[ROW]]()[%[[TX]], %[[TY]]]
+// CHECK:     %[[KA:.*]] = affine.apply #[[K0]]()[%[[TX]]]
+// CHECK:     %[[LO:.*]] = memref.load %[[A]][%[[KA]], %[[R0]]]
+// CHECK:     %[[KB:.*]] = affine.apply #[[K1]]()[%[[TX]]]
+// CHECK:     %[[HI:.*]] = memref.load %[[A]][%[[KB]], %[[R0]]]
+// CHECK:     %[[HI16:.*]] = arith.bitcast %[[HI]] : bf16 to i16
+// CHECK:     %[[HI32:.*]] = arith.extui %[[HI16]] : i16 to i32
+// CHECK:     %[[SHIFTED:.*]] = arith.shli %[[HI32]], %c16_i32 : i32
+// CHECK:     %[[LO16:.*]] = arith.bitcast %[[LO]] : bf16 to i16
+// CHECK:     %[[LO32:.*]] = arith.extui %[[LO16]] : i16 to i32
+// CHECK:     %[[A0:.*]] = arith.ori %[[SHIFTED]], %[[LO32]] : i32
+// CHECK:     %[[C0:.*]] = memref.load %[[MINE]][%c0, %c0]
+// CHECK:     %[[D:.*]] = nvvm.mma.sync A[%[[A0]], %{{.*}}, %{{.*}}, %{{.*}}]  B[%{{.*}}, %{{.*}}]  C[%[[C0]], %{{.*}}, %{{.*}}, %{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK:     %[[D0:.*]] = llvm.extractvalue %[[D]][0]
+// CHECK:     memref.store %[[D0]], %[[MINE]][%c0, %c0]
+// CHECK-COUNT-3: nvvm.mma.sync A[%[[A0]]
+// The chunk's second 16 steps: a new A fragment for four more.
+// CHECK-COUNT-4: nvvm.mma.sync A[%[[A1:[0-9]+]]
+// CHECK-NOT: nvvm.mma.sync
+// CHECK:     gpu.barrier
+// CHECK:   }
+// CHECK-COUNT-16: memref.store %{{.*}}, %[[SUMS]]
+// CHECK:   gpu.barrier
+// CHECK:   %[[REGION:.*]] = memref.subview %[[SUMS]][%{{.*}}, %{{.*}}] [4, 4] [1, 1]
+// CHECK:   linalg.generic {{.*}} ins(%[[REGION]] : {{.*}}) outs(%[[ACC]] : {{.*}})
+// CHECK:     arith.addf %out, %in : f32
+// CHECK:   linalg.copy ins(%[[ACC]]
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @bf16_matmul(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c8, %gy = %c4, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %row = arith.muli %by, %c64 : index
+    %col = arith.muli %bx, %c32 : index
+    %a_wg = memref.subview %a[%row, 0] [64, 256] [1, 1] : memref<256x256xbf16> to memref<64x256xbf16, strided<[256, 1], offset: ?>>
+    %b_wg = memref.subview %b[0, %col] [256, 32] [1, 1] : memref<256x256xbf16> to memref<256x32xbf16, strided<[256, 1], offset: ?>>
+    %c_wg = memref.subview %c[%row, %col] [64, 32] [1, 1] : memref<256x256xf32> to memref<64x32xf32, strided<[256, 1], offset: ?>>
+    %r = arith.muli %ty, %c4 : index
+    %q = arith.muli %tx, %c4 : index
+    %a_t = memref.subview %a_wg[%r, 0] [4, 256] [1, 1] : memref<64x256xbf16, strided<[256, 1], offset: ?>> to memref<4x256xbf16, strided<[256, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %q] [256, 4] [1, 1] : memref<256x32xbf16, strided<[256, 1], offset: ?>> to memref<256x4xbf16, strided<[256, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %q] [4, 4] [1, 1] : memref<64x32xf32, strided<[256, 1], offset: ?>> to memref<4x4xf32, strided<[256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x256xbf16, strided<[256, 1], offset: ?>>, memref<256x4xbf16, strided<[256, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: bf16, %y: bf16, %s: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// f16, 48 rows of threads' tiles in a guard (thread rows 12-15 idle), 64
+// steps: 12 tiles of 16x8, a column of three per warp (48x8). The three A
+// fragments and the B fragment are registers of two f16 (<2 x half>), the
+// guard holds nothing but the epilogue's ops (its fill, the add, the
+// copy): every thread reaches the mma.sync and the barriers.
+// CHECK-LABEL: func.func @f16_guarded
+// CHECK: %[[IN:.*]] = arith.cmpi ult
+// CHECK: scf.if %[[IN]] {
+// CHECK-NEXT: linalg.fill
+// CHECK-NEXT: }
+// CHECK: memref.alloca() : memref<3x4xf32, #gpu.address_space<private>>
+// CHECK: scf.for
+// CHECK-NOT: scf.if %[[IN]]
+// CHECK: llvm.bitcast %{{.*}} : i32 to vector<2xf16>
+// CHECK-COUNT-3: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-NOT: scf.if %[[IN]]
+// CHECK: gpu.barrier
+// CHECK: }
+// CHECK: gpu.barrier
+// CHECK: scf.if %[[IN]] {
+// CHECK: linalg.generic
+// CHECK: linalg.copy
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @f16_guarded(%a: memref<48x64xf16>, %b: memref<64x32xf16>, %c: memref<48x32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c12 = arith.constant 12 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %in = arith.cmpi ult, %ty, %c12 : index
+    scf.if %in {
+      %r = arith.muli %ty, %c4 : index
+      %q = arith.muli %tx, %c4 : index
+      %a_t = memref.subview %a[%r, 0] [4, 64] [1, 1] : memref<48x64xf16> to memref<4x64xf16, strided<[64, 1], offset: ?>>
+      %b_t = memref.subview %b[0, %q] [64, 4] [1, 1] : memref<64x32xf16> to memref<64x4xf16, strided<[32, 1], offset: ?>>
+      %c_t = memref.subview %c[%r, %q] [4, 4] [1, 1] : memref<48x32xf32> to memref<4x4xf32, strided<[32, 1], offset: ?>>
+      %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+      linalg.fill ins(%zero : f32) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>)
+      linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x64xf16, strided<[64, 1], offset: ?>>, memref<64x4xf16, strided<[32, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+      ^bb0(%x: f16, %y: f16, %s: f32):
+        %xf = arith.extf %x : f16 to f32
+        %yf = arith.extf %y : f16 to f32
+        %p = arith.mulf %xf, %yf : f32
+        %t = arith.addf %s, %p : f32
+        linalg.yield %t : f32
+      }
+      linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[32, 1], offset: ?>>)
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// Left alone: f32 operands (staged, summed with fma), a bf16 reduction of
+// 40 steps (a last chunk of 8: not a whole mma step), and a tile of 4 rows
+// (not a 16-row tile).
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT: nvvm.mma.sync
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @left_alone(%f: memref<32x64xf32>, %g: memref<64x32xf32>, %h: memref<32x40xbf16>, %i: memref<40x32xbf16>, %r: memref<4x64xbf16>, %s: memref<64x32xbf16>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c8, %sz = %c1) {
+    %r0 = arith.muli %ty, %c4 : index
+    %q0 = arith.muli %tx, %c4 : index
+    %f_t = memref.subview %f[%r0, 0] [4, 64] [1, 1] : memref<32x64xf32> to memref<4x64xf32, strided<[64, 1], offset: ?>>
+    %g_t = memref.subview %g[0, %q0] [64, 4] [1, 1] : memref<64x32xf32> to memref<64x4xf32, strided<[32, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%f_t, %g_t : memref<4x64xf32, strided<[64, 1], offset: ?>>, memref<64x4xf32, strided<[32, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: f32, %y: f32, %t: f32):
+      %p = arith.mulf %x, %y : f32
+      %u = arith.addf %t, %p : f32
+      linalg.yield %u : f32
+    }
+    gpu.terminator
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c8, %sz = %c1) {
+    %r0 = arith.muli %ty, %c4 : index
+    %q0 = arith.muli %tx, %c4 : index
+    %h_t = memref.subview %h[%r0, 0] [4, 40] [1, 1] : memref<32x40xbf16> to memref<4x40xbf16, strided<[40, 1], offset: ?>>
+    %i_t = memref.subview %i[0, %q0] [40, 4] [1, 1] : memref<40x32xbf16> to memref<40x4xbf16, strided<[32, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%h_t, %i_t : memref<4x40xbf16, strided<[40, 1], offset: ?>>, memref<40x4xbf16, strided<[32, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: bf16, %y: bf16, %t: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %u = arith.addf %t, %p : f32
+      linalg.yield %u : f32
+    }
+    gpu.terminator
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    %q0 = arith.muli %tx, %c4 : index
+    %s_t = memref.subview %s[0, %q0] [64, 4] [1, 1] : memref<64x32xbf16> to memref<64x4xbf16, strided<[32, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%r, %s_t : memref<4x64xbf16>, memref<64x4xbf16, strided<[32, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: bf16, %y: bf16, %t: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %u = arith.addf %t, %p : f32
+      linalg.yield %u : f32
+    }
+    gpu.terminator
+  }
+  return
+}
