@@ -4,13 +4,18 @@
 # compiled here, into build/device/<model>/ (carry `build/device` to the
 # machine; under 64 MiB):
 #   model.onnx, input_N.npy        the model and its inputs
-#   ort/                           onnxruntime's outputs (the reference)
+#   expected/                      the reference outputs: onnxruntime's, or
+#                                  for a model compiled with --precision=bf16
+#                                  kiln's on this CPU with the same flag (the
+#                                  same bf16 roundings, sums in f32)
 #   cuda, vulkan                   kiln executables (--target=cuda,
 #                                  --target=vulkan-nvidia)
 #   bench                          present: benchmark it (inputs random)
 # Models: the synthetic MLP, CNN and transformer layer, PaddleOCR's
 # text-direction classifier, a 256^3 matmul (numerics) and a 4096^3 one
-# (benchmark only: its reference would not fit).
+# (benchmark only: its reference would not fit), and linear-bf16: a layer
+# of 128 rows with --precision=bf16, whose matmul runs on the tensor cores
+# (mma.sync).
 #
 #   scripts/device/prepare.sh [TARGET...]   # default: cuda vulkan-nvidia
 set -euo pipefail
@@ -30,6 +35,7 @@ make_model cnn cnn
 make_model transformer transformer
 make_model matmul256 matmul_small
 make_model matmul4096 matmul
+make_model linear-bf16 linear
 rm "$out"/matmul4096/input_*.npy && touch "$out/matmul4096/bench"
 mkdir -p "$out/text-direction"
 cp examples/text-direction/ch_ppocr_mobile_v2.0_cls_infer.onnx "$out/text-direction/model.onnx"
@@ -38,14 +44,22 @@ touch "$out/text-direction/bench" "$out/transformer/bench"
 
 for dir in "$out"/*/; do
   name=$(basename "$dir")
-  shapes=()
-  [ "$name" = text-direction ] && shapes=(--input-shape x=1x3x48x192)
+  flags=()
+  [ "$name" = text-direction ] && flags=(--input-shape x=1x3x48x192)
+  [[ "$name" = *-bf16 ]] && flags=(--precision=bf16)
   for target in "${targets[@]}"; do
     exe=$dir${target%%-*}  # cuda, vulkan
     echo "device: $name for $target"
-    "$kiln" "$dir/model.onnx" "${shapes[@]}" --target="$target" -o "$exe"
+    "$kiln" "$dir/model.onnx" "${flags[@]}" --target="$target" -o "$exe"
   done
   inputs=("$dir"/input_*.npy)
-  [ -e "${inputs[0]}" ] && node test/inputs/ort_run.js "$dir/model.onnx" "$dir/ort" "${inputs[@]}"
+  [ -e "${inputs[0]}" ] || continue
+  if [[ "$name" = *-bf16 ]]; then
+    "$kiln" "$dir/model.onnx" "${flags[@]}" -o "$dir/host"
+    "$dir/host" "${inputs[@]}" --output-dir "$dir/expected" >/dev/null
+    rm "$dir/host"
+  else
+    node test/inputs/ort_run.js "$dir/model.onnx" "$dir/expected" "${inputs[@]}"
+  fi
 done
 du -sh "$out"

@@ -4,8 +4,9 @@ machine with the GPU (numpy there; PyTorch for the baseline if present).
 
 For each model of DIR (default build/device) and each kiln executable of
 it (cuda, vulkan):
-  - numerics: the executable on the model's inputs against onnxruntime's
-    outputs, within --rtol/--atol;
+  - numerics: the executable on the model's inputs against the expected
+    outputs (onnxruntime's; for --precision=bf16 models kiln's on the CPU
+    with the same roundings), within --rtol/--atol;
   - speed, for the models marked `bench`: kiln's median latency
     (`./exe --bench N`, the whole run: inputs in, kernels, outputs out),
     for CUDA also with KILN_CUDA_GRAPHS=0 (kernels launched one by one);
@@ -45,8 +46,8 @@ def check_numerics(model_dir, exe, rtol, atol):
         if rc != 0:
             return "exit %d: %s" % (rc, text.strip().splitlines()[-1] if text.strip() else "")
         worst = 0.0
-        for name in sorted(os.listdir(os.path.join(model_dir, "ort"))):
-            want = np.load(os.path.join(model_dir, "ort", name))
+        for name in sorted(os.listdir(os.path.join(model_dir, "expected"))):
+            want = np.load(os.path.join(model_dir, "expected", name))
             got = np.load(os.path.join(out, name))
             if got.shape != want.shape:
                 return "%s: shape %s, expected %s" % (name, got.shape, want.shape)
@@ -115,7 +116,7 @@ def main():
             if not os.access(exe, os.X_OK):
                 continue
             row = {"model": model, "target": target}
-            if os.path.isdir(os.path.join(model_dir, "ort")):
+            if os.path.isdir(os.path.join(model_dir, "expected")):
                 why = check_numerics(model_dir, exe, args.rtol, args.atol)
                 row["numerics"] = "ok" if why is None else why
                 failed |= why is not None
