@@ -87,9 +87,10 @@ mlir::kiln::createTargetBackend(llvm::StringRef target, llvm::StringRef cpu, std
 
 /// The graph passes every target runs: fusion, in the order that each one
 /// finds the patterns the previous one leaves.
-static void addGraphPasses(OpPassManager &pm, const PipelineOptions &options) {
+static void addGraphPasses(OpPassManager &pm, const TargetBackend &backend,
+                           const PipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createKilnComputeHalfInF32());
+  pm.addPass(createKilnComputeHalfInF32({backend.widensHalfMatmuls()}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createKilnFoldBatchNorm({options.reportFusion}));
   pm.addPass(createKilnFuseAttention({options.reportFusion}));
@@ -177,7 +178,7 @@ void mlir::kiln::buildPipeline(OpPassManager &pm, Stage from, Stage to,
     if (stage <= from || stage > to)
       continue;
     if (stage == Stage::KilnOpt) {
-      addGraphPasses(pm, options);
+      addGraphPasses(pm, backend, options);
       if (!options.deferWeightPasses)
         addWeightPasses(pm, backend, options);
     } else {

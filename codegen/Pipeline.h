@@ -78,6 +78,10 @@ public:
   /// Adds the passes that take the module from the stage before `stage`
   /// (Linalg, Bufferized or LLVM) to `stage`: the target's hook below.
   void addStagePasses(OpPassManager &pm, Stage stage, const PipelineOptions &options) const;
+  /// Whether 16-bit models' matmuls keep their 16-bit operands and sum in
+  /// f32 (kiln-compute-half-in-f32's widen-matmuls), for matrix units that
+  /// read them; otherwise they compute in f32 from widened operands.
+  virtual bool widensHalfMatmuls() const { return false; }
   /// Adds what the target does with mostly-zero weights (sparse kernels),
   /// the last of the weight passes; nothing by default.
   virtual void addSparsityPasses(OpPassManager &pm, const PipelineOptions &options) const {}

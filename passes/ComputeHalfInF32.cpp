@@ -120,8 +120,30 @@ void computeInF32(Operation *op, WidenedConstants &widened) {
   op->erase();
 }
 
+/// Whether `op` is a matmul of two 16-bit operands of one type.
+bool isHalfMatmul(Operation *op) {
+  return isa<MatMulOp>(op) && isHalf(op->getOperand(0).getType()) &&
+         getElementTypeOrSelf(op->getOperand(0).getType()) ==
+             getElementTypeOrSelf(op->getOperand(1).getType());
+}
+
+/// `matmul` as a widening matmul of its 16-bit operands with an f32
+/// result, rounded back: the products are exact in f32, so this is
+/// computeInF32's arithmetic without widening the operands first.
+void widenResult(Operation *matmul) {
+  OpBuilder b(matmul);
+  Location loc = matmul->getLoc();
+  Value old = matmul->getResult(0);
+  auto wide = MatMulOp::create(b, loc, withF32(old.getType()), matmul->getOperand(0),
+                               matmul->getOperand(1));
+  old.replaceAllUsesWith(CastOp::create(b, loc, old.getType(), wide));
+  matmul->erase();
+}
+
 struct KilnComputeHalfInF32Pass
     : mlir::kiln::impl::KilnComputeHalfInF32Base<KilnComputeHalfInF32Pass> {
+  using KilnComputeHalfInF32Base::KilnComputeHalfInF32Base;
+
   void runOnOperation() override {
     SmallVector<Operation *> rounding;
     getOperation().walk([&](Operation *op) {
@@ -134,8 +156,12 @@ struct KilnComputeHalfInF32Pass
         rounding.push_back(op);
     });
     WidenedConstants widened;
-    for (Operation *op : rounding)
-      computeInF32(op, widened);
+    for (Operation *op : rounding) {
+      if (widenMatmuls && isHalfMatmul(op))
+        widenResult(op);
+      else
+        computeInF32(op, widened);
+    }
   }
 };
 

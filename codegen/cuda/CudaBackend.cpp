@@ -52,6 +52,8 @@ class CudaBackend final : public GpuBackend {
 public:
   using GpuBackend::GpuBackend;
 
+  bool widensHalfMatmuls() const override { return true; }
+
 private:
   void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     pm.addNestedPass<func::FuncOp>(createKilnCudaMmaSync({options.reportPlacement}));

@@ -195,9 +195,10 @@ LogicalResult ClipOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// The widening forms of matmul and conv: 8-bit integer operands (each
-/// signed or unsigned) with an i32 result, or bf16 operands with f32.
+/// signed or unsigned) with an i32 result, or bf16 or f16 operands (one
+/// type) with f32.
 static bool isWidening(Type lhs, Type rhs, Type result) {
-  if (lhs.isBF16() && rhs.isBF16())
+  if ((lhs.isBF16() && rhs.isBF16()) || (lhs.isF16() && rhs.isF16()))
     return result.isF32();
   return lhs.isInteger(8) && rhs.isInteger(8) && result.isSignlessInteger(32);
 }

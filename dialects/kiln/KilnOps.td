@@ -154,7 +154,7 @@ def Kiln_MatMulOp : Kiln_Op<"matmul"> {
     The result has the operands' element type, except for the widening
     forms: 8-bit integer operands (each i8 or ui8) with an i32 result, each
     operand extended by its own signedness and products summed in 32 bits;
-    or bf16 operands with an f32 result, products summed in f32.
+    or bf16 (or f16) operands with an f32 result, products summed in f32.
   }];
   let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
   let results = (outs Kiln_Tensor:$result);

@@ -5,17 +5,19 @@
 # machine; under 64 MiB):
 #   model.onnx, input_N.npy        the model and its inputs
 #   expected/                      the reference outputs: onnxruntime's, or
-#                                  for a model compiled with --precision=bf16
-#                                  kiln's on this CPU with the same flag (the
-#                                  same bf16 roundings, sums in f32)
+#                                  for a model of 16-bit arithmetic (names
+#                                  ending in -bf16 or -f16) kiln's on this
+#                                  CPU with the same flags (the same
+#                                  roundings, sums in f32)
 #   cuda, vulkan                   kiln executables (--target=cuda,
 #                                  --target=vulkan-nvidia)
 #   bench                          present: benchmark it (inputs random)
 # Models: the synthetic MLP, CNN and transformer layer, PaddleOCR's
 # text-direction classifier, a 256^3 matmul (numerics) and a 4096^3 one
-# (benchmark only: its reference would not fit), and linear-bf16: a layer
-# of 128 rows with --precision=bf16, whose matmul runs on the tensor cores
-# (mma.sync).
+# (benchmark only: its reference would not fit); on the tensor cores
+# (mma.sync): linear-bf16, a layer of 128 rows with --precision=bf16, a
+# 256^3 f16 matmul (numerics), and 16-bit GEMMs of 4096^3 and 8192^3 in
+# bf16 and f16 (benchmark only, against PyTorch's).
 #
 #   scripts/device/prepare.sh [TARGET...]   # default: cuda vulkan-nvidia
 set -euo pipefail
@@ -36,6 +38,12 @@ make_model transformer transformer
 make_model matmul256 matmul_small
 make_model matmul4096 matmul
 make_model linear-bf16 linear
+make_model matmul256-f16 matmul_f16
+for n in 4096 8192; do
+  for t in bf16 f16; do
+    make_model "gemm$n-$t" "gemm_${t}_$n" && touch "$out/gemm$n-$t/bench"
+  done
+done
 rm "$out"/matmul4096/input_*.npy && touch "$out/matmul4096/bench"
 mkdir -p "$out/text-direction"
 cp examples/text-direction/ch_ppocr_mobile_v2.0_cls_infer.onnx "$out/text-direction/model.onnx"
@@ -46,15 +54,18 @@ for dir in "$out"/*/; do
   name=$(basename "$dir")
   flags=()
   [ "$name" = text-direction ] && flags=(--input-shape x=1x3x48x192)
-  [[ "$name" = *-bf16 ]] && flags=(--precision=bf16)
-  for target in "${targets[@]}"; do
+  [ "$name" = linear-bf16 ] && flags=(--precision=bf16)
+  model_targets=("${targets[@]}")
+  # The 16-bit GEMMs measure the tensor cores: CUDA only.
+  [[ "$name" = gemm* ]] && model_targets=(cuda)
+  for target in "${model_targets[@]}"; do
     exe=$dir${target%%-*}  # cuda, vulkan
     echo "device: $name for $target"
     "$kiln" "$dir/model.onnx" "${flags[@]}" --target="$target" -o "$exe"
   done
   inputs=("$dir"/input_*.npy)
   [ -e "${inputs[0]}" ] || continue
-  if [[ "$name" = *-bf16 ]]; then
+  if [[ "$name" = *-bf16 || "$name" = *-f16 ]]; then
     "$kiln" "$dir/model.onnx" "${flags[@]}" -o "$dir/host"
     "$dir/host" "${inputs[@]}" --output-dir "$dir/expected" >/dev/null
     rm "$dir/host"

@@ -10,9 +10,11 @@ it (cuda, vulkan):
   - speed, for the models marked `bench`: kiln's median latency
     (`./exe --bench N`, the whole run: inputs in, kernels, outputs out),
     for CUDA also with KILN_CUDA_GRAPHS=0 (kernels launched one by one);
-    for the 4096^3 matmul also PyTorch's on the same GPU (cuBLAS sgemm,
-    TF32 off): the matmul alone, and with the inputs copied from the host
-    and the result back, as kiln's run does.
+    for the matmuls (matmul4096: f32; gemmN-bf16, gemmN-f16: 16-bit
+    operands, tensor cores) also PyTorch's on the same GPU (cuBLAS through
+    torch.matmul in the same type, TF32 off for f32): the matmul alone,
+    and with the inputs copied from the host and the result back, as
+    kiln's run does; TFLOP/s for both.
 Prints a table (and writes it as JSON with --json); exits 1 if a check
 failed. An executable that cannot run (no driver) is reported and skipped.
 
@@ -52,9 +54,11 @@ def check_numerics(model_dir, exe, rtol, atol):
             if got.shape != want.shape:
                 return "%s: shape %s, expected %s" % (name, got.shape, want.shape)
             err = np.abs(got.astype(np.float64) - want.astype(np.float64))
-            bound = atol + rtol * np.abs(want.astype(np.float64))
+            # Sums in another order may round a 16-bit result one ulp away.
+            tol = max(rtol, 2.0 ** -9) if want.dtype == np.float16 else rtol
+            bound = atol + tol * np.abs(want.astype(np.float64))
             if not np.all(err <= bound):
-                return "%s: max abs error %.3g beyond rtol %g atol %g" % (name, err.max(), rtol, atol)
+                return "%s: max abs error %.3g beyond rtol %g atol %g" % (name, err.max(), tol, atol)
             worst = max(worst, float(err.max()) if err.size else 0.0)
     return None
 
@@ -68,7 +72,15 @@ def kiln_p50_ms(exe, runs, env=None):
     return float(found.group(1)), device.group(1) if device else ""
 
 
-def torch_matmul_ms(n, runs):
+def matmul_size(model):
+    """(n, torch dtype name) of an n^3 matmul model, else None."""
+    found = re.fullmatch(r"(?:matmul|gemm)(\d+)(?:-(bf16|f16))?", model)
+    if not found:
+        return None
+    return int(found.group(1)), {None: "float32", "bf16": "bfloat16", "f16": "float16"}[found.group(2)]
+
+
+def torch_matmul_ms(n, dtype, runs):
     """(matmul alone, with host copies) medians in ms, or None without torch."""
     try:
         import torch
@@ -77,7 +89,8 @@ def torch_matmul_ms(n, runs):
     if not torch.cuda.is_available():
         return None
     torch.backends.cuda.matmul.allow_tf32 = False
-    a_host, b_host = torch.randn(n, n), torch.randn(n, n)
+    dtype = getattr(torch, dtype)
+    a_host, b_host = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     a, b = a_host.cuda(), b_host.cuda()
 
     def median_ms(step):
@@ -131,23 +144,32 @@ def main():
                     failed = True
             results.append(row)
             print(json.dumps(row), flush=True)
-        if model == "matmul4096":
-            torch_ms = torch_matmul_ms(4096, args.runs)
+        size = matmul_size(model)
+        if size and os.path.exists(os.path.join(model_dir, "bench")):
+            n, dtype = size
+            flop = 2 * n ** 3
+            for r in results:
+                if r["model"] == model and "kiln_ms" in r:
+                    r["tflops"] = flop / r["kiln_ms"] / 1e9
+            torch_ms = torch_matmul_ms(n, dtype, args.runs)
             if torch_ms:
-                flop = 2 * 4096 ** 3
-                results.append({"model": model, "target": "torch (cuBLAS sgemm, no TF32)",
+                results.append({"model": model, "target": "torch.matmul (cuBLAS, %s%s)" % (
+                                    dtype, ", no TF32" if dtype == "float32" else ""),
                                  "matmul_ms": torch_ms[0], "with_copies_ms": torch_ms[1],
                                  "tflops": flop / torch_ms[0] / 1e9})
                 print(json.dumps(results[-1]), flush=True)
 
-    print("\n| model | target | numerics | p50 ms | p50 ms without CUDA graphs |")
-    print("|---|---|---|---|---|")
+    print("\n| model | target | numerics | p50 ms (with copies) | p50 ms without CUDA graphs "
+          "| matmul alone ms | TFLOP/s |")
+    print("|---|---|---|---|---|---|---|")
     for r in results:
         ms = r.get("kiln_ms", r.get("with_copies_ms", ""))
-        print("| %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (
             r["model"], r["target"], r.get("numerics", ""),
             "%.3f" % ms if ms != "" else r.get("bench", ""),
-            "%.3f" % r["no_graphs_ms"] if "no_graphs_ms" in r else ""))
+            "%.3f" % r["no_graphs_ms"] if "no_graphs_ms" in r else "",
+            "%.3f" % r["matmul_ms"] if "matmul_ms" in r else "",
+            "%.1f" % r["tflops"] if "tflops" in r else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"date": datetime.date.today().isoformat(), "results": results}, f, indent=1)

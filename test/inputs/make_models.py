@@ -89,6 +89,26 @@ def matmul_small():
     return matmul(256)
 
 
+def half_matmul(n, elem):
+    """An n^3 matmul of two 16-bit inputs (TensorProto `elem`): CUDA sums it
+    in f32 on the tensor cores."""
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["c"], name="matmul")]
+    io = [helper.make_tensor_value_info(x, elem, [n, n]) for x in "abc"]
+    return model(nodes, io[:2], io[2:], [])
+
+
+def matmul_f16():
+    """A 256^3 f16 matmul of two inputs, to check the tensor cores' numerics."""
+    return half_matmul(256, TensorProto.FLOAT16), [(256, 256), (256, 256)], np.float16
+
+
+def gemm_benchmarks():
+    """The GPU benchmark's 16-bit GEMMs (no inputs: random at run time)."""
+    return {f"gemm_{name}_{n}": (lambda n=n, elem=elem: (half_matmul(n, elem), []))
+            for name, elem in [("bf16", TensorProto.BFLOAT16), ("f16", TensorProto.FLOAT16)]
+            for n in (4096, 8192)}
+
+
 def amx_shapes():
     """Matmul shapes around AMX's 16-row, 64-byte tiles: 56 rows (a block of
     32, one of 16, then one of 16 overlapping it), K of 64 and 96 (one and
@@ -1052,16 +1072,16 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, matmul, matmul_small, linear, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
+BUILDERS = {f.__name__: f for f in [modern, matmul, matmul_small, matmul_f16, linear, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
 if __name__ == "__main__":
     name, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    m, input_shapes = (BUILDERS | HOSTILE)[name]()
+    m, input_shapes, *dtype = (BUILDERS | HOSTILE | gemm_benchmarks())[name]()
     if name not in HOSTILE | {"unsorted": 0} and m.ir_version <= 8 and m.opset_import[0].version <= 17:
         onnx.checker.check_model(m)  # python3-onnx is 1.12 too: it knows up to IR 8, opset 17
     onnx.save(m, os.path.join(out, "model.onnx"))
     for i, shape in enumerate(input_shapes):
-        np.save(os.path.join(out, f"input_{i}.npy"), rng.standard_normal(shape).astype(np.float32))
+        np.save(os.path.join(out, f"input_{i}.npy"), rng.standard_normal(shape).astype(dtype[0] if dtype else np.float32))

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s --kiln-compute-half-in-f32 --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-compute-half-in-f32=widen-matmuls=true --split-input-file | FileCheck %s --check-prefix=WIDEN
 
 // A matmul of f16 operands runs on f32 ones and rounds its result once: the
 // activation is cast, the constant weights are widened at compile time.
@@ -10,6 +11,14 @@
 // CHECK: return %[[R]]
 // The f32 weights [1, 2, 0.5, 0.25].
 // CHECK: [[BLOB]]: "0x040000000000803F000000400000003F0000803E"
+// With widen-matmuls (CUDA: the tensor cores read 16-bit operands), the
+// operands stay f16 and the matmul sums in f32 (a widening matmul); its
+// result is rounded once all the same.
+// WIDEN-LABEL: func.func @matmul
+// WIDEN: %[[W:.*]] = kiln.constant dense<{{.*}}> : tensor<2x2xf16>
+// WIDEN: %[[Y:.*]] = kiln.matmul %arg0, %[[W]] : (tensor<3x2xf16>, tensor<2x2xf16>) -> tensor<3x2xf32>
+// WIDEN: %[[R:.*]] = kiln.cast %[[Y]] : tensor<3x2xf32> -> tensor<3x2xf16>
+// WIDEN: return %[[R]]
 func.func @matmul(%x: tensor<3x2xf16>) -> tensor<3x2xf16> {
   %w = kiln.constant dense<[[1.0, 2.0], [0.5, 0.25]]> : tensor<2x2xf16> -> tensor<2x2xf16>
   %0 = kiln.matmul %x, %w : (tensor<3x2xf16>, tensor<2x2xf16>) -> tensor<3x2xf16>

@@ -313,6 +313,14 @@ func.func @storage_cast_between_integers(%x: tensor<4xi8>) -> tensor<4xui8> {
 
 // -----
 
+func.func @matmul_mixed_halves(%a: tensor<2x3xbf16>, %b: tensor<3x4xf16>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'kiln.matmul' op operand element types differ: 'bf16' and 'f16'}}
+  %0 = kiln.matmul %a, %b : (tensor<2x3xbf16>, tensor<3x4xf16>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
 func.func @matmul_bf16_result(%a: tensor<2x3xbf16>, %b: tensor<3x4xbf16>) -> tensor<2x4xf16> {
   // expected-error @+1 {{'kiln.matmul' op result element type 'f16' does not match operand element type 'bf16'}}
   %0 = kiln.matmul %a, %b : (tensor<2x3xbf16>, tensor<3x4xbf16>) -> tensor<2x4xf16>
