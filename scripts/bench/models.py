@@ -2,6 +2,7 @@
 """Writes the synthetic benchmark models (opset 17, random weights, fixed seed).
 
 usage: models.py OUT_DIR
+       models.py OUT_DIR --batch N --few-values MODEL...   (the GPU benchmark's)
   mlp         784-1024-1024-10 Gemm+Relu, batch 1
   resnet18    ResNet-18 (Conv+BatchNormalization+Relu, residual Add), 1x3x224x224
   bert2       2 BERT-base encoder layers at 1x128x768 (12 heads, Erf GELU, FFN 3072)
@@ -21,6 +22,11 @@ rng = np.random.default_rng(2026)
 class Graph:
     """Accumulates nodes and initializers with generated unique names."""
 
+    # Weights drawn from 8 values (times the layer's scale) instead of a
+    # normal distribution: as fast to compute, but xz packs the files that
+    # hold them (model, executables) about 10x, for the GPU machine.
+    few_values = False
+
     def __init__(self):
         self.nodes, self.inits, self.count = [], [], 0
 
@@ -32,8 +38,9 @@ class Graph:
         fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
         scale = scale if scale is not None else 1.0 / np.sqrt(fan_in)
         name = self.name(hint)
-        self.inits.append(numpy_helper.from_array(
-            (rng.standard_normal(shape) * scale).astype(np.float32), name))
+        values = (rng.choice(np.arange(-7, 8, 2) / 4.0, shape) if Graph.few_values
+                  else rng.standard_normal(shape))
+        self.inits.append(numpy_helper.from_array((values * scale).astype(np.float32), name))
         return name
 
     def const(self, hint, values, dtype=np.float32):
@@ -79,7 +86,7 @@ def conv_bn(g, x, c_in, c_out, k, stride, relu=True, group=1):
     return g.op("Relu", [y]) if relu else y
 
 
-def resnet18():
+def resnet18(batch=1):
     g = Graph()
     x = conv_bn(g, "x", 3, 64, 7, 2)
     x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
@@ -96,7 +103,7 @@ def resnet18():
     x = g.op("Flatten", [x])
     g.op("Gemm", [x, g.weight("fc", [1000, 512]), g.weight("fc_b", [1000], 0.01)], transB=1)
     g.nodes[-1].output[0] = "y"
-    return g.model([tensor("x", [1, 3, 224, 224])], [tensor("y", [1, 1000])])
+    return g.model([tensor("x", [batch, 3, 224, 224])], [tensor("y", [batch, 1000])])
 
 
 def mobilenet():
@@ -120,10 +127,10 @@ def layer_norm(g, x, d):
                 axis=-1, epsilon=1e-12)
 
 
-def encoder_layer(g, x, seq, d=768, heads=12, ffn=3072):
+def encoder_layer(g, x, seq, d=768, heads=12, ffn=3072, batch=1):
     head_dim = d // heads
-    split = g.const("heads_shape", [1, seq, heads, head_dim], np.int64)
-    merge = g.const("merge_shape", [1, seq, d], np.int64)
+    split = g.const("heads_shape", [batch, seq, heads, head_dim], np.int64)
+    merge = g.const("merge_shape", [batch, seq, d], np.int64)
 
     def projection(v):
         return g.op("Add", [g.op("MatMul", [v, g.weight("w", [d, d])]), g.weight("b", [d], 0.01)])
@@ -147,13 +154,13 @@ def encoder_layer(g, x, seq, d=768, heads=12, ffn=3072):
     return layer_norm(g, g.op("Add", [x, out]), d)
 
 
-def bert2():
+def bert2(batch=1):
     g = Graph()
     x = "x"
     for _ in range(2):
-        x = encoder_layer(g, x, 128)
+        x = encoder_layer(g, x, 128, batch=batch)
     g.nodes[-1].output[0] = "y"
-    return g.model([tensor("x", [1, 128, 768])], [tensor("y", [1, 128, 768])])
+    return g.model([tensor("x", [batch, 128, 768])], [tensor("y", [batch, 128, 768])])
 
 
 def matmul1024():
@@ -180,6 +187,13 @@ MODELS = {f.__name__: f for f in [mlp, resnet18, bert2, matmul1024, attention4k,
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
+    if "--batch" in sys.argv:  # models.py OUT --batch N --few-values MODEL...
+        batch = int(sys.argv[sys.argv.index("--batch") + 1])
+        Graph.few_values = "--few-values" in sys.argv
+        for name in [a for a in sys.argv[2:] if a in MODELS]:
+            rng = np.random.default_rng(2026)  # the same weights at every batch
+            onnx.save(MODELS[name](batch=batch), os.path.join(out, f"{name}-b{batch}.onnx"))
+        sys.exit(0)
     for name, build in MODELS.items():
         path = os.path.join(out, f"{name}.onnx")
         if not os.path.exists(path):

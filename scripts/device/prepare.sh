@@ -17,7 +17,12 @@
 # (benchmark only: its reference would not fit); on the tensor cores
 # (mma.sync): linear-bf16, a layer of 128 rows with --precision=bf16, a
 # 256^3 f16 matmul (numerics), and 16-bit GEMMs of 4096^3 and 8192^3 in
-# bf16 and f16 (benchmark only, against PyTorch's).
+# bf16 and f16 (benchmark only, against PyTorch's); resnet18 and bert2
+# (scripts/bench/models.py) at batch 1 and 32, CUDA only, with torch.json
+# and torch-weights.npz for PyTorch's run of the same graph
+# (torch_graph.py), their weights drawn from 8 values so that xz packs the
+# executables and weights (FILE.xz; run.py unpacks them) into the 64 MiB
+# the GPU machine takes; batch 1 with an input and onnxruntime's outputs.
 #
 #   scripts/device/prepare.sh [TARGET...]   # default: cuda vulkan-nvidia
 set -euo pipefail
@@ -73,4 +78,30 @@ for dir in "$out"/*/; do
     node test/inputs/ort_run.js "$dir/model.onnx" "$dir/expected" "${inputs[@]}"
   fi
 done
+# PyTorch's baselines.
+onnx_dir=$(mktemp -d)
+for b in 1 32; do
+  /usr/bin/python3 scripts/bench/models.py "$onnx_dir" --batch $b --few-values resnet18 bert2
+done
+for m in resnet18 bert2; do
+  for b in 1 32; do
+    dir=$out/$m-b$b
+    mkdir -p "$dir" && touch "$dir/bench"
+    echo "device: $m at batch $b for cuda"
+    "$kiln" "$onnx_dir/$m-b$b.onnx" --target=cuda -o "$dir/cuda"
+    weights=(--shared-weights "$out/$m-b1/torch-weights.npz")
+    [ $b = 1 ] && weights=(--weights "$dir/torch-weights.npz")
+    /usr/bin/python3 scripts/device/torch_graph.py export "$onnx_dir/$m-b$b.onnx" "$dir/torch.json" "${weights[@]}"
+  done
+  dir=$out/$m-b1
+  /usr/bin/python3 -c "
+import json, numpy as np
+shape = json.load(open('$dir/torch.json'))['inputs'][0]['shape']
+np.save('$dir/input_0.npy', np.random.default_rng(0).standard_normal(shape).astype(np.float32))"
+  node test/inputs/ort_run.js "$onnx_dir/$m-b1.onnx" "$dir/expected" "$dir/input_0.npy"
+  /usr/bin/python3 scripts/device/torch_graph.py check "$dir/torch.json" "$dir/input_0.npy" "$dir/expected" >/dev/null
+done
+rm -rf "$onnx_dir"
+echo "device: packing the big models' files with xz"
+xz -T0 -6 "$out"/resnet18-b*/cuda "$out"/bert2-b*/cuda "$out"/*/torch-weights.npz
 du -sh "$out"
