@@ -46,6 +46,7 @@ struct PipelineOptions {
   bool quantizeDynamic = false; // int8 matmuls, activations quantized at run time
   bool reportQuant = false;     // quantization passes emit a "quant: " remark per decision
   bool bf16 = false;            // matmuls with constant weights in bf16 (f32 sums)
+  bool tf32 = false;            // CUDA targets: f32 matmuls on the tensor cores in tf32
   bool reportMemory = false;    // kiln-plan-memory emits a "memory: " remark per function
   bool reportPlacement = false; // GPU targets: a "placement: " remark per kernel and host op
   bool profile = false; // CPU targets: kiln_profile_begin/end around each kernel

@@ -1,21 +1,23 @@
 //===- MmaSync.cpp - 16-bit matmuls on the tensor cores, with mma.sync ----===//
 //
 // After kiln-gpu-promote-operands, a workgroup's tile of a widening matmul
-// (f16 or bf16 operands, f32 sums) reads chunks of both operands from shared
-// memory, and each thread sums its own 4x4 results with fma. This pass has
-// the workgroup's warps compute the tile on the tensor cores instead: each
-// warp owns a block of 16x8 tiles and, per 16 steps of the reduction, loads
-// its fragments of A and B from the staged chunks and issues one
-// mma.sync.m16n8k16 per tile, summing in f32 registers. After the reduction
-// the warps write their sums to a workgroup buffer, and each thread adds its
-// 4x4 results from there to its private accumulator, where the op's
-// epilogue (bias, activation, the copy out) finds them as before.
+// (f16 or bf16 operands, f32 sums; with `tf32`, an f32 matmul too) reads
+// chunks of both operands from shared memory, and each thread sums its own
+// 4x4 results with fma. This pass has the workgroup's warps compute the
+// tile on the tensor cores instead: each warp owns a block of 16x8 tiles
+// and, per K steps of the reduction, loads its fragments of A and B from
+// the staged chunks and issues one mma.sync per tile (m16n8k16 for 16-bit
+// operands, m16n8k8 for tf32), summing in f32 registers. After the
+// reduction the warps write their sums to a workgroup buffer, and each
+// thread adds its 4x4 results from there to its private accumulator, where
+// the op's epilogue (bias, activation, the copy out) finds them as before.
 //
-// Fragment layouts are PTX ISA 8.0's, section 9.7.13.4.8 (mma.m16n8k16 with
-// .f16/.bf16): lane l has group g = l / 4 and t = l % 4;
-//   A (16x16, row-major): register r holds A[g + 8 (r % 2)][2t + 8 (r / 2) + {0, 1}]
-//   B (16x8, col-major):  register r holds B[2t + 8r + {0, 1}][g]
-//   C, D (16x8, f32):     element c is       C[g + 8 (c / 2)][2t + c % 2]
+// Fragment layouts are PTX ISA 8.0's (section 9.7.13.4.8): lane l has
+// group g = l / 4 and t = l % 4; a register holds P = 2 16-bit values or
+// P = 1 tf32 value, and K = 8P:
+//   A (16xK, row-major): register r holds A[g + 8 (r % 2)][Pt + (K/2)(r / 2) + {0..P-1}]
+//   B (Kx8, col-major):  register r holds B[Pt + (K/2) r + {0..P-1}][g]
+//   C, D (16x8, f32):    element c is       C[g + 8 (c / 2)][2t + c % 2]
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/Passes.h"
@@ -41,17 +43,45 @@ using namespace mlir::kiln;
 namespace {
 
 constexpr int64_t kWarp = 32;
-/// mma.sync.m16n8k16's tile.
-constexpr int64_t kM = 16, kN = 8, kK = 16;
+/// The rows and columns of an mma.sync tile.
+constexpr int64_t kM = 16, kN = 8;
+
+/// The mma.sync for an operand type: m16n8k16 on f16 or bf16 (two values
+/// per 32-bit register), m16n8k8 on tf32 (one).
+struct Instruction {
+  NVVM::MMATypes type;
+  int64_t perRegister;
+  int64_t k() const { return 8 * perRegister; }
+  StringRef name() const {
+    return type == NVVM::MMATypes::tf32 ? "mma.sync.m16n8k8, tf32"
+           : type == NVVM::MMATypes::f16 ? "mma.sync.m16n8k16, f16"
+                                          : "mma.sync.m16n8k16, bf16";
+  }
+};
+
+/// The instruction for a contraction of `operand` values summed in
+/// `sum`: 16-bit floats widened to f32, or (with tf32) f32.
+std::optional<Instruction> instructionFor(Type operand, Type sum, bool tf32) {
+  if (!sum.isF32())
+    return std::nullopt;
+  if (operand.isF16())
+    return Instruction{NVVM::MMATypes::f16, 2};
+  if (operand.isBF16())
+    return Instruction{NVVM::MMATypes::bf16, 2};
+  if (operand.isF32() && tf32)
+    return Instruction{NVVM::MMATypes::tf32, 1};
+  return std::nullopt;
+}
 
 /// A thread's contraction as kiln-gpu-promote-operands leaves it, which the
 /// tensor cores can compute: in the chunk loop of a launch of static block
 /// size (a whole number of warps), maps (k, i, j) -> (k, i), (k, j), (i, j),
-/// both inputs views of staged chunks of 16-bit floats of one type, whole
-/// along k, the output a private f32 accumulator; the workgroup's tile a
-/// whole number of 16x8 tiles that its warps share evenly, the chunk a
-/// whole number of 16 steps.
+/// both inputs views of staged chunks of one type the instruction takes,
+/// whole along k, the output a private f32 accumulator; the workgroup's
+/// tile a whole number of 16x8 tiles that its warps share evenly, the chunk
+/// a whole number of the instruction's K steps.
 struct Matmul {
+  Instruction mma;
   linalg::GenericOp op;
   gpu::LaunchOp launch;
   scf::ForOp chunks;
@@ -88,13 +118,7 @@ std::optional<std::pair<int64_t, int64_t>> warpBlock(int64_t rowTiles, int64_t c
   return std::nullopt;
 }
 
-bool isWideningBody(linalg::GenericOp op, Type half) {
-  auto types = op.getRegionInputArgs();
-  return linalg::isaContractionOpInterface(op) && types[0].getType() == half &&
-         types[1].getType() == half && op.getRegionOutputArgs()[0].getType().isF32();
-}
-
-std::optional<Matmul> asMatmul(linalg::GenericOp op) {
+std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32) {
   auto launch = op->getParentOfType<gpu::LaunchOp>();
   if (!launch || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       !op.hasPureBufferSemantics() || op.getNumLoops() != 3 ||
@@ -107,7 +131,7 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op) {
       SmallVector<AffineMap>{AffineMap::get(3, 0, {k, i}, ctx), AffineMap::get(3, 0, {k, j}, ctx),
                              AffineMap::get(3, 0, {i, j}, ctx)})
     return std::nullopt;
-  Matmul m{op, launch, {}, {}, {}, {}, 0, 0, 0, 0, 0, 0};
+  Matmul m{{}, op, launch, {}, {}, {}, {}, 0, 0, 0, 0, 0, 0};
   m.guard = dyn_cast<scf::IfOp>(op->getParentOp());
   m.chunks = dyn_cast<scf::ForOp>((m.guard ? m.guard.getOperation() : op.getOperation())->getParentOp());
   if (!m.chunks || m.chunks->getBlock() != &launch.getBody().front())
@@ -117,16 +141,21 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op) {
   memref::SubViewOp chunkA = stagedChunk(m.a), chunkB = stagedChunk(m.b);
   if (!chunkA || !chunkB)
     return std::nullopt;
-  Type half = chunkA.getType().getElementType();
-  if (!(half.isF16() || half.isBF16()) || chunkB.getType().getElementType() != half ||
-      !isWideningBody(op, half))
+  // The body sums products of the operands (widened): their element types
+  // are the region's.
+  Type element = chunkA.getType().getElementType();
+  std::optional<Instruction> mma =
+      instructionFor(element, op.getRegionOutputArgs()[0].getType(), tf32);
+  if (!mma || chunkB.getType().getElementType() != element ||
+      !linalg::isaContractionOpInterface(op))
     return std::nullopt;
+  m.mma = *mma;
   m.chunk = chunkA.getType().getDimSize(0);
   m.rows = chunkA.getType().getDimSize(1);
   m.cols = chunkB.getType().getDimSize(1);
   // Every chunk whole: the op reads all C steps of each.
   if (chunkB.getType().getDimSize(0) != m.chunk || m.a.getType().getDimSize(0) != m.chunk ||
-      m.chunk % kK != 0 || m.rows % kM != 0 || m.cols % kN != 0)
+      m.chunk % m.mma.k() != 0 || m.rows % kM != 0 || m.cols % kN != 0)
     return std::nullopt;
   gpu::KernelDim3 size = launch.getBlockSizeOperandValues();
   std::optional<int64_t> x = getConstantIntValue(size.x), y = getConstantIntValue(size.y),
@@ -178,30 +207,36 @@ Value pack(OpBuilder &b, Location loc, Value low, Value high) {
   return word;
 }
 
-/// Lane's A fragment of the 16x16 tile at rows `row0`, steps `k0` of the
-/// chunk `a` ([C, rows]): 4 registers.
-SmallVector<Value> loadA(Lane &l, Value a, Value row0, Value k0) {
+/// One register of an operand fragment: its P values along k from `k`
+/// on, at `other` (the row of A, the column of B) of `chunk` ([C, rows]
+/// or [C, cols]); a tf32 value rounded to nearest, ties away (cvt.rna).
+Value loadRegister(Lane &l, const Instruction &mma, Value chunk, Value k, Value other) {
+  SmallVector<Value> values;
+  for (int64_t e = 0; e < mma.perRegister; ++e)
+    values.push_back(memref::LoadOp::create(l.b, l.loc, chunk, ValueRange{l.plus(k, e), other}));
+  if (mma.type == NVVM::MMATypes::tf32)
+    return NVVM::ConvertFloatToTF32Op::create(l.b, l.loc, l.b.getI32Type(), values[0],
+                                              NVVM::FPRoundingMode::RNA,
+                                              NVVM::SaturationMode::NONE, false);
+  return pack(l.b, l.loc, values[0], values[1]);
+}
+
+/// Lane's A fragment of the 16xK tile at rows `row0`, steps `k0` on of the
+/// chunk `a`: 4 registers.
+SmallVector<Value> loadA(Lane &l, const Instruction &mma, Value a, Value row0, Value k0) {
   SmallVector<Value> regs;
-  for (int64_t r = 0; r < 4; ++r) {
-    Value row = l.plus(row0, 8 * (r % 2));
-    Value k = l.plus(k0, 8 * (r / 2));
-    Value lo = memref::LoadOp::create(l.b, l.loc, a, ValueRange{k, row});
-    Value hi = memref::LoadOp::create(l.b, l.loc, a, ValueRange{l.plus(k, 1), row});
-    regs.push_back(pack(l.b, l.loc, lo, hi));
-  }
+  for (int64_t r = 0; r < 4; ++r)
+    regs.push_back(loadRegister(l, mma, a, l.plus(k0, mma.k() / 2 * (r / 2)),
+                                l.plus(row0, 8 * (r % 2))));
   return regs;
 }
 
-/// Lane's B fragment of the 16x8 tile at column `col` (its own), steps
-/// `k0` of the chunk `b` ([C, cols]): 2 registers.
-SmallVector<Value> loadB(Lane &l, Value b, Value col, Value k0) {
+/// Lane's B fragment of the Kx8 tile at column `col` (its own), steps
+/// `k0` on of the chunk `b`: 2 registers.
+SmallVector<Value> loadB(Lane &l, const Instruction &mma, Value b, Value col, Value k0) {
   SmallVector<Value> regs;
-  for (int64_t r = 0; r < 2; ++r) {
-    Value k = l.plus(k0, 8 * r);
-    Value lo = memref::LoadOp::create(l.b, l.loc, b, ValueRange{k, col});
-    Value hi = memref::LoadOp::create(l.b, l.loc, b, ValueRange{l.plus(k, 1), col});
-    regs.push_back(pack(l.b, l.loc, lo, hi));
-  }
+  for (int64_t r = 0; r < 2; ++r)
+    regs.push_back(loadRegister(l, mma, b, l.plus(k0, mma.k() / 2 * r), col));
   return regs;
 }
 
@@ -256,23 +291,25 @@ void rewrite(Matmul &m) {
   // warp's instruction).
   b.setInsertionPoint(m.guard ? m.guard.getOperation() : m.op.getOperation());
   Value a = m.a.getSource(), bChunk = m.b.getSource();
-  auto kind = getElementTypeOrSelf(m.a.getType()).isF16() ? NVVM::MMATypes::f16
-                                                          : NVVM::MMATypes::bf16;
+  NVVM::MMATypes kind = m.mma.type;
   Type struct4 = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
-  for (int64_t step = 0; step < m.chunk; step += kK) {
-    Value k0 = lane.at(index(step), lane.quad, 2, 0);
+  for (int64_t step = 0; step < m.chunk; step += m.mma.k()) {
+    Value k0 = lane.at(index(step), lane.quad, m.mma.perRegister, 0);
     SmallVector<SmallVector<Value>> fragA, fragB;
     for (int64_t i = 0; i < m.warpRows; ++i)
-      fragA.push_back(loadA(lane, a, lane.at(lane.rowOrigin, lane.group, 1, kM * i), k0));
+      fragA.push_back(
+          loadA(lane, m.mma, a, lane.at(lane.rowOrigin, lane.group, 1, kM * i), k0));
     for (int64_t j = 0; j < m.warpCols; ++j)
-      fragB.push_back(loadB(lane, bChunk, lane.at(lane.colOrigin, lane.group, 1, kN * j), k0));
+      fragB.push_back(
+          loadB(lane, m.mma, bChunk, lane.at(lane.colOrigin, lane.group, 1, kN * j), k0));
     for (int64_t i = 0; i < m.warpRows; ++i)
       for (int64_t j = 0; j < m.warpCols; ++j) {
         Value tile = index(i * m.warpCols + j);
         SmallVector<Value> c;
         for (int64_t e = 0; e < 4; ++e)
           c.push_back(memref::LoadOp::create(b, loc, sums, ValueRange{tile, index(e)}));
-        auto mma = NVVM::MmaOp::create(b, loc, struct4, fragA[i], fragB[j], c, {kM, kN, kK},
+        auto mma = NVVM::MmaOp::create(b, loc, struct4, fragA[i], fragB[j], c,
+                                       {kM, kN, m.mma.k()},
                                        std::nullopt, std::nullopt,
                                        std::array<NVVM::MMATypes, 2>{kind, kind},
                                        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
@@ -326,13 +363,12 @@ struct KilnCudaMmaSyncPass : mlir::kiln::impl::KilnCudaMmaSyncBase<KilnCudaMmaSy
   void runOnOperation() override {
     std::vector<Matmul> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (std::optional<Matmul> m = asMatmul(op))
+      if (std::optional<Matmul> m = asMatmul(op, tf32))
         matmuls.push_back(*m);
     });
     for (Matmul &m : matmuls) {
       if (report)
-        emitRemark(m.op.getLoc()) << "placement: tensor cores (mma.sync.m16n8k16, "
-                                  << (getElementTypeOrSelf(m.a.getType()).isF16() ? "f16" : "bf16")
+        emitRemark(m.op.getLoc()) << "placement: tensor cores (" << m.mma.name()
                                   << "), each warp "
                                   << kM * m.warpRows << "x" << kN * m.warpCols << " of the "
                                   << m.rows << "x" << m.cols << " tile";

@@ -62,6 +62,8 @@ def KilnCudaMmaSync : Pass<"kiln-cuda-mma-sync", "func::FuncOp"> {
     fragment serves several mma.
   }];
   let options = [
+    Option<"tf32", "tf32", "bool", "false",
+           "f32 matmuls too: operands rounded to tf32 (cvt.rna), mma.sync m16n8k8 (--precision=tf32)">,
     Option<"report", "report", "bool", "false",
            "Emit a `placement:` remark per matmul on the tensor cores: the type and a warp's block">,
   ];

@@ -171,8 +171,10 @@ cl::opt<std::string> quantize("quantize",
                                        "(activations quantized at run time)"),
                               cl::value_desc("mode"), cl::cat(category));
 cl::opt<std::string> precision("precision",
-                               cl::desc("Arithmetic of matmuls with constant weights: f32 "
-                                        "(default) or bf16 (bf16 operands, f32 sums)"),
+                               cl::desc("Arithmetic of matmuls: f32 (default), bf16 (matmuls "
+                                        "with constant weights: bf16 operands, f32 sums) or, "
+                                        "on CUDA, tf32 (f32 matmuls on the tensor cores, "
+                                        "operands rounded to tf32, f32 sums)"),
                                cl::init("f32"), cl::cat(category));
 cl::opt<std::string> calibrationData("calibration-data",
                                      cl::desc("With --quantize=int8 or --prune: a directory "
@@ -690,10 +692,14 @@ int main(int argc, char **argv) {
   if (!quantize.empty() && quantize != "int8" && quantize != "int8-dynamic")
     return error("unknown --quantize mode '" + quantize + "' (expected int8 or int8-dynamic)");
   bool quantizeStatic = quantize == "int8";
-  if (precision != "f32" && precision != "bf16")
-    return error("unknown --precision '" + precision + "' (expected f32 or bf16)");
-  if (precision == "bf16" && !quantize.empty())
-    return error("--precision=bf16 and --quantize exclude each other: pick one arithmetic for "
+  if (precision != "f32" && precision != "bf16" && precision != "tf32")
+    return error("unknown --precision '" + precision + "' (expected f32, bf16 or tf32)");
+  if (precision == "tf32" && !mlir::kiln::isCudaTarget(targetTriple))
+    return error("--precision=tf32 needs a CUDA target (tf32 is the tensor cores' format); " +
+                 (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple) +
+                 " computes f32 matmuls in f32");
+  if (precision != "f32" && !quantize.empty())
+    return error("--precision=" + precision + " and --quantize exclude each other: pick one arithmetic for "
                  "the matmuls");
   if (quantizeStatic && calibrationData.empty())
     return error("--quantize=int8 needs --calibration-data=DIR (one sub-directory per sample, "
@@ -842,6 +848,7 @@ int main(int argc, char **argv) {
   pipelineOptions.profile = profile;
   pipelineOptions.externalWeights = externalWeights;
   pipelineOptions.bf16 = precision == "bf16";
+  pipelineOptions.tf32 = precision == "tf32";
   if (prune.getNumOccurrences()) {
     pipelineOptions.pruneFraction = prune;
     if (!prunePattern.empty())

@@ -1,11 +1,15 @@
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda --kiln-cuda-mma-sync --canonicalize --cse | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda --kiln-cuda-mma-sync=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda --kiln-cuda-mma-sync=tf32=true --canonicalize --cse | FileCheck %s --check-prefix=TF32
 // The inputs are written as kiln-gpu-private-accumulators leaves a
 // thread's matmul; kiln-gpu-promote-operands stages them, as the pipeline
 // does, and the pass under test reads the staged chunks.
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, bf16), each warp 16x32 of the 64x32 tile
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, f16), each warp 48x8 of the 48x32 tile
 // REPORT-NOT: remark
+// TF32-LABEL: func.func @bf16_matmul
+// TF32-COUNT-8: nvvm.mma.sync {{.*}}k = 16
+// TF32-LABEL: func.func @f16_guarded
 
 // A workgroup's 64x32 tile of a 256^3 bf16 matmul summed in f32, 8x16
 // threads (4 warps), chunks of 32 steps. Each warp takes a row of four
@@ -161,6 +165,18 @@ func.func @f16_guarded(%a: memref<48x64xf16>, %b: memref<64x32xf16>, %c: memref<
 // (not a 16-row tile).
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: nvvm.mma.sync
+// With tf32, the f32 matmul (64 steps, 32x32 tile, 2 warps: each 16x32)
+// runs on the tensor cores, 8 steps per mma: each register one f32 of the
+// chunk rounded by cvt.rna (A: steps t and t + 4, rows g and g + 8; B:
+// steps t and t + 4), 4 steps per chunk of 32, 4 mma per step.
+// TF32-LABEL: func.func @left_alone
+// TF32: memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+// TF32: scf.for
+// TF32: gpu.barrier
+// TF32: %[[X:.*]] = memref.load {{.*}}#gpu.address_space<workgroup>>
+// TF32-NEXT: nvvm.convert.float.to.tf32 %[[X]] {rnd = #nvvm.fp_rnd_mode<rna>}
+// TF32-COUNT-16: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<tf32>, multiplicandBPtxType = #nvvm.mma_type<tf32>, shape = #nvvm.shape<m = 16, n = 8, k = 8>} : (i32, i32, f32)
+// TF32-NOT: nvvm.mma.sync
 #a = affine_map<(k, i, j) -> (i, k)>
 #b = affine_map<(k, i, j) -> (k, j)>
 #c = affine_map<(k, i, j) -> (i, j)>
