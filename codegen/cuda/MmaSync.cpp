@@ -73,20 +73,43 @@ std::optional<Instruction> instructionFor(Type operand, Type sum, bool tf32) {
   return std::nullopt;
 }
 
+/// An operand of a thread's contraction: its view of a staged chunk, whose
+/// first dimension is the reduction's step and dimension `position` the
+/// tile's rows (A) or columns (B); any other has extent 1 (a batch).
+struct Operand {
+  mutable memref::SubViewOp view; // (its accessors are not const)
+  unsigned position = 0;
+
+  Value chunk() const { return view.getSource(); }
+  OpFoldResult offset() const { return view.getMixedOffsets()[position]; }
+  OpFoldResult size() const { return view.getMixedSizes()[position]; }
+  /// The chunk's indices of step `k` and row or column `at`.
+  SmallVector<Value> indices(Value k, Value at, Value zero) const {
+    SmallVector<Value> indices(view.getType().getRank(), zero);
+    indices[0] = k;
+    indices[position] = at;
+    return indices;
+  }
+};
+
 /// A thread's contraction as kiln-gpu-promote-operands leaves it, which the
 /// tensor cores can compute: in the chunk loop of a launch of static block
-/// size (a whole number of warps), maps (k, i, j) -> (k, i), (k, j), (i, j),
-/// both inputs views of staged chunks of one type the instruction takes,
-/// whole along k, the output a private f32 accumulator; the workgroup's
-/// tile a whole number of 16x8 tiles that its warps share evenly, the chunk
-/// a whole number of the instruction's K steps.
+/// size (a whole number of warps); its first loop the reduction, the others
+/// parallel and its output's (batch..., i, j) in order, a private f32
+/// accumulator of extent 1 along the batch loops; one input A of (k, i),
+/// the other B of (k, j) (each possibly with batch loops of extent 1), both
+/// views of staged chunks, of one type the instruction takes, whole along
+/// k; the workgroup's tile a whole number of 16x8 tiles that its warps
+/// share evenly, the chunk a whole number of the instruction's K steps. A
+/// matmul (k, i, j) is one, a convolution's im2col contraction (k, n, f, p)
+/// with its filter as A another.
 struct Matmul {
   Instruction mma;
   linalg::GenericOp op;
   gpu::LaunchOp launch;
   scf::ForOp chunks;
   scf::IfOp guard;                 ///< the op's guard, or null
-  memref::SubViewOp a, b;          ///< the thread's views of the chunks [C, rows], [C, cols]
+  Operand a, b;
   int64_t chunk, rows, cols;       ///< C and the workgroup's tile
   int64_t threads;
   int64_t warpRows, warpCols;      ///< a warp's block, in 16x8 tiles
@@ -97,9 +120,30 @@ struct Matmul {
 memref::SubViewOp stagedChunk(memref::SubViewOp view) {
   auto chunk = view ? view.getSource().getDefiningOp<memref::SubViewOp>() : nullptr;
   if (!chunk || !chunk.getSource().getDefiningOp<memref::AllocOp>() ||
-      !chunk.getType().hasStaticShape() || chunk.getType().getRank() != 2)
+      !chunk.getType().hasStaticShape() || chunk.getType().getRank() < 2)
     return {};
   return chunk;
+}
+
+/// Input `input` of `op` as an operand whose chunk holds loop `dim` (the
+/// rows or the columns) and not loop `other`, every other loop but the
+/// reduction with extent 1 in the chunk.
+std::optional<Operand> operandOf(linalg::GenericOp op, unsigned input, unsigned dim,
+                                 unsigned other) {
+  OpOperand *operand = op.getDpsInputOperand(input);
+  AffineMap map = op.getMatchingIndexingMap(operand);
+  auto view = operand->get().getDefiningOp<memref::SubViewOp>();
+  memref::SubViewOp chunk = stagedChunk(view);
+  if (!chunk || !map.isProjectedPermutation() || map.getNumResults() != view.getType().getRank() ||
+      map.getDimPosition(0) != 0)
+    return std::nullopt;
+  std::optional<unsigned> position = map.getResultPosition(getAffineDimExpr(dim, op.getContext()));
+  if (!position || map.getResultPosition(getAffineDimExpr(other, op.getContext())))
+    return std::nullopt;
+  for (unsigned d = 1; d < map.getNumResults(); ++d)
+    if (d != *position && chunk.getType().getDimSize(d) != 1)
+      return std::nullopt;
+  return Operand{view, *position};
 }
 
 /// A warp's block of WM x WN tiles for `warps` warps over a tile of
@@ -121,40 +165,52 @@ std::optional<std::pair<int64_t, int64_t>> warpBlock(int64_t rowTiles, int64_t c
 std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32) {
   auto launch = op->getParentOfType<gpu::LaunchOp>();
   if (!launch || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      !op.hasPureBufferSemantics() || op.getNumLoops() != 3 ||
-      !isPrivateMemory(op.getDpsInitOperand(0)->get().getType()))
+      !op.hasPureBufferSemantics() || op.getNumLoops() < 3 ||
+      op.getNumReductionLoops() != 1 ||
+      op.getIteratorTypesArray().front() != utils::IteratorType::reduction ||
+      !linalg::isaContractionOpInterface(op))
     return std::nullopt;
-  MLIRContext *ctx = op.getContext();
-  AffineExpr k, i, j;
-  bindDims(ctx, k, i, j);
-  if (op.getIndexingMapsArray() !=
-      SmallVector<AffineMap>{AffineMap::get(3, 0, {k, i}, ctx), AffineMap::get(3, 0, {k, j}, ctx),
-                             AffineMap::get(3, 0, {i, j}, ctx)})
+  unsigned loops = op.getNumLoops(), rowLoop = loops - 2, colLoop = loops - 1;
+  Value acc = op.getDpsInitOperand(0)->get();
+  auto accType = cast<MemRefType>(acc.getType());
+  AffineMap out = op.getIndexingMapsArray()[2];
+  if (!isPrivateMemory(accType) ||
+      out != AffineMap::getMultiDimIdentityMap(loops, op.getContext()).dropResult(0))
     return std::nullopt;
+  for (int64_t d = 0; d + 2 < accType.getRank(); ++d)
+    if (accType.getDimSize(d) != 1)
+      return std::nullopt;
   Matmul m{{}, op, launch, {}, {}, {}, {}, 0, 0, 0, 0, 0, 0};
   m.guard = dyn_cast<scf::IfOp>(op->getParentOp());
   m.chunks = dyn_cast<scf::ForOp>((m.guard ? m.guard.getOperation() : op.getOperation())->getParentOp());
   if (!m.chunks || m.chunks->getBlock() != &launch.getBody().front())
     return std::nullopt;
-  m.a = op.getDpsInputOperand(0)->get().getDefiningOp<memref::SubViewOp>();
-  m.b = op.getDpsInputOperand(1)->get().getDefiningOp<memref::SubViewOp>();
-  memref::SubViewOp chunkA = stagedChunk(m.a), chunkB = stagedChunk(m.b);
-  if (!chunkA || !chunkB)
+  // A holds the rows, B the columns, in either order.
+  std::optional<Operand> a = operandOf(op, 0, rowLoop, colLoop);
+  std::optional<Operand> b = operandOf(op, 1, colLoop, rowLoop);
+  if (!a || !b) {
+    a = operandOf(op, 1, rowLoop, colLoop);
+    b = operandOf(op, 0, colLoop, rowLoop);
+  }
+  if (!a || !b)
     return std::nullopt;
+  m.a = *a;
+  m.b = *b;
+  auto chunkA = cast<MemRefType>(m.a.chunk().getType());
+  auto chunkB = cast<MemRefType>(m.b.chunk().getType());
   // The body sums products of the operands (widened): their element types
   // are the region's.
-  Type element = chunkA.getType().getElementType();
+  Type element = chunkA.getElementType();
   std::optional<Instruction> mma =
       instructionFor(element, op.getRegionOutputArgs()[0].getType(), tf32);
-  if (!mma || chunkB.getType().getElementType() != element ||
-      !linalg::isaContractionOpInterface(op))
+  if (!mma || chunkB.getElementType() != element)
     return std::nullopt;
   m.mma = *mma;
-  m.chunk = chunkA.getType().getDimSize(0);
-  m.rows = chunkA.getType().getDimSize(1);
-  m.cols = chunkB.getType().getDimSize(1);
+  m.chunk = chunkA.getDimSize(0);
+  m.rows = chunkA.getDimSize(m.a.position);
+  m.cols = chunkB.getDimSize(m.b.position);
   // Every chunk whole: the op reads all C steps of each.
-  if (chunkB.getType().getDimSize(0) != m.chunk || m.a.getType().getDimSize(0) != m.chunk ||
+  if (chunkB.getDimSize(0) != m.chunk || m.a.view.getType().getDimSize(0) != m.chunk ||
       m.chunk % m.mma.k() != 0 || m.rows % kM != 0 || m.cols % kN != 0)
     return std::nullopt;
   gpu::KernelDim3 size = launch.getBlockSizeOperandValues();
@@ -176,6 +232,7 @@ struct Lane {
   Location loc;
   Value group, quad; ///< g = lane / 4, t = lane % 4
   Value rowOrigin, colOrigin; ///< the warp's block in the workgroup's tile
+  Value zero;
 
   /// origin + scale * v + c
   Value at(Value origin, Value v, int64_t scale, int64_t c) {
@@ -208,12 +265,13 @@ Value pack(OpBuilder &b, Location loc, Value low, Value high) {
 }
 
 /// One register of an operand fragment: its P values along k from `k`
-/// on, at `other` (the row of A, the column of B) of `chunk` ([C, rows]
-/// or [C, cols]); a tf32 value rounded to nearest, ties away (cvt.rna).
-Value loadRegister(Lane &l, const Instruction &mma, Value chunk, Value k, Value other) {
+/// on, at `at` (the row of A, the column of B) of the operand's chunk; a
+/// tf32 value rounded to nearest, ties away (cvt.rna).
+Value loadRegister(Lane &l, const Instruction &mma, const Operand &operand, Value k, Value at) {
   SmallVector<Value> values;
   for (int64_t e = 0; e < mma.perRegister; ++e)
-    values.push_back(memref::LoadOp::create(l.b, l.loc, chunk, ValueRange{l.plus(k, e), other}));
+    values.push_back(memref::LoadOp::create(l.b, l.loc, operand.chunk(),
+                                            operand.indices(l.plus(k, e), at, l.zero)));
   if (mma.type == NVVM::MMATypes::tf32)
     return NVVM::ConvertFloatToTF32Op::create(l.b, l.loc, l.b.getI32Type(), values[0],
                                               NVVM::FPRoundingMode::RNA,
@@ -221,9 +279,9 @@ Value loadRegister(Lane &l, const Instruction &mma, Value chunk, Value k, Value 
   return pack(l.b, l.loc, values[0], values[1]);
 }
 
-/// Lane's A fragment of the 16xK tile at rows `row0`, steps `k0` on of the
-/// chunk `a`: 4 registers.
-SmallVector<Value> loadA(Lane &l, const Instruction &mma, Value a, Value row0, Value k0) {
+/// Lane's A fragment of the 16xK tile at rows `row0`, steps `k0` on of
+/// `a`'s chunk: 4 registers.
+SmallVector<Value> loadA(Lane &l, const Instruction &mma, const Operand &a, Value row0, Value k0) {
   SmallVector<Value> regs;
   for (int64_t r = 0; r < 4; ++r)
     regs.push_back(loadRegister(l, mma, a, l.plus(k0, mma.k() / 2 * (r / 2)),
@@ -232,8 +290,8 @@ SmallVector<Value> loadA(Lane &l, const Instruction &mma, Value a, Value row0, V
 }
 
 /// Lane's B fragment of the Kx8 tile at column `col` (its own), steps
-/// `k0` on of the chunk `b`: 2 registers.
-SmallVector<Value> loadB(Lane &l, const Instruction &mma, Value b, Value col, Value k0) {
+/// `k0` on of `b`'s chunk: 2 registers.
+SmallVector<Value> loadB(Lane &l, const Instruction &mma, const Operand &b, Value col, Value k0) {
   SmallVector<Value> regs;
   for (int64_t r = 0; r < 2; ++r)
     regs.push_back(loadRegister(l, mma, b, l.plus(k0, mma.k() / 2 * r), col));
@@ -256,7 +314,8 @@ Lane laneOf(OpBuilder &b, Location loc, Matmul &m) {
   AffineExpr warp = linear.floorDiv(kWarp);
   Lane l{b, loc, apply((linear % kWarp).floorDiv(4)), apply(linear % 4),
          apply(warp.floorDiv(warpsAcross) * (kM * m.warpRows)),
-         apply((warp % warpsAcross) * (kN * m.warpCols))};
+         apply((warp % warpsAcross) * (kN * m.warpCols)),
+         arith::ConstantIndexOp::create(b, loc, 0)};
   return l;
 }
 
@@ -290,7 +349,6 @@ void rewrite(Matmul &m) {
   // In the chunk loop, where the op was, in every thread (mma.sync is a
   // warp's instruction).
   b.setInsertionPoint(m.guard ? m.guard.getOperation() : m.op.getOperation());
-  Value a = m.a.getSource(), bChunk = m.b.getSource();
   NVVM::MMATypes kind = m.mma.type;
   Type struct4 = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   for (int64_t step = 0; step < m.chunk; step += m.mma.k()) {
@@ -298,10 +356,10 @@ void rewrite(Matmul &m) {
     SmallVector<SmallVector<Value>> fragA, fragB;
     for (int64_t i = 0; i < m.warpRows; ++i)
       fragA.push_back(
-          loadA(lane, m.mma, a, lane.at(lane.rowOrigin, lane.group, 1, kM * i), k0));
+          loadA(lane, m.mma, m.a, lane.at(lane.rowOrigin, lane.group, 1, kM * i), k0));
     for (int64_t j = 0; j < m.warpCols; ++j)
       fragB.push_back(
-          loadB(lane, m.mma, bChunk, lane.at(lane.colOrigin, lane.group, 1, kN * j), k0));
+          loadB(lane, m.mma, m.b, lane.at(lane.colOrigin, lane.group, 1, kN * j), k0));
     for (int64_t i = 0; i < m.warpRows; ++i)
       for (int64_t j = 0; j < m.warpCols; ++j) {
         Value tile = index(i * m.warpCols + j);
@@ -338,15 +396,19 @@ void rewrite(Matmul &m) {
     auto guard = scf::IfOp::create(b, loc, m.guard.getCondition(), false);
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
   }
-  SmallVector<OpFoldResult> offsets{m.a.getMixedOffsets()[1], m.b.getMixedOffsets()[1]};
-  SmallVector<OpFoldResult> sizes{m.a.getMixedSizes()[1], m.b.getMixedSizes()[1]};
+  SmallVector<OpFoldResult> offsets{m.a.offset(), m.b.offset()};
+  SmallVector<OpFoldResult> sizes{m.a.size(), m.b.size()};
   Value mine = memref::SubViewOp::create(b, loc, sumsOut, offsets, sizes,
                                          SmallVector<OpFoldResult>(2, b.getIndexAttr(1)));
+  // The accumulator's last two dimensions are the region's (the others,
+  // batches, have extent 1).
   Value acc = m.op.getDpsInitOperand(0)->get();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+  unsigned rank = cast<MemRefType>(acc.getType()).getRank();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap lastTwo = identity.getMinorSubMap(2);
   linalg::GenericOp::create(
-      b, loc, ValueRange{mine}, ValueRange{acc}, ArrayRef<AffineMap>{identity, identity},
-      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      b, loc, ValueRange{mine}, ValueRange{acc}, ArrayRef<AffineMap>{lastTwo, identity},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
       [](OpBuilder &nb, Location nl, ValueRange args) {
         Value sum = arith::AddFOp::create(nb, nl, args[1], args[0]);
         linalg::YieldOp::create(nb, nl, sum);

@@ -16,9 +16,10 @@
 # text-direction classifier, a 256^3 matmul (numerics) and a 4096^3 one
 # (benchmark only: its reference would not fit); on the tensor cores
 # (mma.sync): linear-bf16, a layer of 128 rows with --precision=bf16, a
-# 256^3 f16 matmul, a 256^3 f32 one with --precision=tf32 (numerics; its
-# expected outputs from the inputs rounded to tf32 as cvt.rna does, summed
-# in f64), and 16-bit GEMMs of 4096^3 and 8192^3 in
+# 256^3 f16 matmul, a 256^3 f32 one and a 3x3 convolution with
+# --precision=tf32 (numerics; their expected outputs from operands rounded
+# to tf32 as cvt.rna does, summed in f64: torch_graph.py run --tf32), and
+# 16-bit GEMMs of 4096^3 and 8192^3 in
 # bf16 and f16 (benchmark only, against PyTorch's); resnet18 and bert2
 # (scripts/bench/models.py) at batch 1 and 32, CUDA only, with torch.json
 # and torch-weights.npz for PyTorch's run of the same graph
@@ -47,6 +48,7 @@ make_model matmul4096 matmul
 make_model linear-bf16 linear
 make_model matmul256-f16 matmul_f16
 make_model matmul256-tf32 matmul_small
+make_model conv-tf32 conv_layer
 for n in 4096 8192; do
   for t in bf16 f16; do
     make_model "gemm$n-$t" "gemm_${t}_$n" && touch "$out/gemm$n-$t/bench"
@@ -63,7 +65,7 @@ for dir in "$out"/*/; do
   flags=()
   [ "$name" = text-direction ] && flags=(--input-shape x=1x3x48x192)
   [ "$name" = linear-bf16 ] && flags=(--precision=bf16)
-  [ "$name" = matmul256-tf32 ] && flags=(--precision=tf32)
+  [[ "$name" = *-tf32 ]] && flags=(--precision=tf32)
   model_targets=("${targets[@]}")
   # The 16-bit GEMMs measure the tensor cores, tf32 is theirs: CUDA only.
   [[ "$name" = gemm* || "$name" = *-tf32 ]] && model_targets=(cuda)
@@ -75,17 +77,9 @@ for dir in "$out"/*/; do
   inputs=("$dir"/input_*.npy)
   [ -e "${inputs[0]}" ] || continue
   if [[ "$name" = *-tf32 ]]; then
-    /usr/bin/python3 - "$dir" <<'PY'
-import os, sys
-import numpy as np
-d = sys.argv[1]
-def tf32(x):  # cvt.rna.tf32.f32: to nearest, ties away from zero, 10 mantissa bits
-    bits = x.astype(np.float32).view(np.uint32)
-    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
-a, b = (tf32(np.load(os.path.join(d, "input_%d.npy" % i))).astype(np.float64) for i in (0, 1))
-os.makedirs(os.path.join(d, "expected"), exist_ok=True)
-np.save(os.path.join(d, "expected", "c.npy"), (a @ b).astype(np.float32))
-PY
+    /usr/bin/python3 scripts/device/torch_graph.py export "$dir/model.onnx" "$dir/graph.json" --weights "$dir/graph.npz"
+    /usr/bin/python3 scripts/device/torch_graph.py run --tf32 "$dir/graph.json" "${inputs[@]}" "$dir/expected"
+    rm "$dir/graph.json" "$dir/graph.npz"
   elif [[ "$name" = *-bf16 || "$name" = *-f16 ]]; then
     "$kiln" "$dir/model.onnx" "${flags[@]}" -o "$dir/host"
     "$dir/host" "${inputs[@]}" --output-dir "$dir/expected" >/dev/null

@@ -7,7 +7,9 @@ and the small constants as JSON, and the large initializers as an .npz that
 models of several batch sizes share. `build` (there) turns that into a
 function of its inputs made of one array library's operators: PyTorch's
 (`TorchOps`, for eager and torch.compile) or numpy's (`NumpyOps`, which
-checks the graph walk against onnxruntime where there is no PyTorch).
+checks the graph walk against onnxruntime where there is no PyTorch;
+`Tf32NumpyOps` rounds the operands of matmuls and convolutions to tf32 as
+the tensor cores do, for the expected outputs of --precision=tf32).
 
 The operators are the synthetic benchmark models' (scripts/bench/models.py:
 resnet18, bert2): Conv, BatchNormalization, Relu, MaxPool,
@@ -16,6 +18,7 @@ Transpose, Softmax, LayerNormalization, Erf. Another is an error naming it.
 
   torch_graph.py export MODEL.onnx OUT.json [--weights W.npz | --shared-weights W.npz]
   torch_graph.py check OUT.json INPUT.npy... EXPECTED_DIR      (numpy)
+  torch_graph.py run [--tf32] OUT.json INPUT.npy... OUTPUT_DIR  (numpy)
 """
 import json
 import math
@@ -201,6 +204,28 @@ class NumpyOps:
         return y + b.reshape(1, -1, 1, 1) if b is not None else y
 
 
+def tf32(x):
+    """`x` rounded to tf32 as cvt.rna.tf32.f32 does: to nearest, ties away
+    from zero, 10 bits of mantissa (f32 with the low 13 bits clear)."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+class Tf32NumpyOps(NumpyOps):
+    """NumpyOps whose matmuls and convolutions multiply tf32 roundings of
+    their operands and sum in f64 (then f32): kiln's --precision=tf32."""
+
+    @staticmethod
+    def matmul(x, y):
+        return np.matmul(tf32(x).astype(np.float64), tf32(y).astype(np.float64)).astype(np.float32)
+
+    @classmethod
+    def conv2d(cls, x, w, b, stride, pad, dilation, group):
+        y = NumpyOps.conv2d.__func__(cls, tf32(x).astype(np.float64), tf32(w).astype(np.float64),
+                                     None, stride, pad, dilation, group).astype(np.float32)
+        return y + b.reshape(1, -1, 1, 1) if b is not None else y
+
+
 class TorchOps:
     """The operators in PyTorch, on `device`, constants in `dtype`."""
 
@@ -253,6 +278,15 @@ class TorchOps:
         return self.F.conv2d(x, w, b, stride, pad, dilation, group)
 
 
+def run(json_path, input_paths, output_dir, ops=NumpyOps):
+    """Runs the graph with `ops` on the inputs; writes OUTPUT.npy per output."""
+    graph, values = load(json_path)
+    forward, _ = build(graph, values, ops)
+    os.makedirs(output_dir, exist_ok=True)
+    for name, value in zip(graph["outputs"], forward(*[np.load(p) for p in input_paths])):
+        np.save(os.path.join(output_dir, name + ".npy"), value)
+
+
 def check(json_path, input_paths, expected_dir, rtol=1e-3, atol=1e-4):
     """Runs the graph with numpy on the inputs; None if its outputs match
     the .npy files of `expected_dir` (by output name), else why not."""
@@ -271,6 +305,9 @@ if __name__ == "__main__":
         flag = next((f for f in ("--weights", "--shared-weights") if f in sys.argv), None)
         weights = sys.argv[sys.argv.index(flag) + 1] if flag else None
         export(sys.argv[2], sys.argv[3], weights, flag == "--weights")
+    elif len(sys.argv) >= 5 and sys.argv[1] == "run":
+        args = [a for a in sys.argv[2:] if a != "--tf32"]
+        run(args[0], args[1:-1], args[-1], Tf32NumpyOps if "--tf32" in sys.argv else NumpyOps)
     elif len(sys.argv) >= 5 and sys.argv[1] == "check":
         why = check(sys.argv[2], sys.argv[3:-1], sys.argv[-1])
         print(why or "ok")

@@ -1,6 +1,12 @@
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda --kiln-cuda-mma-sync --canonicalize --cse | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda --kiln-cuda-mma-sync=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda --kiln-cuda-mma-sync=tf32=true --canonicalize --cse | FileCheck %s --check-prefix=TF32
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda "--kiln-cuda-mma-sync=tf32=true report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-TF32
+// REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k16, bf16)
+// REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k16, f16)
+// REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k8, tf32), each warp 16x32 of the 32x32 tile
+// REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k8, tf32), each warp 16x32 of the 64x32 tile
+// REPORT-TF32-NOT: remark
 // The inputs are written as kiln-gpu-private-accumulators leaves a
 // thread's matmul; kiln-gpu-promote-operands stages them, as the pipeline
 // does, and the pass under test reads the staged chunks.
@@ -227,6 +233,61 @@ func.func @left_alone(%f: memref<32x64xf32>, %g: memref<64x32xf32>, %h: memref<3
       %u = arith.addf %t, %p : f32
       linalg.yield %u : f32
     }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A convolution's im2col contraction (kiln-gpu-conv-as-matmul): loops (k,
+// n, f, p), its fields [N, K, P] the first input and its filter [F, K] the
+// second, a 1x4x4 accumulator. With tf32 the filter is A (it holds the
+// rows, f) and the fields B (the columns, p), read with the batch index 0
+// from their [32, 1, 32] chunk; the sums go to the accumulator's last two
+// dimensions. Without tf32 (f32 operands) it stays with fma.
+// CHECK-LABEL: func.func @conv_as_matmul
+// CHECK-NOT: nvvm.mma.sync
+// TF32-DAG: #[[BATCH:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// TF32-DAG: #[[ALL:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// TF32-LABEL: func.func @conv_as_matmul
+// TF32: %[[FIELDS:.*]] = memref.subview %{{.*}}[0, 0, 0] [32, 1, 32] [1, 1, 1]
+// TF32: %[[FILTER:.*]] = memref.subview %{{.*}}[0, 0] [32, 64] [1, 1]
+// TF32: %[[ACC:.*]] = memref.alloca() : memref<1x4x4xf32, #gpu.address_space<private>>
+// TF32: scf.for
+// TF32: memref.load %[[FILTER]][%{{.*}}, %{{.*}}] : memref<32x64xf32
+// TF32: memref.load %[[FIELDS]][%{{.*}}, %c0, %{{.*}}] : memref<32x1x32xf32
+// TF32-COUNT-16: nvvm.mma.sync
+// TF32-NOT: nvvm.mma.sync
+// TF32: linalg.generic {indexing_maps = [#[[BATCH]], #[[ALL]]], {{.*}} outs(%[[ACC]] : memref<1x4x4xf32
+#f = affine_map<(k, n, i, j) -> (n, k, j)>
+#w = affine_map<(k, n, i, j) -> (i, k)>
+#o = affine_map<(k, n, i, j) -> (n, i, j)>
+func.func @conv_as_matmul(%fields: memref<1x288x256xf32>, %filter: memref<64x288xf32>, %out: memref<1x64x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c8, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %col = arith.muli %bx, %c32 : index
+    %f_wg = memref.subview %fields[0, 0, %col] [1, 288, 32] [1, 1, 1] : memref<1x288x256xf32> to memref<1x288x32xf32, strided<[73728, 256, 1], offset: ?>>
+    %o_wg = memref.subview %out[0, 0, %col] [1, 64, 32] [1, 1, 1] : memref<1x64x256xf32> to memref<1x64x32xf32, strided<[16384, 256, 1], offset: ?>>
+    %r = arith.muli %ty, %c4 : index
+    %q = arith.muli %tx, %c4 : index
+    %w_t = memref.subview %filter[%r, 0] [4, 288] [1, 1] : memref<64x288xf32> to memref<4x288xf32, strided<[288, 1], offset: ?>>
+    %f_t = memref.subview %f_wg[0, 0, %q] [1, 288, 4] [1, 1, 1] : memref<1x288x32xf32, strided<[73728, 256, 1], offset: ?>> to memref<1x288x4xf32, strided<[73728, 256, 1], offset: ?>>
+    %o_t = memref.subview %o_wg[0, %r, %q] [1, 4, 4] [1, 1, 1] : memref<1x64x32xf32, strided<[16384, 256, 1], offset: ?>> to memref<1x4x4xf32, strided<[16384, 256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<1x4x4xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<1x4x4xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#f, #w, #o], iterator_types = ["reduction", "parallel", "parallel", "parallel"]} ins(%f_t, %w_t : memref<1x288x4xf32, strided<[73728, 256, 1], offset: ?>>, memref<4x288xf32, strided<[288, 1], offset: ?>>) outs(%acc : memref<1x4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: f32, %y: f32, %s: f32):
+      %p = arith.mulf %x, %y : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<1x4x4xf32, #gpu.address_space<private>>) outs(%o_t : memref<1x4x4xf32, strided<[16384, 256, 1], offset: ?>>)
     gpu.terminator
   }
   return
