@@ -36,30 +36,35 @@ def KilnCudaCompileKernels : Pass<"kiln-cuda-compile-kernels", "ModuleOp"> {
 }
 
 def KilnCudaMmaSync : Pass<"kiln-cuda-mma-sync", "func::FuncOp"> {
-  let summary = "Compute 16-bit matmuls staged in shared memory on the tensor cores (mma.sync)";
+  let summary = "Compute matmuls staged in shared memory on the tensor cores (mma.sync)";
   let description = [{
     After kiln-gpu-promote-operands. A thread's contraction in the chunk
-    loop of a gpu.launch whose block is a whole number of warps, with maps
-    (k, i, j) -> (k, i), (k, j), (i, j), reading whole chunks of f16 or
-    bf16 (one type) from shared memory and summing into a private f32
-    accumulator (a widening matmul: `--precision=bf16`, 16-bit models),
-    whose workgroup tile is a whole number of 16x8 tiles that the warps
-    can share evenly in blocks, and whose chunk is a whole number of 16
-    steps, becomes warp code:
+    loop of a gpu.launch whose block is a whole number of warps, its loops
+    (k, batch..., i, j) with an output of (batch..., i, j) and inputs of
+    (k, i) and (k, j) in either order (batch loops of extent 1 in the
+    chunks and the accumulator: a convolution's im2col contraction, its
+    filter holding the rows), reading whole chunks of f16 or bf16 (one
+    type; with `tf32`, f32) from shared memory and summing into a private
+    f32 accumulator (a widening matmul: `--precision=bf16`, 16-bit models;
+    `--precision=tf32`), whose workgroup tile is a whole number of 16x8
+    tiles that the warps can share evenly in blocks, and whose chunk is a
+    whole number of the instruction's K steps (16; 8 for tf32), becomes
+    warp code:
     - each lane zeroes a private buffer of 4 f32 per tile of its warp's
       block before the chunk loop;
-    - per 16 steps of a chunk, each lane loads its fragments of A (per
-      row of tiles) and B (per column of tiles) from the chunks, two
-      16-bit values per 32-bit register, and the warp issues one
-      `nvvm.mma.sync` m16n8k16 (row, col, f32 sums) per tile of its
-      block, in every thread (the op's guard left behind);
+    - per K steps of a chunk, each lane loads its fragments of A (per row
+      of tiles) and B (per column of tiles) from the chunks, two 16-bit
+      values per 32-bit register (or one f32 rounded to tf32 by
+      `nvvm.convert.float.to.tf32` rna), and the warp issues one
+      `nvvm.mma.sync` m16n8k16 (m16n8k8 for tf32; row, col, f32 sums) per
+      tile of its block, in every thread (the op's guard left behind);
     - after the loop, the lanes store their sums to a workgroup buffer of
       the tile (f32), a barrier, and each thread (in the op's guard) adds
-      its region of it to its accumulator, where the ops after the loop
-      read it as before.
-    Fragment layouts are PTX ISA 8.0's for mma.m16n8k16. A warp's block is
-    as wide (in columns of tiles) as the tiling allows, so that one A
-    fragment serves several mma.
+      its region of it to the last two dimensions of its accumulator,
+      where the ops after the loop read it as before.
+    Fragment layouts are PTX ISA 8.0's for mma.m16n8k16 and m16n8k8. A
+    warp's block is as wide (in columns of tiles) as the tiling allows, so
+    that one A fragment serves several mma.
   }];
   let options = [
     Option<"tf32", "tf32", "bool", "false",
