@@ -25,14 +25,71 @@ namespace {
 /// (64 MiB of f32); a larger one stays direct.
 constexpr int64_t kMaxFieldElements = int64_t(16) << 20;
 
+/// An NCHW convolution of one group: linalg.conv_2d_nchw_fchw, or a
+/// linalg.generic of the same loops and maps (a widening convolution: bf16
+/// operands summed in f32, kiln-to-linalg's convolveWidening).
+struct Conv {
+  mutable linalg::LinalgOp op; // (its accessors are not const)
+  SmallVector<int64_t, 2> strides, dilations;
+
+  // Read when needed: rewriting a convolution replaces the values the next
+  // one reads.
+  Value input() const { return op.getDpsInputs()[0]; }
+  Value filter() const { return op.getDpsInputs()[1]; }
+  Value init() const { return op.getDpsInits()[0]; }
+};
+
+/// The coefficient of dimension `dim` in `expr`, a sum of dimensions times
+/// constants.
+int64_t coefficient(AffineExpr expr, unsigned dim, unsigned dims) {
+  MLIRContext *ctx = expr.getContext();
+  SmallVector<AffineExpr> values(dims, getAffineConstantExpr(0, ctx));
+  values[dim] = getAffineConstantExpr(1, ctx);
+  auto value = dyn_cast<AffineConstantExpr>(
+      simplifyAffineExpr(expr.replaceDims(values), dims, 0));
+  return value ? value.getValue() : 0;
+}
+
+/// `op` as a convolution: the named op, or a generic over (n, f, oy, ox,
+/// c, ky, kx) with maps (n, c, oy * s + ky * d, ox * s + kx * d),
+/// (f, c, ky, kx), (n, f, oy, ox).
+std::optional<Conv> asConv(linalg::LinalgOp op) {
+  if (auto named = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation()))
+    return Conv{op, SmallVector<int64_t, 2>(named.getStrides().getValues<int64_t>()),
+                SmallVector<int64_t, 2>(named.getDilations().getValues<int64_t>())};
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic || generic.getNumLoops() != 7 || generic.getNumDpsInputs() != 2 ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 3 ||
+      !linalg::isaConvolutionOpInterface(generic))
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  AffineExpr n, f, oy, ox, c, ky, kx;
+  bindDims(ctx, n, f, oy, ox, c, ky, kx);
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  AffineMap in = maps[0];
+  if (in.getNumResults() != 4)
+    return std::nullopt;
+  Conv conv{op,
+            {coefficient(in.getResult(2), 2, 7), coefficient(in.getResult(3), 3, 7)},
+            {coefficient(in.getResult(2), 5, 7), coefficient(in.getResult(3), 6, 7)}};
+  auto map = [&](ArrayRef<AffineExpr> exprs) { return AffineMap::get(7, 0, exprs, ctx); };
+  SmallVector<AffineMap> expected = {
+      map({n, c, oy * conv.strides[0] + ky * conv.dilations[0],
+           ox * conv.strides[1] + kx * conv.dilations[1]}),
+      map({f, c, ky, kx}), map({n, f, oy, ox})};
+  if (maps != expected)
+    return std::nullopt;
+  return conv;
+}
+
 /// Whether `conv` can and should be a matmul: static shapes, more than one
 /// input channel or tap per output (a filter of one scale per channel pair
 /// has no fields for a matmul to reuse), fields of a bounded size.
-bool worthAMatmul(linalg::Conv2DNchwFchwOp conv) {
-  auto input = cast<ShapedType>(conv.getInputs()[0].getType());
-  auto filter = cast<ShapedType>(conv.getInputs()[1].getType());
-  auto output = cast<ShapedType>(conv.getOutputs()[0].getType());
-  if (!conv.hasPureTensorSemantics() || !input.hasStaticShape() || !filter.hasStaticShape() ||
+bool worthAMatmul(const Conv &conv) {
+  auto input = cast<ShapedType>(conv.input().getType());
+  auto filter = cast<ShapedType>(conv.filter().getType());
+  auto output = cast<ShapedType>(conv.init().getType());
+  if (!conv.op.hasPureTensorSemantics() || !input.hasStaticShape() || !filter.hasStaticShape() ||
       !output.hasStaticShape())
     return false;
   int64_t taps = filter.getDimSize(1) * filter.getDimSize(2) * filter.getDimSize(3);
@@ -43,26 +100,25 @@ bool worthAMatmul(linalg::Conv2DNchwFchwOp conv) {
 /// The receptive fields of `conv`'s input as [N, C, KH, KW, OH, OW]: a copy
 /// whose input map carries the strides and dilations (monotonic, so that
 /// tiling it takes exact slices of the input).
-Value buildFields(OpBuilder &b, linalg::Conv2DNchwFchwOp conv) {
-  Location loc = conv.getLoc();
+Value buildFields(OpBuilder &b, const Conv &conv) {
+  Location loc = conv.op.getLoc();
   MLIRContext *ctx = b.getContext();
-  Value input = conv.getInputs()[0];
-  auto inputType = cast<RankedTensorType>(input.getType());
-  auto filter = cast<ShapedType>(conv.getInputs()[1].getType());
-  auto output = cast<ShapedType>(conv.getOutputs()[0].getType());
-  SmallVector<int64_t> strides(conv.getStrides().getValues<int64_t>());
-  SmallVector<int64_t> dilations(conv.getDilations().getValues<int64_t>());
+  auto inputType = cast<RankedTensorType>(conv.input().getType());
+  auto filter = cast<ShapedType>(conv.filter().getType());
+  auto output = cast<ShapedType>(conv.init().getType());
   auto fieldsType = RankedTensorType::get(
       {output.getDimSize(0), filter.getDimSize(1), filter.getDimSize(2), filter.getDimSize(3),
        output.getDimSize(2), output.getDimSize(3)},
       inputType.getElementType());
   AffineExpr n, c, kh, kw, oh, ow;
   bindDims(ctx, n, c, kh, kw, oh, ow);
-  AffineMap read = AffineMap::get(
-      6, 0, {n, c, oh * strides[0] + kh * dilations[0], ow * strides[1] + kw * dilations[1]}, ctx);
+  AffineMap read = AffineMap::get(6, 0,
+                                  {n, c, oh * conv.strides[0] + kh * conv.dilations[0],
+                                   ow * conv.strides[1] + kw * conv.dilations[1]},
+                                  ctx);
   Value empty = tensor::EmptyOp::create(b, loc, fieldsType.getShape(), fieldsType.getElementType());
   return linalg::GenericOp::create(
-             b, loc, fieldsType, input, empty,
+             b, loc, fieldsType, conv.input(), empty,
              {read, AffineMap::getMultiDimIdentityMap(6, ctx)},
              SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
              [](OpBuilder &nested, Location l, ValueRange args) {
@@ -75,16 +131,16 @@ Value buildFields(OpBuilder &b, linalg::Conv2DNchwFchwOp conv) {
 /// fields [N, C*KH*KW, OH*OW] into [N, F, OH*OW], its body the
 /// convolution's (the same operands in the same order: field, filter,
 /// accumulator).
-void rewriteAsMatmul(RewriterBase &rewriter, linalg::Conv2DNchwFchwOp conv) {
-  Location loc = conv.getLoc();
+void rewriteAsMatmul(RewriterBase &rewriter, const Conv &conv) {
+  Location loc = conv.op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
-  rewriter.setInsertionPoint(conv);
+  rewriter.setInsertionPoint(conv.op);
   Value fields = tensor::CollapseShapeOp::create(rewriter, loc, buildFields(rewriter, conv),
                                                  ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
-  Value filter = tensor::CollapseShapeOp::create(rewriter, loc, conv.getInputs()[1],
+  Value filter = tensor::CollapseShapeOp::create(rewriter, loc, conv.filter(),
                                                  ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
   SmallVector<ReassociationIndices> pixels{{0}, {1}, {2, 3}};
-  Value init = tensor::CollapseShapeOp::create(rewriter, loc, conv.getOutputs()[0], pixels);
+  Value init = tensor::CollapseShapeOp::create(rewriter, loc, conv.init(), pixels);
   AffineExpr n, f, p, k;
   bindDims(ctx, n, f, p, k);
   auto maps = {AffineMap::get(4, 0, {n, k, p}, ctx), AffineMap::get(4, 0, {f, k}, ctx),
@@ -93,21 +149,21 @@ void rewriteAsMatmul(RewriterBase &rewriter, linalg::Conv2DNchwFchwOp conv) {
   iterators.push_back(utils::IteratorType::reduction);
   auto matmul = linalg::GenericOp::create(rewriter, loc, init.getType(), {fields, filter}, init,
                                           maps, iterators);
-  rewriter.cloneRegionBefore(conv->getRegion(0), matmul.getRegion(), matmul.getRegion().end());
-  rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(conv, conv.getResultTypes()[0],
+  rewriter.cloneRegionBefore(conv.op->getRegion(0), matmul.getRegion(), matmul.getRegion().end());
+  rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(conv.op, conv.op->getResultTypes()[0],
                                                      matmul.getResult(0), pixels);
 }
 
 struct KilnGpuConvAsMatmulPass
     : mlir::kiln::impl::KilnGpuConvAsMatmulBase<KilnGpuConvAsMatmulPass> {
   void runOnOperation() override {
-    SmallVector<linalg::Conv2DNchwFchwOp> convs;
-    getOperation().walk([&](linalg::Conv2DNchwFchwOp conv) {
-      if (worthAMatmul(conv))
-        convs.push_back(conv);
+    SmallVector<Conv> convs;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (std::optional<Conv> conv = asConv(op); conv && worthAMatmul(*conv))
+        convs.push_back(*conv);
     });
     IRRewriter rewriter(&getContext());
-    for (linalg::Conv2DNchwFchwOp conv : convs)
+    for (const Conv &conv : convs)
       rewriteAsMatmul(rewriter, conv);
   }
 };

@@ -11,9 +11,11 @@ def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
     Before kiln-gpu-distribute. A convolution tiled like any other op
     gives each thread one output, reading its receptive field and the
     filter from global memory with no reuse between threads. Each
-    `linalg.conv_2d_nchw_fchw` of static shapes whose filter has more than
-    one input channel or tap, and whose fields take at most 16M elements,
-    becomes:
+    `linalg.conv_2d_nchw_fchw`, or linalg.generic of its loops and maps (a
+    widening convolution: bf16 operands summed in f32, its strides and
+    dilations read off its input map), of static shapes whose filter has
+    more than one input channel or tap, and whose fields take at most 16M
+    elements, becomes:
     - a copy of its receptive fields into an [N, C, KH, KW, OH, OW]
       tensor, a linalg.generic whose input map carries the strides and
       dilations (monotonic in every loop, so that tiling it slices the

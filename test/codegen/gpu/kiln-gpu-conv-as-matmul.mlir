@@ -42,3 +42,33 @@ func.func @direct(%x: tensor<?x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %o: tensor<?
   %2 = linalg.conv_2d_nchw_fchw ins(%big, %bw : tensor<1x64x514x514xf32>, tensor<8x64x3x3xf32>) outs(%bo : tensor<1x8x512x512xf32>) -> tensor<1x8x512x512xf32>
   return %0, %1, %2 : tensor<?x4x6x6xf32>, tensor<1x4x8x8xf32>, tensor<1x8x512x512xf32>
 }
+
+// -----
+
+// A widening convolution (--precision=bf16: bf16 operands, f32 sums) is a
+// linalg.generic of the named op's loops and maps: the same rewrite, its
+// strides (2, 1) and dilations (1, 2) read off the input map; the fields
+// stay bf16 and the contraction keeps the body that widens them.
+// CHECK-DAG: #[[WREAD:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 + d3 * 2)>
+// CHECK-LABEL: func.func @widening
+// CHECK:   %[[COPY:.*]] = linalg.generic {indexing_maps = [#[[WREAD]], #{{.*}}]{{.*}} ins(%{{.*}} : tensor<1x4x9x9xbf16>) outs(%{{.*}} : tensor<1x4x3x3x4x5xbf16>)
+// CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x36x20xbf16>, tensor<8x36xbf16>) outs(%{{.*}} : tensor<1x8x20xf32>)
+// CHECK:     arith.extf
+// CHECK:     arith.extf
+// CHECK:     arith.mulf
+// CHECK:     arith.addf
+// CHECK-NOT: affine_map<(d0, d1, d2, d3, d4, d5, d6)
+#in = affine_map<(n, f, oy, ox, c, ky, kx) -> (n, c, oy * 2 + ky, ox + kx * 2)>
+#filter = affine_map<(n, f, oy, ox, c, ky, kx) -> (f, c, ky, kx)>
+#out = affine_map<(n, f, oy, ox, c, ky, kx) -> (n, f, oy, ox)>
+func.func @widening(%x: tensor<1x4x9x9xbf16>, %w: tensor<8x4x3x3xbf16>, %init: tensor<1x8x4x5xf32>) -> tensor<1x8x4x5xf32> {
+  %y = linalg.generic {indexing_maps = [#in, #filter, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x4x9x9xbf16>, tensor<8x4x3x3xbf16>) outs(%init : tensor<1x8x4x5xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %s: f32):
+    %af = arith.extf %a : bf16 to f32
+    %bf = arith.extf %b : bf16 to f32
+    %p = arith.mulf %af, %bf : f32
+    %t = arith.addf %s, %p : f32
+    linalg.yield %t : f32
+  } -> tensor<1x8x4x5xf32>
+  return %y : tensor<1x8x4x5xf32>
+}
