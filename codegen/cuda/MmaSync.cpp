@@ -46,30 +46,47 @@ constexpr int64_t kWarp = 32;
 /// The rows and columns of an mma.sync tile.
 constexpr int64_t kM = 16, kN = 8;
 
-/// The mma.sync for an operand type: m16n8k16 on f16 or bf16 (two values
-/// per 32-bit register), m16n8k8 on tf32 (one).
+/// The mma.sync for the operands' types: m16n8k16 on f16 or bf16 (two
+/// values per 32-bit register) summed in f32, m16n8k8 on tf32 (one) in f32,
+/// m16n8k32 on 8-bit integers (four, each signed or not) in i32.
 struct Instruction {
-  NVVM::MMATypes type;
+  NVVM::MMATypes a, b; ///< A's and B's PTX types
   int64_t perRegister;
+  Type sum;
   int64_t k() const { return 8 * perRegister; }
-  StringRef name() const {
-    return type == NVVM::MMATypes::tf32 ? "mma.sync.m16n8k8, tf32"
-           : type == NVVM::MMATypes::f16 ? "mma.sync.m16n8k16, f16"
-                                          : "mma.sync.m16n8k16, bf16";
+  bool integer() const { return isa<IntegerType>(sum); }
+  std::string name() const {
+    std::string types = stringifyMMATypes(a).str();
+    if (b != a)
+      types += " x " + stringifyMMATypes(b).str();
+    return "mma.sync.m16n8k" + std::to_string(k()) + ", " + types;
   }
 };
 
-/// The instruction for a contraction of `operand` values summed in
-/// `sum`: 16-bit floats widened to f32, or (with tf32) f32.
-std::optional<Instruction> instructionFor(Type operand, Type sum, bool tf32) {
-  if (!sum.isF32())
+/// The PTX type of input `input` of `op`, of elements `element` summed in
+/// `sum`: 16-bit floats widened to f32, f32 rounded to tf32 (with `tf32`),
+/// 8-bit integers extended (by the body's extsi or extui) to i32.
+std::optional<NVVM::MMATypes> ptxType(linalg::GenericOp op, unsigned input, Type element,
+                                      Type sum, bool tf32) {
+  if (sum.isF32()) {
+    if (element.isF16())
+      return NVVM::MMATypes::f16;
+    if (element.isBF16())
+      return NVVM::MMATypes::bf16;
+    if (element.isF32() && tf32)
+      return NVVM::MMATypes::tf32;
     return std::nullopt;
-  if (operand.isF16())
-    return Instruction{NVVM::MMATypes::f16, 2};
-  if (operand.isBF16())
-    return Instruction{NVVM::MMATypes::bf16, 2};
-  if (operand.isF32() && tf32)
-    return Instruction{NVVM::MMATypes::tf32, 1};
+  }
+  if (!sum.isInteger(32) || !element.isInteger(8))
+    return std::nullopt;
+  Value arg = op.getRegionInputArgs()[input];
+  if (!arg.hasOneUse())
+    return std::nullopt;
+  Operation *extend = *arg.getUsers().begin();
+  if (isa<arith::ExtSIOp>(extend))
+    return NVVM::MMATypes::s8;
+  if (isa<arith::ExtUIOp>(extend))
+    return NVVM::MMATypes::u8;
   return std::nullopt;
 }
 
@@ -79,6 +96,7 @@ std::optional<Instruction> instructionFor(Type operand, Type sum, bool tf32) {
 struct Operand {
   mutable memref::SubViewOp view; // (its accessors are not const)
   unsigned position = 0;
+  unsigned input = 0; ///< its index among the op's inputs
 
   Value chunk() const { return view.getSource(); }
   OpFoldResult offset() const { return view.getMixedOffsets()[position]; }
@@ -143,7 +161,7 @@ std::optional<Operand> operandOf(linalg::GenericOp op, unsigned input, unsigned 
   for (unsigned d = 1; d < map.getNumResults(); ++d)
     if (d != *position && chunk.getType().getDimSize(d) != 1)
       return std::nullopt;
-  return Operand{view, *position};
+  return Operand{view, *position, input};
 }
 
 /// A warp's block of WM x WN tiles for `warps` warps over a tile of
@@ -200,12 +218,14 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32) {
   auto chunkB = cast<MemRefType>(m.b.chunk().getType());
   // The body sums products of the operands (widened): their element types
   // are the region's.
-  Type element = chunkA.getElementType();
-  std::optional<Instruction> mma =
-      instructionFor(element, op.getRegionOutputArgs()[0].getType(), tf32);
-  if (!mma || chunkB.getElementType() != element)
+  Type sum = op.getRegionOutputArgs()[0].getType();
+  std::optional<NVVM::MMATypes> typeA =
+      ptxType(op, m.a.input, chunkA.getElementType(), sum, tf32);
+  std::optional<NVVM::MMATypes> typeB =
+      ptxType(op, m.b.input, chunkB.getElementType(), sum, tf32);
+  if (!typeA || !typeB || chunkA.getElementType() != chunkB.getElementType())
     return std::nullopt;
-  m.mma = *mma;
+  m.mma = Instruction{*typeA, *typeB, 32 / chunkA.getElementTypeBitWidth(), sum};
   m.chunk = chunkA.getDimSize(0);
   m.rows = chunkA.getDimSize(m.a.position);
   m.cols = chunkB.getDimSize(m.b.position);
@@ -249,17 +269,22 @@ struct Lane {
   }
 };
 
-/// Two 16-bit values as one 32-bit register, `low` in the low half (the
-/// first element of an f16x2).
-Value pack(OpBuilder &b, Location loc, Value low, Value high) {
-  auto bits = [&](Value v) {
-    Value i16 = arith::BitcastOp::create(b, loc, b.getI16Type(), v);
-    return arith::ExtUIOp::create(b, loc, b.getI32Type(), i16).getResult();
-  };
-  Value shifted = arith::ShLIOp::create(b, loc, bits(high),
-                                        arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16));
-  Value word = arith::OrIOp::create(b, loc, shifted, bits(low));
-  if (getElementTypeOrSelf(low.getType()).isF16()) // f16 operands are <2 x half>
+/// Two 16-bit or four 8-bit values as one 32-bit register, the first in
+/// the lowest bits (the first element of an f16x2).
+Value pack(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+  unsigned bits = values[0].getType().getIntOrFloatBitWidth();
+  Value word;
+  for (auto [e, value] : llvm::enumerate(values)) {
+    Value v = value;
+    if (!isa<IntegerType>(v.getType()))
+      v = arith::BitcastOp::create(b, loc, b.getIntegerType(bits), v);
+    v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
+    if (e > 0)
+      v = arith::ShLIOp::create(b, loc, v,
+                                arith::ConstantIntOp::create(b, loc, b.getI32Type(), bits * e));
+    word = word ? arith::OrIOp::create(b, loc, word, v).getResult() : v;
+  }
+  if (values[0].getType().isF16()) // f16 operands are <2 x half>
     return LLVM::BitcastOp::create(b, loc, VectorType::get({2}, b.getF16Type()), word);
   return word;
 }
@@ -272,11 +297,11 @@ Value loadRegister(Lane &l, const Instruction &mma, const Operand &operand, Valu
   for (int64_t e = 0; e < mma.perRegister; ++e)
     values.push_back(memref::LoadOp::create(l.b, l.loc, operand.chunk(),
                                             operand.indices(l.plus(k, e), at, l.zero)));
-  if (mma.type == NVVM::MMATypes::tf32)
+  if (mma.perRegister == 1) // tf32
     return NVVM::ConvertFloatToTF32Op::create(l.b, l.loc, l.b.getI32Type(), values[0],
                                               NVVM::FPRoundingMode::RNA,
                                               NVVM::SaturationMode::NONE, false);
-  return pack(l.b, l.loc, values[0], values[1]);
+  return pack(l.b, l.loc, values);
 }
 
 /// Lane's A fragment of the 16xK tile at rows `row0`, steps `k0` on of
@@ -329,19 +354,19 @@ void rewrite(Matmul &m) {
   int64_t tiles = m.warpRows * m.warpCols;
   auto privateSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  Type f32 = b.getF32Type();
+  Type sum = m.mma.sum; // f32, or i32 for 8-bit integers
 
   // The workgroup's sums, once per workgroup.
   b.setInsertionPointToStart(&m.launch.getBody().front());
   auto sumsOut = memref::AllocOp::create(
-      b, loc, MemRefType::get({m.rows, m.cols}, f32, nullptr, workgroup));
+      b, loc, MemRefType::get({m.rows, m.cols}, sum, nullptr, workgroup));
   sumsOut.setAlignment(16);
 
   // The lane's sums, zero before the chunk loop.
   b.setInsertionPoint(m.chunks);
   auto sums = memref::AllocaOp::create(
-      b, loc, MemRefType::get({tiles, 4}, f32, nullptr, privateSpace));
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
+      b, loc, MemRefType::get({tiles, 4}, sum, nullptr, privateSpace));
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(sum));
   linalg::FillOp::create(b, loc, zero, sums.getResult());
   Lane lane = laneOf(b, loc, m);
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
@@ -349,8 +374,11 @@ void rewrite(Matmul &m) {
   // In the chunk loop, where the op was, in every thread (mma.sync is a
   // warp's instruction).
   b.setInsertionPoint(m.guard ? m.guard.getOperation() : m.op.getOperation());
-  NVVM::MMATypes kind = m.mma.type;
-  Type struct4 = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  Type struct4 = LLVM::LLVMStructType::getLiteral(ctx, {sum, sum, sum, sum});
+  // Integer sums wrap, as the i32 adds they replace do.
+  std::optional<NVVM::MMAIntOverflow> overflow;
+  if (m.mma.integer())
+    overflow = NVVM::MMAIntOverflow::wrapped;
   for (int64_t step = 0; step < m.chunk; step += m.mma.k()) {
     Value k0 = lane.at(index(step), lane.quad, m.mma.perRegister, 0);
     SmallVector<SmallVector<Value>> fragA, fragB;
@@ -368,8 +396,8 @@ void rewrite(Matmul &m) {
           c.push_back(memref::LoadOp::create(b, loc, sums, ValueRange{tile, index(e)}));
         auto mma = NVVM::MmaOp::create(b, loc, struct4, fragA[i], fragB[j], c,
                                        {kM, kN, m.mma.k()},
-                                       std::nullopt, std::nullopt,
-                                       std::array<NVVM::MMATypes, 2>{kind, kind},
+                                       std::nullopt, overflow,
+                                       std::array<NVVM::MMATypes, 2>{m.mma.a, m.mma.b},
                                        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                                                       NVVM::MMALayout::col});
         for (int64_t e = 0; e < 4; ++e) {
@@ -409,9 +437,11 @@ void rewrite(Matmul &m) {
   linalg::GenericOp::create(
       b, loc, ValueRange{mine}, ValueRange{acc}, ArrayRef<AffineMap>{lastTwo, identity},
       SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-      [](OpBuilder &nb, Location nl, ValueRange args) {
-        Value sum = arith::AddFOp::create(nb, nl, args[1], args[0]);
-        linalg::YieldOp::create(nb, nl, sum);
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value total = m.mma.integer()
+                          ? arith::AddIOp::create(nb, nl, args[1], args[0]).getResult()
+                          : arith::AddFOp::create(nb, nl, args[1], args[0]).getResult();
+        linalg::YieldOp::create(nb, nl, total);
       });
 
   m.op.erase();

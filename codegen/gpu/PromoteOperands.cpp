@@ -59,13 +59,15 @@ bool dependsOnThreadIds(Value value, gpu::LaunchOp launch, DenseMap<Value, bool>
 }
 
 /// Whether `target`'s shared memory holds elements of `type`: 32-bit ones
-/// on every target; 16-bit floats on CUDA, whose tensor cores read them
-/// (kiln-cuda-mma-sync).
+/// on every target; 16-bit floats and 8-bit integers on CUDA, whose tensor
+/// cores read them (kiln-cuda-mma-sync).
 bool stagesElementsOf(Type type, const GpuTarget &target) {
   if (!type.isIntOrFloat())
     return false;
   unsigned bits = type.getIntOrFloatBitWidth();
-  return bits == 32 || (bits == 16 && isa<FloatType>(type) && target.api == GpuApi::Cuda);
+  bool tensorCores = target.api == GpuApi::Cuda;
+  return bits == 32 || (tensorCores && bits == 16 && isa<FloatType>(type)) ||
+         (tensorCores && bits == 8 && isa<IntegerType>(type));
 }
 
 /// The bytes of one element of `operand`'s tile.

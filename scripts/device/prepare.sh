@@ -5,10 +5,11 @@
 # machine; under 64 MiB):
 #   model.onnx, input_N.npy        the model and its inputs
 #   expected/                      the reference outputs: onnxruntime's, or
-#                                  for a model of 16-bit arithmetic (names
-#                                  ending in -bf16 or -f16) kiln's on this
-#                                  CPU with the same flags (the same
-#                                  roundings, sums in f32)
+#                                  for a model of 16-bit or int8 arithmetic
+#                                  (names ending in -bf16, -f16, -int8)
+#                                  kiln's on this CPU with the same flags
+#                                  (the same roundings, f32 or exact i32
+#                                  sums)
 #   cuda, vulkan                   kiln executables (--target=cuda,
 #                                  --target=vulkan-nvidia)
 #   bench                          present: benchmark it (inputs random)
@@ -18,7 +19,8 @@
 # (mma.sync): linear-bf16, a layer of 128 rows with --precision=bf16, a
 # 256^3 f16 matmul, a 256^3 f32 one and a 3x3 convolution with
 # --precision=tf32 (numerics; their expected outputs from operands rounded
-# to tf32 as cvt.rna does, summed in f64: torch_graph.py run --tf32), and
+# to tf32 as cvt.rna does, summed in f64: torch_graph.py run --tf32), the
+# layer with --quantize=int8-dynamic (u8 x s8, numerics), and
 # 16-bit GEMMs of 4096^3 and 8192^3 in
 # bf16 and f16 (benchmark only, against PyTorch's); resnet18 and bert2
 # (scripts/bench/models.py) at batch 1 and 32, CUDA only, with torch.json
@@ -49,6 +51,7 @@ make_model linear-bf16 linear
 make_model matmul256-f16 matmul_f16
 make_model matmul256-tf32 matmul_small
 make_model conv-tf32 conv_layer
+make_model linear-int8 linear
 for n in 4096 8192; do
   for t in bf16 f16; do
     make_model "gemm$n-$t" "gemm_${t}_$n" && touch "$out/gemm$n-$t/bench"
@@ -66,6 +69,7 @@ for dir in "$out"/*/; do
   [ "$name" = text-direction ] && flags=(--input-shape x=1x3x48x192)
   [ "$name" = linear-bf16 ] && flags=(--precision=bf16)
   [[ "$name" = *-tf32 ]] && flags=(--precision=tf32)
+  [ "$name" = linear-int8 ] && flags=(--quantize=int8-dynamic)
   model_targets=("${targets[@]}")
   # The 16-bit GEMMs measure the tensor cores, tf32 is theirs: CUDA only.
   [[ "$name" = gemm* || "$name" = *-tf32 ]] && model_targets=(cuda)
@@ -80,7 +84,7 @@ for dir in "$out"/*/; do
     /usr/bin/python3 scripts/device/torch_graph.py export "$dir/model.onnx" "$dir/graph.json" --weights "$dir/graph.npz"
     /usr/bin/python3 scripts/device/torch_graph.py run --tf32 "$dir/graph.json" "${inputs[@]}" "$dir/expected"
     rm "$dir/graph.json" "$dir/graph.npz"
-  elif [[ "$name" = *-bf16 || "$name" = *-f16 ]]; then
+  elif [[ "$name" = *-bf16 || "$name" = *-f16 || "$name" = *-int8 ]]; then
     "$kiln" "$dir/model.onnx" "${flags[@]}" -o "$dir/host"
     "$dir/host" "${inputs[@]}" --output-dir "$dir/expected" >/dev/null
     rm "$dir/host"

@@ -6,12 +6,14 @@
 // REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k16, f16)
 // REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k8, tf32), each warp 16x32 of the 32x32 tile
 // REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k8, tf32), each warp 16x32 of the 64x32 tile
+// REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k32, u8 x s8)
 // REPORT-TF32-NOT: remark
 // The inputs are written as kiln-gpu-private-accumulators leaves a
 // thread's matmul; kiln-gpu-promote-operands stages them, as the pipeline
 // does, and the pass under test reads the staged chunks.
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, bf16), each warp 16x32 of the 64x32 tile
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, f16), each warp 48x8 of the 48x32 tile
+// REPORT: remark: placement: tensor cores (mma.sync.m16n8k32, u8 x s8), each warp 16x32 of the 64x32 tile
 // REPORT-NOT: remark
 // TF32-LABEL: func.func @bf16_matmul
 // TF32-COUNT-8: nvvm.mma.sync {{.*}}k = 16
@@ -45,12 +47,12 @@
 // CHECK:     %[[LO:.*]] = memref.load %[[A]][%[[KA]], %[[R0]]]
 // CHECK:     %[[KB:.*]] = affine.apply #[[K1]]()[%[[TX]]]
 // CHECK:     %[[HI:.*]] = memref.load %[[A]][%[[KB]], %[[R0]]]
+// CHECK:     %[[LO16:.*]] = arith.bitcast %[[LO]] : bf16 to i16
+// CHECK:     %[[LO32:.*]] = arith.extui %[[LO16]] : i16 to i32
 // CHECK:     %[[HI16:.*]] = arith.bitcast %[[HI]] : bf16 to i16
 // CHECK:     %[[HI32:.*]] = arith.extui %[[HI16]] : i16 to i32
 // CHECK:     %[[SHIFTED:.*]] = arith.shli %[[HI32]], %c16_i32 : i32
-// CHECK:     %[[LO16:.*]] = arith.bitcast %[[LO]] : bf16 to i16
-// CHECK:     %[[LO32:.*]] = arith.extui %[[LO16]] : i16 to i32
-// CHECK:     %[[A0:.*]] = arith.ori %[[SHIFTED]], %[[LO32]] : i32
+// CHECK:     %[[A0:.*]] = arith.ori %[[LO32]], %[[SHIFTED]] : i32
 // CHECK:     %[[C0:.*]] = memref.load %[[MINE]][%c0, %c0]
 // CHECK:     %[[D:.*]] = nvvm.mma.sync A[%[[A0]], %{{.*}}, %{{.*}}, %{{.*}}]  B[%{{.*}}, %{{.*}}]  C[%[[C0]], %{{.*}}, %{{.*}}, %{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK:     %[[D0:.*]] = llvm.extractvalue %[[D]][0]
@@ -288,6 +290,57 @@ func.func @conv_as_matmul(%fields: memref<1x288x256xf32>, %filter: memref<64x288
       linalg.yield %t : f32
     }
     linalg.copy ins(%acc : memref<1x4x4xf32, #gpu.address_space<private>>) outs(%o_t : memref<1x4x4xf32, strided<[16384, 256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// An int8 matmul as --quantize=int8 leaves it: u8 activations times s8
+// weights summed in i32. The chunks hold bytes (rows padded to 16 bytes);
+// m16n8k32, four bytes per register (the first in the lowest bits), the
+// types from the body's extensions (extui: u8, extsi: s8), sums that wrap
+// as the i32 adds they replace; the epilogue adds with addi.
+// CHECK-LABEL: func.func @int8
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<64x32xi32, #gpu.address_space<workgroup>>
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<32x64xi8, #gpu.address_space<workgroup>>
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<32x32xi8, #gpu.address_space<workgroup>>
+// CHECK:   memref.alloca() : memref<4x4xi32, #gpu.address_space<private>>
+// CHECK:   scf.for
+// CHECK:     arith.extui %{{.*}} : i8 to i32
+// CHECK:     arith.shli %{{.*}}, %c24_i32 : i32
+// CHECK:     nvvm.mma.sync {{.*}}intOverflowBehavior = #nvvm.mma_int_overflow<wrapped>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<u8>, multiplicandBPtxType = #nvvm.mma_type<s8>, shape = #nvvm.shape<m = 16, n = 8, k = 32>} : (i32, i32, i32) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK-COUNT-3: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK:   linalg.generic
+// CHECK:     arith.addi %out, %in : i32
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @int8(%a: memref<64x256xi8>, %b: memref<256x32xi8>, %c: memref<64x32xi32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0 : i32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %r = arith.muli %ty, %c4 : index
+    %q = arith.muli %tx, %c4 : index
+    %a_t = memref.subview %a[%r, 0] [4, 256] [1, 1] : memref<64x256xi8> to memref<4x256xi8, strided<[256, 1], offset: ?>>
+    %b_t = memref.subview %b[0, %q] [256, 4] [1, 1] : memref<256x32xi8> to memref<256x4xi8, strided<[32, 1], offset: ?>>
+    %c_t = memref.subview %c[%r, %q] [4, 4] [1, 1] : memref<64x32xi32> to memref<4x4xi32, strided<[32, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xi32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : i32) outs(%acc : memref<4x4xi32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x256xi8, strided<[256, 1], offset: ?>>, memref<256x4xi8, strided<[32, 1], offset: ?>>) outs(%acc : memref<4x4xi32, #gpu.address_space<private>>) {
+    ^bb0(%x: i8, %y: i8, %s: i32):
+      %xi = arith.extui %x : i8 to i32
+      %yi = arith.extsi %y : i8 to i32
+      %p = arith.muli %xi, %yi : i32
+      %t = arith.addi %s, %p : i32
+      linalg.yield %t : i32
+    }
+    linalg.copy ins(%acc : memref<4x4xi32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xi32, strided<[32, 1], offset: ?>>)
     gpu.terminator
   }
   return
