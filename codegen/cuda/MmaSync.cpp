@@ -1,23 +1,25 @@
-//===- MmaSync.cpp - 16-bit matmuls on the tensor cores, with mma.sync ----===//
+//===- MmaSync.cpp - matmuls on the tensor cores, with mma.sync -----------===//
 //
 // After kiln-gpu-promote-operands, a workgroup's tile of a widening matmul
-// (f16 or bf16 operands, f32 sums; with `tf32`, an f32 matmul too) reads
-// chunks of both operands from shared memory, and each thread sums its own
-// 4x4 results with fma. This pass has the workgroup's warps compute the
-// tile on the tensor cores instead: each warp owns a block of 16x8 tiles
-// and, per K steps of the reduction, loads its fragments of A and B from
-// the staged chunks and issues one mma.sync per tile (m16n8k16 for 16-bit
-// operands, m16n8k8 for tf32), summing in f32 registers. After the
-// reduction the warps write their sums to a workgroup buffer, and each
-// thread adds its 4x4 results from there to its private accumulator, where
-// the op's epilogue (bias, activation, the copy out) finds them as before.
+// (f16 or bf16 operands summed in f32, u8/s8 ones in i32; with `tf32`, an
+// f32 matmul too) reads chunks of both operands from shared memory, and
+// each thread sums its own 4x4 results. This pass has the workgroup's
+// warps compute the tile on the tensor cores instead: each warp owns a
+// block of 16x8 tiles and, per K steps of the reduction, loads its
+// fragments of A and B from the staged chunks and issues one mma.sync per
+// tile (m16n8k16 for 16-bit operands, m16n8k8 for tf32, m16n8k32 for
+// bytes), summing in registers. After the reduction the warps write their
+// sums to a workgroup buffer, and each thread adds its 4x4 results from
+// there to its private accumulator, where the op's epilogue (the copy out)
+// finds them as before.
 //
-// Fragment layouts are PTX ISA 8.0's (section 9.7.13.4.8): lane l has
-// group g = l / 4 and t = l % 4; a register holds P = 2 16-bit values or
-// P = 1 tf32 value, and K = 8P:
+// Fragment layouts are PTX ISA 8.0's (section 9.7.13.4.8; upstream MLIR's
+// MMAUtils agrees): lane l has group g = l / 4 and t = l % 4; a register
+// holds P values (2 of 16 bits, 1 tf32, 4 bytes; the first in the lowest
+// bits), and K = 8P:
 //   A (16xK, row-major): register r holds A[g + 8 (r % 2)][Pt + (K/2)(r / 2) + {0..P-1}]
 //   B (Kx8, col-major):  register r holds B[Pt + (K/2) r + {0..P-1}][g]
-//   C, D (16x8, f32):    element c is       C[g + 8 (c / 2)][2t + c % 2]
+//   C, D (16x8):         element c is       C[g + 8 (c / 2)][2t + c % 2]
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/Passes.h"
@@ -180,6 +182,17 @@ std::optional<std::pair<int64_t, int64_t>> warpBlock(int64_t rowTiles, int64_t c
   return std::nullopt;
 }
 
+/// The bytes of the workgroup memory `launch` allocates.
+int64_t workgroupBytes(gpu::LaunchOp launch) {
+  int64_t bytes = 0;
+  launch.getBody().walk([&](memref::AllocOp alloc) {
+    MemRefType type = alloc.getType();
+    if (!isPrivateMemory(type) && type.getMemorySpace() && type.hasStaticShape())
+      bytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  });
+  return bytes;
+}
+
 std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32) {
   auto launch = op->getParentOfType<gpu::LaunchOp>();
   if (!launch || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
@@ -214,6 +227,20 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32) {
     return std::nullopt;
   m.a = *a;
   m.b = *b;
+  // What the warp code (before the guard) and the epilogue (after the
+  // loop) reuse must be defined before the chunk loop: the chunks, the
+  // thread's offsets and sizes, the guard's condition.
+  SmallVector<Value> reused{m.a.chunk(), m.b.chunk()};
+  for (const Operand &operand : {m.a, m.b})
+    for (OpFoldResult r : {operand.offset(), operand.size()})
+      if (auto value = dyn_cast<Value>(r))
+        reused.push_back(value);
+  if (m.guard)
+    reused.push_back(m.guard.getCondition());
+  if (llvm::any_of(reused, [&](Value v) {
+        return m.chunks->isAncestor(v.getParentBlock()->getParentOp());
+      }))
+    return std::nullopt;
   auto chunkA = cast<MemRefType>(m.a.chunk().getType());
   auto chunkB = cast<MemRefType>(m.b.chunk().getType());
   // The body sums products of the operands (widened): their element types
@@ -233,16 +260,19 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32) {
   if (chunkB.getDimSize(0) != m.chunk || m.a.view.getType().getDimSize(0) != m.chunk ||
       m.chunk % m.mma.k() != 0 || m.rows % kM != 0 || m.cols % kN != 0)
     return std::nullopt;
-  gpu::KernelDim3 size = launch.getBlockSizeOperandValues();
-  std::optional<int64_t> x = getConstantIntValue(size.x), y = getConstantIntValue(size.y),
-                         z = getConstantIntValue(size.z);
-  if (!x || !y || !z || (*x * *y * *z) % kWarp != 0)
+  std::optional<std::array<int64_t, 3>> size = staticBlockSize(launch);
+  if (!size)
     return std::nullopt;
-  m.threads = *x * *y * *z;
+  m.threads = (*size)[0] * (*size)[1] * (*size)[2];
+  if (m.threads % kWarp != 0)
+    return std::nullopt;
   auto block = warpBlock(m.rows / kM, m.cols / kN, m.threads / kWarp);
   if (!block)
     return std::nullopt;
   std::tie(m.warpRows, m.warpCols) = *block;
+  // The sums' buffer joins the staged chunks in shared memory.
+  if (workgroupBytes(launch) + m.rows * m.cols * 4 > lookupGpuTarget("cuda")->sharedMemoryBytes)
+    return std::nullopt;
   return m;
 }
 
@@ -325,12 +355,8 @@ SmallVector<Value> loadB(Lane &l, const Instruction &mma, const Operand &b, Valu
 
 /// The lane's linear id, its group and quad, and its warp's block origin.
 Lane laneOf(OpBuilder &b, Location loc, Matmul &m) {
-  gpu::KernelDim3 ids = m.launch.getThreadIds(), size = m.launch.getBlockSizeOperandValues();
-  int64_t x = *getConstantIntValue(size.x), y = *getConstantIntValue(size.y);
-  MLIRContext *ctx = b.getContext();
-  AffineExpr tx, ty, tz;
-  bindSymbols(ctx, tx, ty, tz);
-  AffineExpr linear = tx + x * (ty + y * tz);
+  gpu::KernelDim3 ids = m.launch.getThreadIds();
+  AffineExpr linear = linearThreadId(m.launch);
   SmallVector<OpFoldResult> operands{ids.x, ids.y, ids.z};
   auto apply = [&](AffineExpr e) {
     return affine::makeComposedAffineApply(b, loc, e, operands).getResult();

@@ -195,24 +195,12 @@ int64_t chooseChunk(ArrayRef<Operand> operands, const GpuTarget &target,
   return chosen;
 }
 
-/// `launch`'s block size, if it is static.
-std::optional<std::array<int64_t, 3>> staticBlockSize(gpu::LaunchOp launch) {
-  gpu::KernelDim3 sizes = launch.getBlockSizeOperandValues();
-  std::optional<int64_t> x = getConstantIntValue(sizes.x), y = getConstantIntValue(sizes.y),
-                         z = getConstantIntValue(sizes.z);
-  if (!x || !y || !z)
-    return std::nullopt;
-  return std::array<int64_t, 3>{*x, *y, *z};
-}
-
 /// The thread count of `launch` (of static block size) and the thread's
 /// linear id in it.
 std::pair<int64_t, Value> linearThreadId(OpBuilder &b, Location loc, gpu::LaunchOp launch) {
   auto [x, y, z] = *staticBlockSize(launch);
   gpu::KernelDim3 ids = launch.getThreadIds();
-  AffineExpr tx, ty, tz;
-  bindSymbols(b.getContext(), tx, ty, tz);
-  Value id = affine::makeComposedAffineApply(b, loc, tx + x * (ty + y * tz),
+  Value id = affine::makeComposedAffineApply(b, loc, kiln::linearThreadId(launch),
                                              SmallVector<OpFoldResult>{ids.x, ids.y, ids.z});
   return {x * y * z, id};
 }

@@ -96,3 +96,19 @@ bool mlir::kiln::isPrivateMemory(Type type) {
       dyn_cast_if_present<gpu::AddressSpaceAttr>(cast<MemRefType>(type).getMemorySpace());
   return space && space.getValue() == gpu::AddressSpace::Private;
 }
+
+std::optional<std::array<int64_t, 3>> mlir::kiln::staticBlockSize(gpu::LaunchOp launch) {
+  gpu::KernelDim3 sizes = launch.getBlockSizeOperandValues();
+  std::optional<int64_t> x = getConstantIntValue(sizes.x), y = getConstantIntValue(sizes.y),
+                         z = getConstantIntValue(sizes.z);
+  if (!x || !y || !z)
+    return std::nullopt;
+  return std::array<int64_t, 3>{*x, *y, *z};
+}
+
+AffineExpr mlir::kiln::linearThreadId(gpu::LaunchOp launch) {
+  auto [x, y, z] = *staticBlockSize(launch);
+  AffineExpr tx, ty, tz;
+  bindSymbols(launch.getContext(), tx, ty, tz);
+  return tx + x * (ty + y * tz);
+}

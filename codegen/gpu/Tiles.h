@@ -4,6 +4,7 @@
 
 #include "codegen/gpu/GpuTarget.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include <optional>
 #include <string>
@@ -35,6 +36,13 @@ FailureOr<int64_t> sizeBound(Value tile, int64_t d);
 
 /// Whether `type` (a memref) is a thread's private memory.
 bool isPrivateMemory(Type type);
+
+/// `launch`'s block size, if it is static.
+std::optional<std::array<int64_t, 3>> staticBlockSize(gpu::LaunchOp launch);
+
+/// A thread's linear id in `launch` (of static block size X x Y x Z):
+/// x + X (y + Y z), its ids x, y, z as symbols 0, 1, 2.
+AffineExpr linearThreadId(gpu::LaunchOp launch);
 
 /// One mapping attribute per tiled loop, outermost first, the innermost
 /// loop on block linear dimension 0 or thread x: blocks on linear
