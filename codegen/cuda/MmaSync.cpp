@@ -115,8 +115,8 @@ struct Operand {
 /// A thread's contraction as kiln-gpu-promote-operands leaves it, which the
 /// tensor cores can compute: in the chunk loop of a launch of static block
 /// size (a whole number of warps); its first loop the reduction, the others
-/// parallel and its output's (batch..., i, j) in order, a private f32
-/// accumulator of extent 1 along the batch loops; one input A of (k, i),
+/// parallel and its output's (batch..., i, j) in order, a private
+/// accumulator (f32, or i32 for bytes) of extent 1 along the batch loops; one input A of (k, i),
 /// the other B of (k, j) (each possibly with batch loops of extent 1), both
 /// views of staged chunks, of one type the instruction takes, whole along
 /// k; the workgroup's tile a whole number of 16x8 tiles that its warps

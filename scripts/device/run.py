@@ -168,15 +168,21 @@ def torch_model_rows(model, model_dir, runs):
 
 def unpack(root):
     """Decompresses each FILE.xz under `root` (prepare.sh packs the big
-    models' executables and weights) to FILE, once; executables stay so."""
+    models' executables and weights) to FILE, once; executables stay so.
+    Returns the folder to run from: `root`, or a writable copy of it."""
+    if not os.access(root, os.W_OK):
+        copy = os.path.join(tempfile.mkdtemp(), os.path.basename(os.path.abspath(root)))
+        shutil.copytree(root, copy)
+        root = copy
     for parent, _, names in os.walk(root):
         for name in names:
             packed, path = os.path.join(parent, name), os.path.join(parent, name[:-3])
             if name.endswith(".xz") and not os.path.exists(path):
                 with lzma.open(packed) as src, open(path + ".part", "wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
-                os.chmod(path + ".part", os.stat(packed).st_mode)
+                os.chmod(path + ".part", os.stat(packed).st_mode | 0o200)
                 os.rename(path + ".part", path)
+    return root
 
 
 def main():
@@ -189,7 +195,7 @@ def main():
     ap.add_argument("--models", default="", help="only the models whose name this regex finds")
     args = ap.parse_args()
 
-    unpack(args.dir)
+    args.dir = unpack(args.dir)
     results, failed = [], False
     for model in sorted(os.listdir(args.dir)):
         model_dir = os.path.join(args.dir, model)
