@@ -157,8 +157,8 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
     (`thread id < trip count`), whose first loop is a reduction, whose
     result is a private accumulator, and whose two inputs are unit-stride
     views of workgroup tiles that no thread id moves, whole along that
-    loop, of 32-bit elements (or 16-bit floats on CUDA, for its tensor
-    cores) with constant bounds, this pass:
+    loop, of 32-bit elements (or 16-bit floats and bytes on CUDA, for its
+    tensor cores) with constant bounds, this pass:
     - allocates a buffer per input in `#gpu.address_space<workgroup>`,
       16-byte aligned: the tile's bounds with C steps of the reduction,
       the reduced dimension outermost (a thread's elements for one step
