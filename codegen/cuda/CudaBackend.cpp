@@ -56,7 +56,8 @@ public:
 
 private:
   void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    pm.addNestedPass<func::FuncOp>(createKilnCudaMmaSync({options.tf32, options.reportPlacement}));
+    pm.addNestedPass<func::FuncOp>(
+        createKilnCudaMmaSync({gpu.name, options.tf32, options.reportPlacement}));
   }
   void addKernelCompilation(OpPassManager &pm, const PipelineOptions &options) const override {
     KilnCudaCompileKernelsOptions compile;

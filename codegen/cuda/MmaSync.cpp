@@ -116,13 +116,13 @@ struct Operand {
 /// tensor cores can compute: in the chunk loop of a launch of static block
 /// size (a whole number of warps); its first loop the reduction, the others
 /// parallel and its output's (batch..., i, j) in order, a private
-/// accumulator (f32, or i32 for bytes) of extent 1 along the batch loops; one input A of (k, i),
-/// the other B of (k, j) (each possibly with batch loops of extent 1), both
-/// views of staged chunks, of one type the instruction takes, whole along
-/// k; the workgroup's tile a whole number of 16x8 tiles that its warps
-/// share evenly, the chunk a whole number of the instruction's K steps. A
-/// matmul (k, i, j) is one, a convolution's im2col contraction (k, n, f, p)
-/// with its filter as A another.
+/// accumulator (f32, or i32 for bytes) of extent 1 along the batch loops;
+/// one input A of (k, i), the other B of (k, j) (each possibly with batch
+/// loops of extent 1), both views of staged chunks, of one type the
+/// instruction takes, whole along k; the workgroup's tile a whole number
+/// of 16x8 tiles that its warps share evenly, the chunk a whole number of
+/// the instruction's K steps. A matmul (k, i, j) is one, a convolution's
+/// im2col contraction (k, n, f, p) with its filter as A another.
 struct Matmul {
   Instruction mma;
   linalg::GenericOp op;
@@ -131,7 +131,6 @@ struct Matmul {
   scf::IfOp guard;                 ///< the op's guard, or null
   Operand a, b;
   int64_t chunk, rows, cols;       ///< C and the workgroup's tile
-  int64_t threads;
   int64_t warpRows, warpCols;      ///< a warp's block, in 16x8 tiles
 };
 
@@ -193,7 +192,7 @@ int64_t workgroupBytes(gpu::LaunchOp launch) {
   return bytes;
 }
 
-std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32) {
+std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32, const GpuTarget &target) {
   auto launch = op->getParentOfType<gpu::LaunchOp>();
   if (!launch || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       !op.hasPureBufferSemantics() || op.getNumLoops() < 3 ||
@@ -211,7 +210,7 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32) {
   for (int64_t d = 0; d + 2 < accType.getRank(); ++d)
     if (accType.getDimSize(d) != 1)
       return std::nullopt;
-  Matmul m{{}, op, launch, {}, {}, {}, {}, 0, 0, 0, 0, 0, 0};
+  Matmul m{{}, op, launch, {}, {}, {}, {}, 0, 0, 0, 0, 0};
   m.guard = dyn_cast<scf::IfOp>(op->getParentOp());
   m.chunks = dyn_cast<scf::ForOp>((m.guard ? m.guard.getOperation() : op.getOperation())->getParentOp());
   if (!m.chunks || m.chunks->getBlock() != &launch.getBody().front())
@@ -263,15 +262,15 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32) {
   std::optional<std::array<int64_t, 3>> size = staticBlockSize(launch);
   if (!size)
     return std::nullopt;
-  m.threads = (*size)[0] * (*size)[1] * (*size)[2];
-  if (m.threads % kWarp != 0)
+  int64_t threads = (*size)[0] * (*size)[1] * (*size)[2];
+  if (threads % kWarp != 0)
     return std::nullopt;
-  auto block = warpBlock(m.rows / kM, m.cols / kN, m.threads / kWarp);
+  auto block = warpBlock(m.rows / kM, m.cols / kN, threads / kWarp);
   if (!block)
     return std::nullopt;
   std::tie(m.warpRows, m.warpCols) = *block;
   // The sums' buffer joins the staged chunks in shared memory.
-  if (workgroupBytes(launch) + m.rows * m.cols * 4 > lookupGpuTarget("cuda")->sharedMemoryBytes)
+  if (workgroupBytes(launch) + m.rows * m.cols * 4 > target.sharedMemoryBytes)
     return std::nullopt;
   return m;
 }
@@ -371,8 +370,8 @@ Lane laneOf(OpBuilder &b, Location loc, Matmul &m) {
 }
 
 /// Replaces `m.op` by the warps' mma.sync over each chunk, summing in
-/// `sums` (memref<tiles x 4 x f32>, private), and adds the sums to the
-/// thread's accumulator after the chunk loop.
+/// `sums` (memref<tiles x 4 x f32 or i32>, private), and adds the sums to
+/// the thread's accumulator after the chunk loop.
 void rewrite(Matmul &m) {
   Location loc = m.op.getLoc();
   MLIRContext *ctx = m.op.getContext();
@@ -479,9 +478,12 @@ struct KilnCudaMmaSyncPass : mlir::kiln::impl::KilnCudaMmaSyncBase<KilnCudaMmaSy
   using KilnCudaMmaSyncBase::KilnCudaMmaSyncBase;
 
   void runOnOperation() override {
+    std::optional<GpuTarget> target = lookupGpuTarget(getOperation(), targetName);
+    if (!target)
+      return signalPassFailure();
     std::vector<Matmul> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (std::optional<Matmul> m = asMatmul(op, tf32))
+      if (std::optional<Matmul> m = asMatmul(op, tf32, *target))
         matmuls.push_back(*m);
     });
     for (Matmul &m : matmuls) {

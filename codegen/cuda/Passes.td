@@ -67,6 +67,8 @@ def KilnCudaMmaSync : Pass<"kiln-cuda-mma-sync", "func::FuncOp"> {
     that one A fragment serves several mma.
   }];
   let options = [
+    Option<"targetName", "target", "std::string", "\"cuda\"",
+           "CUDA target whose shared memory the chunks and the sums must fit (as kiln-gpu-distribute's)">,
     Option<"tf32", "tf32", "bool", "false",
            "f32 matmuls too: operands rounded to tf32 (cvt.rna), mma.sync m16n8k8 (--precision=tf32)">,
     Option<"report", "report", "bool", "false",

@@ -197,10 +197,10 @@ int64_t chooseChunk(ArrayRef<Operand> operands, const GpuTarget &target,
 
 /// The thread count of `launch` (of static block size) and the thread's
 /// linear id in it.
-std::pair<int64_t, Value> linearThreadId(OpBuilder &b, Location loc, gpu::LaunchOp launch) {
+std::pair<int64_t, Value> threadCountAndId(OpBuilder &b, Location loc, gpu::LaunchOp launch) {
   auto [x, y, z] = *staticBlockSize(launch);
   gpu::KernelDim3 ids = launch.getThreadIds();
-  Value id = affine::makeComposedAffineApply(b, loc, kiln::linearThreadId(launch),
+  Value id = affine::makeComposedAffineApply(b, loc, linearThreadId(launch),
                                              SmallVector<OpFoldResult>{ids.x, ids.y, ids.z});
   return {x * y * z, id};
 }
@@ -338,7 +338,7 @@ void stageOperands(Contraction &c, int64_t chunk) {
     hoistOutOfGuard(b, c);
 
   b.setInsertionPoint(c.guard ? c.guard.getOperation() : c.op.getOperation());
-  auto [threads, thread] = linearThreadId(b, loc, c.launch);
+  auto [threads, thread] = threadCountAndId(b, loc, c.launch);
   const Operand &first = c.operands.front();
   OpFoldResult reduced = first.sizes[first.reduced];
   Value total = getValueOrCreateConstantIndexOp(b, loc, reduced);

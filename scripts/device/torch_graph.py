@@ -221,8 +221,8 @@ class Tf32NumpyOps(NumpyOps):
 
     @classmethod
     def conv2d(cls, x, w, b, stride, pad, dilation, group):
-        y = NumpyOps.conv2d.__func__(cls, tf32(x).astype(np.float64), tf32(w).astype(np.float64),
-                                     None, stride, pad, dilation, group).astype(np.float32)
+        y = super().conv2d(tf32(x).astype(np.float64), tf32(w).astype(np.float64), None, stride,
+                           pad, dilation, group).astype(np.float32)
         return y + b.reshape(1, -1, 1, 1) if b is not None else y
 
 

@@ -699,8 +699,8 @@ int main(int argc, char **argv) {
                  (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple) +
                  " computes f32 matmuls in f32");
   if (precision != "f32" && !quantize.empty())
-    return error("--precision=" + precision + " and --quantize exclude each other: pick one arithmetic for "
-                 "the matmuls");
+    return error("--precision=" + precision +
+                 " and --quantize exclude each other: pick one arithmetic for the matmuls");
   if (quantizeStatic && calibrationData.empty())
     return error("--quantize=int8 needs --calibration-data=DIR (one sub-directory per sample, "
                  "each with one <input name>.npy per model input); --quantize=int8-dynamic "
