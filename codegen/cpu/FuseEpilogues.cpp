@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
+#include "codegen/common/Epilogues.h"
 
 #include "dialects/kiln/KilnDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
@@ -59,32 +59,6 @@ Value reshapeBack(OpBuilder &b, Location loc, Value other, ArrayRef<Operation *>
           b, loc, from, other, cast<tensor::ExpandShapeOp>(reshape).getReassociationIndices());
   }
   return other;
-}
-
-/// Why `op` cannot be applied to its input's vectors, or nothing: it must
-/// map each element of `input` to one element of the same type with scalar
-/// arith and math ops, reading other tensors only at the same element (a
-/// residual), tensors that exist before `tiled` runs.
-std::optional<StringRef> whyNotAnEpilogue(linalg::GenericOp op, Value input, Operation *tiled,
-                                          DominanceInfo &dominance) {
-  if (op.getNumDpsInits() != 1 || !llvm::is_contained(op.getDpsInputs(), input))
-    return StringRef("it is not elementwise on the result");
-  for (Value other : op.getDpsInputs())
-    if (other != input &&
-        (other.getType() != input.getType() || !dominance.properlyDominates(other, tiled)))
-      return StringRef("it reads a tensor of another shape, or one computed after the tiles");
-  if (op.getNumReductionLoops() != 0 ||
-      !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }) ||
-      op.getResult(0).getType() != input.getType())
-    return StringRef("it is not elementwise on the result");
-  Block *body = op.getBlock();
-  if (!op.getRegionOutputArgs()[0].use_empty())
-    return StringRef("it reads its output");
-  for (Operation &inner : body->without_terminator())
-    if (!isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()) ||
-        inner.getNumRegions() != 0)
-      return StringRef("its body is not scalar arithmetic");
-  return std::nullopt;
 }
 
 /// A constant that size `size` of a tile never exceeds: the size itself, or
@@ -138,19 +112,9 @@ vector::TransferWriteOp tileWrite(scf::ForallOp forall) {
 
 /// Applies `op`'s body to the vector `write` stores, before the store.
 /// Values the body takes from outside are broadcast; constants are cloned.
-/// Fails (changing nothing) where such a value is not available there.
-LogicalResult applyBefore(linalg::GenericOp op, const Consumer &consumer,
-                          vector::TransferWriteOp write, DominanceInfo &dominance) {
+void applyBefore(linalg::GenericOp op, const Consumer &consumer,
+                 vector::TransferWriteOp write) {
   Block *body = op.getBlock();
-  for (Operation &inner : body->without_terminator())
-    for (Value operand : inner.getOperands()) {
-      Operation *def = operand.getDefiningOp();
-      bool usable = operand.getParentBlock() == body ||
-                    (def && def->hasTrait<OpTrait::ConstantLike>()) ||
-                    dominance.properlyDominates(operand, write->getParentOp());
-      if (!usable)
-        return failure();
-    }
   OpBuilder b(write);
   VectorType vectorType = write.getVectorType();
   IRMapping map;
@@ -197,7 +161,6 @@ LogicalResult applyBefore(linalg::GenericOp op, const Consumer &consumer,
     }
   }
   write.getValueToStoreMutable().assign(vectorOf(body->getTerminator()->getOperand(0)));
-  return success();
 }
 
 struct KilnFuseEpiloguesPass : mlir::kiln::impl::KilnCpuFuseEpiloguesBase<KilnFuseEpiloguesPass> {
@@ -219,9 +182,8 @@ struct KilnFuseEpiloguesPass : mlir::kiln::impl::KilnCpuFuseEpiloguesBase<KilnFu
     if (!consumer)
       return;
     DominanceInfo &dominance = getAnalysis<DominanceInfo>();
-    std::optional<StringRef> why = whyNotAnEpilogue(consumer, use->input, forall, dominance);
-    if (!why && failed(applyBefore(consumer, *use, tileWrite(forall), dominance)))
-      why = StringRef("it takes a value computed after the tiles");
+    std::optional<StringRef> why =
+        kiln::whyNotAnEpilogue(consumer, use->input, forall, dominance, /*broadcasts=*/false);
     // A step of the tiled node's own lowering (a Gemm's bias) is not news.
     if (report && describeNode(consumer) != describeNode(forall))
       emitRemark(forall.getLoc())
@@ -230,6 +192,7 @@ struct KilnFuseEpiloguesPass : mlir::kiln::impl::KilnCpuFuseEpiloguesBase<KilnFu
                   : std::string(" applied in the register tiles (epilogue)"));
     if (why)
       return;
+    applyBefore(consumer, *use, tileWrite(forall));
     consumer.getResult(0).replaceAllUsesWith(use->input);
     consumer.erase();
   }

@@ -7,6 +7,7 @@
 // to gpu.launch and the kernels' outlining come after it.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/gpu/Epilogues.h"
 #include "codegen/gpu/GpuTarget.h"
 #include "codegen/gpu/Passes.h"
 #include "codegen/gpu/Tiles.h"
@@ -20,6 +21,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include <memory>
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "dialects/kiln/KilnDialect.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNGPUDISTRIBUTE
@@ -153,6 +155,26 @@ void unshareFills(func::FuncOp func) {
   });
 }
 
+/// The elementwise op after a reduction, and whether the reduction's
+/// threads apply it (`why` not, else).
+struct EpiloguePlan {
+  linalg::GenericOp op;
+  Location at, from; // the reduction's, the op's
+  std::string epilogue;
+  std::optional<std::string> why;
+
+  /// A `fusion:` remark, unless the op is a step of the reduction's own
+  /// node (a Gemm's alpha and beta).
+  void report() const {
+    if (from == at)
+      return;
+    emitRemark(at) << "fusion: " << epilogue
+                   << (why ? " runs as a kernel of its own: " + *why
+                           : std::string(" applied by the kernel's threads to the results "
+                                         "they hold (epilogue)"));
+  }
+};
+
 struct KilnGpuDistributePass
     : mlir::kiln::impl::KilnGpuDistributeBase<KilnGpuDistributePass> {
   using KilnGpuDistributeBase::KilnGpuDistributeBase;
@@ -164,15 +186,32 @@ struct KilnGpuDistributePass
     if (failed(copiesAsLinalg(getOperation())))
       return signalPassFailure();
     unshareFills(getOperation());
+    IRRewriter rewriter(&getContext());
+    collapseOntoReductions(rewriter, getOperation());
     // Roots first, from the end: their producers are fused into them and
-    // erased before the walk reaches them.
+    // erased before the walk reaches them. An epilogue waits for its
+    // reduction, whose threads apply it.
     SmallVector<linalg::LinalgOp> ops;
+    llvm::MapVector<Operation *, EpiloguePlan> plans;
+    DenseSet<Operation *> waiting;
+    DominanceInfo dominance(getOperation());
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (!op->getParentOfType<scf::ForallOp>())
-        ops.push_back(op);
+      if (op->getParentOfType<scf::ForallOp>())
+        return;
+      ops.push_back(op);
+      std::optional<EpilogueCandidate> epilogue = epilogueCandidate(op, dominance);
+      if (!epilogue)
+        return;
+      std::optional<std::string> why;
+      if (epilogue->why)
+        why = epilogue->why->str();
+      plans.insert(
+          {op, EpiloguePlan{epilogue->op, op.getLoc(), epilogue->op.getLoc(),
+                            describeNode(epilogue->op), why}});
+      if (!epilogue->why)
+        waiting.insert(epilogue->op);
     });
     DenseSet<Operation *> erased;
-    IRRewriter rewriter(&getContext());
     struct Listener : RewriterBase::Listener {
       DenseSet<Operation *> &erased;
       explicit Listener(DenseSet<Operation *> &erased) : erased(erased) {}
@@ -180,28 +219,63 @@ struct KilnGpuDistributePass
     } listener(erased);
     rewriter.setListener(&listener);
     for (linalg::LinalgOp op : llvm::reverse(ops)) {
-      if (erased.contains(op) || !op.hasPureTensorSemantics())
+      if (erased.contains(op) || waiting.contains(op))
         continue;
-      Tiles tiles = chooseTiles(op, *target);
-      if (tiles.none() || unsupportedByKernels(op, *target))
-        continue;
-      rewriter.setInsertionPoint(op);
-      FailureOr<TilingInterface> tile =
-          tileAndFuse(rewriter, cast<TilingInterface>(op.getOperation()), tiles.workgroup,
-                      /*threads=*/false);
-      if (failed(tile)) {
-        op.emitError("kiln-gpu-distribute: cannot tile this op to workgroups");
+      bool onHost = unsupportedByKernels(op, *target).has_value();
+      FailureOr<Operation *> threadTile = distribute(rewriter, op, *target);
+      if (failed(threadTile))
         return signalPassFailure();
-      }
-      if (llvm::all_of(tiles.thread, [](int64_t s) { return s == 0; }))
+      auto plan = plans.find(op);
+      if (plan == plans.end() || plan->second.why)
         continue;
-      rewriter.setInsertionPoint(*tile);
-      if (failed(tileAndFuse(rewriter, *tile, tiles.thread, /*threads=*/true))) {
-        tile->emitError("kiln-gpu-distribute: cannot tile this op to threads");
-        return signalPassFailure();
-      }
+      EpiloguePlan &epilogue = plan->second;
+      if (erased.contains(epilogue.op))
+        epilogue.why = "it was fused into the tiles of its own consumer";
+      else if (!*threadTile)
+        epilogue.why = onHost ? "the reduction runs on the host" : "the reduction has no threads";
+      else if (failed(applyInThreadTiles(rewriter, epilogue.op, *threadTile)))
+        epilogue.why = "the reduction's threads do not each hold a block of its result";
+      else
+        waiting.erase(epilogue.op);
     }
+    // Epilogues whose reduction's threads could not apply them: roots.
+    for (linalg::LinalgOp op : ops)
+      if (waiting.contains(op) && !erased.contains(op) && failed(distribute(rewriter, op, *target)))
+        return signalPassFailure();
+    if (reportFusion)
+      for (auto &[reduction, plan] : plans)
+        plan.report();
   }
+
+  /// Tiles root `op` to workgroups and threads. Returns its threads' tile,
+  /// null where it is not tiled to threads (or not at all).
+  FailureOr<Operation *> distribute(RewriterBase &rewriter, linalg::LinalgOp op,
+                                    const GpuTarget &target) {
+    if (!op.hasPureTensorSemantics())
+      return nullptr;
+    Tiles tiles = chooseTiles(op, target);
+    if (tiles.none() || unsupportedByKernels(op, target))
+      return nullptr;
+    rewriter.setInsertionPoint(op);
+    FailureOr<TilingInterface> tile =
+        tileAndFuse(rewriter, cast<TilingInterface>(op.getOperation()), tiles.workgroup,
+                    /*threads=*/false);
+    if (failed(tile)) {
+      op.emitError("kiln-gpu-distribute: cannot tile this op to workgroups");
+      return failure();
+    }
+    if (llvm::all_of(tiles.thread, [](int64_t s) { return s == 0; }))
+      return nullptr;
+    rewriter.setInsertionPoint(*tile);
+    FailureOr<TilingInterface> threadTile =
+        tileAndFuse(rewriter, *tile, tiles.thread, /*threads=*/true);
+    if (failed(threadTile)) {
+      tile->emitError("kiln-gpu-distribute: cannot tile this op to threads");
+      return failure();
+    }
+    return threadTile->getOperation();
+  }
+
 };
 
 } // namespace

@@ -27,7 +27,7 @@ void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &optio
 }
 
 void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const {
-  pm.addNestedPass<func::FuncOp>(createKilnGpuDistribute({gpu.name}));
+  pm.addNestedPass<func::FuncOp>(createKilnGpuDistribute({gpu.name, options.reportFusion}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   addBufferizationPasses(pm);

@@ -41,6 +41,15 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     the loop). The root's tile is then tiled again to threads, an scf.forall
     mapped to `#gpu.thread<x/y/z>`, fusing the producers again.
 
+    An elementwise op that only reads a reduction's result (a matmul's
+    bias, activation or residual add; through a tensor.expand_shape, such
+    as a projection split into heads, it is first collapsed onto the
+    reduction's shape) is not a root: each of the reduction's threads
+    applies it to the tile of results it holds, in place, reading the op's
+    other operands (same element, or broadcast along some loops) at that
+    tile. It needs a body of scalar arith and math ops, a result of the
+    reduction's type, and operands that exist before the reduction.
+
     Tiles, for the target's `workgroupThreads` T (four subgroups):
     - a contraction (matmul, batch matmul): 4x4 results per thread, the
       threads as 8 columns by T/8 rows of them; the reduction stays whole in
@@ -64,6 +73,9 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     Option<"targetName", "target", "std::string", "\"vulkan\"",
            "GPU target whose limits apply (vulkan, vulkan-lavapipe, vulkan-nvidia, "
            "cuda-sm80, cuda-sm90a, metal)">,
+    Option<"reportFusion", "report-fusion", "bool", "false",
+           "Emit a `fusion:` remark at each reduction followed by an elementwise op: "
+           "whether its threads apply it, or why not">,
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "affine::AffineDialect",
                            "gpu::GPUDialect"];

@@ -67,6 +67,40 @@ linalg::LinalgOp reducedLoopsOutermost(RewriterBase &rewriter, linalg::LinalgOp 
   return succeeded(interchanged) ? *interchanged : generic;
 }
 
+/// Where the op after `copyOut` is an epilogue that updates the tile in
+/// place (kiln-gpu-distribute applies a matmul's bias and activation so),
+/// has it read the accumulator instead: the results go to memory once.
+void readAccumulatorInEpilogue(RewriterBase &rewriter, linalg::CopyOp copyOut) {
+  Value accumulator = copyOut.getInputs()[0];
+  Value tile = copyOut.getOutputs()[0];
+  Operation *next = copyOut->getNextNode();
+  while (next && isMemoryEffectFree(next)) // the epilogue's slices of other operands
+    next = next->getNextNode();
+  auto epilogue = dyn_cast_if_present<linalg::GenericOp>(next);
+  if (!epilogue || epilogue.getNumDpsInits() != 1 ||
+      epilogue.getDpsInitOperand(0)->get() != tile || epilogue.getNumReductionLoops() != 0 ||
+      !epilogue.getMatchingIndexingMap(epilogue.getDpsInitOperand(0)).isIdentity() ||
+      llvm::is_contained(epilogue.getDpsInputs(), tile))
+    return;
+  SmallVector<Value> inputs = epilogue.getDpsInputs();
+  inputs.push_back(accumulator);
+  SmallVector<AffineMap> maps = epilogue.getIndexingMapsArray();
+  maps.insert(maps.end() - 1, maps.back());
+  rewriter.setInsertionPoint(epilogue);
+  auto reading = linalg::GenericOp::create(rewriter, epilogue.getLoc(), TypeRange(), inputs,
+                                           ValueRange{tile}, maps,
+                                           epilogue.getIteratorTypesArray());
+  rewriter.inlineRegionBefore(epilogue.getRegion(), reading.getRegion(),
+                              reading.getRegion().end());
+  Block &body = reading.getRegion().front();
+  BlockArgument output = body.getArgument(inputs.size() - 1);
+  BlockArgument accumulated =
+      body.insertArgument(inputs.size() - 1, output.getType(), epilogue.getLoc());
+  rewriter.replaceAllUsesWith(output, accumulated);
+  rewriter.eraseOp(epilogue);
+  rewriter.eraseOp(copyOut);
+}
+
 LogicalResult privatize(RewriterBase &rewriter, linalg::LinalgOp op) {
   Value tile = op.getDpsInitOperand(0)->get();
   std::optional<SmallVector<int64_t>> bounds = sizeBounds(tile);
@@ -94,7 +128,8 @@ LogicalResult privatize(RewriterBase &rewriter, linalg::LinalgOp op) {
     linalg::CopyOp::create(rewriter, loc, tile, accumulator);
   rewriter.modifyOpInPlace(op, [&] { op.getDpsInitOperand(0)->set(accumulator); });
   rewriter.setInsertionPointAfter(op);
-  linalg::CopyOp::create(rewriter, loc, accumulator, tile);
+  auto copyOut = linalg::CopyOp::create(rewriter, loc, accumulator, tile);
+  readAccumulatorInEpilogue(rewriter, copyOut);
   return success();
 }
 

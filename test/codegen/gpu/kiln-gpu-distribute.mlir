@@ -1,25 +1,31 @@
 // RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-distribute=target=vulkan --canonicalize --cse | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-distribute=target=vulkan-lavapipe --canonicalize --cse | FileCheck %s --check-prefix=LAVAPIPE
 // RUN: not kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan-mystery 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute="target=vulkan report-fusion=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // TARGET: error: unknown GPU target 'vulkan-mystery' (expected one of vulkan, vulkan-lavapipe, vulkan-nvidia, cuda, cuda-sm80, cuda-sm90a, metal)
 
 // A matmul is a root: workgroups of 64x32 results (vulkan: 128 threads as
 // 16 rows by 8 columns of 4x4 results) over the whole K, its zero fill fused
-// into each thread's tile. The elementwise consumer is a root of its own (a
-// reduction is never fused into a consumer's tiles): one row per workgroup,
-// one result per thread.
+// into each thread's tile. The bias and ReLU that only read its result are
+// its epilogue: each thread applies them to its 4x4 results in place,
+// reading its 4 columns of the bias (a reduction is never fused into a
+// consumer's tiles; the consumer comes to it instead).
 // CHECK-LABEL: func.func @matmul_bias_relu
-// CHECK: %[[MM:.*]] = scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (64, 32)
-// CHECK:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 32) step (4, 4)
+// CHECK: %[[MM:.*]] = scf.forall (%{{.*}}, %[[J:.*]]) = (0, 0) to (64, 96) step (64, 32)
+// CHECK:   scf.forall (%{{.*}}, %[[TJ:.*]]) = (0, 0) to (64, 32) step (4, 4)
 // CHECK:     linalg.fill {{.*}} -> tensor<4x4xf32>
-// CHECK:     linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x128xf32>, tensor<128x4xf32>) outs(%{{.*}} : tensor<4x4xf32>)
+// CHECK:     %[[TILE:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x128xf32>, tensor<128x4xf32>) outs(%{{.*}} : tensor<4x4xf32>)
+// CHECK:     %[[COL:.*]] = affine.apply #{{.*}}()[%[[J]], %[[TJ]]]
+// CHECK:     %[[BIAS:.*]] = tensor.extract_slice %{{.*}}[%[[COL]]] [4] [1] : tensor<96xf32> to tensor<4xf32>
+// CHECK:     %[[OUT:.*]] = linalg.generic {{.*}} ins(%[[BIAS]] : tensor<4xf32>) outs(%[[TILE]] : tensor<4x4xf32>)
+// CHECK:       arith.addf
+// CHECK:       arith.maximumf
+// CHECK:     tensor.parallel_insert_slice %[[OUT]]
 // CHECK:   } {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
 // CHECK: } {mapping = [#gpu.block<linear_dim_1>, #gpu.block<linear_dim_0>]}
-// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (1, 128)
-// CHECK:   tensor.extract_slice %[[MM]]
-// CHECK:   scf.forall (%{{.*}}) in (96)
-// CHECK:     linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1xf32>)
-// CHECK:   } {mapping = [#gpu.thread<x>]}
+// CHECK-NOT: scf.forall (
+// CHECK: return %[[MM]]
+// REPORT: remark: fusion: linalg.generic applied by the kernel's threads to the results they hold (epilogue)
 // LAVAPIPE-LABEL: func.func @matmul_bias_relu
 // LAVAPIPE: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (16, 32)
 // LAVAPIPE:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (16, 32) step (4, 4)
@@ -123,10 +129,10 @@ func.func @three_in_a_row(%x: tensor<1000xf32>) -> tensor<1000xf32> {
 // A reduction to a scalar (and the fill of its 0-d accumulator) has no
 // parallel loop: both are left to the host.
 // CHECK-LABEL: func.func @sum_all
-// CHECK-NOT: scf.forall
+// CHECK-NOT: scf.forall (
 // CHECK: linalg.fill
 // CHECK: linalg.generic
-// CHECK-NOT: scf.forall
+// CHECK-NOT: scf.forall (
 func.func @sum_all(%x: tensor<1000xf32>) -> tensor<f32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<f32>
@@ -192,4 +198,83 @@ func.func @pad_and_concat(%x: tensor<4x6xf32>, %y: tensor<4x8xf32>) -> (tensor<4
   %a = tensor.insert_slice %y into %e[0, 0] [4, 8] [1, 1] : tensor<4x8xf32> into tensor<4x16xf32>
   %b = tensor.insert_slice %y into %a[0, 8] [4, 8] [1, 1] : tensor<4x8xf32> into tensor<4x16xf32>
   return %p, %b : tensor<4x8xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// A projection split into heads, its bias split alike, plus a residual
+// (of the heads' shape):
+// the elementwise op is first collapsed onto the matmul's 2-d result (the
+// bias and the residual collapsed with it; the expand_shape moves after it),
+// then applied by the matmul's threads.
+// REPORT: remark: fusion: linalg.generic applied by the kernel's threads to the results they hold (epilogue)
+// CHECK-LABEL: func.func @heads_bias_residual
+// CHECK-NOT: tensor.expand_shape
+// CHECK: %[[RES:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2, 3]] : tensor<1x64x6x16xf32> into tensor<64x96xf32>
+// CHECK: %[[MM:.*]] = scf.forall
+// CHECK:   scf.forall
+// CHECK:     linalg.matmul
+// CHECK:     tensor.extract_slice %{{.*}} [4] [1] : tensor<96xf32> to tensor<4xf32>
+// CHECK:     tensor.extract_slice %[[RES]]{{.*}} [4, 4] [1, 1] : tensor<64x96xf32> to tensor<4x4xf32>
+// CHECK:     linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4x4xf32>) outs(%{{.*}} : tensor<4x4xf32>)
+// CHECK-NOT: scf.forall (
+// CHECK: tensor.expand_shape %[[MM]] {{\[}}[0, 1], [2, 3]] output_shape [1, 64, 6, 16]
+func.func @heads_bias_residual(%a: tensor<64x128xf32>, %b: tensor<128x96xf32>, %bias: tensor<96xf32>, %res: tensor<1x64x6x16xf32>) -> tensor<1x64x6x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x128xf32>, tensor<128x96xf32>) outs(%f : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %heads = tensor.expand_shape %mm [[0, 1], [2, 3]] output_shape [1, 64, 6, 16] : tensor<64x96xf32> into tensor<1x64x6x16xf32>
+  %bias_heads = tensor.expand_shape %bias [[0, 1]] output_shape [6, 16] : tensor<96xf32> into tensor<6x16xf32>
+  %e4 = tensor.empty() : tensor<1x64x6x16xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(n, s, h, d) -> (n, s, h, d)>, affine_map<(n, s, h, d) -> (h, d)>, affine_map<(n, s, h, d) -> (n, s, h, d)>, affine_map<(n, s, h, d) -> (n, s, h, d)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%heads, %bias_heads, %res : tensor<1x64x6x16xf32>, tensor<6x16xf32>, tensor<1x64x6x16xf32>) outs(%e4 : tensor<1x64x6x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    %t = arith.addf %s, %z : f32
+    linalg.yield %t : f32
+  } -> tensor<1x64x6x16xf32>
+  return %r : tensor<1x64x6x16xf32>
+}
+
+// -----
+
+// Row sums divided by a count computed after them (a run-time size), and a
+// matmul whose consumer reads a tensor computed after it: neither consumer
+// can be applied where the reduction's threads hold its results; each is a
+// kernel of its own.
+// CHECK-LABEL: func.func @epilogues_that_wait
+// CHECK-COUNT-4: } {mapping = [#gpu.block
+// REPORT: remark: fusion: linalg.generic runs as a kernel of its own: it takes a value computed after the tiles
+// REPORT: remark: fusion: linalg.generic runs as a kernel of its own: it reads a tensor of another shape, or one computed after the tiles
+func.func @epilogues_that_wait(%x: tensor<?x256xf32>, %a: tensor<64x128xf32>, %b: tensor<128x96xf32>) -> (tensor<?xf32>, tensor<64x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %c0 : tensor<?x256xf32>
+  %e = tensor.empty(%rows) : tensor<?xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %sums = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<?x256xf32>) outs(%f : tensor<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  %n = arith.index_cast %rows : index to i32
+  %count = arith.sitofp %n : i32 to f32
+  %means = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%sums : tensor<?xf32>) outs(%e : tensor<?xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %m = arith.divf %in, %count : f32
+    linalg.yield %m : f32
+  } -> tensor<?xf32>
+  %e2 = tensor.empty() : tensor<64x96xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x128xf32>, tensor<128x96xf32>) outs(%f2 : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %later = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} outs(%e2 : tensor<64x96xf32>) {
+  ^bb0(%o: f32):
+    linalg.yield %zero : f32
+  } -> tensor<64x96xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%mm, %later : tensor<64x96xf32>, tensor<64x96xf32>) outs(%e2 : tensor<64x96xf32>) {
+  ^bb0(%x1: f32, %y: f32, %o: f32):
+    %s = arith.addf %x1, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<64x96xf32>
+  return %means, %r : tensor<?xf32>, tensor<64x96xf32>
 }

@@ -28,6 +28,43 @@ func.func @matmul_tile(%a: memref<4x32xf32>, %b: memref<32x64xf32>, %c: memref<4
 
 // -----
 
+// An epilogue that updates the tile in place after the matmul (a bias and
+// ReLU that kiln-gpu-distribute gave the matmul's threads) reads the
+// accumulator instead: no copy, the results are written once.
+// CHECK-LABEL: func.func @matmul_epilogue
+// CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+// CHECK:   linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]
+// CHECK-NOT: linalg.copy
+// CHECK:   %[[BIAS:.*]] = memref.subview %{{.*}}[%{{.*}}] [4] [1]
+// CHECK:   linalg.generic {indexing_maps = [#{{.*}}, #[[ID:.*]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[BIAS]], %[[ACC]] : memref<4xf32, strided<[1], offset: ?>>, memref<4x4xf32, #gpu.address_space<private>>) outs(%[[TILE:.*]] : memref<4x4xf32, strided<[64, 1], offset: ?>>)
+// CHECK:   ^bb0(%[[B:.*]]: f32, %[[SUM:.*]]: f32, %{{.*}}: f32):
+// CHECK:     arith.addf %[[SUM]], %[[B]]
+// CHECK-NOT: linalg.copy
+func.func @matmul_epilogue(%a: memref<4x32xf32>, %b: memref<32x64xf32>, %bias: memref<64xf32>, %c: memref<4x64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
+    %col = arith.muli %tx, %c4 : index
+    %bt = memref.subview %b[0, %col] [32, 4] [1, 1] : memref<32x64xf32> to memref<32x4xf32, strided<[64, 1], offset: ?>>
+    %ct = memref.subview %c[0, %col] [4, 4] [1, 1] : memref<4x64xf32> to memref<4x4xf32, strided<[64, 1], offset: ?>>
+    linalg.fill ins(%zero : f32) outs(%ct : memref<4x4xf32, strided<[64, 1], offset: ?>>)
+    linalg.matmul ins(%a, %bt : memref<4x32xf32>, memref<32x4xf32, strided<[64, 1], offset: ?>>) outs(%ct : memref<4x4xf32, strided<[64, 1], offset: ?>>)
+    %biast = memref.subview %bias[%col] [4] [1] : memref<64xf32> to memref<4xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%biast : memref<4xf32, strided<[1], offset: ?>>) outs(%ct : memref<4x4xf32, strided<[64, 1], offset: ?>>) {
+    ^bb0(%x: f32, %acc: f32):
+      %s = arith.addf %acc, %x : f32
+      %r = arith.maximumf %s, %zero : f32
+      linalg.yield %r : f32
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
 // An edge tile of dynamic size (at most 4x4): the accumulator is a view of
 // a 4x4 private buffer; without a fill just before, the tile is copied in.
 // CHECK-LABEL: func.func @edge_tile

@@ -1,0 +1,162 @@
+//===- Epilogues.cpp - elementwise ops in a reduction's kernel ------------===//
+#include "codegen/gpu/Epilogues.h"
+#include "codegen/common/Epilogues.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+/// The collapse_shape ops that collapsing put on `op`'s operands: one that
+/// undoes an expand_shape (the reduction's result, a bias split into heads)
+/// goes, `op` reading what was expanded; another (a residual) moves before
+/// `reduction`, since an epilogue's operands must exist before it runs.
+static void tidyCollapsedOperands(RewriterBase &rewriter, linalg::LinalgOp op,
+                                  Operation *reduction, DominanceInfo &dominance) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto collapse = operand.get().getDefiningOp<tensor::CollapseShapeOp>();
+    if (!collapse)
+      continue;
+    auto expanded = collapse.getSrc().getDefiningOp<tensor::ExpandShapeOp>();
+    if (expanded && expanded.getSrcType() == collapse.getResultType() &&
+        expanded.getReassociationIndices() == collapse.getReassociationIndices()) {
+      rewriter.modifyOpInPlace(op, [&] { operand.set(expanded.getSrc()); });
+      if (collapse->use_empty())
+        rewriter.eraseOp(collapse);
+      if (expanded->use_empty())
+        rewriter.eraseOp(expanded);
+      continue;
+    }
+    bool after =
+        collapse->getBlock() == reduction->getBlock() && reduction->isBeforeInBlock(collapse);
+    if (after && dominance.properlyDominates(collapse.getSrc(), reduction))
+      rewriter.moveOpBefore(collapse, reduction);
+  }
+}
+
+void mlir::kiln::collapseOntoReductions(RewriterBase &rewriter, func::FuncOp func) {
+  // Each op once: one that adds two matmuls' results reads two expands.
+  llvm::MapVector<linalg::GenericOp, tensor::ExpandShapeOp> found;
+  func.walk([&](tensor::ExpandShapeOp expand) {
+    auto reduction = expand.getSrc().getDefiningOp<linalg::LinalgOp>();
+    if (!reduction || reduction.getNumReductionLoops() == 0 || !expand.getSrc().hasOneUse() ||
+        !expand->hasOneUse())
+      return;
+    OpOperand &use = *expand->use_begin();
+    auto op = dyn_cast<linalg::GenericOp>(use.getOwner());
+    // (Collapsing takes maps that are projected permutations.)
+    if (!op || op.getNumReductionLoops() != 0 || !op.isDpsInput(&use) ||
+        !op.getMatchingIndexingMap(&use).isIdentity() ||
+        !llvm::all_of(op.getIndexingMapsArray(),
+                      [](AffineMap map) { return map.isProjectedPermutation(); }) ||
+        !linalg::areDimSequencesPreserved(op.getIndexingMapsArray(),
+                                          expand.getReassociationIndices()))
+      return;
+    found.insert({op, expand});
+  });
+  DominanceInfo dominance(func);
+  for (auto [op, expand] : found) {
+    Operation *reduction = expand.getSrc().getDefiningOp();
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::CollapseResult> collapsed =
+        linalg::collapseOpIterationDims(op, expand.getReassociationIndices(), rewriter);
+    if (failed(collapsed))
+      continue;
+    rewriter.replaceOp(op, collapsed->results);
+    tidyCollapsedOperands(rewriter, collapsed->collapsedOp, reduction, dominance);
+  }
+}
+
+std::optional<kiln::EpilogueCandidate>
+mlir::kiln::epilogueCandidate(linalg::LinalgOp reduction, DominanceInfo &dominance) {
+  if (reduction.getNumReductionLoops() == 0 || reduction->getNumResults() != 1 ||
+      !reduction->getResult(0).hasOneUse())
+    return std::nullopt;
+  auto op = dyn_cast<linalg::GenericOp>(*reduction->user_begin());
+  if (!op || op.getNumReductionLoops() != 0)
+    return std::nullopt;
+  return EpilogueCandidate{op, whyNotAnEpilogue(op, reduction->getResult(0), reduction, dominance,
+                                                /*broadcasts=*/true)};
+}
+
+/// The parallel_insert_slice that puts `value` (a forall's tile) into the
+/// forall's only result, or null.
+static tensor::ParallelInsertSliceOp insertOfTile(Value value) {
+  if (!value.hasOneUse())
+    return {};
+  auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(*value.user_begin());
+  if (!insert || !llvm::all_of(insert.getMixedStrides(), isOneInteger))
+    return {};
+  return insert;
+}
+
+LogicalResult mlir::kiln::applyInThreadTiles(RewriterBase &rewriter, linalg::GenericOp epilogue,
+                                             Operation *threadTile) {
+  auto threads = threadTile->getParentOfType<scf::ForallOp>();
+  auto workgroups = threads ? threads->getParentOfType<scf::ForallOp>() : scf::ForallOp();
+  if (!workgroups || threadTile->getNumResults() != 1 || threads.getNumResults() != 1 ||
+      workgroups.getNumResults() != 1)
+    return failure();
+  Value input = workgroups.getResult(0);
+  tensor::ParallelInsertSliceOp threadInsert = insertOfTile(threadTile->getResult(0));
+  tensor::ParallelInsertSliceOp workgroupInsert = insertOfTile(threads.getResult(0));
+  if (!threadInsert || !workgroupInsert || !input.hasOneUse() ||
+      *input.user_begin() != epilogue.getOperation())
+    return failure();
+
+  // The thread's tile in the whole result: the workgroup's offset plus the
+  // thread's in it, the thread's sizes.
+  Location loc = epilogue.getLoc();
+  rewriter.setInsertionPoint(threads.getTerminator());
+  AffineExpr s0, s1;
+  bindSymbols(rewriter.getContext(), s0, s1);
+  SmallVector<OpFoldResult> offsets;
+  for (auto [outer, inner] :
+       llvm::zip(workgroupInsert.getMixedOffsets(), threadInsert.getMixedOffsets()))
+    offsets.push_back(
+        affine::makeComposedFoldedAffineApply(rewriter, loc, s0 + s1, {outer, inner}));
+  SmallVector<OpFoldResult> sizes = threadInsert.getMixedSizes();
+
+  // The other operands' slices at those elements, through their maps.
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *operand : epilogue.getDpsInputOperands()) {
+    if (operand->get() == input)
+      continue;
+    AffineMap map = epilogue.getMatchingIndexingMap(operand);
+    SmallVector<OpFoldResult> sliceOffsets, sliceSizes;
+    for (unsigned r = 0; r < map.getNumResults(); ++r) {
+      sliceOffsets.push_back(offsets[map.getDimPosition(r)]);
+      sliceSizes.push_back(sizes[map.getDimPosition(r)]);
+    }
+    SmallVector<OpFoldResult> strides(map.getNumResults(), rewriter.getIndexAttr(1));
+    inputs.push_back(tensor::ExtractSliceOp::create(rewriter, loc, operand->get(), sliceOffsets,
+                                                    sliceSizes, strides));
+    maps.push_back(map);
+  }
+  maps.push_back(rewriter.getMultiDimIdentityMap(epilogue.getNumLoops()));
+
+  // The epilogue's body on the tile, in place: its input is now the output.
+  Value tile = threadInsert.getSource();
+  Block *body = epilogue.getBlock();
+  auto applied = linalg::GenericOp::create(
+      rewriter, loc, tile.getType(), inputs, ValueRange{tile}, maps,
+      epilogue.getIteratorTypesArray(), [&](OpBuilder &b, Location loc, ValueRange args) {
+        IRMapping map;
+        unsigned next = 0;
+        for (OpOperand *operand : epilogue.getDpsInputOperands())
+          map.map(body->getArgument(operand->getOperandNumber()),
+                  operand->get() == input ? args.back() : args[next++]);
+        for (Operation &inner : body->without_terminator())
+          b.clone(inner, map);
+        linalg::YieldOp::create(b, loc,
+                                map.lookupOrDefault(body->getTerminator()->getOperand(0)));
+      });
+  rewriter.modifyOpInPlace(threadInsert,
+                           [&] { threadInsert.getSourceMutable().assign(applied.getResult(0)); });
+  rewriter.replaceOp(epilogue, input);
+  return success();
+}
