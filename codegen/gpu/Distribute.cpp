@@ -187,7 +187,7 @@ struct KilnGpuDistributePass
       return signalPassFailure();
     unshareFills(getOperation());
     IRRewriter rewriter(&getContext());
-    collapseOntoReductions(rewriter, getOperation());
+    prepareEpilogues(rewriter, getOperation());
     // Roots first, from the end: their producers are fused into them and
     // erased before the walk reaches them. An epilogue waits for its
     // reduction, whose threads apply it.
@@ -242,9 +242,15 @@ struct KilnGpuDistributePass
     for (linalg::LinalgOp op : ops)
       if (waiting.contains(op) && !erased.contains(op) && failed(distribute(rewriter, op, *target)))
         return signalPassFailure();
+    // An op that two reductions read is reported by the one that applies it.
+    DenseSet<Operation *> applied;
+    for (auto &[reduction, plan] : plans)
+      if (!plan.why)
+        applied.insert(plan.op);
     if (reportFusion)
       for (auto &[reduction, plan] : plans)
-        plan.report();
+        if (!plan.why || !applied.contains(plan.op))
+          plan.report();
   }
 
   /// Tiles root `op` to workgroups and threads. Returns its threads' tile,

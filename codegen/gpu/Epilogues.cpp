@@ -6,7 +6,10 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 
@@ -37,7 +40,9 @@ static void tidyCollapsedOperands(RewriterBase &rewriter, linalg::LinalgOp op,
   }
 }
 
-void mlir::kiln::collapseOntoReductions(RewriterBase &rewriter, func::FuncOp func) {
+/// Rewrites each elementwise op that reads a reduction's result through a
+/// tensor.expand_shape into one over the reduction's own shape.
+static void collapseOntoReductions(RewriterBase &rewriter, func::FuncOp func) {
   // Each op once: one that adds two matmuls' results reads two expands.
   llvm::MapVector<linalg::GenericOp, tensor::ExpandShapeOp> found;
   func.walk([&](tensor::ExpandShapeOp expand) {
@@ -68,6 +73,60 @@ void mlir::kiln::collapseOntoReductions(RewriterBase &rewriter, func::FuncOp fun
     rewriter.replaceOp(op, collapsed->results);
     tidyCollapsedOperands(rewriter, collapsed->collapsedOp, reduction, dominance);
   }
+}
+
+/// Moves the ops that compute `epilogue`'s operands after `reduction` (the
+/// shortcut convolution of a downsampling block, exported after the block's
+/// second convolution) to before it, where none depends on it and all are
+/// free of side effects.
+static void hoistOperandsAbove(RewriterBase &rewriter, linalg::GenericOp epilogue,
+                               Operation *reduction) {
+  Block *block = reduction->getBlock();
+  BackwardSliceOptions options;
+  options.inclusive = true;
+  options.omitUsesFromAbove = false;
+  options.filter = [&](Operation *op) {
+    return op->getBlock() == block && reduction->isBeforeInBlock(op);
+  };
+  SetVector<Value> operands;
+  getUsedValuesDefinedAbove(epilogue.getRegion(), operands);
+  operands.insert_range(epilogue.getDpsInputs());
+  SetVector<Operation *> slice;
+  for (Value operand : operands) {
+    Operation *def = operand.getDefiningOp();
+    if (def && def != reduction && options.filter(def) &&
+        failed(getBackwardSlice(def, &slice, options)))
+      return;
+  }
+  auto readsReduction = [&](Operation *op) {
+    bool reads = false;
+    op->walk([&](Operation *inner) {
+      reads |= llvm::is_contained(inner->getOperands(), reduction->getResult(0));
+    });
+    return reads;
+  };
+  if (llvm::any_of(slice, [&](Operation *op) { return !isMemoryEffectFree(op) || readsReduction(op); }))
+    return;
+  for (Operation *op : slice) // in the order they were
+    rewriter.moveOpBefore(op, reduction);
+}
+
+void mlir::kiln::prepareEpilogues(RewriterBase &rewriter, func::FuncOp func) {
+  collapseOntoReductions(rewriter, func);
+  // An op that adds two reductions' results (a residual block's two
+  // convolutions) is already the epilogue of the later one.
+  llvm::MapVector<linalg::GenericOp, SmallVector<Operation *, 1>> reductionsOf;
+  func.walk([&](linalg::LinalgOp reduction) {
+    if (reduction.getNumReductionLoops() == 0 || reduction->getNumResults() != 1 ||
+        !reduction->getResult(0).hasOneUse())
+      return;
+    auto op = dyn_cast<linalg::GenericOp>(*reduction->user_begin());
+    if (op && op.getNumReductionLoops() == 0 && op->getBlock() == reduction->getBlock())
+      reductionsOf[op].push_back(reduction);
+  });
+  for (auto &[epilogue, reductions] : reductionsOf)
+    if (reductions.size() == 1)
+      hoistOperandsAbove(rewriter, epilogue, reductions.front());
 }
 
 std::optional<kiln::EpilogueCandidate>

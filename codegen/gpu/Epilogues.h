@@ -16,12 +16,13 @@
 
 namespace mlir::kiln {
 
-/// Rewrites each elementwise op that reads a reduction's result through a
-/// tensor.expand_shape (a projection split into heads, a convolution's
-/// pixels back into rows) into one over the reduction's own shape, its
-/// other operands collapsed alike, so that it can be that reduction's
-/// epilogue.
-void collapseOntoReductions(RewriterBase &rewriter, func::FuncOp func);
+/// Readies the elementwise ops that only read a reduction's result for
+/// being its epilogue: one that reads it through a tensor.expand_shape (a
+/// projection split into heads, a convolution's pixels back into rows)
+/// becomes one over the reduction's own shape, its other operands collapsed
+/// alike; the ops that compute its other operands after the reduction move
+/// before it where they can.
+void prepareEpilogues(RewriterBase &rewriter, func::FuncOp func);
 
 /// The elementwise op that reads `reduction`'s only result, if it is its
 /// only user; `why` says why it cannot be applied in `reduction`'s tiles.

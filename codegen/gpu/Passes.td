@@ -48,7 +48,9 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     applies it to the tile of results it holds, in place, reading the op's
     other operands (same element, or broadcast along some loops) at that
     tile. It needs a body of scalar arith and math ops, a result of the
-    reduction's type, and operands that exist before the reduction.
+    reduction's type, and operands that exist before the reduction (side
+    effect free ops that compute them after it, and do not depend on it,
+    move before it).
 
     Tiles, for the target's `workgroupThreads` T (four subgroups):
     - a contraction (matmul, batch matmul): 4x4 results per thread, the

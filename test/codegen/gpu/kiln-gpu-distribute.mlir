@@ -238,14 +238,49 @@ func.func @heads_bias_residual(%a: tensor<64x128xf32>, %b: tensor<128x96xf32>, %
 
 // -----
 
-// Row sums divided by a count computed after them (a run-time size), and a
-// matmul whose consumer reads a tensor computed after it: neither consumer
-// can be applied where the reduction's threads hold its results; each is a
-// kernel of its own.
+// A residual computed after the matmul, from nothing the matmul computes:
+// its op moves before the matmul, whose threads then add it.
+// CHECK-LABEL: func.func @residual_computed_later
+// CHECK: %[[LATER:.*]] = scf.forall
+// CHECK:   arith.mulf
+// CHECK: scf.forall
+// CHECK:   scf.forall
+// CHECK:     linalg.matmul
+// CHECK:     tensor.extract_slice %[[LATER]]
+// CHECK:     linalg.generic
+// CHECK:       arith.addf
+// CHECK-NOT: scf.forall (
+// REPORT: remark: fusion: linalg.generic applied by the kernel's threads to the results they hold (epilogue)
+func.func @residual_computed_later(%a: tensor<64x128xf32>, %b: tensor<128x96xf32>, %x: tensor<64x96xf32>) -> tensor<64x96xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x128xf32>, tensor<128x96xf32>) outs(%f : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %later = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<64x96xf32>) outs(%e : tensor<64x96xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %sq = arith.mulf %in, %in : f32
+    linalg.yield %sq : f32
+  } -> tensor<64x96xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%mm, %later : tensor<64x96xf32>, tensor<64x96xf32>) outs(%e : tensor<64x96xf32>) {
+  ^bb0(%x1: f32, %y: f32, %o: f32):
+    %s = arith.addf %x1, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<64x96xf32>
+  return %r : tensor<64x96xf32>
+}
+
+// -----
+
+// Row sums divided by a count that a call after them returns, and a
+// matmul plus a residual that a call after it returns (calls do not move):
+// neither consumer can be applied where the reduction's threads hold its
+// results; each is a kernel of its own.
 // CHECK-LABEL: func.func @epilogues_that_wait
 // CHECK-COUNT-4: } {mapping = [#gpu.block
 // REPORT: remark: fusion: linalg.generic runs as a kernel of its own: it takes a value computed after the tiles
 // REPORT: remark: fusion: linalg.generic runs as a kernel of its own: it reads a tensor of another shape, or one computed after the tiles
+func.func private @count() -> f32
+func.func private @residual() -> tensor<64x96xf32>
 func.func @epilogues_that_wait(%x: tensor<?x256xf32>, %a: tensor<64x128xf32>, %b: tensor<128x96xf32>) -> (tensor<?xf32>, tensor<64x96xf32>) {
   %zero = arith.constant 0.0 : f32
   %c0 = arith.constant 0 : index
@@ -257,8 +292,7 @@ func.func @epilogues_that_wait(%x: tensor<?x256xf32>, %a: tensor<64x128xf32>, %b
     %s = arith.addf %in, %acc : f32
     linalg.yield %s : f32
   } -> tensor<?xf32>
-  %n = arith.index_cast %rows : index to i32
-  %count = arith.sitofp %n : i32 to f32
+  %count = func.call @count() : () -> f32
   %means = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%sums : tensor<?xf32>) outs(%e : tensor<?xf32>) {
   ^bb0(%in: f32, %o: f32):
     %m = arith.divf %in, %count : f32
@@ -267,10 +301,7 @@ func.func @epilogues_that_wait(%x: tensor<?x256xf32>, %a: tensor<64x128xf32>, %b
   %e2 = tensor.empty() : tensor<64x96xf32>
   %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<64x96xf32>) -> tensor<64x96xf32>
   %mm = linalg.matmul ins(%a, %b : tensor<64x128xf32>, tensor<128x96xf32>) outs(%f2 : tensor<64x96xf32>) -> tensor<64x96xf32>
-  %later = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} outs(%e2 : tensor<64x96xf32>) {
-  ^bb0(%o: f32):
-    linalg.yield %zero : f32
-  } -> tensor<64x96xf32>
+  %later = func.call @residual() : () -> tensor<64x96xf32>
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%mm, %later : tensor<64x96xf32>, tensor<64x96xf32>) outs(%e2 : tensor<64x96xf32>) {
   ^bb0(%x1: f32, %y: f32, %o: f32):
     %s = arith.addf %x1, %y : f32
