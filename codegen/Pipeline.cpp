@@ -126,8 +126,9 @@ void mlir::kiln::addWeightPasses(OpPassManager &pm, const TargetBackend &backend
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
-  if (options.bf16) {
-    pm.addPass(createKilnConvertToBF16({options.reportQuant}));
+  if (options.precision == Precision::BF16 || options.precision == Precision::F16) {
+    pm.addPass(createKilnConvertToHalf(
+        {options.precision == Precision::BF16 ? "bf16" : "f16", options.reportQuant}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }

@@ -39,14 +39,21 @@ struct ModelSignature {
   std::vector<TensorSignature> inputs, outputs;
 };
 
+/// The arithmetic of matmuls (--precision).
+enum class Precision {
+  F32,  // f32 operands and sums
+  BF16, // constant weights and their activations rounded to bf16, f32 sums
+  F16,  // likewise in f16
+  TF32, // CUDA targets: f32 matmuls on the tensor cores, operands rounded to tf32
+};
+
 /// The choices of one compilation that are not about the target.
 struct PipelineOptions {
   std::string symbolPrefix = "kiln_model"; // C symbol prefix of the model
   bool reportFusion = false; // fusion passes emit a "fusion: " remark per decision
   bool quantizeDynamic = false; // int8 matmuls, activations quantized at run time
   bool reportQuant = false;     // quantization passes emit a "quant: " remark per decision
-  bool bf16 = false;            // matmuls with constant weights in bf16 (f32 sums)
-  bool tf32 = false;            // CUDA targets: f32 matmuls on the tensor cores in tf32
+  Precision precision = Precision::F32;
   bool reportMemory = false;    // kiln-plan-memory emits a "memory: " remark per function
   bool reportPlacement = false; // GPU targets: a "placement: " remark per kernel and host op
   bool profile = false; // CPU targets: kiln_profile_begin/end around each kernel

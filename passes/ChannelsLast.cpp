@@ -6,7 +6,7 @@
 // scattered back to NCHW (or, for f32, the im2col is packed into panels at
 // run time instead of the constant filter at compile time). This pass runs
 // them channels-last instead: widening convolutions (int8 or bf16,
-// kiln-quantize-* / kiln-fuse-qdq / kiln-convert-to-bf16), and f32 ones with
+// kiln-quantize-* / kiln-fuse-qdq / kiln-convert-to-half), and f32 ones with
 // a constant filter, without groups or depthwise (vectorized along the
 // channels):
 //

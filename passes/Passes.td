@@ -132,19 +132,21 @@ def KilnComputeHalfInF32 : Pass<"kiln-compute-half-in-f32", "ModuleOp"> {
   ];
 }
 
-def KilnConvertToBF16 : Pass<"kiln-convert-to-bf16", "ModuleOp"> {
-  let summary = "Run matmuls and convolutions with constant weights in bf16, summing in f32";
+def KilnConvertToHalf : Pass<"kiln-convert-to-half", "ModuleOp"> {
+  let summary = "Run matmuls and convolutions with constant weights in bf16 or f16, summing in f32";
   let description = [{
     Each `kiln.matmul` / `kiln.gemm` whose right operand is a constant f32
-    [K, N] matrix becomes a widening `kiln.matmul` of bf16 operands with an
-    f32 result: the weights rounded to bf16 (nearest even) at compile time,
-    the activations cast at run time; a Gemm's alpha and beta * C follow.
-    Each `kiln.conv` without groups, with a constant f32 filter and static
-    shapes, likewise becomes a widening bf16 `kiln.conv`, then its bias.
-    With `report`, each matmul, gemm and conv gets a remark saying whether it
-    was converted and, if not, why.
+    [K, N] matrix becomes a widening `kiln.matmul` of 16-bit operands (`type`:
+    bf16 or f16) with an f32 result: the weights rounded (nearest even) at
+    compile time, the activations cast at run time; a Gemm's alpha and
+    beta * C follow. Each `kiln.conv` without groups, with a constant f32
+    filter and static shapes, likewise becomes a widening 16-bit
+    `kiln.conv`, then its bias. An op whose weights do not fit the type (f16
+    ends at 65504) stays f32. With `report`, each matmul, gemm and conv gets
+    a remark saying whether it was converted and, if not, why.
   }];
   let options = [
+    Option<"type", "type", "std::string", "\"bf16\"", "The 16-bit type: bf16 or f16">,
     Option<"report", "report", "bool", "false",
            "Emit a remark per matmul/gemm/conv: converted, or the reason it was not">,
   ];

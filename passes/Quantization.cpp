@@ -132,9 +132,8 @@ SmallVector<Operation *> mlir::kiln::quantizableOps(Operation *root) {
   return ops;
 }
 
-void mlir::kiln::rewriteConstantWeightMatmuls(
-    Operation *root, bool report, llvm::StringRef done,
-    llvm::function_ref<void(const ConstantWeightMatmul &)> rewrite) {
+void mlir::kiln::rewriteConstantWeightMatmuls(Operation *root, bool report,
+                                               llvm::StringRef done, MatmulRewrite rewrite) {
   for (Operation *op : quantizableOps(root)) {
     if (isa<ConvOp>(op))
       continue;
@@ -142,8 +141,8 @@ void mlir::kiln::rewriteConstantWeightMatmuls(
     StringRef kind = quantKind(op);
     std::string why;
     FailureOr<ConstantWeightMatmul> candidate = constantWeightMatmul(op, why);
-    if (succeeded(candidate))
-      rewrite(*candidate);
+    if (succeeded(candidate) && failed(rewrite(*candidate, why)))
+      candidate = failure();
     if (!report)
       continue;
     if (succeeded(candidate))

@@ -52,10 +52,12 @@ llvm::StringRef quantKind(Operation *op);
 llvm::SmallVector<Operation *> quantizableOps(Operation *root);
 
 /// Calls `rewrite` on each MatMul and Gemm under `root` that is a
-/// constantWeightMatmul. With `report`, each gets a remark: "quant: <kind>
-/// <done>", or "quant: <kind> stays f32: <why>".
+/// constantWeightMatmul; `rewrite` may decline one, saying why. With
+/// `report`, each gets a remark: "quant: <kind> <done>", or "quant: <kind>
+/// stays f32: <why>".
+using MatmulRewrite = llvm::function_ref<LogicalResult(const ConstantWeightMatmul &, std::string &)>;
 void rewriteConstantWeightMatmuls(Operation *root, bool report, llvm::StringRef done,
-                                  llvm::function_ref<void(const ConstantWeightMatmul &)> rewrite);
+                                  MatmulRewrite rewrite);
 
 /// The activations of an op that can run in int8, or failure with the reason
 /// in `why`: a constantWeightMatmul, or a 2-D convolution without groups whose

@@ -27,7 +27,7 @@ struct KilnQuantizeDynamicPass
     rewriteConstantWeightMatmuls(
         getOperation(), report,
         "runs in int8 (weights per column, activations per tensor at run time)",
-        [](const ConstantWeightMatmul &c) {
+        [](const ConstantWeightMatmul &c, std::string &) {
           OpBuilder b(c.op);
           auto xType = cast<RankedTensorType>(c.activation.getType());
           auto scalar = [&](Type t) { return RankedTensorType::get({}, t); };
@@ -36,6 +36,7 @@ struct KilnQuantizeDynamicPass
                                              RankedTensorType::get(xType.getShape(), u8),
                                              scalar(b.getF32Type()), scalar(u8), c.activation);
           replaceWithInt8(c, {q.getResult(), q.getScale(), q.getZeroPoint()});
+          return success();
         });
   }
 };

@@ -433,7 +433,7 @@ LogicalResult rewriteAsMatmul(ConvOp op) {
   auto inType = tensorType(op.getInput());
   bool staticShapes = type.hasStaticShape() && inType.hasStaticShape();
   bool widening = signlessType(inType).getElementType() != type.getElementType();
-  // Widening: one group and no bias, as kiln-fuse-qdq and kiln-convert-to-bf16 make them.
+  // Widening: one group and no bias, as kiln-fuse-qdq and kiln-convert-to-half make them.
   if (widening && (op.getGroup() != 1 || op.getBias()))
     return failure();
   bool nchwMatmul =

@@ -245,7 +245,7 @@ private:
     bool amx = target.amxInt8 || target.amxBf16;
     // Without AVX512-BF16, LLVM would call __truncsfbf2 (not in libgcc) for
     // f32 -> bf16: round in integer arithmetic instead.
-    if (options.bf16 && !target.avx512Bf16) {
+    if (options.precision == Precision::BF16 && !target.avx512Bf16) {
       arith::ArithExpandOpsPassOptions expand;
       expand.includeBf16 = true;
       pm.addPass(arith::createArithExpandOpsPass(expand));

@@ -57,7 +57,8 @@ public:
 private:
   void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     pm.addNestedPass<func::FuncOp>(
-        createKilnCudaMmaSync({gpu.name, options.tf32, options.reportPlacement}));
+        createKilnCudaMmaSync(
+            {gpu.name, options.precision == Precision::TF32, options.reportPlacement}));
   }
   void addKernelCompilation(OpPassManager &pm, const PipelineOptions &options) const override {
     KilnCudaCompileKernelsOptions compile;

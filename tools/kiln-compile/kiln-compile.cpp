@@ -171,10 +171,10 @@ cl::opt<std::string> quantize("quantize",
                                        "(activations quantized at run time)"),
                               cl::value_desc("mode"), cl::cat(category));
 cl::opt<std::string> precision("precision",
-                               cl::desc("Arithmetic of matmuls: f32 (default), bf16 (matmuls "
-                                        "with constant weights: bf16 operands, f32 sums) or, "
-                                        "on CUDA, tf32 (f32 matmuls on the tensor cores, "
-                                        "operands rounded to tf32, f32 sums)"),
+                               cl::desc("Arithmetic of matmuls: f32 (default), bf16 or f16 "
+                                        "(matmuls with constant weights: 16-bit operands, "
+                                        "f32 sums) or, on CUDA, tf32 (f32 matmuls on the "
+                                        "tensor cores, operands rounded to tf32, f32 sums)"),
                                cl::init("f32"), cl::cat(category));
 cl::opt<std::string> calibrationData("calibration-data",
                                      cl::desc("With --quantize=int8 or --prune: a directory "
@@ -646,7 +646,8 @@ pruneCalibrated(ModuleOp module, const ::kiln::ExecutableBuilder &build,
                 " calibration samples for " + pruneMethod + " pruning of " +
                 Twine(calibration->layers.size()) + " layers");
   mlir::kiln::PipelineOptions pruneOnly = options;
-  pruneOnly.quantizeDynamic = pruneOnly.bf16 = pruneOnly.sparsify = false;
+  pruneOnly.quantizeDynamic = pruneOnly.sparsify = false;
+  pruneOnly.precision = mlir::kiln::Precision::F32;
   if (failed(runPasses(pruneOnly)))
     return error("pruning failed (see above)"), failure();
   if (!options.reportSparsity)
@@ -692,8 +693,15 @@ int main(int argc, char **argv) {
   if (!quantize.empty() && quantize != "int8" && quantize != "int8-dynamic")
     return error("unknown --quantize mode '" + quantize + "' (expected int8 or int8-dynamic)");
   bool quantizeStatic = quantize == "int8";
-  if (precision != "f32" && precision != "bf16" && precision != "tf32")
-    return error("unknown --precision '" + precision + "' (expected f32, bf16 or tf32)");
+  std::optional<mlir::kiln::Precision> arithmetic =
+      llvm::StringSwitch<std::optional<mlir::kiln::Precision>>(precision)
+          .Case("f32", mlir::kiln::Precision::F32)
+          .Case("bf16", mlir::kiln::Precision::BF16)
+          .Case("f16", mlir::kiln::Precision::F16)
+          .Case("tf32", mlir::kiln::Precision::TF32)
+          .Default(std::nullopt);
+  if (!arithmetic)
+    return error("unknown --precision '" + precision + "' (expected f32, bf16, f16 or tf32)");
   if (precision == "tf32" && !mlir::kiln::isCudaTarget(targetTriple))
     return error("--precision=tf32 needs a CUDA target (tf32 is the tensor cores' format); " +
                  (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple) +
@@ -847,8 +855,7 @@ int main(int argc, char **argv) {
   pipelineOptions.cudaToolkit = cudaKit;
   pipelineOptions.profile = profile;
   pipelineOptions.externalWeights = externalWeights;
-  pipelineOptions.bf16 = precision == "bf16";
-  pipelineOptions.tf32 = precision == "tf32";
+  pipelineOptions.precision = *arithmetic;
   if (prune.getNumOccurrences()) {
     pipelineOptions.pruneFraction = prune;
     if (!prunePattern.empty())
@@ -862,7 +869,7 @@ int main(int argc, char **argv) {
       pipelineOptions.pruneLayerFractions = std::move(*entries);
     }
   }
-  // The sparse kernels are f32 and int8: bf16 weights stay dense.
+  // The sparse kernels are f32 and int8: 16-bit weights stay dense.
   pipelineOptions.sparsify = sparseWeights == "auto" && precision == "f32";
   pipelineOptions.reportSparsity = llvm::is_contained(reports, Report::Sparsity);
   mlir::kiln::Stage last = emit == Emit::MLIR ? *stageValue : mlir::kiln::Stage::LLVM;
