@@ -9,6 +9,7 @@
 #include "codegen/cuda/Passes.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -207,6 +208,7 @@ private:
     PassManager pm(&getContext(), ModuleOp::getOperationName());
     OpPassManager &nested = pm.nest<gpu::GPUModuleOp>();
     nested.addPass(createSCFToControlFlowPass());
+    nested.addPass(createConvertNVGPUToNVVMPass()); // ldmatrix
     ConvertGpuOpsToNVVMOpsOptions nvvm;
     nvvm.useBarePtrCallConv = true; // one parameter per buffer, as the runtime passes them
     nested.addPass(createConvertGpuOpsToNVVMOps(nvvm));

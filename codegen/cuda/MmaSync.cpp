@@ -21,6 +21,14 @@
 //   B (Kx8, col-major):  register r holds B[Pt + (K/2) r + {0..P-1}][g]
 //   C, D (16x8):         element c is       C[g + 8 (c / 2)][2t + c % 2]
 //
+// 16-bit fragments come from ldmatrix where the chunk allows it (section
+// 9.7.13.4.15): the chunks hold a step of k per line, the rows (A) or
+// columns (B) along it, so an 8x8 block of k x rows is one 8x8 matrix, and
+// `.trans` hands lane l its elements [2t][g] and [2t + 1][g] (the low half
+// first): register r of A is the matrix of rows 8 (r % 2) on and steps
+// 8 (r / 2) on, register r of B the one of steps 8r on. Lane l gives the
+// address of line l % 8 of matrix l / 8.
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/Passes.h"
 #include "codegen/gpu/Tiles.h"
@@ -32,7 +40,9 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNCUDAMMASYNC
@@ -279,6 +289,7 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32, const GpuTarget 
 struct Lane {
   OpBuilder &b;
   Location loc;
+  Value id;          ///< the lane, 0..31
   Value group, quad; ///< g = lane / 4, t = lane % 4
   Value rowOrigin, colOrigin; ///< the warp's block in the workgroup's tile
   Value zero;
@@ -295,6 +306,14 @@ struct Lane {
     AffineExpr s0;
     bindSymbols(b.getContext(), s0);
     return affine::makeComposedAffineApply(b, loc, s0 + c, {OpFoldResult(v)}).getResult();
+  }
+  /// origin + f(lane), f an expression of symbol 0, the lane.
+  Value at(Value origin, function_ref<AffineExpr(AffineExpr)> f) {
+    AffineExpr s0, s1;
+    bindSymbols(b.getContext(), s0, s1);
+    return affine::makeComposedAffineApply(b, loc, s1 + f(s0),
+                                           {OpFoldResult(id), OpFoldResult(origin)})
+        .getResult();
   }
 };
 
@@ -352,6 +371,61 @@ SmallVector<Value> loadB(Lane &l, const Instruction &mma, const Operand &b, Valu
   return regs;
 }
 
+/// Whether `operand`'s chunk can be read with ldmatrix: 16-bit values, a
+/// step of k per line, the rows or columns contiguous along it, every
+/// line and every 8 of them 16-byte aligned (the buffer is).
+bool readableWithLdmatrix(const Operand &operand) {
+  auto type = cast<MemRefType>(operand.chunk().getType());
+  auto [strides, offset] = type.getStridesAndOffset();
+  return type.getElementTypeBitWidth() == 16 && operand.position + 1 == type.getRank() &&
+         strides.back() == 1 && strides.front() % 8 == 0 && offset % 8 == 0;
+}
+
+/// A 32-bit register of two 16-bit values (<2 x half> for f16, as mma.sync
+/// takes them).
+Value asRegister(OpBuilder &b, Location loc, Value pair) {
+  if (cast<VectorType>(pair.getType()).getElementType().isF16())
+    return pair;
+  return LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair);
+}
+
+/// The registers of an ldmatrix.trans of `count` 8x8 matrices from
+/// `operand`'s chunk; lane l gives line `k(l)` at row or column `at(l)`.
+SmallVector<Value> ldmatrix(Lane &l, const Operand &operand, int64_t count, Value k, Value at) {
+  Type element = cast<MemRefType>(operand.chunk().getType()).getElementType();
+  auto matrices = nvgpu::LdMatrixOp::create(l.b, l.loc, VectorType::get({count, 2}, element),
+                                            operand.chunk(), operand.indices(k, at, l.zero),
+                                            /*transpose=*/true, count);
+  SmallVector<Value> regs;
+  for (int64_t r = 0; r < count; ++r)
+    regs.push_back(asRegister(
+        l.b, l.loc, vector::ExtractOp::create(l.b, l.loc, matrices, ArrayRef<int64_t>{r})));
+  return regs;
+}
+
+/// Lane's A fragment of the 16x16 tile at rows `row0`, steps `step` on, by
+/// one ldmatrix.x4: matrix j holds rows 8 (j % 2) on, steps 8 (j / 2) on.
+SmallVector<Value> ldmatrixA(Lane &l, const Operand &a, Value row0, Value step) {
+  Value k = l.at(step, [](AffineExpr lane) { return lane.floorDiv(16) * 8 + lane % 8; });
+  Value row = l.at(row0, [](AffineExpr lane) { return (lane.floorDiv(8) % 2) * 8; });
+  return ldmatrix(l, a, 4, k, row);
+}
+
+/// Lane's B fragments of `tiles` (1 or 2) 16x8 tiles, the first at column
+/// `col0`, steps `step` on: matrix j holds steps 8 (j % 2) on of the tile
+/// j / 2.
+SmallVector<SmallVector<Value>> ldmatrixB(Lane &l, const Operand &b, int64_t tiles, Value col0,
+                                          Value step) {
+  Value k = l.at(step, [](AffineExpr lane) { return (lane.floorDiv(8) % 2) * 8 + lane % 8; });
+  // (An x2 reads lanes 0-15's addresses only.)
+  Value col = l.at(col0, [&](AffineExpr lane) { return (lane.floorDiv(16) % tiles) * kN; });
+  SmallVector<Value> regs = ldmatrix(l, b, 2 * tiles, k, col);
+  SmallVector<SmallVector<Value>> fragments;
+  for (int64_t t = 0; t < tiles; ++t)
+    fragments.push_back({regs[2 * t], regs[2 * t + 1]});
+  return fragments;
+}
+
 /// The lane's linear id, its group and quad, and its warp's block origin.
 Lane laneOf(OpBuilder &b, Location loc, Matmul &m) {
   gpu::KernelDim3 ids = m.launch.getThreadIds();
@@ -362,7 +436,7 @@ Lane laneOf(OpBuilder &b, Location loc, Matmul &m) {
   };
   int64_t warpsAcross = m.cols / (kN * m.warpCols);
   AffineExpr warp = linear.floorDiv(kWarp);
-  Lane l{b, loc, apply((linear % kWarp).floorDiv(4)), apply(linear % 4),
+  Lane l{b, loc, apply(linear % kWarp), apply((linear % kWarp).floorDiv(4)), apply(linear % 4),
          apply(warp.floorDiv(warpsAcross) * (kM * m.warpRows)),
          apply((warp % warpsAcross) * (kN * m.warpCols)),
          arith::ConstantIndexOp::create(b, loc, 0)};
@@ -404,15 +478,26 @@ void rewrite(Matmul &m) {
   std::optional<NVVM::MMAIntOverflow> overflow;
   if (m.mma.integer())
     overflow = NVVM::MMAIntOverflow::wrapped;
+  bool ldmatrixA = m.mma.perRegister == 2 && readableWithLdmatrix(m.a);
+  bool ldmatrixB = m.mma.perRegister == 2 && readableWithLdmatrix(m.b);
   for (int64_t step = 0; step < m.chunk; step += m.mma.k()) {
     Value k0 = lane.at(index(step), lane.quad, m.mma.perRegister, 0);
     SmallVector<SmallVector<Value>> fragA, fragB;
     for (int64_t i = 0; i < m.warpRows; ++i)
-      fragA.push_back(
-          loadA(lane, m.mma, m.a, lane.at(lane.rowOrigin, lane.group, 1, kM * i), k0));
-    for (int64_t j = 0; j < m.warpCols; ++j)
-      fragB.push_back(
-          loadB(lane, m.mma, m.b, lane.at(lane.colOrigin, lane.group, 1, kN * j), k0));
+      fragA.push_back(ldmatrixA
+                          ? ::ldmatrixA(lane, m.a, lane.plus(lane.rowOrigin, kM * i), index(step))
+                          : loadA(lane, m.mma, m.a,
+                                  lane.at(lane.rowOrigin, lane.group, 1, kM * i), k0));
+    for (int64_t j = 0; j < m.warpCols; j += ldmatrixB ? 2 : 1) {
+      if (!ldmatrixB) {
+        fragB.push_back(
+            loadB(lane, m.mma, m.b, lane.at(lane.colOrigin, lane.group, 1, kN * j), k0));
+        continue;
+      }
+      int64_t tiles = std::min<int64_t>(2, m.warpCols - j); // two per ldmatrix.x4
+      llvm::append_range(fragB, ::ldmatrixB(lane, m.b, tiles,
+                                            lane.plus(lane.colOrigin, kN * j), index(step)));
+    }
     for (int64_t i = 0; i < m.warpRows; ++i)
       for (int64_t j = 0; j < m.warpCols; ++j) {
         Value tile = index(i * m.warpCols + j);

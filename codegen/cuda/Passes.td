@@ -55,7 +55,10 @@ def KilnCudaMmaSync : Pass<"kiln-cuda-mma-sync", "func::FuncOp"> {
     - per K steps of a chunk, each lane loads its fragments of A (per row
       of tiles) and B (per column of tiles) from the chunks, two 16-bit
       values per 32-bit register (or one f32 rounded to tf32 by
-      `nvvm.convert.float.to.tf32` rna), and the warp issues one
+      `nvvm.convert.float.to.tf32` rna; 16-bit ones by `nvgpu.ldmatrix`
+      x4 with transpose where the chunk's lines are 16-byte aligned with
+      the rows or columns along them: one per A fragment, one per two B
+      fragments), and the warp issues one
       `nvvm.mma.sync` m16n8k16 (m16n8k8 for tf32; row, col, f32 sums) per
       tile of its block, in every thread (the op's guard left behind);
     - after the loop, the lanes store their sums to a workgroup buffer of
@@ -76,7 +79,8 @@ def KilnCudaMmaSync : Pass<"kiln-cuda-mma-sync", "func::FuncOp"> {
   ];
   let dependentDialects = ["NVVM::NVVMDialect", "LLVM::LLVMDialect", "gpu::GPUDialect",
                            "affine::AffineDialect", "arith::ArithDialect", "linalg::LinalgDialect",
-                           "memref::MemRefDialect", "scf::SCFDialect"];
+                           "memref::MemRefDialect", "nvgpu::NVGPUDialect", "scf::SCFDialect",
+                           "vector::VectorDialect"];
 }
 
 #endif // KILN_CODEGEN_CUDA_PASSES_TD

@@ -178,8 +178,9 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
       the reduced dimension outermost (a thread's elements for one step
       are contiguous: vector loads where the target has them, and one
       address per bank; the op's indexing map follows), its rows padded
-      to a multiple of 16 bytes, 16 more where that is a multiple of 128
-      (so that the copy's stores down a column spread over the banks);
+      to an odd number of 16-byte lines (so that any 8 consecutive rows
+      start in different banks: the copy's stores down a column, CUDA's
+      ldmatrix of 8 lines);
     - walks the reduction C steps at a time (`scf.for`, every thread):
       the threads copy the chunk of both tiles into the buffers together,
       element i by the thread of linear id i mod their count (consecutive

@@ -142,16 +142,16 @@ SmallVector<int64_t> chunkShape(const Operand &operand, int64_t chunk) {
 }
 
 /// The staging buffer's shape for a chunk of `chunk`, in bufferOrder, and
-/// its rows padded to a multiple of 16 bytes, plus 16 where that is a
-/// multiple of 128 (rows of a power-of-two stride would put a column of the
-/// copy's stores in one bank).
+/// its rows padded to an odd number of 16-byte lines: then any 8
+/// consecutive rows start in 8 different quarters of the 32 banks (a
+/// column of the copy's stores, an ldmatrix's 8 lines, conflict-free).
 SmallVector<int64_t> bufferShape(const Operand &operand, int64_t chunk) {
   SmallVector<int64_t> shape =
       inBufferOrder<int64_t>(operand, chunkShape(operand, chunk));
   if (shape.size() > 1) {
     int64_t perLine = 16 / elementBytes(operand);
     shape.back() = llvm::alignTo(shape.back(), perLine);
-    if (shape.back() % (8 * perLine) == 0)
+    if ((shape.back() / perLine) % 2 == 0)
       shape.back() += perLine;
   }
   return shape;

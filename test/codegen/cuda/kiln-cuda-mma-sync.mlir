@@ -24,35 +24,45 @@
 // 16x8 tiles (16x32): per 16 steps, one A fragment (4 registers of two
 // bf16, rows g and g + 8, steps 2t.. and 2t + 8..) serves four mma.sync
 // with a B fragment each (2 registers, steps 2t.. and 2t + 8.., column
-// g); the sums stay in a private 4 x 4 f32 buffer (a tile's 4 values per
-// row). After the chunk loop: the sums to a 64x32 f32 workgroup buffer
-// (rows g, g + 8; columns 2t, 2t + 1), a barrier, and each thread's 4x4
-// region added to its accumulator, which the copy then writes out.
-// CHECK-DAG: #[[ROW:.*]] = affine_map<()[s0, s1] -> (s1 * 2 + ((s0 + s1 * 8) floordiv 32) * 8 + s0 floordiv 4)>
-// CHECK-DAG: #[[K0:.*]] = affine_map<()[s0] -> (s0 * 2 - (s0 floordiv 4) * 8)>
-// CHECK-DAG: #[[K1:.*]] = affine_map<()[s0] -> (s0 * 2 - (s0 floordiv 4) * 8 + 1)>
+// g). The chunks hold a step of k per line, so the fragments come from
+// ldmatrix.x4.trans: A's 16x16 in one, lane l giving line
+// 8 (l / 16) + l % 8 at row 16 w + 8 ((l / 8) % 2) of warp w; B's in two,
+// one per pair of tiles, lane l giving line 8 ((l / 8) % 2) + l % 8 at
+// column 8 ((l / 16) % 2) (+ 16). The lines are 144 and 80 bytes (odd
+// numbers of 16-byte lines: 8 consecutive ones in different banks). The
+// sums stay in a private 4 x 4 f32 buffer (a tile's 4 values per row).
+// After the chunk loop: the sums to a 64x32 f32 workgroup buffer (rows g,
+// g + 8; columns 2t, 2t + 1), a barrier, and each thread's 4x4 region
+// added to its accumulator, which the copy then writes out.
+// CHECK-DAG: #[[KA:.*]] = affine_map<()[s0, s1] -> (s0 + ((s0 + s1 * 8) floordiv 16) * 8 - ((s0 + s1 * 8) floordiv 32) * 16 - (s0 floordiv 8) * 8)>
+// CHECK-DAG: #[[ROWA:.*]] = affine_map<()[s0, s1] -> (s1 * 8 + ((s0 + s1 * 8) floordiv 32) * 16 + (s0 floordiv 8) * 8 - ((s1 + s0 floordiv 8) floordiv 2) * 16)>
+// CHECK-DAG: #[[KB:.*]] = affine_map<()[s0, s1] -> (s0 + s1 * 8 - ((s1 + s0 floordiv 8) floordiv 2) * 16)>
+// CHECK-DAG: #[[COLB:.*]] = affine_map<()[s0, s1] -> (((s0 + s1 * 8) floordiv 16) * 8 - (((s0 + s1 * 8) floordiv 16) floordiv 2) * 16)>
+// CHECK-DAG: #[[COLB2:.*]] = affine_map<()[s0, s1] -> (((s0 + s1 * 8) floordiv 16) * 8 - (((s0 + s1 * 8) floordiv 16) floordiv 2) * 16 + 16)>
 // CHECK-LABEL: func.func @bf16_matmul
 // CHECK: gpu.launch {{.*}} threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in
 // CHECK:   %[[SUMS:.*]] = memref.alloc() {alignment = 16 : i64} : memref<64x32xf32, #gpu.address_space<workgroup>>
 // CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<32x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:   %[[A:.*]] = memref.subview %[[A_BUF]][0, 0] [32, 64] [1, 1]
-// CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<32x32xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<32x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[B:.*]] = memref.subview %[[B_BUF]][0, 0] [32, 32] [1, 1]
 // CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
 // CHECK:   %[[MINE:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
 // CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[MINE]]
 // CHECK:   scf.for
 // CHECK:     gpu.barrier
-// CHECK:     %[[R0:.*]] = affine.apply #[[ROW]]()[%[[TX]], %[[TY]]]
-// CHECK:     %[[KA:.*]] = affine.apply #[[K0]]()[%[[TX]]]
-// CHECK:     %[[LO:.*]] = memref.load %[[A]][%[[KA]], %[[R0]]]
-// CHECK:     %[[KB:.*]] = affine.apply #[[K1]]()[%[[TX]]]
-// CHECK:     %[[HI:.*]] = memref.load %[[A]][%[[KB]], %[[R0]]]
-// CHECK:     %[[LO16:.*]] = arith.bitcast %[[LO]] : bf16 to i16
-// CHECK:     %[[LO32:.*]] = arith.extui %[[LO16]] : i16 to i32
-// CHECK:     %[[HI16:.*]] = arith.bitcast %[[HI]] : bf16 to i16
-// CHECK:     %[[HI32:.*]] = arith.extui %[[HI16]] : i16 to i32
-// CHECK:     %[[SHIFTED:.*]] = arith.shli %[[HI32]], %c16_i32 : i32
-// CHECK:     %[[A0:.*]] = arith.ori %[[LO32]], %[[SHIFTED]] : i32
+// CHECK:     %[[KA_:.*]] = affine.apply #[[KA]]()[%[[TX]], %[[TY]]]
+// CHECK:     %[[R0:.*]] = affine.apply #[[ROWA]]()[%[[TX]], %[[TY]]]
+// CHECK:     %[[AM:.*]] = nvgpu.ldmatrix %[[A]][%[[KA_]], %[[R0]]] {numTiles = 4 : i32, transpose = true} : memref<32x64xbf16, strided<[72, 1]>, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK:     %[[A0V:.*]] = vector.extract %[[AM]][0] : vector<2xbf16> from vector<4x2xbf16>
+// CHECK:     %[[A0:.*]] = llvm.bitcast %[[A0V]] : vector<2xbf16> to i32
+// CHECK:     %[[KB_:.*]] = affine.apply #[[KB]]()[%[[TX]], %[[TY]]]
+// CHECK:     %[[C01:.*]] = affine.apply #[[COLB]]()[%[[TX]], %[[TY]]]
+// CHECK:     %[[BM:.*]] = nvgpu.ldmatrix %[[B]][%[[KB_]], %[[C01]]] {numTiles = 4 : i32, transpose = true} : memref<32x32xbf16, strided<[40, 1]>, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK:     %[[C23:.*]] = affine.apply #[[COLB2]]()[%[[TX]], %[[TY]]]
+// CHECK:     nvgpu.ldmatrix %[[B]][%[[KB_]], %[[C23]]] {numTiles = 4 : i32, transpose = true}
+// CHECK-NOT: memref.load %[[A]]
+// CHECK-NOT: memref.load %[[B]]
 // CHECK:     %[[C0:.*]] = memref.load %[[MINE]][%c0, %c0]
 // CHECK:     %[[D:.*]] = nvvm.mma.sync A[%[[A0]], %{{.*}}, %{{.*}}, %{{.*}}]  B[%{{.*}}, %{{.*}}]  C[%[[C0]], %{{.*}}, %{{.*}}, %{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK:     %[[D0:.*]] = llvm.extractvalue %[[D]][0]
@@ -111,7 +121,8 @@ func.func @bf16_matmul(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: m
 
 // f16, 48 rows of threads' tiles in a guard (thread rows 12-15 idle), 64
 // steps: 12 tiles of 16x8, a column of three per warp (48x8). The three A
-// fragments and the B fragment are registers of two f16 (<2 x half>), the
+// fragments and the B fragment are registers of two f16 (<2 x half>, as
+// ldmatrix gives them), the
 // guard holds nothing but the epilogue's ops (its fill, the add, the
 // copy): every thread reaches the mma.sync and the barriers.
 // CHECK-LABEL: func.func @f16_guarded
@@ -122,7 +133,7 @@ func.func @bf16_matmul(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: m
 // CHECK: memref.alloca() : memref<3x4xf32, #gpu.address_space<private>>
 // CHECK: scf.for
 // CHECK-NOT: scf.if %[[IN]]
-// CHECK: llvm.bitcast %{{.*}} : i32 to vector<2xf16>
+// CHECK: nvgpu.ldmatrix {{.*}} -> vector<4x2xf16>
 // CHECK-COUNT-3: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NOT: scf.if %[[IN]]
 // CHECK: gpu.barrier
@@ -298,14 +309,16 @@ func.func @conv_as_matmul(%fields: memref<1x288x256xf32>, %filter: memref<64x288
 // -----
 
 // An int8 matmul as --quantize=int8 leaves it: u8 activations times s8
-// weights summed in i32. The chunks hold bytes (rows padded to 16 bytes);
+// weights summed in i32. The chunks hold bytes (rows padded to an odd
+// number of 16-byte lines), read a register at a time (no ldmatrix: it
+// moves 16-bit values);
 // m16n8k32, four bytes per register (the first in the lowest bits), the
 // types from the body's extensions (extui: u8, extsi: s8), sums that wrap
 // as the i32 adds they replace; the epilogue adds with addi.
 // CHECK-LABEL: func.func @int8
 // CHECK:   memref.alloc() {alignment = 16 : i64} : memref<64x32xi32, #gpu.address_space<workgroup>>
-// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<32x64xi8, #gpu.address_space<workgroup>>
-// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<32x32xi8, #gpu.address_space<workgroup>>
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<32x80xi8, #gpu.address_space<workgroup>>
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<32x48xi8, #gpu.address_space<workgroup>>
 // CHECK:   memref.alloca() : memref<4x4xi32, #gpu.address_space<private>>
 // CHECK:   scf.for
 // CHECK:     arith.extui %{{.*}} : i8 to i32
