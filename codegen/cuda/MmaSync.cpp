@@ -144,8 +144,9 @@ struct Matmul {
   int64_t warpRows, warpCols;      ///< a warp's block, in 16x8 tiles
 };
 
-/// The workgroup buffer `view` (a thread's view of a staged chunk) views:
-/// its unpadded view of the buffer, of static shape.
+/// The staged chunk `view` (a thread's view of it) views: the unpadded
+/// view, of static shape, of a workgroup buffer (of one chunk, or of two
+/// along a leading dimension).
 memref::SubViewOp stagedChunk(memref::SubViewOp view) {
   auto chunk = view ? view.getSource().getDefiningOp<memref::SubViewOp>() : nullptr;
   if (!chunk || !chunk.getSource().getDefiningOp<memref::AllocOp>() ||
@@ -236,10 +237,9 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32, const GpuTarget 
     return std::nullopt;
   m.a = *a;
   m.b = *b;
-  // What the warp code (before the guard) and the epilogue (after the
-  // loop) reuse must be defined before the chunk loop: the chunks, the
-  // thread's offsets and sizes, the guard's condition.
-  SmallVector<Value> reused{m.a.chunk(), m.b.chunk()};
+  // What the epilogue (after the loop) reuses must be defined before the
+  // chunk loop: the thread's offsets and sizes, the guard's condition.
+  SmallVector<Value> reused;
   for (const Operand &operand : {m.a, m.b})
     for (OpFoldResult r : {operand.offset(), operand.size()})
       if (auto value = dyn_cast<Value>(r))
@@ -373,12 +373,17 @@ SmallVector<Value> loadB(Lane &l, const Instruction &mma, const Operand &b, Valu
 
 /// Whether `operand`'s chunk can be read with ldmatrix: 16-bit values, a
 /// step of k per line, the rows or columns contiguous along it, every
-/// line and every 8 of them 16-byte aligned (the buffer is).
+/// line and every 8 of them 16-byte aligned (the buffer is): the buffer's
+/// strides but the last multiples of 8, the chunk's offset along the last
+/// dimension too.
 bool readableWithLdmatrix(const Operand &operand) {
-  auto type = cast<MemRefType>(operand.chunk().getType());
-  auto [strides, offset] = type.getStridesAndOffset();
+  auto chunk = operand.chunk().getDefiningOp<memref::SubViewOp>();
+  MemRefType type = chunk.getType(), buffer = chunk.getSourceType();
+  auto [strides, offset] = buffer.getStridesAndOffset();
+  std::optional<int64_t> lastOffset = getConstantIntValue(chunk.getMixedOffsets().back());
   return type.getElementTypeBitWidth() == 16 && operand.position + 1 == type.getRank() &&
-         strides.back() == 1 && strides.front() % 8 == 0 && offset % 8 == 0;
+         strides.back() == 1 && lastOffset && *lastOffset % 8 == 0 &&
+         llvm::all_of(ArrayRef(strides).drop_back(), [](int64_t s) { return s % 8 == 0; });
 }
 
 /// A 32-bit register of two 16-bit values (<2 x half> for f16, as mma.sync

@@ -187,6 +187,13 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
       threads read consecutive elements), skipping what lies past an edge
       tile or the last chunk; a `gpu.barrier`; the op on the chunk, its
       inputs now views of the buffers (in its guard); a `gpu.barrier`.
+    Where the buffers fit twice in half the shared memory and a thread
+    copies at most 64 elements of a chunk, each buffer holds two chunks
+    along a leading dimension of 2: the first chunk is copied before the
+    loop, then each iteration loads the thread's elements of the next one
+    into a private array (a loop of constant trip count), runs the op on
+    copy (k / C) mod 2, stores the array into the other copy, and waits
+    at one `gpu.barrier`.
     The ops before the op in its guard leave it (barriers need every
     thread): pure ones and allocas before it, the others (the
     accumulator's fill) in a guard of their own. C is the largest of 8,

@@ -7,7 +7,11 @@
 // in shared memory, a chunk of the reduction at a time: the threads copy a
 // chunk together (consecutive threads on consecutive elements), wait at a
 // barrier, accumulate it from shared memory into their private
-// accumulators, and wait again before the next chunk overwrites it.
+// accumulators, and wait again before the next chunk overwrites it. Where
+// two chunks fit, they alternate between two buffers: each thread loads
+// its elements of the next chunk into registers before it computes the
+// current one, stores them into the other buffer after, and a single
+// barrier per chunk separates the two.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/gpu/GpuTarget.h"
@@ -30,6 +34,9 @@ namespace {
 
 /// The reduction chunks a staging buffer may hold, smallest first.
 constexpr int64_t kChunks[] = {8, 16, 32};
+/// The elements of a chunk a thread may hold in registers on their way to
+/// the second buffer.
+constexpr int64_t kMaxStagedPerThread = 64;
 
 /// One operand of a thread's contraction that shared memory can hold: a
 /// workgroup's tile that no thread id moves, and the region of it the
@@ -157,18 +164,40 @@ SmallVector<int64_t> bufferShape(const Operand &operand, int64_t chunk) {
   return shape;
 }
 
-/// A workgroup buffer for `operand`'s chunks (16-byte aligned) at the
-/// builder, as a view without its padding, in bufferOrder.
-Value createBuffer(OpBuilder &b, Location loc, const Operand &operand, int64_t chunk) {
+/// A workgroup buffer for `copies` (1 or 2) of `operand`'s chunks (16-byte
+/// aligned) at the builder: the copies along a leading dimension of 2.
+memref::AllocOp createBuffer(OpBuilder &b, Location loc, const Operand &operand, int64_t chunk,
+                             int64_t copies) {
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   Type element = cast<MemRefType>(operand.tile.getType()).getElementType();
-  auto alloc = memref::AllocOp::create(
-      b, loc, MemRefType::get(bufferShape(operand, chunk), element, nullptr, workgroup));
+  SmallVector<int64_t> shape = bufferShape(operand, chunk);
+  if (copies == 2)
+    shape.insert(shape.begin(), 2);
+  auto alloc =
+      memref::AllocOp::create(b, loc, MemRefType::get(shape, element, nullptr, workgroup));
   alloc.setAlignment(16);
+  return alloc;
+}
+
+/// Copy `copy` (an index; null for a buffer of one) of `buffer`'s chunks,
+/// as a view without its padding, in bufferOrder.
+Value chunkView(OpBuilder &b, Location loc, memref::AllocOp buffer, const Operand &operand,
+                int64_t chunk, Value copy) {
   SmallVector<int64_t> shape = inBufferOrder<int64_t>(operand, chunkShape(operand, chunk));
   int64_t rank = shape.size();
-  return memref::SubViewOp::create(b, loc, alloc, SmallVector<int64_t>(rank, 0), shape,
-                                   SmallVector<int64_t>(rank, 1));
+  if (!copy)
+    return memref::SubViewOp::create(b, loc, buffer, SmallVector<int64_t>(rank, 0), shape,
+                                     SmallVector<int64_t>(rank, 1));
+  SmallVector<OpFoldResult> offsets(rank + 1, b.getIndexAttr(0));
+  offsets[0] = copy;
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1)};
+  for (int64_t extent : shape)
+    sizes.push_back(b.getIndexAttr(extent));
+  SmallVector<OpFoldResult> strides(rank + 1, b.getIndexAttr(1));
+  auto type = memref::SubViewOp::inferRankReducedResultType(shape, buffer.getType(), offsets,
+                                                            sizes, strides);
+  return memref::SubViewOp::create(b, loc, cast<MemRefType>(type), buffer, offsets, sizes,
+                                   strides);
 }
 
 /// The bytes of the operands' buffers for a chunk of `chunk`.
@@ -205,13 +234,22 @@ std::pair<int64_t, Value> threadCountAndId(OpBuilder &b, Location loc, gpu::Laun
   return {x * y * z, id};
 }
 
-/// Copies the chunk [k, k + size) of `operand`'s tile along its reduced
-/// dimension into `buffer` (of `operand.shape`, `chunk` along it): element
-/// i of the buffer by thread i mod `threads`, consecutive threads on
-/// consecutive elements, skipping what lies past the tile (the last chunk,
-/// an edge tile).
-void emitCooperativeCopy(OpBuilder &b, Location loc, const Operand &operand, Value buffer,
-                         Value k, Value size, int64_t chunk, int64_t threads, Value thread) {
+/// What a thread does with one element of a chunk: its slot among the
+/// thread's elements (0, 1, ...), its indices in the tile and in the
+/// buffer.
+using ElementFn = function_ref<void(OpBuilder &, Value slot, ValueRange tileIndices,
+                                    ValueRange bufferIndices)>;
+
+/// Calls `element` for each element of the chunk [k, k + size) of
+/// `operand`'s tile along its reduced dimension (a chunk of `chunk` in the
+/// buffer) that thread `thread` of `threads` copies: element i by thread i
+/// mod `threads`, consecutive threads on consecutive elements, skipping
+/// what lies past the tile (the last chunk, an edge tile). With `slots`,
+/// the loop walks the thread's slots (a constant trip count: unrolled,
+/// they are registers); without, the elements (slot null).
+void forEachElementOfChunk(OpBuilder &b, Location loc, const Operand &operand, Value k,
+                           Value size, int64_t chunk, int64_t threads, Value thread, bool slots,
+                           ElementFn element) {
   SmallVector<int64_t> shape = chunkShape(operand, chunk);
   // The tile's sizes where the buffer's do not bound them.
   auto tileType = cast<MemRefType>(operand.tile.getType());
@@ -222,13 +260,35 @@ void emitCooperativeCopy(OpBuilder &b, Location loc, const Operand &operand, Val
     else if (tileType.isDynamicDim(d) || tileType.getDimSize(d) != extent)
       limits[d] = memref::DimOp::create(b, loc, operand.tile, d);
   }
-  Value total = arith::ConstantIndexOp::create(b, loc, llvm::product_of(shape));
-  Value step = arith::ConstantIndexOp::create(b, loc, threads);
-  auto loop = scf::ForOp::create(b, loc, thread, total, step);
+  int64_t total = llvm::product_of(shape);
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value i, slot;
+  if (!slots) {
+    auto loop = scf::ForOp::create(b, loc, thread, arith::ConstantIndexOp::create(b, loc, total),
+                                   arith::ConstantIndexOp::create(b, loc, threads));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    i = loop.getInductionVar();
+  } else {
+    // Slot j: element thread + j * threads.
+    auto loop = scf::ForOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+        arith::ConstantIndexOp::create(b, loc, llvm::divideCeil(total, threads)),
+        arith::ConstantIndexOp::create(b, loc, 1));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    slot = loop.getInductionVar();
+    AffineExpr s0, s1;
+    bindSymbols(b.getContext(), s0, s1);
+    i = affine::makeComposedAffineApply(b, loc, s0 + s1 * threads,
+                                        {OpFoldResult(thread), OpFoldResult(slot)});
+  }
+  if (slots && total % threads != 0) {
+    Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
+                                        arith::ConstantIndexOp::create(b, loc, total));
+    auto within = scf::IfOp::create(b, loc, below, /*withElseRegion=*/false);
+    b.setInsertionPoint(within.thenBlock()->getTerminator());
+  }
   SmallVector<Value> indices(shape.size());
-  Value rest = loop.getInductionVar();
+  Value rest = i;
   for (int64_t d = shape.size() - 1; d > 0; --d) {
     Value extent = arith::ConstantIndexOp::create(b, loc, shape[d]);
     indices[d] = arith::RemUIOp::create(b, loc, rest, extent);
@@ -248,8 +308,12 @@ void emitCooperativeCopy(OpBuilder &b, Location loc, const Operand &operand, Val
   }
   SmallVector<Value> source = indices;
   source[operand.reduced] = arith::AddIOp::create(b, loc, k, indices[operand.reduced]);
-  Value element = memref::LoadOp::create(b, loc, operand.tile, source);
-  memref::StoreOp::create(b, loc, element, buffer, inBufferOrder<Value>(operand, indices));
+  element(b, slot, source, inBufferOrder<Value>(operand, indices));
+}
+
+/// The elements of one chunk a thread copies at most.
+int64_t elementsPerThread(const Operand &operand, int64_t chunk, int64_t threads) {
+  return llvm::divideCeil(llvm::product_of(chunkShape(operand, chunk)), threads);
 }
 
 /// A thread's contraction whose operands this pass stages: in a launch of
@@ -323,57 +387,34 @@ void hoistOutOfGuard(OpBuilder &b, Contraction &c) {
     effect->moveBefore(first.thenBlock()->getTerminator());
 }
 
-/// Stages `c`'s operands in shared memory, `chunk` steps of the reduction
-/// at a time.
-void stageOperands(Contraction &c, int64_t chunk) {
-  Location loc = c.op.getLoc();
-  MLIRContext *ctx = c.op.getContext();
-  OpBuilder b(ctx);
-  // The buffers, once per workgroup.
-  b.setInsertionPointToStart(&c.launch.getBody().front());
-  SmallVector<Value> buffers;
-  for (const Operand &operand : c.operands)
-    buffers.push_back(createBuffer(b, loc, operand, chunk));
-  if (c.guard)
-    hoistOutOfGuard(b, c);
+/// The size of the chunk at `k`: `chunk`, or what is left of `total`.
+Value chunkSize(OpBuilder &b, Location loc, Value k, Value total, int64_t chunk,
+                std::optional<int64_t> staticTotal) {
+  if (staticTotal && *staticTotal % chunk == 0)
+    return arith::ConstantIndexOp::create(b, loc, chunk);
+  AffineExpr s0, s1;
+  bindSymbols(b.getContext(), s0, s1);
+  return affine::makeComposedAffineMin(
+      b, loc, AffineMap::get(0, 2, {getAffineConstantExpr(chunk, b.getContext()), s1 - s0},
+                             b.getContext()),
+      SmallVector<OpFoldResult>{k, total});
+}
 
-  b.setInsertionPoint(c.guard ? c.guard.getOperation() : c.op.getOperation());
-  auto [threads, thread] = threadCountAndId(b, loc, c.launch);
-  const Operand &first = c.operands.front();
-  OpFoldResult reduced = first.sizes[first.reduced];
-  Value total = getValueOrCreateConstantIndexOp(b, loc, reduced);
-  Value step = arith::ConstantIndexOp::create(b, loc, chunk);
-  auto loop = scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0), total, step);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  Value k = loop.getInductionVar();
-  std::optional<int64_t> staticTotal = getConstantIntValue(reduced);
-  Value size = step;
-  if (!staticTotal || *staticTotal % chunk != 0) {
-    AffineExpr s0, s1;
-    bindSymbols(ctx, s0, s1);
-    size = affine::makeComposedAffineMin(
-        b, loc, AffineMap::get(0, 2, {getAffineConstantExpr(chunk, ctx), s1 - s0}, ctx),
-        SmallVector<OpFoldResult>{k, total});
-  }
-  for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
-    emitCooperativeCopy(b, loc, operand, buffer, k, size, chunk, threads, thread);
-  gpu::BarrierOp::create(b, loc);
-  // The op goes before `compute`: the second barrier, or the end of its guard.
-  Operation *compute = gpu::BarrierOp::create(b, loc);
-  if (c.guard) {
-    b.setInsertionPoint(compute);
-    compute = scf::IfOp::create(b, loc, c.guard.getCondition(), false).thenBlock()->getTerminator();
-  }
+/// Points `c.op` at the staged chunks (views of the buffers, of `size`
+/// steps) and moves it before `compute`.
+void readFromChunks(OpBuilder &b, Location loc, Contraction &c, ArrayRef<Value> chunks,
+                    Value size, Operation *compute) {
   // The thread's views, now of the chunk in shared memory; the op reads
   // them in bufferOrder.
   b.setInsertionPoint(compute);
+  MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps = c.op.getIndexingMapsArray();
-  for (auto [operand, buffer] : llvm::zip(c.operands, buffers)) {
+  for (auto [operand, staged] : llvm::zip(c.operands, chunks)) {
     SmallVector<OpFoldResult> offsets = operand.offsets, sizes = operand.sizes;
     offsets[operand.reduced] = b.getIndexAttr(0);
     sizes[operand.reduced] = getAsOpFoldResult(size);
     SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
-    Value view = memref::SubViewOp::create(b, loc, buffer,
+    Value view = memref::SubViewOp::create(b, loc, staged,
                                            inBufferOrder<OpFoldResult>(operand, offsets),
                                            inBufferOrder<OpFoldResult>(operand, sizes), strides);
     c.op.getDpsInputOperand(operand.input)->set(view);
@@ -383,6 +424,126 @@ void stageOperands(Contraction &c, int64_t chunk) {
   }
   c.op.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
   c.op->moveBefore(compute);
+}
+
+/// Where `c`'s op goes in the chunk loop: before `end`, in a guard of its
+/// own if it had one.
+Operation *computePoint(OpBuilder &b, Location loc, Contraction &c, Operation *end) {
+  if (!c.guard)
+    return end;
+  b.setInsertionPoint(end);
+  return scf::IfOp::create(b, loc, c.guard.getCondition(), false).thenBlock()->getTerminator();
+}
+
+/// Stages `c`'s operands in shared memory, `chunk` steps of the reduction
+/// at a time, in `copies` (1 or 2) buffers. With one, each chunk is copied
+/// in, a barrier, computed, a barrier. With two, the first chunk is copied
+/// before the loop; in the loop each thread loads its elements of the next
+/// chunk into registers, computes the current one while they arrive,
+/// stores them into the other buffer and waits at the one barrier.
+void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
+  Location loc = c.op.getLoc();
+  MLIRContext *ctx = c.op.getContext();
+  OpBuilder b(ctx);
+  // The buffers, once per workgroup.
+  b.setInsertionPointToStart(&c.launch.getBody().front());
+  SmallVector<memref::AllocOp> buffers;
+  for (const Operand &operand : c.operands)
+    buffers.push_back(createBuffer(b, loc, operand, chunk, copies));
+  if (c.guard)
+    hoistOutOfGuard(b, c);
+
+  b.setInsertionPoint(c.guard ? c.guard.getOperation() : c.op.getOperation());
+  auto [threads, thread] = threadCountAndId(b, loc, c.launch);
+  const Operand &first = c.operands.front();
+  OpFoldResult reduced = first.sizes[first.reduced];
+  std::optional<int64_t> staticTotal = getConstantIntValue(reduced);
+  Value total = getValueOrCreateConstantIndexOp(b, loc, reduced);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value step = arith::ConstantIndexOp::create(b, loc, chunk);
+  auto copyDirectly = [&](Value k, Value size, ArrayRef<Value> views) {
+    for (auto [operand, view] : llvm::zip(c.operands, views))
+      forEachElementOfChunk(b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
+                            [&](OpBuilder &nb, Value, ValueRange from, ValueRange to) {
+                              Value v = memref::LoadOp::create(nb, loc, operand.tile, from);
+                              memref::StoreOp::create(nb, loc, v, view, to);
+                            });
+  };
+
+  if (copies == 1) {
+    SmallVector<Value> views;
+    {
+      OpBuilder::InsertionGuard atStart(b);
+      b.setInsertionPointAfter(buffers.back());
+      for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
+        views.push_back(chunkView(b, loc, buffer, operand, chunk, Value()));
+    }
+    auto loop = scf::ForOp::create(b, loc, zero, total, step);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value k = loop.getInductionVar();
+    Value size = chunkSize(b, loc, k, total, chunk, staticTotal);
+    copyDirectly(k, size, views);
+    gpu::BarrierOp::create(b, loc);
+    Operation *compute = computePoint(b, loc, c, gpu::BarrierOp::create(b, loc));
+    readFromChunks(b, loc, c, views, size, compute);
+    return;
+  }
+
+  // The thread's elements of a chunk, in registers between load and store.
+  SmallVector<Value> registers;
+  auto privateSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
+  for (const Operand &operand : c.operands)
+    registers.push_back(memref::AllocaOp::create(
+        b, loc,
+        MemRefType::get({elementsPerThread(operand, chunk, threads)},
+                        cast<MemRefType>(operand.tile.getType()).getElementType(), nullptr,
+                        privateSpace)));
+  SmallVector<Value> firstCopies;
+  for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
+    firstCopies.push_back(chunkView(b, loc, buffer, operand, chunk, zero));
+  copyDirectly(zero, chunkSize(b, loc, zero, total, chunk, staticTotal), firstCopies);
+  gpu::BarrierOp::create(b, loc);
+
+  auto loop = scf::ForOp::create(b, loc, zero, total, step);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value k = loop.getInductionVar();
+  AffineExpr s0;
+  bindSymbols(ctx, s0);
+  Value copy = affine::makeComposedAffineApply(b, loc, s0.floorDiv(chunk) % 2, {OpFoldResult(k)});
+  Value other = affine::makeComposedAffineApply(b, loc, (s0.floorDiv(chunk) + 1) % 2,
+                                                {OpFoldResult(k)});
+  Value next = arith::AddIOp::create(b, loc, k, step);
+  Value nextSize = chunkSize(b, loc, next, total, chunk, staticTotal);
+  Value hasNext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, next, total);
+  auto loads = scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
+  Operation *barrier = gpu::BarrierOp::create(b, loc);
+  auto stores = scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
+  stores->moveBefore(barrier);
+  b.setInsertionPoint(loads.thenBlock()->getTerminator());
+  for (auto [operand, regs] : llvm::zip(c.operands, registers))
+    forEachElementOfChunk(b, loc, operand, next, nextSize, chunk, threads, thread,
+                          /*slots=*/true,
+                          [&](OpBuilder &nb, Value slot, ValueRange from, ValueRange) {
+                            Value v = memref::LoadOp::create(nb, loc, operand.tile, from);
+                            memref::StoreOp::create(nb, loc, v, regs, slot);
+                          });
+  b.setInsertionPoint(stores.thenBlock()->getTerminator());
+  for (auto [operand, regs, buffer] : llvm::zip(c.operands, registers, buffers)) {
+    Value view = chunkView(b, loc, buffer, operand, chunk, other);
+    forEachElementOfChunk(b, loc, operand, next, nextSize, chunk, threads, thread,
+                          /*slots=*/true,
+                          [&](OpBuilder &nb, Value slot, ValueRange, ValueRange to) {
+                            Value v = memref::LoadOp::create(nb, loc, regs, slot);
+                            memref::StoreOp::create(nb, loc, v, view, to);
+                          });
+  }
+  b.setInsertionPoint(stores);
+  Value size = chunkSize(b, loc, k, total, chunk, staticTotal);
+  SmallVector<Value> current;
+  for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
+    current.push_back(chunkView(b, loc, buffer, operand, chunk, copy));
+  Operation *compute = computePoint(b, loc, c, stores);
+  readFromChunks(b, loc, c, current, size, compute);
 }
 
 struct KilnGpuPromoteOperandsPass
@@ -411,12 +572,21 @@ struct KilnGpuPromoteOperandsPass
       });
     });
     for (auto &[contraction, chunk] : staged) {
+      // Two buffers where they fit where one did (the chunk as large) and
+      // a thread's elements of a chunk fit in a few registers.
+      int64_t bytes = stagedBytes(contraction.operands, chunk);
+      auto [x, y, z] = *staticBlockSize(contraction.launch);
+      int64_t perThread = 0;
+      for (const Operand &operand : contraction.operands)
+        perThread += elementsPerThread(operand, chunk, x * y * z);
+      int64_t copies =
+          2 * bytes <= target->sharedMemoryBytes / 2 && perThread <= kMaxStagedPerThread ? 2 : 1;
       if (report)
         emitRemark(contraction.op.getLoc())
-            << "placement: operands staged in shared memory, "
-            << stagedBytes(contraction.operands, chunk) << " bytes, " << chunk
-            << " steps of the reduction at a time";
-      stageOperands(contraction, chunk);
+            << "placement: operands staged in shared memory, " << copies * bytes << " bytes, "
+            << chunk << " steps of the reduction at a time"
+            << (copies == 2 ? ", the next chunk loaded during the current one" : "");
+      stageOperands(contraction, chunk, copies);
     }
   }
 };

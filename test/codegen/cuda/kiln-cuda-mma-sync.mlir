@@ -20,7 +20,9 @@
 // TF32-LABEL: func.func @f16_guarded
 
 // A workgroup's 64x32 tile of a 256^3 bf16 matmul summed in f32, 8x16
-// threads (4 warps), chunks of 32 steps. Each warp takes a row of four
+// threads (4 warps), chunks of 32 steps in two buffers (the warps read
+// copy k / 32 mod 2 of each while the next chunk is on its way). Each
+// warp takes a row of four
 // 16x8 tiles (16x32): per 16 steps, one A fragment (4 registers of two
 // bf16, rows g and g + 8, steps 2t.. and 2t + 8..) serves four mma.sync
 // with a B fragment each (2 registers, steps 2t.. and 2t + 8.., column
@@ -42,23 +44,25 @@
 // CHECK-LABEL: func.func @bf16_matmul
 // CHECK: gpu.launch {{.*}} threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in
 // CHECK:   %[[SUMS:.*]] = memref.alloc() {alignment = 16 : i64} : memref<64x32xf32, #gpu.address_space<workgroup>>
-// CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<32x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:   %[[A:.*]] = memref.subview %[[A_BUF]][0, 0] [32, 64] [1, 1]
-// CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<32x40xbf16, #gpu.address_space<workgroup>>
-// CHECK:   %[[B:.*]] = memref.subview %[[B_BUF]][0, 0] [32, 32] [1, 1]
+// CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<2x32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<2x32x40xbf16, #gpu.address_space<workgroup>>
 // CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+// CHECK:   gpu.barrier
 // CHECK:   %[[MINE:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
 // CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[MINE]]
 // CHECK:   scf.for
-// CHECK:     gpu.barrier
+// CHECK:     scf.if
+// CHECK:     }
+// CHECK:     %[[A:.*]] = memref.subview %[[A_BUF]][%[[COPY:.*]], 0, 0] [1, 32, 64] [1, 1, 1]
+// CHECK:     %[[B:.*]] = memref.subview %[[B_BUF]][%[[COPY]], 0, 0] [1, 32, 32] [1, 1, 1]
 // CHECK:     %[[KA_:.*]] = affine.apply #[[KA]]()[%[[TX]], %[[TY]]]
 // CHECK:     %[[R0:.*]] = affine.apply #[[ROWA]]()[%[[TX]], %[[TY]]]
-// CHECK:     %[[AM:.*]] = nvgpu.ldmatrix %[[A]][%[[KA_]], %[[R0]]] {numTiles = 4 : i32, transpose = true} : memref<32x64xbf16, strided<[72, 1]>, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK:     %[[AM:.*]] = nvgpu.ldmatrix %[[A]][%[[KA_]], %[[R0]]] {numTiles = 4 : i32, transpose = true} : memref<32x64xbf16, strided<[72, 1], offset: ?>, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK:     %[[A0V:.*]] = vector.extract %[[AM]][0] : vector<2xbf16> from vector<4x2xbf16>
 // CHECK:     %[[A0:.*]] = llvm.bitcast %[[A0V]] : vector<2xbf16> to i32
 // CHECK:     %[[KB_:.*]] = affine.apply #[[KB]]()[%[[TX]], %[[TY]]]
 // CHECK:     %[[C01:.*]] = affine.apply #[[COLB]]()[%[[TX]], %[[TY]]]
-// CHECK:     %[[BM:.*]] = nvgpu.ldmatrix %[[B]][%[[KB_]], %[[C01]]] {numTiles = 4 : i32, transpose = true} : memref<32x32xbf16, strided<[40, 1]>, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK:     %[[BM:.*]] = nvgpu.ldmatrix %[[B]][%[[KB_]], %[[C01]]] {numTiles = 4 : i32, transpose = true} : memref<32x32xbf16, strided<[40, 1], offset: ?>, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK:     %[[C23:.*]] = affine.apply #[[COLB2]]()[%[[TX]], %[[TY]]]
 // CHECK:     nvgpu.ldmatrix %[[B]][%[[KB_]], %[[C23]]] {numTiles = 4 : i32, transpose = true}
 // CHECK-NOT: memref.load %[[A]]
@@ -317,8 +321,8 @@ func.func @conv_as_matmul(%fields: memref<1x288x256xf32>, %filter: memref<64x288
 // as the i32 adds they replace; the epilogue adds with addi.
 // CHECK-LABEL: func.func @int8
 // CHECK:   memref.alloc() {alignment = 16 : i64} : memref<64x32xi32, #gpu.address_space<workgroup>>
-// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<32x80xi8, #gpu.address_space<workgroup>>
-// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<32x48xi8, #gpu.address_space<workgroup>>
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<2x32x80xi8, #gpu.address_space<workgroup>>
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<2x32x48xi8, #gpu.address_space<workgroup>>
 // CHECK:   memref.alloca() : memref<4x4xi32, #gpu.address_space<private>>
 // CHECK:   scf.for
 // CHECK:     arith.extui %{{.*}} : i8 to i32

@@ -8,19 +8,20 @@
 // A workgroup's 64x32 tile of a 256x256x256 matmul, 4x4 results per
 // thread (8x16 threads): both tiles are staged in shared memory 16 steps
 // of k at a time (the generic Vulkan target's 16 KiB: 16x68 + 16x36
-// floats), k outermost in both buffers (A's tile transposed), rows padded
-// to 16 bytes and off a power-of-two stride. Every thread copies elements
-// tid, tid + 128, ... of each chunk (in the tile's order: coalesced
-// reads); a barrier; the thread's tile from shared memory into its
-// accumulator, the op reading A's buffer k first; a barrier.
+// floats, one buffer each: two would not fit half of it), k outermost in
+// both buffers (A's tile transposed), rows padded to an odd number of
+// 16-byte lines. Every thread copies elements tid, tid + 128, ... of each
+// chunk (in the tile's order: coalesced reads); a barrier; the thread's
+// tile from shared memory into its accumulator, the op reading A's buffer
+// k first; a barrier.
 // CHECK: #[[KI:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK: #[[KJ:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK: #[[IJ:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-LABEL: func.func @matmul
 // CHECK: gpu.launch
 // CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<16x68xf32, #gpu.address_space<workgroup>>
-// CHECK:   %[[A:.*]] = memref.subview %[[A_BUF]][0, 0] [16, 64] [1, 1]
 // CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<16x36xf32, #gpu.address_space<workgroup>>
+// CHECK:   %[[A:.*]] = memref.subview %[[A_BUF]][0, 0] [16, 64] [1, 1]
 // CHECK:   %[[B:.*]] = memref.subview %[[B_BUF]][0, 0] [16, 32] [1, 1]
 // CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
 // CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[ACC]]
