@@ -8,7 +8,8 @@ using namespace mlir;
 
 std::optional<StringRef> mlir::kiln::whyNotAnEpilogue(linalg::GenericOp op, Value input,
                                                       Operation *tiled, DominanceInfo &dominance,
-                                                      bool broadcasts) {
+                                                      EpilogueLatitude latitude) {
+  bool broadcasts = latitude.broadcasts;
   if (op.getNumDpsInits() != 1 || !llvm::is_contained(op.getDpsInputs(), input))
     return StringRef("it is not elementwise on the result");
   for (Value other : op.getDpsInputs())
@@ -22,7 +23,9 @@ std::optional<StringRef> mlir::kiln::whyNotAnEpilogue(linalg::GenericOp op, Valu
   };
   if (op.getNumReductionLoops() != 0 || !llvm::all_of(op->getOpOperands(), elementwise))
     return StringRef("it is not elementwise on the result");
-  if (op.getResult(0).getType() != input.getType())
+  auto resultType = cast<ShapedType>(op.getResult(0).getType());
+  if (resultType.getShape() != cast<ShapedType>(input.getType()).getShape() ||
+      (!latitude.otherElementType && resultType != input.getType()))
     return StringRef("its result has another element type");
   if (!op.getRegionOutputArgs()[0].use_empty())
     return StringRef("it reads its output");

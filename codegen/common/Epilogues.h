@@ -8,14 +8,19 @@
 
 namespace mlir::kiln {
 
+/// What an epilogue may do beyond mapping each element of the result to
+/// one element of the same type, reading other tensors at the same element.
+struct EpilogueLatitude {
+  bool broadcasts = false;       ///< read other tensors along some of its loops (a bias)
+  bool otherElementType = false; ///< produce another element type (a rounding to 16 bits)
+};
+
 /// Why `op` cannot be applied to the tiles of `input` (a result of `tiled`)
-/// where `tiled` writes them, or nothing: it must map each element of
-/// `input` to one element of the same type with scalar arith and math ops,
-/// reading other tensors that exist before `tiled` runs, at the same
-/// element (a residual) or, with `broadcasts`, at the element of some of
-/// its loops (a bias).
+/// where `tiled` computes them, or nothing: it must map each element of
+/// `input` to one element with scalar arith and math ops, reading other
+/// tensors that exist before `tiled` runs, within `latitude`.
 std::optional<StringRef> whyNotAnEpilogue(linalg::GenericOp op, Value input, Operation *tiled,
-                                          DominanceInfo &dominance, bool broadcasts);
+                                          DominanceInfo &dominance, EpilogueLatitude latitude);
 
 } // namespace mlir::kiln
 

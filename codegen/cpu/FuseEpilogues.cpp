@@ -183,7 +183,7 @@ struct KilnFuseEpiloguesPass : mlir::kiln::impl::KilnCpuFuseEpiloguesBase<KilnFu
       return;
     DominanceInfo &dominance = getAnalysis<DominanceInfo>();
     std::optional<StringRef> why =
-        kiln::whyNotAnEpilogue(consumer, use->input, forall, dominance, /*broadcasts=*/false);
+        kiln::whyNotAnEpilogue(consumer, use->input, forall, dominance, {});
     // A step of the tiled node's own lowering (a Gemm's bias) is not news.
     if (report && describeNode(consumer) != describeNode(forall))
       emitRemark(forall.getLoc())

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -59,9 +60,11 @@ void answerShapeQueries(RewriterBase &rewriter, Operation *op) {
 }
 
 /// Tiles `op` into an scf.forall by `tileSizes`, fusing the producers that
-/// nothing else uses; replaces its results. Returns the tiled op.
+/// nothing else uses (no reduction but `reduction`, whose epilogue `op`
+/// is); replaces its results. Returns the tiled op.
 FailureOr<TilingInterface> tileAndFuse(RewriterBase &rewriter, TilingInterface op,
-                                       ArrayRef<int64_t> tileSizes, bool threads) {
+                                       ArrayRef<int64_t> tileSizes, bool threads,
+                                       Operation *reduction = nullptr) {
   scf::SCFTilingOptions tiling;
   tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
   tiling.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), tileSizes));
@@ -72,12 +75,15 @@ FailureOr<TilingInterface> tileAndFuse(RewriterBase &rewriter, TilingInterface o
   // producer (its original stays until the fusion is done).
   auto replaced = std::make_shared<DenseSet<Operation *>>();
   replaced->insert(op.getOperation());
-  options.setFusionControlFn([replaced](tensor::ExtractSliceOp slice, OpResult producer, bool)
+  options.setFusionControlFn([replaced, reduction](tensor::ExtractSliceOp slice,
+                                                   OpResult producer, bool)
                                  -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
     // A reduction (a matmul) is a root of its own: fused into the tiles of
-    // its consumer it would be scheduled by the consumer's tile sizes.
+    // its consumer it would be scheduled by the consumer's tile sizes
+    // (unless the consumer is its epilogue, tiled by its sizes).
     auto linalgProducer = dyn_cast<linalg::LinalgOp>(producer.getOwner());
-    if (linalgProducer && linalgProducer.getNumReductionLoops() > 0)
+    if (linalgProducer && linalgProducer.getNumReductionLoops() > 0 &&
+        producer.getOwner() != reduction)
       return std::nullopt;
     // An operand a reduction reads whole along its reduced loops (a
     // matmul's rows and columns) would be recomputed by every thread that
@@ -162,6 +168,7 @@ struct EpiloguePlan {
   Location at, from; // the reduction's, the op's
   std::string epilogue;
   std::optional<std::string> why;
+  bool changesType; // the op is the root, the reduction fused into its tiles
 
   /// A `fusion:` remark, unless the op is a step of the reduction's own
   /// node (a Gemm's alpha and beta).
@@ -207,7 +214,7 @@ struct KilnGpuDistributePass
         why = epilogue->why->str();
       plans.insert(
           {op, EpiloguePlan{epilogue->op, op.getLoc(), epilogue->op.getLoc(),
-                            describeNode(epilogue->op), why}});
+                            describeNode(epilogue->op), why, epilogue->changesType}});
       if (!epilogue->why)
         waiting.insert(epilogue->op);
     });
@@ -222,10 +229,22 @@ struct KilnGpuDistributePass
       if (erased.contains(op) || waiting.contains(op))
         continue;
       bool onHost = unsupportedByKernels(op, *target).has_value();
+      auto plan = plans.find(op);
+      if (plan != plans.end() && !plan->second.why && plan->second.changesType &&
+          !erased.contains(plan->second.op)) {
+        // The epilogue is the root, by the reduction's tiles.
+        EpiloguePlan &epilogue = plan->second;
+        LogicalResult rooted = distributeAsEpilogue(rewriter, epilogue.op, op, *target, epilogue);
+        if (failed(rooted))
+          return signalPassFailure();
+        if (!epilogue.why) {
+          waiting.erase(epilogue.op);
+          continue;
+        }
+      }
       FailureOr<Operation *> threadTile = distribute(rewriter, op, *target);
       if (failed(threadTile))
         return signalPassFailure();
-      auto plan = plans.find(op);
       if (plan == plans.end() || plan->second.why)
         continue;
       EpiloguePlan &epilogue = plan->second;
@@ -251,6 +270,66 @@ struct KilnGpuDistributePass
       for (auto &[reduction, plan] : plans)
         if (!plan.why || !applied.contains(plan.op))
           plan.report();
+  }
+
+  /// Tiles `epilogue` to workgroups and threads by `reduction`'s tiles,
+  /// fusing `reduction` into them, where those tiles are whole; else says
+  /// why not in `plan`, changing nothing. Fails on a tiling error.
+  LogicalResult distributeAsEpilogue(RewriterBase &rewriter, linalg::GenericOp epilogue,
+                                     linalg::LinalgOp reduction, const GpuTarget &target,
+                                     EpiloguePlan &plan) {
+    Tiles tiles = chooseTiles(reduction, target);
+    if (tiles.none() || unsupportedByKernels(reduction, target) ||
+        unsupportedByKernels(epilogue, target)) {
+      plan.why = "the reduction runs on the host";
+      return success();
+    }
+    // The epilogue's loops are the reduction's result's dimensions.
+    AffineMap result = reduction.getMatchingIndexingMap(reduction.getDpsInitOperand(0));
+    auto shape = cast<ShapedType>(epilogue.getResult(0).getType()).getShape();
+    Tiles mine;
+    for (unsigned d = 0; d < result.getNumResults(); ++d) {
+      int64_t workgroup = tiles.workgroup[result.getDimPosition(d)];
+      int64_t thread = tiles.thread[result.getDimPosition(d)];
+      // Whole tiles: a thread's results stay a static private buffer.
+      int64_t perWorkgroup = workgroup ? workgroup : shape[d];
+      if (ShapedType::isDynamic(shape[d]) || shape[d] % perWorkgroup ||
+          (thread && perWorkgroup % thread)) {
+        plan.why = "its result has another element type, and the reduction's tiles are not "
+                   "all whole";
+        return success();
+      }
+      mine.workgroup.push_back(workgroup);
+      mine.thread.push_back(thread);
+    }
+    rewriter.setInsertionPoint(epilogue);
+    FailureOr<TilingInterface> tile =
+        tileAndFuse(rewriter, cast<TilingInterface>(epilogue.getOperation()), mine.workgroup,
+                    /*threads=*/false, reduction);
+    if (failed(tile))
+      return epilogue.emitError("kiln-gpu-distribute: cannot tile this epilogue to workgroups");
+    // The reduction's tile in the workgroup's, which the threads' fuse.
+    Operation *reductionTile = nullptr;
+    for (Value input : cast<linalg::LinalgOp>(tile->getOperation()).getDpsInputs())
+      if (auto producer = input.getDefiningOp<linalg::LinalgOp>();
+          producer && producer.getNumReductionLoops() > 0)
+        reductionTile = producer;
+    rewriter.setInsertionPoint(*tile);
+    FailureOr<TilingInterface> threadTile =
+        tileAndFuse(rewriter, *tile, mine.thread, /*threads=*/true, reductionTile);
+    if (failed(threadTile))
+      return tile->emitError("kiln-gpu-distribute: cannot tile this epilogue to threads");
+    // The reduction's sums: a tensor of the thread's own (a slice of an
+    // empty tensor is one), which becomes private memory, not a slice of a
+    // buffer of the whole result.
+    RewritePatternSet patterns(epilogue.getContext());
+    tensor::populateFoldTensorEmptyPatterns(patterns);
+    auto workgroups = threadTile->getOperation()
+                          ->getParentOfType<scf::ForallOp>()
+                          ->getParentOfType<scf::ForallOp>();
+    if (failed(applyPatternsGreedily(workgroups, std::move(patterns))))
+      return failure();
+    return success();
   }
 
   /// Tiles root `op` to workgroups and threads. Returns its threads' tile,

@@ -137,8 +137,10 @@ mlir::kiln::epilogueCandidate(linalg::LinalgOp reduction, DominanceInfo &dominan
   auto op = dyn_cast<linalg::GenericOp>(*reduction->user_begin());
   if (!op || op.getNumReductionLoops() != 0)
     return std::nullopt;
-  return EpilogueCandidate{op, whyNotAnEpilogue(op, reduction->getResult(0), reduction, dominance,
-                                                /*broadcasts=*/true)};
+  Value result = reduction->getResult(0);
+  EpilogueLatitude latitude{/*broadcasts=*/true, /*otherElementType=*/true};
+  return EpilogueCandidate{op, whyNotAnEpilogue(op, result, reduction, dominance, latitude),
+                           op.getResult(0).getType() != result.getType()};
 }
 
 /// The parallel_insert_slice that puts `value` (a forall's tile) into the

@@ -26,9 +26,12 @@ void prepareEpilogues(RewriterBase &rewriter, func::FuncOp func);
 
 /// The elementwise op that reads `reduction`'s only result, if it is its
 /// only user; `why` says why it cannot be applied in `reduction`'s tiles.
+/// One of another element type (a rounding to 16 bits) cannot update the
+/// tiles in place: it becomes the root, `reduction` fused into its tiles.
 struct EpilogueCandidate {
   linalg::GenericOp op;
   std::optional<StringRef> why;
+  bool changesType = false;
 };
 std::optional<EpilogueCandidate> epilogueCandidate(linalg::LinalgOp reduction,
                                                    DominanceInfo &dominance);

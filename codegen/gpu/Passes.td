@@ -47,10 +47,13 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     reduction's shape) is not a root: each of the reduction's threads
     applies it to the tile of results it holds, in place, reading the op's
     other operands (same element, or broadcast along some loops) at that
-    tile. It needs a body of scalar arith and math ops, a result of the
-    reduction's type, and operands that exist before the reduction (side
-    effect free ops that compute them after it, and do not depend on it,
-    move before it).
+    tile. It needs a body of scalar arith and math ops and operands that
+    exist before the reduction (side effect free ops that compute them
+    after it, and do not depend on it, move before it). One with a result
+    of another element type (a rounding to 16 bits) is tiled as the root
+    instead, by the reduction's tiles, the reduction fused into them (its
+    threads' sums a tensor of their own, private memory after
+    bufferization), where those tiles are whole.
 
     Tiles, for the target's `workgroupThreads` T (four subgroups):
     - a contraction (matmul, batch matmul): 4x4 results per thread, the

@@ -29,15 +29,11 @@ std::optional<SmallVector<int64_t>> sizeBounds(Value tile) {
   return bounds;
 }
 
-/// Whether `op` should accumulate privately: a reduction over a tile of
-/// global memory that fits, which no input of it reads.
-bool accumulatesInMemory(linalg::LinalgOp op) {
-  if (op.getNumReductionLoops() == 0 || op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics())
-    return false;
-  Value init = op.getDpsInitOperand(0)->get();
-  if (isPrivateMemory(init.getType()))
-    return false;
-  return !llvm::is_contained(op.getDpsInputs(), init);
+/// Whether `op` is a reduction into one buffer that no input of it reads.
+bool reducesIntoBuffer(linalg::LinalgOp op) {
+  return op.getNumReductionLoops() != 0 && op.getNumDpsInits() == 1 &&
+         op.hasPureBufferSemantics() &&
+         !llvm::is_contained(op.getDpsInputs(), op.getDpsInitOperand(0)->get());
 }
 
 /// The permutation that puts `op`'s reduced loops first, in order.
@@ -139,13 +135,19 @@ struct KilnGpuPrivateAccumulatorsPass
     SmallVector<linalg::LinalgOp> reductions;
     getOperation().walk([&](gpu::LaunchOp launch) {
       launch.getBody().walk([&](linalg::LinalgOp op) {
-        if (accumulatesInMemory(op))
+        if (reducesIntoBuffer(op))
           reductions.push_back(op);
       });
     });
     IRRewriter rewriter(&getContext());
-    for (linalg::LinalgOp op : reductions)
-      (void)privatize(rewriter, op);
+    for (linalg::LinalgOp op : reductions) {
+      // One that already accumulates in private memory (a temporary of its
+      // epilogue's tile) only takes its reduced loops outermost.
+      if (isPrivateMemory(op.getDpsInitOperand(0)->get().getType()))
+        (void)reducedLoopsOutermost(rewriter, op);
+      else
+        (void)privatize(rewriter, op);
+    }
   }
 };
 

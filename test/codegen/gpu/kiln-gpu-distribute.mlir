@@ -309,3 +309,59 @@ func.func @epilogues_that_wait(%x: tensor<?x256xf32>, %a: tensor<64x128xf32>, %b
   } -> tensor<64x96xf32>
   return %means, %r : tensor<?xf32>, tensor<64x96xf32>
 }
+
+// -----
+
+// A matmul's result rounded to f16 (a 16-bit model's MatMul, summed in
+// f32): the rounding cannot update the f32 tiles in place, so it is the
+// root, tiled as the matmul would be (64x32 per workgroup, 4x4 per
+// thread), the matmul and its fill fused into its tiles: each thread sums
+// its 4x4 in a tensor of its own and writes them rounded.
+// CHECK-LABEL: func.func @matmul_rounded
+// CHECK: %[[R:.*]] = scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 96) step (64, 32) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<64x96xf16>)
+// CHECK:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 32) step (4, 4)
+// CHECK:     %[[E:.*]] = tensor.empty() : tensor<4x4xf32>
+// CHECK:     %[[F:.*]] = linalg.fill {{.*}} outs(%[[E]] : tensor<4x4xf32>)
+// CHECK:     %[[M:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x128xf32>, tensor<128x4xf32>) outs(%[[F]] : tensor<4x4xf32>)
+// CHECK:     linalg.generic {{.*}} ins(%[[M]] : tensor<4x4xf32>) outs(%{{.*}} : tensor<4x4xf16>)
+// CHECK:       arith.truncf
+// CHECK:   } {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
+// CHECK: } {mapping = [#gpu.block<linear_dim_1>, #gpu.block<linear_dim_0>]}
+// CHECK-NOT: scf.forall (
+// CHECK: return %[[R]]
+// REPORT: remark: fusion: linalg.generic applied by the kernel's threads to the results they hold (epilogue)
+func.func @matmul_rounded(%a: tensor<64x128xf32>, %b: tensor<128x96xf32>) -> tensor<64x96xf16> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x128xf32>, tensor<128x96xf32>) outs(%f : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %h = tensor.empty() : tensor<64x96xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%mm : tensor<64x96xf32>) outs(%h : tensor<64x96xf16>) {
+  ^bb0(%x: f32, %o: f16):
+    %t = arith.truncf %x : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<64x96xf16>
+  return %r : tensor<64x96xf16>
+}
+
+// -----
+
+// The same with 100 rows: the last workgroup's tile is partial, a
+// thread's results would not be a static buffer: the rounding stays a
+// kernel of its own.
+// CHECK-LABEL: func.func @matmul_rounded_edge
+// CHECK-COUNT-2: } {mapping = [#gpu.block
+// REPORT: remark: fusion: linalg.generic runs as a kernel of its own: its result has another element type, and the reduction's tiles are not all whole
+func.func @matmul_rounded_edge(%a: tensor<100x128xf32>, %b: tensor<128x96xf32>) -> tensor<100x96xf16> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<100x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<100x96xf32>) -> tensor<100x96xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<100x128xf32>, tensor<128x96xf32>) outs(%f : tensor<100x96xf32>) -> tensor<100x96xf32>
+  %h = tensor.empty() : tensor<100x96xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%mm : tensor<100x96xf32>) outs(%h : tensor<100x96xf16>) {
+  ^bb0(%x: f32, %o: f16):
+    %t = arith.truncf %x : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<100x96xf16>
+  return %r : tensor<100x96xf16>
+}

@@ -65,6 +65,33 @@ func.func @matmul_epilogue(%a: memref<4x32xf32>, %b: memref<32x64xf32>, %bias: m
 
 // -----
 
+// A matmul that already sums into private memory (the tile of a rounding
+// epilogue that kiln-gpu-distribute made the root): only its reduced loops
+// move outermost; no second accumulator, no copy.
+// CHECK-LABEL: func.func @private_sums
+// CHECK:   %[[SUMS:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+// CHECK-NOT: memref.alloca
+// CHECK:   linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]{{.*}} outs(%[[SUMS]]
+// CHECK-NOT: linalg.copy
+func.func @private_sums(%a: memref<4x32xf32>, %b: memref<32x4xf32>, %c: memref<4x4xf16>) {
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %sums = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%sums : memref<4x4xf32, #gpu.address_space<private>>)
+    linalg.matmul ins(%a, %b : memref<4x32xf32>, memref<32x4xf32>) outs(%sums : memref<4x4xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%sums : memref<4x4xf32, #gpu.address_space<private>>) outs(%c : memref<4x4xf16>) {
+    ^bb0(%x: f32, %o: f16):
+      %t = arith.truncf %x : f32 to f16
+      linalg.yield %t : f16
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
 // An edge tile of dynamic size (at most 4x4): the accumulator is a view of
 // a 4x4 private buffer; without a fill just before, the tile is copied in.
 // CHECK-LABEL: func.func @edge_tile
