@@ -16,7 +16,8 @@
 # Models: the synthetic MLP, CNN and transformer layer, PaddleOCR's
 # text-direction classifier, a 256^3 matmul (numerics) and a 4096^3 one
 # (benchmark only: its reference would not fit); on the tensor cores
-# (mma.sync): linear-bf16, a layer of 128 rows with --precision=bf16, a
+# (mma.sync): linear-bf16 and linear-f16, a layer of 128 rows with
+# --precision=bf16 and f16 (ldmatrix fragments, double-buffered chunks), a
 # 256^3 f16 matmul, a 256^3 f32 one and a 3x3 convolution with
 # --precision=tf32 (numerics; their expected outputs from operands rounded
 # to tf32 as cvt.rna does, summed in f64: torch_graph.py run --tf32), the
@@ -48,6 +49,7 @@ make_model transformer transformer
 make_model matmul256 matmul_small
 make_model matmul4096 matmul
 make_model linear-bf16 linear
+make_model linear-f16 linear
 make_model matmul256-f16 matmul_f16
 make_model matmul256-tf32 matmul_small
 make_model conv-tf32 conv_layer
@@ -68,6 +70,7 @@ for dir in "$out"/*/; do
   flags=()
   [ "$name" = text-direction ] && flags=(--input-shape x=1x3x48x192)
   [ "$name" = linear-bf16 ] && flags=(--precision=bf16)
+  [ "$name" = linear-f16 ] && flags=(--precision=f16)
   [[ "$name" = *-tf32 ]] && flags=(--precision=tf32)
   [ "$name" = linear-int8 ] && flags=(--quantize=int8-dynamic)
   model_targets=("${targets[@]}")
