@@ -201,23 +201,7 @@ struct KilnGpuDistributePass
     SmallVector<linalg::LinalgOp> ops;
     llvm::MapVector<Operation *, EpiloguePlan> plans;
     DenseSet<Operation *> waiting;
-    DominanceInfo dominance(getOperation());
-    getOperation().walk([&](linalg::LinalgOp op) {
-      if (op->getParentOfType<scf::ForallOp>())
-        return;
-      ops.push_back(op);
-      std::optional<EpilogueCandidate> epilogue = epilogueCandidate(op, dominance);
-      if (!epilogue)
-        return;
-      std::optional<std::string> why;
-      if (epilogue->why)
-        why = epilogue->why->str();
-      plans.insert(
-          {op, EpiloguePlan{epilogue->op, op.getLoc(), epilogue->op.getLoc(),
-                            describeNode(epilogue->op), why, epilogue->changesType}});
-      if (!epilogue->why)
-        waiting.insert(epilogue->op);
-    });
+    collectRoots(ops, plans, waiting);
     DenseSet<Operation *> erased;
     struct Listener : RewriterBase::Listener {
       DenseSet<Operation *> &erased;
@@ -254,22 +238,51 @@ struct KilnGpuDistributePass
         epilogue.why = onHost ? "the reduction runs on the host" : "the reduction has no threads";
       else if (failed(applyInThreadTiles(rewriter, epilogue.op, *threadTile)))
         epilogue.why = "the reduction's threads do not each hold a block of its result";
-      else
+      if (!epilogue.why)
         waiting.erase(epilogue.op);
     }
     // Epilogues whose reduction's threads could not apply them: roots.
     for (linalg::LinalgOp op : ops)
       if (waiting.contains(op) && !erased.contains(op) && failed(distribute(rewriter, op, *target)))
         return signalPassFailure();
-    // An op that two reductions read is reported by the one that applies it.
+    if (reportFusion)
+      report(plans);
+  }
+
+  /// The linalg ops not yet in a loop, in order; the epilogue each
+  /// reduction could have, and those that wait for their reduction.
+  void collectRoots(SmallVectorImpl<linalg::LinalgOp> &ops,
+                    llvm::MapVector<Operation *, EpiloguePlan> &plans,
+                    DenseSet<Operation *> &waiting) {
+    DominanceInfo dominance(getOperation());
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (op->getParentOfType<scf::ForallOp>())
+        return;
+      ops.push_back(op);
+      std::optional<EpilogueCandidate> epilogue = epilogueCandidate(op, dominance);
+      if (!epilogue)
+        return;
+      std::optional<std::string> why;
+      if (epilogue->why)
+        why = epilogue->why->str();
+      plans.insert(
+          {op, EpiloguePlan{epilogue->op, op.getLoc(), epilogue->op.getLoc(),
+                            describeNode(epilogue->op), why, epilogue->changesType}});
+      if (!epilogue->why)
+        waiting.insert(epilogue->op);
+    });
+  }
+
+  /// The plans' remarks; an op that two reductions read, by the one that
+  /// applies it.
+  static void report(const llvm::MapVector<Operation *, EpiloguePlan> &plans) {
     DenseSet<Operation *> applied;
-    for (auto &[reduction, plan] : plans)
+    for (const auto &[reduction, plan] : plans)
       if (!plan.why)
         applied.insert(plan.op);
-    if (reportFusion)
-      for (auto &[reduction, plan] : plans)
-        if (!plan.why || !applied.contains(plan.op))
-          plan.report();
+    for (const auto &[reduction, plan] : plans)
+      if (!plan.why || !applied.contains(plan.op))
+        plan.report();
   }
 
   /// Tiles `epilogue` to workgroups and threads by `reduction`'s tiles,
