@@ -105,10 +105,21 @@ static void hoistOperandsAbove(RewriterBase &rewriter, linalg::GenericOp epilogu
     });
     return reads;
   };
-  if (llvm::any_of(slice, [&](Operation *op) { return !isMemoryEffectFree(op) || readsReduction(op); }))
+  if (llvm::any_of(slice,
+                   [&](Operation *op) { return !isMemoryEffectFree(op) || readsReduction(op); }))
     return;
   for (Operation *op : slice) // in the order they were
     rewriter.moveOpBefore(op, reduction);
+}
+
+/// The elementwise (all-parallel) generic that is the only user of
+/// `reduction`'s only result, or null.
+static linalg::GenericOp soleElementwiseUser(linalg::LinalgOp reduction) {
+  if (reduction.getNumReductionLoops() == 0 || reduction->getNumResults() != 1 ||
+      !reduction->getResult(0).hasOneUse())
+    return {};
+  auto op = dyn_cast<linalg::GenericOp>(*reduction->user_begin());
+  return op && op.getNumReductionLoops() == 0 ? op : linalg::GenericOp();
 }
 
 void mlir::kiln::prepareEpilogues(RewriterBase &rewriter, func::FuncOp func) {
@@ -117,11 +128,8 @@ void mlir::kiln::prepareEpilogues(RewriterBase &rewriter, func::FuncOp func) {
   // convolutions) is already the epilogue of the later one.
   llvm::MapVector<linalg::GenericOp, SmallVector<Operation *, 1>> reductionsOf;
   func.walk([&](linalg::LinalgOp reduction) {
-    if (reduction.getNumReductionLoops() == 0 || reduction->getNumResults() != 1 ||
-        !reduction->getResult(0).hasOneUse())
-      return;
-    auto op = dyn_cast<linalg::GenericOp>(*reduction->user_begin());
-    if (op && op.getNumReductionLoops() == 0 && op->getBlock() == reduction->getBlock())
+    linalg::GenericOp op = soleElementwiseUser(reduction);
+    if (op && op->getBlock() == reduction->getBlock())
       reductionsOf[op].push_back(reduction);
   });
   for (auto &[epilogue, reductions] : reductionsOf)
@@ -131,11 +139,8 @@ void mlir::kiln::prepareEpilogues(RewriterBase &rewriter, func::FuncOp func) {
 
 std::optional<kiln::EpilogueCandidate>
 mlir::kiln::epilogueCandidate(linalg::LinalgOp reduction, DominanceInfo &dominance) {
-  if (reduction.getNumReductionLoops() == 0 || reduction->getNumResults() != 1 ||
-      !reduction->getResult(0).hasOneUse())
-    return std::nullopt;
-  auto op = dyn_cast<linalg::GenericOp>(*reduction->user_begin());
-  if (!op || op.getNumReductionLoops() != 0)
+  linalg::GenericOp op = soleElementwiseUser(reduction);
+  if (!op)
     return std::nullopt;
   Value result = reduction->getResult(0);
   EpilogueLatitude latitude{/*broadcasts=*/true, /*otherElementType=*/true};
