@@ -9,23 +9,32 @@ it (cuda, vulkan):
     with the same roundings), within --rtol/--atol;
   - speed, for the models marked `bench`: kiln's median latency
     (`./exe --bench N`, the whole run: inputs in, kernels, outputs out),
-    for CUDA also with KILN_CUDA_GRAPHS=0 (kernels launched one by one);
+    for CUDA also with KILN_CUDA_GRAPHS=0 (kernels launched one by one)
+    and with KILN_CUDA_PREFETCH=0 (pages moved by the kernels' faults);
     for the matmuls (matmul4096: f32; gemmN-bf16, gemmN-f16: 16-bit
-    operands, tensor cores) also PyTorch's on the same GPU (cuBLAS through
-    torch.matmul in the same type, TF32 off for f32): the matmul alone,
-    and with the inputs copied from the host and the result back, as
-    kiln's run does; TFLOP/s for both;
+    operands, tensor cores) also the GPU time of kiln's kernels alone
+    (Nsight Compute, where `ncu` is installed) and PyTorch's on the same
+    GPU (cuBLAS through torch.matmul in the same type, TF32 off for f32):
+    the matmul alone, and with the inputs copied from the host and the
+    result back, as kiln's run does; TFLOP/s for each;
   - for the models with a torch.json (resnet18, bert2 at batch 1 and 32):
     PyTorch running the same graph (torch_graph.py) eagerly and through
     torch.compile, alone and with the copies, and its numerics at batch 1.
-Files packed by prepare.sh (FILE.xz) are unpacked first.
-Prints a table (and writes it as JSON with --json); exits 1 if a check
-failed. An executable that cannot run (no driver) is reported and skipped.
+The numerics of every model come first, then kiln's timings, then the
+baselines, torch.compile's last (its compiles take minutes); --deadline
+skips what would start after it. Files packed by prepare.sh (FILE.xz) are
+unpacked first. Prints a table (and writes the rows as JSON with --json,
+after each row); exits 1 if a check failed. An executable that cannot run
+(no driver) is reported.
 
   python3 scripts/device/run.py [DIR] [--runs N] [--json FILE] [--models REGEX]
+                                [--deadline SECONDS] [--no-compile]
 """
 import argparse
+import csv
 import datetime
+import glob
+import io
 import json
 import lzma
 import os
@@ -34,13 +43,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
 TARGETS = ["cuda", "vulkan"]
 
 
-def run(cmd, timeout=600, env=None):
+def run(cmd, timeout=120, env=None):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                        env=None if env is None else dict(os.environ, **env))
     return p.returncode, p.stdout + p.stderr
@@ -53,7 +63,6 @@ def check_numerics(model_dir, exe, rtol, atol):
         rc, text = run([exe] + [os.path.join(model_dir, f) for f in inputs] + ["--output-dir", out])
         if rc != 0:
             return "exit %d: %s" % (rc, text.strip().splitlines()[-1] if text.strip() else "")
-        worst = 0.0
         for name in sorted(os.listdir(os.path.join(model_dir, "expected"))):
             want = np.load(os.path.join(model_dir, "expected", name))
             got = np.load(os.path.join(out, name))
@@ -63,9 +72,13 @@ def check_numerics(model_dir, exe, rtol, atol):
             # Sums in another order may round a 16-bit result one ulp away.
             tol = max(rtol, 2.0 ** -9) if want.dtype == np.float16 else rtol
             bound = atol + tol * np.abs(want.astype(np.float64))
-            if not np.all(err <= bound):
-                return "%s: max abs error %.3g beyond rtol %g atol %g" % (name, err.max(), tol, atol)
-            worst = max(worst, float(err.max()) if err.size else 0.0)
+            wrong = ~(err <= bound)
+            if wrong.any():
+                first = np.unravel_index(np.argmax(wrong), want.shape)
+                return "%s: %d of %d beyond rtol %g atol %g, max abs error %.3g; first at %s: " \
+                    "%r, expected %r" % (name, wrong.sum(), want.size, tol, atol, err.max(),
+                                         tuple(int(i) for i in first), got[first].item(),
+                                         want[first].item())
     return None
 
 
@@ -128,9 +141,9 @@ def torch_matmul_ms(n, dtype, runs):
     return alone, copies
 
 
-def torch_model_rows(model, model_dir, runs):
+def torch_model_rows(model, model_dir, runs, compiled):
     """PyTorch running the model of `model_dir`/torch.json (torch_graph.py)
-    on the GPU, eager and torch.compile'd: a row each, with the median alone
+    on the GPU, eager or torch.compile'd: a row, with the median alone
     (inputs on the GPU) and with the inputs copied in and the outputs out,
     as kiln's run does; numerics against expected/ (loose: cuDNN may pick
     other algorithms). No rows without torch."""
@@ -146,7 +159,8 @@ def torch_model_rows(model, model_dir, runs):
             [torch.randn(*i["shape"]) for i in graph["inputs"]])
     rows = []
     with torch.no_grad():
-        for target, fn in [("torch eager", forward), ("torch.compile", torch.compile(forward))]:
+        for target, fn in [("torch.compile", torch.compile(forward)) if compiled else
+                           ("torch eager", forward)]:
             row = {"model": model, "target": target}
             try:
                 device = [t.cuda() for t in host]
@@ -162,7 +176,6 @@ def torch_model_rows(model, model_dir, runs):
             except Exception as e:  # torch.compile needs a compiler and Triton there
                 row["bench"] = "did not run: %s" % str(e).strip().splitlines()[0][:200]
             rows.append(row)
-            print(json.dumps(row), flush=True)
     return rows
 
 
@@ -185,6 +198,155 @@ def unpack(root):
     return root
 
 
+def machine():
+    """The GPU, its driver and PyTorch's version, as far as they are known."""
+    found = {}
+    try:
+        rc, text = run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+        if rc == 0:
+            found["gpu"], found["driver"] = [f.strip() for f in text.splitlines()[0].split(",")]
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        pass
+    torch = cuda_torch()
+    if torch is not None:
+        found["torch"] = torch.__version__
+    print("machine: %s" % json.dumps(found), flush=True)
+    return found
+
+
+class Plan:
+    """The results so far, written to --json after each row, and the time
+    left: work that would start after the deadline is skipped."""
+
+    def __init__(self, json_path, deadline_s):
+        self.results, self.failed = [], False
+        self.machine = machine()
+        self.json_path = json_path
+        self.deadline = time.monotonic() + deadline_s if deadline_s else None
+
+    def time_left(self):
+        return self.deadline is None or time.monotonic() < self.deadline
+
+    def add(self, row):
+        self.results.append(row)
+        print(json.dumps(row), flush=True)
+        if self.json_path:
+            with open(self.json_path, "w") as f:
+                json.dump({"date": datetime.date.today().isoformat(), "machine": self.machine,
+                           "results": self.results}, f, indent=1)
+
+
+def executables(root, pattern):
+    """(model, target, model_dir, exe) of each kiln executable, by model."""
+    for model in sorted(os.listdir(root)):
+        model_dir = os.path.join(root, model)
+        if not re.search(pattern, model):
+            continue
+        for target in TARGETS:
+            exe = os.path.join(model_dir, target)
+            if os.access(exe, os.X_OK):
+                yield model, target, model_dir, exe
+
+
+def check_all_numerics(plan, root, pattern, rtol, atol):
+    for model, target, model_dir, exe in executables(root, pattern):
+        if not os.path.isdir(os.path.join(model_dir, "expected")) or not plan.time_left():
+            continue
+        try:
+            why = check_numerics(model_dir, exe, rtol, atol)
+        except subprocess.TimeoutExpired:
+            why = "timed out"
+        plan.failed |= why is not None
+        plan.add({"model": model, "target": target, "numerics": "ok" if why is None else why})
+
+
+def bench_kiln(plan, root, pattern, runs):
+    """kiln's whole runs; for CUDA also without graphs and without prefetch."""
+    variants = {"kiln_ms": None, "no_graphs_ms": {"KILN_CUDA_GRAPHS": "0"},
+                "no_prefetch_ms": {"KILN_CUDA_PREFETCH": "0"}}
+    for model, target, model_dir, exe in executables(root, pattern):
+        if not os.path.exists(os.path.join(model_dir, "bench")) or not plan.time_left():
+            continue
+        row = {"model": model, "target": target}
+        try:
+            for key, env in variants.items():
+                if env is None or target == "cuda":
+                    row[key], row["device"] = kiln_p50_ms(exe, runs, env)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            row["bench"] = "did not run: %s" % e
+            plan.failed = True
+        size = matmul_size(model)
+        if size and "kiln_ms" in row:
+            row["tflops"] = 2 * size[0] ** 3 / row["kiln_ms"] / 1e9
+        plan.add(row)
+
+
+def find_ncu():
+    found = shutil.which("ncu") or shutil.which("/usr/local/cuda/bin/ncu")
+    return found or next(iter(sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"))), None)
+
+
+def ncu_kernel_ms(ncu, exe):
+    """The GPU time of one run's kernels, by Nsight Compute (gpu__time_duration
+    of each launch, clocks not locked, caches flushed): the sum over the
+    kernels of each one's median launch; with the launches counted."""
+    rc, text = run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
+                    "--csv", "--print-units", "base", exe, "--bench", "3"], timeout=180)
+    if rc != 0:
+        raise RuntimeError("ncu exit %d: %s" % (rc, text.strip().splitlines()[-1:]))
+    rows = list(csv.reader(io.StringIO(text[text.index('"ID"'):])))
+    header = rows[0]
+    rows = [r for r in rows[1:] if len(r) == len(header)]
+    name, unit, value = (header.index(k) for k in ("Kernel Name", "Metric Unit", "Metric Value"))
+    scale = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0,
+             "ms": 1.0}
+    times = {}
+    for r in rows:
+        times.setdefault(r[name], []).append(float(r[value].replace(",", "")) * scale[r[unit]])
+    return sum(float(np.median(t)) for t in times.values()), len(rows)
+
+
+def bench_matmul_baselines(plan, root, pattern, runs):
+    """For the n^3 matmuls: kiln's kernels alone (ncu) and cuBLAS's."""
+    ncu = find_ncu()
+    for model in sorted(os.listdir(root)):
+        size = matmul_size(model)
+        exe = os.path.join(root, model, "cuda")
+        if not size or not re.search(pattern, model) or not plan.time_left():
+            continue
+        if not os.path.exists(os.path.join(root, model, "bench")):
+            continue
+        n, dtype = size
+        flop = 2 * n ** 3
+        if ncu and os.access(exe, os.X_OK):
+            row = {"model": model, "target": "cuda kernels alone (ncu)"}
+            try:
+                row["alone_ms"], row["launches"] = ncu_kernel_ms(ncu, exe)
+                row["tflops"] = flop / row["alone_ms"] / 1e9
+            except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+                row["bench"] = "did not run: %s" % e
+            plan.add(row)
+        torch_ms = torch_matmul_ms(n, dtype, runs)
+        if torch_ms:
+            plan.add({"model": model, "target": "torch.matmul (cuBLAS, %s%s)" % (
+                          dtype, ", no TF32" if dtype == "float32" else ""),
+                      "alone_ms": torch_ms[0], "with_copies_ms": torch_ms[1],
+                      "tflops": flop / torch_ms[0] / 1e9})
+
+
+def print_table(results):
+    print("\n| model | target | numerics | p50 ms (with copies) | without CUDA graphs "
+          "| without prefetch | alone ms | TFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    cell = lambda r, k: "%.3f" % r[k] if k in r else ""
+    for r in results:
+        ms = cell(r, "kiln_ms") or cell(r, "with_copies_ms") or r.get("bench", "")
+        print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["model"], r["target"], r.get("numerics", ""), ms, cell(r, "no_graphs_ms"),
+            cell(r, "no_prefetch_ms"), cell(r, "alone_ms"),
+            "%.1f" % r["tflops"] if "tflops" in r else ""))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir", nargs="?", default="build/device")
@@ -193,68 +355,29 @@ def main():
     ap.add_argument("--atol", type=float, default=1e-4)
     ap.add_argument("--json")
     ap.add_argument("--models", default="", help="only the models whose name this regex finds")
+    ap.add_argument("--deadline", type=float, help="start no new work after this many seconds")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = ap.parse_args()
 
     args.dir = unpack(args.dir)
-    results, failed = [], False
-    for model in sorted(os.listdir(args.dir)):
-        model_dir = os.path.join(args.dir, model)
-        if not re.search(args.models, model):
-            continue
-        for target in TARGETS:
-            exe = os.path.join(model_dir, target)
-            if not os.access(exe, os.X_OK):
-                continue
-            row = {"model": model, "target": target}
-            if os.path.isdir(os.path.join(model_dir, "expected")):
-                why = check_numerics(model_dir, exe, args.rtol, args.atol)
-                row["numerics"] = "ok" if why is None else why
-                failed |= why is not None
-            if os.path.exists(os.path.join(model_dir, "bench")):
-                try:
-                    row["kiln_ms"], row["device"] = kiln_p50_ms(exe, args.runs)
-                    if target == "cuda":  # the same without CUDA graphs
-                        row["no_graphs_ms"], _ = kiln_p50_ms(exe, args.runs,
-                                                             {"KILN_CUDA_GRAPHS": "0"})
-                except (RuntimeError, subprocess.TimeoutExpired) as e:
-                    row["bench"] = "did not run: %s" % e
-                    failed = True
-            results.append(row)
-            print(json.dumps(row), flush=True)
-        size = matmul_size(model)
-        if size and os.path.exists(os.path.join(model_dir, "bench")):
-            n, dtype = size
-            flop = 2 * n ** 3
-            for r in results:
-                if r["model"] == model and "kiln_ms" in r:
-                    r["tflops"] = flop / r["kiln_ms"] / 1e9
-            torch_ms = torch_matmul_ms(n, dtype, args.runs)
-            if torch_ms:
-                results.append({"model": model, "target": "torch.matmul (cuBLAS, %s%s)" % (
-                                    dtype, ", no TF32" if dtype == "float32" else ""),
-                                 "alone_ms": torch_ms[0], "with_copies_ms": torch_ms[1],
-                                 "tflops": flop / torch_ms[0] / 1e9})
-                print(json.dumps(results[-1]), flush=True)
-        if os.path.exists(os.path.join(model_dir, "torch.json")):
-            rows = torch_model_rows(model, model_dir, args.runs)
-            failed |= any(r.get("numerics", "ok") != "ok" for r in rows)
-            results += rows
-
-    print("\n| model | target | numerics | p50 ms (with copies) | p50 ms without CUDA graphs "
-          "| PyTorch alone ms | TFLOP/s |")
-    print("|---|---|---|---|---|---|---|")
-    for r in results:
-        ms = r.get("kiln_ms", r.get("with_copies_ms", ""))
-        print("| %s | %s | %s | %s | %s | %s | %s |" % (
-            r["model"], r["target"], r.get("numerics", ""),
-            "%.3f" % ms if ms != "" else r.get("bench", ""),
-            "%.3f" % r["no_graphs_ms"] if "no_graphs_ms" in r else "",
-            "%.3f" % r["alone_ms"] if "alone_ms" in r else "",
-            "%.1f" % r["tflops"] if "tflops" in r else ""))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"date": datetime.date.today().isoformat(), "results": results}, f, indent=1)
-    sys.exit(1 if failed else 0)
+    plan = Plan(args.json, args.deadline)
+    # Cheapest and most telling first: numerics, then kiln's timings, then
+    # the baselines (torch.compile's compiles last: they take minutes).
+    check_all_numerics(plan, args.dir, args.models, args.rtol, args.atol)
+    bench_kiln(plan, args.dir, args.models, args.runs)
+    bench_matmul_baselines(plan, args.dir, args.models, args.runs)
+    for compiled in [False] if args.no_compile else [False, True]:
+        for model in sorted(os.listdir(args.dir)):
+            model_dir = os.path.join(args.dir, model)
+            if (re.search(args.models, model) and plan.time_left() and
+                    os.path.exists(os.path.join(model_dir, "torch.json"))):
+                for row in torch_model_rows(model, model_dir, args.runs, compiled):
+                    plan.failed |= row.get("numerics", "ok") != "ok"
+                    plan.add(row)
+    if not plan.time_left():
+        print("run: the deadline passed; what was left is skipped", flush=True)
+    print_table(plan.results)
+    sys.exit(1 if plan.failed else 0)
 
 
 if __name__ == "__main__":

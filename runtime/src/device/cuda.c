@@ -21,6 +21,8 @@
  * GPU, so host code between kernels reads and writes it in place, once
  * kiln_device_wait has drained the launches, and the driver migrates pages
  * to where they are used. Constants are copied in at their first use.
+ * Before a segment's kernels, the instance's memory is prefetched to the
+ * GPU in bulk (KILN_CUDA_PREFETCH=0: left to the kernels' page faults).
  *===----------------------------------------------------------------------===*/
 #include "device.h"
 #include "memory.h"
@@ -49,7 +51,11 @@ enum {
   CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89,
   CU_STREAM_NON_BLOCKING = 1,
   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_MEM_LOCATION_TYPE_DEVICE = 1,
 };
+typedef struct CUmemLocation {
+  int type, id;
+} CUmemLocation;
 
 /* Entry points, by the name libcuda exports (cuda.h maps some to _v2). */
 #define KILN_CUDA_FUNCTIONS(X)                                                 \
@@ -87,6 +93,11 @@ enum {
   X(cuGraphLaunch, "cuGraphLaunch", CUresult, (CUgraphExec, CUstream))         \
   X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult, (CUgraphExec))         \
   X(cuGraphDestroy, "cuGraphDestroy", CUresult, (CUgraph))
+
+/* Optional (CUDA 12.2 on): without it, kernels fault the pages they use. */
+#define KILN_CUDA_PREFETCH_FUNCTIONS(X)                                        \
+  X(cuMemPrefetchAsync, "cuMemPrefetchAsync_v2", CUresult,                     \
+    (CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream))
 
 typedef struct kernel {
   CUmodule module;
@@ -128,6 +139,7 @@ struct kiln_device {
 #define X(field, symbol, ret, args) ret(*field) args;
   KILN_CUDA_FUNCTIONS(X)
   KILN_CUDA_GRAPH_FUNCTIONS(X)
+  KILN_CUDA_PREFETCH_FUNCTIONS(X)
 #undef X
   CUdevice device;
   CUcontext context; /* the device's primary context, retained */
@@ -136,6 +148,7 @@ struct kiln_device {
   kernel *kernels;
   uint32_t num_kernels;
   int graphs;      /* record segments and replay them as graphs */
+  int prefetch;    /* move the instance's memory to the GPU before kernels */
   segment pending; /* the launches since the last wait, not yet run */
   graph cache[kGraphs];
   uint64_t clock; /* segments run */
@@ -181,6 +194,9 @@ static int load_driver(kiln_device *d, char *error, size_t size) {
   if (!d->field)                                                               \
     d->graphs = 0;
   KILN_CUDA_GRAPH_FUNCTIONS(X)
+#undef X
+#define X(field, symbol, ret, args) d->field = (ret(*) args)dlsym(d->library, symbol);
+  KILN_CUDA_PREFETCH_FUNCTIONS(X)
 #undef X
   return 0;
 }
@@ -308,6 +324,8 @@ static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size
   d->base.regions.params_alignment = 16;
   const char *graphs = getenv("KILN_CUDA_GRAPHS");
   d->graphs = !(graphs && strcmp(graphs, "0") == 0);
+  const char *prefetch = getenv("KILN_CUDA_PREFETCH");
+  d->prefetch = !(prefetch && strcmp(prefetch, "0") == 0);
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   if (!d->kernels || load_driver(d, error, size) || pick_device(d, error, size)) {
     cuda_close(d);
@@ -320,6 +338,21 @@ static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size
       return NULL;
     }
   return d;
+}
+
+/* Queues on the stream the move to the GPU of the memory the host may have
+ * written since the last wait: the instance's memory (inputs, outputs and
+ * intermediates; constants are written once). One bulk copy per region is
+ * far faster than the kernels' page faults; pages already there stay. */
+static void prefetch(kiln_device *d) {
+  if (!d->prefetch || !d->cuMemPrefetchAsync)
+    return;
+  CUmemLocation gpu = {CU_MEM_LOCATION_TYPE_DEVICE, d->device};
+  for (size_t i = 0; i < d->base.regions.count; ++i) {
+    const kiln_region *r = &d->base.regions.items[i];
+    if (!r->key) /* a hint: a failure costs only the faults */
+      d->cuMemPrefetchAsync((CUdeviceptr)(uintptr_t)r->buffer, r->bytes, gpu, 0, d->stream);
+  }
 }
 
 /* Queues `l` on the stream (or into the graph being captured). */
@@ -444,6 +477,7 @@ static int capture(kiln_device *d, graph *g, char *error, size_t size) {
 static int run_pending(kiln_device *d, char *error, size_t size) {
   if (!d->pending.count)
     return 0;
+  prefetch(d);
   ++d->clock;
   graph *g = find_graph(d);
   if (!g) {
@@ -486,9 +520,13 @@ static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
   }
   if (check(d, d->cuCtxSetCurrent(d->context), "cuCtxSetCurrent", error, size))
     return 1;
-  d->queued = 1;
-  if (!d->graphs)
+  if (!d->graphs) {
+    if (!d->queued)
+      prefetch(d);
+    d->queued = 1;
     return launch_one(d, &l, error, size);
+  }
+  d->queued = 1;
   if (record(&d->pending, &l))
     return kiln_device_fail(error, size, "out of memory recording kernel %u's launch", index);
   return 0;

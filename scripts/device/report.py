@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Writes the "NVIDIA GPU" section of docs/BENCHMARKS.md (between its
+markers) from the JSON that scripts/device/run.py --json wrote on a machine
+with the GPU.
+
+  python3 scripts/device/report.py DEVICE_JSON [--output docs/BENCHMARKS.md]
+"""
+import argparse
+import json
+import os
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "bench"))
+from quant import write_section  # noqa: E402
+
+BEGIN, END = "<!-- cuda:begin -->", "<!-- cuda:end -->"
+
+
+def ms(row, key):
+    return "%.3f" % row[key] if row and key in row else "-"
+
+
+def ratio(numerator, denominator):
+    return "%.2f" % (numerator / denominator) if numerator and denominator else "-"
+
+
+def find(rows, model, target):
+    return next((r for r in rows if r["model"] == model and r["target"].startswith(target)
+                 and ("kiln_ms" in r or "alone_ms" in r or "bench" in r)), None)
+
+
+def numerics_lines(rows):
+    checked = [r for r in rows if "numerics" in r]
+    failed = [r for r in checked if r["numerics"] != "ok"]
+    lines = ["Numerics: %d of %d checks within tolerance (each executable on the model's "
+             "inputs against onnxruntime's outputs, or for the 16-bit, tf32 and int8 models "
+             "against references with the same roundings; rtol 1e-3, atol 1e-4)."
+             % (len(checked) - len(failed), len(checked))]
+    if failed:
+        lines += ["", "| model | target | what was wrong |", "|---|---|---|"]
+        lines += ["| %s | %s | %s |" % (r["model"], r["target"], r["numerics"].replace("|", "/"))
+                  for r in failed]
+    return lines
+
+
+def gemm_lines(rows):
+    lines = ["| matmul | kiln run ms | kiln kernels ms | kiln TFLOP/s | cuBLAS ms | "
+             "cuBLAS TFLOP/s | kiln / cuBLAS | PyTorch run ms |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for model in sorted({r["model"] for r in rows if r["model"].startswith(("gemm", "matmul4096"))}):
+        run, alone = find(rows, model, "cuda"), find(rows, model, "cuda kernels")
+        cublas = find(rows, model, "torch.matmul")
+        kernels = alone.get("alone_ms") if alone else None
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            model, ms(run, "kiln_ms") if run and "kiln_ms" in run else (run or {}).get("bench", "-"),
+            ms(alone, "alone_ms") if kernels else (alone or {}).get("bench", "-"),
+            "%.1f" % alone["tflops"] if kernels else "-", ms(cublas, "alone_ms"),
+            "%.1f" % cublas["tflops"] if cublas else "-",
+            "%.0f%%" % (100 * cublas["alone_ms"] / kernels) if kernels and cublas else "-",
+            ms(cublas, "with_copies_ms")))
+    return lines
+
+
+def model_lines(rows):
+    lines = ["| model | kiln ms | no graphs | no prefetch | eager alone | eager run | "
+             "torch.compile alone | torch.compile run | torch.compile run / kiln |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    models = sorted({r["model"] for r in rows if "kiln_ms" in r and r["target"] == "cuda"
+                     and not r["model"].startswith(("gemm", "matmul"))})
+    for model in models:
+        kiln = find(rows, model, "cuda")
+        eager, compiled = find(rows, model, "torch eager"), find(rows, model, "torch.compile")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            model, ms(kiln, "kiln_ms"), ms(kiln, "no_graphs_ms"), ms(kiln, "no_prefetch_ms"),
+            ms(eager, "alone_ms"), ms(eager, "with_copies_ms"), ms(compiled, "alone_ms"),
+            ms(compiled, "with_copies_ms"),
+            ratio((compiled or {}).get("with_copies_ms"), kiln.get("kiln_ms"))))
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json")
+    ap.add_argument("--output", default=os.path.join(ROOT, "docs", "BENCHMARKS.md"))
+    args = ap.parse_args()
+    data = json.load(open(args.json))
+    rows, machine = data["results"], data.get("machine", {})
+    text = "\n".join([
+        BEGIN, "## NVIDIA GPU (CUDA)", "",
+        "`scripts/device/prepare.sh` (here) and `scripts/device/run.py` (on the GPU's machine) "
+        "on %s: %s, driver %s, PyTorch %s. kiln's figures are the whole run of "
+        "`--target=cuda` executables (`--bench N`: inputs copied in, kernels, outputs "
+        "copied out; managed memory prefetched to the GPU, a static model's kernels "
+        "replayed as a CUDA graph), p50 in ms; \"no graphs\" launches the kernels one by "
+        "one, \"no prefetch\" leaves the pages to the kernels' faults. kiln kernels: the "
+        "GPU time of one run's kernels by Nsight Compute (clocks not locked). PyTorch "
+        "runs the same graph (scripts/device/torch_graph.py) in f32 with TF32 off, "
+        "medians of CUDA-event timings: \"alone\" with the inputs on the GPU, \"run\" with "
+        "them copied in and the outputs out, as kiln's run does; the 16-bit matmuls "
+        "against torch.matmul (cuBLAS) in the same type." % (
+            data.get("date", "?"), machine.get("gpu", "?"), machine.get("driver", "?"),
+            machine.get("torch", "?")), "",
+        *numerics_lines(rows), "",
+        "### Matmuls", "", *gemm_lines(rows), "",
+        "### Models", "", *model_lines(rows), "", END])
+    write_section(text, args.output, BEGIN, END)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
