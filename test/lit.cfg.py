@@ -63,6 +63,10 @@ if {"amx_tile", "amx_int8", "amx_bf16"} <= flags:
 # AVX-512: where kiln-sparsify may pick bitmaps (vexpandps).
 if "avx512f" in flags:
     config.available_features.add("avx512")
+# vpdpbusd on 256-bit registers (AVX-VNNI; some AVX-512 CPUs, or the VMs
+# they run, lack it).
+if "avx_vnni" in flags:
+    config.available_features.add("avx-vnni")
 # vpdpbusd and vpexpandb on 512-bit registers: kiln's int8 sparse kernels.
 if {"avx512_vnni", "avx512_vbmi2"} <= flags:
     config.available_features.add("avx512-int8-sparse")

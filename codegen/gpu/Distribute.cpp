@@ -302,8 +302,11 @@ struct KilnGpuDistributePass
     auto shape = cast<ShapedType>(epilogue.getResult(0).getType()).getShape();
     Tiles mine;
     for (unsigned d = 0; d < result.getNumResults(); ++d) {
-      int64_t workgroup = tiles.workgroup[result.getDimPosition(d)];
-      int64_t thread = tiles.thread[result.getDimPosition(d)];
+      // A dimension the reduction keeps as 1 (a constant in its map) is
+      // one per workgroup.
+      auto loop = dyn_cast<AffineDimExpr>(result.getResult(d));
+      int64_t workgroup = loop ? tiles.workgroup[loop.getPosition()] : 1;
+      int64_t thread = loop ? tiles.thread[loop.getPosition()] : 0;
       // Whole tiles: a thread's results stay a static private buffer.
       int64_t perWorkgroup = workgroup ? workgroup : shape[d];
       if (ShapedType::isDynamic(shape[d]) || shape[d] % perWorkgroup ||
@@ -334,8 +337,9 @@ struct KilnGpuDistributePass
       return tile->emitError("kiln-gpu-distribute: cannot tile this epilogue to threads");
     // The reduction's sums: a tensor of the thread's own (a slice of an
     // empty tensor is one), which becomes private memory, not a slice of a
-    // buffer of the whole result.
-    RewritePatternSet patterns(epilogue.getContext());
+    // buffer of the whole result. (The epilogue is erased: its tiles
+    // replaced it.)
+    RewritePatternSet patterns(rewriter.getContext());
     tensor::populateFoldTensorEmptyPatterns(patterns);
     auto workgroups = threadTile->getOperation()
                           ->getParentOfType<scf::ForallOp>()

@@ -5,7 +5,9 @@
 // transform dialect's map_forall_to_blocks, grid sizes may be dynamic (a
 // model's run-time batch), and a thread loop whose trip count is only
 // bounded (the last, partial tile) runs on a block of its bound with the
-// threads past the trip count idle.
+// threads past the trip count idle. A grid dimension that may exceed 65535
+// blocks (CUDA's limit on y and z) is launched with at most that many,
+// each block looping over the ids it stands for.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/gpu/Passes.h"
@@ -144,6 +146,37 @@ void mapThreads(RewriterBase &rewriter, scf::ForallOp forall, gpu::LaunchOp laun
   rewriter.eraseOp(forall);
 }
 
+/// The most blocks a grid dimension gets: CUDA's limit on y and z, and the
+/// least Vulkan guarantees on each dimension.
+constexpr int64_t kMaxGridBlocks = 65535;
+
+/// Whether `blocks` (a grid dimension's) is known to fit in one launch.
+bool fitsInGrid(OpFoldResult blocks) {
+  std::optional<int64_t> known = getConstantIntValue(blocks);
+  return known && *known <= kMaxGridBlocks;
+}
+
+/// The block ids of `launch`, whose grid the dimensions of `grid` that do
+/// not fit in a launch were clamped in: for each of those, the induction
+/// variable of a loop (around the rest of the body) from the block's id
+/// to that dimension's size, in steps of the launch's grid size.
+gpu::KernelDim3 blockIdLoops(RewriterBase &rewriter, gpu::LaunchOp launch,
+                             ArrayRef<OpFoldResult> grid) {
+  Location loc = launch.getLoc();
+  gpu::KernelDim3 ids = launch.getBlockIds(), launched = launch.getGridSize();
+  Value *id[3] = {&ids.x, &ids.y, &ids.z};
+  Value step[3] = {launched.x, launched.y, launched.z};
+  for (int d = 0; d < 3; ++d) {
+    if (fitsInGrid(grid[d]))
+      continue;
+    Value size = getValueOrCreateConstantIndexOp(rewriter, loc, grid[d]);
+    auto loop = scf::ForOp::create(rewriter, loc, *id[d], size, step[d]);
+    rewriter.setInsertionPointToStart(loop.getBody());
+    *id[d] = loop.getInductionVar();
+  }
+  return ids;
+}
+
 /// Maps a workgroup loop and the thread loops in it onto one gpu.launch.
 LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
                         ArrayRef<int64_t> linearDims) {
@@ -206,8 +239,18 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
     grid[g] = affine::makeComposedFoldedAffineApply(rewriter, loc, product, {grid[g], trip});
   }
   auto index = [&](OpFoldResult v) { return getValueOrCreateConstantIndexOp(rewriter, loc, v); };
+  // A grid dimension of more than kMaxGridBlocks blocks (or of a size not
+  // known here) gets at most that many, each block taking every
+  // kMaxGridBlocks-th block id in a loop.
+  SmallVector<OpFoldResult> launched(grid);
+  for (OpFoldResult &blocks : launched)
+    if (!fitsInGrid(blocks))
+      blocks = affine::makeComposedFoldedAffineMin(
+          rewriter, loc, AffineMap::get(0, 1, {a, rewriter.getAffineConstantExpr(kMaxGridBlocks)},
+                                        rewriter.getContext()),
+          {blocks});
   auto launch = gpu::LaunchOp::create(
-      rewriter, loc, index(grid[0]), index(grid[1]), index(grid[2]),
+      rewriter, loc, index(launched[0]), index(launched[1]), index(launched[2]),
       index(rewriter.getIndexAttr(blockSize[0])), index(rewriter.getIndexAttr(blockSize[1])),
       index(rewriter.getIndexAttr(blockSize[2])));
   rewriter.setInsertionPointToEnd(&launch.getBody().front());
@@ -216,7 +259,7 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
 
   // Block ids per loop; z is delinearized over linear dimensions 2 and up
   // (the highest one varies slowest).
-  gpu::KernelDim3 bid = launch.getBlockIds();
+  gpu::KernelDim3 bid = blockIdLoops(rewriter, launch, grid);
   SmallVector<Value> ids(linearDims.size());
   Value rest = bid.z;
   SmallVector<unsigned> byDim(linearDims.size());

@@ -59,9 +59,12 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     - a contraction (matmul, batch matmul): 4x4 results per thread, the
       threads as 8 columns by T/8 rows of them; the reduction stays whole in
       each thread (k is tiled later, with shared memory);
-    - any other op: one result per thread along its innermost parallel
-      loop, T of them per workgroup, every other parallel loop one per
-      workgroup; reductions stay whole in a thread.
+    - any other op: one result per thread. The innermost parallel loop
+      (of more than one iteration) goes to thread x, in even tiles of at
+      most T; where it is shorter than T, it is whole in the workgroup and
+      the next loop out shares the T / n threads left, on thread y, then
+      z (a 14x14 map: 7 rows of 14 threads). Every other parallel loop is
+      one per workgroup; reductions stay whole in a thread.
     First, data movement becomes linalg ops, so that it runs in kernels
     rather than as host copies: a tensor.pad a fill and an insert_slice,
     and each tensor.insert_slice outside a forall a linalg.copy onto the

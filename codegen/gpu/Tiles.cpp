@@ -41,6 +41,12 @@ std::optional<std::string> mlir::kiln::unsupportedByKernels(Operation *op,
   return reason;
 }
 
+/// The most even tiles of at most `most` iterations of a loop of `size`
+/// (1000 by 128: 8 of 125).
+static int64_t evenTile(int64_t size, int64_t most) {
+  return llvm::divideCeil(size, llvm::divideCeil(size, most));
+}
+
 Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   Tiles tiles{SmallVector<int64_t>(iterators.size(), 0),
@@ -63,8 +69,28 @@ Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
     tiles.thread[rows] = tiles.thread[cols] = kThreadTile;
     return tiles;
   }
-  tiles.workgroup[parallel.back()] = threads;
-  tiles.thread[parallel.back()] = 1;
+  // Others: a thread per element of the innermost parallel loop, and where
+  // that loop is shorter than the workgroup, of the next ones out too (on
+  // thread y, then z): a 14x14 feature map is one workgroup of 98 threads
+  // (7 rows of 14, twice), not 14 workgroups of 14.
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  unsigned threadDim = 0;
+  for (unsigned d : llvm::reverse(parallel)) {
+    if (threadDim == 3 || threads == 1)
+      break;
+    if (sizes[d] == 1)
+      continue;
+    int64_t room = std::min(threads, target.maxWorkgroupSize[threadDim++]);
+    tiles.thread[d] = 1;
+    if (ShapedType::isDynamic(sizes[d]) || sizes[d] > room) {
+      tiles.workgroup[d] = ShapedType::isDynamic(sizes[d]) ? room : evenTile(sizes[d], room);
+      break;
+    }
+    tiles.workgroup[d] = sizes[d];
+    threads /= sizes[d];
+  }
+  if (threadDim == 0) // every parallel loop has one iteration
+    tiles.thread[parallel.back()] = 1;
   return tiles;
 }
 

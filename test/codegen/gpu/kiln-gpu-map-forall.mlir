@@ -35,12 +35,17 @@ func.func @matmul_tiles(%a: memref<64x128xf32>, %b: memref<128x96xf32>, %c: memr
 // -----
 
 // A dynamic grid (ceil(n / 32) workgroups) whose last tile is partial: 32
-// threads (the bound of the affine.min), those past the tile idle.
+// threads (the bound of the affine.min), those past the tile idle. Its
+// size is not known to fit in a launch: at most 65535 blocks, each looping
+// over the workgroups it stands for.
+// CHECK: #[[AT_MOST:.*]] = affine_map<()[s0] -> (s0 ceildiv 32, 65535)>
 // CHECK-LABEL: func.func @partial_tiles
 // CHECK: %[[N:.*]] = memref.dim
 // CHECK: %[[GRID:.*]] = affine.apply #{{.*}}()[%[[N]]]
-// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32,
-// CHECK:   %[[ROWS:.*]] = affine.min #{{.*}}()[%[[N]], %[[BX]]]
+// CHECK: %[[LAUNCHED:.*]] = affine.min #[[AT_MOST]]()[%[[N]]]
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%[[GX:.*]] = %[[LAUNCHED]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32,
+// CHECK:   scf.for %[[B:.*]] = %[[BX]] to %[[GRID]] step %[[GX]] {
+// CHECK:   %[[ROWS:.*]] = affine.min #{{.*}}()[%[[N]], %[[B]]]
 // CHECK:   %[[IN:.*]] = arith.cmpi ult, %[[TX]], %[[ROWS]] : index
 // CHECK:   scf.if %[[IN]] {
 // CHECK:     memref.store
@@ -168,5 +173,23 @@ func.func @identical_views(%x: memref<4x4xf32>) {
     } {mapping = [#gpu.thread<x>]}
     memref.copy %a, %b : memref<1x4xf32, strided<[4, 1], offset: ?>> to memref<1x4xf32, strided<[4, 1], offset: ?>>
   } {mapping = [#gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+// More workgroups than a grid dimension holds (2 x 40000 on z): 65535
+// blocks, each looping over the ids it stands for, delinearized as before.
+// CHECK-LABEL: func.func @huge_grid
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %[[BZ:.*]]) in (%{{.*}} = %c1, %{{.*}} = %c8, %[[GZ:.*]] = %c65535)
+// CHECK:   scf.for %[[Z:.*]] = %[[BZ]] to %c80000 step %[[GZ]] {
+// CHECK:     %[[D2:.*]] = arith.remui %[[Z]], %c40000 : index
+// CHECK:     %[[D3:.*]] = arith.divui %[[Z]], %c40000 : index
+// CHECK:     memref.store %{{.*}}, %{{.*}}[%[[D3]], %[[D2]], %{{.*}}, %{{.*}}]
+func.func @huge_grid(%x: memref<2x40000x8x1xf32>) {
+  %one = arith.constant 1.0 : f32
+  scf.forall (%a, %b, %c, %d) in (2, 40000, 8, 1) {
+    memref.store %one, %x[%a, %b, %c, %d] : memref<2x40000x8x1xf32>
+  } {mapping = [#gpu.block<linear_dim_3>, #gpu.block<linear_dim_2>, #gpu.block<linear_dim_1>, #gpu.block<linear_dim_0>]}
   return
 }
