@@ -291,7 +291,7 @@ struct KilnGpuDistributePass
   LogicalResult distributeAsEpilogue(RewriterBase &rewriter, linalg::GenericOp epilogue,
                                      linalg::LinalgOp reduction, const GpuTarget &target,
                                      EpiloguePlan &plan) {
-    Tiles tiles = chooseTiles(reduction, target);
+    Tiles tiles = chooseTiles(reduction, target, enoughWorkgroups);
     if (tiles.none() || unsupportedByKernels(reduction, target) ||
         unsupportedByKernels(epilogue, target)) {
       plan.why = "the reduction runs on the host";
@@ -355,7 +355,7 @@ struct KilnGpuDistributePass
                                     const GpuTarget &target) {
     if (!op.hasPureTensorSemantics())
       return nullptr;
-    Tiles tiles = chooseTiles(op, target);
+    Tiles tiles = chooseTiles(op, target, enoughWorkgroups);
     if (tiles.none() || unsupportedByKernels(op, target))
       return nullptr;
     rewriter.setInsertionPoint(op);

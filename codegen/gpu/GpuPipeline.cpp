@@ -3,6 +3,7 @@
 #include "codegen/Passes.h"
 #include "codegen/common/Passes.h"
 #include "codegen/gpu/Passes.h"
+#include "codegen/gpu/Tiles.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -27,7 +28,10 @@ void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &optio
 }
 
 void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const {
-  pm.addNestedPass<func::FuncOp>(createKilnGpuDistribute({gpu.name, options.reportFusion}));
+  // tf32 matmuls run on the tensor cores only in 4x4 results per thread.
+  int64_t enoughWorkgroups = options.precision == Precision::TF32 ? 0 : kEnoughWorkgroups;
+  pm.addNestedPass<func::FuncOp>(
+      createKilnGpuDistribute({gpu.name, options.reportFusion, enoughWorkgroups}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   addBufferizationPasses(pm);

@@ -58,7 +58,11 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     Tiles, for the target's `workgroupThreads` T (four subgroups):
     - a contraction (matmul, batch matmul): 4x4 results per thread, the
       threads as 8 columns by T/8 rows of them; the reduction stays whole in
-      each thread (k is tiled later, with shared memory);
+      each thread (k is tiled later, with shared memory). A static one of
+      f32 operands that would have fewer than `enough-workgroups`
+      workgroups (a 7x7 convolution of 512 filters: 16) gets 2x2, then 1x1
+      results per thread, so that more threads share it (16-bit and byte
+      operands keep 4x4: the tensor cores' warp blocks);
     - any other op: one result per thread. The innermost parallel loop
       (of more than one iteration) goes to thread x, in even tiles of at
       most T; where it is shorter than T, it is whole in the workgroup and
@@ -84,6 +88,9 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     Option<"reportFusion", "report-fusion", "bool", "false",
            "Emit a `fusion:` remark at each reduction followed by an elementwise op: "
            "whether its threads apply it, or why not">,
+    Option<"enoughWorkgroups", "enough-workgroups", "int64_t", "256",
+           "A static contraction of f32 operands with fewer workgroups than this gets "
+           "fewer results per thread (2x2, then 1x1), for more workgroups; 0: always 4x4">,
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "affine::AffineDialect",
                            "gpu::GPUDialect"];

@@ -41,13 +41,58 @@ std::optional<std::string> mlir::kiln::unsupportedByKernels(Operation *op,
   return reason;
 }
 
+/// Results per thread along each of a contraction's two output dimensions:
+/// kThreadTile, or for a static matmul of f32 operands that would have
+/// fewer than `enough` workgroups (a 7x7 convolution of 512 filters: 16
+/// workgroups of 4x4 results per thread, 256 of 1x1), whose few threads
+/// would each sum long rows alone, fewer. Matmuls of 16-bit or byte
+/// operands keep 4x4, the tensor cores' warp blocks (as do f32 ones with
+/// --precision=tf32 that need no fewer).
+static int64_t contractionThreadTile(linalg::LinalgOp op, ArrayRef<unsigned> parallel,
+                                     int64_t threadRows, int64_t enough) {
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  if (llvm::any_of(parallel, [&](unsigned d) { return ShapedType::isDynamic(sizes[d]); }))
+    return kThreadTile;
+  unsigned rows = parallel[parallel.size() - 2], cols = parallel.back();
+  int64_t others = 1;
+  for (unsigned d : parallel.drop_back(2))
+    others *= sizes[d];
+  auto workgroups = [&](int64_t tile) -> int64_t {
+    return others * llvm::divideCeilSigned(sizes[rows], tile * threadRows) *
+           llvm::divideCeilSigned(sizes[cols], tile * kThreadColumns);
+  };
+  bool f32 = llvm::all_of(op.getDpsInputs(),
+                          [](Value v) { return getElementTypeOrSelf(v.getType()).isF32(); });
+  int64_t tile = kThreadTile;
+  while (f32 && tile > 1 && workgroups(tile) < enough)
+    tile /= 2;
+  return tile;
+}
+
+/// Whether an indexing map of `op` divides a loop index (mod, floordiv,
+/// ceildiv).
+static bool indexedThroughDivision(linalg::LinalgOp op) {
+  return llvm::any_of(op.getIndexingMapsArray(), [](AffineMap map) {
+    return llvm::any_of(map.getResults(), [](AffineExpr e) {
+      bool divides = false;
+      e.walk([&](AffineExpr inner) {
+        divides |= inner.getKind() == AffineExprKind::Mod ||
+                    inner.getKind() == AffineExprKind::FloorDiv ||
+                    inner.getKind() == AffineExprKind::CeilDiv;
+      });
+      return divides;
+    });
+  });
+}
+
 /// The most even tiles of at most `most` iterations of a loop of `size`
 /// (1000 by 128: 8 of 125).
 static int64_t evenTile(int64_t size, int64_t most) {
   return llvm::divideCeil(size, llvm::divideCeil(size, most));
 }
 
-Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
+Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target,
+                              int64_t enoughWorkgroups) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   Tiles tiles{SmallVector<int64_t>(iterators.size(), 0),
               SmallVector<int64_t>(iterators.size(), 0)};
@@ -64,26 +109,32 @@ Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target) {
   if (linalg::isaContractionOpInterface(op) && parallel.size() >= 2) {
     unsigned rows = parallel[parallel.size() - 2], cols = parallel.back();
     int64_t threadRows = std::max<int64_t>(1, threads / kThreadColumns);
-    tiles.workgroup[rows] = kThreadTile * threadRows;
-    tiles.workgroup[cols] = kThreadTile * kThreadColumns;
-    tiles.thread[rows] = tiles.thread[cols] = kThreadTile;
+    int64_t tile = contractionThreadTile(op, parallel, threadRows, enoughWorkgroups);
+    tiles.workgroup[rows] = tile * threadRows;
+    tiles.workgroup[cols] = tile * kThreadColumns;
+    tiles.thread[rows] = tiles.thread[cols] = tile;
     return tiles;
   }
   // Others: a thread per element of the innermost parallel loop, and where
   // that loop is shorter than the workgroup, of the next ones out too (on
   // thread y, then z): a 14x14 feature map is one workgroup of 98 threads
   // (7 rows of 14, twice), not 14 workgroups of 14.
+  // Not where an operand is indexed through a division (a Tile's `mod`):
+  // a tile of such a map is sliced right only where it starts at a multiple
+  // of the divisor, so those keep T threads on the innermost loop alone.
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
-  unsigned threadDim = 0;
+  bool divides = indexedThroughDivision(op);
+  unsigned threadDim = 0, threadDims = divides ? 1 : 3;
   for (unsigned d : llvm::reverse(parallel)) {
-    if (threadDim == 3 || threads == 1)
+    if (threadDim == threadDims || threads == 1)
       break;
-    if (sizes[d] == 1)
+    if (sizes[d] == 0 || sizes[d] == 1) // nothing to share (0: an empty op)
       continue;
     int64_t room = std::min(threads, target.maxWorkgroupSize[threadDim++]);
     tiles.thread[d] = 1;
     if (ShapedType::isDynamic(sizes[d]) || sizes[d] > room) {
-      tiles.workgroup[d] = ShapedType::isDynamic(sizes[d]) ? room : evenTile(sizes[d], room);
+      tiles.workgroup[d] =
+          ShapedType::isDynamic(sizes[d]) || divides ? room : evenTile(sizes[d], room);
       break;
     }
     tiles.workgroup[d] = sizes[d];

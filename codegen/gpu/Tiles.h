@@ -27,8 +27,15 @@ std::optional<GpuTarget> lookupGpuTarget(Operation *op, llvm::StringRef name);
 /// 32-bit), or bf16 values (SPIR-V has no bf16 type); nothing if they can.
 std::optional<std::string> unsupportedByKernels(Operation *op, const GpuTarget &target);
 
-/// The tiles of `op` for `target` (see kiln-gpu-distribute's description).
-Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target);
+/// Workgroups a static contraction should have at least, by default: about
+/// two per multiprocessor of a large GPU (an H100 has 132).
+constexpr int64_t kEnoughWorkgroups = 256;
+
+/// The tiles of `op` for `target` (see kiln-gpu-distribute's description);
+/// a static f32 contraction's results per thread shrink while it has fewer
+/// than `enoughWorkgroups` workgroups (0: never).
+Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target,
+                  int64_t enoughWorkgroups = kEnoughWorkgroups);
 
 /// A constant upper bound of size `d` of `tile` (a memref: its static
 /// size, else what its view's sizes bound it by), or failure.

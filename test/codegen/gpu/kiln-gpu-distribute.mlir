@@ -1,7 +1,8 @@
-// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-distribute=target=vulkan --canonicalize --cse | FileCheck %s
-// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-distribute=target=vulkan-lavapipe --canonicalize --cse | FileCheck %s --check-prefix=LAVAPIPE
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-distribute="target=vulkan enough-workgroups=0" --canonicalize --cse | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-distribute="target=vulkan-lavapipe enough-workgroups=0" --canonicalize --cse | FileCheck %s --check-prefix=LAVAPIPE
 // RUN: not kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan-mystery 2>&1 | FileCheck %s --check-prefix=TARGET
-// RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute="target=vulkan report-fusion=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute="target=vulkan report-fusion=true enough-workgroups=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan --canonicalize --cse | FileCheck %s --check-prefix=SMALL
 // TARGET: error: unknown GPU target 'vulkan-mystery' (expected one of vulkan, vulkan-lavapipe, vulkan-nvidia, cuda, cuda-sm80, cuda-sm90a, metal)
 
 // A matmul is a root: workgroups of 64x32 results (vulkan: 128 threads as
@@ -364,4 +365,28 @@ func.func @matmul_rounded_edge(%a: tensor<100x128xf32>, %b: tensor<128x96xf32>) 
     linalg.yield %t : f16
   } -> tensor<100x96xf16>
   return %r : tensor<100x96xf16>
+}
+
+// -----
+
+// A matmul too small for enough workgroups at 4x4 results per thread (a
+// 7x7 convolution's 49 rows by 512 filters: 16 workgroups) gets 1x1 (16
+// rows by 8 columns a workgroup: 256 of them); with 16-bit operands it
+// keeps 4x4, the tensor cores' warp blocks.
+// SMALL-LABEL: func.func @small_matmuls
+// SMALL: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (49, 512) step (16, 8)
+// SMALL:   scf.forall (%{{.*}}, %{{.*}}) in (%{{.*}}, 8)
+// SMALL: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (49, 512) step (64, 32)
+// SMALL:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (49, 32) step (4, 4)
+func.func @small_matmuls(%a: tensor<49x4608xf32>, %b: tensor<4608x512xf32>,
+                         %ah: tensor<49x4608xf16>, %bh: tensor<4608x512xf16>)
+    -> (tensor<49x512xf32>, tensor<49x512xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<49x512xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<49x512xf32>) -> tensor<49x512xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<49x4608xf32>, tensor<4608x512xf32>) outs(%init : tensor<49x512xf32>) -> tensor<49x512xf32>
+  %empty2 = tensor.empty() : tensor<49x512xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%empty2 : tensor<49x512xf32>) -> tensor<49x512xf32>
+  %ch = linalg.matmul ins(%ah, %bh : tensor<49x4608xf16>, tensor<4608x512xf16>) outs(%init2 : tensor<49x512xf32>) -> tensor<49x512xf32>
+  return %c, %ch : tensor<49x512xf32>, tensor<49x512xf32>
 }
