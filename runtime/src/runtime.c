@@ -488,8 +488,10 @@ static int stage_buffers(kiln_model *m, void **buffers) {
         return 1;
       }
     }
-    if (i < info->num_inputs)
+    if (i < info->num_inputs) {
       memcpy(m->staged[i], buffers[i], bytes);
+      kiln_device_touched(m->device, m->staged[i], bytes);
+    }
   }
   return 0;
 }
@@ -499,10 +501,12 @@ static int stage_buffers(kiln_model *m, void **buffers) {
 static void unstage_outputs(kiln_model *m, void **buffers) {
   const kiln_model_info *info = m->info;
   for (uint32_t i = info->num_inputs; i < info->num_inputs + info->num_outputs; ++i) {
-    if (m->dynamic)
+    if (m->dynamic) {
       buffers[i] = m->staged[i];
-    else
+    } else {
       memcpy(buffers[i], m->staged[i], tensor_bytes(m, i));
+      kiln_device_touched(m->device, m->staged[i], tensor_bytes(m, i));
+    }
   }
 }
 

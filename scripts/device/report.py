@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Writes the "NVIDIA GPU" section of docs/BENCHMARKS.md (between its
 markers) from the JSON that scripts/device/run.py --json wrote on a machine
-with the GPU.
+with the GPU. Given several, a later file's rows replace an earlier one's
+of the same model and target (a rerun of some models with --models, or
+without torch.compile).
 
-  python3 scripts/device/report.py DEVICE_JSON [--output docs/BENCHMARKS.md]
+  python3 scripts/device/report.py DEVICE_JSON... [--output docs/BENCHMARKS.md]
 """
 import argparse
 import json
 import os
+import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -31,12 +34,21 @@ def find(rows, model, target):
 
 
 def numerics_lines(rows):
+    """How many checks passed; those that failed; executables that did not
+    start at all (no driver for their API), by target, apart."""
     checked = [r for r in rows if "numerics" in r]
-    failed = [r for r in checked if r["numerics"] != "ok"]
+    not_started = [r for r in checked if re.match(r"exit \d+: \S+: error: ", r["numerics"])]
+    ran = [r for r in checked if r not in not_started]
+    failed = [r for r in ran if r["numerics"] != "ok"]
     lines = ["Numerics: %d of %d checks within tolerance (each executable on the model's "
-             "inputs against onnxruntime's outputs, or for the 16-bit, tf32 and int8 models "
+             "inputs against onnxruntime's outputs (PyTorch's too, for resnet18 and bert2), or "
+             "for kiln's 16-bit, tf32 and int8 models "
              "against references with the same roundings; rtol 1e-3, atol 1e-4)."
-             % (len(checked) - len(failed), len(checked))]
+             % (len(ran) - len(failed), len(ran))]
+    for target in sorted({r["target"] for r in not_started}):
+        mine = [r for r in not_started if r["target"] == target]
+        why = re.sub(r"^exit \d+: \S+: error: ", "", mine[0]["numerics"])
+        lines.append("The %s executables (%d) did not start: %s." % (target, len(mine), why))
     if failed:
         lines += ["", "| model | target | what was wrong |", "|---|---|---|"]
         lines += ["| %s | %s | %s |" % (r["model"], r["target"], r["numerics"].replace("|", "/"))
@@ -81,11 +93,15 @@ def model_lines(rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("json")
+    ap.add_argument("json", nargs="+")
     ap.add_argument("--output", default=os.path.join(ROOT, "docs", "BENCHMARKS.md"))
     args = ap.parse_args()
-    data = json.load(open(args.json))
-    rows, machine = data["results"], data.get("machine", {})
+    merged = {}
+    for path in args.json:
+        data = json.load(open(path))
+        for row in data["results"]:
+            merged[(row["model"], row["target"], "numerics" in row and "alone_ms" not in row)] = row
+    rows, machine = list(merged.values()), data.get("machine", {})
     text = "\n".join([
         BEGIN, "## NVIDIA GPU (CUDA)", "",
         "`scripts/device/prepare.sh` (here) and `scripts/device/run.py` (on the GPU's machine) "
@@ -98,9 +114,10 @@ def main():
         "runs the same graph (scripts/device/torch_graph.py) in f32 with TF32 off, "
         "medians of CUDA-event timings: \"alone\" with the inputs on the GPU, \"run\" with "
         "them copied in and the outputs out, as kiln's run does; the 16-bit matmuls "
-        "against torch.matmul (cuBLAS) in the same type." % (
+        "against torch.matmul (cuBLAS) in the same type. Rows: %s." % (
             data.get("date", "?"), machine.get("gpu", "?"), machine.get("driver", "?"),
-            machine.get("torch", "?")), "",
+            machine.get("torch", "?"),
+            ", ".join("`%s`" % os.path.relpath(os.path.abspath(p), ROOT) for p in args.json)), "",
         *numerics_lines(rows), "",
         "### Matmuls", "", *gemm_lines(rows), "",
         "### Models", "", *model_lines(rows), "", END])

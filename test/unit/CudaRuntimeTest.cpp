@@ -36,6 +36,7 @@ protected:
     state() = fakecuda::State();
     unsetenv("KILN_CUDA_GRAPHS");
     unsetenv("KILN_CUDA_DEVICE");
+    unsetenv("KILN_CUDA_PREFETCH");
     // scale: a[i] *= s for the grid's blocks of threads; add_one: a[i] += 1.
     state().kernels["scale"] = {2, [](const Launch &l) {
                                   float s = *floats(l.pointers[1]);
@@ -260,6 +261,44 @@ TEST_F(CudaRuntime, LaunchesOneByOneWhenCaptureFails) {
   EXPECT_EQ(state().graphsMade, 0);
   EXPECT_EQ(state().kernelLaunches, 12);
   EXPECT_EQ(a[0], 45.0f); // 0 -> 3 -> 9 -> 21 -> 45
+  kiln_device_close(d);
+}
+
+// What the host touched (a run's inputs and outputs) moves to the GPU
+// before the next kernels, in bulk: once, and only that.
+TEST_F(CudaRuntime, PrefetchesWhatTheHostTouched) {
+  for (const char *graphs : {"1", "0"}) {
+    setenv("KILN_CUDA_GRAPHS", graphs, 1);
+    state().prefetched.clear();
+    std::string error;
+    kiln_device *d = open(error);
+    ASSERT_NE(d, nullptr) << error;
+    float *a = zeros(d), *b = zeros(d);
+    kiln_device_touched(d, a, 64 * sizeof(float));
+    kiln_device_touched(d, b, 16 * sizeof(float));
+    EXPECT_TRUE(state().prefetched.empty()) << "prefetched before the kernels were due";
+    run(d, a, 16);
+    ASSERT_EQ(state().prefetched.size(), 2u) << "graphs " << graphs;
+    EXPECT_EQ(state().prefetched[0].memory, reinterpret_cast<uintptr_t>(a));
+    EXPECT_EQ(state().prefetched[0].bytes, 64 * sizeof(float));
+    EXPECT_EQ(state().prefetched[0].locationType, 1) << "not CU_MEM_LOCATION_TYPE_DEVICE";
+    EXPECT_EQ(state().prefetched[0].device, 0);
+    EXPECT_EQ(state().prefetched[1].memory, reinterpret_cast<uintptr_t>(b));
+    run(d, a, 16); // nothing touched since
+    EXPECT_EQ(state().prefetched.size(), 2u);
+    EXPECT_EQ(a[0], 9.0f) << "((0 + 1) * 2 + 1 + 1) * 2 + 1";
+    kiln_device_close(d);
+  }
+  // KILN_CUDA_PREFETCH=0: left to the kernels' page faults.
+  setenv("KILN_CUDA_PREFETCH", "0", 1);
+  state().prefetched.clear();
+  std::string error;
+  kiln_device *d = open(error);
+  ASSERT_NE(d, nullptr) << error;
+  float *a = zeros(d);
+  kiln_device_touched(d, a, 64 * sizeof(float));
+  run(d, a, 16);
+  EXPECT_TRUE(state().prefetched.empty());
   kiln_device_close(d);
 }
 

@@ -180,6 +180,20 @@ int cuMemGetInfo_v2(size_t *free, size_t *total) {
   return kSuccess;
 }
 
+struct CUmemLocation {
+  int type, id;
+};
+
+int cuMemPrefetchAsync_v2(unsigned long long memory, size_t bytes, CUmemLocation location,
+                          unsigned flags, CUstream_st *) {
+  if (duringCapture())
+    return kCaptureInvalidated;
+  if (flags)
+    return kNotSupported;
+  state().prefetched.push_back({memory, bytes, location.type, location.id});
+  return kSuccess;
+}
+
 int cuStreamCreate(CUstream_st **stream, unsigned flags) {
   static CUstream_st stream0;
   ++state().streams;

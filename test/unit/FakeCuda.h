@@ -51,6 +51,12 @@ struct State {
   std::vector<Launch> captured;
   int callsDuringCapture = 0; // other than launches: what a capture forbids
   unsigned streamFlags = 0;
+  struct Prefetch {
+    uint64_t memory;
+    size_t bytes;
+    int locationType, device;
+  };
+  std::vector<Prefetch> prefetched; // cuMemPrefetchAsync_v2 calls
 
   // What is alive: all zero once the runtime has closed the device.
   std::set<void *> memory;

@@ -21,8 +21,9 @@
  * GPU, so host code between kernels reads and writes it in place, once
  * kiln_device_wait has drained the launches, and the driver migrates pages
  * to where they are used. Constants are copied in at their first use.
- * Before a segment's kernels, the instance's memory is prefetched to the
- * GPU in bulk (KILN_CUDA_PREFETCH=0: left to the kernels' page faults).
+ * Before a segment's kernels, the memory the host touched (a run's inputs
+ * and its last outputs) is prefetched to the GPU in bulk
+ * (KILN_CUDA_PREFETCH=0: left to the kernels' page faults).
  *===----------------------------------------------------------------------===*/
 #include "device.h"
 #include "memory.h"
@@ -117,6 +118,15 @@ typedef struct launch {
   CUdeviceptr pointers[kMaxBuffers];
 } launch;
 
+/* Memory the host touched since the kernels last ran, to prefetch. */
+typedef struct touched_ranges {
+  struct {
+    CUdeviceptr memory;
+    size_t bytes;
+  } *ranges;
+  uint32_t count, capacity;
+} touched_ranges;
+
 /* The launches between two waits. */
 typedef struct segment {
   launch *launches;
@@ -147,8 +157,9 @@ struct kiln_device {
   int queued; /* launches not yet waited for */
   kernel *kernels;
   uint32_t num_kernels;
-  int graphs;      /* record segments and replay them as graphs */
-  int prefetch;    /* move the instance's memory to the GPU before kernels */
+  int graphs;   /* record segments and replay them as graphs */
+  int prefetch; /* move what the host touched to the GPU before kernels */
+  touched_ranges touched;
   segment pending; /* the launches since the last wait, not yet run */
   graph cache[kGraphs];
   uint64_t clock; /* segments run */
@@ -311,6 +322,7 @@ static void cuda_close(kiln_device *d) {
   if (d->library)
     dlclose(d->library);
   free(d->pending.launches);
+  free(d->touched.ranges);
   free(d->kernels);
   free(d);
 }
@@ -340,19 +352,32 @@ static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size
   return d;
 }
 
-/* Queues on the stream the move to the GPU of the memory the host may have
- * written since the last wait: the instance's memory (inputs, outputs and
- * intermediates; constants are written once). One bulk copy per region is
- * far faster than the kernels' page faults; pages already there stay. */
+/* Queues on the stream the move to the GPU of the memory the host touched
+ * since the last kernels (kiln_device_touched: a run's inputs and last
+ * outputs), one bulk copy per range rather than the kernels' page faults;
+ * the rest (intermediates, constants) stays on the GPU. */
 static void prefetch(kiln_device *d) {
-  if (!d->prefetch || !d->cuMemPrefetchAsync)
-    return;
   CUmemLocation gpu = {CU_MEM_LOCATION_TYPE_DEVICE, d->device};
-  for (size_t i = 0; i < d->base.regions.count; ++i) {
-    const kiln_region *r = &d->base.regions.items[i];
-    if (!r->key) /* a hint: a failure costs only the faults */
-      d->cuMemPrefetchAsync((CUdeviceptr)(uintptr_t)r->buffer, r->bytes, gpu, 0, d->stream);
+  for (uint32_t i = 0; i < d->touched.count; ++i) /* a hint: failing costs the faults */
+    d->cuMemPrefetchAsync(d->touched.ranges[i].memory, d->touched.ranges[i].bytes, gpu, 0,
+                          d->stream);
+  d->touched.count = 0;
+}
+
+static void cuda_touched(kiln_device *d, void *memory, size_t bytes) {
+  touched_ranges *t = &d->touched;
+  if (!d->prefetch || !d->cuMemPrefetchAsync || !bytes)
+    return;
+  if (t->count == t->capacity) {
+    uint32_t capacity = t->capacity ? 2 * t->capacity : 8;
+    void *grown = realloc(t->ranges, capacity * sizeof *t->ranges);
+    if (!grown)
+      return; /* only a hint */
+    t->ranges = grown;
+    t->capacity = capacity;
   }
+  t->ranges[t->count].memory = (CUdeviceptr)(uintptr_t)memory;
+  t->ranges[t->count++].bytes = bytes;
 }
 
 /* Queues `l` on the stream (or into the graph being captured). */
@@ -544,5 +569,5 @@ static int cuda_wait(kiln_device *d, char *error, size_t size) {
   return failed || check(d, synced, "the kernels", error, size);
 }
 
-const kiln_device_ops kiln_cuda_device = {KILN_GPU_CUDA, "CUDA", cuda_open,
-                                         cuda_close,    cuda_launch, cuda_wait};
+const kiln_device_ops kiln_cuda_device = {KILN_GPU_CUDA, "CUDA",    cuda_open,   cuda_close,
+                                          cuda_launch,   cuda_wait, cuda_touched};

@@ -101,6 +101,11 @@ void kiln_device_free(kiln_device *d, void *memory) {
   kiln_regions_free(&base(d)->regions, memory);
 }
 
+void kiln_device_touched(kiln_device *d, void *memory, size_t bytes) {
+  if (base(d)->ops->touched)
+    base(d)->ops->touched(d, memory, bytes);
+}
+
 int kiln_device_launch(kiln_device *d, uint32_t kernel, const int64_t grid[3],
                        const kiln_gpu_arg *args, char *error, size_t size) {
   if (kernel >= base(d)->num_kernels)

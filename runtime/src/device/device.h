@@ -26,6 +26,11 @@ const char *kiln_device_name(const kiln_device *device);
  * when out of memory. */
 void *kiln_device_alloc(kiln_device *device, size_t bytes);
 void kiln_device_free(kiln_device *device, void *memory);
+/* The host wrote or read `bytes` of kiln_device_alloc's memory at `memory`
+ * (a run's inputs copied in, its outputs copied out): where that memory
+ * migrates (CUDA's managed memory), it moves back to the GPU ahead of the
+ * next kernels, in bulk. */
+void kiln_device_touched(kiln_device *device, void *memory, size_t bytes);
 
 /* Queues kernel `kernel` on a grid of workgroups; each argument is memory of
  * kiln_device_alloc or a constant of the model (copied to the device at its
@@ -45,6 +50,7 @@ typedef struct kiln_device_ops {
   int (*launch)(kiln_device *device, uint32_t kernel, const int64_t grid[3],
                 const kiln_gpu_arg *args, char *error, size_t size);
   int (*wait)(kiln_device *device, char *error, size_t size);
+  void (*touched)(kiln_device *device, void *memory, size_t bytes); /* optional */
 } kiln_device_ops;
 extern const kiln_device_ops kiln_vulkan_device, kiln_cuda_device, kiln_metal_device;
 
