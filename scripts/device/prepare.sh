@@ -39,6 +39,7 @@ out=build/device
 kiln=build/bin/kiln-compile
 export NODE_PATH="$PWD/.cache/npm/node_modules"
 rm -rf "$out" && mkdir -p "$out"
+git describe --always --dirty > "$out/COMMIT"  # what was built, for the report
 
 make_model() { # NAME GENERATOR
   /usr/bin/python3 test/inputs/make_models.py "$2" "$out/$1" >/dev/null

@@ -105,7 +105,7 @@ def main():
     text = "\n".join([
         BEGIN, "## NVIDIA GPU (CUDA)", "",
         "`scripts/device/prepare.sh` (here) and `scripts/device/run.py` (on the GPU's machine) "
-        "on %s: %s, driver %s, PyTorch %s. kiln's figures are the whole run of "
+        "on %s: %s, driver %s, PyTorch %s, kiln %s. kiln's figures are the whole run of "
         "`--target=cuda` executables (`--bench N`: inputs copied in, kernels, outputs "
         "copied out; managed memory prefetched to the GPU, a static model's kernels "
         "replayed as a CUDA graph), p50 in ms; \"no graphs\" launches the kernels one by "
@@ -116,7 +116,7 @@ def main():
         "them copied in and the outputs out, as kiln's run does; the 16-bit matmuls "
         "against torch.matmul (cuBLAS) in the same type. Rows: %s." % (
             data.get("date", "?"), machine.get("gpu", "?"), machine.get("driver", "?"),
-            machine.get("torch", "?"),
+            machine.get("torch", "?"), machine.get("kiln", "?"),
             ", ".join("`%s`" % os.path.relpath(os.path.abspath(p), ROOT) for p in args.json)), "",
         *numerics_lines(rows), "",
         "### Matmuls", "", *gemm_lines(rows), "",

@@ -198,9 +198,12 @@ def unpack(root):
     return root
 
 
-def machine():
-    """The GPU, its driver and PyTorch's version, as far as they are known."""
+def machine(root):
+    """The GPU, its driver, PyTorch's version and the kiln commit built
+    (root/COMMIT), as far as they are known."""
     found = {}
+    if os.path.exists(os.path.join(root, "COMMIT")):
+        found["kiln"] = open(os.path.join(root, "COMMIT")).read().strip()
     try:
         rc, text = run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
         if rc == 0:
@@ -218,9 +221,9 @@ class Plan:
     """The results so far, written to --json after each row, and the time
     left: work that would start after the deadline is skipped."""
 
-    def __init__(self, json_path, deadline_s):
+    def __init__(self, root, json_path, deadline_s):
         self.results, self.failed = [], False
-        self.machine = machine()
+        self.machine = machine(root)
         self.json_path = json_path
         self.deadline = time.monotonic() + deadline_s if deadline_s else None
 
@@ -360,7 +363,7 @@ def main():
     args = ap.parse_args()
 
     args.dir = unpack(args.dir)
-    plan = Plan(args.json, args.deadline)
+    plan = Plan(args.dir, args.json, args.deadline)
     # Cheapest and most telling first: numerics, then kiln's timings, then
     # the baselines (torch.compile's compiles last: they take minutes).
     check_all_numerics(plan, args.dir, args.models, args.rtol, args.atol)
