@@ -24,8 +24,9 @@ std::optional<StringRef> mlir::kiln::whyNotAnEpilogue(linalg::GenericOp op, Valu
   if (op.getNumReductionLoops() != 0 || !llvm::all_of(op->getOpOperands(), elementwise))
     return StringRef("it is not elementwise on the result");
   auto resultType = cast<ShapedType>(op.getResult(0).getType());
-  if (resultType.getShape() != cast<ShapedType>(input.getType()).getShape() ||
-      (!latitude.otherElementType && resultType != input.getType()))
+  if (resultType.getShape() != cast<ShapedType>(input.getType()).getShape())
+    return StringRef("its result has another shape");
+  if (!latitude.otherElementType && resultType != input.getType())
     return StringRef("its result has another element type");
   if (!op.getRegionOutputArgs()[0].use_empty())
     return StringRef("it reads its output");

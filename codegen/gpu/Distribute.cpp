@@ -285,15 +285,23 @@ struct KilnGpuDistributePass
         plan.report();
   }
 
+  /// The tiles of `op`, or none where it stays on the host (no parallel
+  /// loop, or what the target's kernels cannot compute).
+  std::optional<Tiles> kernelTiles(linalg::LinalgOp op, const GpuTarget &target) {
+    Tiles tiles = chooseTiles(op, target, enoughWorkgroups);
+    if (tiles.none() || unsupportedByKernels(op, target))
+      return std::nullopt;
+    return tiles;
+  }
+
   /// Tiles `epilogue` to workgroups and threads by `reduction`'s tiles,
   /// fusing `reduction` into them, where those tiles are whole; else says
   /// why not in `plan`, changing nothing. Fails on a tiling error.
   LogicalResult distributeAsEpilogue(RewriterBase &rewriter, linalg::GenericOp epilogue,
                                      linalg::LinalgOp reduction, const GpuTarget &target,
                                      EpiloguePlan &plan) {
-    Tiles tiles = chooseTiles(reduction, target, enoughWorkgroups);
-    if (tiles.none() || unsupportedByKernels(reduction, target) ||
-        unsupportedByKernels(epilogue, target)) {
+    std::optional<Tiles> tiles = kernelTiles(reduction, target);
+    if (!tiles || unsupportedByKernels(epilogue, target)) {
       plan.why = "the reduction runs on the host";
       return success();
     }
@@ -305,8 +313,8 @@ struct KilnGpuDistributePass
       // A dimension the reduction keeps as 1 (a constant in its map) is
       // one per workgroup.
       auto loop = dyn_cast<AffineDimExpr>(result.getResult(d));
-      int64_t workgroup = loop ? tiles.workgroup[loop.getPosition()] : 1;
-      int64_t thread = loop ? tiles.thread[loop.getPosition()] : 0;
+      int64_t workgroup = loop ? tiles->workgroup[loop.getPosition()] : 1;
+      int64_t thread = loop ? tiles->thread[loop.getPosition()] : 0;
       // Whole tiles: a thread's results stay a static private buffer.
       int64_t perWorkgroup = workgroup ? workgroup : shape[d];
       if (ShapedType::isDynamic(shape[d]) || shape[d] % perWorkgroup ||
@@ -355,22 +363,22 @@ struct KilnGpuDistributePass
                                     const GpuTarget &target) {
     if (!op.hasPureTensorSemantics())
       return nullptr;
-    Tiles tiles = chooseTiles(op, target, enoughWorkgroups);
-    if (tiles.none() || unsupportedByKernels(op, target))
+    std::optional<Tiles> tiles = kernelTiles(op, target);
+    if (!tiles)
       return nullptr;
     rewriter.setInsertionPoint(op);
     FailureOr<TilingInterface> tile =
-        tileAndFuse(rewriter, cast<TilingInterface>(op.getOperation()), tiles.workgroup,
+        tileAndFuse(rewriter, cast<TilingInterface>(op.getOperation()), tiles->workgroup,
                     /*threads=*/false);
     if (failed(tile)) {
       op.emitError("kiln-gpu-distribute: cannot tile this op to workgroups");
       return failure();
     }
-    if (llvm::all_of(tiles.thread, [](int64_t s) { return s == 0; }))
+    if (llvm::all_of(tiles->thread, [](int64_t s) { return s == 0; }))
       return nullptr;
     rewriter.setInsertionPoint(*tile);
     FailureOr<TilingInterface> threadTile =
-        tileAndFuse(rewriter, *tile, tiles.thread, /*threads=*/true);
+        tileAndFuse(rewriter, *tile, tiles->thread, /*threads=*/true);
     if (failed(threadTile)) {
       tile->emitError("kiln-gpu-distribute: cannot tile this op to threads");
       return failure();
