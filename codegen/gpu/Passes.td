@@ -121,7 +121,10 @@ def KilnGpuMapForall : Pass<"kiln-gpu-map-forall", "func::FuncOp"> {
     Each scf.forall mapped to `#gpu.block<linear_dim_*>` (from
     kiln-gpu-distribute, after bufferization) becomes one gpu.launch:
     linear dimension 0 is the grid's x, 1 its y, the others share z
-    (delinearized); trip counts may be dynamic. The scf.forall loops mapped
+    (delinearized); trip counts may be dynamic. A static grid dimension of
+    more than 65535 blocks (CUDA's limit on y and z, the least Vulkan
+    allows) is launched with 65535, each block looping over the ids it
+    stands for (scf.for, step the grid size). The scf.forall loops mapped
     to `#gpu.thread<x/y/z>` inside it use the thread ids; the block's size
     per dimension is the largest static bound of their trip counts (the last
     tile of a dynamic size is partial), and each such loop's body is guarded

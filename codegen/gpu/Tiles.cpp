@@ -69,20 +69,35 @@ static int64_t contractionThreadTile(linalg::LinalgOp op, ArrayRef<unsigned> par
   return tile;
 }
 
-/// Whether an indexing map of `op` divides a loop index (mod, floordiv,
-/// ceildiv).
+/// Whether an indexing map of `op`, or of a linalg op that computes its
+/// inputs and may be fused into its tiles (not a reduction: those are
+/// roots), divides a loop index (mod, floordiv, ceildiv).
 static bool indexedThroughDivision(linalg::LinalgOp op) {
-  return llvm::any_of(op.getIndexingMapsArray(), [](AffineMap map) {
+  auto divides = [](AffineMap map) {
     return llvm::any_of(map.getResults(), [](AffineExpr e) {
-      bool divides = false;
+      bool found = false;
       e.walk([&](AffineExpr inner) {
-        divides |= inner.getKind() == AffineExprKind::Mod ||
-                    inner.getKind() == AffineExprKind::FloorDiv ||
-                    inner.getKind() == AffineExprKind::CeilDiv;
+        found |= inner.getKind() == AffineExprKind::Mod ||
+                 inner.getKind() == AffineExprKind::FloorDiv ||
+                 inner.getKind() == AffineExprKind::CeilDiv;
       });
-      return divides;
+      return found;
     });
-  });
+  };
+  SmallVector<linalg::LinalgOp> work{op};
+  DenseSet<Operation *> seen;
+  while (!work.empty()) {
+    linalg::LinalgOp next = work.pop_back_val();
+    if (!seen.insert(next).second)
+      continue;
+    if (llvm::any_of(next.getIndexingMapsArray(), divides))
+      return true;
+    for (Value input : next.getDpsInputs())
+      if (auto producer = input.getDefiningOp<linalg::LinalgOp>();
+          producer && producer.getNumReductionLoops() == 0)
+        work.push_back(producer);
+  }
+  return false;
 }
 
 /// The most even tiles of at most `most` iterations of a loop of `size`
@@ -119,22 +134,26 @@ Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target,
   // that loop is shorter than the workgroup, of the next ones out too (on
   // thread y, then z): a 14x14 feature map is one workgroup of 98 threads
   // (7 rows of 14, twice), not 14 workgroups of 14.
-  // Not where an operand is indexed through a division (a Tile's `mod`):
-  // a tile of such a map is sliced right only where it starts at a multiple
-  // of the divisor, so those keep T threads on the innermost loop alone.
+  // Not where an operand (of the op or of what is fused into its tiles) is
+  // indexed through a division (a Tile's `mod`): a tile of such a map is
+  // sliced right only where it starts at a multiple of the divisor, so
+  // those keep T threads on the innermost loop and 1 on the others.
+  if (indexedThroughDivision(op)) {
+    tiles.workgroup[parallel.back()] = threads;
+    tiles.thread[parallel.back()] = 1;
+    return tiles;
+  }
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
-  bool divides = indexedThroughDivision(op);
-  unsigned threadDim = 0, threadDims = divides ? 1 : 3;
+  unsigned threadDim = 0;
   for (unsigned d : llvm::reverse(parallel)) {
-    if (threadDim == threadDims || threads == 1)
+    if (threadDim == 3 || threads == 1)
       break;
     if (sizes[d] == 0 || sizes[d] == 1) // nothing to share (0: an empty op)
       continue;
     int64_t room = std::min(threads, target.maxWorkgroupSize[threadDim++]);
     tiles.thread[d] = 1;
     if (ShapedType::isDynamic(sizes[d]) || sizes[d] > room) {
-      tiles.workgroup[d] =
-          ShapedType::isDynamic(sizes[d]) || divides ? room : evenTile(sizes[d], room);
+      tiles.workgroup[d] = ShapedType::isDynamic(sizes[d]) ? room : evenTile(sizes[d], room);
       break;
     }
     tiles.workgroup[d] = sizes[d];

@@ -558,8 +558,10 @@ static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
 }
 
 static int cuda_wait(kiln_device *d, char *error, size_t size) {
-  if (!d->queued)
+  if (!d->queued) {
+    d->touched.count = 0; /* no kernels to move it for: the host may touch it again */
     return 0;
+  }
   d->queued = 0;
   d->cuCtxSetCurrent(d->context);
   int failed = run_pending(d, error, size);

@@ -390,3 +390,28 @@ func.func @small_matmuls(%a: tensor<49x4608xf32>, %b: tensor<4608x512xf32>,
   %ch = linalg.matmul ins(%ah, %bh : tensor<49x4608xf16>, tensor<4608x512xf16>) outs(%init2 : tensor<49x512xf32>) -> tensor<49x512xf32>
   return %c, %ch : tensor<49x512xf32>, tensor<49x512xf32>
 }
+
+// -----
+
+// A Tile (a `mod` map) fused into a transpose's tiles: sliced right only
+// in tiles that start at a multiple of 3, so the transpose keeps T threads
+// on its innermost loop and one row per workgroup, not 4 rows of 30.
+// SMALL-LABEL: func.func @tile_then_transpose
+// SMALL: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (14, 30) step (1, 128)
+// SMALL:   scf.forall (%{{.*}}) in (30)
+// SMALL:     linalg.generic
+// SMALL:     linalg.transpose
+// SMALL:   } {mapping = [#gpu.thread<x>]}
+#tile_in = affine_map<(d0, d1) -> (d0 mod 3, d1)>
+#tile_out = affine_map<(d0, d1) -> (d0, d1)>
+func.func @tile_then_transpose(%x: tensor<3x14xf32>) -> tensor<14x30xf32> {
+  %e = tensor.empty() : tensor<30x14xf32>
+  %tiled = linalg.generic {indexing_maps = [#tile_in, #tile_out], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<3x14xf32>) outs(%e : tensor<30x14xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<30x14xf32>
+  %t = tensor.empty() : tensor<14x30xf32>
+  %r = linalg.transpose ins(%tiled : tensor<30x14xf32>) outs(%t : tensor<14x30xf32>) permutation = [1, 0]
+  return %r : tensor<14x30xf32>
+}
