@@ -46,8 +46,8 @@ std::optional<std::string> mlir::kiln::unsupportedByKernels(Operation *op,
 /// fewer than `enough` workgroups (a 7x7 convolution of 512 filters: 16
 /// workgroups of 4x4 results per thread, 256 of 1x1), whose few threads
 /// would each sum long rows alone, fewer. Matmuls of 16-bit or byte
-/// operands keep 4x4, the tensor cores' warp blocks (as do f32 ones with
-/// --precision=tf32 that need no fewer).
+/// operands keep 4x4, the tensor cores' warp blocks (with --precision=tf32
+/// f32 ones do too: kiln-compile passes `enough` 0).
 static int64_t contractionThreadTile(linalg::LinalgOp op, ArrayRef<unsigned> parallel,
                                      int64_t threadRows, int64_t enough) {
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
