@@ -23,6 +23,7 @@ void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &optio
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createKilnFuseElementwise({options.reportFusion}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuConvAsMatmul());
+  pm.addNestedPass<func::FuncOp>(createKilnGpuReadThroughPadding());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -31,6 +31,30 @@ def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
 }
 
+def KilnGpuReadThroughPadding : Pass<"kiln-gpu-read-through-padding", "func::FuncOp"> {
+  let summary = "Let the GPU's ops read a padded tensor's source, not a padded copy of it";
+  let description = [{
+    After kiln-gpu-conv-as-matmul, before kiln-gpu-distribute. A padded
+    tensor (a tensor.pad of a constant, or a whole tensor inserted with
+    unit strides into a linalg.fill) costs the GPU a kernel for the fill,
+    one for the copy of the interior, and where several consumers share
+    one fill, copies of it that bufferization adds. Each linalg op on
+    tensors that reads such a tensor as an input (the receptive fields
+    of a padded convolution, a padded pooling window), named ops
+    generalized first, reads the source instead: its body computes the
+    input map's indices from its loops (linalg.index), less the low
+    padding, and takes `tensor.extract` of the source there, or the pad
+    value where an index falls outside the source (the read itself
+    clamped into it). Dimensions without padding read as they are.
+    Contractions keep their operands: those go through shared memory
+    and the tensor cores whole (kiln-gpu-promote-operands). The fill and
+    the insert are left to canonicalization, which erases them when
+    nothing else reads them.
+  }];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
+                           "arith::ArithDialect"];
+}
+
 def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
   let summary = "Tile linalg ops on tensors to workgroups and threads (scf.forall), fusing producers";
   let description = [{
