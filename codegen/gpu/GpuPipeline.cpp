@@ -24,6 +24,7 @@ void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &optio
   pm.addPass(createKilnFuseElementwise({options.reportFusion}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuConvAsMatmul());
   pm.addNestedPass<func::FuncOp>(createKilnGpuReadThroughPadding());
+  pm.addNestedPass<func::FuncOp>(createKilnGpuSplitReductions());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

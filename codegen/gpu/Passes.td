@@ -55,6 +55,30 @@ def KilnGpuReadThroughPadding : Pass<"kiln-gpu-read-through-padding", "func::Fun
                            "arith::ArithDialect"];
 }
 
+def KilnGpuSplitReductions : Pass<"kiln-gpu-split-reductions", "func::FuncOp"> {
+  let summary = "Split long reductions over few results into partial sums and a short reduction";
+  let description = [{
+    Before kiln-gpu-distribute, which gives a reduction one thread per
+    result, summing its row alone: a layer norm's 128 means of 768 values
+    are one workgroup, its threads reading addresses a row apart. A
+    linalg op on tensors of static shapes with one reduction loop, which
+    indexes only its inputs' last dimension (contiguous), not a
+    contraction (those have the matmul tiles), with fewer than 65536
+    results, is split (linalg::splitReduction, the split loop parallel
+    and inner): `ratio` partial sums per result, partial p adding up
+    values p, p + ratio, p + 2 ratio, ... (adjacent threads read adjacent
+    values), into a tensor with the partials innermost, filled with the
+    combiner's neutral element; then a reduction of the partials into the
+    op's init. The ratio is the smallest power of two that makes 65536
+    partials in all, at most 64, dividing the reduced loop with at least
+    8 values per partial. A body whose combiner linalg does not recognize
+    stays whole. Sums are added in another order: results may differ in
+    the last bits.
+  }];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
+                           "arith::ArithDialect"];
+}
+
 def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
   let summary = "Tile linalg ops on tensors to workgroups and threads (scf.forall), fusing producers";
   let description = [{
