@@ -82,30 +82,39 @@ std::optional<Conv> asConv(linalg::LinalgOp op) {
   return conv;
 }
 
-/// Whether `conv` can and should be a matmul: static shapes, more than one
-/// input channel or tap per output (a filter of one scale per channel pair
-/// has no fields for a matmul to reuse), fields of a bounded size.
-bool worthAMatmul(const Conv &conv) {
+/// The images of a batch `conv` should convolve at a time as a matmul, or
+/// 0 where it should stay direct: static shapes, more than one input
+/// channel or tap per output (a filter of one scale per channel pair has
+/// no fields for a matmul to reuse), and fields of at most
+/// kMaxFieldElements at a time. Where the whole batch's fields are more,
+/// the batch goes in chunks: the most images whose fields fit that divide
+/// the batch (the chunks alike, one kernel each).
+int64_t imagesAtATime(const Conv &conv) {
   auto input = cast<ShapedType>(conv.input().getType());
   auto filter = cast<ShapedType>(conv.filter().getType());
   auto output = cast<ShapedType>(conv.init().getType());
   if (!conv.op.hasPureTensorSemantics() || !input.hasStaticShape() || !filter.hasStaticShape() ||
       !output.hasStaticShape())
-    return false;
+    return 0;
   int64_t taps = filter.getDimSize(1) * filter.getDimSize(2) * filter.getDimSize(3);
-  int64_t fields = output.getDimSize(0) * taps * output.getDimSize(2) * output.getDimSize(3);
-  return taps > 1 && fields <= kMaxFieldElements;
+  int64_t fieldsPerImage = taps * output.getDimSize(2) * output.getDimSize(3);
+  if (taps == 1 || fieldsPerImage > kMaxFieldElements)
+    return 0;
+  int64_t batch = output.getDimSize(0);
+  int64_t images = std::min(batch, kMaxFieldElements / fieldsPerImage);
+  while (batch % images)
+    --images;
+  return images;
 }
 
-/// The receptive fields of `conv`'s input as [N, C, KH, KW, OH, OW]: a copy
-/// whose input map carries the strides and dilations (monotonic, so that
-/// tiling it takes exact slices of the input).
-Value buildFields(OpBuilder &b, const Conv &conv) {
+/// The receptive fields of `input` for `conv` as [N, C, KH, KW, OH, OW]: a
+/// copy whose input map carries the strides and dilations (monotonic, so
+/// that tiling it takes exact slices of the input).
+Value buildFields(OpBuilder &b, const Conv &conv, Value input, ShapedType output) {
   Location loc = conv.op.getLoc();
   MLIRContext *ctx = b.getContext();
-  auto inputType = cast<RankedTensorType>(conv.input().getType());
+  auto inputType = cast<RankedTensorType>(input.getType());
   auto filter = cast<ShapedType>(conv.filter().getType());
-  auto output = cast<ShapedType>(conv.init().getType());
   auto fieldsType = RankedTensorType::get(
       {output.getDimSize(0), filter.getDimSize(1), filter.getDimSize(2), filter.getDimSize(3),
        output.getDimSize(2), output.getDimSize(3)},
@@ -118,7 +127,7 @@ Value buildFields(OpBuilder &b, const Conv &conv) {
                                   ctx);
   Value empty = tensor::EmptyOp::create(b, loc, fieldsType.getShape(), fieldsType.getElementType());
   return linalg::GenericOp::create(
-             b, loc, fieldsType, conv.input(), empty,
+             b, loc, fieldsType, input, empty,
              {read, AffineMap::getMultiDimIdentityMap(6, ctx)},
              SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
              [](OpBuilder &nested, Location l, ValueRange args) {
@@ -127,44 +136,88 @@ Value buildFields(OpBuilder &b, const Conv &conv) {
       .getResult(0);
 }
 
-/// Replaces `conv` by the contraction of its filter [F, C*KH*KW] with its
-/// fields [N, C*KH*KW, OH*OW] into [N, F, OH*OW], its body the
+/// `conv` of the images `input` into `flatInit` [N, F, OH*OW] (the whole
+/// batch's or some of its images') as the contraction of its filter
+/// [F, C*KH*KW] with their fields [N, C*KH*KW, OH*OW], its body the
 /// convolution's (the same operands in the same order: field, filter,
 /// accumulator).
-void rewriteAsMatmul(RewriterBase &rewriter, const Conv &conv) {
+Value convolveAsMatmul(RewriterBase &rewriter, const Conv &conv, Value input, Value flatInit) {
   Location loc = conv.op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
-  rewriter.setInsertionPoint(conv.op);
-  Value fields = tensor::CollapseShapeOp::create(rewriter, loc, buildFields(rewriter, conv),
-                                                 ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
+  auto output = cast<ShapedType>(conv.init().getType());
+  auto flatType = cast<ShapedType>(flatInit.getType());
+  auto imagesType = RankedTensorType::get(
+      {flatType.getDimSize(0), output.getDimSize(1), output.getDimSize(2), output.getDimSize(3)},
+      output.getElementType());
+  Value fields =
+      tensor::CollapseShapeOp::create(rewriter, loc, buildFields(rewriter, conv, input, imagesType),
+                                      ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
   Value filter = tensor::CollapseShapeOp::create(rewriter, loc, conv.filter(),
                                                  ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
-  SmallVector<ReassociationIndices> pixels{{0}, {1}, {2, 3}};
-  Value init = tensor::CollapseShapeOp::create(rewriter, loc, conv.init(), pixels);
   AffineExpr n, f, p, k;
   bindDims(ctx, n, f, p, k);
   auto maps = {AffineMap::get(4, 0, {n, k, p}, ctx), AffineMap::get(4, 0, {f, k}, ctx),
                AffineMap::get(4, 0, {n, f, p}, ctx)};
   SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
   iterators.push_back(utils::IteratorType::reduction);
-  auto matmul = linalg::GenericOp::create(rewriter, loc, init.getType(), {fields, filter}, init,
+  auto matmul = linalg::GenericOp::create(rewriter, loc, flatType, {fields, filter}, flatInit,
                                           maps, iterators);
   rewriter.cloneRegionBefore(conv.op->getRegion(0), matmul.getRegion(), matmul.getRegion().end());
+  return matmul.getResult(0);
+}
+
+/// Replaces `conv` by matmuls of `images` images at a time into its init
+/// collapsed to [N, F, OH*OW], expanded back: one matmul for the whole
+/// batch, or one per chunk of it, each on slices of the input and of the
+/// collapsed init that it goes back into (in place once bufferized: the
+/// same view of the same buffer).
+void rewriteAsMatmuls(RewriterBase &rewriter, const Conv &conv, int64_t images) {
+  Location loc = conv.op.getLoc();
+  rewriter.setInsertionPoint(conv.op);
+  SmallVector<ReassociationIndices> pixels{{0}, {1}, {2, 3}};
+  Value result = tensor::CollapseShapeOp::create(rewriter, loc, conv.init(), pixels);
+  // `images` images of `whole` from image `first`, as a slice's arguments.
+  auto chunk = [&](Value whole, int64_t first) {
+    auto shape = cast<ShapedType>(whole.getType()).getShape();
+    SmallVector<OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(rewriter.getContext(), shape);
+    SmallVector<OpFoldResult> strides(shape.size(), rewriter.getIndexAttr(1));
+    offsets[0] = rewriter.getIndexAttr(first);
+    sizes[0] = rewriter.getIndexAttr(images);
+    return std::make_tuple(offsets, sizes, strides);
+  };
+  int64_t batch = cast<ShapedType>(conv.init().getType()).getDimSize(0);
+  if (images == batch) {
+    result = convolveAsMatmul(rewriter, conv, conv.input(), result);
+  } else {
+    for (int64_t first = 0; first < batch; first += images) {
+      auto [inOffsets, inSizes, inStrides] = chunk(conv.input(), first);
+      Value input = tensor::ExtractSliceOp::create(rewriter, loc, conv.input(), inOffsets,
+                                                   inSizes, inStrides);
+      auto [offsets, sizes, strides] = chunk(result, first);
+      Value init =
+          tensor::ExtractSliceOp::create(rewriter, loc, result, offsets, sizes, strides);
+      result = tensor::InsertSliceOp::create(rewriter, loc,
+                                             convolveAsMatmul(rewriter, conv, input, init),
+                                             result, offsets, sizes, strides);
+    }
+  }
   rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(conv.op, conv.op->getResultTypes()[0],
-                                                     matmul.getResult(0), pixels);
+                                                     result, pixels);
 }
 
 struct KilnGpuConvAsMatmulPass
     : mlir::kiln::impl::KilnGpuConvAsMatmulBase<KilnGpuConvAsMatmulPass> {
   void runOnOperation() override {
-    SmallVector<Conv> convs;
+    SmallVector<std::pair<Conv, int64_t>> convs;
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (std::optional<Conv> conv = asConv(op); conv && worthAMatmul(*conv))
-        convs.push_back(*conv);
+      if (std::optional<Conv> conv = asConv(op))
+        if (int64_t images = imagesAtATime(*conv))
+          convs.push_back({*conv, images});
     });
     IRRewriter rewriter(&getContext());
-    for (const Conv &conv : convs)
-      rewriteAsMatmul(rewriter, conv);
+    for (auto &[conv, images] : convs)
+      rewriteAsMatmuls(rewriter, conv, images);
   }
 };
 

@@ -118,11 +118,27 @@ FailureOr<TilingInterface> tileAndFuse(RewriterBase &rewriter, TilingInterface o
   return cast<TilingInterface>(result->tiledAndFusedOps.front());
 }
 
+/// Whether `insert` puts back the result of an op computed in place on the
+/// same slice of its destination (a chunk of a batch): bufferized, both
+/// are one view of one buffer, and the copy between them folds away.
+bool insertsInPlace(tensor::InsertSliceOp insert) {
+  auto result = dyn_cast<OpResult>(insert.getSource());
+  auto op = result ? dyn_cast<DestinationStyleOpInterface>(result.getOwner()) : nullptr;
+  if (!op)
+    return false;
+  auto slice = op.getTiedOpOperand(result)->get().getDefiningOp<tensor::ExtractSliceOp>();
+  return slice && slice.getSource() == insert.getDest() &&
+         slice.getMixedOffsets() == insert.getMixedOffsets() &&
+         slice.getMixedSizes() == insert.getMixedSizes() &&
+         slice.getMixedStrides() == insert.getMixedStrides();
+}
+
 /// Turns the data movement that bufferization would make host copies of
 /// into linalg ops, which become kernels: a tensor.pad into a fill and an
 /// insert_slice, and each tensor.insert_slice (a concatenation's parts, a
 /// pad's interior) into a linalg.copy onto the slice of its destination
-/// that it replaces, which bufferization then writes in place.
+/// that it replaces, which bufferization then writes in place; except an
+/// insert of what was computed in place on that slice.
 LogicalResult copiesAsLinalg(func::FuncOp func) {
   RewritePatternSet patterns(func.getContext());
   patterns.add<linalg::DecomposePadOpPattern>(func.getContext());
@@ -130,7 +146,7 @@ LogicalResult copiesAsLinalg(func::FuncOp func) {
     return failure();
   func.walk([](tensor::InsertSliceOp insert) {
     if (insert->getParentOfType<scf::ForallOp>() ||
-        insert.getSource().getDefiningOp<linalg::CopyOp>())
+        insert.getSource().getDefiningOp<linalg::CopyOp>() || insertsInPlace(insert))
       return;
     OpBuilder b(insert);
     Location loc = insert.getLoc();

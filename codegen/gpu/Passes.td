@@ -14,8 +14,12 @@ def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
     `linalg.conv_2d_nchw_fchw`, or linalg.generic of its loops and maps (a
     widening convolution: bf16 operands summed in f32, its strides and
     dilations read off its input map), of static shapes whose filter has
-    more than one input channel or tap, and whose fields take at most 16M
-    elements, becomes:
+    more than one input channel or tap, and whose fields for one image
+    take at most 16M elements, becomes, for its whole batch or, where the
+    batch's fields pass 16M elements, for chunks of the batch (the most
+    images whose fields fit that divide the batch: slices of the input
+    and of the collapsed output, each chunk's result inserted back in
+    place):
     - a copy of its receptive fields into an [N, C, KH, KW, OH, OW]
       tensor, a linalg.generic whose input map carries the strides and
       dilations (monotonic in every loop, so that tiling it slices the
@@ -26,7 +30,7 @@ def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
       shared memory: kiln-gpu-private-accumulators,
       kiln-gpu-promote-operands), expanded back to [N, F, OH, OW].
     Grouped and depthwise convolutions, dynamic shapes, 1x1
-    single-channel filters and larger fields stay direct.
+    single-channel filters and images of larger fields stay direct.
   }];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
 }
@@ -35,8 +39,9 @@ def KilnGpuReadThroughPadding : Pass<"kiln-gpu-read-through-padding", "func::Fun
   let summary = "Let the GPU's ops read a padded tensor's source, not a padded copy of it";
   let description = [{
     After kiln-gpu-conv-as-matmul, before kiln-gpu-distribute. A padded
-    tensor (a tensor.pad of a constant, or a whole tensor inserted with
-    unit strides into a linalg.fill) costs the GPU a kernel for the fill,
+    tensor (a tensor.pad of a constant, a whole tensor inserted with
+    unit strides into a linalg.fill, or a slice of either: a chunk of a
+    batch) costs the GPU a kernel for the fill,
     one for the copy of the interior, and where several consumers share
     one fill, copies of it that bufferization adds. Each linalg op on
     tensors that reads such a tensor as an input (the receptive fields
@@ -120,7 +125,10 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     First, data movement becomes linalg ops, so that it runs in kernels
     rather than as host copies: a tensor.pad a fill and an insert_slice,
     and each tensor.insert_slice outside a forall a linalg.copy onto the
-    slice of its destination it replaces (bufferized in place). And a
+    slice of its destination it replaces (bufferized in place), except
+    an insert of an op's result computed in place on the same slice of
+    the same tensor (a convolution's chunk): bufferized, that is one view
+    of one buffer, and the copy folds away. And a
     linalg.fill with several users is cloned for each, so that each
     consumer fuses its own. Ops that are already inside a forall, ops
     that are not linalg

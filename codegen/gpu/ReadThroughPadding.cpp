@@ -26,22 +26,50 @@ using namespace mlir;
 
 namespace {
 
-/// A padded tensor: `source` at offsets `low` in a tensor of `value`.
+/// A padded tensor, or a slice of one: element i of it is element
+/// i + offset - low of `source`, or `value` where that falls outside along
+/// a dimension that has padding (`padded`).
 struct Padding {
   Value source;
-  SmallVector<OpFoldResult> low;
+  SmallVector<OpFoldResult> low, offsets;
+  SmallVector<bool> padded;
   Value value;
 };
 
-/// `padded` as a padding of a tensor: a tensor.pad of a constant value, or
-/// a tensor.insert_slice of a whole tensor (unit strides) into a
-/// linalg.fill.
+/// The padding whose source `pad` pads with the constant `value` at `low`.
+Padding makePadding(Value source, SmallVector<OpFoldResult> low, ShapedType paddedType,
+                    Value value) {
+  auto sourceType = cast<ShapedType>(source.getType());
+  MLIRContext *ctx = source.getContext();
+  Padding padding{source, low, SmallVector<OpFoldResult>(low.size(), OpFoldResult()), {}, value};
+  for (int64_t d = 0; d < sourceType.getRank(); ++d) {
+    padding.offsets[d] = IntegerAttr::get(IndexType::get(ctx), 0);
+    padding.padded.push_back(!isZeroInteger(low[d]) || sourceType.isDynamicDim(d) ||
+                             sourceType.getDimSize(d) != paddedType.getDimSize(d));
+  }
+  return padding;
+}
+
+/// `padded` as a padding of a tensor: a tensor.pad of a constant value, a
+/// tensor.insert_slice of a whole tensor (unit strides) into a
+/// linalg.fill, or a slice (unit strides, all dimensions kept) of either
+/// (a chunk of a batch).
 std::optional<Padding> asPadding(Value padded) {
+  auto paddedType = cast<ShapedType>(padded.getType());
   if (auto pad = padded.getDefiningOp<tensor::PadOp>()) {
     Value value = pad.getConstantPaddingValue();
     if (!value || pad.getNofold())
       return std::nullopt;
-    return Padding{pad.getSource(), pad.getMixedLowPad(), value};
+    return makePadding(pad.getSource(), pad.getMixedLowPad(), paddedType, value);
+  }
+  if (auto slice = padded.getDefiningOp<tensor::ExtractSliceOp>()) {
+    std::optional<Padding> whole;
+    if (!slice.hasUnitStride() || slice.getSourceType().getRank() != paddedType.getRank() ||
+        !(whole = asPadding(slice.getSource())) ||
+        llvm::any_of(whole->offsets, [](OpFoldResult o) { return !isZeroInteger(o); }))
+      return std::nullopt;
+    whole->offsets = slice.getMixedOffsets();
+    return whole;
   }
   auto insert = padded.getDefiningOp<tensor::InsertSliceOp>();
   if (!insert || !insert.hasUnitStride() ||
@@ -54,7 +82,8 @@ std::optional<Padding> asPadding(Value padded) {
   for (auto [size, dim] : llvm::zip(insert.getMixedSizes(), insert.getSourceType().getShape()))
     if (ShapedType::isStatic(dim) && getConstantIntValue(size) != dim)
       return std::nullopt;
-  return Padding{insert.getSource(), insert.getMixedOffsets(), fill.getInputs()[0]};
+  return makePadding(insert.getSource(), insert.getMixedOffsets(), paddedType,
+                     fill.getInputs()[0]);
 }
 
 /// The first input of `op` that is a padding it may read through, with its
@@ -71,23 +100,21 @@ std::optional<std::pair<unsigned, Padding>> paddedInput(linalg::LinalgOp op) {
 
 /// The value `generic` reads from its input `operand`, a padding, computed
 /// at the start of its body: the source's element at the input map's
-/// indices less the low padding, clamped into the source, or the pad value
-/// where they fall outside it.
+/// indices shifted by the padding (and the slice's offsets), clamped into
+/// the source, or the pad value where they fall outside it.
 Value readThrough(RewriterBase &rewriter, linalg::GenericOp generic, unsigned operand,
                   const Padding &padding) {
   Location loc = generic.getLoc();
   // The source's sizes and the offsets, outside the op (the body captures
   // them).
   rewriter.setInsertionPoint(generic);
-  ArrayRef<int64_t> paddedShape = cast<ShapedType>(generic->getOperand(operand).getType()).getShape();
-  SmallVector<Value> sizes, low;
-  SmallVector<bool> padded;
-  for (auto [d, dim] : llvm::enumerate(paddedShape)) {
-    OpFoldResult size = tensor::getMixedSize(rewriter, loc, padding.source, d);
-    sizes.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, size));
-    low.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, padding.low[d]));
-    padded.push_back(!isZeroInteger(padding.low[d]) || ShapedType::isDynamic(dim) ||
-                     getConstantIntValue(size) != dim);
+  SmallVector<Value> sizes, shifts;
+  for (auto [d, low] : llvm::enumerate(padding.low)) {
+    sizes.push_back(getValueOrCreateConstantIndexOp(
+        rewriter, loc, tensor::getMixedSize(rewriter, loc, padding.source, d)));
+    shifts.push_back(arith::SubIOp::create(
+        rewriter, loc, getValueOrCreateConstantIndexOp(rewriter, loc, low),
+        getValueOrCreateConstantIndexOp(rewriter, loc, padding.offsets[d])));
   }
   Block &body = generic.getRegion().front();
   rewriter.setInsertionPointToStart(&body);
@@ -101,8 +128,8 @@ Value readThrough(RewriterBase &rewriter, linalg::GenericOp generic, unsigned op
   SmallVector<Value> indices;
   for (auto [d, expr] : llvm::enumerate(map.getResults())) {
     Value index = arith::SubIOp::create(
-        rewriter, loc, affine::expandAffineExpr(rewriter, loc, expr, loops, {}), low[d]);
-    if (!padded[d]) { // read as it is
+        rewriter, loc, affine::expandAffineExpr(rewriter, loc, expr, loops, {}), shifts[d]);
+    if (!padding.padded[d]) { // read as it is
       indices.push_back(index);
       continue;
     }

@@ -85,6 +85,18 @@ def conv_layer():
                  [weight("w", 64, 32, 3, 3), weight("b", 64)]), [(1, 32, 16, 16)]
 
 
+def conv_batch_chunks():
+    """A padded 3x3 convolution of 16 to 2 channels on 8 images of 128x128,
+    then Relu: the batch's receptive fields (18.9M elements) pass the GPU's
+    16M, one image's (2.4M) do not, so kiln-gpu-conv-as-matmul makes two
+    chunks of 4 images, each reading the unpadded input through
+    kiln-gpu-read-through-padding (75 MFLOP in all: quick on lavapipe)."""
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    return model(nodes, [tensor("x", [8, 16, 128, 128])], [tensor("y", [8, 2, 128, 128])],
+                 [weight("w", 2, 16, 3, 3), weight("b", 2)]), [(8, 16, 128, 128)]
+
+
 def matmul(n=4096):
     """A 4096^3 f32 matmul of two inputs (no weights: the GPU benchmark's
     executable stays small)."""
@@ -1086,7 +1098,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, matmul, matmul_small, matmul_1024, matmul_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
+BUILDERS = {f.__name__: f for f in [modern, conv_batch_chunks, matmul, matmul_small, matmul_1024, matmul_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

@@ -203,6 +203,24 @@ func.func @pad_and_concat(%x: tensor<4x6xf32>, %y: tensor<4x8xf32>) -> (tensor<4
 
 // -----
 
+// A matmul computed on a slice of a tensor and inserted back at the same
+// slice (a convolution's chunk of a batch) stays a tensor.insert_slice:
+// bufferized, it is a copy of a view onto itself, which folds away. No
+// linalg.copy kernel.
+// CHECK-LABEL: func.func @chunk_in_place
+// CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[D:.*]][2, 0] [2, 8] [1, 1]
+// CHECK: %[[MM:.*]] = scf.forall {{.*}} shared_outs(%{{.*}} = %[[SLICE]])
+// CHECK-NOT: linalg.copy
+// CHECK: tensor.insert_slice %[[MM]] into %[[D]][2, 0] [2, 8] [1, 1]
+func.func @chunk_in_place(%a: tensor<2x16xf32>, %b: tensor<16x8xf32>, %d: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %s = tensor.extract_slice %d[2, 0] [2, 8] [1, 1] : tensor<4x8xf32> to tensor<2x8xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<2x16xf32>, tensor<16x8xf32>) outs(%s : tensor<2x8xf32>) -> tensor<2x8xf32>
+  %r = tensor.insert_slice %m into %d[2, 0] [2, 8] [1, 1] : tensor<2x8xf32> into tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
 // A projection split into heads, its bias split alike, plus a residual
 // (of the heads' shape):
 // the elementwise op is first collapsed onto the matmul's 2-d result (the

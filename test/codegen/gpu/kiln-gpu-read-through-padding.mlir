@@ -155,3 +155,33 @@ func.func @kept(%a: tensor<4x6xf32>, %b: tensor<4x5xf32>, %s: tensor<1x4xf32>, %
   } -> tensor<6xf32>
   return %m, %n2, %n3 : tensor<4x5xf32>, tensor<1x8xf32>, tensor<6xf32>
 }
+
+// -----
+
+// A chunk of a padded batch (images 2 and 3 of 4, kiln-gpu-conv-as-matmul's
+// slice): read through at the chunk's offset. The batch has no padding:
+// its index is shifted, not checked.
+// CHECK-LABEL: func.func @chunk
+// CHECK-SAME: (%[[X:.*]]: tensor<4x2x4x4xf32>)
+// CHECK-DAG:   %[[SHIFT:.*]] = arith.constant -2 : index
+// CHECK-NOT:   tensor.extract_slice
+// CHECK:       linalg.generic
+// CHECK:         %[[N:.*]] = linalg.index 0 : index
+// CHECK:         %[[IMAGE:.*]] = arith.subi %[[N]], %[[SHIFT]] : index
+// CHECK-NOT:     arith.cmpi {{.*}}, %[[IMAGE]]
+// CHECK:         tensor.extract %[[X]][%[[IMAGE]],
+#read = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 + d2, d5 + d3)>
+#id = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4, d5)>
+func.func @chunk(%x: tensor<4x2x4x4xf32>) -> tensor<2x2x3x3x4x4xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x2x6x6xf32>
+  %f = linalg.fill ins(%cst : f32) outs(%e : tensor<4x2x6x6xf32>) -> tensor<4x2x6x6xf32>
+  %p = tensor.insert_slice %x into %f[0, 0, 1, 1] [4, 2, 4, 4] [1, 1, 1, 1] : tensor<4x2x4x4xf32> into tensor<4x2x6x6xf32>
+  %s = tensor.extract_slice %p[2, 0, 0, 0] [2, 2, 6, 6] [1, 1, 1, 1] : tensor<4x2x6x6xf32> to tensor<2x2x6x6xf32>
+  %o = tensor.empty() : tensor<2x2x3x3x4x4xf32>
+  %r = linalg.generic {indexing_maps = [#read, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x2x6x6xf32>) outs(%o : tensor<2x2x3x3x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x2x3x3x4x4xf32>
+  return %r : tensor<2x2x3x3x4x4xf32>
+}
