@@ -30,14 +30,15 @@ void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &optio
 }
 
 void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &options) const {
-  // tf32 matmuls run on the tensor cores only in 4x4 results per thread.
+  // tf32 matmuls run on the tensor cores only in 4x4 results per thread;
+  // both passes that tile take the same rule.
   int64_t enoughWorkgroups = options.precision == Precision::TF32 ? 0 : kEnoughWorkgroups;
   pm.addNestedPass<func::FuncOp>(
       createKilnGpuDistribute({gpu.name, options.reportFusion, enoughWorkgroups}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   addBufferizationPasses(pm);
-  pm.addNestedPass<func::FuncOp>(createKilnGpuDistributeBuffers({gpu.name}));
+  pm.addNestedPass<func::FuncOp>(createKilnGpuDistributeBuffers({gpu.name, enoughWorkgroups}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
   pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());
   if (options.reportPlacement)

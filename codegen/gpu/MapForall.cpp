@@ -159,18 +159,18 @@ bool fitsInGrid(OpFoldResult blocks) {
   return !known || *known <= kMaxGridBlocks;
 }
 
-/// The block ids of `launch`, whose grid the dimensions of `grid` that do
-/// not fit in a launch were clamped in: for each of those, the induction
-/// variable of a loop (around the rest of the body) from the block's id
-/// to that dimension's size, in steps of the launch's grid size.
+/// The block ids of `launch`, whose grid the dimensions of `grid` marked
+/// `clamped` were clamped in: for each of those, the induction variable of
+/// a loop (around the rest of the body) from the block's id to that
+/// dimension's size, in steps of the launch's grid size.
 gpu::KernelDim3 blockIdLoops(RewriterBase &rewriter, gpu::LaunchOp launch,
-                             ArrayRef<OpFoldResult> grid) {
+                             ArrayRef<OpFoldResult> grid, ArrayRef<bool> clamped) {
   Location loc = launch.getLoc();
   gpu::KernelDim3 ids = launch.getBlockIds(), launched = launch.getGridSize();
   Value *id[3] = {&ids.x, &ids.y, &ids.z};
   Value step[3] = {launched.x, launched.y, launched.z};
   for (int d = 0; d < 3; ++d) {
-    if (fitsInGrid(grid[d]))
+    if (!clamped[d])
       continue;
     Value size = getValueOrCreateConstantIndexOp(rewriter, loc, grid[d]);
     auto loop = scf::ForOp::create(rewriter, loc, *id[d], size, step[d]);
@@ -245,8 +245,9 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
   // A grid dimension of more than kMaxGridBlocks blocks gets that many,
   // each block taking every kMaxGridBlocks-th block id in a loop.
   SmallVector<OpFoldResult> launched(grid);
-  for (OpFoldResult &blocks : launched)
-    if (!fitsInGrid(blocks))
+  SmallVector<bool> clamped(3, false);
+  for (auto [blocks, clamp] : llvm::zip(launched, clamped))
+    if ((clamp = !fitsInGrid(blocks)))
       blocks = affine::makeComposedFoldedAffineMin(
           rewriter, loc, AffineMap::get(0, 1, {a, rewriter.getAffineConstantExpr(kMaxGridBlocks)},
                                         rewriter.getContext()),
@@ -261,7 +262,7 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
 
   // Block ids per loop; z is delinearized over linear dimensions 2 and up
   // (the highest one varies slowest).
-  gpu::KernelDim3 bid = blockIdLoops(rewriter, launch, grid);
+  gpu::KernelDim3 bid = blockIdLoops(rewriter, launch, grid, clamped);
   SmallVector<Value> ids(linearDims.size());
   Value rest = bid.z;
   SmallVector<unsigned> byDim(linearDims.size());

@@ -166,6 +166,9 @@ def KilnGpuDistributeBuffers : Pass<"kiln-gpu-distribute-buffers", "func::FuncOp
   let options = [
     Option<"targetName", "target", "std::string", "\"vulkan\"",
            "GPU target whose limits apply (as kiln-gpu-distribute's)">,
+    Option<"enoughWorkgroups", "enough-workgroups", "int64_t", "256",
+           "As kiln-gpu-distribute's: the workgroups below which a static f32 contraction "
+           "gets fewer results per thread; 0: always 4x4">,
   ];
   let dependentDialects = ["scf::SCFDialect", "linalg::LinalgDialect", "affine::AffineDialect",
                            "gpu::GPUDialect", "memref::MemRefDialect"];

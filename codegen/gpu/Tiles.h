@@ -35,7 +35,7 @@ constexpr int64_t kEnoughWorkgroups = 256;
 /// a static f32 contraction's results per thread shrink while it has fewer
 /// than `enoughWorkgroups` workgroups (0: never).
 Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target,
-                  int64_t enoughWorkgroups = kEnoughWorkgroups);
+                  int64_t enoughWorkgroups);
 
 /// A constant upper bound of size `d` of `tile` (a memref: its static
 /// size, else what its view's sizes bound it by), or failure.
