@@ -114,8 +114,11 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
       each thread (k is tiled later, with shared memory). A static one of
       f32 operands that would have fewer than `enough-workgroups`
       workgroups (a 7x7 convolution of 512 filters: 16) gets 2x2, then 1x1
-      results per thread, so that more threads share it (16-bit and byte
-      operands keep 4x4: the tensor cores' warp blocks);
+      results per thread, so that more threads share it; one that would
+      have at least that many of 8x8 results per thread gets 8x8 (tiles of
+      8T x 64 results: per step of k a thread loads 16 values for 64
+      multiply-adds, against 8 for 16 in 4x4). 16-bit and byte operands
+      keep 4x4: the tensor cores' warp blocks;
     - any other op: one result per thread. The innermost parallel loop
       (of more than one iteration) goes to thread x, in even tiles of at
       most T; where it is shorter than T, it is whole in the workgroup and
@@ -146,7 +149,8 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
            "whether its threads apply it, or why not">,
     Option<"enoughWorkgroups", "enough-workgroups", "int64_t", "256",
            "A static contraction of f32 operands with fewer workgroups than this gets "
-           "fewer results per thread (2x2, then 1x1), for more workgroups; 0: always 4x4">,
+           "fewer results per thread (2x2, then 1x1), for more workgroups, and one with "
+           "as many of 8x8 results gets 8x8; 0: always 4x4">,
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "affine::AffineDialect",
                            "gpu::GPUDialect"];

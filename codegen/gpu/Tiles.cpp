@@ -45,9 +45,12 @@ std::optional<std::string> mlir::kiln::unsupportedByKernels(Operation *op,
 /// kThreadTile, or for a static matmul of f32 operands that would have
 /// fewer than `enough` workgroups (a 7x7 convolution of 512 filters: 16
 /// workgroups of 4x4 results per thread, 256 of 1x1), whose few threads
-/// would each sum long rows alone, fewer. Matmuls of 16-bit or byte
-/// operands keep 4x4, the tensor cores' warp blocks (with --precision=tf32
-/// f32 ones do too: kiln-compile passes `enough` 0).
+/// would each sum long rows alone, fewer; for one that would have `enough`
+/// even at twice kThreadTile, twice as many (8x8: per step of k, a thread's
+/// 16 loads from shared memory feed 64 multiply-adds, not 8 loads 16).
+/// Matmuls of 16-bit or byte operands keep 4x4, the tensor cores' warp
+/// blocks (with --precision=tf32 f32 ones do too: the pipeline passes
+/// `enough` 0).
 static int64_t contractionThreadTile(linalg::LinalgOp op, ArrayRef<unsigned> parallel,
                                      int64_t threadRows, int64_t enough) {
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
@@ -64,6 +67,8 @@ static int64_t contractionThreadTile(linalg::LinalgOp op, ArrayRef<unsigned> par
   bool f32 = llvm::all_of(op.getDpsInputs(),
                           [](Value v) { return getElementTypeOrSelf(v.getType()).isF32(); });
   int64_t tile = kThreadTile;
+  if (f32 && enough && workgroups(2 * kThreadTile) >= enough)
+    return 2 * kThreadTile;
   while (f32 && tile > 1 && workgroups(tile) < enough)
     tile /= 2;
   return tile;

@@ -105,6 +105,14 @@ def matmul(n=4096):
         [(n, n), (n, n)]
 
 
+def matmul_wide():
+    """2048x64 @ 64x1024: enough GPU workgroups for 8x8 results per thread
+    (128x64 a workgroup: 256), in 268 MFLOP."""
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["c"], name="matmul")]
+    return model(nodes, [tensor("a", [2048, 64]), tensor("b", [64, 1024])],
+                 [tensor("c", [2048, 1024])], []), [(2048, 64), (64, 1024)]
+
+
 def matmul_small():
     """The benchmark's matmul at 256^3, to check its numerics."""
     return matmul(256)
@@ -1098,7 +1106,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, conv_batch_chunks, matmul, matmul_small, matmul_1024, matmul_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
+BUILDERS = {f.__name__: f for f in [modern, conv_batch_chunks, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

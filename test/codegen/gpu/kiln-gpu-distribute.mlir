@@ -411,6 +411,29 @@ func.func @small_matmuls(%a: tensor<49x4608xf32>, %b: tensor<4608x512xf32>,
 
 // -----
 
+// A large f32 matmul (2048 x 1024: 256 workgroups even of 8x8 results per
+// thread) gets 8x8, 128x64 results a workgroup; with 16-bit operands it
+// keeps 4x4.
+// SMALL-LABEL: func.func @large_matmuls
+// SMALL: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (2048, 1024) step (128, 64)
+// SMALL:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (128, 64) step (8, 8)
+// SMALL: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (2048, 1024) step (64, 32)
+// SMALL:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 32) step (4, 4)
+func.func @large_matmuls(%a: tensor<2048x64xf32>, %b: tensor<64x1024xf32>,
+                         %ah: tensor<2048x64xf16>, %bh: tensor<64x1024xf16>)
+    -> (tensor<2048x1024xf32>, tensor<2048x1024xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<2048x1024xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<2048x1024xf32>) -> tensor<2048x1024xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<2048x64xf32>, tensor<64x1024xf32>) outs(%init : tensor<2048x1024xf32>) -> tensor<2048x1024xf32>
+  %empty2 = tensor.empty() : tensor<2048x1024xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%empty2 : tensor<2048x1024xf32>) -> tensor<2048x1024xf32>
+  %ch = linalg.matmul ins(%ah, %bh : tensor<2048x64xf16>, tensor<64x1024xf16>) outs(%init2 : tensor<2048x1024xf32>) -> tensor<2048x1024xf32>
+  return %c, %ch : tensor<2048x1024xf32>, tensor<2048x1024xf32>
+}
+
+// -----
+
 // A Tile (a `mod` map) fused into a transpose's tiles: sliced right only
 // in tiles that start at a multiple of 3, so the transpose keeps T threads
 // on its innermost loop and one row per workgroup, not 4 rows of 30.
