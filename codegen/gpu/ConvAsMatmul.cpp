@@ -11,6 +11,7 @@
 #include "codegen/gpu/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNGPUCONVASMATMUL
@@ -166,6 +167,49 @@ Value convolveAsMatmul(RewriterBase &rewriter, const Conv &conv, Value input, Va
   return matmul.getResult(0);
 }
 
+/// `init` (a convolution's [N, F, OH, OW]) collapsed to [N, F, OH*OW]. A
+/// bias broadcast into a tensor.empty (a linalg.generic of parallel loops
+/// whose inputs do not read OH or OW) is rebuilt on the collapsed shape
+/// instead: the matmul's init is then that op itself, which
+/// kiln-gpu-distribute fuses into the matmul's tiles (each thread starts
+/// its sums from the bias), not a kernel of its own.
+Value collapsedInit(RewriterBase &rewriter, Value init) {
+  Location loc = init.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  SmallVector<ReassociationIndices> pixels{{0}, {1}, {2, 3}};
+  auto type = cast<RankedTensorType>(init.getType());
+  auto collapsedType = RankedTensorType::get(
+      {type.getDimSize(0), type.getDimSize(1), type.getDimSize(2) * type.getDimSize(3)},
+      type.getElementType());
+  auto broadcast = init.getDefiningOp<linalg::GenericOp>();
+  auto readsPixels = [](AffineMap map) {
+    return llvm::any_of(map.getResults(), [](AffineExpr e) {
+      return e.isFunctionOfDim(2) || e.isFunctionOfDim(3);
+    });
+  };
+  if (!broadcast || broadcast.getNumLoops() != 4 || broadcast.getNumDpsInits() != 1 ||
+      broadcast.getNumParallelLoops() != 4 || broadcast.hasIndexSemantics() ||
+      !broadcast.getIndexingMapsArray().back().isIdentity() ||
+      !broadcast.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>() ||
+      llvm::any_of(ArrayRef(broadcast.getIndexingMapsArray()).drop_back(), readsPixels))
+    return tensor::CollapseShapeOp::create(rewriter, loc, init, pixels);
+  // Dimensions (n, f, p): the inputs' maps keep n, f and their constants.
+  AffineExpr zero = getAffineConstantExpr(0, ctx);
+  SmallVector<AffineExpr> dims = {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx), zero, zero};
+  SmallVector<AffineMap> maps;
+  for (AffineMap map : ArrayRef(broadcast.getIndexingMapsArray()).drop_back())
+    maps.push_back(map.replaceDimsAndSymbols(dims, {}, 3, 0));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(3, ctx));
+  Value empty = tensor::EmptyOp::create(rewriter, loc, collapsedType.getShape(),
+                                        collapsedType.getElementType());
+  auto collapsed = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{collapsedType}, broadcast.getInputs(), empty, maps,
+      SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel));
+  rewriter.cloneRegionBefore(broadcast.getRegion(), collapsed.getRegion(),
+                             collapsed.getRegion().end());
+  return collapsed.getResult(0);
+}
+
 /// Replaces `conv` by matmuls of `images` images at a time into its init
 /// collapsed to [N, F, OH*OW], expanded back: one matmul for the whole
 /// batch, or one per chunk of it, each on slices of the input and of the
@@ -175,7 +219,7 @@ void rewriteAsMatmuls(RewriterBase &rewriter, const Conv &conv, int64_t images) 
   Location loc = conv.op.getLoc();
   rewriter.setInsertionPoint(conv.op);
   SmallVector<ReassociationIndices> pixels{{0}, {1}, {2, 3}};
-  Value result = tensor::CollapseShapeOp::create(rewriter, loc, conv.init(), pixels);
+  Value result = collapsedInit(rewriter, conv.init());
   // `images` images of `whole` from image `first`, as a slice's arguments.
   auto chunk = [&](Value whole, int64_t first) {
     auto shape = cast<ShapedType>(whole.getType()).getShape();
@@ -202,8 +246,11 @@ void rewriteAsMatmuls(RewriterBase &rewriter, const Conv &conv, int64_t images) 
                                              result, offsets, sizes, strides);
     }
   }
+  Operation *init = conv.init().getDefiningOp();
   rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(conv.op, conv.op->getResultTypes()[0],
                                                      result, pixels);
+  if (init && isOpTriviallyDead(init)) // a bias rebuilt collapsed
+    rewriter.eraseOp(init);
 }
 
 struct KilnGpuConvAsMatmulPass

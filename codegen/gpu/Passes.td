@@ -28,7 +28,11 @@ def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
       the filter, collapsed to [F, C*KH*KW], into the output collapsed to
       [N, F, OH*OW], with the convolution's own body (register tiles and
       shared memory: kiln-gpu-private-accumulators,
-      kiln-gpu-promote-operands), expanded back to [N, F, OH, OW].
+      kiln-gpu-promote-operands), expanded back to [N, F, OH, OW]. An
+      output that is a bias broadcast into a tensor.empty (parallel
+      loops whose inputs do not read OH or OW) is rebuilt on the
+      collapsed shape, so that the contraction's init is that op, which
+      kiln-gpu-distribute fuses into its tiles.
     Grouped and depthwise convolutions, dynamic shapes, 1x1
     single-channel filters and images of larger fields stay direct.
   }];

@@ -55,6 +55,33 @@ func.func @chunks(%x: tensor<8x64x66x66xf32>, %w: tensor<8x64x3x3xf32>, %init: t
 
 // -----
 
+// A bias broadcast into the output (kiln-to-linalg's init of a convolution
+// with a bias) is rebuilt on the collapsed [N, F, OH*OW]: the matmul's
+// init is the broadcast itself, which kiln-gpu-distribute fuses into its
+// tiles. The bias map keeps its constants.
+// CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2) -> (d1, 0, 0)>
+// CHECK-DAG: #[[ID3:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @bias
+// CHECK-SAME: (%[[X:.*]]: tensor<1x3x6x6xf32>, %[[W:.*]]: tensor<4x3x3x3xf32>, %[[B:.*]]: tensor<4x1x1xf32>)
+// CHECK:   %[[EMPTY:.*]] = tensor.empty() : tensor<1x4x16xf32>
+// CHECK:   %[[INIT:.*]] = linalg.generic {indexing_maps = [#[[BIAS]], #[[ID3]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[B]] : tensor<4x1x1xf32>) outs(%[[EMPTY]] : tensor<1x4x16xf32>)
+// CHECK:   %[[MM:.*]] = linalg.generic {{.*}} outs(%[[INIT]] : tensor<1x4x16xf32>)
+// CHECK:   tensor.expand_shape %[[MM]]
+// CHECK-NOT: tensor.collapse_shape %{{.*}} : tensor<1x4x4x4xf32>
+#bias = affine_map<(n, f, y, x) -> (f, 0, 0)>
+#id4 = affine_map<(n, f, y, x) -> (n, f, y, x)>
+func.func @bias(%x: tensor<1x3x6x6xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4x1x1xf32>) -> tensor<1x4x4x4xf32> {
+  %e = tensor.empty() : tensor<1x4x4x4xf32>
+  %init = linalg.generic {indexing_maps = [#bias, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%b : tensor<4x1x1xf32>) outs(%e : tensor<1x4x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<1x4x4x4xf32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<1x3x6x6xf32>, tensor<4x3x3x3xf32>) outs(%init : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  return %y : tensor<1x4x4x4xf32>
+}
+
+// -----
+
 // Left direct: a dynamic batch, a 1x1 filter over one channel (a scale),
 // and one image's fields past 16M elements (64 channels x 9 taps x 512 x
 // 512).
