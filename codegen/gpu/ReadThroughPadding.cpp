@@ -36,17 +36,16 @@ struct Padding {
   Value value;
 };
 
-/// The padding whose source `pad` pads with the constant `value` at `low`.
+/// The padding of `source` by the constant `value`, `low` elements before
+/// it along each dimension, into a tensor of `paddedType`.
 Padding makePadding(Value source, SmallVector<OpFoldResult> low, ShapedType paddedType,
                     Value value) {
   auto sourceType = cast<ShapedType>(source.getType());
-  MLIRContext *ctx = source.getContext();
-  Padding padding{source, low, SmallVector<OpFoldResult>(low.size(), OpFoldResult()), {}, value};
-  for (int64_t d = 0; d < sourceType.getRank(); ++d) {
-    padding.offsets[d] = IntegerAttr::get(IndexType::get(ctx), 0);
+  OpFoldResult zero = Builder(source.getContext()).getIndexAttr(0);
+  Padding padding{source, low, SmallVector<OpFoldResult>(low.size(), zero), {}, value};
+  for (int64_t d = 0; d < sourceType.getRank(); ++d)
     padding.padded.push_back(!isZeroInteger(low[d]) || sourceType.isDynamicDim(d) ||
                              sourceType.getDimSize(d) != paddedType.getDimSize(d));
-  }
   return padding;
 }
 
@@ -151,8 +150,8 @@ Value readThrough(RewriterBase &rewriter, linalg::GenericOp generic, unsigned op
 
 /// Rewrites `op` (generalized first) to read `padding`'s source instead of
 /// its input `operand`; returns the new op.
-FailureOr<linalg::GenericOp> readThroughPadding(RewriterBase &rewriter, linalg::LinalgOp op, unsigned operand,
-                                 const Padding &padding) {
+FailureOr<linalg::GenericOp> readThroughPadding(RewriterBase &rewriter, linalg::LinalgOp op,
+                                                unsigned operand, const Padding &padding) {
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
   if (!generic) {
     rewriter.setInsertionPoint(op);
