@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/CudaBackend.h"
 #include "codegen/cuda/Passes.h"
+#include "codegen/gpu/KernelMath.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
@@ -21,6 +22,7 @@
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -205,6 +207,10 @@ private:
     if (failed(giveFlatBuffersStaticSizes(copy)) || failed(sharedBuffersAsAttributions(copy)))
       return failure();
     allowContraction(copy);
+    RewritePatternSet math(&getContext());
+    kiln::populateIntegerPowerBySquaringPattern(math);
+    if (failed(applyPatternsGreedily(copy, std::move(math))))
+      return failure();
     PassManager pm(&getContext(), ModuleOp::getOperationName());
     OpPassManager &nested = pm.nest<gpu::GPUModuleOp>();
     nested.addPass(createSCFToControlFlowPass());

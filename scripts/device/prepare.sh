@@ -31,8 +31,22 @@
 # the GPU machine takes; batch 1 with an input and onnxruntime's outputs.
 #
 #   scripts/device/prepare.sh [TARGET...]   # default: cuda vulkan-nvidia
+#   scripts/device/prepare.sh conformance   # the ONNX conformance tests for
+#       --target=cuda, compiled, with their inputs and expected outputs, as
+#       build/device-conformance/tests.tar.xz (carry build/device-conformance;
+#       run there with scripts/device/conformance.py)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+if [ "${1:-}" = conformance ]; then
+  out=build/device-conformance
+  rm -rf "$out" && mkdir -p "$out"
+  git describe --always --dirty > "$out/COMMIT"
+  /usr/bin/python3 test/conformance/run.py --target cuda --prepare "$out/tests"
+  tar -C "$out/tests" -cf - . | xz -T0 -6 > "$out/tests.tar.xz"
+  rm -rf "$out/tests"
+  du -sh "$out"
+  exit 0
+fi
 targets=("${@:-cuda}")
 [ $# -eq 0 ] && targets=(cuda vulkan-nvidia)
 out=build/device

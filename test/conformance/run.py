@@ -12,6 +12,9 @@ the expected ones, writes docs/CONFORMANCE.md and prints a summary line.
   test/conformance/run.py --check-floor          # fail if passes < floor
   test/conformance/run.py --target vulkan        # compiled for a GPU target:
                                                  # docs/CONFORMANCE-vulkan.md
+  test/conformance/run.py --target cuda --prepare DIR   # compile only, to run
+                                                 # on a GPU machine with
+                                                 # scripts/device/conformance.py
 
 A test is applicable when its inputs and outputs are tensors, it does not use
 the training domain, and its outputs are not random (see NOT_APPLICABLE_OPS).
@@ -19,6 +22,7 @@ the training domain, and its outputs are not random (see NOT_APPLICABLE_OPS).
 import argparse
 import concurrent.futures as futures
 import collections
+import json
 import os
 import re
 import shutil
@@ -31,6 +35,7 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 import modern
+from outputs import mismatch, sanitize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = "/usr/share/libonnx-testdata/data"
@@ -50,10 +55,6 @@ RTOL, ATOL = 1e-3, 1e-5
 TOLERANCE_EXCEPTIONS = {
     # name: (rtol, atol, why)
 }
-
-
-def sanitize(name):
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
 def not_applicable(model):
@@ -128,8 +129,28 @@ def first_line(text):
     return "no message"
 
 
-def run_test(kiln, suite, name, work, target=None):
-    """Returns (status, reason, op, seconds); status in pass/fail/unsupported/n/a."""
+def prepare_test(to, exe, out_dir, inputs, expected, rtol, atol, op, start):
+    """Moves a compiled test to `to`, to run elsewhere: the executable, its
+    inputs, the expected outputs (.npy: the GPU machine has no onnx) and
+    test.json, what scripts/device/conformance.py needs to run and judge
+    it."""
+    shutil.rmtree(to, ignore_errors=True)
+    os.makedirs(to)
+    shutil.move(exe, os.path.join(to, "model"))
+    for i in range(len(inputs)):
+        shutil.move(os.path.join(out_dir, f"input_{i}.npy"), os.path.join(to, f"input_{i}.npy"))
+    for i, (_, want) in enumerate(expected):
+        np.save(os.path.join(to, f"expected_{i}.npy"), want)
+    with open(os.path.join(to, "test.json"), "w") as f:
+        json.dump({"op": op, "inputs": inputs, "outputs": [n for n, _ in expected],
+                   "rtol": rtol, "atol": atol}, f)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return "prepared", "", op, time.time() - start
+
+
+def run_test(kiln, suite, name, work, target=None, prepare=None):
+    """Returns (status, reason, op, seconds); status in pass/fail/unsupported/n/a,
+    or with `prepare` (a folder), `prepared` in place of running it."""
     start = time.time()
     test_dir = os.path.join(suite_dir(suite, work), name)
     try:
@@ -180,6 +201,16 @@ def run_test(kiln, suite, name, work, target=None):
         status = ("unsupported" if re.search(r"unsupported|not supported|does not support", message)
                   else "fail")
         return status, message, op, time.time() - start
+    rtol, atol, _ = TOLERANCE_EXCEPTIONS.get(name, (RTOL, ATOL, ""))
+    expected = []
+    for i, vi in enumerate(model.graph.output):
+        tensor = onnx.TensorProto()
+        with open(os.path.join(data_dir, f"output_{i}.pb"), "rb") as f:
+            tensor.ParseFromString(f.read())
+        expected.append((vi.name, numpy_helper.to_array(tensor)))
+    if prepare:
+        return prepare_test(os.path.join(prepare, suite, name), exe, out_dir, inputs, expected,
+                            rtol, atol, op, start)
     try:
         ran = subprocess.run([exe] + run_args + ["--output-dir", os.path.join(out_dir, "out")],
                              capture_output=True, text=True, timeout=60)
@@ -187,23 +218,9 @@ def run_test(kiln, suite, name, work, target=None):
         return "fail", "executable timed out", op, time.time() - start
     if ran.returncode != 0:
         return "fail", "executable failed: " + first_line(ran.stderr), op, time.time() - start
-    rtol, atol, _ = TOLERANCE_EXCEPTIONS.get(name, (RTOL, ATOL, ""))
-    for i, vi in enumerate(model.graph.output):
-        tensor = onnx.TensorProto()
-        with open(os.path.join(data_dir, f"output_{i}.pb"), "rb") as f:
-            tensor.ParseFromString(f.read())
-        want = numpy_helper.to_array(tensor)
-        got = np.load(os.path.join(out_dir, "out", sanitize(vi.name) + ".npy"))
-        if got.shape != want.shape:
-            return "fail", f"output '{vi.name}' has shape {got.shape}, expected {want.shape}", \
-                op, time.time() - start
-        if got.dtype != want.dtype:
-            return "fail", f"output '{vi.name}' is {got.dtype}, expected {want.dtype}", op, \
-                time.time() - start
-        if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
-            err = np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))
-            return "fail", f"output '{vi.name}' differs (max abs error {err:.3g})", op, \
-                time.time() - start
+    why = mismatch(os.path.join(out_dir, "out"), expected, rtol, atol)
+    if why:
+        return "fail", why, op, time.time() - start
     shutil.rmtree(out_dir, ignore_errors=True)
     return "pass", "", op, time.time() - start
 
@@ -296,6 +313,10 @@ def main():
     ap.add_argument("--check-floor", action="store_true",
                     help=f"exit 1 if fewer tests pass than {os.path.relpath(FLOOR_FILE, ROOT)} "
                     "(with --target T: floor-T.txt beside it)")
+    ap.add_argument("--prepare", metavar="DIR",
+                    help="compile only: put each compiled test in DIR/<suite>/<name>/ with its "
+                    "inputs and expected outputs, for scripts/device/conformance.py to run on a "
+                    "machine with the target's device (no report, no floor)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every result")
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "conformance", "results.tsv"),
                     help="where to write every test's status and reason (TSV)")
@@ -317,8 +338,8 @@ def main():
     results = {}
     start = time.time()
     with futures.ThreadPoolExecutor(args.jobs) as pool:
-        jobs = {pool.submit(run_test, args.kiln, s, n, args.work, args.target): (s, n)
-                for s, n in tests}
+        jobs = {pool.submit(run_test, args.kiln, s, n, args.work, args.target, args.prepare):
+                (s, n) for s, n in tests}
         for done, job in enumerate(futures.as_completed(jobs), 1):
             results[jobs[job]] = job.result()
             if args.verbose:
@@ -334,14 +355,17 @@ def main():
                f"({100.0 * node['pass'] / max(node_applicable, 1):.1f}%); all suites: "
                f"{counts['pass']} passed, {counts['fail']} failed, "
                f"{counts['unsupported']} unsupported, {counts['n/a']} not applicable")
+    if args.prepare:
+        summary = (f"{counts['prepared']} compiled into {args.prepare}, {counts['fail']} failed, "
+                   f"{counts['unsupported']} unsupported, {counts['n/a']} not applicable")
     print(f"conformance: {summary} in {time.time() - start:.0f} s")
     os.makedirs(os.path.dirname(args.results), exist_ok=True)
     with open(args.results, "w") as f:
         for (suite, name), (status, reason, op, secs) in sorted(results.items()):
             f.write(f"{suite}\t{name}\t{op}\t{status}\t{secs:.2f}\t{reason}\n")
-    if not args.filter:
+    if not args.filter and not args.prepare:
         write_report(args.report, results, summary, args.target)
-    if args.check_floor:
+    if args.check_floor and not args.prepare:
         floor = int(open(floor_file).read().split()[0])
         if counts["pass"] < floor:
             print(f"conformance: FAILED: {counts['pass']} tests pass, the floor is {floor}")
