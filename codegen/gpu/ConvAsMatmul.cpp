@@ -187,17 +187,19 @@ Value collapsedInit(RewriterBase &rewriter, Value init) {
       return e.isFunctionOfDim(2) || e.isFunctionOfDim(3);
     });
   };
+  SmallVector<AffineMap> broadcastMaps =
+      broadcast ? broadcast.getIndexingMapsArray() : SmallVector<AffineMap>();
   if (!broadcast || broadcast.getNumLoops() != 4 || broadcast.getNumDpsInits() != 1 ||
       broadcast.getNumParallelLoops() != 4 || broadcast.hasIndexSemantics() ||
-      !broadcast.getIndexingMapsArray().back().isIdentity() ||
+      !broadcastMaps.back().isIdentity() ||
       !broadcast.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>() ||
-      llvm::any_of(ArrayRef(broadcast.getIndexingMapsArray()).drop_back(), readsPixels))
+      llvm::any_of(ArrayRef(broadcastMaps).drop_back(), readsPixels))
     return tensor::CollapseShapeOp::create(rewriter, loc, init, pixels);
   // Dimensions (n, f, p): the inputs' maps keep n, f and their constants.
   AffineExpr zero = getAffineConstantExpr(0, ctx);
   SmallVector<AffineExpr> dims = {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx), zero, zero};
   SmallVector<AffineMap> maps;
-  for (AffineMap map : ArrayRef(broadcast.getIndexingMapsArray()).drop_back())
+  for (AffineMap map : ArrayRef(broadcastMaps).drop_back())
     maps.push_back(map.replaceDimsAndSymbols(dims, {}, 3, 0));
   maps.push_back(AffineMap::getMultiDimIdentityMap(3, ctx));
   Value empty = tensor::EmptyOp::create(rewriter, loc, collapsedType.getShape(),
