@@ -35,7 +35,7 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 import modern
-from outputs import mismatch, sanitize
+from outputs import mismatch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = "/usr/share/libonnx-testdata/data"
