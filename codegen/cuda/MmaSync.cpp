@@ -22,12 +22,14 @@
 //   C, D (16x8):         element c is       C[g + 8 (c / 2)][2t + c % 2]
 //
 // 16-bit fragments come from ldmatrix where the chunk allows it (section
-// 9.7.13.4.15): the chunks hold a step of k per line, the rows (A) or
-// columns (B) along it, so an 8x8 block of k x rows is one 8x8 matrix, and
-// `.trans` hands lane l its elements [2t][g] and [2t + 1][g] (the low half
-// first): register r of A is the matrix of rows 8 (r % 2) on and steps
+// 9.7.13.4.15): an 8x8 block of steps by rows (A) or columns (B) is one
+// 8x8 matrix, register r of A the matrix of rows 8 (r % 2) on and steps
 // 8 (r / 2) on, register r of B the one of steps 8r on. Lane l gives the
-// address of line l % 8 of matrix l / 8.
+// address of line l % 8 of matrix l / 8, and receives steps 2t and 2t + 1
+// of row (column) g, the low half first: where the chunk's lines are
+// rows (a step of k runs along a line), as row g's elements 2t and 2t + 1;
+// where they are steps (the rows run along them), by `.trans`, as elements
+// [2t][g] and [2t + 1][g].
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/Passes.h"
@@ -103,10 +105,11 @@ std::optional<NVVM::MMATypes> ptxType(linalg::GenericOp op, unsigned input, Type
 }
 
 /// An operand of a thread's contraction: its view of a staged chunk, whose
-/// first dimension is the reduction's step and dimension `position` the
-/// tile's rows (A) or columns (B); any other has extent 1 (a batch).
+/// dimension `step` is the reduction's and dimension `position` the tile's
+/// rows (A) or columns (B); any other has extent 1 (a batch).
 struct Operand {
   mutable memref::SubViewOp view; // (its accessors are not const)
+  unsigned step = 0;
   unsigned position = 0;
   unsigned input = 0; ///< its index among the op's inputs
 
@@ -116,10 +119,13 @@ struct Operand {
   /// The chunk's indices of step `k` and row or column `at`.
   SmallVector<Value> indices(Value k, Value at, Value zero) const {
     SmallVector<Value> indices(view.getType().getRank(), zero);
-    indices[0] = k;
+    indices[step] = k;
     indices[position] = at;
     return indices;
   }
+  /// Whether the chunk's lines (its last dimension, contiguous) hold the
+  /// rows or columns, a step of k per line; else they hold the steps.
+  bool linesAreSteps() const { return position + 1 == view.getType().getRank(); }
 };
 
 /// A thread's contraction as kiln-gpu-promote-operands leaves it, which the
@@ -155,25 +161,26 @@ memref::SubViewOp stagedChunk(memref::SubViewOp view) {
   return chunk;
 }
 
-/// Input `input` of `op` as an operand whose chunk holds loop `dim` (the
-/// rows or the columns) and not loop `other`, every other loop but the
-/// reduction with extent 1 in the chunk.
+/// Input `input` of `op` as an operand whose chunk holds the reduction
+/// (loop 0), loop `dim` (the rows or the columns) and not loop `other`,
+/// every other loop with extent 1 in the chunk.
 std::optional<Operand> operandOf(linalg::GenericOp op, unsigned input, unsigned dim,
                                  unsigned other) {
+  MLIRContext *ctx = op.getContext();
   OpOperand *operand = op.getDpsInputOperand(input);
   AffineMap map = op.getMatchingIndexingMap(operand);
   auto view = operand->get().getDefiningOp<memref::SubViewOp>();
   memref::SubViewOp chunk = stagedChunk(view);
-  if (!chunk || !map.isProjectedPermutation() || map.getNumResults() != view.getType().getRank() ||
-      map.getDimPosition(0) != 0)
+  if (!chunk || !map.isProjectedPermutation() || map.getNumResults() != view.getType().getRank())
     return std::nullopt;
-  std::optional<unsigned> position = map.getResultPosition(getAffineDimExpr(dim, op.getContext()));
-  if (!position || map.getResultPosition(getAffineDimExpr(other, op.getContext())))
+  std::optional<unsigned> step = map.getResultPosition(getAffineDimExpr(0, ctx));
+  std::optional<unsigned> position = map.getResultPosition(getAffineDimExpr(dim, ctx));
+  if (!step || !position || map.getResultPosition(getAffineDimExpr(other, ctx)))
     return std::nullopt;
-  for (unsigned d = 1; d < map.getNumResults(); ++d)
-    if (d != *position && chunk.getType().getDimSize(d) != 1)
+  for (unsigned d = 0; d < map.getNumResults(); ++d)
+    if (d != *step && d != *position && chunk.getType().getDimSize(d) != 1)
       return std::nullopt;
-  return Operand{view, *position, input};
+  return Operand{view, *step, *position, input};
 }
 
 /// A warp's block of WM x WN tiles for `warps` warps over a tile of
@@ -262,11 +269,12 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32, const GpuTarget 
   if (!typeA || !typeB || chunkA.getElementType() != chunkB.getElementType())
     return std::nullopt;
   m.mma = Instruction{*typeA, *typeB, 32 / chunkA.getElementTypeBitWidth(), sum};
-  m.chunk = chunkA.getDimSize(0);
+  m.chunk = chunkA.getDimSize(m.a.step);
   m.rows = chunkA.getDimSize(m.a.position);
   m.cols = chunkB.getDimSize(m.b.position);
   // Every chunk whole: the op reads all C steps of each.
-  if (chunkB.getDimSize(0) != m.chunk || m.a.view.getType().getDimSize(0) != m.chunk ||
+  if (chunkB.getDimSize(m.b.step) != m.chunk ||
+      m.a.view.getType().getDimSize(m.a.step) != m.chunk ||
       m.chunk % m.mma.k() != 0 || m.rows % kM != 0 || m.cols % kN != 0)
     return std::nullopt;
   std::optional<std::array<int64_t, 3>> size = staticBlockSize(launch);
@@ -371,18 +379,20 @@ SmallVector<Value> loadB(Lane &l, const Instruction &mma, const Operand &b, Valu
   return regs;
 }
 
-/// Whether `operand`'s chunk can be read with ldmatrix: 16-bit values, a
-/// step of k per line, the rows or columns contiguous along it, every
-/// line and every 8 of them 16-byte aligned (the buffer is): the buffer's
-/// strides but the last multiples of 8, the chunk's offset along the last
+/// Whether `operand`'s chunk can be read with ldmatrix: 16-bit values,
+/// its lines either the steps of k or the rows (columns), every line and
+/// every 8 of them 16-byte aligned (the buffer is): the buffer's strides
+/// but the last multiples of 8, the chunk's offset along the last
 /// dimension too.
 bool readableWithLdmatrix(const Operand &operand) {
   auto chunk = operand.chunk().getDefiningOp<memref::SubViewOp>();
   MemRefType type = chunk.getType(), buffer = chunk.getSourceType();
   auto [strides, offset] = buffer.getStridesAndOffset();
   std::optional<int64_t> lastOffset = getConstantIntValue(chunk.getMixedOffsets().back());
-  return type.getElementTypeBitWidth() == 16 && operand.position + 1 == type.getRank() &&
-         strides.back() == 1 && lastOffset && *lastOffset % 8 == 0 &&
+  int64_t last = type.getRank() - 1;
+  return type.getElementTypeBitWidth() == 16 &&
+         (operand.position == last || operand.step == last) && strides.back() == 1 &&
+         lastOffset && *lastOffset % 8 == 0 &&
          llvm::all_of(ArrayRef(strides).drop_back(), [](int64_t s) { return s % 8 == 0; });
 }
 
@@ -394,13 +404,29 @@ Value asRegister(OpBuilder &b, Location loc, Value pair) {
   return LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair);
 }
 
-/// The registers of an ldmatrix.trans of `count` 8x8 matrices from
-/// `operand`'s chunk; lane l gives line `k(l)` at row or column `at(l)`.
-SmallVector<Value> ldmatrix(Lane &l, const Operand &operand, int64_t count, Value k, Value at) {
+/// Which 8x8 block of steps (or of rows, columns) matrix `j` of an
+/// ldmatrix holds, as an expression of j.
+using BlockFn = function_ref<AffineExpr(AffineExpr j)>;
+
+/// The registers of an ldmatrix of `count` 8x8 matrices from `operand`'s
+/// chunk, matrix j the one of steps 8 stepBlock(j) on from `step` and of
+/// rows (columns) 8 atBlock(j) on from `at`: lane l gives the address of
+/// line l % 8 of matrix l / 8 (an x2 reads lanes 0-15's addresses only).
+SmallVector<Value> ldmatrix(Lane &l, const Operand &operand, int64_t count, Value step,
+                            Value at, BlockFn stepBlock, BlockFn atBlock) {
+  bool linesAreSteps = operand.linesAreSteps();
+  Value k = l.at(step, [&](AffineExpr lane) {
+    AffineExpr first = stepBlock(lane.floorDiv(8)) * 8;
+    return linesAreSteps ? first + lane % 8 : first;
+  });
+  Value x = l.at(at, [&](AffineExpr lane) {
+    AffineExpr first = atBlock(lane.floorDiv(8)) * 8;
+    return linesAreSteps ? first : first + lane % 8;
+  });
   Type element = cast<MemRefType>(operand.chunk().getType()).getElementType();
   auto matrices = nvgpu::LdMatrixOp::create(l.b, l.loc, VectorType::get({count, 2}, element),
-                                            operand.chunk(), operand.indices(k, at, l.zero),
-                                            /*transpose=*/true, count);
+                                            operand.chunk(), operand.indices(k, x, l.zero),
+                                            /*transpose=*/linesAreSteps, count);
   SmallVector<Value> regs;
   for (int64_t r = 0; r < count; ++r)
     regs.push_back(asRegister(
@@ -411,9 +437,9 @@ SmallVector<Value> ldmatrix(Lane &l, const Operand &operand, int64_t count, Valu
 /// Lane's A fragment of the 16x16 tile at rows `row0`, steps `step` on, by
 /// one ldmatrix.x4: matrix j holds rows 8 (j % 2) on, steps 8 (j / 2) on.
 SmallVector<Value> ldmatrixA(Lane &l, const Operand &a, Value row0, Value step) {
-  Value k = l.at(step, [](AffineExpr lane) { return lane.floorDiv(16) * 8 + lane % 8; });
-  Value row = l.at(row0, [](AffineExpr lane) { return (lane.floorDiv(8) % 2) * 8; });
-  return ldmatrix(l, a, 4, k, row);
+  return ldmatrix(
+      l, a, 4, step, row0, [](AffineExpr j) { return j.floorDiv(2); },
+      [](AffineExpr j) { return j % 2; });
 }
 
 /// Lane's B fragments of `tiles` (1 or 2) 16x8 tiles, the first at column
@@ -421,10 +447,9 @@ SmallVector<Value> ldmatrixA(Lane &l, const Operand &a, Value row0, Value step) 
 /// j / 2.
 SmallVector<SmallVector<Value>> ldmatrixB(Lane &l, const Operand &b, int64_t tiles, Value col0,
                                           Value step) {
-  Value k = l.at(step, [](AffineExpr lane) { return (lane.floorDiv(8) % 2) * 8 + lane % 8; });
-  // (An x2 reads lanes 0-15's addresses only.)
-  Value col = l.at(col0, [&](AffineExpr lane) { return (lane.floorDiv(16) % tiles) * kN; });
-  SmallVector<Value> regs = ldmatrix(l, b, 2 * tiles, k, col);
+  SmallVector<Value> regs = ldmatrix(
+      l, b, 2 * tiles, step, col0, [](AffineExpr j) { return j % 2; },
+      [&](AffineExpr j) { return j.floorDiv(2) % tiles; });
   SmallVector<SmallVector<Value>> fragments;
   for (int64_t t = 0; t < tiles; ++t)
     fragments.push_back({regs[2 * t], regs[2 * t + 1]});

@@ -121,16 +121,20 @@ std::optional<Operand> stageable(linalg::GenericOp op, unsigned input, gpu::Laun
   return staged;
 }
 
-/// The order of a staging buffer's dimensions: the reduced one first, so
-/// that a thread's elements for one step of the reduction (a row of its
-/// A tile, a row of its B tile) are contiguous: vector loads, where the
-/// target has them, and no two threads of a subgroup reading different
-/// addresses of one bank.
+/// The order of a staging buffer's dimensions. For 32-bit elements, which
+/// threads sum with fma, the reduced one first, so that a thread's elements
+/// for one step of the reduction (a row of its A tile, a row of its B tile)
+/// are contiguous: vector loads, where the target has them, and no two
+/// threads of a subgroup reading different addresses of one bank. For the
+/// tensor cores' 16-bit and 8-bit operands, the tile's own order: a line of
+/// the buffer is a run of the tile in memory, which the copy moves 16 bytes
+/// at a time, and ldmatrix reads either order (kiln-cuda-mma-sync).
 SmallVector<unsigned> bufferOrder(const Operand &operand) {
-  SmallVector<unsigned> order{operand.reduced};
-  for (unsigned d = 0; d < operand.shape.size(); ++d)
-    if (d != operand.reduced)
-      order.push_back(d);
+  SmallVector<unsigned> order = llvm::to_vector(llvm::seq<unsigned>(operand.shape.size()));
+  if (elementBytes(operand) < 4)
+    return order;
+  llvm::erase(order, operand.reduced);
+  order.insert(order.begin(), operand.reduced);
   return order;
 }
 

@@ -26,25 +26,26 @@
 // 16x8 tiles (16x32): per 16 steps, one A fragment (4 registers of two
 // bf16, rows g and g + 8, steps 2t.. and 2t + 8..) serves four mma.sync
 // with a B fragment each (2 registers, steps 2t.. and 2t + 8.., column
-// g). The chunks hold a step of k per line, so the fragments come from
-// ldmatrix.x4.trans: A's 16x16 in one, lane l giving line
-// 8 (l / 16) + l % 8 at row 16 w + 8 ((l / 8) % 2) of warp w; B's in two,
-// one per pair of tiles, lane l giving line 8 ((l / 8) % 2) + l % 8 at
-// column 8 ((l / 16) % 2) (+ 16). The lines are 144 and 80 bytes (odd
-// numbers of 16-byte lines: 8 consecutive ones in different banks). The
+// g). The chunks are staged in the operands' own order: A's lines are
+// its rows, 32 steps each, B's are steps, 32 columns each. The fragments
+// come from ldmatrix.x4: A's 16x16 in one, lane l giving row
+// 16 w + 8 ((l / 8) % 2) + l % 8 of warp w at step 8 (l / 16); B's in two
+// `.trans`, one per pair of tiles, lane l giving line 8 ((l / 8) % 2) +
+// l % 8 at column 8 ((l / 16) % 2) (+ 16). The lines are 80 bytes (an odd
+// number of 16-byte lines: 8 consecutive ones in different banks). The
 // sums stay in a private 4 x 4 f32 buffer (a tile's 4 values per row).
 // After the chunk loop: the sums to a 64x32 f32 workgroup buffer (rows g,
 // g + 8; columns 2t, 2t + 1), a barrier, and each thread's 4x4 region
 // added to its accumulator, which the copy then writes out.
-// CHECK-DAG: #[[KA:.*]] = affine_map<()[s0, s1] -> (s0 + ((s0 + s1 * 8) floordiv 16) * 8 - ((s0 + s1 * 8) floordiv 32) * 16 - (s0 floordiv 8) * 8)>
-// CHECK-DAG: #[[ROWA:.*]] = affine_map<()[s0, s1] -> (s1 * 8 + ((s0 + s1 * 8) floordiv 32) * 16 + (s0 floordiv 8) * 8 - ((s1 + s0 floordiv 8) floordiv 2) * 16)>
+// CHECK-DAG: #[[KA:.*]] = affine_map<()[s0, s1] -> (((s1 + s0 floordiv 8) floordiv 2) * 8 - ((s0 + s1 * 8) floordiv 32) * 16)>
+// CHECK-DAG: #[[ROWA:.*]] = affine_map<()[s0, s1] -> (s0 + s1 * 8 + ((s0 + s1 * 8) floordiv 32) * 16 - ((s1 + s0 floordiv 8) floordiv 2) * 16)>
 // CHECK-DAG: #[[KB:.*]] = affine_map<()[s0, s1] -> (s0 + s1 * 8 - ((s1 + s0 floordiv 8) floordiv 2) * 16)>
-// CHECK-DAG: #[[COLB:.*]] = affine_map<()[s0, s1] -> (((s0 + s1 * 8) floordiv 16) * 8 - (((s0 + s1 * 8) floordiv 16) floordiv 2) * 16)>
-// CHECK-DAG: #[[COLB2:.*]] = affine_map<()[s0, s1] -> (((s0 + s1 * 8) floordiv 16) * 8 - (((s0 + s1 * 8) floordiv 16) floordiv 2) * 16 + 16)>
+// CHECK-DAG: #[[COLB:.*]] = affine_map<()[s0, s1] -> (((s1 + s0 floordiv 8) floordiv 2) * 8 - (((s1 + s0 floordiv 8) floordiv 2) floordiv 2) * 16)>
+// CHECK-DAG: #[[COLB2:.*]] = affine_map<()[s0, s1] -> (((s1 + s0 floordiv 8) floordiv 2) * 8 - (((s1 + s0 floordiv 8) floordiv 2) floordiv 2) * 16 + 16)>
 // CHECK-LABEL: func.func @bf16_matmul
 // CHECK: gpu.launch {{.*}} threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in
 // CHECK:   %[[SUMS:.*]] = memref.alloc() {alignment = 16 : i64} : memref<64x32xf32, #gpu.address_space<workgroup>>
-// CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<2x32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<2x64x40xbf16, #gpu.address_space<workgroup>>
 // CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<2x32x40xbf16, #gpu.address_space<workgroup>>
 // CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
 // CHECK:   gpu.barrier
@@ -53,11 +54,11 @@
 // CHECK:   scf.for
 // CHECK:     scf.if
 // CHECK:     }
-// CHECK:     %[[A:.*]] = memref.subview %[[A_BUF]][%[[COPY:.*]], 0, 0] [1, 32, 64] [1, 1, 1]
+// CHECK:     %[[A:.*]] = memref.subview %[[A_BUF]][%[[COPY:.*]], 0, 0] [1, 64, 32] [1, 1, 1]
 // CHECK:     %[[B:.*]] = memref.subview %[[B_BUF]][%[[COPY]], 0, 0] [1, 32, 32] [1, 1, 1]
 // CHECK:     %[[KA_:.*]] = affine.apply #[[KA]]()[%[[TX]], %[[TY]]]
 // CHECK:     %[[R0:.*]] = affine.apply #[[ROWA]]()[%[[TX]], %[[TY]]]
-// CHECK:     %[[AM:.*]] = nvgpu.ldmatrix %[[A]][%[[KA_]], %[[R0]]] {numTiles = 4 : i32, transpose = true} : memref<32x64xbf16, strided<[72, 1], offset: ?>, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK:     %[[AM:.*]] = nvgpu.ldmatrix %[[A]][%[[R0]], %[[KA_]]] {numTiles = 4 : i32, transpose = false} : memref<64x32xbf16, strided<[40, 1], offset: ?>, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK:     %[[A0V:.*]] = vector.extract %[[AM]][0] : vector<2xbf16> from vector<4x2xbf16>
 // CHECK:     %[[A0:.*]] = llvm.bitcast %[[A0V]] : vector<2xbf16> to i32
 // CHECK:     %[[KB_:.*]] = affine.apply #[[KB]]()[%[[TX]], %[[TY]]]
@@ -321,7 +322,7 @@ func.func @conv_as_matmul(%fields: memref<1x288x256xf32>, %filter: memref<64x288
 // as the i32 adds they replace; the epilogue adds with addi.
 // CHECK-LABEL: func.func @int8
 // CHECK:   memref.alloc() {alignment = 16 : i64} : memref<64x32xi32, #gpu.address_space<workgroup>>
-// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<2x32x80xi8, #gpu.address_space<workgroup>>
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<2x64x48xi8, #gpu.address_space<workgroup>>
 // CHECK:   memref.alloc() {alignment = 16 : i64} : memref<2x32x48xi8, #gpu.address_space<workgroup>>
 // CHECK:   memref.alloca() : memref<4x4xi32, #gpu.address_space<private>>
 // CHECK:   scf.for

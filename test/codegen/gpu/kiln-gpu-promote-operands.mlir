@@ -165,10 +165,12 @@ func.func @edge_tile(%a: memref<4x40xf32>, %b: memref<40x48xf32>, %c: memref<4x4
 // tile whose buffers would not fit in half of 16 KiB even 8 steps at a
 // time (4096 rows), and a row sum (one input, not a contraction).
 // On CUDA, whose tensor cores read 16-bit floats, the f16 operands are
-// staged, rows of 4 padded to 16 bytes (8 elements).
+// staged in their own order (A's rows of 32 steps padded to 40 elements,
+// an odd number of 16-byte lines; B's 32 steps of 4 columns padded to 8).
 // CHECK-LABEL: func.func @left_alone
 // CUDA-LABEL: func.func @left_alone
-// CUDA-COUNT-2: memref.alloc() {alignment = 16 : i64} : memref<32x8xf16, #gpu.address_space<workgroup>>
+// CUDA: memref.alloc() {alignment = 16 : i64} : memref<4x40xf16, #gpu.address_space<workgroup>>
+// CUDA: memref.alloc() {alignment = 16 : i64} : memref<32x8xf16, #gpu.address_space<workgroup>>
 // CUDA-NOT: memref.alloc()
 // CHECK-NOT: workgroup
 // CHECK-NOT: gpu.barrier
