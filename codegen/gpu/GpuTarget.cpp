@@ -14,14 +14,14 @@ static constexpr MmaKind kApple[] = {MmaKind::SimdgroupMatrix};
 /// Limits as the devices report them (vulkaninfo, CUDA's and Metal's
 /// feature tables). `vulkan` is what every Vulkan 1.1 device guarantees.
 static const GpuTarget kTargets[] = {
-    {"vulkan", GpuApi::Vulkan, 32, 16 * 1024, 128, {128, 128, 64}, 16, {}, true, false, false},
-    {"vulkan-lavapipe", GpuApi::Vulkan, 8, 32 * 1024, 1024, {1024, 1024, 1024}, 16, {}, true, false, false},
+    {"vulkan", GpuApi::Vulkan, 32, 16 * 1024, 128, {128, 128, 64}, 16, {}, true, false, false, false},
+    {"vulkan-lavapipe", GpuApi::Vulkan, 8, 32 * 1024, 1024, {1024, 1024, 1024}, 16, {}, true, false, false, false},
     {"vulkan-nvidia", GpuApi::Vulkan, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kNvidiaVulkan,
-     true, false, false},
-    {"cuda", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm80, true, true, true},
-    {"cuda-sm80", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm80, true, true, true},
-    {"cuda-sm90a", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm90a, true, true, true},
-    {"metal", GpuApi::Metal, 32, 32 * 1024, 1024, {1024, 1024, 1024}, 16, kApple, false, false, false},
+     true, false, false, false},
+    {"cuda", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm80, true, true, true, true},
+    {"cuda-sm80", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm80, true, true, true, true},
+    {"cuda-sm90a", GpuApi::Cuda, 32, 48 * 1024, 1024, {1024, 1024, 64}, 16, kSm90a, true, true, true, true},
+    {"metal", GpuApi::Metal, 32, 32 * 1024, 1024, {1024, 1024, 1024}, 16, kApple, false, false, false, false},
 };
 
 std::optional<GpuTarget> mlir::kiln::lookupGpuTarget(llvm::StringRef name) {

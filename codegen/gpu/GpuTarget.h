@@ -37,6 +37,8 @@ struct GpuTarget {
   bool f64;                  ///< f64 values in kernels (Metal: none)
   bool f64Math;              ///< exp, log, ... on f64 (Vulkan's GLSL.std.450: 32 bits at most)
   bool bf16;                 ///< bf16 values in kernels (SPIR-V: none without an extension)
+  bool asyncCopies;          ///< copies from global to shared memory that run while the
+                             ///< threads go on (cp.async, NVIDIA sm_80+)
 
   /// Threads the pipeline gives a workgroup: four subgroups, so that a
   /// compute unit has several to switch between, within the limit.

@@ -258,12 +258,14 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
     tensor cores) with constant bounds, this pass:
     - allocates a buffer per input in `#gpu.address_space<workgroup>`,
       16-byte aligned: the tile's bounds with C steps of the reduction,
-      the reduced dimension outermost (a thread's elements for one step
-      are contiguous: vector loads where the target has them, and one
-      address per bank; the op's indexing map follows), its rows padded
-      to an odd number of 16-byte lines (so that any 8 consecutive rows
-      start in different banks: the copy's stores down a column, CUDA's
-      ldmatrix of 8 lines);
+      for 32-bit elements the reduced dimension outermost (a thread's
+      elements for one step are contiguous: vector loads where the
+      target has them, and one address per bank; the op's indexing map
+      follows), for the tensor cores' 16-bit and 8-bit ones in the
+      tile's order (a line is a run of the tile in memory; ldmatrix
+      reads either order), its rows padded to an odd number of 16-byte
+      lines (so that any 8 consecutive rows start in different banks:
+      the copy's stores down a column, CUDA's ldmatrix of 8 lines);
     - walks the reduction C steps at a time (`scf.for`, every thread):
       the threads copy the chunk of both tiles into the buffers together,
       element i by the thread of linear id i mod their count (consecutive
@@ -277,6 +279,19 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
     into a private array (a loop of constant trip count), runs the op on
     copy (k / C) mod 2, stores the array into the other copy, and waits
     at one `gpu.barrier`.
+    On a target with asynchronous copies (CUDA: cp.async), where every
+    chunk of both tiles is whole and moves in 16-byte runs (static tile
+    sizes, a reduction of a whole number of chunks, the innermost
+    dimension contiguous and innermost in the buffer, the other strides
+    whole runs), each buffer holds S chunks instead, S the most of up to 4
+    that fit in half the shared memory: the copies of chunks 0 .. S - 2
+    start before the loop (`nvgpu.device_async_copy`, 16 bytes a thread,
+    one `nvvm.cp.async.commit.group` per chunk); at chunk i the threads
+    wait for all but S - 2 of their groups (`nvvm.cp.async.wait.group`),
+    meet at a `gpu.barrier`, start chunk i + S - 1's copies into the copy
+    chunk i - 1 held (a group, empty past the end) and run the op on copy
+    i mod S. A workgroup whose tiles do not start on 16 bytes (checked
+    once, at run time) copies element by element in the same places.
     The ops before the op in its guard leave it (barriers need every
     thread): pure ones and allocas before it, the others (the
     accumulator's fill) in a guard of their own. C is the largest of 8,
@@ -292,7 +307,8 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
            "Emit a `placement:` remark per staged op: the buffers' bytes and the chunk">,
   ];
   let dependentDialects = ["gpu::GPUDialect", "scf::SCFDialect", "affine::AffineDialect",
-                           "arith::ArithDialect", "memref::MemRefDialect"];
+                           "arith::ArithDialect", "memref::MemRefDialect",
+                           "nvgpu::NVGPUDialect", "NVVM::NVVMDialect"];
 }
 
 def KilnGpuReportPlacement : Pass<"kiln-gpu-report-placement", "func::FuncOp"> {

@@ -11,7 +11,10 @@
 // two chunks fit, they alternate between two buffers: each thread loads
 // its elements of the next chunk into registers before it computes the
 // current one, stores them into the other buffer after, and a single
-// barrier per chunk separates the two.
+// barrier per chunk separates the two. Where the target copies
+// asynchronously (CUDA's cp.async) and every chunk can move 16 bytes at a
+// time, up to four chunks are in flight instead, straight into their
+// buffers, with no registers in between.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/gpu/GpuTarget.h"
@@ -19,7 +22,9 @@
 #include "codegen/gpu/Tiles.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::kiln {
@@ -37,6 +42,8 @@ constexpr int64_t kChunks[] = {8, 16, 32};
 /// The elements of a chunk a thread may hold in registers on their way to
 /// the second buffer.
 constexpr int64_t kMaxStagedPerThread = 64;
+/// The chunks asynchronous copies may have in flight.
+constexpr int64_t kMaxStages = 4;
 
 /// One operand of a thread's contraction that shared memory can hold: a
 /// workgroup's tile that no thread id moves, and the region of it the
@@ -168,15 +175,15 @@ SmallVector<int64_t> bufferShape(const Operand &operand, int64_t chunk) {
   return shape;
 }
 
-/// A workgroup buffer for `copies` (1 or 2) of `operand`'s chunks (16-byte
-/// aligned) at the builder: the copies along a leading dimension of 2.
+/// A workgroup buffer for `copies` of `operand`'s chunks (16-byte aligned)
+/// at the builder: more than one along a leading dimension.
 memref::AllocOp createBuffer(OpBuilder &b, Location loc, const Operand &operand, int64_t chunk,
                              int64_t copies) {
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   Type element = cast<MemRefType>(operand.tile.getType()).getElementType();
   SmallVector<int64_t> shape = bufferShape(operand, chunk);
-  if (copies == 2)
-    shape.insert(shape.begin(), 2);
+  if (copies > 1)
+    shape.insert(shape.begin(), copies);
   auto alloc =
       memref::AllocOp::create(b, loc, MemRefType::get(shape, element, nullptr, workgroup));
   alloc.setAlignment(16);
@@ -250,10 +257,13 @@ using ElementFn = function_ref<void(OpBuilder &, Value slot, ValueRange tileIndi
 /// mod `threads`, consecutive threads on consecutive elements, skipping
 /// what lies past the tile (the last chunk, an edge tile). With `slots`,
 /// the loop walks the thread's slots (a constant trip count: unrolled,
-/// they are registers); without, the elements (slot null).
+/// they are registers); without, the elements (slot null). With `vector`
+/// > 1, an element is a run of that many along the innermost dimension
+/// (the chunk whole and a whole number of runs long: see wholeRuns), and
+/// the indices are its first's.
 void forEachElementOfChunk(OpBuilder &b, Location loc, const Operand &operand, Value k,
                            Value size, int64_t chunk, int64_t threads, Value thread, bool slots,
-                           ElementFn element) {
+                           ElementFn element, int64_t vector = 1) {
   SmallVector<int64_t> shape = chunkShape(operand, chunk);
   // The tile's sizes where the buffer's do not bound them.
   auto tileType = cast<MemRefType>(operand.tile.getType());
@@ -264,6 +274,9 @@ void forEachElementOfChunk(OpBuilder &b, Location loc, const Operand &operand, V
     else if (tileType.isDynamicDim(d) || tileType.getDimSize(d) != extent)
       limits[d] = memref::DimOp::create(b, loc, operand.tile, d);
   }
+  assert((vector == 1 || llvm::all_of(limits, [](Value v) { return !v; })) &&
+         "runs are copied from whole chunks only");
+  shape.back() /= vector;
   int64_t total = llvm::product_of(shape);
   OpBuilder::InsertionGuard guard(b);
   Value i, slot;
@@ -299,6 +312,9 @@ void forEachElementOfChunk(OpBuilder &b, Location loc, const Operand &operand, V
     rest = arith::DivUIOp::create(b, loc, rest, extent);
   }
   indices[0] = rest;
+  if (vector > 1)
+    indices.back() = arith::MulIOp::create(b, loc, indices.back(),
+                                           arith::ConstantIndexOp::create(b, loc, vector));
   Value inside;
   for (auto [index, limit] : llvm::zip(indices, limits)) {
     if (!limit)
@@ -439,6 +455,19 @@ Operation *computePoint(OpBuilder &b, Location loc, Contraction &c, Operation *e
   return scf::IfOp::create(b, loc, c.guard.getCondition(), false).thenBlock()->getTerminator();
 }
 
+/// Copies the chunk at step `k` (of `size` steps) of `c`'s operands into
+/// `views` (chunks of their buffers), each thread its elements one at a
+/// time.
+void copyChunk(OpBuilder &b, Location loc, Contraction &c, Value k, Value size, int64_t chunk,
+               ArrayRef<Value> views, int64_t threads, Value thread) {
+  for (auto [operand, view] : llvm::zip(c.operands, views))
+    forEachElementOfChunk(b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
+                          [&](OpBuilder &nb, Value, ValueRange from, ValueRange to) {
+                            Value v = memref::LoadOp::create(nb, loc, operand.tile, from);
+                            memref::StoreOp::create(nb, loc, v, view, to);
+                          });
+}
+
 /// Stages `c`'s operands in shared memory, `chunk` steps of the reduction
 /// at a time, in `copies` (1 or 2) buffers. With one, each chunk is copied
 /// in, a barrier, computed, a barrier. With two, the first chunk is copied
@@ -465,14 +494,6 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
   Value total = getValueOrCreateConstantIndexOp(b, loc, reduced);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value step = arith::ConstantIndexOp::create(b, loc, chunk);
-  auto copyDirectly = [&](Value k, Value size, ArrayRef<Value> views) {
-    for (auto [operand, view] : llvm::zip(c.operands, views))
-      forEachElementOfChunk(b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
-                            [&](OpBuilder &nb, Value, ValueRange from, ValueRange to) {
-                              Value v = memref::LoadOp::create(nb, loc, operand.tile, from);
-                              memref::StoreOp::create(nb, loc, v, view, to);
-                            });
-  };
 
   if (copies == 1) {
     SmallVector<Value> views;
@@ -486,7 +507,7 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
     b.setInsertionPoint(loop.getBody()->getTerminator());
     Value k = loop.getInductionVar();
     Value size = chunkSize(b, loc, k, total, chunk, staticTotal);
-    copyDirectly(k, size, views);
+    copyChunk(b, loc, c, k, size, chunk, views, threads, thread);
     gpu::BarrierOp::create(b, loc);
     Operation *compute = computePoint(b, loc, c, gpu::BarrierOp::create(b, loc));
     readFromChunks(b, loc, c, views, size, compute);
@@ -505,7 +526,8 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
   SmallVector<Value> firstCopies;
   for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
     firstCopies.push_back(chunkView(b, loc, buffer, operand, chunk, zero));
-  copyDirectly(zero, chunkSize(b, loc, zero, total, chunk, staticTotal), firstCopies);
+  copyChunk(b, loc, c, zero, chunkSize(b, loc, zero, total, chunk, staticTotal), chunk,
+            firstCopies, threads, thread);
   gpu::BarrierOp::create(b, loc);
 
   auto loop = scf::ForOp::create(b, loc, zero, total, step);
@@ -550,6 +572,132 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
   readFromChunks(b, loc, c, current, size, compute);
 }
 
+/// The elements of a 16-byte run of `operand`'s tile, where every chunk of
+/// `chunk` steps is a whole number of such runs: whole (the tile's sizes
+/// static and the buffer's, the reduction's `steps` a whole number of
+/// chunks), its innermost dimension contiguous, innermost in the buffer
+/// too and a whole number of runs long, the tile's other strides whole
+/// numbers of runs; 0 where not. (Where the tile starts is known at run
+/// time: tilesAligned.)
+int64_t wholeRuns(const Operand &operand, int64_t chunk, std::optional<int64_t> steps) {
+  auto type = cast<MemRefType>(operand.tile.getType());
+  SmallVector<int64_t> shape = chunkShape(operand, chunk);
+  int64_t run = 16 / elementBytes(operand), last = shape.size() - 1;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!steps || *steps % chunk != 0 || bufferOrder(operand).back() != last ||
+      shape[last] % run != 0 || failed(type.getStridesAndOffset(strides, offset)) ||
+      strides[last] != 1)
+    return 0;
+  for (int64_t d = 0; d < last; ++d)
+    if (ShapedType::isDynamic(strides[d]) || strides[d] % run != 0)
+      return 0;
+  for (int64_t d = 0; d <= last; ++d)
+    if (d != operand.reduced && (type.isDynamicDim(d) || type.getDimSize(d) != shape[d]))
+      return 0;
+  return run;
+}
+
+/// Whether every one of `operands`' tiles starts on 16 bytes (an i1): the
+/// kernel's buffers do, their views not always (an odd row, a slice of a
+/// batch).
+Value tilesAligned(OpBuilder &b, Location loc, ArrayRef<Operand> operands) {
+  Value all;
+  for (const Operand &operand : operands) {
+    Value start = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand.tile);
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, operand.tile);
+    AffineExpr s0, s1;
+    bindSymbols(b.getContext(), s0, s1);
+    Value misaligned = affine::makeComposedAffineApply(
+        b, loc, (s0 + s1 * elementBytes(operand)) % 16,
+        {OpFoldResult(start), OpFoldResult(metadata.getOffset())});
+    Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misaligned,
+                                          arith::ConstantIndexOp::create(b, loc, 0));
+    all = all ? arith::AndIOp::create(b, loc, all, aligned).getResult() : aligned;
+  }
+  return all;
+}
+
+/// Stages `c`'s operands by asynchronous copies of 16 bytes (cp.async.cg,
+/// `runs[i]` elements of operand i: see wholeRuns), `stages` chunks in
+/// flight. The copies of chunks 0 .. stages - 2 start before the loop,
+/// each chunk's a group of its own. At chunk i, each thread waits until at
+/// most stages - 2 of its groups are pending (chunk i's has landed), the
+/// threads meet at a barrier (chunk i is everyone's, and everyone is done
+/// with chunk i - 1), start the copies of chunk i + stages - 1 into the
+/// buffer chunk i - 1 held (a group, empty past the last chunk), and
+/// compute chunk i. Where a tile does not start on 16 bytes, the threads
+/// copy its elements one at a time instead, in the same places.
+void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t> runs) {
+  Location loc = c.op.getLoc();
+  OpBuilder b(c.op.getContext());
+  b.setInsertionPointToStart(&c.launch.getBody().front());
+  SmallVector<memref::AllocOp> buffers;
+  for (const Operand &operand : c.operands)
+    buffers.push_back(createBuffer(b, loc, operand, chunk, stages));
+  if (c.guard)
+    hoistOutOfGuard(b, c);
+
+  b.setInsertionPoint(c.guard ? c.guard.getOperation() : c.op.getOperation());
+  auto [threads, thread] = threadCountAndId(b, loc, c.launch);
+  const Operand &first = c.operands.front();
+  int64_t steps = *getConstantIntValue(first.sizes[first.reduced]);
+  auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  Value size = index(chunk);
+  Value aligned = tilesAligned(b, loc, c.operands);
+  // Starts copying the chunk at step `k` into copy `copy` of the buffers.
+  auto startCopy = [&](Value k, Value copy) {
+    SmallVector<Value> views;
+    for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
+      views.push_back(chunkView(b, loc, buffer, operand, chunk, copy));
+    auto branch = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(branch.thenBlock()->getTerminator());
+    for (auto [operand, view, run] : llvm::zip(c.operands, views, runs))
+      forEachElementOfChunk(
+          b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
+          [&](OpBuilder &nb, Value, ValueRange from, ValueRange to) {
+            nvgpu::DeviceAsyncCopyOp::create(nb, loc, view, to, operand.tile, from,
+                                             nb.getIndexAttr(run), Value(), nb.getUnitAttr());
+          },
+          run);
+    b.setInsertionPoint(branch.elseBlock()->getTerminator());
+    copyChunk(b, loc, c, k, size, chunk, views, threads, thread);
+  };
+
+  for (int64_t s = 0; s + 1 < stages; ++s) {
+    if (s * chunk < steps)
+      startCopy(index(s * chunk), index(s));
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  }
+  auto loop = scf::ForOp::create(b, loc, index(0), index(steps), size);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value k = loop.getInductionVar();
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+  gpu::BarrierOp::create(b, loc);
+  AffineExpr s0;
+  bindSymbols(b.getContext(), s0);
+  Value next = affine::makeComposedAffineApply(b, loc, s0 + (stages - 1) * chunk,
+                                               {OpFoldResult(k)});
+  Value nextCopy = affine::makeComposedAffineApply(
+      b, loc, (s0.floorDiv(chunk) + stages - 1) % stages, {OpFoldResult(k)});
+  Value hasNext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, next, index(steps));
+  auto copyNext = scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(copyNext.thenBlock()->getTerminator());
+    startCopy(next, nextCopy);
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  Value copy =
+      affine::makeComposedAffineApply(b, loc, s0.floorDiv(chunk) % stages, {OpFoldResult(k)});
+  SmallVector<Value> current;
+  for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
+    current.push_back(chunkView(b, loc, buffer, operand, chunk, copy));
+  Operation *compute = computePoint(b, loc, c, loop.getBody()->getTerminator());
+  readFromChunks(b, loc, c, current, size, compute);
+}
+
 struct KilnGpuPromoteOperandsPass
     : mlir::kiln::impl::KilnGpuPromoteOperandsBase<KilnGpuPromoteOperandsPass> {
   using KilnGpuPromoteOperandsBase::KilnGpuPromoteOperandsBase;
@@ -576,9 +724,25 @@ struct KilnGpuPromoteOperandsPass
       });
     });
     for (auto &[contraction, chunk] : staged) {
+      int64_t bytes = stagedBytes(contraction.operands, chunk);
+      // Asynchronous copies where every chunk moves in 16-byte runs: as
+      // many chunks in flight as fit where one did.
+      const Operand &first = contraction.operands.front();
+      std::optional<int64_t> steps = getConstantIntValue(first.sizes[first.reduced]);
+      SmallVector<int64_t> runs = llvm::map_to_vector(
+          contraction.operands, [&](const Operand &o) { return wholeRuns(o, chunk, steps); });
+      int64_t stages = std::min(kMaxStages, target->sharedMemoryBytes / 2 / bytes);
+      if (target->asyncCopies && stages >= 2 && !llvm::is_contained(runs, 0)) {
+        if (report)
+          emitRemark(contraction.op.getLoc())
+              << "placement: operands staged in shared memory, " << stages * bytes
+              << " bytes, " << chunk << " steps of the reduction at a time, " << stages
+              << " chunks in flight (asynchronous copies, 16 bytes a thread)";
+        stageAsync(contraction, chunk, stages, runs);
+        continue;
+      }
       // Two buffers where they fit where one did (the chunk as large) and
       // a thread's elements of a chunk fit in a few registers.
-      int64_t bytes = stagedBytes(contraction.operands, chunk);
       auto [x, y, z] = *staticBlockSize(contraction.launch);
       int64_t perThread = 0;
       for (const Operand &operand : contraction.operands)

@@ -20,9 +20,9 @@
 // TF32-LABEL: func.func @f16_guarded
 
 // A workgroup's 64x32 tile of a 256^3 bf16 matmul summed in f32, 8x16
-// threads (4 warps), chunks of 32 steps in two buffers (the warps read
-// copy k / 32 mod 2 of each while the next chunk is on its way). Each
-// warp takes a row of four
+// threads (4 warps), chunks of 32 steps in three buffers (the warps read
+// copy k / 32 mod 3 of each while the next two chunks are on their way,
+// cp.async). Each warp takes a row of four
 // 16x8 tiles (16x32): per 16 steps, one A fragment (4 registers of two
 // bf16, rows g and g + 8, steps 2t.. and 2t + 8..) serves four mma.sync
 // with a B fragment each (2 registers, steps 2t.. and 2t + 8.., column
@@ -45,15 +45,17 @@
 // CHECK-LABEL: func.func @bf16_matmul
 // CHECK: gpu.launch {{.*}} threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in
 // CHECK:   %[[SUMS:.*]] = memref.alloc() {alignment = 16 : i64} : memref<64x32xf32, #gpu.address_space<workgroup>>
-// CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<2x64x40xbf16, #gpu.address_space<workgroup>>
-// CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<2x32x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<3x32x40xbf16, #gpu.address_space<workgroup>>
 // CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
-// CHECK:   gpu.barrier
+// CHECK-COUNT-2: nvvm.cp.async.commit.group
 // CHECK:   %[[MINE:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
 // CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[MINE]]
 // CHECK:   scf.for
-// CHECK:     scf.if
-// CHECK:     }
+// CHECK-NEXT: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: gpu.barrier
+// CHECK:     nvgpu.device_async_copy
+// CHECK:     nvvm.cp.async.commit.group
 // CHECK:     %[[A:.*]] = memref.subview %[[A_BUF]][%[[COPY:.*]], 0, 0] [1, 64, 32] [1, 1, 1]
 // CHECK:     %[[B:.*]] = memref.subview %[[B_BUF]][%[[COPY]], 0, 0] [1, 32, 32] [1, 1, 1]
 // CHECK:     %[[KA_:.*]] = affine.apply #[[KA]]()[%[[TX]], %[[TY]]]
@@ -76,7 +78,6 @@
 // The chunk's second 16 steps: a new A fragment for four more.
 // CHECK-COUNT-4: nvvm.mma.sync A[%[[A1:[0-9]+]]
 // CHECK-NOT: nvvm.mma.sync
-// CHECK:     gpu.barrier
 // CHECK:   }
 // CHECK-COUNT-16: memref.store %{{.*}}, %[[SUMS]]
 // CHECK:   gpu.barrier
@@ -141,7 +142,6 @@ func.func @bf16_matmul(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: m
 // CHECK: nvgpu.ldmatrix {{.*}} -> vector<4x2xf16>
 // CHECK-COUNT-3: nvvm.mma.sync {{.*}} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NOT: scf.if %[[IN]]
-// CHECK: gpu.barrier
 // CHECK: }
 // CHECK: gpu.barrier
 // CHECK: scf.if %[[IN]] {
@@ -322,8 +322,8 @@ func.func @conv_as_matmul(%fields: memref<1x288x256xf32>, %filter: memref<64x288
 // as the i32 adds they replace; the epilogue adds with addi.
 // CHECK-LABEL: func.func @int8
 // CHECK:   memref.alloc() {alignment = 16 : i64} : memref<64x32xi32, #gpu.address_space<workgroup>>
-// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<2x64x48xi8, #gpu.address_space<workgroup>>
-// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<2x32x48xi8, #gpu.address_space<workgroup>>
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<4x64x48xi8, #gpu.address_space<workgroup>>
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<4x32x48xi8, #gpu.address_space<workgroup>>
 // CHECK:   memref.alloca() : memref<4x4xi32, #gpu.address_space<private>>
 // CHECK:   scf.for
 // CHECK:     arith.extui %{{.*}} : i8 to i32

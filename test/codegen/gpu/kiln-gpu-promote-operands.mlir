@@ -204,3 +204,108 @@ func.func @left_alone(%ha: memref<4x64xf16>, %hb: memref<64x4xf16>, %big: memref
   }
   return
 }
+
+// -----
+
+// On CUDA, a 64x32 tile of a 256^3 bf16 matmul (4x4 results per thread,
+// 8x16 threads) whose chunks are whole and move in 16-byte runs: its rows
+// of 32 steps (64 bytes, 4 runs) and B's steps of 32 columns (4 runs), the
+// tiles' rows 512 bytes apart. Three chunks fit in half of 48 KiB (7680
+// bytes each), so three are in flight: chunks 0 and 1 are copied before
+// the loop (cp.async of 8 elements, bypassing L1; A's 256 runs two per
+// thread, B's 128 one per thread), each a group of its own; at chunk i the
+// threads wait for all but one of their groups, meet at a barrier, start
+// chunk i + 2's copies into copy (i + 2) mod 3 (a group, empty for the
+// last two chunks) and compute copy i mod 3. Whether both tiles start on
+// 16 bytes is checked once: where not, the same places copy element by
+// element. Elsewhere bf16 operands are not staged.
+// CHECK-LABEL: func.func @async_copies
+// CHECK-NOT: workgroup
+// CUDA-DAG: #[[MISALIGNED:.*]] = affine_map<()[s0, s1] -> ((s0 + s1 * 2) mod 16)>
+// CUDA-DAG: #[[NEXT:.*]] = affine_map<()[s0] -> (s0 + 64)>
+// CUDA-DAG: #[[NEXT_COPY:.*]] = affine_map<()[s0] -> (s0 floordiv 32 - ((s0 floordiv 32 + 2) floordiv 3) * 3 + 2)>
+// CUDA-DAG: #[[COPY:.*]] = affine_map<()[s0] -> ((s0 floordiv 32) mod 3)>
+// CUDA-LABEL: func.func @async_copies
+// CUDA: %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// CUDA: %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<3x32x40xbf16, #gpu.address_space<workgroup>>
+// CUDA: %[[A_WG:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [64, 256] [1, 1]
+// CUDA: %[[B_WG:.*]] = memref.subview %{{.*}}[0, %{{.*}}] [256, 32] [1, 1]
+// CUDA: %[[TID:.*]] = affine.apply
+// CUDA: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A_WG]]
+// CUDA: %{{.*}}, %[[OA:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[A_WG]]
+// CUDA: %[[MA:.*]] = affine.apply #[[MISALIGNED]]()[%[[PA]], %[[OA]]]
+// CUDA: %[[ALIGNED_A:.*]] = arith.cmpi eq, %[[MA]], %c0
+// CUDA: memref.extract_aligned_pointer_as_index %[[B_WG]]
+// CUDA: %[[ALIGNED:.*]] = arith.andi %[[ALIGNED_A]], %{{.*}} : i1
+// CUDA: scf.if %[[ALIGNED]] {
+// CUDA:   scf.for %[[R:.*]] = %[[TID]] to %c256{{.*}} step %c128{{.*}} {
+// CUDA:     %[[COL:.*]] = arith.remui %[[R]], %c4
+// CUDA:     %[[ROW:.*]] = arith.divui %[[R]], %c4
+// CUDA:     %[[AT:.*]] = arith.muli %[[COL]], %c8
+// CUDA:     %[[K_AT:.*]] = arith.addi %{{.*}}, %[[AT]]
+// CUDA:     nvgpu.device_async_copy %[[A_WG]][%[[ROW]], %[[K_AT]]], %{{.*}}[%[[ROW]], %[[AT]]], 8 {bypassL1}
+// CUDA:   scf.for %{{.*}} = %[[TID]] to %c128{{.*}} step %c128{{.*}} {
+// CUDA:     nvgpu.device_async_copy %[[B_WG]]
+// CUDA: } else {
+// CUDA:   scf.for %{{.*}} = %[[TID]] to %c2048 step %c128{{.*}} {
+// CUDA:     memref.load %[[A_WG]]
+// CUDA:     memref.store
+// CUDA: nvvm.cp.async.commit.group
+// CUDA: %[[ONE:.*]] = arith.constant 1 : index
+// CUDA-NEXT: memref.subview %[[A_BUF]][%[[ONE]], 0, 0] [1, 64, 32] [1, 1, 1]
+// CUDA: nvvm.cp.async.commit.group
+// CUDA: scf.for %[[K:.*]] = %c0{{.*}} to %c256{{.*}} step %c32{{.*}} {
+// CUDA-NEXT:   nvvm.cp.async.wait.group 1
+// CUDA-NEXT:   gpu.barrier
+// CUDA-NEXT:   %[[AT_NEXT:.*]] = affine.apply #[[NEXT]]()[%[[K]]]
+// CUDA-NEXT:   %[[INTO:.*]] = affine.apply #[[NEXT_COPY]]()[%[[K]]]
+// CUDA:        %[[MORE:.*]] = arith.cmpi ult, %[[AT_NEXT]], %c256
+// CUDA-NEXT:   scf.if %[[MORE]] {
+// CUDA-NEXT:     memref.subview %[[A_BUF]][%[[INTO]], 0, 0] [1, 64, 32] [1, 1, 1]
+// CUDA:          scf.if %[[ALIGNED]] {
+// CUDA:            nvgpu.device_async_copy
+// CUDA:   nvvm.cp.async.commit.group
+// CUDA:        %[[NOW:.*]] = affine.apply #[[COPY]]()[%[[K]]]
+// CUDA-NEXT:   %[[A:.*]] = memref.subview %[[A_BUF]][%[[NOW]], 0, 0] [1, 64, 32] [1, 1, 1]
+// CUDA-NEXT:   %[[B:.*]] = memref.subview %[[B_BUF]][%[[NOW]], 0, 0] [1, 32, 32] [1, 1, 1]
+// CUDA:        linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<4x32xbf16, strided<[40, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<32x4xbf16, strided<[40, 1], offset: ?>, #gpu.address_space<workgroup>>)
+// CUDA-NOT: gpu.barrier
+// CUDA: }
+// CUDA: linalg.copy
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @async_copies(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c8, %gy = %c4, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %row = arith.muli %by, %c64 : index
+    %col = arith.muli %bx, %c32 : index
+    %a_wg = memref.subview %a[%row, 0] [64, 256] [1, 1] : memref<256x256xbf16> to memref<64x256xbf16, strided<[256, 1], offset: ?>>
+    %b_wg = memref.subview %b[0, %col] [256, 32] [1, 1] : memref<256x256xbf16> to memref<256x32xbf16, strided<[256, 1], offset: ?>>
+    %c_wg = memref.subview %c[%row, %col] [64, 32] [1, 1] : memref<256x256xf32> to memref<64x32xf32, strided<[256, 1], offset: ?>>
+    %r = arith.muli %ty, %c4 : index
+    %q = arith.muli %tx, %c4 : index
+    %a_t = memref.subview %a_wg[%r, 0] [4, 256] [1, 1] : memref<64x256xbf16, strided<[256, 1], offset: ?>> to memref<4x256xbf16, strided<[256, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %q] [256, 4] [1, 1] : memref<256x32xbf16, strided<[256, 1], offset: ?>> to memref<256x4xbf16, strided<[256, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %q] [4, 4] [1, 1] : memref<64x32xf32, strided<[256, 1], offset: ?>> to memref<4x4xf32, strided<[256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x256xbf16, strided<[256, 1], offset: ?>>, memref<256x4xbf16, strided<[256, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: bf16, %y: bf16, %s: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
