@@ -9,9 +9,10 @@
 // fragments of A and B from the staged chunks and issues one mma.sync per
 // tile (m16n8k16 for 16-bit operands, m16n8k8 for tf32, m16n8k32 for
 // bytes), summing in registers. After the reduction the warps write their
-// sums to a workgroup buffer, and each thread adds its 4x4 results from
-// there to its private accumulator, where the op's epilogue (the copy out)
-// finds them as before.
+// sums to a workgroup buffer (where it does not fit beside the staged
+// chunks, in their place), and each thread adds its results from there to
+// its private accumulator, where the op's epilogue (the copy out) finds
+// them as before.
 //
 // Fragment layouts are PTX ISA 8.0's (section 9.7.13.4.8; upstream MLIR's
 // MMAUtils agrees): lane l has group g = l / 4 and t = l % 4; a register
@@ -148,6 +149,7 @@ struct Matmul {
   Operand a, b;
   int64_t chunk, rows, cols;       ///< C and the workgroup's tile
   int64_t warpRows, warpCols;      ///< a warp's block, in 16x8 tiles
+  bool sumsReplaceChunks;          ///< the sums' buffer is the chunks' after the loop
 };
 
 /// The staged chunk `view` (a thread's view of it) views: the unpadded
@@ -228,7 +230,7 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32, const GpuTarget 
   for (int64_t d = 0; d + 2 < accType.getRank(); ++d)
     if (accType.getDimSize(d) != 1)
       return std::nullopt;
-  Matmul m{{}, op, launch, {}, {}, {}, {}, 0, 0, 0, 0, 0};
+  Matmul m{{}, op, launch, {}, {}, {}, {}, 0, 0, 0, 0, 0, false};
   m.guard = dyn_cast<scf::IfOp>(op->getParentOp());
   m.chunks = dyn_cast<scf::ForOp>((m.guard ? m.guard.getOperation() : op.getOperation())->getParentOp());
   if (!m.chunks || m.chunks->getBlock() != &launch.getBody().front())
@@ -287,10 +289,57 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32, const GpuTarget 
   if (!block)
     return std::nullopt;
   std::tie(m.warpRows, m.warpCols) = *block;
-  // The sums' buffer joins the staged chunks in shared memory.
-  if (workgroupBytes(launch) + m.rows * m.cols * 4 > target.sharedMemoryBytes)
+  // The sums' buffer joins the staged chunks in shared memory, or where
+  // both do not fit, takes their place after the loop.
+  int64_t chunks = workgroupBytes(launch), sums = m.rows * m.cols * 4;
+  if (std::max(chunks, sums) > target.sharedMemoryBytes)
     return std::nullopt;
+  m.sumsReplaceChunks = chunks + sums > target.sharedMemoryBytes;
   return m;
+}
+
+/// The workgroup's buffer of the sums (rows x cols of `sum`), at the start
+/// of `launch`'s body: its own, or with `replaceChunks`, one byte buffer
+/// that every workgroup buffer of the launch (the staged chunks) becomes a
+/// view of, the sums a view of its start.
+Value sumsBuffer(OpBuilder &b, Location loc, gpu::LaunchOp launch, int64_t rows, int64_t cols,
+                 Type sum, bool replaceChunks) {
+  MLIRContext *ctx = b.getContext();
+  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto sumsType = MemRefType::get({rows, cols}, sum, nullptr, workgroup);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  if (!replaceChunks) {
+    auto sums = memref::AllocOp::create(b, loc, sumsType);
+    sums.setAlignment(16);
+    return sums;
+  }
+  SmallVector<memref::AllocOp> chunks;
+  launch.getBody().walk([&](memref::AllocOp alloc) {
+    if (!isPrivateMemory(alloc.getType()) && alloc.getType().getMemorySpace())
+      chunks.push_back(alloc);
+  });
+  auto bytesOf = [](MemRefType type) {
+    return llvm::alignTo(type.getNumElements() * type.getElementTypeBitWidth() / 8, 16);
+  };
+  int64_t bytes = bytesOf(sumsType), offset = 0;
+  for (memref::AllocOp chunk : chunks)
+    offset += bytesOf(chunk.getType());
+  auto shared = memref::AllocOp::create(
+      b, loc, MemRefType::get({std::max(bytes, offset)}, b.getI8Type(), nullptr, workgroup));
+  shared.setAlignment(16);
+  auto view = [&](int64_t at, MemRefType type) {
+    return memref::ViewOp::create(b, loc, type, shared,
+                                  arith::ConstantIndexOp::create(b, loc, at), ValueRange{});
+  };
+  offset = 0;
+  for (memref::AllocOp chunk : chunks) {
+    b.setInsertionPoint(chunk);
+    chunk.replaceAllUsesWith(view(offset, chunk.getType()).getResult());
+    offset += bytesOf(chunk.getType());
+    chunk.erase();
+  }
+  b.setInsertionPointAfter(shared);
+  return view(0, sumsType);
 }
 
 /// Index arithmetic of one lane, built at a fixed point.
@@ -482,14 +531,10 @@ void rewrite(Matmul &m) {
   OpBuilder b(ctx);
   int64_t tiles = m.warpRows * m.warpCols;
   auto privateSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
-  auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   Type sum = m.mma.sum; // f32, or i32 for 8-bit integers
 
   // The workgroup's sums, once per workgroup.
-  b.setInsertionPointToStart(&m.launch.getBody().front());
-  auto sumsOut = memref::AllocOp::create(
-      b, loc, MemRefType::get({m.rows, m.cols}, sum, nullptr, workgroup));
-  sumsOut.setAlignment(16);
+  Value sumsOut = sumsBuffer(b, loc, m.launch, m.rows, m.cols, sum, m.sumsReplaceChunks);
 
   // The lane's sums, zero before the chunk loop.
   b.setInsertionPoint(m.chunks);
@@ -547,9 +592,12 @@ void rewrite(Matmul &m) {
       }
   }
 
-  // After the loop: the lanes' sums to the workgroup's buffer, a barrier,
-  // and each thread's 4x4 of them into its accumulator (in the guard).
+  // After the loop: the lanes' sums to the workgroup's buffer (once every
+  // warp is done with the last chunk, where the buffer is the chunks'), a
+  // barrier, and each thread's results into its accumulator (in the guard).
   b.setInsertionPointAfter(m.chunks);
+  if (m.sumsReplaceChunks)
+    gpu::BarrierOp::create(b, loc);
   for (int64_t i = 0; i < m.warpRows; ++i)
     for (int64_t j = 0; j < m.warpCols; ++j)
       for (int64_t e = 0; e < 4; ++e) {

@@ -284,7 +284,8 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
     sizes, a reduction of a whole number of chunks, the innermost
     dimension contiguous and innermost in the buffer, the other strides
     whole runs), each buffer holds S chunks instead, S the most of up to 4
-    that fit in half the shared memory: the copies of chunks 0 .. S - 2
+    that fit in the shared memory (a CUDA multiprocessor holds several
+    workgroups' 48 KiB): the copies of chunks 0 .. S - 2
     start before the loop (`nvgpu.device_async_copy`, 16 bytes a thread,
     one `nvvm.cp.async.commit.group` per chunk); at chunk i the threads
     wait for all but S - 2 of their groups (`nvvm.cp.async.wait.group`),

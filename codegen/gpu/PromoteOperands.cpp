@@ -726,12 +726,15 @@ struct KilnGpuPromoteOperandsPass
     for (auto &[contraction, chunk] : staged) {
       int64_t bytes = stagedBytes(contraction.operands, chunk);
       // Asynchronous copies where every chunk moves in 16-byte runs: as
-      // many chunks in flight as fit where one did.
+      // many chunks in flight as the workgroup's shared memory holds
+      // (CUDA's multiprocessors hold several such workgroups; the tensor
+      // cores' sums take the chunks' place after the loop where they do
+      // not fit beside them: kiln-cuda-mma-sync).
       const Operand &first = contraction.operands.front();
       std::optional<int64_t> steps = getConstantIntValue(first.sizes[first.reduced]);
       SmallVector<int64_t> runs = llvm::map_to_vector(
           contraction.operands, [&](const Operand &o) { return wholeRuns(o, chunk, steps); });
-      int64_t stages = std::min(kMaxStages, target->sharedMemoryBytes / 2 / bytes);
+      int64_t stages = std::min(kMaxStages, target->sharedMemoryBytes / bytes);
       if (target->asyncCopies && stages >= 2 && !llvm::is_contained(runs, 0)) {
         if (report)
           emitRemark(contraction.op.getLoc())

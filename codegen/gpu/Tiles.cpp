@@ -48,9 +48,11 @@ std::optional<std::string> mlir::kiln::unsupportedByKernels(Operation *op,
 /// would each sum long rows alone, fewer; for one that would have `enough`
 /// even at twice kThreadTile, twice as many (8x8: per step of k, a thread's
 /// 16 loads from shared memory feed 64 multiply-adds, not 8 loads 16).
-/// Matmuls of 16-bit or byte operands keep 4x4, the tensor cores' warp
-/// blocks (with --precision=tf32 f32 ones do too: the pipeline passes
-/// `enough` 0).
+/// Matmuls of 16-bit floats (CUDA's tensor cores; elsewhere they are
+/// widened first) take 8x8 by the same rule, a warp's 16 mma.sync per 6
+/// ldmatrix, and never fewer: the tensor cores need whole 16x8 tiles.
+/// Those of bytes keep 4x4 (with --precision=tf32 f32 ones do too: the
+/// pipeline passes `enough` 0).
 static int64_t contractionThreadTile(linalg::LinalgOp op, ArrayRef<unsigned> parallel,
                                      int64_t threadRows, int64_t enough) {
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
@@ -64,10 +66,14 @@ static int64_t contractionThreadTile(linalg::LinalgOp op, ArrayRef<unsigned> par
     return others * llvm::divideCeilSigned(sizes[rows], tile * threadRows) *
            llvm::divideCeilSigned(sizes[cols], tile * kThreadColumns);
   };
-  bool f32 = llvm::all_of(op.getDpsInputs(),
-                          [](Value v) { return getElementTypeOrSelf(v.getType()).isF32(); });
+  auto inputsAre = [&](function_ref<bool(Type)> is) {
+    return llvm::all_of(op.getDpsInputs(),
+                        [&](Value v) { return is(getElementTypeOrSelf(v.getType())); });
+  };
+  bool f32 = inputsAre([](Type t) { return t.isF32(); });
+  bool half = inputsAre([](Type t) { return t.isF16() || t.isBF16(); });
   int64_t tile = kThreadTile;
-  if (f32 && enough && workgroups(2 * kThreadTile) >= enough)
+  if ((f32 || half) && enough && workgroups(2 * kThreadTile) >= enough)
     return 2 * kThreadTile;
   while (f32 && tile > 1 && workgroups(tile) < enough)
     tile /= 2;

@@ -7,6 +7,7 @@
 // REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k8, tf32), each warp 16x32 of the 32x32 tile
 // REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k8, tf32), each warp 16x32 of the 64x32 tile
 // REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k32, u8 x s8)
+// REPORT-TF32: remark: placement: tensor cores (mma.sync.m16n8k16, bf16), each warp 32x64 of the 128x64 tile
 // REPORT-TF32-NOT: remark
 // The inputs are written as kiln-gpu-private-accumulators leaves a
 // thread's matmul; kiln-gpu-promote-operands stages them, as the pipeline
@@ -14,14 +15,15 @@
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, bf16), each warp 16x32 of the 64x32 tile
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, f16), each warp 48x8 of the 48x32 tile
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k32, u8 x s8), each warp 16x32 of the 64x32 tile
+// REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, bf16), each warp 32x64 of the 128x64 tile
 // REPORT-NOT: remark
 // TF32-LABEL: func.func @bf16_matmul
 // TF32-COUNT-8: nvvm.mma.sync {{.*}}k = 16
 // TF32-LABEL: func.func @f16_guarded
 
 // A workgroup's 64x32 tile of a 256^3 bf16 matmul summed in f32, 8x16
-// threads (4 warps), chunks of 32 steps in three buffers (the warps read
-// copy k / 32 mod 3 of each while the next two chunks are on their way,
+// threads (4 warps), chunks of 32 steps in four buffers (the warps read
+// copy k / 32 mod 4 of each while the next three chunks are on their way,
 // cp.async). Each warp takes a row of four
 // 16x8 tiles (16x32): per 16 steps, one A fragment (4 registers of two
 // bf16, rows g and g + 8, steps 2t.. and 2t + 8..) serves four mma.sync
@@ -45,14 +47,14 @@
 // CHECK-LABEL: func.func @bf16_matmul
 // CHECK: gpu.launch {{.*}} threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in
 // CHECK:   %[[SUMS:.*]] = memref.alloc() {alignment = 16 : i64} : memref<64x32xf32, #gpu.address_space<workgroup>>
-// CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<3x64x40xbf16, #gpu.address_space<workgroup>>
-// CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<3x32x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<4x64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<4x32x40xbf16, #gpu.address_space<workgroup>>
 // CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
-// CHECK-COUNT-2: nvvm.cp.async.commit.group
+// CHECK-COUNT-3: nvvm.cp.async.commit.group
 // CHECK:   %[[MINE:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
 // CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[MINE]]
 // CHECK:   scf.for
-// CHECK-NEXT: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: nvvm.cp.async.wait.group 2
 // CHECK-NEXT: gpu.barrier
 // CHECK:     nvgpu.device_async_copy
 // CHECK:     nvvm.cp.async.commit.group
@@ -359,6 +361,66 @@ func.func @int8(%a: memref<64x256xi8>, %b: memref<256x32xi8>, %c: memref<64x32xi
       linalg.yield %t : i32
     }
     linalg.copy ins(%acc : memref<4x4xi32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xi32, strided<[32, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A 128x64 tile (8x8 results per thread, 8x16 threads) of a bf16 matmul
+// of 256 steps: each warp 32x64 (2 A fragments and 8 B tiles, 16 mma per
+// 16 steps). Three chunks in flight (14848 bytes each) and the 128x64 f32
+// sums (32 KiB) do not fit 48 KiB together, so the sums take the chunks'
+// place after the loop: one 44544-byte buffer, the chunks views of it
+// back to back, the sums a view of its start, written after a barrier
+// (every warp done with the last chunk).
+// CHECK-LABEL: func.func @sums_replace_chunks
+// CHECK: %[[SHARED:.*]] = memref.alloc() {alignment = 16 : i64} : memref<44544xi8, #gpu.address_space<workgroup>>
+// CHECK: %[[SUMS:.*]] = memref.view %[[SHARED]][%c0][] : memref<44544xi8, #gpu.address_space<workgroup>> to memref<128x64xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.view %[[SHARED]][%c0][] : {{.*}} to memref<3x128x40xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view %[[SHARED]][%c30720][] : {{.*}} to memref<3x32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.alloc()
+// CHECK: scf.for
+// CHECK-COUNT-32: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK-NOT: memref.store %{{.*}}, %[[SUMS]]
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[SUMS]]
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @sums_replace_chunks(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, %gy = %c2, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %row = arith.muli %by, %c128 : index
+    %col = arith.muli %bx, %c64 : index
+    %a_wg = memref.subview %a[%row, 0] [128, 256] [1, 1] : memref<256x256xbf16> to memref<128x256xbf16, strided<[256, 1], offset: ?>>
+    %b_wg = memref.subview %b[0, %col] [256, 64] [1, 1] : memref<256x256xbf16> to memref<256x64xbf16, strided<[256, 1], offset: ?>>
+    %c_wg = memref.subview %c[%row, %col] [128, 64] [1, 1] : memref<256x256xf32> to memref<128x64xf32, strided<[256, 1], offset: ?>>
+    %r = arith.muli %ty, %c8 : index
+    %q = arith.muli %tx, %c8 : index
+    %a_t = memref.subview %a_wg[%r, 0] [8, 256] [1, 1] : memref<128x256xbf16, strided<[256, 1], offset: ?>> to memref<8x256xbf16, strided<[256, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %q] [256, 8] [1, 1] : memref<256x64xbf16, strided<[256, 1], offset: ?>> to memref<256x8xbf16, strided<[256, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %q] [8, 8] [1, 1] : memref<128x64xf32, strided<[256, 1], offset: ?>> to memref<8x8xf32, strided<[256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<8x8xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<8x8xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<8x256xbf16, strided<[256, 1], offset: ?>>, memref<256x8xbf16, strided<[256, 1], offset: ?>>) outs(%acc : memref<8x8xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: bf16, %y: bf16, %s: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<8x8xf32, #gpu.address_space<private>>) outs(%c_t : memref<8x8xf32, strided<[256, 1], offset: ?>>)
     gpu.terminator
   }
   return

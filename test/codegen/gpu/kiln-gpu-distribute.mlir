@@ -412,13 +412,13 @@ func.func @small_matmuls(%a: tensor<49x4608xf32>, %b: tensor<4608x512xf32>,
 // -----
 
 // A large f32 matmul (2048 x 1024: 256 workgroups even of 8x8 results per
-// thread) gets 8x8, 128x64 results a workgroup; with 16-bit operands it
-// keeps 4x4.
+// thread) gets 8x8, 128x64 results a workgroup; so does one of 16-bit
+// operands (the tensor cores' warps then take 32x64 each).
 // SMALL-LABEL: func.func @large_matmuls
 // SMALL: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (2048, 1024) step (128, 64)
 // SMALL:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (128, 64) step (8, 8)
-// SMALL: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (2048, 1024) step (64, 32)
-// SMALL:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 32) step (4, 4)
+// SMALL: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (2048, 1024) step (128, 64)
+// SMALL:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (128, 64) step (8, 8)
 func.func @large_matmuls(%a: tensor<2048x64xf32>, %b: tensor<64x1024xf32>,
                          %ah: tensor<2048x64xf16>, %bh: tensor<64x1024xf16>)
     -> (tensor<2048x1024xf32>, tensor<2048x1024xf32>) {

@@ -210,24 +210,24 @@ func.func @left_alone(%ha: memref<4x64xf16>, %hb: memref<64x4xf16>, %big: memref
 // On CUDA, a 64x32 tile of a 256^3 bf16 matmul (4x4 results per thread,
 // 8x16 threads) whose chunks are whole and move in 16-byte runs: its rows
 // of 32 steps (64 bytes, 4 runs) and B's steps of 32 columns (4 runs), the
-// tiles' rows 512 bytes apart. Three chunks fit in half of 48 KiB (7680
-// bytes each), so three are in flight: chunks 0 and 1 are copied before
-// the loop (cp.async of 8 elements, bypassing L1; A's 256 runs two per
-// thread, B's 128 one per thread), each a group of its own; at chunk i the
-// threads wait for all but one of their groups, meet at a barrier, start
-// chunk i + 2's copies into copy (i + 2) mod 3 (a group, empty for the
-// last two chunks) and compute copy i mod 3. Whether both tiles start on
+// tiles' rows 512 bytes apart. Four chunks in flight (7680 bytes each, of
+// 48 KiB): chunks 0 to 2 are copied before the loop (cp.async of 8
+// elements, bypassing L1; A's 256 runs two per thread, B's 128 one per
+// thread), each a group of its own; at chunk i the threads wait for all
+// but two of their groups, meet at a barrier, start chunk i + 3's copies
+// into copy (i + 3) mod 4 (a group, empty for the last three chunks) and
+// compute copy i mod 4. Whether both tiles start on
 // 16 bytes is checked once: where not, the same places copy element by
 // element. Elsewhere bf16 operands are not staged.
 // CHECK-LABEL: func.func @async_copies
 // CHECK-NOT: workgroup
 // CUDA-DAG: #[[MISALIGNED:.*]] = affine_map<()[s0, s1] -> ((s0 + s1 * 2) mod 16)>
-// CUDA-DAG: #[[NEXT:.*]] = affine_map<()[s0] -> (s0 + 64)>
-// CUDA-DAG: #[[NEXT_COPY:.*]] = affine_map<()[s0] -> (s0 floordiv 32 - ((s0 floordiv 32 + 2) floordiv 3) * 3 + 2)>
-// CUDA-DAG: #[[COPY:.*]] = affine_map<()[s0] -> ((s0 floordiv 32) mod 3)>
+// CUDA-DAG: #[[NEXT:.*]] = affine_map<()[s0] -> (s0 + 96)>
+// CUDA-DAG: #[[NEXT_COPY:.*]] = affine_map<()[s0] -> (s0 floordiv 32 - ((s0 floordiv 32 + 3) floordiv 4) * 4 + 3)>
+// CUDA-DAG: #[[COPY:.*]] = affine_map<()[s0] -> ((s0 floordiv 32) mod 4)>
 // CUDA-LABEL: func.func @async_copies
-// CUDA: %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<3x64x40xbf16, #gpu.address_space<workgroup>>
-// CUDA: %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<3x32x40xbf16, #gpu.address_space<workgroup>>
+// CUDA: %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<4x64x40xbf16, #gpu.address_space<workgroup>>
+// CUDA: %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<4x32x40xbf16, #gpu.address_space<workgroup>>
 // CUDA: %[[A_WG:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [64, 256] [1, 1]
 // CUDA: %[[B_WG:.*]] = memref.subview %{{.*}}[0, %{{.*}}] [256, 32] [1, 1]
 // CUDA: %[[TID:.*]] = affine.apply
@@ -254,8 +254,9 @@ func.func @left_alone(%ha: memref<4x64xf16>, %hb: memref<64x4xf16>, %big: memref
 // CUDA: %[[ONE:.*]] = arith.constant 1 : index
 // CUDA-NEXT: memref.subview %[[A_BUF]][%[[ONE]], 0, 0] [1, 64, 32] [1, 1, 1]
 // CUDA: nvvm.cp.async.commit.group
+// CUDA: nvvm.cp.async.commit.group
 // CUDA: scf.for %[[K:.*]] = %c0{{.*}} to %c256{{.*}} step %c32{{.*}} {
-// CUDA-NEXT:   nvvm.cp.async.wait.group 1
+// CUDA-NEXT:   nvvm.cp.async.wait.group 2
 // CUDA-NEXT:   gpu.barrier
 // CUDA-NEXT:   %[[AT_NEXT:.*]] = affine.apply #[[NEXT]]()[%[[K]]]
 // CUDA-NEXT:   %[[INTO:.*]] = affine.apply #[[NEXT_COPY]]()[%[[K]]]
