@@ -54,6 +54,15 @@ static bool worthFusing(OpOperand *fused) {
          producer.getBody()->getOperations().size() <= 2; // one op and the yield
 }
 
+/// Whether `op` sums products over reduction loops: a matmul's or a
+/// convolution's body, possibly on extended integers (a quantized one).
+static bool isContractionOrConvolution(Operation *op) {
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+  return linalgOp && linalgOp.getNumReductionLoops() > 0 &&
+         (linalg::isaContractionOpInterface(linalgOp) ||
+          linalg::isaConvolutionOpInterface(linalgOp));
+}
+
 /// LLVM's loop vectorizer takes time quadratic in the length of a loop body
 /// (4000 fused Add/Mul: 2.5 s in VPlan), so fused bodies stop growing at
 /// this many operations; one pass over memory per 256 operations costs
@@ -284,6 +293,9 @@ struct KilnFuseElementwisePass
     };
     linalg::ControlFusionFn control = [&](OpOperand *fused) {
       std::optional<std::string> why = whyNotFused(fused);
+      if (!why && keepContractions && isContractionOrConvolution(fused->getOwner()))
+        why = "the GPU tiles the consumer as a matmul, which would compute the producer "
+              "again for every output";
       // Decisions between two ops of one node's lowering are not news.
       Operation *producer = fused->get().getDefiningOp(), *consumer = fused->getOwner();
       if (producer && isa<linalg::GenericOp>(producer) && isa<linalg::GenericOp>(consumer) &&

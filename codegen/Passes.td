@@ -55,10 +55,19 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "ModuleOp"> {
     as a LayerNormalization's normalize step, is computed once. With
     `report`, each decision on an elementwise producer and consumer gets a
     `fusion:` remark at the producer (kiln-cpu-fuse-epilogues reports what
-    happens to the consumers of matmuls and convolutions).
+    happens to the consumers of matmuls and convolutions). With
+    `keep-contractions`, no producer is fused into a generic that sums
+    products over reduction loops (a quantized matmul or convolution), so
+    that it stays one the GPU pipeline tiles as a matmul; the producer
+    (the previous layer's requantization) is then computed once per
+    value, not once per output that reads it.
   }];
   let options = [
     Option<"report", "report", "bool", "false", "Emit a `fusion:` remark per decision">,
+    Option<"keepContractions", "keep-contractions", "bool", "false",
+           "Fuse nothing into a contraction or convolution (the GPU pipeline: it tiles "
+           "those as matmuls, and a producer fused into one is computed again for every "
+           "output it feeds)">,
   ];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
                            "affine::AffineDialect"];

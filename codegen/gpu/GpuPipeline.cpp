@@ -21,7 +21,7 @@ void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &optio
   lowering.attentionKeyBlock = 0;
   pm.addPass(createConvertKilnToLinalg(lowering));
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createKilnFuseElementwise({options.reportFusion}));
+  pm.addPass(createKilnFuseElementwise({options.reportFusion, /*keepContractions=*/true}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuConvAsMatmul());
   pm.addNestedPass<func::FuncOp>(createKilnGpuReadThroughPadding());
   pm.addNestedPass<func::FuncOp>(createKilnGpuSplitReductions());

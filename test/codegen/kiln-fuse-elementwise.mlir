@@ -1,5 +1,7 @@
 // RUN: kiln-opt %s --kiln-fuse-elementwise | FileCheck %s
 // RUN: kiln-opt %s --kiln-fuse-elementwise=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: kiln-opt %s --kiln-fuse-elementwise=keep-contractions=true | FileCheck %s --check-prefix=KEEP
+// RUN: kiln-opt %s "--kiln-fuse-elementwise=keep-contractions=true report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=KEEP-REPORT
 
 // Two elementwise ops fuse into one generic; the reshape feeding the matmul
 // is not folded into it, so the matmul stays a named op for the CPU schedule.
@@ -177,3 +179,55 @@ func.func @tree(%x: tensor<4x8xf32>, %bias: tensor<8xf32>) -> tensor<4x8xf32> {
   } -> tensor<4x8xf32>
   return %relu : tensor<4x8xf32>
 }
+
+// A quantized matmul (u8 x s8 summed in i32) whose activations are the
+// requantization of f32 values (scale, round, clamp, to u8). By default the
+// requantization is fused into the matmul's body, as the CPU wants it;
+// with keep-contractions (the GPU pipeline) it stays an op of its own, the
+// matmul a contraction the GPU tiles as one, and the requantization
+// computed once per value.
+// CHECK-LABEL: func.func @requantized_matmul
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:   arith.fptoui
+// CHECK:   arith.muli
+// KEEP-LABEL: func.func @requantized_matmul
+// KEEP: %[[Q:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// KEEP:   arith.fptoui
+// KEEP: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[Q]], %{{.*}} : tensor<4x16xi8>, tensor<16x8xi8>)
+// KEEP-NOT: arith.fptoui
+// KEEP:   arith.extui
+// KEEP:   arith.extsi
+// KEEP:   arith.muli
+// KEEP:   arith.addi
+// KEEP-REPORT: remark: loc("requantize"("QuantizeLinear")): fusion: not fused into matmul (MatMulInteger): the GPU tiles the consumer as a matmul, which would compute the producer again for every output
+func.func @requantized_matmul(%x: tensor<4x16xf32>, %w: tensor<16x8xi8>) -> tensor<4x8xi32> {
+  %scale = arith.constant 0.5 : f32
+  %low = arith.constant 0.0 : f32
+  %high = arith.constant 255.0 : f32
+  %zero = arith.constant 0 : i32
+  %eq = tensor.empty() : tensor<4x16xi8>
+  %q = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x16xf32>) outs(%eq : tensor<4x16xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %s = arith.divf %a, %scale : f32
+    %r = math.roundeven %s : f32
+    %lo = arith.maximumf %r, %low : f32
+    %hi = arith.minimumf %lo, %high : f32
+    %u = arith.fptoui %hi : f32 to i8
+    linalg.yield %u : i8
+  } -> tensor<4x16xi8> loc(#requantize)
+  %e = tensor.empty() : tensor<4x8xi32>
+  %init = linalg.fill ins(%zero : i32) outs(%e : tensor<4x8xi32>) -> tensor<4x8xi32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%q, %w : tensor<4x16xi8>, tensor<16x8xi8>) outs(%init : tensor<4x8xi32>) {
+  ^bb0(%a: i8, %b: i8, %acc: i32):
+    %au = arith.extui %a : i8 to i32
+    %bs = arith.extsi %b : i8 to i32
+    %p = arith.muli %au, %bs : i32
+    %t = arith.addi %acc, %p : i32
+    linalg.yield %t : i32
+  } -> tensor<4x8xi32> loc(#matmul)
+  return %y : tensor<4x8xi32>
+}
+#requantize = loc("requantize"("QuantizeLinear"))
+#matmul = loc("matmul"("MatMulInteger"))
