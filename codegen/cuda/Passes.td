@@ -56,15 +56,20 @@ def KilnCudaMmaSync : Pass<"kiln-cuda-mma-sync", "func::FuncOp"> {
       of tiles) and B (per column of tiles) from the chunks, two 16-bit
       values per 32-bit register (or one f32 rounded to tf32 by
       `nvvm.convert.float.to.tf32` rna; 16-bit ones by `nvgpu.ldmatrix`
-      x4 with transpose where the chunk's lines are 16-byte aligned with
-      the rows or columns along them: one per A fragment, one per two B
+      x4 where the chunk's lines are 16-byte aligned: without transpose
+      where a line holds steps of k (a row of A, a column of B), with it
+      where it holds rows or columns; one per A fragment, one per two B
       fragments), and the warp issues one
       `nvvm.mma.sync` m16n8k16 (m16n8k8 for tf32; row, col, f32 sums) per
       tile of its block, in every thread (the op's guard left behind);
     - after the loop, the lanes store their sums to a workgroup buffer of
       the tile (f32), a barrier, and each thread (in the op's guard) adds
       its region of it to the last two dimensions of its accumulator,
-      where the ops after the loop read it as before.
+      where the ops after the loop read it as before. Where that buffer
+      does not fit in the target's shared memory beside the staged
+      chunks, it takes their place: every workgroup buffer of the launch
+      becomes a `memref.view` of one i8 buffer, the sums a view of its
+      start, stored after a barrier (every warp done with the last chunk).
     Fragment layouts are PTX ISA 8.0's for mma.m16n8k16 and m16n8k8. A
     warp's block is as wide (in columns of tiles) as the tiling allows, so
     that one A fragment serves several mma.

@@ -455,6 +455,22 @@ Operation *computePoint(OpBuilder &b, Location loc, Contraction &c, Operation *e
   return scf::IfOp::create(b, loc, c.guard.getCondition(), false).thenBlock()->getTerminator();
 }
 
+/// The buffers of `c`'s operands, `copies` chunks each, once per workgroup
+/// (at the start of the launch); the ops before the op in its guard leave
+/// it, and the builder is left where the staging goes: before the guard
+/// (or the op).
+SmallVector<memref::AllocOp> allocateBuffers(OpBuilder &b, Location loc, Contraction &c,
+                                             int64_t chunk, int64_t copies) {
+  b.setInsertionPointToStart(&c.launch.getBody().front());
+  SmallVector<memref::AllocOp> buffers;
+  for (const Operand &operand : c.operands)
+    buffers.push_back(createBuffer(b, loc, operand, chunk, copies));
+  if (c.guard)
+    hoistOutOfGuard(b, c);
+  b.setInsertionPoint(c.guard ? c.guard.getOperation() : c.op.getOperation());
+  return buffers;
+}
+
 /// Copies the chunk at step `k` (of `size` steps) of `c`'s operands into
 /// `views` (chunks of their buffers), each thread its elements one at a
 /// time.
@@ -478,15 +494,7 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
   Location loc = c.op.getLoc();
   MLIRContext *ctx = c.op.getContext();
   OpBuilder b(ctx);
-  // The buffers, once per workgroup.
-  b.setInsertionPointToStart(&c.launch.getBody().front());
-  SmallVector<memref::AllocOp> buffers;
-  for (const Operand &operand : c.operands)
-    buffers.push_back(createBuffer(b, loc, operand, chunk, copies));
-  if (c.guard)
-    hoistOutOfGuard(b, c);
-
-  b.setInsertionPoint(c.guard ? c.guard.getOperation() : c.op.getOperation());
+  SmallVector<memref::AllocOp> buffers = allocateBuffers(b, loc, c, chunk, copies);
   auto [threads, thread] = threadCountAndId(b, loc, c.launch);
   const Operand &first = c.operands.front();
   OpFoldResult reduced = first.sizes[first.reduced];
@@ -631,14 +639,7 @@ Value tilesAligned(OpBuilder &b, Location loc, ArrayRef<Operand> operands) {
 void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t> runs) {
   Location loc = c.op.getLoc();
   OpBuilder b(c.op.getContext());
-  b.setInsertionPointToStart(&c.launch.getBody().front());
-  SmallVector<memref::AllocOp> buffers;
-  for (const Operand &operand : c.operands)
-    buffers.push_back(createBuffer(b, loc, operand, chunk, stages));
-  if (c.guard)
-    hoistOutOfGuard(b, c);
-
-  b.setInsertionPoint(c.guard ? c.guard.getOperation() : c.op.getOperation());
+  SmallVector<memref::AllocOp> buffers = allocateBuffers(b, loc, c, chunk, stages);
   auto [threads, thread] = threadCountAndId(b, loc, c.launch);
   const Operand &first = c.operands.front();
   int64_t steps = *getConstantIntValue(first.sizes[first.reduced]);

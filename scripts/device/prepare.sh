@@ -17,8 +17,10 @@
 # text-direction classifier, a 256^3 matmul (numerics) and a 4096^3 one
 # (benchmark only: its reference would not fit); on the tensor cores
 # (mma.sync): linear-bf16 and linear-f16, a layer of 128 rows with
-# --precision=bf16 and f16 (ldmatrix fragments, double-buffered chunks), a
-# 256^3 f16 matmul, a 256^3 f32 one and a 3x3 convolution with
+# --precision=bf16 and f16 (ldmatrix fragments, cp.async chunks), a
+# 256^3 f16 matmul, a 2048x256x1024 f16 one (128x64 tiles, warps of
+# 32x64, the sums in the chunks' place), a 256^3 f32 one and a 3x3
+# convolution with
 # --precision=tf32 (numerics; their expected outputs from operands rounded
 # to tf32 as cvt.rna does, summed in f64: torch_graph.py run --tf32), the
 # layer with --quantize=int8-dynamic (u8 x s8, numerics), and
@@ -66,6 +68,7 @@ make_model matmul4096 matmul
 make_model linear-bf16 linear
 make_model linear-f16 linear
 make_model matmul256-f16 matmul_f16
+make_model matmul-wide-f16 matmul_f16_wide
 make_model matmul256-tf32 matmul_small
 make_model conv-tf32 conv_layer
 make_model linear-int8 linear

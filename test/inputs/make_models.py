@@ -123,22 +123,32 @@ def matmul_1024():
     return matmul(1024)
 
 
-def half_matmul(n, elem):
-    """An n^3 matmul of two 16-bit inputs (TensorProto `elem`): CUDA sums it
-    in f32 on the tensor cores."""
+def half_matmul(m, k, n, elem):
+    """An m x k by k x n matmul of two 16-bit inputs (TensorProto `elem`):
+    CUDA sums it in f32 on the tensor cores."""
     nodes = [helper.make_node("MatMul", ["a", "b"], ["c"], name="matmul")]
-    io = [helper.make_tensor_value_info(x, elem, [n, n]) for x in "abc"]
+    io = [helper.make_tensor_value_info(x, elem, shape)
+          for x, shape in zip("abc", [[m, k], [k, n], [m, n]])]
     return model(nodes, io[:2], io[2:], [])
 
 
 def matmul_f16():
     """A 256^3 f16 matmul of two inputs, to check the tensor cores' numerics."""
-    return half_matmul(256, TensorProto.FLOAT16), [(256, 256), (256, 256)], np.float16
+    return half_matmul(256, 256, 256, TensorProto.FLOAT16), [(256, 256), (256, 256)], np.float16
+
+
+def matmul_f16_wide():
+    """2048x256 @ 256x1024 in f16: enough GPU workgroups for 8x8 results per
+    thread (256 of 128x64), so CUDA's tensor cores take it in warps of 32x64
+    with the sums in the staged chunks' place; 8 chunks of k, more than are
+    in flight at once. To check those numerics."""
+    return (half_matmul(2048, 256, 1024, TensorProto.FLOAT16), [(2048, 256), (256, 1024)],
+            np.float16)
 
 
 def gemm_benchmarks():
     """The GPU benchmark's 16-bit GEMMs (no inputs: random at run time)."""
-    return {f"gemm_{name}_{n}": (lambda n=n, elem=elem: (half_matmul(n, elem), []))
+    return {f"gemm_{name}_{n}": (lambda n=n, elem=elem: (half_matmul(n, n, n, elem), []))
             for name, elem in [("bf16", TensorProto.BFLOAT16), ("f16", TensorProto.FLOAT16)]
             for n in (4096, 8192)}
 
@@ -1106,7 +1116,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, conv_batch_chunks, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
+BUILDERS = {f.__name__: f for f in [modern, conv_batch_chunks, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
