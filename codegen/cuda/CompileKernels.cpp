@@ -11,6 +11,7 @@
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -76,9 +77,10 @@ LogicalResult writeFile(StringRef path, StringRef bytes) {
 }
 
 /// Gives each kernel argument of a dynamic size (the flat buffers of
-/// kiln-gpu-pack-params, which only loads and stores use) a static one, as
-/// passing a bare pointer requires: the largest 32-bit count. Nothing reads
-/// it; addressing stays the kernel's.
+/// kiln-gpu-pack-params, which only loads, stores and asynchronous copies
+/// use, and the check of where a view starts) a static one, as passing a
+/// bare pointer requires: the largest 32-bit count. Nothing reads it;
+/// addressing stays the kernel's.
 LogicalResult giveFlatBuffersStaticSizes(gpu::GPUModuleOp kernels) {
   for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
     SmallVector<Type> inputs(kernel.getArgumentTypes());
@@ -88,11 +90,13 @@ LogicalResult giveFlatBuffersStaticSizes(gpu::GPUModuleOp kernels) {
         continue;
       if (type.getRank() != 1 || !type.getLayout().isIdentity() ||
           !llvm::all_of(arg.getUsers(), [](Operation *user) {
-            return isa<memref::LoadOp, memref::StoreOp>(user);
+            return isa<memref::LoadOp, memref::StoreOp, nvgpu::DeviceAsyncCopyOp,
+                       memref::ExtractAlignedPointerAsIndexOp>(user);
           }))
         return kernel.emitError("kiln-cuda-compile-kernels: kernel argument ")
                << arg.getArgNumber() << " (" << type
-               << ") has a dynamic shape used other than by loads and stores (run "
+               << ") has a dynamic shape used other than by loads, stores and "
+                  "asynchronous copies (run "
                   "kiln-gpu-pack-params first)";
       auto bounded = MemRefType::get({std::numeric_limits<int32_t>::max()},
                                      type.getElementType(), type.getLayout(),

@@ -201,15 +201,25 @@ std::optional<std::pair<int64_t, int64_t>> warpBlock(int64_t rowTiles, int64_t c
   return std::nullopt;
 }
 
+/// The bytes of a buffer of `type` (static), rounded up to 16.
+int64_t bytesOf(MemRefType type) {
+  return llvm::alignTo(type.getNumElements() * type.getElementTypeBitWidth() / 8, 16);
+}
+
 /// The bytes of the workgroup memory `launch` allocates.
 int64_t workgroupBytes(gpu::LaunchOp launch) {
   int64_t bytes = 0;
   launch.getBody().walk([&](memref::AllocOp alloc) {
     MemRefType type = alloc.getType();
     if (!isPrivateMemory(type) && type.getMemorySpace() && type.hasStaticShape())
-      bytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+      bytes += bytesOf(type);
   });
   return bytes;
+}
+
+/// The workgroup buffer that holds `operand`'s staged chunks.
+memref::AllocOp bufferOf(const Operand &operand) {
+  return stagedChunk(operand.view).getSource().getDefiningOp<memref::AllocOp>();
 }
 
 std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32, const GpuTarget &target) {
@@ -290,37 +300,31 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32, const GpuTarget 
     return std::nullopt;
   std::tie(m.warpRows, m.warpCols) = *block;
   // The sums' buffer joins the staged chunks in shared memory, or where
-  // both do not fit, takes their place after the loop.
-  int64_t chunks = workgroupBytes(launch), sums = m.rows * m.cols * 4;
-  if (std::max(chunks, sums) > target.sharedMemoryBytes)
+  // both do not fit, takes their place after the loop (where nothing else
+  // lives there).
+  int64_t shared = workgroupBytes(launch), sums = m.rows * m.cols * 4;
+  m.sumsReplaceChunks = shared + sums > target.sharedMemoryBytes;
+  int64_t chunks = bytesOf(bufferOf(m.a).getType()) + bytesOf(bufferOf(m.b).getType());
+  if (m.sumsReplaceChunks && (shared != chunks || sums > target.sharedMemoryBytes))
     return std::nullopt;
-  m.sumsReplaceChunks = chunks + sums > target.sharedMemoryBytes;
   return m;
 }
 
-/// The workgroup's buffer of the sums (rows x cols of `sum`), at the start
-/// of `launch`'s body: its own, or with `replaceChunks`, one byte buffer
-/// that every workgroup buffer of the launch (the staged chunks) becomes a
-/// view of, the sums a view of its start.
-Value sumsBuffer(OpBuilder &b, Location loc, gpu::LaunchOp launch, int64_t rows, int64_t cols,
-                 Type sum, bool replaceChunks) {
+/// The workgroup's buffer of the sums (m's tile of f32 or i32), at the
+/// start of its launch's body: its own, or where they replace the chunks,
+/// one byte buffer that both staged chunks' buffers become views of, the
+/// sums a view of its start.
+Value sumsBuffer(OpBuilder &b, Location loc, Matmul &m) {
   MLIRContext *ctx = b.getContext();
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  auto sumsType = MemRefType::get({rows, cols}, sum, nullptr, workgroup);
-  b.setInsertionPointToStart(&launch.getBody().front());
-  if (!replaceChunks) {
+  auto sumsType = MemRefType::get({m.rows, m.cols}, m.mma.sum, nullptr, workgroup);
+  b.setInsertionPointToStart(&m.launch.getBody().front());
+  if (!m.sumsReplaceChunks) {
     auto sums = memref::AllocOp::create(b, loc, sumsType);
     sums.setAlignment(16);
     return sums;
   }
-  SmallVector<memref::AllocOp> chunks;
-  launch.getBody().walk([&](memref::AllocOp alloc) {
-    if (!isPrivateMemory(alloc.getType()) && alloc.getType().getMemorySpace())
-      chunks.push_back(alloc);
-  });
-  auto bytesOf = [](MemRefType type) {
-    return llvm::alignTo(type.getNumElements() * type.getElementTypeBitWidth() / 8, 16);
-  };
+  SmallVector<memref::AllocOp> chunks{bufferOf(m.a), bufferOf(m.b)};
   int64_t bytes = bytesOf(sumsType), offset = 0;
   for (memref::AllocOp chunk : chunks)
     offset += bytesOf(chunk.getType());
@@ -534,7 +538,7 @@ void rewrite(Matmul &m) {
   Type sum = m.mma.sum; // f32, or i32 for 8-bit integers
 
   // The workgroup's sums, once per workgroup.
-  Value sumsOut = sumsBuffer(b, loc, m.launch, m.rows, m.cols, sum, m.sumsReplaceChunks);
+  Value sumsOut = sumsBuffer(b, loc, m);
 
   // The lane's sums, zero before the chunk loop.
   b.setInsertionPoint(m.chunks);

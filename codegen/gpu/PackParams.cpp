@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNGPUPACKPARAMS
@@ -121,6 +122,27 @@ LogicalResult linearizeAccesses(BlockArgument arg, MemRefType type, Value offset
       store->setOperands(ValueRange{store.getValueToStore(), arg, at});
       continue;
     }
+    // CUDA's asynchronous copies (kiln-gpu-promote-operands) read it like
+    // loads, and check where the view starts: the flat buffer starts where
+    // the original did (a view of it from its buffer's start), the view at
+    // `offset` in it.
+    if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(user); copy && copy.getDst() != arg) {
+      Value at = linear(b, copy.getLoc(), copy.getSrcIndices());
+      copy.getSrcIndicesMutable().assign(at);
+      continue;
+    }
+    if (isa<memref::ExtractAlignedPointerAsIndexOp>(user))
+      continue;
+    if (auto metadata = dyn_cast<memref::ExtractStridedMetadataOp>(user);
+        metadata && metadata.getBaseBuffer().use_empty()) {
+      metadata.getOffset().replaceAllUsesWith(offset);
+      for (auto [result, size] : llvm::zip(metadata.getSizes(), sizes))
+        result.replaceAllUsesWith(size);
+      for (auto [result, stride] : llvm::zip(metadata.getStrides(), strides))
+        result.replaceAllUsesWith(stride);
+      metadata.erase();
+      continue;
+    }
     if (auto dim = dyn_cast<memref::DimOp>(user)) {
       std::optional<int64_t> index = dim.getConstantIndex();
       if (!index)
@@ -132,7 +154,8 @@ LogicalResult linearizeAccesses(BlockArgument arg, MemRefType type, Value offset
     }
     return user->emitError("kiln-gpu-pack-params: a buffer of dynamic shape or layout (")
            << type << ") is read or written by '" << user->getName()
-           << "'; kernels address such buffers through loads and stores only";
+           << "'; kernels address such buffers through loads, stores and asynchronous "
+              "copies only";
   }
   return success();
 }

@@ -31,7 +31,7 @@ module attributes {gpu.container_module} {
 // bare-pointer form.
 module attributes {gpu.container_module} {
   gpu.module @kernels {
-    // expected-error @+1 {{kiln-cuda-compile-kernels: kernel argument 0 ('memref<?xf32>') has a dynamic shape used other than by loads and stores (run kiln-gpu-pack-params first)}}
+    // expected-error @+1 {{kiln-cuda-compile-kernels: kernel argument 0 ('memref<?xf32>') has a dynamic shape used other than by loads, stores and asynchronous copies (run kiln-gpu-pack-params first)}}
     gpu.func @size(%in: memref<?xf32>, %out: memref<1xindex>) kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
       %c0 = arith.constant 0 : index
       %n = memref.dim %in, %c0 : memref<?xf32>

@@ -65,3 +65,34 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// CUDA's asynchronous copies from a buffer of dynamic shape (a batch
+// matmul's operand, kiln-gpu-promote-operands): the copy's source indices
+// are linearized like a load's, the check of where the view starts keeps
+// the flat buffer's pointer (it starts where the original did) and reads
+// its offset from the params.
+// CHECK-LABEL: gpu.func @async_copy(
+// CHECK-SAME: %[[X:.*]]: memref<?xf16>, %[[OUT:.*]]: memref<1xindex>, %[[P:.*]]: memref<5xi32>)
+// CHECK-DAG: %[[OFF_WORD:.*]] = memref.load %[[P]][%c0]
+// CHECK-DAG: %[[OFF:.*]] = arith.index_cast %[[OFF_WORD]] : i32 to index
+// CHECK: %[[START:.*]] = memref.extract_aligned_pointer_as_index %[[X]] : memref<?xf16> -> index
+// CHECK: %[[BYTES:.*]] = arith.addi %[[START]], %[[OFF]]
+// CHECK: %[[AT:.*]] = arith.addi
+// CHECK: nvgpu.device_async_copy %[[X]][%[[AT]]], %{{.*}}[%c0, %c0], 8 {bypassL1} : memref<?xf16> to memref<2x8xf16, #gpu.address_space<workgroup>>
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @async_copy(%x: memref<?x64xf16>, %out: memref<1xindex>) kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c8 = arith.constant 8 : index
+      %buf = memref.alloc() : memref<2x8xf16, #gpu.address_space<workgroup>>
+      %start = memref.extract_aligned_pointer_as_index %x : memref<?x64xf16> -> index
+      %base, %offset, %sizes:2, %strides:2 = memref.extract_strided_metadata %x : memref<?x64xf16> -> memref<f16>, index, index, index, index, index
+      %bytes = arith.addi %start, %offset : index
+      %t = nvgpu.device_async_copy %x[%c0, %c8], %buf[%c0, %c0], 8 {bypassL1} : memref<?x64xf16> to memref<2x8xf16, #gpu.address_space<workgroup>>
+      memref.store %bytes, %out[%c0] : memref<1xindex>
+      gpu.return
+    }
+  }
+}
