@@ -127,6 +127,9 @@ struct Operand {
   /// Whether the chunk's lines (its last dimension, contiguous) hold the
   /// rows or columns, a step of k per line; else they hold the steps.
   bool linesAreSteps() const { return position + 1 == view.getType().getRank(); }
+  /// Whether the steps of k run along the chunk's lines (a line is a row
+  /// of A, a column of B).
+  bool stepsAlongLines() const { return step + 1 == view.getType().getRank(); }
 };
 
 /// A thread's contraction as kiln-gpu-promote-operands leaves it, which the
@@ -400,8 +403,19 @@ Value pack(OpBuilder &b, Location loc, ArrayRef<Value> values) {
 
 /// One register of an operand fragment: its P values along k from `k`
 /// on, at `at` (the row of A, the column of B) of the operand's chunk; a
-/// tf32 value rounded to nearest, ties away (cvt.rna).
+/// tf32 value rounded to nearest, ties away (cvt.rna). Where the steps run
+/// along the chunk's lines, the P values are one 32-bit load (k is a
+/// multiple of P, every line starts on 16 bytes).
 Value loadRegister(Lane &l, const Instruction &mma, const Operand &operand, Value k, Value at) {
+  if (mma.perRegister > 1 && operand.stepsAlongLines()) {
+    Type element = cast<MemRefType>(operand.chunk().getType()).getElementType();
+    Value values = vector::LoadOp::create(l.b, l.loc, VectorType::get({mma.perRegister}, element),
+                                          operand.chunk(), operand.indices(k, at, l.zero),
+                                          /*nontemporal=*/false, llvm::Align(4));
+    if (element.isF16()) // f16 operands are <2 x half>
+      return values;
+    return LLVM::BitcastOp::create(l.b, l.loc, l.b.getI32Type(), values);
+  }
   SmallVector<Value> values;
   for (int64_t e = 0; e < mma.perRegister; ++e)
     values.push_back(memref::LoadOp::create(l.b, l.loc, operand.chunk(),

@@ -318,7 +318,8 @@ func.func @conv_as_matmul(%fields: memref<1x288x256xf32>, %filter: memref<64x288
 // An int8 matmul as --quantize=int8 leaves it: u8 activations times s8
 // weights summed in i32. The chunks hold bytes (rows padded to an odd
 // number of 16-byte lines), read a register at a time (no ldmatrix: it
-// moves 16-bit values);
+// moves 16-bit values): A's four steps of a row lie along its chunk's
+// line, one 32-bit load; B's lie down a column, four byte loads packed;
 // m16n8k32, four bytes per register (the first in the lowest bits), the
 // types from the body's extensions (extui: u8, extsi: s8), sums that wrap
 // as the i32 adds they replace; the epilogue adds with addi.
@@ -328,6 +329,8 @@ func.func @conv_as_matmul(%fields: memref<1x288x256xf32>, %filter: memref<64x288
 // CHECK:   memref.alloc() {alignment = 16 : i64} : memref<4x32x48xi8, #gpu.address_space<workgroup>>
 // CHECK:   memref.alloca() : memref<4x4xi32, #gpu.address_space<private>>
 // CHECK:   scf.for
+// CHECK:     %[[A4:.*]] = vector.load %{{.*}} {alignment = 4 : i64} : memref<64x32xi8, strided<[48, 1], offset: ?>, #gpu.address_space<workgroup>>, vector<4xi8>
+// CHECK:     llvm.bitcast %[[A4]] : vector<4xi8> to i32
 // CHECK:     arith.extui %{{.*}} : i8 to i32
 // CHECK:     arith.shli %{{.*}}, %c24_i32 : i32
 // CHECK:     nvvm.mma.sync {{.*}}intOverflowBehavior = #nvvm.mma_int_overflow<wrapped>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<u8>, multiplicandBPtxType = #nvvm.mma_type<s8>, shape = #nvvm.shape<m = 16, n = 8, k = 32>} : (i32, i32, i32) -> !llvm.struct<(i32, i32, i32, i32)>
