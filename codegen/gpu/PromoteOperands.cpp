@@ -211,6 +211,16 @@ Value chunkView(OpBuilder &b, Location loc, memref::AllocOp buffer, const Operan
                                    strides);
 }
 
+/// chunkView of copy `copy` of each operand's buffer, in the operands'
+/// order.
+SmallVector<Value> chunkViews(OpBuilder &b, Location loc, ArrayRef<memref::AllocOp> buffers,
+                              ArrayRef<Operand> operands, int64_t chunk, Value copy) {
+  SmallVector<Value> views;
+  for (auto [operand, buffer] : llvm::zip(operands, buffers))
+    views.push_back(chunkView(b, loc, buffer, operand, chunk, copy));
+  return views;
+}
+
 /// The bytes of the operands' buffers for a chunk of `chunk`.
 int64_t stagedBytes(ArrayRef<Operand> operands, int64_t chunk) {
   int64_t bytes = 0;
@@ -508,8 +518,7 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
     {
       OpBuilder::InsertionGuard atStart(b);
       b.setInsertionPointAfter(buffers.back());
-      for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
-        views.push_back(chunkView(b, loc, buffer, operand, chunk, Value()));
+      views = chunkViews(b, loc, buffers, c.operands, chunk, Value());
     }
     auto loop = scf::ForOp::create(b, loc, zero, total, step);
     b.setInsertionPoint(loop.getBody()->getTerminator());
@@ -531,9 +540,7 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
         MemRefType::get({elementsPerThread(operand, chunk, threads)},
                         cast<MemRefType>(operand.tile.getType()).getElementType(), nullptr,
                         privateSpace)));
-  SmallVector<Value> firstCopies;
-  for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
-    firstCopies.push_back(chunkView(b, loc, buffer, operand, chunk, zero));
+  SmallVector<Value> firstCopies = chunkViews(b, loc, buffers, c.operands, chunk, zero);
   copyChunk(b, loc, c, zero, chunkSize(b, loc, zero, total, chunk, staticTotal), chunk,
             firstCopies, threads, thread);
   gpu::BarrierOp::create(b, loc);
@@ -573,9 +580,7 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
   }
   b.setInsertionPoint(stores);
   Value size = chunkSize(b, loc, k, total, chunk, staticTotal);
-  SmallVector<Value> current;
-  for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
-    current.push_back(chunkView(b, loc, buffer, operand, chunk, copy));
+  SmallVector<Value> current = chunkViews(b, loc, buffers, c.operands, chunk, copy);
   Operation *compute = computePoint(b, loc, c, stores);
   readFromChunks(b, loc, c, current, size, compute);
 }
@@ -648,9 +653,7 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
   Value aligned = tilesAligned(b, loc, c.operands);
   // Starts copying the chunk at step `k` into copy `copy` of the buffers.
   auto startCopy = [&](Value k, Value copy) {
-    SmallVector<Value> views;
-    for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
-      views.push_back(chunkView(b, loc, buffer, operand, chunk, copy));
+    SmallVector<Value> views = chunkViews(b, loc, buffers, c.operands, chunk, copy);
     auto branch = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(branch.thenBlock()->getTerminator());
@@ -692,9 +695,7 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   Value copy =
       affine::makeComposedAffineApply(b, loc, s0.floorDiv(chunk) % stages, {OpFoldResult(k)});
-  SmallVector<Value> current;
-  for (auto [operand, buffer] : llvm::zip(c.operands, buffers))
-    current.push_back(chunkView(b, loc, buffer, operand, chunk, copy));
+  SmallVector<Value> current = chunkViews(b, loc, buffers, c.operands, chunk, copy);
   Operation *compute = computePoint(b, loc, c, loop.getBody()->getTerminator());
   readFromChunks(b, loc, c, current, size, compute);
 }
