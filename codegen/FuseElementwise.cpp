@@ -29,10 +29,6 @@ static bool keepsIdentity(Operation *op) {
          op->hasAttr("kiln.layout_copy");
 }
 
-/// A quantization reads its input twice (range, then values): a producer
-/// fused into both would be computed twice, so its input stays a tensor.
-static bool readsInputTwice(Operation *op) { return op && op->hasAttr("kiln.quantize"); }
-
 /// Fusing a producer that has other users computes it once more per
 /// consumer. That pays for a scale or a bias (one op) that every user can
 /// take in, so that it is never written to memory; not for one that stays
@@ -48,7 +44,7 @@ static bool worthFusing(OpOperand *fused) {
     return true;
   auto producer = value.getDefiningOp<linalg::GenericOp>();
   bool allUsersFuse = llvm::all_of(value.getUsers(), [](Operation *user) {
-    return isa<linalg::GenericOp>(user) && !keepsIdentity(user) && !readsInputTwice(user);
+    return isa<linalg::GenericOp>(user) && !keepsIdentity(user);
   });
   return producer && allUsersFuse && producer.getNumReductionLoops() == 0 &&
          producer.getBody()->getOperations().size() <= 2; // one op and the yield
@@ -80,8 +76,6 @@ static std::optional<std::string> whyNotFused(OpOperand *fused) {
   Operation *consumer = fused->getOwner();
   if (keepsIdentity(producer) || keepsIdentity(consumer))
     return std::string("one of them keeps its identity for the CPU schedule");
-  if (readsInputTwice(consumer))
-    return std::string("the quantization reads its input twice");
   if (!worthFusing(fused))
     return std::string("it has other users, and recomputing it would not save its pass");
   auto producerGeneric = dyn_cast_or_null<linalg::GenericOp>(producer);
@@ -113,7 +107,7 @@ static bool isTreeFusable(OpOperand &use) {
   auto producer = use.get().getDefiningOp<linalg::GenericOp>();
   auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
   if (!producer || !consumer || keepsIdentity(producer) || keepsIdentity(consumer) ||
-      readsInputTwice(consumer) || !use.get().hasOneUse() || !consumer.isDpsInput(&use) ||
+      !use.get().hasOneUse() || !consumer.isDpsInput(&use) ||
       producer->getNumResults() != 1 || producer.getNumLoops() != producer.getNumParallelLoops())
     return false;
   if (!consumer.getMatchingIndexingMap(&use).isProjectedPermutation() ||

@@ -112,23 +112,19 @@ ScaleAndZeroPoint constantParams(OpBuilder &b, Location loc, const QuantParams &
 }
 
 /// saturate(round(x / scale) + zeroPoint) into [lo, hi], elementwise, as the
-/// signless integers of `type` (converted by `isSigned`). Tagged
-/// `kiln.quantize`: elementwise fusion does not compute the input's
-/// producers into it, as they also feed the f32 graph and would be computed
-/// twice.
+/// signless integers of `type` (converted by `isSigned`).
 Value buildQuantize(OpBuilder &b, Location loc, Value x, RankedTensorType type,
                     const ScaleAndZeroPoint &params, double lo, double hi, bool isSigned) {
   Type storage = type.getElementType();
-  Value q = buildElementwise(b, loc, type, params.operandsAfter(x), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+  auto body = [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
     auto [scale, zeroPoint] = params.in(a);
     Value v = math::RoundEvenOp::create(nb, l, arith::DivFOp::create(nb, l, a[0], scale));
     v = clampTo(nb, l, arith::AddFOp::create(nb, l, v, zeroPoint), lo, hi);
     if (isSigned)
       return arith::FPToSIOp::create(nb, l, storage, v);
     return arith::FPToUIOp::create(nb, l, storage, v);
-  });
-  q.getDefiningOp()->setAttr("kiln.quantize", b.getUnitAttr());
-  return q;
+  };
+  return buildElementwise(b, loc, type, params.operandsAfter(x), body);
 }
 
 struct QuantizeLowering : OpConversionPattern<QuantizeOp> {

@@ -323,23 +323,29 @@ struct KilnGpuDistributePass
     }
     // The epilogue's loops are the reduction's result's dimensions.
     AffineMap result = reduction.getMatchingIndexingMap(reduction.getDpsInitOperand(0));
+    if (!result.isProjectedPermutation()) {
+      // (Tiling fuses a producer only by a result that is a projection.)
+      plan.why = "its result has another element type, and the reduction keeps dimensions of 1 "
+                 "that its tiles cannot be fused by";
+      return success();
+    }
     auto shape = cast<ShapedType>(epilogue.getResult(0).getType()).getShape();
     Tiles mine;
     for (unsigned d = 0; d < result.getNumResults(); ++d) {
-      // A dimension the reduction keeps as 1 (a constant in its map) is
-      // one per workgroup.
-      auto loop = dyn_cast<AffineDimExpr>(result.getResult(d));
-      int64_t workgroup = loop ? tiles->workgroup[loop.getPosition()] : 1;
-      int64_t thread = loop ? tiles->thread[loop.getPosition()] : 0;
+      unsigned loop = result.getDimPosition(d);
+      int64_t workgroup = tiles->workgroup[loop], thread = tiles->thread[loop];
+      // A tile past the extent is the extent (a matmul of one row), and a
+      // thread's part of it at most all of it.
+      int64_t perWorkgroup = workgroup ? std::min(workgroup, shape[d]) : shape[d];
+      thread = std::min(thread, perWorkgroup);
       // Whole tiles: a thread's results stay a static private buffer.
-      int64_t perWorkgroup = workgroup ? workgroup : shape[d];
       if (ShapedType::isDynamic(shape[d]) || shape[d] % perWorkgroup ||
           (thread && perWorkgroup % thread)) {
         plan.why = "its result has another element type, and the reduction's tiles are not "
                    "all whole";
         return success();
       }
-      mine.workgroup.push_back(workgroup);
+      mine.workgroup.push_back(workgroup ? perWorkgroup : 0);
       mine.thread.push_back(thread);
     }
     rewriter.setInsertionPoint(epilogue);

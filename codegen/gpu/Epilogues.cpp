@@ -10,6 +10,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 using namespace mlir;
 
@@ -40,6 +41,48 @@ static void tidyCollapsedOperands(RewriterBase &rewriter, linalg::LinalgOp op,
   }
 }
 
+/// Reads each input of `op` that it reads at 0 along dimensions of size 1
+/// (a per-channel scale of shape [C, 1, 1] at (d1, 0, 0), as quantization
+/// leaves them) through a collapse_shape without those dimensions.
+static void dropUnitConstantResults(RewriterBase &rewriter, linalg::GenericOp op) {
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  for (OpOperand *operand : op.getDpsInputOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand->get().getType());
+    AffineMap &map = maps[operand->getOperandNumber()];
+    if (!type)
+      continue;
+    llvm::SmallBitVector dropped(map.getNumResults());
+    for (auto [r, result] : llvm::enumerate(map.getResults())) {
+      auto zero = dyn_cast<AffineConstantExpr>(result);
+      dropped[r] = zero && zero.getValue() == 0 && type.getDimSize(r) == 1;
+    }
+    if (dropped.none())
+      continue;
+    // Each dropped dimension joins the group of the kept one before it
+    // (leading ones, the first group); none kept: a tensor of rank 0.
+    SmallVector<ReassociationIndices> groups;
+    ReassociationIndices leading;
+    SmallVector<int64_t> shape;
+    for (unsigned r = 0; r < map.getNumResults(); ++r) {
+      if (dropped[r]) {
+        (groups.empty() ? leading : groups.back()).push_back(r);
+        continue;
+      }
+      groups.push_back(leading);
+      groups.back().push_back(r);
+      leading.clear();
+      shape.push_back(type.getDimSize(r));
+    }
+    Value collapsed = tensor::CollapseShapeOp::create(
+        rewriter, op.getLoc(), RankedTensorType::get(shape, type.getElementType()),
+        operand->get(), groups);
+    rewriter.modifyOpInPlace(op, [&] { operand->set(collapsed); });
+    map = map.dropResults(dropped);
+  }
+  rewriter.modifyOpInPlace(op,
+                           [&] { op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps)); });
+}
+
 /// Rewrites each elementwise op that reads a reduction's result through a
 /// tensor.expand_shape into one over the reduction's own shape.
 static void collapseOntoReductions(RewriterBase &rewriter, func::FuncOp func) {
@@ -52,20 +95,20 @@ static void collapseOntoReductions(RewriterBase &rewriter, func::FuncOp func) {
       return;
     OpOperand &use = *expand->use_begin();
     auto op = dyn_cast<linalg::GenericOp>(use.getOwner());
-    // (Collapsing takes maps that are projected permutations.)
-    if (!op || op.getNumReductionLoops() != 0 || !op.isDpsInput(&use) ||
-        !op.getMatchingIndexingMap(&use).isIdentity() ||
-        !llvm::all_of(op.getIndexingMapsArray(),
-                      [](AffineMap map) { return map.isProjectedPermutation(); }) ||
-        !linalg::areDimSequencesPreserved(op.getIndexingMapsArray(),
-                                          expand.getReassociationIndices()))
-      return;
-    found.insert({op, expand});
+    if (op && op.getNumReductionLoops() == 0 && op.isDpsInput(&use) &&
+        op.getMatchingIndexingMap(&use).isIdentity())
+      found.insert({op, expand});
   });
   DominanceInfo dominance(func);
   for (auto [op, expand] : found) {
     Operation *reduction = expand.getSrc().getDefiningOp();
     rewriter.setInsertionPoint(op);
+    // (Collapsing takes maps that are projected permutations.)
+    dropUnitConstantResults(rewriter, op);
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    if (!llvm::all_of(maps, [](AffineMap map) { return map.isProjectedPermutation(); }) ||
+        !linalg::areDimSequencesPreserved(maps, expand.getReassociationIndices()))
+      continue;
     FailureOr<linalg::CollapseResult> collapsed =
         linalg::collapseOpIterationDims(op, expand.getReassociationIndices(), rewriter);
     if (failed(collapsed))

@@ -180,6 +180,46 @@ func.func @tree(%x: tensor<4x8xf32>, %bias: tensor<8xf32>) -> tensor<4x8xf32> {
   return %relu : tensor<4x8xf32>
 }
 
+// A convolution's requantization: its i32 sums dequantized (per-channel
+// scales [C, 1, 1]) and through a ReLU, then quantized for the next layer
+// with a constant scale. The quantization reads its input once, so the
+// dequantization is fused into it: one op from i32 to u8, which the GPU
+// applies in the convolution's tiles (kiln-gpu-distribute).
+// CHECK-LABEL: func.func @requantize
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x8x4x4xi32>, tensor<8x1x1xf32>) outs(%{{.*}} : tensor<1x8x4x4xi8>)
+// CHECK:   arith.sitofp
+// CHECK:   arith.maximumf
+// CHECK:   arith.fptoui
+// CHECK-NOT: linalg.generic
+// KEEP-LABEL: func.func @requantize
+// KEEP: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x8x4x4xi32>, tensor<8x1x1xf32>) outs(%{{.*}} : tensor<1x8x4x4xi8>)
+// KEEP-NOT: linalg.generic
+func.func @requantize(%sums: tensor<1x8x4x4xi32>, %scales: tensor<8x1x1xf32>) -> tensor<1x8x4x4xi8> {
+  %zero = arith.constant 0.0 : f32
+  %scale = arith.constant 0.25 : f32
+  %high = arith.constant 255.0 : f32
+  %ef = tensor.empty() : tensor<1x8x4x4xf32>
+  %deq = linalg.generic {indexing_maps = [affine_map<(n, c, y, x) -> (n, c, y, x)>, affine_map<(n, c, y, x) -> (c, 0, 0)>, affine_map<(n, c, y, x) -> (n, c, y, x)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%sums, %scales : tensor<1x8x4x4xi32>, tensor<8x1x1xf32>) outs(%ef : tensor<1x8x4x4xf32>) {
+  ^bb0(%v: i32, %s: f32, %o: f32):
+    %f = arith.sitofp %v : i32 to f32
+    %d = arith.mulf %f, %s : f32
+    %r = arith.maximumf %d, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<1x8x4x4xf32>
+  %eq = tensor.empty() : tensor<1x8x4x4xi8>
+  %q = linalg.generic {indexing_maps = [affine_map<(n, c, y, x) -> (n, c, y, x)>, affine_map<(n, c, y, x) -> (n, c, y, x)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%deq : tensor<1x8x4x4xf32>) outs(%eq : tensor<1x8x4x4xi8>) {
+  ^bb0(%a: f32, %o: i8):
+    %s = arith.divf %a, %scale : f32
+    %r = math.roundeven %s : f32
+    %hi = arith.minimumf %r, %high : f32
+    %u = arith.fptoui %hi : f32 to i8
+    linalg.yield %u : i8
+  } -> tensor<1x8x4x4xi8>
+  return %q : tensor<1x8x4x4xi8>
+}
+
 // A quantized matmul (u8 x s8 summed in i32) whose activations are the
 // requantization of f32 values (scale, round, clamp, to u8). By default the
 // requantization is fused into the matmul's body, as the CPU wants it;

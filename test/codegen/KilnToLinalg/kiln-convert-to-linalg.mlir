@@ -470,7 +470,7 @@ func.func @widening_matmul(%a: tensor<4x3xui8>, %b: tensor<3x2xi8>) -> tensor<4x
 // CHECK: vector.reduction <minimumf>
 // CHECK: vector.reduction <maximumf>
 // CHECK: %[[SCALE:.*]] = arith.divf %{{.*}}, %{{.*}} : f32
-// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<2x20xf32>) outs(%{{.*}} : tensor<2x20xi8>) attrs =  {kiln.quantize}
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<2x20xf32>) outs(%{{.*}} : tensor<2x20xi8>)
 // CHECK:   math.roundeven
 // CHECK:   arith.fptoui %{{.*}} : f32 to i8
 // CHECK: tensor.from_elements %[[SCALE]] : tensor<f32>
@@ -499,7 +499,7 @@ func.func @max_pool_channels_last(%x: tensor<1x6x6x3xf32>) -> tensor<1x3x3x3xf32
 // CHECK-SAME: -> tensor<8xi8>
 // CHECK-DAG: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
 // CHECK-DAG: %[[ZP:.*]] = arith.constant 3.000000e+00 : f32
-// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>) outs(%{{.*}} : tensor<8xi8>) attrs =  {kiln.quantize}
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>) outs(%{{.*}} : tensor<8xi8>)
 // CHECK:   arith.divf %{{.*}}, %[[SCALE]] : f32
 // CHECK:   math.roundeven
 // CHECK:   arith.addf %{{.*}}, %[[ZP]] : f32
@@ -522,7 +522,7 @@ func.func @quantize(%x: tensor<8xf32>) -> tensor<8xui8> {
 // CHECK-LABEL: func.func @quantize_per_axis
 // CHECK-DAG: %[[SCALES:.*]] = arith.constant dense<[{{\[}}5.000000e-01], [2.500000e-01]]> : tensor<2x1xf32>
 // CHECK-DAG: %[[ZPS:.*]] = arith.constant dense<[{{\[}}-1.000000e+00], [4.000000e+00]]> : tensor<2x1xf32>
-// CHECK: %[[Q:.*]] = linalg.generic {{.*}} ins(%arg0, %[[SCALES]], %[[ZPS]] : tensor<2x3xf32>, tensor<2x1xf32>, tensor<2x1xf32>) outs(%{{.*}} : tensor<2x3xi8>) attrs =  {kiln.quantize}
+// CHECK: %[[Q:.*]] = linalg.generic {{.*}} ins(%arg0, %[[SCALES]], %[[ZPS]] : tensor<2x3xf32>, tensor<2x1xf32>, tensor<2x1xf32>) outs(%{{.*}} : tensor<2x3xi8>)
 // CHECK: ^bb0(%[[X:.*]]: f32, %[[S:.*]]: f32, %[[Z:.*]]: f32, %{{.*}}: i8):
 // CHECK:   arith.divf %[[X]], %[[S]] : f32
 // CHECK:   arith.addf %{{.*}}, %[[Z]] : f32

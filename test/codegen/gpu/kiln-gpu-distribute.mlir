@@ -387,6 +387,101 @@ func.func @matmul_rounded_edge(%a: tensor<100x128xf32>, %b: tensor<128x96xf32>) 
 
 // -----
 
+// A quantized convolution as kiln-gpu-conv-as-matmul leaves it (i32 sums
+// of [1, filters, pixels]) requantized to bytes: the requantization reads
+// the sums as an image, through an expand_shape, and its per-channel
+// scales [8, 1, 1] at (c, 0, 0). The scales drop their dimensions of 1, so
+// the op collapses onto the sums' shape; it changes the element type, so it
+// is the root, tiled as the convolution would be (8 of its 64 filters per
+// workgroup, clamped to the 8 there are), the convolution fused into its
+// tiles: each thread writes its 4x4 bytes.
+// REPORT: remark: fusion: linalg.generic applied by the kernel's threads to the results they hold (epilogue)
+// CHECK-LABEL: func.func @requantized_conv
+// CHECK: %[[SCALES:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2]] : tensor<8x1x1xf32> into tensor<8xf32>
+// CHECK: %[[R:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (1, 8, 64) step (1, 8, 32) shared_outs(%{{.*}}) -> (tensor<1x8x64xi8>)
+// CHECK:   scf.forall (%[[F:.*]], %{{.*}}) = (0, 0) to (8, 32) step (4, 4)
+// CHECK:     tensor.extract_slice %[[SCALES]][%[[F]]] [4] [1] : tensor<8xf32> to tensor<4xf32>
+// CHECK:     %[[SUMS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x4x4xi32>)
+// CHECK:     linalg.generic {{.*}} ins(%{{.*}}, %[[SUMS]] : tensor<4xf32>, tensor<1x4x4xi32>) outs(%{{.*}} : tensor<1x4x4xi8>)
+// CHECK-NOT: scf.forall (
+// CHECK: tensor.expand_shape %[[R]] {{\[}}[0], [1], [2, 3]] output_shape [1, 8, 8, 8]
+func.func @requantized_conv(%fields: tensor<1x16x64xi8>, %filter: tensor<8x16xi8>, %scale: tensor<8x1x1xf32>) -> tensor<1x8x8x8xi8> {
+  %zero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<1x8x64xi32>
+  %f = linalg.fill ins(%zero : i32) outs(%e : tensor<1x8x64xi32>) -> tensor<1x8x64xi32>
+  %mm = linalg.generic {indexing_maps = [affine_map<(n, f, p, k) -> (n, k, p)>, affine_map<(n, f, p, k) -> (f, k)>, affine_map<(n, f, p, k) -> (n, f, p)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%fields, %filter : tensor<1x16x64xi8>, tensor<8x16xi8>) outs(%f : tensor<1x8x64xi32>) {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %xe = arith.extui %x : i8 to i32
+    %we = arith.extsi %w : i8 to i32
+    %p = arith.muli %xe, %we : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<1x8x64xi32>
+  %image = tensor.expand_shape %mm [[0], [1], [2, 3]] output_shape [1, 8, 8, 8] : tensor<1x8x64xi32> into tensor<1x8x8x8xi32>
+  %q = tensor.empty() : tensor<1x8x8x8xi8>
+  %r = linalg.generic {indexing_maps = [affine_map<(n, c, y, x) -> (c, 0, 0)>, affine_map<(n, c, y, x) -> (n, c, y, x)>, affine_map<(n, c, y, x) -> (n, c, y, x)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%scale, %image : tensor<8x1x1xf32>, tensor<1x8x8x8xi32>) outs(%q : tensor<1x8x8x8xi8>) {
+  ^bb0(%s: f32, %v: i32, %o: i8):
+    %vf = arith.sitofp %v : i32 to f32
+    %m = arith.mulf %vf, %s : f32
+    %i = arith.fptosi %m : f32 to i8
+    linalg.yield %i : i8
+  } -> tensor<1x8x8x8xi8>
+  return %r : tensor<1x8x8x8xi8>
+}
+
+// -----
+
+// A matmul of one row rounded to f16: its 64-row tiles are clamped to the
+// row there is, so the tiles are whole and the rounding is its epilogue.
+// REPORT: remark: fusion: linalg.generic applied by the kernel's threads to the results they hold (epilogue)
+// CHECK-LABEL: func.func @matmul_row_rounded
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (1, 96) step (1, 32) shared_outs(%{{.*}}) -> (tensor<1x96xf16>)
+// CHECK:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (1, 32) step (1, 4)
+// CHECK:     linalg.matmul
+// CHECK:     arith.truncf
+// CHECK-NOT: scf.forall (
+func.func @matmul_row_rounded(%a: tensor<1x128xf32>, %b: tensor<128x96xf32>) -> tensor<1x96xf16> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x96xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x96xf32>) -> tensor<1x96xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<1x128xf32>, tensor<128x96xf32>) outs(%f : tensor<1x96xf32>) -> tensor<1x96xf32>
+  %h = tensor.empty() : tensor<1x96xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%mm : tensor<1x96xf32>) outs(%h : tensor<1x96xf16>) {
+  ^bb0(%x: f32, %o: f16):
+    %t = arith.truncf %x : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<1x96xf16>
+  return %r : tensor<1x96xf16>
+}
+
+// -----
+
+// A mean's sum that keeps its reduced dimensions as 1 (a map with
+// constants) cannot be fused into a consumer's tiles: its rounding stays a
+// kernel of its own.
+// REPORT: remark: fusion: linalg.generic runs as a kernel of its own: its result has another element type, and the reduction keeps dimensions of 1 that its tiles cannot be fused by
+// CHECK-LABEL: func.func @mean_kept_rounded
+// CHECK-COUNT-2: } {mapping = [#gpu.block
+func.func @mean_kept_rounded(%x: tensor<1x64x4x48xf32>) -> tensor<1x64x1x1xf16> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x64x1x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x64x1x1xf32>) -> tensor<1x64x1x1xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(n, c, y, x) -> (n, c, y, x)>, affine_map<(n, c, y, x) -> (n, c, 0, 0)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%x : tensor<1x64x4x48xf32>) outs(%f : tensor<1x64x1x1xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %v, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<1x64x1x1xf32>
+  %h = tensor.empty() : tensor<1x64x1x1xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(n, c, y, x) -> (n, c, y, x)>, affine_map<(n, c, y, x) -> (n, c, y, x)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sum : tensor<1x64x1x1xf32>) outs(%h : tensor<1x64x1x1xf16>) {
+  ^bb0(%v: f32, %o: f16):
+    %t = arith.truncf %v : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<1x64x1x1xf16>
+  return %r : tensor<1x64x1x1xf16>
+}
+
+// -----
+
 // A matmul too small for enough workgroups at 4x4 results per thread (a
 // 7x7 convolution's 49 rows by 512 filters: 16 workgroups) gets 1x1 (16
 // rows by 8 columns a workgroup: 256 of them); with 16-bit operands it
