@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
+#include "passes/Quantization.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -120,24 +121,49 @@ void computeInF32(Operation *op, WidenedConstants &widened) {
   op->erase();
 }
 
-/// Whether `op` is a matmul of two 16-bit operands of one type.
+/// Whether `op` is a matmul or a Gemm of two 16-bit operands of one type
+/// (a Gemm's C may be of either).
 bool isHalfMatmul(Operation *op) {
-  return isa<MatMulOp>(op) && isHalf(op->getOperand(0).getType()) &&
+  return isa<MatMulOp, GemmOp>(op) && isHalf(op->getOperand(0).getType()) &&
          getElementTypeOrSelf(op->getOperand(0).getType()) ==
              getElementTypeOrSelf(op->getOperand(1).getType());
 }
 
-/// `matmul` as a widening matmul of its 16-bit operands with an f32
-/// result, rounded back: the products are exact in f32, so this is
+/// `v`, a matrix, transposed where `transposed` (exact: it stays 16-bit).
+Value matrix(OpBuilder &b, Location loc, Value v, bool transposed) {
+  if (!transposed)
+    return v;
+  auto type = cast<RankedTensorType>(v.getType());
+  auto swapped = RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)},
+                                       type.getElementType());
+  return TransposeOp::create(b, loc, swapped, v, b.getDenseI64ArrayAttr({1, 0}));
+}
+
+/// `op` (a matmul, or a Gemm: its operands transposed, then alpha and beta
+/// times C in f32) as a widening matmul of its 16-bit operands with an f32
+/// result, rounded back once: the products are exact in f32, so this is
 /// computeInF32's arithmetic without widening the operands first.
-void widenResult(Operation *matmul) {
-  OpBuilder b(matmul);
-  Location loc = matmul->getLoc();
-  Value old = matmul->getResult(0);
-  auto wide = MatMulOp::create(b, loc, withF32(old.getType()), matmul->getOperand(0),
-                               matmul->getOperand(1));
+void widenResult(Operation *op, WidenedConstants &widened) {
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  Value old = op->getResult(0);
+  auto type = withF32(old.getType());
+  Value wide;
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    wide = MatMulOp::create(b, loc, type, matrix(b, loc, gemm.getA(), gemm.getTransA()),
+                            matrix(b, loc, gemm.getB(), gemm.getTransB()));
+    Value c = gemm.getC();
+    if (c && isHalf(c.getType()))
+      c = toF32(b, loc, c, widened);
+    ConstantWeightMatmul epilogue{op, gemm.getA(), {}, 0, 0, false,
+                                  gemm.getAlpha().convertToFloat(),
+                                  gemm.getBeta().convertToFloat(), c};
+    wide = gemmEpilogue(b, loc, epilogue, wide, /*alphaApplied=*/false);
+  } else {
+    wide = MatMulOp::create(b, loc, type, op->getOperand(0), op->getOperand(1));
+  }
   old.replaceAllUsesWith(CastOp::create(b, loc, old.getType(), wide));
-  matmul->erase();
+  op->erase();
 }
 
 struct KilnComputeHalfInF32Pass
@@ -158,7 +184,7 @@ struct KilnComputeHalfInF32Pass
     WidenedConstants widened;
     for (Operation *op : rounding) {
       if (widenMatmuls && isHalfMatmul(op))
-        widenResult(op);
+        widenResult(op, widened);
       else
         computeInF32(op, widened);
     }

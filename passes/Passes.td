@@ -121,10 +121,11 @@ def KilnComputeHalfInF32 : Pass<"kiln-compute-half-in-f32", "ModuleOp"> {
     does: a dot product of K terms summed in 16 bits would lose about
     log2(K) bits. Ops that move, select or compare values (reshape, gather,
     max, where, ...) are exact in any precision and are left alone.
-    With `widen-matmuls`, a `kiln.matmul` of two 16-bit operands of one
-    type keeps them and sums in f32 instead (a widening matmul, then its
-    result rounded): the same arithmetic, for targets whose matrix units
-    read 16-bit operands (CUDA's tensor cores).
+    With `widen-matmuls`, a `kiln.matmul` or `kiln.gemm` of two 16-bit
+    operands of one type keeps them and sums in f32 instead (a widening
+    matmul, then its result rounded; a Gemm's transposes stay 16-bit, its
+    alpha and beta * C are f32): the same arithmetic, for targets whose
+    matrix units read 16-bit operands (CUDA's tensor cores).
   }];
   let options = [
     Option<"widenMatmuls", "widen-matmuls", "bool", "false",

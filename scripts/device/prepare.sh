@@ -20,7 +20,8 @@
 # --precision=bf16 and f16 (ldmatrix fragments, cp.async chunks), a
 # 256^3 f16 matmul, a 2048x256x1024 f16 one (128x64 tiles, warps of
 # 32x64, the sums in the chunks' place), a dynamic batch of f16 ones
-# (cp.async from flat buffers), a 256^3 f32 one and a 3x3
+# (cp.async from flat buffers), an f16 Gemm with transB and a bias (a
+# Linear as exporters write it), a 256^3 f32 one and a 3x3
 # convolution with
 # --precision=tf32 (numerics; their expected outputs from operands rounded
 # to tf32 as cvt.rna does, summed in f64: torch_graph.py run --tf32), the
@@ -71,6 +72,7 @@ make_model linear-f16 linear
 make_model matmul256-f16 matmul_f16
 make_model matmul-wide-f16 matmul_f16_wide
 make_model matmul-dyn-f16 matmul_f16_dynamic
+make_model fc-f16 gemm_f16
 make_model matmul256-tf32 matmul_small
 make_model conv-tf32 conv_layer
 make_model linear-int8 linear

@@ -155,6 +155,19 @@ def matmul_f16_dynamic():
     return model(nodes, io[:2], io[2:], []), [(3, 128, 64), (3, 64, 64)], np.float16
 
 
+def gemm_f16():
+    """An f16 Linear layer as exporters write it: Gemm(x[128, 256],
+    W[128, 256], b[128], transB=1) then Relu, all in f16. CUDA keeps the
+    Gemm's operands f16 for the tensor cores and sums in f32."""
+    half = lambda t: numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["z"], name="fc", transB=1),
+             helper.make_node("Relu", ["z"], ["y"], name="relu")]
+    io = [helper.make_tensor_value_info(x, TensorProto.FLOAT16, shape)
+          for x, shape in [("x", [128, 256]), ("y", [128, 128])]]
+    return (model(nodes, io[:1], io[1:], [half(weight("w", 128, 256)), half(weight("b", 128))]),
+            [(128, 256)], np.float16)
+
+
 def gemm_benchmarks():
     """The GPU benchmark's 16-bit GEMMs (no inputs: random at run time)."""
     return {f"gemm_{name}_{n}": (lambda n=n, elem=elem: (half_matmul(n, n, n, elem), []))
@@ -1125,7 +1138,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, conv_batch_chunks, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
+BUILDERS = {f.__name__: f for f in [modern, conv_batch_chunks, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

@@ -27,6 +27,28 @@ func.func @matmul(%x: tensor<3x2xf16>) -> tensor<3x2xf16> {
 
 // -----
 
+// A Gemm alike: by default on f32 operands (the constant weights widened),
+// rounded once. With widen-matmuls its operands stay f16: the transposed
+// weights a transpose (exact), the product a widening matmul, alpha and
+// beta * C in f32 (C cast), the result rounded once.
+// CHECK-LABEL: func.func @gemm
+// CHECK: kiln.gemm %{{.*}}, %{{.*}}, %{{.*}} {alpha = 5.000000e-01 : f32, beta = 2.000000e+00 : f32, trans_b = true} : (tensor<3x4xf32>, tensor<2x4xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+// WIDEN-LABEL: func.func @gemm
+// WIDEN: %[[WT:.*]] = kiln.transpose %{{.*}} {perm = array<i64: 1, 0>} : tensor<2x4xf16> -> tensor<4x2xf16>
+// WIDEN: %[[P:.*]] = kiln.matmul %arg0, %[[WT]] : (tensor<3x4xf16>, tensor<4x2xf16>) -> tensor<3x2xf32>
+// WIDEN: %[[C:.*]] = kiln.cast %arg1 : tensor<2xf16> -> tensor<2xf32>
+// WIDEN: %[[A:.*]] = kiln.mul %[[P]], %{{.*}} : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xf32>
+// WIDEN: %[[BC:.*]] = kiln.mul %[[C]], %{{.*}} : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+// WIDEN: %[[Y:.*]] = kiln.add %[[A]], %[[BC]] : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+// WIDEN: kiln.cast %[[Y]] : tensor<3x2xf32> -> tensor<3x2xf16>
+func.func @gemm(%x: tensor<3x4xf16>, %c: tensor<2xf16>) -> tensor<3x2xf16> {
+  %w = kiln.constant dense<[[1.0, 2.0, 0.5, 0.25], [1.0, 1.0, 1.0, 1.0]]> : tensor<2x4xf16> -> tensor<2x4xf16>
+  %0 = kiln.gemm %x, %w, %c {trans_b = true, alpha = 0.5 : f32, beta = 2.0 : f32} : (tensor<3x4xf16>, tensor<2x4xf16>, tensor<2xf16>) -> tensor<3x2xf16>
+  return %0 : tensor<3x2xf16>
+}
+
+// -----
+
 // Each rounding op rounds its own result (as onnxruntime stores each op's
 // f16 output); bf16 alike. A splat constant is widened as a splat.
 // CHECK-LABEL: func.func @chain
