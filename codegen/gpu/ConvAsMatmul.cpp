@@ -137,6 +137,18 @@ Value buildFields(OpBuilder &b, const Conv &conv, Value input, ShapedType output
       .getResult(0);
 }
 
+/// Whether `conv` reads each pixel of `input` once, at its own output
+/// pixel: a 1x1 filter, stride 1, the output as large as the input (no
+/// padding).
+bool isPointwise(const Conv &conv, Value input) {
+  auto filter = cast<ShapedType>(conv.filter().getType());
+  auto inputType = cast<ShapedType>(input.getType());
+  auto output = cast<ShapedType>(conv.init().getType());
+  return filter.getDimSize(2) == 1 && filter.getDimSize(3) == 1 &&
+         llvm::all_of(conv.strides, [](int64_t s) { return s == 1; }) &&
+         inputType.getShape().drop_front(2) == output.getShape().drop_front(2);
+}
+
 /// `conv` of the images `input` into `flatInit` [N, F, OH*OW] (the whole
 /// batch's or some of its images') as the contraction of its filter
 /// [F, C*KH*KW] with their fields [N, C*KH*KW, OH*OW], its body the
@@ -150,9 +162,14 @@ Value convolveAsMatmul(RewriterBase &rewriter, const Conv &conv, Value input, Va
   auto imagesType = RankedTensorType::get(
       {flatType.getDimSize(0), output.getDimSize(1), output.getDimSize(2), output.getDimSize(3)},
       output.getElementType());
+  // A pointwise convolution's fields are its input: [N, C, H*W], no copy.
   Value fields =
-      tensor::CollapseShapeOp::create(rewriter, loc, buildFields(rewriter, conv, input, imagesType),
-                                      ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
+      isPointwise(conv, input)
+          ? tensor::CollapseShapeOp::create(rewriter, loc, input,
+                                            ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}})
+          : tensor::CollapseShapeOp::create(rewriter, loc,
+                                            buildFields(rewriter, conv, input, imagesType),
+                                            ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
   Value filter = tensor::CollapseShapeOp::create(rewriter, loc, conv.filter(),
                                                  ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
   AffineExpr n, f, p, k;

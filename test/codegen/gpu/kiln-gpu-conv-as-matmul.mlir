@@ -82,6 +82,25 @@ func.func @bias(%x: tensor<1x3x6x6xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4x1
 
 // -----
 
+// A pointwise convolution (1x1, stride 1, no padding: the output as large
+// as the input) reads each pixel once, at its own output pixel: its fields
+// are the input itself, collapsed to [N, C, H*W], no copy. Strided, it
+// still gets the copy.
+// CHECK-LABEL: func.func @pointwise
+// CHECK-SAME: (%[[X:.*]]: tensor<2x16x6x8xf32>, %[[W:.*]]: tensor<32x16x1x1xf32>
+// CHECK:   %[[COLS:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0], [1], [2, 3]] : tensor<2x16x6x8xf32> into tensor<2x16x48xf32>
+// CHECK:   %[[FLAT_W:.*]] = tensor.collapse_shape %[[W]] {{\[}}[0], [1, 2, 3]] : tensor<32x16x1x1xf32> into tensor<32x16xf32>
+// CHECK:   linalg.generic {{.*}} ins(%[[COLS]], %[[FLAT_W]] : tensor<2x16x48xf32>, tensor<32x16xf32>)
+// CHECK:   linalg.generic {{.*}} ins(%[[X]] : tensor<2x16x6x8xf32>) outs(%{{.*}} : tensor<2x16x1x1x3x4xf32>)
+// CHECK:   tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3], [4, 5]] : tensor<2x16x1x1x3x4xf32> into tensor<2x16x12xf32>
+func.func @pointwise(%x: tensor<2x16x6x8xf32>, %w: tensor<32x16x1x1xf32>, %o: tensor<2x32x6x8xf32>, %so: tensor<2x32x3x4xf32>) -> (tensor<2x32x6x8xf32>, tensor<2x32x3x4xf32>) {
+  %0 = linalg.conv_2d_nchw_fchw ins(%x, %w : tensor<2x16x6x8xf32>, tensor<32x16x1x1xf32>) outs(%o : tensor<2x32x6x8xf32>) -> tensor<2x32x6x8xf32>
+  %1 = linalg.conv_2d_nchw_fchw {strides = dense<2> : tensor<2xi64>} ins(%x, %w : tensor<2x16x6x8xf32>, tensor<32x16x1x1xf32>) outs(%so : tensor<2x32x3x4xf32>) -> tensor<2x32x3x4xf32>
+  return %0, %1 : tensor<2x32x6x8xf32>, tensor<2x32x3x4xf32>
+}
+
+// -----
+
 // Left direct: a dynamic batch, a 1x1 filter over one channel (a scale),
 // and one image's fields past 16M elements (64 channels x 9 taps x 512 x
 // 512).
