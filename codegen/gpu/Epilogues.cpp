@@ -46,6 +46,7 @@ static void tidyCollapsedOperands(RewriterBase &rewriter, linalg::LinalgOp op,
 /// leaves them) through a collapse_shape without those dimensions.
 static void dropUnitConstantResults(RewriterBase &rewriter, linalg::GenericOp op) {
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  bool changed = false;
   for (OpOperand *operand : op.getDpsInputOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand->get().getType());
     AffineMap &map = maps[operand->getOperandNumber()];
@@ -78,9 +79,11 @@ static void dropUnitConstantResults(RewriterBase &rewriter, linalg::GenericOp op
         operand->get(), groups);
     rewriter.modifyOpInPlace(op, [&] { operand->set(collapsed); });
     map = map.dropResults(dropped);
+    changed = true;
   }
-  rewriter.modifyOpInPlace(op,
-                           [&] { op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps)); });
+  if (changed)
+    rewriter.modifyOpInPlace(
+        op, [&] { op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps)); });
 }
 
 /// Rewrites each elementwise op that reads a reduction's result through a
