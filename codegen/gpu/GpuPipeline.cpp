@@ -54,6 +54,7 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
 void GpuBackend::addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const {
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createKilnGpuNameKernels());
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addNestedPass<gpu::GPUFuncOp>(createConvertLinalgToLoopsPass());
   kernels.addPass(memref::createFoldMemRefAliasOpsPass());

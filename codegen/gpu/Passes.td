@@ -333,6 +333,21 @@ def KilnGpuReportPlacement : Pass<"kiln-gpu-report-placement", "func::FuncOp"> {
   let dependentDialects = ["gpu::GPUDialect"];
 }
 
+def KilnGpuNameKernels : Pass<"kiln-gpu-name-kernels", "ModuleOp"> {
+  let summary = "Name each outlined kernel after the ONNX node it computes";
+  let description = [{
+    After gpu-kernel-outlining, which names every kernel `main_kernel` in a
+    gpu.module of its own: each launch's module and kernel become
+    `k<i>_<node>`, i the launch's index in the module (in order) and node
+    the name of the ONNX node of the last linalg op in the kernel (the one
+    whose result it writes, as --report=placement names it), its
+    characters outside [A-Za-z0-9_] as `_`, at most 48 of them; `k<i>`
+    where no node is known. Profilers list kernels by these names, and
+    `--dump-kernels` files carry them.
+  }];
+  let dependentDialects = ["gpu::GPUDialect"];
+}
+
 def KilnGpuPackParams : Pass<"kiln-gpu-pack-params", "ModuleOp"> {
   let summary = "Pass kernels' scalars, and the shapes of dynamic buffers, in one params buffer";
   let description = [{

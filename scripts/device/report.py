@@ -29,7 +29,10 @@ def ratio(numerator, denominator):
 
 
 def find(rows, model, target):
-    return next((r for r in rows if r["model"] == model and r["target"].startswith(target)
+    """The timed row of `model` whose target is `target` or begins with it and
+    a space ("cuda" is kiln's run, "cuda kernels" its kernels alone)."""
+    return next((r for r in rows if r["model"] == model
+                 and (r["target"] == target or r["target"].startswith(target + " "))
                  and ("kiln_ms" in r or "alone_ms" in r or "bench" in r)), None)
 
 
@@ -75,19 +78,30 @@ def gemm_lines(rows):
 
 
 def model_lines(rows):
-    lines = ["| model | kiln ms | no graphs | no prefetch | eager alone | eager run | "
-             "torch.compile alone | torch.compile run | torch.compile run / kiln |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| model | kiln ms | no graphs | no prefetch | kiln kernels ms | eager alone | "
+             "eager run | torch.compile alone | torch.compile run | torch.compile run / kiln |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     models = sorted({r["model"] for r in rows if "kiln_ms" in r and r["target"] == "cuda"
                      and not r["model"].startswith(("gemm", "matmul"))})
     for model in models:
-        kiln = find(rows, model, "cuda")
+        kiln, kernels = find(rows, model, "cuda"), find(rows, model, "cuda kernels")
         eager, compiled = find(rows, model, "torch eager"), find(rows, model, "torch.compile")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             model, ms(kiln, "kiln_ms"), ms(kiln, "no_graphs_ms"), ms(kiln, "no_prefetch_ms"),
-            ms(eager, "alone_ms"), ms(eager, "with_copies_ms"), ms(compiled, "alone_ms"),
-            ms(compiled, "with_copies_ms"),
+            ms(kernels, "alone_ms"), ms(eager, "alone_ms"), ms(eager, "with_copies_ms"),
+            ms(compiled, "alone_ms"), ms(compiled, "with_copies_ms"),
             ratio((compiled or {}).get("with_copies_ms"), kiln.get("kiln_ms"))))
+    return lines
+
+
+def kernel_lines(rows, top=5):
+    """Per model with a kernel profile: its launches and slowest kernels."""
+    lines = []
+    for r in sorted((r for r in rows if r["target"].startswith("cuda kernels") and "kernels" in r),
+                    key=lambda r: r["model"]):
+        slowest = ", ".join("`%s` %.3f" % (name, t) for name, t in r["kernels"][:top])
+        lines.append("- %s: %d launches, %.3f ms; slowest: %s" % (
+            r["model"], r["launches"], r["alone_ms"], slowest))
     return lines
 
 
@@ -120,7 +134,12 @@ def main():
             ", ".join("`%s`" % os.path.relpath(os.path.abspath(p), ROOT) for p in args.json)), "",
         *numerics_lines(rows), "",
         "### Matmuls", "", *gemm_lines(rows), "",
-        "### Models", "", *model_lines(rows), "", END])
+        "### Models", "", *model_lines(rows), "",
+        *(["### Where kiln's kernel time goes", "",
+           "Nsight Compute's GPU time per kernel (ms, median over 3 runs), the slowest by "
+           "name (`k<i>_<node>`: the i-th launch, after the ONNX node whose result it "
+           "writes):", "", *kernel_lines(rows), ""] if kernel_lines(rows) else []),
+        END])
     write_section(text, args.output, BEGIN, END)
     print(text)
 

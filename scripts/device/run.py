@@ -18,10 +18,13 @@ it (cuda, vulkan):
     the matmul alone, and with the inputs copied from the host and the
     result back, as kiln's run does; TFLOP/s for each;
   - for the models with a torch.json (resnet18, bert2 at batch 1 and 32):
-    PyTorch running the same graph (torch_graph.py) eagerly and through
-    torch.compile, alone and with the copies, and its numerics at batch 1.
-The numerics of every model come first, then kiln's timings, then the
-baselines, torch.compile's last (its compiles take minutes); --deadline
+    kiln's kernels alone by Nsight Compute, the slowest of them by name
+    (k<i>_<node>); PyTorch running the same graph (torch_graph.py) eagerly
+    and through torch.compile, alone and with the copies, and its numerics
+    at batch 1.
+The numerics of every model come first, then kiln's timings and kernel
+profiles, then the baselines, torch.compile's last (its compiles take
+minutes); --deadline
 skips what would start after it. Files packed by prepare.sh (FILE.xz) are
 unpacked first. Prints a table (and writes the rows as JSON with --json,
 after each row); exits 1 if a check failed. An executable that cannot run
@@ -289,12 +292,13 @@ def find_ncu():
     return found or next(iter(sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"))), None)
 
 
-def ncu_kernel_ms(ncu, exe):
-    """The GPU time of one run's kernels, by Nsight Compute (gpu__time_duration
-    of each launch, clocks not locked, caches flushed): the sum over the
-    kernels of each one's median launch; with the launches counted."""
+def ncu_kernel_times(ncu, exe):
+    """Each kernel's GPU time in one run, by Nsight Compute (gpu__time_duration
+    of each launch over 3 runs, clocks not locked, caches flushed): {kernel
+    name: median ms} (kiln names its kernels k<i>_<node>), and the launches
+    counted."""
     rc, text = run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
-                    "--csv", "--print-units", "base", exe, "--bench", "3"], timeout=180)
+                    "--csv", "--print-units", "base", exe, "--bench", "3"], timeout=240)
     if rc != 0:
         raise RuntimeError("ncu exit %d: %s" % (rc, text.strip().splitlines()[-1:]))
     rows = list(csv.reader(io.StringIO(text[text.index('"ID"'):])))
@@ -306,7 +310,35 @@ def ncu_kernel_ms(ncu, exe):
     times = {}
     for r in rows:
         times.setdefault(r[name], []).append(float(r[value].replace(",", "")) * scale[r[unit]])
-    return sum(float(np.median(t)) for t in times.values()), len(rows)
+    return {k: float(np.median(t)) for k, t in times.items()}, len(rows)
+
+
+def ncu_kernel_ms(ncu, exe):
+    """The GPU time of one run's kernels (ncu_kernel_times summed)."""
+    times, launches = ncu_kernel_times(ncu, exe)
+    return sum(times.values()), launches
+
+
+def profile_models(plan, root, pattern, top=12):
+    """For the models PyTorch runs too (resnet18, bert2): kiln's kernels alone
+    by Nsight Compute, with the `top` slowest kernels by name: where the
+    time goes."""
+    ncu = find_ncu()
+    for model in sorted(os.listdir(root)):
+        exe = os.path.join(root, model, "cuda")
+        if (not ncu or not re.search(pattern, model) or not plan.time_left() or
+                not os.path.exists(os.path.join(root, model, "torch.json")) or
+                not os.access(exe, os.X_OK)):
+            continue
+        row = {"model": model, "target": "cuda kernels alone (ncu)"}
+        try:
+            times, row["launches"] = ncu_kernel_times(ncu, exe)
+            row["alone_ms"] = sum(times.values())
+            row["kernels"] = sorted(([k, ms] for k, ms in times.items()),
+                                    key=lambda kv: -kv[1])[:top]
+        except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+            row["bench"] = "did not run: %s" % e
+        plan.add(row)
 
 
 def bench_matmul_baselines(plan, root, pattern, runs):
@@ -369,6 +401,7 @@ def main():
     check_all_numerics(plan, args.dir, args.models, args.rtol, args.atol)
     bench_kiln(plan, args.dir, args.models, args.runs)
     bench_matmul_baselines(plan, args.dir, args.models, args.runs)
+    profile_models(plan, args.dir, args.models)
     for compiled in [False] if args.no_compile else [False, True]:
         for model in sorted(os.listdir(args.dir)):
             model_dir = os.path.join(args.dir, model)
