@@ -147,11 +147,13 @@ void widenResult(Operation *op, WidenedConstants &widened) {
   OpBuilder b(op);
   Location loc = op->getLoc();
   Value old = op->getResult(0);
-  auto type = withF32(old.getType());
-  Value wide;
-  if (auto gemm = dyn_cast<GemmOp>(op)) {
-    wide = MatMulOp::create(b, loc, type, matrix(b, loc, gemm.getA(), gemm.getTransA()),
-                            matrix(b, loc, gemm.getB(), gemm.getTransB()));
+  auto gemm = dyn_cast<GemmOp>(op);
+  Value lhs = gemm ? matrix(b, loc, gemm.getA(), gemm.getTransA()) : op->getOperand(0);
+  Value rhs = gemm ? matrix(b, loc, gemm.getB(), gemm.getTransB()) : op->getOperand(1);
+  auto product = MatMulOp::create(b, loc, withF32(old.getType()), lhs, rhs);
+  product->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  Value wide = product;
+  if (gemm) {
     Value c = gemm.getC();
     if (c && isHalf(c.getType()))
       c = toF32(b, loc, c, widened);
@@ -159,8 +161,6 @@ void widenResult(Operation *op, WidenedConstants &widened) {
                                   gemm.getAlpha().convertToFloat(),
                                   gemm.getBeta().convertToFloat(), c};
     wide = gemmEpilogue(b, loc, epilogue, wide, /*alphaApplied=*/false);
-  } else {
-    wide = MatMulOp::create(b, loc, type, op->getOperand(0), op->getOperand(1));
   }
   old.replaceAllUsesWith(CastOp::create(b, loc, old.getType(), wide));
   op->erase();

@@ -2,8 +2,8 @@
 //
 // kiln.dynamic_quantize reads its input twice: one vectorized pass for the
 // range (min and max together), then one elementwise pass that quantizes
-// (tagged `kiln.quantize`, so that elementwise fusion does not compute the
-// input's producers into it a second time). The scale and zero point are
+// (elementwise fusion leaves the input's producers out of it: the range
+// pass reads the input too). The scale and zero point are
 // computed once, as scalars, between them. kiln.quantize is that second
 // pass alone, with the scale and zero point of its result's quantized type
 // (scalars, or per axis constants that broadcast along the axis);

@@ -325,8 +325,8 @@ struct KilnGpuDistributePass
     AffineMap result = reduction.getMatchingIndexingMap(reduction.getDpsInitOperand(0));
     if (!result.isProjectedPermutation()) {
       // (Tiling fuses a producer only by a result that is a projection.)
-      plan.why = "its result has another element type, and the reduction keeps dimensions of 1 "
-                 "that its tiles cannot be fused by";
+      plan.why = "the reduction keeps dimensions of 1 (constants in its result's map), which "
+                 "its tiles cannot be fused by";
       return success();
     }
     auto shape = cast<ShapedType>(epilogue.getResult(0).getType()).getShape();
@@ -339,7 +339,7 @@ struct KilnGpuDistributePass
       int64_t perWorkgroup = workgroup ? std::min(workgroup, shape[d]) : shape[d];
       thread = std::min(thread, perWorkgroup);
       // Whole tiles: a thread's results stay a static private buffer.
-      if (ShapedType::isDynamic(shape[d]) || shape[d] % perWorkgroup ||
+      if (ShapedType::isDynamic(shape[d]) || shape[d] == 0 || shape[d] % perWorkgroup ||
           (thread && perWorkgroup % thread)) {
         plan.why = "its result has another element type, and the reduction's tiles are not "
                    "all whole";

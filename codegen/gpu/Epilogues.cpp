@@ -89,8 +89,9 @@ static void dropUnitConstantResults(RewriterBase &rewriter, linalg::GenericOp op
 /// Rewrites each elementwise op that reads a reduction's result through a
 /// tensor.expand_shape into one over the reduction's own shape.
 static void collapseOntoReductions(RewriterBase &rewriter, func::FuncOp func) {
-  // Each op once: one that adds two matmuls' results reads two expands.
-  llvm::MapVector<linalg::GenericOp, tensor::ExpandShapeOp> found;
+  // Each op once, by the first expand it can collapse along: one that adds
+  // two matmuls' results reads two expands.
+  llvm::MapVector<linalg::GenericOp, SmallVector<tensor::ExpandShapeOp, 1>> found;
   func.walk([&](tensor::ExpandShapeOp expand) {
     auto reduction = expand.getSrc().getDefiningOp<linalg::LinalgOp>();
     if (!reduction || reduction.getNumReductionLoops() == 0 || !expand.getSrc().hasOneUse() ||
@@ -100,20 +101,24 @@ static void collapseOntoReductions(RewriterBase &rewriter, func::FuncOp func) {
     auto op = dyn_cast<linalg::GenericOp>(use.getOwner());
     if (op && op.getNumReductionLoops() == 0 && op.isDpsInput(&use) &&
         op.getMatchingIndexingMap(&use).isIdentity())
-      found.insert({op, expand});
+      found[op].push_back(expand);
   });
   DominanceInfo dominance(func);
-  for (auto [op, expand] : found) {
-    Operation *reduction = expand.getSrc().getDefiningOp();
+  for (auto &[op, expands] : found) {
     rewriter.setInsertionPoint(op);
     // (Collapsing takes maps that are projected permutations.)
     dropUnitConstantResults(rewriter, op);
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    if (!llvm::all_of(maps, [](AffineMap map) { return map.isProjectedPermutation(); }) ||
-        !linalg::areDimSequencesPreserved(maps, expand.getReassociationIndices()))
+    if (!llvm::all_of(maps, [](AffineMap map) { return map.isProjectedPermutation(); }))
       continue;
+    auto along = llvm::find_if(expands, [&](tensor::ExpandShapeOp expand) {
+      return linalg::areDimSequencesPreserved(maps, expand.getReassociationIndices());
+    });
+    if (along == expands.end())
+      continue;
+    Operation *reduction = along->getSrc().getDefiningOp();
     FailureOr<linalg::CollapseResult> collapsed =
-        linalg::collapseOpIterationDims(op, expand.getReassociationIndices(), rewriter);
+        linalg::collapseOpIterationDims(op, along->getReassociationIndices(), rewriter);
     if (failed(collapsed))
       continue;
     rewriter.replaceOp(op, collapsed->results);

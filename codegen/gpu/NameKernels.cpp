@@ -32,11 +32,12 @@ std::string kernelName(unsigned index, gpu::GPUFuncOp kernel) {
   Location at = kernel.getLoc();
   kernel.walk([&](linalg::LinalgOp op) { at = op.getLoc(); });
   std::string name = "k" + std::to_string(index);
-  std::optional<kiln::OnnxNode> node = kiln::onnxNodeOf(at);
-  if (!node || node->name.empty())
+  // A fused location's last node: the op whose result is written.
+  std::vector<kiln::OnnxNode> nodes = kiln::onnxNodesOf(at);
+  if (nodes.empty() || nodes.back().name.empty())
     return name;
   name += '_';
-  for (char c : node->name.take_front(kMaxNodeChars))
+  for (char c : nodes.back().name.take_front(kMaxNodeChars))
     name += llvm::isAlnum(c) ? c : '_';
   return name;
 }
@@ -59,12 +60,15 @@ struct KilnGpuNameKernelsPass
         launch.emitError("kiln-gpu-name-kernels: this launch's kernel is not its own");
         return signalPassFailure();
       }
-      std::string name = kernelName(index, kernel);
-      if (failed(symbols.rename(gpuModule, StringAttr::get(ctx, name)))) {
+      // A name another symbol has (from a run before) gets a suffix.
+      std::string wanted = kernelName(index, kernel), name = wanted;
+      for (unsigned n = 1; gpuModule.getSymName() != name && symbols.lookup(name); ++n)
+        name = wanted + "_" + std::to_string(n);
+      if (gpuModule.getSymName() != name && failed(symbols.rename(gpuModule, name))) {
         launch.emitError("kiln-gpu-name-kernels: cannot rename ") << launch.getKernelModuleName();
         return signalPassFailure();
       }
-      SymbolTable(gpuModule).setSymbolName(kernel, name);
+      SymbolTable::setSymbolName(kernel, name);
       launch.setKernelAttr(SymbolRefAttr::get(ctx, name, {FlatSymbolRefAttr::get(ctx, name)}));
     }
   }

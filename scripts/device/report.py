@@ -29,11 +29,13 @@ def ratio(numerator, denominator):
 
 
 def find(rows, model, target):
-    """The timed row of `model` whose target is `target` or begins with it and
-    a space ("cuda" is kiln's run, "cuda kernels" its kernels alone)."""
-    return next((r for r in rows if r["model"] == model
-                 and (r["target"] == target or r["target"].startswith(target + " "))
-                 and ("kiln_ms" in r or "alone_ms" in r or "bench" in r)), None)
+    """The timed row of `model` whose target is `target`, else one whose
+    target begins with it and a space ("cuda" is kiln's run, "cuda kernels"
+    its kernels alone, "torch.matmul" cuBLAS in some type)."""
+    timed = [r for r in rows if r["model"] == model
+             and ("kiln_ms" in r or "alone_ms" in r or "bench" in r)]
+    return next((r for r in timed if r["target"] == target),
+                next((r for r in timed if r["target"].startswith(target + " ")), None))
 
 
 def numerics_lines(rows):
@@ -136,7 +138,8 @@ def main():
         "### Matmuls", "", *gemm_lines(rows), "",
         "### Models", "", *model_lines(rows), "",
         *(["### Where kiln's kernel time goes", "",
-           "Nsight Compute's GPU time per kernel (ms, median over 3 runs), the slowest by "
+           "Nsight Compute's GPU time per kernel and run (ms: its median launch times its "
+           "launches per run), the slowest by "
            "name (`k<i>_<node>`: the i-th launch, after the ONNX node whose result it "
            "writes):", "", *kernel_lines(rows), ""] if kernel_lines(rows) else []),
         END])

@@ -292,13 +292,18 @@ def find_ncu():
     return found or next(iter(sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"))), None)
 
 
+# `--bench 3` runs the model 4 times: a warm-up, then the 3 it times.
+NCU_RUNS = 4
+
+
 def ncu_kernel_times(ncu, exe):
     """Each kernel's GPU time in one run, by Nsight Compute (gpu__time_duration
-    of each launch over 3 runs, clocks not locked, caches flushed): {kernel
-    name: median ms} (kiln names its kernels k<i>_<node>), and the launches
-    counted."""
+    of each launch, clocks not locked, caches flushed): {kernel name: its
+    median launch times its launches per run} (kiln names its kernels
+    k<i>_<node>), and the launches per run."""
     rc, text = run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
-                    "--csv", "--print-units", "base", exe, "--bench", "3"], timeout=240)
+                    "--csv", "--print-units", "base", exe, "--bench", str(NCU_RUNS - 1)],
+                   timeout=240)
     if rc != 0:
         raise RuntimeError("ncu exit %d: %s" % (rc, text.strip().splitlines()[-1:]))
     rows = list(csv.reader(io.StringIO(text[text.index('"ID"'):])))
@@ -310,7 +315,8 @@ def ncu_kernel_times(ncu, exe):
     times = {}
     for r in rows:
         times.setdefault(r[name], []).append(float(r[value].replace(",", "")) * scale[r[unit]])
-    return {k: float(np.median(t)) for k, t in times.items()}, len(rows)
+    return ({k: float(np.median(t)) * len(t) / NCU_RUNS for k, t in times.items()},
+            len(rows) // NCU_RUNS)
 
 
 def ncu_kernel_ms(ncu, exe):

@@ -257,6 +257,41 @@ func.func @heads_bias_residual(%a: tensor<64x128xf32>, %b: tensor<128x96xf32>, %
 
 // -----
 
+// An op that reads two reductions through expand_shapes collapses along
+// the one it can: not the matmul's [8, 64] split into [2, 4] rows (the
+// per-channel scale reads dimension 1 alone), but the batch matmul's
+// [2, 4, 64] split into 8x8 pixels; it is then the batch matmul's
+// epilogue, reading the matmul's result re-expanded.
+// REPORT: remark: fusion: linalg.generic applied by the kernel's threads to the results they hold (epilogue)
+// CHECK-LABEL: func.func @two_expands
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [2, 4, 64] : tensor<8x64xf32> into tensor<2x4x64xf32>
+// CHECK: %[[R:.*]] = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (2, 4, 64)
+// CHECK:     linalg.batch_matmul
+// CHECK:     tensor.extract_slice %[[ROWS]]
+// CHECK:     linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x4x4xf32>, tensor<4xf32>)
+// CHECK: tensor.expand_shape %[[R]] {{\[}}[0], [1], [2, 3]] output_shape [2, 4, 8, 8]
+func.func @two_expands(%a: tensor<2x4x32xf32>, %b: tensor<2x32x64xf32>, %c: tensor<8x32xf32>, %d: tensor<32x64xf32>, %s: tensor<4xf32>) -> tensor<2x4x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<8x64xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8x64xf32>) -> tensor<8x64xf32>
+  %rows = linalg.matmul ins(%c, %d : tensor<8x32xf32>, tensor<32x64xf32>) outs(%f2 : tensor<8x64xf32>) -> tensor<8x64xf32>
+  %e1 = tensor.empty() : tensor<2x4x64xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  %batch = linalg.batch_matmul ins(%a, %b : tensor<2x4x32xf32>, tensor<2x32x64xf32>) outs(%f1 : tensor<2x4x64xf32>) -> tensor<2x4x64xf32>
+  %x = tensor.expand_shape %rows [[0, 1], [2, 3]] output_shape [2, 4, 8, 8] : tensor<8x64xf32> into tensor<2x4x8x8xf32>
+  %y = tensor.expand_shape %batch [[0], [1], [2, 3]] output_shape [2, 4, 8, 8] : tensor<2x4x64xf32> into tensor<2x4x8x8xf32>
+  %e = tensor.empty() : tensor<2x4x8x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (c)>, affine_map<(n, c, h, w) -> (n, c, h, w)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %y, %s : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4xf32>) outs(%e : tensor<2x4x8x8xf32>) {
+  ^bb0(%p: f32, %q: f32, %t: f32, %o: f32):
+    %0 = arith.addf %p, %q : f32
+    %1 = arith.mulf %0, %t : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x4x8x8xf32>
+  return %r : tensor<2x4x8x8xf32>
+}
+
+// -----
+
 // A residual computed after the matmul, from nothing the matmul computes:
 // its op moves before the matmul, whose threads then add it.
 // CHECK-LABEL: func.func @residual_computed_later
@@ -456,10 +491,34 @@ func.func @matmul_row_rounded(%a: tensor<1x128xf32>, %b: tensor<128x96xf32>) -> 
 
 // -----
 
+// No rows at all: the rounding stays a kernel of its own (no tile divides
+// an empty extent).
+// REPORT: remark: fusion: linalg.generic runs as a kernel of its own: its result has another element type, and the reduction's tiles are not all whole
+// CHECK-LABEL: func.func @empty_rows
+func.func @empty_rows(%x: tensor<0x8x16xf32>) -> tensor<0x8xf16> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<0x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<0x8xf32>) -> tensor<0x8xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j, k)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : tensor<0x8x16xf32>) outs(%f : tensor<0x8xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %v, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<0x8xf32>
+  %h = tensor.empty() : tensor<0x8xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%sum : tensor<0x8xf32>) outs(%h : tensor<0x8xf16>) {
+  ^bb0(%v: f32, %o: f16):
+    %t = arith.truncf %v : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<0x8xf16>
+  return %r : tensor<0x8xf16>
+}
+
+// -----
+
 // A mean's sum that keeps its reduced dimensions as 1 (a map with
 // constants) cannot be fused into a consumer's tiles: its rounding stays a
 // kernel of its own.
-// REPORT: remark: fusion: linalg.generic runs as a kernel of its own: its result has another element type, and the reduction keeps dimensions of 1 that its tiles cannot be fused by
+// REPORT: remark: fusion: linalg.generic runs as a kernel of its own: the reduction keeps dimensions of 1 (constants in its result's map), which its tiles cannot be fused by
 // CHECK-LABEL: func.func @mean_kept_rounded
 // CHECK-COUNT-2: } {mapping = [#gpu.block
 func.func @mean_kept_rounded(%x: tensor<1x64x4x48xf32>) -> tensor<1x64x1x1xf16> {

@@ -1,4 +1,6 @@
 // RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-name-kernels | FileCheck %s
+// Named again, the names stay.
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-gpu-name-kernels --kiln-gpu-name-kernels | FileCheck %s
 
 // Each outlined kernel (and its module) is named after its launch's index
 // and the ONNX node of its last linalg op, the one whose result it writes
@@ -48,6 +50,29 @@ module attributes {gpu.container_module} {
     %c1 = arith.constant 1 : index
     gpu.launch_func @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<4xf32>)
     // expected-error @+1 {{kiln-gpu-name-kernels: this launch's kernel is not its own}}
+    gpu.launch_func @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<4xf32>)
+    return
+  }
+}
+
+// -----
+
+// A name another symbol has already gets a suffix.
+// CHECK-LABEL: func.func @k0(
+// CHECK: gpu.module @k0_1
+// CHECK:   gpu.func @k0_1(
+// CHECK: gpu.launch_func @k0_1::@k0_1
+module attributes {gpu.container_module} {
+  func.func @k0() {
+    return
+  }
+  gpu.module @main_kernel {
+    gpu.func @main_kernel(%a: memref<4xf32>) kernel {
+      gpu.return
+    }
+  }
+  func.func @main(%a: memref<4xf32>) {
+    %c1 = arith.constant 1 : index
     gpu.launch_func @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<4xf32>)
     return
   }
