@@ -131,12 +131,7 @@ bool isHalfMatmul(Operation *op) {
 
 /// `v`, a matrix, transposed where `transposed` (exact: it stays 16-bit).
 Value matrix(OpBuilder &b, Location loc, Value v, bool transposed) {
-  if (!transposed)
-    return v;
-  auto type = cast<RankedTensorType>(v.getType());
-  auto swapped = RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)},
-                                       type.getElementType());
-  return TransposeOp::create(b, loc, swapped, v, b.getDenseI64ArrayAttr({1, 0}));
+  return transposed ? createTranspose(b, loc, v, {1, 0}) : v;
 }
 
 /// `op` (a matmul, or a Gemm: its operands transposed, then alpha and beta
