@@ -118,6 +118,7 @@ def main():
         for row in data["results"]:
             merged[(row["model"], row["target"], "numerics" in row and "alone_ms" not in row)] = row
     rows, machine = list(merged.values()), data.get("machine", {})
+    kernels = kernel_lines(rows)
     text = "\n".join([
         BEGIN, "## NVIDIA GPU (CUDA)", "",
         "`scripts/device/prepare.sh` (here) and `scripts/device/run.py` (on the GPU's machine) "
@@ -141,7 +142,7 @@ def main():
            "Nsight Compute's GPU time per kernel and run (ms: its median launch times its "
            "launches per run), the slowest by "
            "name (`k<i>_<node>`: the i-th launch, after the ONNX node whose result it "
-           "writes):", "", *kernel_lines(rows), ""] if kernel_lines(rows) else []),
+           "writes):", "", *kernels, ""] if kernels else []),
         END])
     write_section(text, args.output, BEGIN, END)
     print(text)
