@@ -8,16 +8,18 @@ then `conformance --target=T: N passed, M failed`; with --json, writes
 the counts and the failures; exits 1 if a test failed.
 
   python3 scripts/device/conformance.py build/device-conformance/tests.tar.xz \\
-      --target cuda [--json FILE] [--jobs N]
+      --target cuda [--json FILE] [--jobs N] [--filter REGEX] [--deadline SECONDS]
 """
 import argparse
 import concurrent.futures as futures
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 
 import numpy as np
 
@@ -33,8 +35,13 @@ def tests_in(root):
             yield parent
 
 
-def run_one(test_dir):
+SKIPPED = "not run: the deadline passed"
+
+
+def run_one(test_dir, deadline):
     """None if the test passes, else why not."""
+    if deadline and time.monotonic() > deadline:
+        return SKIPPED
     with open(os.path.join(test_dir, "test.json")) as f:
         test = json.load(f)
     args = []
@@ -43,7 +50,7 @@ def run_one(test_dir):
     with tempfile.TemporaryDirectory() as out:
         try:
             ran = subprocess.run([os.path.join(test_dir, "model")] + args + ["--output-dir", out],
-                                 capture_output=True, text=True, timeout=60)
+                                 capture_output=True, text=True, timeout=30)
         except subprocess.TimeoutExpired:
             return "executable timed out"
         if ran.returncode != 0:
@@ -51,7 +58,7 @@ def run_one(test_dir):
             return "executable failed: " + (lines[-1] if lines else f"exit {ran.returncode}")
         expected = [(name, np.load(os.path.join(test_dir, f"expected_{i}.npy")))
                     for i, name in enumerate(test["outputs"])]
-        return mismatch(out, expected, test["rtol"], test["atol"])
+        return mismatch(out, expected, test["rtol"], test["atol"], test.get("bf16_outputs", ()))
 
 
 def main():
@@ -60,25 +67,39 @@ def main():
     ap.add_argument("--target", default="cuda", help="the target they were compiled for")
     ap.add_argument("--json", help="write the counts and failures here")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--filter", default="", help="only the tests whose path this regex finds")
+    ap.add_argument("--deadline", type=float, help="start no test after this many seconds")
     args = ap.parse_args()
     root = args.tests
     if root.endswith(".tar.xz"):
         root = tempfile.mkdtemp()
         with tarfile.open(args.tests) as tar:
             tar.extractall(root)
-    tests = sorted(tests_in(root))
-    with futures.ThreadPoolExecutor(args.jobs) as pool:
-        results = dict(zip(tests, pool.map(run_one, tests)))
-    failures = {os.path.relpath(t, root): why for t, why in results.items() if why}
-    for test, why in sorted(failures.items()):
-        print(f"FAIL {test}: {why}")
-    passed = len(tests) - len(failures)
-    print(f"conformance --target={args.target}: {passed} passed, {len(failures)} failed")
+    tests = sorted(t for t in tests_in(root) if re.search(args.filter, os.path.relpath(t, root)))
+    failures, done, start = {}, 0, time.monotonic()
+    deadline = start + args.deadline if args.deadline else None
+    pool = futures.ThreadPoolExecutor(args.jobs)
+    pending = {pool.submit(run_one, t, deadline): t for t in tests}
+    # Failures and progress as they come: a slow device still reports.
+    for future in futures.as_completed(pending):
+        why, done = future.result(), done + 1
+        if why:
+            failures[os.path.relpath(pending[future], root)] = why
+            print(f"FAIL {os.path.relpath(pending[future], root)}: {why}", flush=True)
+        if done % 100 == 0:
+            print(f"conformance: {done}/{len(tests)} run, {len(failures)} failed, "
+                  f"{time.monotonic() - start:.0f} s", flush=True)
+    pool.shutdown()
+    skipped = sum(why == SKIPPED for why in failures.values())
+    failures = {t: why for t, why in failures.items() if why != SKIPPED}
+    passed = len(tests) - len(failures) - skipped
+    print(f"conformance --target={args.target}: {passed} passed, {len(failures)} failed"
+          + (f", {skipped} not run (deadline)" if skipped else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"target": args.target, "passed": passed, "failed": len(failures),
-                       "failures": failures}, f, indent=1)
-    return 1 if failures or not tests else 0
+                       "not_run": skipped, "failures": failures}, f, indent=1)
+    return 1 if failures or skipped or not tests else 0
 
 
 if __name__ == "__main__":

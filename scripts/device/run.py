@@ -66,7 +66,8 @@ def check_numerics(model_dir, exe, rtol, atol):
         rc, text = run([exe] + [os.path.join(model_dir, f) for f in inputs] + ["--output-dir", out])
         if rc != 0:
             return "exit %d: %s" % (rc, text.strip().splitlines()[-1] if text.strip() else "")
-        for name in sorted(os.listdir(os.path.join(model_dir, "expected"))):
+        expected = os.listdir(os.path.join(model_dir, "expected"))
+        for name in sorted(f for f in expected if f.endswith(".npy")):
             want = np.load(os.path.join(model_dir, "expected", name))
             got = np.load(os.path.join(out, name))
             if got.shape != want.shape:

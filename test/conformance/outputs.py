@@ -12,17 +12,33 @@ def sanitize(name):
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
-def mismatch(out_dir, expected, rtol, atol):
+# One ulp of a bfloat16, relative: ONNX 1.12's Cast data truncates f32 to
+# bfloat16, kiln rounds to nearest even.
+BF16_RTOL = 2.0 ** -7
+
+
+def bf16_values(bits):
+    """bfloat16 outputs (numpy has none: their .npy holds the bits as
+    uint16) as the float32 values they are, so that any NaN matches any
+    NaN (CUDA's cvt writes 0x7FFF, the CPU 0x7FC0)."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def mismatch(out_dir, expected, rtol, atol, bf16=()):
     """Why the outputs in `out_dir` differ from `expected` [(name, array)],
     or None where they all match (same shape, dtype, and values within
-    rtol/atol, NaN where NaN is expected)."""
+    rtol/atol, NaN where NaN is expected). Outputs named in `bf16` are
+    bfloat16 bits, compared as values within one bfloat16 ulp."""
     for name, want in expected:
         got = np.load(os.path.join(out_dir, sanitize(name) + ".npy"))
         if got.shape != want.shape:
             return f"output '{name}' has shape {got.shape}, expected {want.shape}"
         if got.dtype != want.dtype:
             return f"output '{name}' is {got.dtype}, expected {want.dtype}"
-        if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
-            err = np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))
+        tolerance = rtol
+        if name in bf16:
+            got, want, tolerance = bf16_values(got), bf16_values(want), max(rtol, BF16_RTOL)
+        if not np.allclose(got, want, rtol=tolerance, atol=atol, equal_nan=True):
+            err = np.nanmax(np.abs(got.astype(np.float64) - want.astype(np.float64)))
             return f"output '{name}' differs (max abs error {err:.3g})"
     return None

@@ -129,7 +129,7 @@ def first_line(text):
     return "no message"
 
 
-def prepare_test(to, exe, out_dir, inputs, expected, rtol, atol, op, start):
+def prepare_test(to, exe, out_dir, inputs, expected, bf16, rtol, atol, op, start):
     """Moves a compiled test to `to`, to run elsewhere: the executable, its
     inputs, the expected outputs (.npy: the GPU machine has no onnx) and
     test.json, what scripts/device/conformance.py needs to run and judge
@@ -143,7 +143,7 @@ def prepare_test(to, exe, out_dir, inputs, expected, rtol, atol, op, start):
         np.save(os.path.join(to, f"expected_{i}.npy"), want)
     with open(os.path.join(to, "test.json"), "w") as f:
         json.dump({"op": op, "inputs": inputs, "outputs": [n for n, _ in expected],
-                   "rtol": rtol, "atol": atol}, f)
+                   "bf16_outputs": bf16, "rtol": rtol, "atol": atol}, f)
     shutil.rmtree(out_dir, ignore_errors=True)
     return "prepared", "", op, time.time() - start
 
@@ -208,9 +208,11 @@ def run_test(kiln, suite, name, work, target=None, prepare=None):
         with open(os.path.join(data_dir, f"output_{i}.pb"), "rb") as f:
             tensor.ParseFromString(f.read())
         expected.append((vi.name, numpy_helper.to_array(tensor)))
+    bf16 = [vi.name for vi in model.graph.output
+            if vi.type.tensor_type.elem_type == TensorProto.BFLOAT16]
     if prepare:
         return prepare_test(os.path.join(prepare, suite, name), exe, out_dir, inputs, expected,
-                            rtol, atol, op, start)
+                            bf16, rtol, atol, op, start)
     try:
         ran = subprocess.run([exe] + run_args + ["--output-dir", os.path.join(out_dir, "out")],
                              capture_output=True, text=True, timeout=60)
@@ -218,7 +220,7 @@ def run_test(kiln, suite, name, work, target=None, prepare=None):
         return "fail", "executable timed out", op, time.time() - start
     if ran.returncode != 0:
         return "fail", "executable failed: " + first_line(ran.stderr), op, time.time() - start
-    why = mismatch(os.path.join(out_dir, "out"), expected, rtol, atol)
+    why = mismatch(os.path.join(out_dir, "out"), expected, rtol, atol, bf16)
     if why:
         return "fail", why, op, time.time() - start
     shutil.rmtree(out_dir, ignore_errors=True)
