@@ -57,6 +57,7 @@ void GpuBackend::addLLVMPasses(OpPassManager &pm, const PipelineOptions &options
   pm.addPass(createKilnGpuNameKernels());
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addNestedPass<gpu::GPUFuncOp>(createConvertLinalgToLoopsPass());
+  kernels.addNestedPass<gpu::GPUFuncOp>(createKilnGpuUnrollPrivateLoops());
   kernels.addPass(memref::createFoldMemRefAliasOpsPass());
   kernels.addPass(memref::createExpandStridedMetadataPass());
   kernels.addPass(createLowerAffinePass());

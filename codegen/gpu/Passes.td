@@ -348,6 +348,22 @@ def KilnGpuNameKernels : Pass<"kiln-gpu-name-kernels", "ModuleOp"> {
   let dependentDialects = ["gpu::GPUDialect"];
 }
 
+def KilnGpuUnrollPrivateLoops : Pass<"kiln-gpu-unroll-private-loops"> {
+  let summary = "Unroll the loops that index a thread's private memory";
+  let description = [{
+    In kernels, after linalg ops become loops: each scf.for whose induction
+    variable indexes private memory (a thread's accumulator), without
+    results, of constant start and step and at most 64 iterations, is
+    unrolled, innermost first, so that every index into the private array
+    is a constant and the backend keeps it in registers. A loop whose
+    upper bound is dynamic but never passes a constant (a thread's tile of
+    a partial workgroup tile, `affine.min(4, ...)` columns) first runs to
+    that constant, its body in `scf.if iv < upper bound`. Other loops are
+    left as they are.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "scf::SCFDialect"];
+}
+
 def KilnGpuPackParams : Pass<"kiln-gpu-pack-params", "ModuleOp"> {
   let summary = "Pass kernels' scalars, and the shapes of dynamic buffers, in one params buffer";
   let description = [{
