@@ -353,8 +353,8 @@ def KilnGpuUnrollPrivateLoops : Pass<"kiln-gpu-unroll-private-loops"> {
   let description = [{
     In kernels, after linalg ops become loops: each scf.for whose induction
     variable indexes private memory (a thread's accumulator), without
-    results, of constant start and step and at most 64 iterations, is
-    unrolled, innermost first, so that every index into the private array
+    results, of constant start and step, of at most 64 iterations and
+    2048 operations unrolled, is unrolled, innermost first, so that every index into the private array
     is a constant and the backend keeps it in registers. A loop whose
     upper bound is dynamic but never passes a constant (a thread's tile of
     a partial workgroup tile, `affine.min(4, ...)` columns) first runs to

@@ -37,6 +37,10 @@ namespace {
 /// The most iterations of a loop this pass unrolls: a thread's tile is at
 /// most 8x8 results.
 constexpr int64_t kMaxIterations = 64;
+/// The most operations a loop unrolls into: an 8x8 tile's guarded
+/// multiply-adds are about 600; a thread's large private temporary (a
+/// 32x32 tile of an elementwise op) stays a loop.
+constexpr int64_t kMaxUnrolledOps = 2048;
 
 /// Whether `value` is computed, within `loop`, from its induction variable.
 bool derivesFromInductionVar(Value value, scf::ForOp loop) {
@@ -69,7 +73,8 @@ bool indexesPrivateMemory(scf::ForOp loop) {
 
 /// The constant bound `loop`'s upper bound never passes (the bound itself
 /// where it is a constant), if its iterations up to it are at most
-/// kMaxIterations; `loop` has no results, a constant start and step.
+/// kMaxIterations and unrolled make at most kMaxUnrolledOps operations;
+/// `loop` has no results, a constant start and step.
 std::optional<int64_t> iterationBound(scf::ForOp loop) {
   std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
@@ -78,7 +83,11 @@ std::optional<int64_t> iterationBound(scf::ForOp loop) {
   FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
       presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(loop.getUpperBound()),
       nullptr, /*closedUB=*/true);
-  if (failed(bound) || llvm::divideCeil(*bound - *lower, *step) > kMaxIterations)
+  if (failed(bound))
+    return std::nullopt;
+  int64_t iterations = llvm::divideCeil(*bound - *lower, *step), ops = 0;
+  loop.getBody()->walk([&](Operation *) { ++ops; });
+  if (iterations > kMaxIterations || iterations * ops > kMaxUnrolledOps)
     return std::nullopt;
   return *bound;
 }

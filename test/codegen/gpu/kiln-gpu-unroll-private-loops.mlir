@@ -92,3 +92,31 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// A thread's large private temporary (32x32): its inner loop is unrolled
+// (32 copies of its body), the outer one would make 32 copies of that,
+// past 2048 operations: it stays a loop.
+// CHECK-LABEL: gpu.func @large_temporary
+// CHECK:       scf.for %[[I:.*]] = %c0 to %c32 step %c1 {
+// CHECK-COUNT-32: memref.store %{{.*}}, %{{.*}}[%[[I]], %{{.*}}] : memref<32x32xf32, #gpu.address_space<private>>
+// CHECK-NEXT:  }
+// CHECK-NOT:   scf.for
+gpu.module @kernels {
+  gpu.func @large_temporary(%b: memref<8x32xf32, #gpu.address_space<workgroup>>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %t = memref.alloca() : memref<32x32xf32, #gpu.address_space<private>>
+    scf.for %i = %c0 to %c32 step %c1 {
+      scf.for %j = %c0 to %c32 step %c1 {
+        %v = memref.load %b[%c0, %j] : memref<8x32xf32, #gpu.address_space<workgroup>>
+        memref.store %v, %t[%i, %j] : memref<32x32xf32, #gpu.address_space<private>>
+      }
+    }
+    %r = memref.load %t[%c1, %c1] : memref<32x32xf32, #gpu.address_space<private>>
+    memref.store %r, %b[%c0, %c0] : memref<8x32xf32, #gpu.address_space<workgroup>>
+    gpu.return
+  }
+}
