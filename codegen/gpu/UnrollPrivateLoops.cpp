@@ -74,18 +74,23 @@ bool indexesPrivateMemory(scf::ForOp loop) {
 /// The constant bound `loop`'s upper bound never passes (the bound itself
 /// where it is a constant), if its iterations up to it are at most
 /// kMaxIterations and unrolled make at most kMaxUnrolledOps operations;
-/// `loop` has no results, a constant start and step.
+/// `loop` has no results, an index induction variable compared signed, a
+/// constant start and step, and at least one iteration up to the bound.
 std::optional<int64_t> iterationBound(scf::ForOp loop) {
   std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-  if (loop.getNumResults() != 0 || !lower || !step || *step <= 0)
+  if (loop.getNumResults() != 0 || !loop.getInductionVar().getType().isIndex() ||
+      loop.getUnsignedCmp() || !lower || !step || *step <= 0)
     return std::nullopt;
   FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
       presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(loop.getUpperBound()),
       nullptr, /*closedUB=*/true);
-  if (failed(bound))
+  if (failed(bound) || *bound <= *lower)
     return std::nullopt;
-  int64_t iterations = llvm::divideCeil(*bound - *lower, *step), ops = 0;
+  int64_t iterations = llvm::divideCeilSigned(*bound - *lower, *step);
+  // A dynamic bound adds a guard to each iteration: a compare, an scf.if
+  // and its terminator.
+  int64_t ops = getConstantIntValue(loop.getUpperBound()) ? 0 : 3;
   loop.getBody()->walk([&](Operation *) { ++ops; });
   if (iterations > kMaxIterations || iterations * ops > kMaxUnrolledOps)
     return std::nullopt;

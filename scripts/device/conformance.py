@@ -4,8 +4,9 @@
 onnx there), and judges their outputs as run.py does
 (test/conformance/outputs.py). DIR may be a folder or DIR.tar.xz
 (scripts/device/prepare.sh conformance packs it so). Prints each failure,
-then `conformance --target=T: N passed, M failed`; with --json, writes
-the counts and the failures; exits 1 if a test failed.
+then `conformance --target=T: N passed, M failed[, K not run]`; with
+--json, writes the counts and the failures. Exits 1 if a test failed or
+did not run (--deadline), or if there was none.
 
   python3 scripts/device/conformance.py build/device-conformance/tests.tar.xz \\
       --target cuda [--json FILE] [--jobs N] [--filter REGEX] [--deadline SECONDS]
@@ -36,12 +37,23 @@ def tests_in(root):
 
 
 SKIPPED = "not run: the deadline passed"
+# As run.py's limit for one executable.
+TIMEOUT_S = 60
 
 
 def run_one(test_dir, deadline):
-    """None if the test passes, else why not."""
+    """None if the test passes, SKIPPED past the deadline, else why not."""
     if deadline and time.monotonic() > deadline:
         return SKIPPED
+    try:
+        return judge(test_dir)
+    except Exception as e:  # a broken test folder fails that test, not the run
+        return f"{type(e).__name__}: {e}"
+
+
+def judge(test_dir):
+    """None if the test's executable matches its expected outputs, else why
+    not."""
     with open(os.path.join(test_dir, "test.json")) as f:
         test = json.load(f)
     args = []
@@ -50,7 +62,7 @@ def run_one(test_dir, deadline):
     with tempfile.TemporaryDirectory() as out:
         try:
             ran = subprocess.run([os.path.join(test_dir, "model")] + args + ["--output-dir", out],
-                                 capture_output=True, text=True, timeout=30)
+                                 capture_output=True, text=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return "executable timed out"
         if ran.returncode != 0:
@@ -76,22 +88,23 @@ def main():
         with tarfile.open(args.tests) as tar:
             tar.extractall(root)
     tests = sorted(t for t in tests_in(root) if re.search(args.filter, os.path.relpath(t, root)))
-    failures, done, start = {}, 0, time.monotonic()
+    failures, skipped, done, start = {}, 0, 0, time.monotonic()
     deadline = start + args.deadline if args.deadline else None
     pool = futures.ThreadPoolExecutor(args.jobs)
     pending = {pool.submit(run_one, t, deadline): t for t in tests}
     # Failures and progress as they come: a slow device still reports.
     for future in futures.as_completed(pending):
         why, done = future.result(), done + 1
-        if why:
-            failures[os.path.relpath(pending[future], root)] = why
-            print(f"FAIL {os.path.relpath(pending[future], root)}: {why}", flush=True)
+        name = os.path.relpath(pending[future], root)
+        if why == SKIPPED:
+            skipped += 1
+        elif why:
+            failures[name] = why
+            print(f"FAIL {name}: {why}", flush=True)
         if done % 100 == 0:
-            print(f"conformance: {done}/{len(tests)} run, {len(failures)} failed, "
-                  f"{time.monotonic() - start:.0f} s", flush=True)
+            print(f"conformance: {done}/{len(tests)} done, {len(failures)} failed, "
+                  f"{skipped} not run, {time.monotonic() - start:.0f} s", flush=True)
     pool.shutdown()
-    skipped = sum(why == SKIPPED for why in failures.values())
-    failures = {t: why for t, why in failures.items() if why != SKIPPED}
     passed = len(tests) - len(failures) - skipped
     print(f"conformance --target={args.target}: {passed} passed, {len(failures)} failed"
           + (f", {skipped} not run (deadline)" if skipped else ""))

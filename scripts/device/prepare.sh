@@ -145,5 +145,5 @@ rm -rf "$onnx_dir"
 # Every file over 64 KB packed: with the conformance tests (13 MB) both
 # fit the 64 MiB one call to the GPU machine takes (48 + 13 MB).
 echo "device: packing the files over 64 KB with xz"
-find "$out" -type f -size +64k ! -name '*.xz' -print0 | xargs -0 xz -T0 -6
+find "$out" -type f -size +64k ! -name '*.xz' -print0 | xargs -0 -r xz -T0 -6
 du -sh "$out"

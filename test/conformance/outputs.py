@@ -39,6 +39,10 @@ def mismatch(out_dir, expected, rtol, atol, bf16=()):
         if name in bf16:
             got, want, tolerance = bf16_values(got), bf16_values(want), max(rtol, BF16_RTOL)
         if not np.allclose(got, want, rtol=tolerance, atol=atol, equal_nan=True):
-            err = np.nanmax(np.abs(got.astype(np.float64) - want.astype(np.float64)))
+            got, want = got.astype(np.float64), want.astype(np.float64)
+            nan_apart = np.count_nonzero(np.isnan(got) != np.isnan(want))
+            if nan_apart:
+                return f"output '{name}' differs: {nan_apart} NaN where a number is expected or back"
+            err = np.max(np.abs(got - want))
             return f"output '{name}' differs (max abs error {err:.3g})"
     return None

@@ -120,3 +120,85 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// Bounds at the edges: exactly 64 iterations unroll; a dynamic bound from
+// 1 by 2 (at most 7) runs to 7 in three guarded steps (1, 3, 5); a row's
+// columns bounded by its row (min(2, n - i)) unroll under the unrolled rows.
+// CHECK-LABEL: gpu.func @edges
+// CHECK-NOT:   scf.for
+// CHECK-COUNT-64: memref.store %{{.*}} : memref<64xf32, #gpu.address_space<private>>
+// CHECK-NOT:   scf.for
+// CHECK-COUNT-3: arith.cmpi sgt, %{{.*}}, %c{{[135]}} : index
+// CHECK-NOT:   scf.for
+// CHECK-COUNT-4: memref.store %{{.*}} : memref<2x2xf32, #gpu.address_space<private>>
+// CHECK-NOT:   scf.for
+// CHECK:       gpu.return
+gpu.module @kernels {
+  gpu.func @edges(%b: memref<8x32xf32, #gpu.address_space<workgroup>>, %tid: index) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c64 = arith.constant 64 : index
+    %v = memref.load %b[%c0, %c0] : memref<8x32xf32, #gpu.address_space<workgroup>>
+    %full = memref.alloca() : memref<64xf32, #gpu.address_space<private>>
+    scf.for %j = %c0 to %c64 step %c1 {
+      memref.store %v, %full[%j] : memref<64xf32, #gpu.address_space<private>>
+    }
+    %odd = memref.alloca() : memref<8xf32, #gpu.address_space<private>>
+    %n = affine.min affine_map<()[s0] -> (7, s0)>()[%tid]
+    scf.for %j = %c1 to %n step %c2 {
+      memref.store %v, %odd[%j] : memref<8xf32, #gpu.address_space<private>>
+    }
+    %tri = memref.alloca() : memref<2x2xf32, #gpu.address_space<private>>
+    scf.for %i = %c0 to %c2 step %c1 {
+      %m = affine.min affine_map<(d0)[s0] -> (2, s0 - d0)>(%i)[%tid]
+      scf.for %j = %c0 to %m step %c1 {
+        memref.store %v, %tri[%i, %j] : memref<2x2xf32, #gpu.address_space<private>>
+      }
+    }
+    %r = memref.load %full[%c1] : memref<64xf32, #gpu.address_space<private>>
+    %s = memref.load %odd[%c1] : memref<8xf32, #gpu.address_space<private>>
+    %t = memref.load %tri[%c1, %c1] : memref<2x2xf32, #gpu.address_space<private>>
+    memref.store %r, %b[%c0, %c1] : memref<8x32xf32, #gpu.address_space<workgroup>>
+    memref.store %s, %b[%c0, %c2] : memref<8x32xf32, #gpu.address_space<workgroup>>
+    memref.store %t, %b[%c1, %c1] : memref<8x32xf32, #gpu.address_space<workgroup>>
+    gpu.return
+  }
+}
+
+// -----
+
+// Left as they are: a loop carrying a value (its results would need
+// threading through the guards), one compared unsigned, and one whose
+// dynamic bound never passes its start (min(0, n): no iteration).
+// CHECK-LABEL: gpu.func @not_unrolled
+// CHECK:       scf.for {{.*}} iter_args
+// CHECK:       scf.for unsigned
+// CHECK:       scf.for %{{.*}} = %c0 to %{{.*}} step %c1 {
+// CHECK:       gpu.return
+gpu.module @kernels {
+  gpu.func @not_unrolled(%b: memref<8x32xf32, #gpu.address_space<workgroup>>, %tid: index) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %v = memref.load %b[%c0, %c0] : memref<8x32xf32, #gpu.address_space<workgroup>>
+    %acc = memref.alloca() : memref<4xf32, #gpu.address_space<private>>
+    %sum = scf.for %j = %c0 to %c4 step %c1 iter_args(%s = %v) -> (f32) {
+      %a = memref.load %acc[%j] : memref<4xf32, #gpu.address_space<private>>
+      %t = arith.addf %s, %a : f32
+      scf.yield %t : f32
+    }
+    scf.for unsigned %j = %c0 to %c4 step %c1 {
+      memref.store %sum, %acc[%j] : memref<4xf32, #gpu.address_space<private>>
+    }
+    %none = affine.min affine_map<()[s0] -> (0, s0)>()[%tid]
+    scf.for %j = %c0 to %none step %c1 {
+      memref.store %v, %acc[%j] : memref<4xf32, #gpu.address_space<private>>
+    }
+    %r = memref.load %acc[%c1] : memref<4xf32, #gpu.address_space<private>>
+    memref.store %r, %b[%c0, %c1] : memref<8x32xf32, #gpu.address_space<workgroup>>
+    gpu.return
+  }
+}
