@@ -135,6 +135,26 @@ LogicalResult sharedBuffersAsAttributions(gpu::GPUModuleOp kernels) {
   return failure(walk.wasInterrupted());
 }
 
+/// Moves each static private array of a kernel (an accumulator, an mma's
+/// fragments) to the start of the kernel. LLVM's SROA puts in registers
+/// only the allocas of a function's entry block; one after the staging
+/// loops (whose control flow splits the block it was in) stayed in local
+/// memory, stored and reloaded around the reduction. A static alloca's
+/// place does not change what it holds: its contents are undefined
+/// wherever it starts.
+void hoistPrivateArrays(gpu::GPUModuleOp kernels) {
+  for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
+    Block &entry = kernel.getBody().front();
+    SmallVector<memref::AllocaOp> arrays;
+    kernel.walk([&](memref::AllocaOp alloca) {
+      if (alloca.getDynamicSizes().empty() && alloca.getSymbolOperands().empty())
+        arrays.push_back(alloca);
+    });
+    for (memref::AllocaOp alloca : llvm::reverse(arrays))
+      alloca->moveBefore(&entry, entry.begin());
+  }
+}
+
 /// Lets LLVM fuse each multiply and add of the kernels into one fma, as
 /// nvcc does by default: without `contract`, NVPTX writes mul.rn and add.rn,
 /// which ptxas keeps apart, at half the arithmetic throughput.
@@ -210,6 +230,7 @@ private:
     holder->getBody()->push_back(copy);
     if (failed(giveFlatBuffersStaticSizes(copy)) || failed(sharedBuffersAsAttributions(copy)))
       return failure();
+    hoistPrivateArrays(copy);
     allowContraction(copy);
     RewritePatternSet math(&getContext());
     kiln::populateIntegerPowerBySquaringPattern(math);

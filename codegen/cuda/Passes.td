@@ -12,6 +12,8 @@ def KilnCudaCompileKernels : Pass<"kiln-cuda-compile-kernels", "ModuleOp"> {
     (convert-gpu-to-nvvm with bare pointers: one kernel parameter per
     buffer; each allocation of workgroup memory becomes a workgroup
     attribution of its kernel, shared memory of the alloc's alignment; each
+    static private array moves to the kernel's start, the only place
+    LLVM's SROA makes an alloca registers; each
     floating-point op may be contracted, so that a multiply and an add are
     one fma, as nvcc's default) to LLVM IR, linked with the toolkit's
     libdevice for math, and

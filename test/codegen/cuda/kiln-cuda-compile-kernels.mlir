@@ -2,6 +2,7 @@
 // RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-cuda-compile-kernels | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-cuda-compile-kernels='chips=sm_90a' | FileCheck %s --check-prefix=SM90A
 // RUN: not kiln-opt %s --split-input-file --kiln-cuda-compile-kernels='toolkit=/nonexistent' 2>&1 | FileCheck %s --check-prefix=NO-TOOLKIT
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(gpu.module(gpu.func(kiln-gpu-unroll-private-loops)),kiln-cuda-compile-kernels)' | FileCheck %s --check-prefix=HOIST
 
 // Each gpu.module gets its fatbin (magic 0xba55ed50, little-endian), the
 // PTX of the first chip (sm_80 by default; sm_90a when asked) and the most
@@ -62,6 +63,57 @@ module attributes {gpu.container_module} {
       %square = arith.mulf %y, %y : f32
       %z = arith.addf %square, %x : f32
       memref.store %z, %out[%tid] : memref<64xf32>
+      gpu.return
+    }
+  }
+}
+
+
+// -----
+
+// A thread's 8x8 sums (their loops unrolled by kiln-gpu-unroll-private-
+// loops, as in a kernel) after a loop: the array moves to the kernel's
+// start, where LLVM's SROA makes it registers. Left after the loop's
+// control flow, out of the entry block, it was a 256-byte local frame.
+// HOIST-LABEL: gpu.module @private_after_loop attributes
+// HOIST-SAME: kiln.ptx = "
+// HOIST-NOT: __local_depot
+// HOIST-SAME: kiln.registers
+module attributes {gpu.container_module} {
+  gpu.module @private_after_loop {
+    gpu.func @sum(%in: memref<64xf32>, %out: memref<64x64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %tid = gpu.thread_id x
+      %x = memref.load %in[%tid] : memref<64xf32>
+      scf.for %i = %c0 to %tid step %c1 {
+        memref.store %x, %out[%tid, %i] : memref<64x64xf32>
+      }
+      %acc = memref.alloca() : memref<8x8xf32, #gpu.address_space<private>>
+      scf.for %i = %c0 to %c8 step %c1 {
+        scf.for %j = %c0 to %c8 step %c1 {
+          memref.store %x, %acc[%i, %j] : memref<8x8xf32, #gpu.address_space<private>>
+        }
+      }
+      scf.for %k = %c0 to %tid step %c1 {
+        %y = memref.load %in[%k] : memref<64xf32>
+        scf.for %i = %c0 to %c8 step %c1 {
+          scf.for %j = %c0 to %c8 step %c1 {
+            %a = memref.load %acc[%i, %j] : memref<8x8xf32, #gpu.address_space<private>>
+            %s = arith.mulf %a, %y : f32
+            memref.store %s, %acc[%i, %j] : memref<8x8xf32, #gpu.address_space<private>>
+          }
+        }
+      }
+      scf.for %i = %c0 to %c8 step %c1 {
+        scf.for %j = %c0 to %c8 step %c1 {
+          %a = memref.load %acc[%i, %j] : memref<8x8xf32, #gpu.address_space<private>>
+          %r = arith.muli %i, %c8 : index
+          %c = arith.addi %r, %j : index
+          memref.store %a, %out[%tid, %c] : memref<64x64xf32>
+        }
+      }
       gpu.return
     }
   }
