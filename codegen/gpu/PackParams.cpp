@@ -5,7 +5,8 @@
 // form. Each kernel gets one `params` buffer of 32-bit words instead, which
 // the host fills per launch: its scalar arguments, and for every buffer of
 // dynamic shape or layout the offset, sizes and strides with which the
-// kernel addresses it as a flat array.
+// kernel addresses it as a flat array (those of them its type knows, the
+// kernel takes as constants).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/gpu/Passes.h"
@@ -223,12 +224,28 @@ LogicalResult rewriteKernel(gpu::GPUFuncOp kernel, const KernelPlan &plan, Type 
               : fromWord(b, loc, word(p.firstWord), type));
     } else if (p.kind == ArgPlan::Flat) {
       auto type = cast<MemRefType>(arg.getType());
-      Value offset = indexWord(p.firstWord);
+      // What the type knows is a constant, the rest comes from params:
+      // with its strides constant, a thread's addresses into a view are
+      // one base and immediate offsets, where loaded strides made each a
+      // register of its own (a chunk of a convolution's output, at a
+      // static offset: 241 registers a thread instead of 103).
+      int64_t rank = type.getRank(), staticOffset;
+      SmallVector<int64_t> staticStrides;
+      if (failed(type.getStridesAndOffset(staticStrides, staticOffset))) {
+        staticStrides.assign(rank, ShapedType::kDynamic);
+        staticOffset = ShapedType::kDynamic;
+      }
+      auto known = [&](int64_t value, unsigned w) -> Value {
+        if (ShapedType::isDynamic(value))
+          return indexWord(w);
+        return arith::ConstantIndexOp::create(b, loc, value);
+      };
+      Value offset = known(staticOffset, p.firstWord);
       SmallVector<Value> sizes, strides;
-      for (int64_t d = 0; d < type.getRank(); ++d)
-        sizes.push_back(indexWord(p.firstWord + 1 + d));
-      for (int64_t d = 0; d < type.getRank(); ++d)
-        strides.push_back(indexWord(p.firstWord + 1 + type.getRank() + d));
+      for (int64_t d = 0; d < rank; ++d)
+        sizes.push_back(known(type.getDimSize(d), p.firstWord + 1 + d));
+      for (int64_t d = 0; d < rank; ++d)
+        strides.push_back(known(staticStrides[d], p.firstWord + 1 + rank + d));
       arg.setType(plan.newTypes[p.newIndex]);
       if (failed(linearizeAccesses(arg, type, offset, sizes, strides)))
         return failure();

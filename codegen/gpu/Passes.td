@@ -379,7 +379,9 @@ def KilnGpuPackParams : Pass<"kiln-gpu-pack-params", "ModuleOp"> {
       buffer, becomes a flat 1-D buffer (memref<? x T>, from its buffer's
       start to its last element) and 1 + 2 x rank words: its offset, sizes
       and strides; the kernel's loads and stores of it are linearized with
-      them, and its memref.dim queries read its sizes.
+      them, and its memref.dim queries read its sizes. Those the type
+      knows (a view's static strides, its static offset) are constants in
+      the kernel: its addresses fold to one base and immediate offsets.
     Each launch fills a `memref.alloca` marked `kiln.params` with those
     words (kiln-gpu-embed-kernels passes it by value). Static buffers are
     passed as they are. A scalar of another type, a non-constant

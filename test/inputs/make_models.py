@@ -108,6 +108,17 @@ def conv_batch_chunks():
                  [weight("w", 2, 16, 3, 3), weight("b", 2)]), [(8, 16, 128, 128)]
 
 
+def conv_chunk_offsets():
+    """resnet18's first-stage 3x3 convolution (64 to 64 channels, 56x56) on
+    16 images, then Relu: their receptive fields (29M elements) pass the
+    GPU's 16M, so kiln-gpu-conv-as-matmul makes two chunks of 8 images;
+    the second's matmul writes a view of the output at a static offset."""
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    return model(nodes, [tensor("x", [16, 64, 56, 56])], [tensor("y", [16, 64, 56, 56])],
+                 [weight("w", 64, 64, 3, 3, scale=0.05), weight("b", 64)]), [(16, 64, 56, 56)]
+
+
 def matmul(n=4096):
     """A 4096^3 f32 matmul of two inputs (no weights: the GPU benchmark's
     executable stays small)."""
@@ -1149,7 +1160,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, conv_7x7, conv_batch_chunks, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
+BUILDERS = {f.__name__: f for f in [modern, conv_7x7, conv_batch_chunks, conv_chunk_offsets, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

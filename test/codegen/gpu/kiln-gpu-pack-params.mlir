@@ -4,23 +4,26 @@
 // buffer of i32 words: %n (word 0), %x's offset, size and stride (1-3),
 // %view's (4-6), %scale as two words (7-8, low first). Buffers of dynamic
 // shape or with an offset become flat 1-D buffers; their loads and stores
-// are linearized, their dims read the params. The static buffer stays.
+// are linearized, their dims read the params. What a buffer's type knows
+// is a constant, not a word: %x's offset (0) and stride (1), %view's
+// offset (2), size and stride; the host still writes those words. The
+// static buffer stays.
 // CHECK-LABEL: gpu.func @kernel(
 // CHECK-SAME: %[[X:.*]]: memref<?xf32>, %[[STATIC:.*]]: memref<4xf32>, %[[VIEW:.*]]: memref<?xf32>, %[[P:.*]]: memref<9xi32>)
 // CHECK-DAG: %[[W0:.*]] = memref.load %[[P]][%c0]
 // CHECK-DAG: %[[N:.*]] = arith.index_cast %[[W0]] : i32 to index
-// CHECK-DAG: %[[XOFF:.*]] = memref.load %[[P]][%c1]
-// CHECK-DAG: %[[XSIZE:.*]] = memref.load %[[P]][%c2]
-// CHECK-DAG: %[[XSTRIDE:.*]] = memref.load %[[P]][%c3]
-// CHECK-DAG: %[[VOFF:.*]] = memref.load %[[P]][%c4]
-// CHECK-DAG: %[[VSTRIDE:.*]] = memref.load %[[P]][%c6]
+// CHECK-DAG: %[[XSIZEW:.*]] = memref.load %[[P]][%c2]
+// CHECK-DAG: %[[XSIZE:.*]] = arith.index_cast %[[XSIZEW]] : i32 to index
 // CHECK-DAG: %[[LOW:.*]] = memref.load %[[P]][%c7]
 // CHECK-DAG: %[[HIGH:.*]] = memref.load %[[P]][%c8]
 // CHECK: arith.bitcast %{{.*}} : i64 to f64
-// CHECK: %[[XAT:.*]] = arith.addi
-// CHECK: memref.load %[[X]][%[[XAT]]] : memref<?xf32>
-// CHECK: memref.load %[[STATIC]][%{{.*}}] : memref<4xf32>
-// CHECK: memref.store %{{.*}}, %[[VIEW]][%{{.*}}] : memref<?xf32>
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[LAST:.*]] = arith.subi %[[XSIZE]], %[[N]]
+// CHECK: memref.load %[[X]][%[[LAST]]] : memref<?xf32>
+// CHECK: memref.load %[[STATIC]][%[[TID]]] : memref<4xf32>
+// CHECK: %[[VAT:.*]] = arith.addi %[[TID]], %c2
+// CHECK: memref.store %{{.*}}, %[[VIEW]][%[[VAT]]] : memref<?xf32>
+// CHECK-NOT: memref.load %[[P]]
 // The host fills the words in a stack array marked kiln.params and passes
 // flat views of the dynamic buffers.
 // CHECK-LABEL: func.func @host(
@@ -57,6 +60,33 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// A view with a dynamic offset and row stride: those two are read from
+// params (words 0 and 3), its sizes and its column stride are constants.
+// CHECK-LABEL: gpu.func @strided(
+// CHECK-SAME: %[[V:.*]]: memref<?xf32>, %[[P:.*]]: memref<5xi32>)
+// CHECK-DAG: %[[OFFW:.*]] = memref.load %[[P]][%c0]
+// CHECK-DAG: %[[OFF:.*]] = arith.index_cast %[[OFFW]] : i32 to index
+// CHECK-DAG: %[[ROWW:.*]] = memref.load %[[P]][%c3]
+// CHECK-DAG: %[[ROW:.*]] = arith.index_cast %[[ROWW]] : i32 to index
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[R:.*]] = arith.muli %[[TID]], %[[ROW]]
+// CHECK: %[[A:.*]] = arith.addi %[[OFF]], %[[R]]
+// CHECK: %[[AT:.*]] = arith.addi %[[A]], %[[TID]]
+// CHECK: memref.store %{{.*}}, %[[V]][%[[AT]]] : memref<?xf32>
+// CHECK-NOT: memref.load %[[P]]
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @strided(%v: memref<4x4xf32, strided<[?, 1], offset: ?>>) kernel attributes {known_block_size = array<i32: 4, 1, 1>} {
+      %i = gpu.thread_id x
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %v[%i, %i] : memref<4x4xf32, strided<[?, 1], offset: ?>>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     // expected-error @+1 {{kiln-gpu-pack-params: kernel argument 0 is a 'vector<4xf32>', which kernels cannot be passed}}
@@ -68,8 +98,8 @@ module attributes {gpu.container_module} {
 
 // -----
 
-// CUDA's asynchronous copies from a buffer of dynamic shape (a batch
-// matmul's operand, kiln-gpu-promote-operands): the copy's source indices
+// CUDA's asynchronous copies from a view of dynamic shape and offset (a
+// batch matmul's operand, kiln-gpu-promote-operands): the copy's source indices
 // are linearized like a load's, the check of where the view starts keeps
 // the flat buffer's pointer (it starts where the original did) and reads
 // its offset from the params.
@@ -83,14 +113,14 @@ module attributes {gpu.container_module} {
 // CHECK: nvgpu.device_async_copy %[[X]][%[[AT]]], %{{.*}}[%c0, %c0], 8 {bypassL1} : memref<?xf16> to memref<2x8xf16, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @kernels {
-    gpu.func @async_copy(%x: memref<?x64xf16>, %out: memref<1xindex>) kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+    gpu.func @async_copy(%x: memref<?x64xf16, strided<[64, 1], offset: ?>>, %out: memref<1xindex>) kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c8 = arith.constant 8 : index
       %buf = memref.alloc() : memref<2x8xf16, #gpu.address_space<workgroup>>
-      %start = memref.extract_aligned_pointer_as_index %x : memref<?x64xf16> -> index
-      %base, %offset, %sizes:2, %strides:2 = memref.extract_strided_metadata %x : memref<?x64xf16> -> memref<f16>, index, index, index, index, index
+      %start = memref.extract_aligned_pointer_as_index %x : memref<?x64xf16, strided<[64, 1], offset: ?>> -> index
+      %base, %offset, %sizes:2, %strides:2 = memref.extract_strided_metadata %x : memref<?x64xf16, strided<[64, 1], offset: ?>> -> memref<f16>, index, index, index, index, index
       %bytes = arith.addi %start, %offset : index
-      %t = nvgpu.device_async_copy %x[%c0, %c8], %buf[%c0, %c0], 8 {bypassL1} : memref<?x64xf16> to memref<2x8xf16, #gpu.address_space<workgroup>>
+      %t = nvgpu.device_async_copy %x[%c0, %c8], %buf[%c0, %c0], 8 {bypassL1} : memref<?x64xf16, strided<[64, 1], offset: ?>> to memref<2x8xf16, #gpu.address_space<workgroup>>
       memref.store %bytes, %out[%c0] : memref<1xindex>
       gpu.return
     }
