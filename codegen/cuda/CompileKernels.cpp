@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -201,14 +202,25 @@ struct KilnCudaCompileKernelsPass
     archs.assign(chips.begin(), chips.end());
     if (archs.empty())
       archs = {"sm_80", "sm_90a"};
+    loadLoweringDialects();
+    // Each module compiles on a copy of its own, in an LLVM context of its
+    // own, through ptxas processes of its own: on as many threads as the
+    // context allows (--mlir-disable-threading: one). The originals are
+    // only read until all are done.
+    std::vector<CompiledKernels> compiled(modules.size());
+    if (failed(failableParallelForEachN(&getContext(), 0, modules.size(), [&](size_t i) {
+          FailureOr<CompiledKernels> one = compile(modules[i]);
+          if (failed(one))
+            return failure();
+          compiled[i] = std::move(*one);
+          return success();
+        })))
+      return signalPassFailure();
     Builder b(&getContext());
-    for (gpu::GPUModuleOp kernels : modules) {
-      FailureOr<CompiledKernels> compiled = compile(kernels);
-      if (failed(compiled))
-        return signalPassFailure();
-      kernels->setAttr("kiln.cuda", b.getStringAttr(compiled->fatbin));
-      kernels->setAttr("kiln.ptx", b.getStringAttr(compiled->ptx));
-      kernels->setAttr("kiln.registers", b.getI32IntegerAttr(compiled->registers));
+    for (auto [kernels, one] : llvm::zip_equal(modules, compiled)) {
+      kernels->setAttr("kiln.cuda", b.getStringAttr(one.fatbin));
+      kernels->setAttr("kiln.ptx", b.getStringAttr(one.ptx));
+      kernels->setAttr("kiln.registers", b.getI32IntegerAttr(one.registers));
     }
   }
 
@@ -220,6 +232,34 @@ private:
     SmallString<256> path(kit);
     llvm::sys::path::append(path, "bin", name);
     return std::string(path);
+  }
+
+  /// The passes that lower a gpu.module, in its holder module, to the LLVM
+  /// and NVVM dialects.
+  static void addLowering(PassManager &pm) {
+    OpPassManager &nested = pm.nest<gpu::GPUModuleOp>();
+    nested.addPass(createSCFToControlFlowPass());
+    nested.addPass(createConvertNVGPUToNVVMPass()); // ldmatrix
+    ConvertGpuOpsToNVVMOpsOptions nvvm;
+    nvvm.useBarePtrCallConv = true; // one parameter per buffer, as the runtime passes them
+    nested.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+    nested.addPass(createCanonicalizerPass());
+    nested.addPass(createCSEPass());
+    nested.addPass(createReconcileUnrealizedCastsPass());
+  }
+
+  /// Registers and loads the dialects the lowering creates ops of, as its
+  /// pass managers would: done first, so that when the modules compile in
+  /// parallel they only find them there (neither may change while threads
+  /// use the context).
+  void loadLoweringDialects() {
+    PassManager pm(&getContext(), ModuleOp::getOperationName());
+    addLowering(pm);
+    DialectRegistry registry;
+    pm.getDependentDialects(registry);
+    getContext().appendDialectRegistry(registry);
+    for (StringRef name : registry.getDialectNames())
+      getContext().getOrLoadDialect(name);
   }
 
   /// A copy of `kernels` lowered to the LLVM and NVVM dialects, in a module
@@ -237,15 +277,7 @@ private:
     if (failed(applyPatternsGreedily(copy, std::move(math))))
       return failure();
     PassManager pm(&getContext(), ModuleOp::getOperationName());
-    OpPassManager &nested = pm.nest<gpu::GPUModuleOp>();
-    nested.addPass(createSCFToControlFlowPass());
-    nested.addPass(createConvertNVGPUToNVVMPass()); // ldmatrix
-    ConvertGpuOpsToNVVMOpsOptions nvvm;
-    nvvm.useBarePtrCallConv = true; // one parameter per buffer, as the runtime passes them
-    nested.addPass(createConvertGpuOpsToNVVMOps(nvvm));
-    nested.addPass(createCanonicalizerPass());
-    nested.addPass(createCSEPass());
-    nested.addPass(createReconcileUnrealizedCastsPass());
+    addLowering(pm);
     if (failed(pm.run(*holder)))
       return failure();
     return holder;

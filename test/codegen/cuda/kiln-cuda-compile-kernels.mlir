@@ -118,3 +118,34 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A kernel ptxas refuses (256 KiB of shared memory, more than any chip has)
+// is an error naming its module and chip, with ptxas's words; the module
+// beside it compiles (in parallel) as usual.
+module attributes {gpu.container_module} {
+  gpu.module @fits {
+    gpu.func @copy(%in: memref<64xf32>, %out: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      %x = memref.load %in[%tid] : memref<64xf32>
+      memref.store %x, %out[%tid] : memref<64xf32>
+      gpu.return
+    }
+  }
+  // expected-error @+1 {{kiln-cuda-compile-kernels: ptxas refused kernel module 'too_much_shared' for sm_}}
+  gpu.module @too_much_shared {
+    gpu.func @stage(%in: memref<65536xf32>, %out: memref<65536xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      %shared = memref.alloc() : memref<65536xf32, #gpu.address_space<workgroup>>
+      %x = memref.load %in[%tid] : memref<65536xf32>
+      memref.store %x, %shared[%tid] : memref<65536xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %c = arith.constant 65535 : index
+      %r = arith.subi %c, %tid : index
+      %y = memref.load %shared[%r] : memref<65536xf32, #gpu.address_space<workgroup>>
+      memref.store %y, %out[%tid] : memref<65536xf32>
+      gpu.return
+    }
+  }
+}
