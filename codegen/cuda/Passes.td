@@ -20,9 +20,10 @@ def KilnCudaCompileKernels : Pass<"kiln-cuda-compile-kernels", "ModuleOp"> {
     translated to PTX once per chip of `chips` (PTX ISA 8.0). ptxas
     assembles each PTX to a cubin (-O3) and fatbinary packs the cubins and
     the first chip's PTX (which the driver compiles for newer GPUs) into a
-    fatbin. The modules compile in parallel, on the context's threads. The gpu.module stays, for the launches, with `kiln.cuda` (the
-    fatbin), `kiln.ptx` (the first chip's PTX) and `kiln.registers` (the
-    most registers per thread ptxas used for a chip), which
+    fatbin. The modules compile in parallel, on the context's threads.
+    The gpu.module stays, for the launches, with `kiln.cuda` (the fatbin),
+    `kiln.ptx` (the first chip's PTX) and `kiln.registers` (the most
+    registers per thread ptxas used for a chip), which
     kiln-gpu-embed-kernels takes. ptxas and fatbinary are the toolkit's
     (`toolkit`, else $CUDA_HOME or /usr/local/cuda, else the PATH); a
     missing tool, or ptxas refusing a kernel (too many registers or too

@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test",
                                 "conformance"))
-from outputs import mismatch  # noqa: E402
+from outputs import EXECUTABLE_TIMEOUT_S, mismatch  # noqa: E402
 
 
 def tests_in(root):
@@ -37,8 +37,6 @@ def tests_in(root):
 
 
 SKIPPED = "not run: the deadline passed"
-# As run.py's limit for one executable.
-TIMEOUT_S = 60
 
 
 def run_one(test_dir, deadline):
@@ -62,7 +60,7 @@ def judge(test_dir):
     with tempfile.TemporaryDirectory() as out:
         try:
             ran = subprocess.run([os.path.join(test_dir, "model")] + args + ["--output-dir", out],
-                                 capture_output=True, text=True, timeout=TIMEOUT_S)
+                                 capture_output=True, text=True, timeout=EXECUTABLE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return "executable timed out"
         if ran.returncode != 0:

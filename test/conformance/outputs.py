@@ -6,6 +6,9 @@ import re
 
 import numpy as np
 
+# The seconds one test's executable may run, wherever it runs.
+EXECUTABLE_TIMEOUT_S = 60
+
 
 def sanitize(name):
     """The file name an executable gives output `name` (runtime/src/main.c)."""

@@ -35,7 +35,7 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 import modern
-from outputs import mismatch
+from outputs import EXECUTABLE_TIMEOUT_S, mismatch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = "/usr/share/libonnx-testdata/data"
@@ -215,7 +215,7 @@ def run_test(kiln, suite, name, work, target=None, prepare=None):
                             bf16, rtol, atol, op, start)
     try:
         ran = subprocess.run([exe] + run_args + ["--output-dir", os.path.join(out_dir, "out")],
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=EXECUTABLE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return "fail", "executable timed out", op, time.time() - start
     if ran.returncode != 0:
