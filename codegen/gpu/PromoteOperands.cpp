@@ -8,10 +8,11 @@
 // chunk together (consecutive threads on consecutive elements), wait at a
 // barrier, accumulate it from shared memory into their private
 // accumulators, and wait again before the next chunk overwrites it. Where
-// two chunks fit, they alternate between two buffers: each thread loads
-// its elements of the next chunk into registers before it computes the
-// current one, stores them into the other buffer after, and a single
-// barrier per chunk separates the two. Where the target copies
+// a thread's elements of a chunk fit in a few registers, it loads those
+// of the next chunk before it computes the current one (the loads in
+// flight during the computation, not one after another in the copy) and
+// stores them after; where two chunks fit, into the other of two
+// alternating buffers, a single barrier per chunk. Where the target copies
 // asynchronously (CUDA's cp.async) and every chunk can move 16 bytes at a
 // time, up to four chunks are in flight instead, straight into their
 // buffers, with no registers in between.
@@ -40,8 +41,8 @@ namespace {
 /// The reduction chunks a staging buffer may hold, smallest first.
 constexpr int64_t kChunks[] = {8, 16, 32};
 /// The elements of a chunk a thread may hold in registers on their way to
-/// the second buffer.
-constexpr int64_t kMaxStagedPerThread = 64;
+/// shared memory (beside up to 64 results of its own).
+constexpr int64_t kMaxStagedPerThread = 32;
 /// The chunks asynchronous copies may have in flight.
 constexpr int64_t kMaxStages = 4;
 
@@ -289,12 +290,22 @@ void forEachElementOfChunk(OpBuilder &b, Location loc, const Operand &operand, V
   shape.back() /= vector;
   int64_t total = llvm::product_of(shape);
   OpBuilder::InsertionGuard guard(b);
-  Value i, slot;
+  // The chunk's rows: its first dimension of more than one element (after
+  // a batch of one). Where the threads copy whole rows at a time, a
+  // thread's slot j is its slot 0's element j * threads / rowElements rows
+  // on: only its row depends on the slot, so its addresses are one base and
+  // constant steps, not a register each.
+  size_t rows = 0;
+  while (rows + 1 < shape.size() && shape[rows] == 1)
+    ++rows;
+  int64_t rowElements = llvm::product_of(ArrayRef(shape).drop_front(rows + 1));
+  bool byRows = slots && threads % rowElements == 0;
+  Value linear, slot, row; // the element (by rows: the thread), its row
   if (!slots) {
     auto loop = scf::ForOp::create(b, loc, thread, arith::ConstantIndexOp::create(b, loc, total),
                                    arith::ConstantIndexOp::create(b, loc, threads));
     b.setInsertionPoint(loop.getBody()->getTerminator());
-    i = loop.getInductionVar();
+    linear = loop.getInductionVar();
   } else {
     // Slot j: element thread + j * threads.
     auto loop = scf::ForOp::create(
@@ -305,23 +316,39 @@ void forEachElementOfChunk(OpBuilder &b, Location loc, const Operand &operand, V
     slot = loop.getInductionVar();
     AffineExpr s0, s1;
     bindSymbols(b.getContext(), s0, s1);
-    i = affine::makeComposedAffineApply(b, loc, s0 + s1 * threads,
-                                        {OpFoldResult(thread), OpFoldResult(slot)});
+    SmallVector<OpFoldResult> operands{thread, slot};
+    if (byRows) {
+      linear = thread;
+      row = affine::makeComposedAffineApply(
+          b, loc, s0.floorDiv(rowElements) + s1 * (threads / rowElements), operands);
+    } else {
+      linear = affine::makeComposedAffineApply(b, loc, s0 + s1 * threads, operands);
+    }
   }
   if (slots && total % threads != 0) {
-    Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
-                                        arith::ConstantIndexOp::create(b, loc, total));
+    Value below = byRows ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                                 arith::ConstantIndexOp::create(b, loc, shape[rows]))
+                         : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear,
+                                                 arith::ConstantIndexOp::create(b, loc, total));
     auto within = scf::IfOp::create(b, loc, below, /*withElseRegion=*/false);
     b.setInsertionPoint(within.thenBlock()->getTerminator());
   }
+  // The indices: `linear`'s digits (by rows, those within a row).
   SmallVector<Value> indices(shape.size());
-  Value rest = i;
-  for (int64_t d = shape.size() - 1; d > 0; --d) {
+  int64_t lastDigit = byRows ? rows + 1 : 1;
+  for (int64_t d = shape.size() - 1; d >= lastDigit; --d) {
     Value extent = arith::ConstantIndexOp::create(b, loc, shape[d]);
-    indices[d] = arith::RemUIOp::create(b, loc, rest, extent);
-    rest = arith::DivUIOp::create(b, loc, rest, extent);
+    indices[d] = arith::RemUIOp::create(b, loc, linear, extent);
+    if (!byRows || d > lastDigit)
+      linear = arith::DivUIOp::create(b, loc, linear, extent);
   }
-  indices[0] = rest;
+  if (byRows) {
+    for (size_t d = 0; d < rows; ++d)
+      indices[d] = arith::ConstantIndexOp::create(b, loc, 0);
+    indices[rows] = row;
+  } else {
+    indices[0] = linear;
+  }
   if (vector > 1)
     indices.back() = arith::MulIOp::create(b, loc, indices.back(),
                                            arith::ConstantIndexOp::create(b, loc, vector));
@@ -495,12 +522,14 @@ void copyChunk(OpBuilder &b, Location loc, Contraction &c, Value k, Value size, 
 }
 
 /// Stages `c`'s operands in shared memory, `chunk` steps of the reduction
-/// at a time, in `copies` (1 or 2) buffers. With one, each chunk is copied
-/// in, a barrier, computed, a barrier. With two, the first chunk is copied
-/// before the loop; in the loop each thread loads its elements of the next
-/// chunk into registers, computes the current one while they arrive,
-/// stores them into the other buffer and waits at the one barrier.
-void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
+/// at a time, in `copies` (1 or 2) buffers. Without `prefetch` (one
+/// buffer), each chunk is copied in, a barrier, computed, a barrier. With
+/// it, the first chunk is copied before the loop; in the loop each thread
+/// loads its elements of the next chunk into registers (all of them issued
+/// before any is needed), computes the current one while they arrive and
+/// stores them: into the other buffer, then one barrier; or, with one
+/// buffer, after a barrier (everyone is done reading it), then a second.
+void stageOperands(Contraction &c, int64_t chunk, int64_t copies, bool prefetch) {
   Location loc = c.op.getLoc();
   MLIRContext *ctx = c.op.getContext();
   OpBuilder b(ctx);
@@ -513,7 +542,7 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value step = arith::ConstantIndexOp::create(b, loc, chunk);
 
-  if (copies == 1) {
+  if (!prefetch) {
     SmallVector<Value> views;
     {
       OpBuilder::InsertionGuard atStart(b);
@@ -540,7 +569,9 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
         MemRefType::get({elementsPerThread(operand, chunk, threads)},
                         cast<MemRefType>(operand.tile.getType()).getElementType(), nullptr,
                         privateSpace)));
-  SmallVector<Value> firstCopies = chunkViews(b, loc, buffers, c.operands, chunk, zero);
+  // Which copy of the buffers a chunk goes in: null for a buffer of one.
+  Value firstCopy = copies == 2 ? zero : Value();
+  SmallVector<Value> firstCopies = chunkViews(b, loc, buffers, c.operands, chunk, firstCopy);
   copyChunk(b, loc, c, zero, chunkSize(b, loc, zero, total, chunk, staticTotal), chunk,
             firstCopies, threads, thread);
   gpu::BarrierOp::create(b, loc);
@@ -548,18 +579,21 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
   auto loop = scf::ForOp::create(b, loc, zero, total, step);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   Value k = loop.getInductionVar();
-  AffineExpr s0;
-  bindSymbols(ctx, s0);
-  Value copy = affine::makeComposedAffineApply(b, loc, s0.floorDiv(chunk) % 2, {OpFoldResult(k)});
-  Value other = affine::makeComposedAffineApply(b, loc, (s0.floorDiv(chunk) + 1) % 2,
-                                                {OpFoldResult(k)});
+  Value copy, other;
+  if (copies == 2) {
+    AffineExpr s0;
+    bindSymbols(ctx, s0);
+    copy = affine::makeComposedAffineApply(b, loc, s0.floorDiv(chunk) % 2, {OpFoldResult(k)});
+    other = affine::makeComposedAffineApply(b, loc, (s0.floorDiv(chunk) + 1) % 2,
+                                            {OpFoldResult(k)});
+  }
   Value next = arith::AddIOp::create(b, loc, k, step);
   Value nextSize = chunkSize(b, loc, next, total, chunk, staticTotal);
   Value hasNext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, next, total);
   auto loads = scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
-  Operation *barrier = gpu::BarrierOp::create(b, loc);
+  Operation *computed = copies == 1 ? gpu::BarrierOp::create(b, loc).getOperation() : nullptr;
   auto stores = scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
-  stores->moveBefore(barrier);
+  gpu::BarrierOp::create(b, loc);
   b.setInsertionPoint(loads.thenBlock()->getTerminator());
   for (auto [operand, regs] : llvm::zip(c.operands, registers))
     forEachElementOfChunk(b, loc, operand, next, nextSize, chunk, threads, thread,
@@ -569,8 +603,8 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
                             memref::StoreOp::create(nb, loc, v, regs, slot);
                           });
   b.setInsertionPoint(stores.thenBlock()->getTerminator());
-  for (auto [operand, regs, buffer] : llvm::zip(c.operands, registers, buffers)) {
-    Value view = chunkView(b, loc, buffer, operand, chunk, other);
+  for (auto [i, operand, regs, buffer] : llvm::enumerate(c.operands, registers, buffers)) {
+    Value view = copies == 2 ? chunkView(b, loc, buffer, operand, chunk, other) : firstCopies[i];
     forEachElementOfChunk(b, loc, operand, next, nextSize, chunk, threads, thread,
                           /*slots=*/true,
                           [&](OpBuilder &nb, Value slot, ValueRange, ValueRange to) {
@@ -578,10 +612,12 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies) {
                             memref::StoreOp::create(nb, loc, v, view, to);
                           });
   }
-  b.setInsertionPoint(stores);
+  Operation *end = computed ? computed : stores.getOperation();
+  b.setInsertionPoint(end);
   Value size = chunkSize(b, loc, k, total, chunk, staticTotal);
-  SmallVector<Value> current = chunkViews(b, loc, buffers, c.operands, chunk, copy);
-  Operation *compute = computePoint(b, loc, c, stores);
+  SmallVector<Value> current =
+      copies == 2 ? chunkViews(b, loc, buffers, c.operands, chunk, copy) : firstCopies;
+  Operation *compute = computePoint(b, loc, c, end);
   readFromChunks(b, loc, c, current, size, compute);
 }
 
@@ -746,20 +782,34 @@ struct KilnGpuPromoteOperandsPass
         stageAsync(contraction, chunk, stages, runs);
         continue;
       }
-      // Two buffers where they fit where one did (the chunk as large) and
-      // a thread's elements of a chunk fit in a few registers.
+      // The next chunk loaded during the current one where a thread's
+      // elements of a chunk fit in a few registers, the chunk halved until
+      // they do (loads in flight during the computation are worth more
+      // than fewer barriers); into a second buffer where two fit where one
+      // did.
       auto [x, y, z] = *staticBlockSize(contraction.launch);
-      int64_t perThread = 0;
-      for (const Operand &operand : contraction.operands)
-        perThread += elementsPerThread(operand, chunk, x * y * z);
-      int64_t copies =
-          2 * bytes <= target->sharedMemoryBytes / 2 && perThread <= kMaxStagedPerThread ? 2 : 1;
+      auto perThread = [&](int64_t steps) {
+        int64_t elements = 0;
+        for (const Operand &operand : contraction.operands)
+          elements += elementsPerThread(operand, steps, x * y * z);
+        return elements;
+      };
+      int64_t prefetched = chunk;
+      while (prefetched > kChunks[0] && perThread(prefetched) > kMaxStagedPerThread)
+        prefetched /= 2;
+      bool prefetch = perThread(prefetched) <= kMaxStagedPerThread;
+      if (prefetch && prefetched != chunk) {
+        chunk = prefetched;
+        bytes = stagedBytes(contraction.operands, chunk);
+      }
+      int64_t copies = prefetch && 2 * bytes <= target->sharedMemoryBytes / 2 ? 2 : 1;
       if (report)
         emitRemark(contraction.op.getLoc())
             << "placement: operands staged in shared memory, " << copies * bytes << " bytes, "
             << chunk << " steps of the reduction at a time"
-            << (copies == 2 ? ", the next chunk loaded during the current one" : "");
-      stageOperands(contraction, chunk, copies);
+            << (prefetch ? ", the next chunk loaded during the current one" : "")
+            << (copies == 2 ? " into a second buffer" : "");
+      stageOperands(contraction, chunk, copies, prefetch);
     }
   }
 };

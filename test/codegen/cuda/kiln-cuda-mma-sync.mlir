@@ -271,9 +271,9 @@ func.func @left_alone(%f: memref<32x64xf32>, %g: memref<64x32xf32>, %h: memref<3
 // TF32-DAG: #[[BATCH:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // TF32-DAG: #[[ALL:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // TF32-LABEL: func.func @conv_as_matmul
+// TF32: %[[ACC:.*]] = memref.alloca() : memref<1x4x4xf32, #gpu.address_space<private>>
 // TF32: %[[FIELDS:.*]] = memref.subview %{{.*}}[0, 0, 0] [32, 1, 32] [1, 1, 1]
 // TF32: %[[FILTER:.*]] = memref.subview %{{.*}}[0, 0] [32, 64] [1, 1]
-// TF32: %[[ACC:.*]] = memref.alloca() : memref<1x4x4xf32, #gpu.address_space<private>>
 // TF32: scf.for
 // TF32: memref.load %[[FILTER]][%{{.*}}, %{{.*}}] : memref<32x64xf32
 // TF32: memref.load %[[FIELDS]][%{{.*}}, %c0, %{{.*}}] : memref<32x1x32xf32

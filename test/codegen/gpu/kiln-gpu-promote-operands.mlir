@@ -1,8 +1,10 @@
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda | FileCheck %s --check-prefix=CUDA
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
-// REPORT: remark: placement: operands staged in shared memory, 6656 bytes, 16 steps of the reduction at a time
-// REPORT: remark: placement: operands staged in shared memory, 5120 bytes, 32 steps of the reduction at a time
+// RUN: kiln-opt %s --split-input-file "--kiln-gpu-promote-operands=target=cuda report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-CUDA
+// REPORT: remark: placement: operands staged in shared memory, 6656 bytes, 16 steps of the reduction at a time, the next chunk loaded during the current one{{$}}
+// REPORT: remark: placement: operands staged in shared memory, 4352 bytes, 8 steps of the reduction at a time, the next chunk loaded during the current one{{$}}
+// REPORT: remark: placement: operands staged in shared memory, 5120 bytes, 32 steps of the reduction at a time{{$}}
 // REPORT-NOT: remark
 
 // A workgroup's 64x32 tile of a 256x256x256 matmul, 4x4 results per
@@ -11,9 +13,15 @@
 // floats, one buffer each: two would not fit half of it), k outermost in
 // both buffers (A's tile transposed), rows padded to an odd number of
 // 16-byte lines. Every thread copies elements tid, tid + 128, ... of each
-// chunk (in the tile's order: coalesced reads); a barrier; the thread's
-// tile from shared memory into its accumulator, the op reading A's buffer
-// k first; a barrier.
+// chunk (in the tile's order: coalesced reads). The first chunk is copied
+// before the loop, a barrier. Then per chunk each thread loads its
+// elements of the next one into registers (8 of A, 4 of B: whole rows of
+// the chunk at a time, so only the row depends on the slot), the thread's
+// tile is summed from shared memory into its accumulator (the op reading
+// A's buffer k first), a barrier, the registers go to the buffers, a
+// barrier.
+// CHECK: #[[ROW_A:.*]] = affine_map<()[s0, s1, s2, s3] -> (s0 * 8 + s3 * 8 + (s1 + s2 * 8) floordiv 16)>
+// CHECK: #[[ROW_B:.*]] = affine_map<()[s0, s1, s2, s3] -> (s0 * 4 + s3 * 4 + (s1 + s2 * 8) floordiv 32)>
 // CHECK: #[[KI:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK: #[[KJ:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK: #[[IJ:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
@@ -21,24 +29,51 @@
 // CHECK: gpu.launch
 // CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<16x68xf32, #gpu.address_space<workgroup>>
 // CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<16x36xf32, #gpu.address_space<workgroup>>
-// CHECK:   %[[A:.*]] = memref.subview %[[A_BUF]][0, 0] [16, 64] [1, 1]
-// CHECK:   %[[B:.*]] = memref.subview %[[B_BUF]][0, 0] [16, 32] [1, 1]
+// CHECK:   %[[A_WG:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [64, 256] [1, 1]
+// CHECK:   %[[B_WG:.*]] = memref.subview %{{.*}}[0, %{{.*}}] [256, 32] [1, 1]
 // CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
 // CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[ACC]]
 // CHECK:   %[[TID:.*]] = affine.apply #{{.*}}()[%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK:   %[[A_REGS:.*]] = memref.alloca() : memref<8xf32, #gpu.address_space<private>>
+// CHECK:   %[[B_REGS:.*]] = memref.alloca() : memref<4xf32, #gpu.address_space<private>>
+// CHECK:   %[[A:.*]] = memref.subview %[[A_BUF]][0, 0] [16, 64] [1, 1]
+// CHECK:   %[[B:.*]] = memref.subview %[[B_BUF]][0, 0] [16, 32] [1, 1]
+// CHECK:   scf.for %[[I:.*]] = %[[TID]] to %c1024{{.*}} step %c128{{(_[0-9]+)?}} {
+// CHECK:     %[[COL:.*]] = arith.remui %[[I]], %c16{{(_[0-9]+)?}}
+// CHECK:     %[[ROW:.*]] = arith.divui %[[I]], %c16{{(_[0-9]+)?}}
+// CHECK:     %[[KK:.*]] = arith.addi %c0{{.*}}, %[[COL]]
+// CHECK:     %[[X:.*]] = memref.load %[[A_WG]][%[[ROW]], %[[KK]]]
+// CHECK:     memref.store %[[X]], %[[A]][%[[COL]], %[[ROW]]]
+// CHECK:   scf.for %{{.*}} = %[[TID]] to %c512{{.*}} step %c128{{(_[0-9]+)?}} {
+// CHECK:     memref.store %{{.*}}, %[[B]]
+// CHECK:   gpu.barrier
 // CHECK:   scf.for %[[K:.*]] = %c0{{.*}} to %c256{{.*}} step %c16{{(_[0-9]+)?}} {
-// CHECK:     scf.for %[[I:.*]] = %[[TID]] to %c1024{{.*}} step %c128{{(_[0-9]+)?}} {
-// CHECK:       %[[COL:.*]] = arith.remui %[[I]], %c16{{(_[0-9]+)?}}
-// CHECK:       %[[ROW:.*]] = arith.divui %[[I]], %c16{{(_[0-9]+)?}}
-// CHECK:       %[[KK:.*]] = arith.addi %[[K]], %[[COL]]
-// CHECK:       %[[X:.*]] = memref.load %{{.*}}[%[[ROW]], %[[KK]]]
-// CHECK:       memref.store %[[X]], %[[A]][%[[COL]], %[[ROW]]]
-// CHECK:     scf.for %{{.*}} = %[[TID]] to %c512{{.*}} step %c128{{(_[0-9]+)?}} {
-// CHECK:       memref.store %{{.*}}, %[[B]]
-// CHECK:     gpu.barrier
+// CHECK:     %[[NEXT:.*]] = arith.addi %[[K]], %c16
+// CHECK:     %[[HAS_NEXT:.*]] = arith.cmpi ult, %[[NEXT]], %c256
+// CHECK:     scf.if %[[HAS_NEXT]] {
+// CHECK:       scf.for %[[SLOT:.*]] = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} {
+// CHECK:         %[[SLOT_ROW:.*]] = affine.apply #[[ROW_A]]()[%[[SLOT]], %{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK:         %[[SLOT_COL:.*]] = arith.remui %[[TID]], %c16
+// CHECK:         %[[SLOT_K:.*]] = arith.addi %[[NEXT]], %[[SLOT_COL]]
+// CHECK:         %[[Y:.*]] = memref.load %[[A_WG]][%[[SLOT_ROW]], %[[SLOT_K]]]
+// CHECK:         memref.store %[[Y]], %[[A_REGS]][%[[SLOT]]]
+// CHECK:       scf.for %[[SLOT:.*]] = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} {
+// CHECK:         affine.apply #[[ROW_B]]()[%[[SLOT]], %{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK:         memref.load %[[B_WG]]
+// CHECK:         memref.store %{{.*}}, %[[B_REGS]][%[[SLOT]]]
 // CHECK:     %[[A_T:.*]] = memref.subview %[[A]][0, %{{.*}}] [16, 4] [1, 1]
 // CHECK:     %[[B_T:.*]] = memref.subview %[[B]][0, %{{.*}}] [16, 4] [1, 1]
 // CHECK:     linalg.generic {indexing_maps = [#[[KI]], #[[KJ]], #[[IJ]]], {{.*}} ins(%[[A_T]], %[[B_T]] : {{.*}}) outs(%[[ACC]]
+// CHECK:     gpu.barrier
+// CHECK:     scf.if %[[HAS_NEXT]] {
+// CHECK:       scf.for %[[SLOT:.*]] = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} {
+// CHECK:         %[[SLOT_ROW:.*]] = affine.apply #[[ROW_A]]()[%[[SLOT]], %{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK:         %[[SLOT_COL:.*]] = arith.remui %[[TID]], %c16
+// CHECK:         %[[Z:.*]] = memref.load %[[A_REGS]][%[[SLOT]]]
+// CHECK:         memref.store %[[Z]], %[[A]][%[[SLOT_COL]], %[[SLOT_ROW]]]
+// CHECK:       scf.for %[[SLOT:.*]] = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} {
+// CHECK:         memref.load %[[B_REGS]][%[[SLOT]]]
+// CHECK:         memref.store %{{.*}}, %[[B]]
 // CHECK:     gpu.barrier
 // CHECK:   }
 // CHECK:   linalg.copy ins(%[[ACC]]
@@ -83,12 +118,75 @@ func.func @matmul(%a: memref<256x256xf32>, %b: memref<256x256xf32>, %c: memref<2
 
 // -----
 
+// A 64x64 tile of 64 threads, 8x8 results each: on CUDA (48 KiB) 32 steps
+// would fit in one buffer, but a thread's elements of such a chunk (64)
+// would not fit in registers; 16 steps (32 elements) do, and two buffers
+// of them fit where one of 32 steps did: the next chunk's loads in flight
+// during the current one, stored into the other buffer, one barrier.
+// REPORT-CUDA: remark: placement: operands staged in shared memory, 17408 bytes, 16 steps of the reduction at a time, the next chunk loaded during the current one into a second buffer
+// CUDA-DAG: #[[COPY:.*]] = affine_map<()[s0] -> ((s0 floordiv 16) mod 2)>
+// CUDA-DAG: #[[OTHER:.*]] = affine_map<()[s0] -> (s0 floordiv 16 - ((s0 floordiv 16 + 1) floordiv 2) * 2 + 1)>
+// CUDA-LABEL: func.func @halved
+// CUDA:   memref.alloc() {alignment = 16 : i64} : memref<2x16x68xf32, #gpu.address_space<workgroup>>
+// CUDA:   memref.alloc() {alignment = 16 : i64} : memref<2x16x68xf32, #gpu.address_space<workgroup>>
+// CUDA:   memref.alloca() : memref<16xf32, #gpu.address_space<private>>
+// CUDA:   memref.alloca() : memref<16xf32, #gpu.address_space<private>>
+// CUDA:   gpu.barrier
+// CUDA:   scf.for %[[K:.*]] = %c0{{.*}} to %c256{{.*}} step %c16
+// CUDA:     affine.apply #[[COPY]]()[%[[K]]]
+// CUDA:     affine.apply #[[OTHER]]()[%[[K]]]
+// CUDA:     scf.if
+// CUDA-COUNT-2: memref.load %{{.*}} : memref<{{64x256|256x64}}xf32
+// CUDA:     linalg.generic
+// CUDA:     scf.if
+// CUDA-COUNT-2: memref.store %{{.*}} : memref<16x64xf32, strided<[68, 1], offset: ?>, #gpu.address_space<workgroup>>
+// CUDA:     gpu.barrier
+// CUDA-NOT: gpu.barrier
+// CUDA:   linalg.copy
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @halved(%a: memref<256x256xf32>, %b: memref<256x256xf32>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, %gy = %c4, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c8, %sz = %c1) {
+    %row = arith.muli %by, %c64 : index
+    %col = arith.muli %bx, %c64 : index
+    %a_wg = memref.subview %a[%row, 0] [64, 256] [1, 1] : memref<256x256xf32> to memref<64x256xf32, strided<[256, 1], offset: ?>>
+    %b_wg = memref.subview %b[0, %col] [256, 64] [1, 1] : memref<256x256xf32> to memref<256x64xf32, strided<[256, 1], offset: ?>>
+    %c_wg = memref.subview %c[%row, %col] [64, 64] [1, 1] : memref<256x256xf32> to memref<64x64xf32, strided<[256, 1], offset: ?>>
+    %r = arith.muli %ty, %c8 : index
+    %q = arith.muli %tx, %c8 : index
+    %a_t = memref.subview %a_wg[%r, 0] [8, 256] [1, 1] : memref<64x256xf32, strided<[256, 1], offset: ?>> to memref<8x256xf32, strided<[256, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %q] [256, 8] [1, 1] : memref<256x64xf32, strided<[256, 1], offset: ?>> to memref<256x8xf32, strided<[256, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %q] [8, 8] [1, 1] : memref<64x64xf32, strided<[256, 1], offset: ?>> to memref<8x8xf32, strided<[256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<8x8xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<8x8xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<8x256xf32, strided<[256, 1], offset: ?>>, memref<256x8xf32, strided<[256, 1], offset: ?>>) outs(%acc : memref<8x8xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: f32, %y: f32, %s: f32):
+      %p = arith.mulf %x, %y : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<8x8xf32, #gpu.address_space<private>>) outs(%c_t : memref<8x8xf32, strided<[256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
 // An edge tile in a guard (threads past the tile's columns idle), k = 40
 // (a chunk of 32, then one of 8), and A read whole by every thread: the
 // fill leaves the guard for one of its own, the views before it, the
 // chunk loop runs in every thread (barriers need them all), the generic
 // in the guard; the copies skip the tile's columns past its edge (B) and
-// the last chunk's steps past k.
+// the last chunk's steps past k. A thread's elements of a chunk (144 of
+// 32 steps, 36 of 8) do not fit in registers: each chunk is copied in the
+// loop, element after element, then a barrier.
 // CHECK-LABEL: func.func @edge_tile
 // CHECK: gpu.launch
 // CHECK:   %[[A:.*]] = memref.subview %{{.*}}[0, 0] [32, 4] [1, 1] : memref<32x4xf32, #gpu.address_space<workgroup>>
