@@ -272,17 +272,18 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
       threads read consecutive elements), skipping what lies past an edge
       tile or the last chunk; a `gpu.barrier`; the op on the chunk, its
       inputs now views of the buffers (in its guard); a `gpu.barrier`.
-    Where a thread copies at most 32 elements of a chunk (C halved, down
-    to 8, until it does), the first chunk is copied before the loop, then
+    Where a thread copies at most 32 elements of a chunk (C halved until
+    it does, down to 8 steps, 16 for 16-bit elements, 32 for bytes: the
+    tensor cores' steps), the first chunk is copied before the loop, then
     each iteration loads the thread's elements of the next one into a
     private array (a loop of constant trip count; where the threads copy
     whole rows of the chunk at a time, slot j lies j * threads / R rows
     past slot 0, R the elements of a row, so only the row depends on the
-    slot) and runs the op on the current chunk. Where the buffers fit twice in half the shared
-    memory, each holds two chunks along a leading dimension of 2: the op
-    reads copy (k / C) mod 2, the array goes into the other copy, and the
-    threads wait at one `gpu.barrier`; otherwise a `gpu.barrier`, the
-    array into the one buffer, a `gpu.barrier`.
+    slot) and runs the op on the current chunk. Where the buffers fit
+    twice in half the shared memory, each holds two chunks along a leading
+    dimension of 2: the op reads copy (k / C) mod 2, the array goes into
+    the other copy, and the threads wait at one `gpu.barrier`; otherwise a
+    `gpu.barrier`, the array into the one buffer, a `gpu.barrier`.
     On a target with asynchronous copies (CUDA: cp.async), where every
     chunk of both tiles is whole and moves in 16-byte runs (static tile
     sizes, a reduction of a whole number of chunks, the innermost

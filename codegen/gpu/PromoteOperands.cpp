@@ -41,7 +41,8 @@ namespace {
 /// The reduction chunks a staging buffer may hold, smallest first.
 constexpr int64_t kChunks[] = {8, 16, 32};
 /// The elements of a chunk a thread may hold in registers on their way to
-/// shared memory (beside up to 64 results of its own).
+/// shared memory, beside up to 64 results of its own (a register each,
+/// whatever their width).
 constexpr int64_t kMaxStagedPerThread = 32;
 /// The chunks asynchronous copies may have in flight.
 constexpr int64_t kMaxStages = 4;
@@ -295,19 +296,21 @@ void forEachElementOfChunk(OpBuilder &b, Location loc, const Operand &operand, V
   // thread's slot j is its slot 0's element j * threads / rowElements rows
   // on: only its row depends on the slot, so its addresses are one base and
   // constant steps, not a register each.
-  size_t rows = 0;
-  while (rows + 1 < shape.size() && shape[rows] == 1)
+  int64_t rows = 0;
+  while (rows + 1 < static_cast<int64_t>(shape.size()) && shape[rows] == 1)
     ++rows;
   int64_t rowElements = llvm::product_of(ArrayRef(shape).drop_front(rows + 1));
   bool byRows = slots && threads % rowElements == 0;
-  Value linear, slot, row; // the element (by rows: the thread), its row
+  // The element's linear index, by rows the thread's (its digits within a
+  // row are the element's); the thread's slot; by rows, the element's row.
+  Value linear, slot, row;
   if (!slots) {
     auto loop = scf::ForOp::create(b, loc, thread, arith::ConstantIndexOp::create(b, loc, total),
                                    arith::ConstantIndexOp::create(b, loc, threads));
     b.setInsertionPoint(loop.getBody()->getTerminator());
     linear = loop.getInductionVar();
   } else {
-    // Slot j: element thread + j * threads.
+    // Slot j: element thread + j * threads (by rows too, computed apart).
     auto loop = scf::ForOp::create(
         b, loc, arith::ConstantIndexOp::create(b, loc, 0),
         arith::ConstantIndexOp::create(b, loc, llvm::divideCeil(total, threads)),
@@ -326,28 +329,29 @@ void forEachElementOfChunk(OpBuilder &b, Location loc, const Operand &operand, V
     }
   }
   if (slots && total % threads != 0) {
-    Value below = byRows ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
-                                                 arith::ConstantIndexOp::create(b, loc, shape[rows]))
-                         : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear,
-                                                 arith::ConstantIndexOp::create(b, loc, total));
+    // Past the last element: past the last row, by rows.
+    Value below = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, byRows ? row : linear,
+        arith::ConstantIndexOp::create(b, loc, byRows ? shape[rows] : total));
     auto within = scf::IfOp::create(b, loc, below, /*withElseRegion=*/false);
     b.setInsertionPoint(within.thenBlock()->getTerminator());
   }
   // The indices: `linear`'s digits (by rows, those within a row).
   SmallVector<Value> indices(shape.size());
   int64_t lastDigit = byRows ? rows + 1 : 1;
+  Value rest = linear;
   for (int64_t d = shape.size() - 1; d >= lastDigit; --d) {
     Value extent = arith::ConstantIndexOp::create(b, loc, shape[d]);
-    indices[d] = arith::RemUIOp::create(b, loc, linear, extent);
+    indices[d] = arith::RemUIOp::create(b, loc, rest, extent);
     if (!byRows || d > lastDigit)
-      linear = arith::DivUIOp::create(b, loc, linear, extent);
+      rest = arith::DivUIOp::create(b, loc, rest, extent);
   }
   if (byRows) {
-    for (size_t d = 0; d < rows; ++d)
+    for (int64_t d = 0; d < rows; ++d)
       indices[d] = arith::ConstantIndexOp::create(b, loc, 0);
     indices[rows] = row;
   } else {
-    indices[0] = linear;
+    indices[0] = rest;
   }
   if (vector > 1)
     indices.back() = arith::MulIOp::create(b, loc, indices.back(),
@@ -569,11 +573,12 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies, bool prefetch)
         MemRefType::get({elementsPerThread(operand, chunk, threads)},
                         cast<MemRefType>(operand.tile.getType()).getElementType(), nullptr,
                         privateSpace)));
-  // Which copy of the buffers a chunk goes in: null for a buffer of one.
-  Value firstCopy = copies == 2 ? zero : Value();
-  SmallVector<Value> firstCopies = chunkViews(b, loc, buffers, c.operands, chunk, firstCopy);
+  // The first chunk's views: copy 0 of two, or the one buffer's (every
+  // chunk's).
+  SmallVector<Value> firstViews =
+      chunkViews(b, loc, buffers, c.operands, chunk, copies == 2 ? zero : Value());
   copyChunk(b, loc, c, zero, chunkSize(b, loc, zero, total, chunk, staticTotal), chunk,
-            firstCopies, threads, thread);
+            firstViews, threads, thread);
   gpu::BarrierOp::create(b, loc);
 
   auto loop = scf::ForOp::create(b, loc, zero, total, step);
@@ -591,7 +596,8 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies, bool prefetch)
   Value nextSize = chunkSize(b, loc, next, total, chunk, staticTotal);
   Value hasNext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, next, total);
   auto loads = scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
-  Operation *computed = copies == 1 ? gpu::BarrierOp::create(b, loc).getOperation() : nullptr;
+  // With one buffer, everyone is done reading it before it is written.
+  Operation *readDone = copies == 1 ? gpu::BarrierOp::create(b, loc).getOperation() : nullptr;
   auto stores = scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
   gpu::BarrierOp::create(b, loc);
   b.setInsertionPoint(loads.thenBlock()->getTerminator());
@@ -604,7 +610,7 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies, bool prefetch)
                           });
   b.setInsertionPoint(stores.thenBlock()->getTerminator());
   for (auto [i, operand, regs, buffer] : llvm::enumerate(c.operands, registers, buffers)) {
-    Value view = copies == 2 ? chunkView(b, loc, buffer, operand, chunk, other) : firstCopies[i];
+    Value view = copies == 2 ? chunkView(b, loc, buffer, operand, chunk, other) : firstViews[i];
     forEachElementOfChunk(b, loc, operand, next, nextSize, chunk, threads, thread,
                           /*slots=*/true,
                           [&](OpBuilder &nb, Value slot, ValueRange, ValueRange to) {
@@ -612,11 +618,11 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies, bool prefetch)
                             memref::StoreOp::create(nb, loc, v, view, to);
                           });
   }
-  Operation *end = computed ? computed : stores.getOperation();
+  Operation *end = readDone ? readDone : stores.getOperation();
   b.setInsertionPoint(end);
   Value size = chunkSize(b, loc, k, total, chunk, staticTotal);
   SmallVector<Value> current =
-      copies == 2 ? chunkViews(b, loc, buffers, c.operands, chunk, copy) : firstCopies;
+      copies == 2 ? chunkViews(b, loc, buffers, c.operands, chunk, copy) : firstViews;
   Operation *compute = computePoint(b, loc, c, end);
   readFromChunks(b, loc, c, current, size, compute);
 }
@@ -788,14 +794,19 @@ struct KilnGpuPromoteOperandsPass
       // than fewer barriers); into a second buffer where two fit where one
       // did.
       auto [x, y, z] = *staticBlockSize(contraction.launch);
-      auto perThread = [&](int64_t steps) {
+      int64_t threads = x * y * z;
+      auto perThread = [&](int64_t size) {
         int64_t elements = 0;
         for (const Operand &operand : contraction.operands)
-          elements += elementsPerThread(operand, steps, x * y * z);
+          elements += elementsPerThread(operand, size, threads);
         return elements;
       };
+      // No smaller than a step of the tensor cores' instruction for the
+      // elements (8 for tf32, 16 for 16 bits, 32 for bytes): kiln-cuda-
+      // mma-sync takes whole ones.
+      int64_t smallest = std::max(kChunks[0], 32 / elementBytes(first));
       int64_t prefetched = chunk;
-      while (prefetched > kChunks[0] && perThread(prefetched) > kMaxStagedPerThread)
+      while (prefetched / 2 >= smallest && perThread(prefetched) > kMaxStagedPerThread)
         prefetched /= 2;
       bool prefetch = perThread(prefetched) <= kMaxStagedPerThread;
       if (prefetch && prefetched != chunk) {

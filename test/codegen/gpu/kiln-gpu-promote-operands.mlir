@@ -179,6 +179,44 @@ func.func @halved(%a: memref<256x256xf32>, %b: memref<256x256xf32>, %c: memref<2
 
 // -----
 
+// f16 operands on CUDA, k = 40 (no whole number of chunks: no asynchronous
+// copies), a 128x64 tile of 64 threads: a thread's elements of a chunk
+// (96 of 32 steps, 48 of 16) never fit in registers at a chunk the tensor
+// cores take (16 steps of m16n8k16): no prefetch, the chunk stays 32 steps
+// (halved to 8 it would fit, and leave the tensor cores' steps).
+// REPORT-CUDA: remark: placement: operands staged in shared memory, 14848 bytes, 32 steps of the reduction at a time{{$}}
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @tensor_core_steps(%a: memref<128x40xf16>, %b: memref<40x64xf16>, %c: memref<128x64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c8, %sz = %c1) {
+    %r = arith.muli %ty, %c16 : index
+    %q = arith.muli %tx, %c8 : index
+    %a_t = memref.subview %a[%r, 0] [16, 40] [1, 1] : memref<128x40xf16> to memref<16x40xf16, strided<[40, 1], offset: ?>>
+    %b_t = memref.subview %b[0, %q] [40, 8] [1, 1] : memref<40x64xf16> to memref<40x8xf16, strided<[64, 1], offset: ?>>
+    %c_t = memref.subview %c[%r, %q] [16, 8] [1, 1] : memref<128x64xf32> to memref<16x8xf32, strided<[64, 1], offset: ?>>
+    %acc = memref.alloca() : memref<16x8xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<16x8xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<16x40xf16, strided<[40, 1], offset: ?>>, memref<40x8xf16, strided<[64, 1], offset: ?>>) outs(%acc : memref<16x8xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: f16, %y: f16, %s: f32):
+      %xf = arith.extf %x : f16 to f32
+      %yf = arith.extf %y : f16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<16x8xf32, #gpu.address_space<private>>) outs(%c_t : memref<16x8xf32, strided<[64, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
 // An edge tile in a guard (threads past the tile's columns idle), k = 40
 // (a chunk of 32, then one of 8), and A read whole by every thread: the
 // fill leaves the guard for one of its own, the views before it, the
