@@ -510,6 +510,15 @@ static void unstage_outputs(kiln_model *m, void **buffers) {
   }
 }
 
+/* Before a GPU model's last wait: the host copies a static model's outputs
+ * out next, and the next run's inputs in. */
+static void announce_host_copies(kiln_model *m) {
+  const kiln_model_info *info = m->info;
+  uint32_t slots = m->dynamic ? info->num_inputs : info->num_inputs + info->num_outputs;
+  for (uint32_t i = 0; i < slots; ++i)
+    kiln_device_will_touch(m->device, m->staged[i], tensor_bytes(m, i));
+}
+
 /* Runs the entry on `buffers` (inputs, then outputs or output slots) with
  * the instance's arena and threads. */
 static int run_buffers(kiln_model *m, void **buffers) {
@@ -541,6 +550,7 @@ static int run_buffers(kiln_model *m, void **buffers) {
   current_arena = saved;
   if (m->device) {
     char message[480];
+    announce_host_copies(m);
     if (kiln_device_wait(m->device, message, sizeof message) && !failed) {
       set_error(m, "GPU kernels failed: %s", message);
       failed = 1;

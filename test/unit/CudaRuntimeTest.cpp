@@ -302,6 +302,51 @@ TEST_F(CudaRuntime, PrefetchesWhatTheHostTouched) {
   kiln_device_close(d);
 }
 
+// What the host will touch once the wait returns (a run's outputs, the
+// next run's inputs) moves back to the host in bulk, behind the kernels:
+// launched one by one, captured into a graph, or the graph replayed.
+TEST_F(CudaRuntime, PrefetchesBackWhatTheHostWillTouch) {
+  for (const char *graphs : {"1", "0"}) {
+    setenv("KILN_CUDA_GRAPHS", graphs, 1);
+    state().prefetched.clear();
+    std::string error;
+    kiln_device *d = open(error);
+    ASSERT_NE(d, nullptr) << error;
+    float *a = zeros(d), *b = zeros(d);
+    for (size_t i = 0; i < 3; ++i) {
+      size_t before = state().ran.size();
+      kiln_device_will_touch(d, b, 16 * sizeof(float));
+      EXPECT_EQ(state().prefetched.size(), i) << "prefetched before the kernels were due";
+      run(d, a, 16);
+      ASSERT_EQ(state().prefetched.size(), i + 1) << "graphs " << graphs << ", run " << i;
+      const auto &p = state().prefetched.back();
+      EXPECT_EQ(p.memory, reinterpret_cast<uintptr_t>(b));
+      EXPECT_EQ(p.bytes, 16 * sizeof(float));
+      EXPECT_EQ(p.locationType, 2) << "not CU_MEM_LOCATION_TYPE_HOST";
+      EXPECT_EQ(p.ranBefore, before + 3) << "not behind the run's 3 kernels";
+    }
+    // A wait with no kernels since moves nothing: the memory is where the
+    // host left it.
+    kiln_device_will_touch(d, b, 16 * sizeof(float));
+    char message[256];
+    EXPECT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+    run(d, a, 16);
+    EXPECT_EQ(state().prefetched.size(), 3u);
+    kiln_device_close(d);
+  }
+  // KILN_CUDA_PREFETCH=0: left to the host's page faults.
+  setenv("KILN_CUDA_PREFETCH", "0", 1);
+  state().prefetched.clear();
+  std::string error;
+  kiln_device *d = open(error);
+  ASSERT_NE(d, nullptr) << error;
+  float *a = zeros(d);
+  kiln_device_will_touch(d, a, 64 * sizeof(float));
+  run(d, a, 16);
+  EXPECT_TRUE(state().prefetched.empty());
+  kiln_device_close(d);
+}
+
 TEST_F(CudaRuntime, SaysWhatIsWrong) {
   std::string error;
   state().devices = 0;

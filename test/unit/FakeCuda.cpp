@@ -190,7 +190,7 @@ int cuMemPrefetchAsync_v2(unsigned long long memory, size_t bytes, CUmemLocation
     return kCaptureInvalidated;
   if (flags)
     return kNotSupported;
-  state().prefetched.push_back({memory, bytes, location.type, location.id});
+  state().prefetched.push_back({memory, bytes, location.type, location.id, state().ran.size()});
   return kSuccess;
 }
 

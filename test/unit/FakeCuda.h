@@ -55,6 +55,7 @@ struct State {
     uint64_t memory;
     size_t bytes;
     int locationType, device;
+    size_t ranBefore; // kernels that had run when it was queued
   };
   std::vector<Prefetch> prefetched; // cuMemPrefetchAsync_v2 calls
 

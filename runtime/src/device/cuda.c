@@ -22,8 +22,10 @@
  * kiln_device_wait has drained the launches, and the driver migrates pages
  * to where they are used. Constants are copied in at their first use.
  * Before a segment's kernels, the memory the host touched (a run's inputs
- * and its last outputs) is prefetched to the GPU in bulk
- * (KILN_CUDA_PREFETCH=0: left to the kernels' page faults).
+ * and its last outputs) is prefetched to the GPU in bulk; after them, the
+ * memory the host will touch next (the outputs it copies out, the inputs
+ * the next run copies in) is prefetched back to the host, before the wait
+ * returns (KILN_CUDA_PREFETCH=0: both left to page faults).
  *===----------------------------------------------------------------------===*/
 #include "device.h"
 #include "memory.h"
@@ -53,6 +55,7 @@ enum {
   CU_STREAM_NON_BLOCKING = 1,
   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
   CU_MEM_LOCATION_TYPE_DEVICE = 1,
+  CU_MEM_LOCATION_TYPE_HOST = 2,
 };
 typedef struct CUmemLocation {
   int type, id;
@@ -118,7 +121,7 @@ typedef struct launch {
   CUdeviceptr pointers[kMaxBuffers];
 } launch;
 
-/* Memory the host touched since the kernels last ran, to prefetch. */
+/* Ranges of memory to prefetch. */
 typedef struct touched_ranges {
   struct {
     CUdeviceptr memory;
@@ -158,8 +161,9 @@ struct kiln_device {
   kernel *kernels;
   uint32_t num_kernels;
   int graphs;   /* record segments and replay them as graphs */
-  int prefetch; /* move what the host touched to the GPU before kernels */
-  touched_ranges touched;
+  int prefetch; /* move what the host touches to and from the GPU in bulk */
+  touched_ranges touched; /* by the host since the kernels last ran */
+  touched_ranges returning; /* the host touches next, after the wait */
   segment pending; /* the launches since the last wait, not yet run */
   graph cache[kGraphs];
   uint64_t clock; /* segments run */
@@ -323,6 +327,7 @@ static void cuda_close(kiln_device *d) {
     dlclose(d->library);
   free(d->pending.launches);
   free(d->touched.ranges);
+  free(d->returning.ranges);
   free(d->kernels);
   free(d);
 }
@@ -352,20 +357,22 @@ static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size
   return d;
 }
 
-/* Queues on the stream the move to the GPU of the memory the host touched
- * since the last kernels (kiln_device_touched: a run's inputs and last
- * outputs), one bulk copy per range rather than the kernels' page faults;
- * the rest (intermediates, constants) stays on the GPU. */
-static void prefetch(kiln_device *d) {
-  CUmemLocation gpu = {CU_MEM_LOCATION_TYPE_DEVICE, d->device};
-  for (uint32_t i = 0; i < d->touched.count; ++i) /* a hint: failing costs the faults */
-    d->cuMemPrefetchAsync(d->touched.ranges[i].memory, d->touched.ranges[i].bytes, gpu, 0,
-                          d->stream);
-  d->touched.count = 0;
+/* Queues on the stream the move of `ranges` to `to`, one bulk copy per
+ * range rather than page faults where they are used, and empties them. */
+static void prefetch_ranges(kiln_device *d, touched_ranges *ranges, CUmemLocation to) {
+  for (uint32_t i = 0; i < ranges->count; ++i) /* a hint: failing costs the faults */
+    d->cuMemPrefetchAsync(ranges->ranges[i].memory, ranges->ranges[i].bytes, to, 0, d->stream);
+  ranges->count = 0;
 }
 
-static void cuda_touched(kiln_device *d, void *memory, size_t bytes) {
-  touched_ranges *t = &d->touched;
+/* Before the kernels: the memory the host touched since the last ones
+ * (kiln_device_touched: a run's inputs and last outputs) to the GPU; the
+ * rest (intermediates, constants) stays there. */
+static void prefetch(kiln_device *d) {
+  prefetch_ranges(d, &d->touched, (CUmemLocation){CU_MEM_LOCATION_TYPE_DEVICE, d->device});
+}
+
+static void add_range(kiln_device *d, touched_ranges *t, void *memory, size_t bytes) {
   if (!d->prefetch || !d->cuMemPrefetchAsync || !bytes)
     return;
   if (t->count == t->capacity) {
@@ -378,6 +385,14 @@ static void cuda_touched(kiln_device *d, void *memory, size_t bytes) {
   }
   t->ranges[t->count].memory = (CUdeviceptr)(uintptr_t)memory;
   t->ranges[t->count++].bytes = bytes;
+}
+
+static void cuda_touched(kiln_device *d, void *memory, size_t bytes) {
+  add_range(d, &d->touched, memory, bytes);
+}
+
+static void cuda_will_touch(kiln_device *d, void *memory, size_t bytes) {
+  add_range(d, &d->returning, memory, bytes);
 }
 
 /* Queues `l` on the stream (or into the graph being captured). */
@@ -559,12 +574,16 @@ static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
 
 static int cuda_wait(kiln_device *d, char *error, size_t size) {
   if (!d->queued) {
-    d->touched.count = 0; /* no kernels to move it for: the host may touch it again */
+    /* No kernels moved it: the host may touch it again where it is. */
+    d->touched.count = 0;
+    d->returning.count = 0;
     return 0;
   }
   d->queued = 0;
   d->cuCtxSetCurrent(d->context);
   int failed = run_pending(d, error, size);
+  /* Behind the kernels (after a graph's launch, outside its capture). */
+  prefetch_ranges(d, &d->returning, (CUmemLocation){CU_MEM_LOCATION_TYPE_HOST, 0});
   d->pending.count = 0;
   kiln_regions_drained(&d->base.regions);
   CUresult synced = d->cuStreamSynchronize(d->stream);
@@ -572,4 +591,5 @@ static int cuda_wait(kiln_device *d, char *error, size_t size) {
 }
 
 const kiln_device_ops kiln_cuda_device = {KILN_GPU_CUDA, "CUDA",    cuda_open,   cuda_close,
-                                          cuda_launch,   cuda_wait, cuda_touched};
+                                          cuda_launch,   cuda_wait, cuda_touched,
+                                          cuda_will_touch};

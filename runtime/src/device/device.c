@@ -106,6 +106,11 @@ void kiln_device_touched(kiln_device *d, void *memory, size_t bytes) {
     base(d)->ops->touched(d, memory, bytes);
 }
 
+void kiln_device_will_touch(kiln_device *d, void *memory, size_t bytes) {
+  if (base(d)->ops->will_touch)
+    base(d)->ops->will_touch(d, memory, bytes);
+}
+
 int kiln_device_launch(kiln_device *d, uint32_t kernel, const int64_t grid[3],
                        const kiln_gpu_arg *args, char *error, size_t size) {
   if (kernel >= base(d)->num_kernels)

@@ -31,6 +31,12 @@ void kiln_device_free(kiln_device *device, void *memory);
  * migrates (CUDA's managed memory), it moves back to the GPU ahead of the
  * next kernels, in bulk. */
 void kiln_device_touched(kiln_device *device, void *memory, size_t bytes);
+/* The host will read or write `bytes` of kiln_device_alloc's memory at
+ * `memory` once the next kiln_device_wait returns (a run's outputs copied
+ * out, the next run's inputs copied in): where that memory migrates, it
+ * moves to the host in bulk behind the kernels, before the wait returns,
+ * not a page at a time as the host touches it. */
+void kiln_device_will_touch(kiln_device *device, void *memory, size_t bytes);
 
 /* Queues kernel `kernel` on a grid of workgroups; each argument is memory of
  * kiln_device_alloc or a constant of the model (copied to the device at its
@@ -50,7 +56,8 @@ typedef struct kiln_device_ops {
   int (*launch)(kiln_device *device, uint32_t kernel, const int64_t grid[3],
                 const kiln_gpu_arg *args, char *error, size_t size);
   int (*wait)(kiln_device *device, char *error, size_t size);
-  void (*touched)(kiln_device *device, void *memory, size_t bytes); /* optional */
+  void (*touched)(kiln_device *device, void *memory, size_t bytes);    /* optional */
+  void (*will_touch)(kiln_device *device, void *memory, size_t bytes); /* optional */
 } kiln_device_ops;
 extern const kiln_device_ops kiln_vulkan_device, kiln_cuda_device, kiln_metal_device;
 
