@@ -88,7 +88,7 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
   auto *i32 = llvm::Type::getInt32Ty(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
   auto *kernelType = namedStruct(
-      ctx, {ptr, ptr, i64, llvm::ArrayType::get(i32, 3), i32, i32}, "kiln_gpu_kernel");
+      ctx, {ptr, ptr, i64, llvm::ArrayType::get(i32, 3), i32, i32, i32}, "kiln_gpu_kernel");
   std::vector<llvm::Constant *> entries;
   uint32_t api = 1; // KILN_GPU_VULKAN
   for (auto [i, attr] : llvm::enumerate(kernels.getAsRange<DictionaryAttr>())) {
@@ -96,6 +96,7 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
     auto name = attr.getAs<StringAttr>("name");
     auto size = attr.getAs<DenseI32ArrayAttr>("workgroup_size");
     auto buffers = attr.getAs<IntegerAttr>("buffers");
+    auto sharedBytes = attr.getAs<IntegerAttr>("shared_bytes"); // CUDA's dynamic, if any
     llvm::Constant *codeData;
     uint64_t codeBytes;
     if (auto msl = attr.getAs<StringAttr>("msl")) {
@@ -125,7 +126,8 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
                      llvm::ConstantInt::get(i64, codeBytes),
                      llvm::ConstantArray::get(llvm::ArrayType::get(i32, 3), workgroup),
                      llvm::ConstantInt::get(i32, buffers.getInt()),
-                     llvm::ConstantInt::get(i32, attr.getAs<IntegerAttr>("features").getInt())}));
+                     llvm::ConstantInt::get(i32, attr.getAs<IntegerAttr>("features").getInt()),
+                     llvm::ConstantInt::get(i32, sharedBytes ? sharedBytes.getInt() : 0)}));
   }
   auto *tableType = llvm::ArrayType::get(kernelType, entries.size());
   auto *table = new llvm::GlobalVariable(m, tableType, true, llvm::GlobalValue::PrivateLinkage,

@@ -110,30 +110,108 @@ LogicalResult giveFlatBuffersStaticSizes(gpu::GPUModuleOp kernels) {
   return success();
 }
 
-/// Makes each allocation of workgroup memory in a kernel (the buffers of
-/// kiln-gpu-promote-operands) a workgroup attribution of the kernel, which
-/// NVVM places in shared memory (an alloc would become a device malloc).
-LogicalResult sharedBuffersAsAttributions(gpu::GPUModuleOp kernels) {
-  WalkResult walk = kernels.walk([](memref::AllocOp alloc) {
-    if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()))
-      return WalkResult::advance();
-    auto kernel = alloc->getParentOfType<gpu::GPUFuncOp>();
-    if (!alloc.getType().hasStaticShape() || !kernel) {
-      alloc.emitError("kiln-cuda-compile-kernels: workgroup memory must have a static shape, "
-                      "in a kernel");
-      return WalkResult::interrupt();
+/// The shared memory a kernel may declare statically; more must be
+/// dynamic, which the launch sizes and the kernel opts into
+/// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
+
+/// The most shared memory a workgroup may opt into on `chip` (CUDA's
+/// programming guide, "Technical Specifications per Compute Capability");
+/// a chip not listed is held to the static 48 KiB.
+int64_t maxSharedBytes(StringRef chip) {
+  StringRef arch = chip.drop_front(3).take_while(llvm::isDigit); // "sm_90a" -> "90"
+  if (arch == "80" || arch == "87")
+    return 163 * 1024;
+  if (arch == "86" || arch == "89" || arch == "120")
+    return 99 * 1024;
+  if (arch == "90" || arch == "100")
+    return 227 * 1024;
+  return kStaticSharedBytes;
+}
+
+/// `bytes` rounded up to a multiple of 16, the alignment of every workgroup
+/// buffer (kiln-gpu-promote-operands', kiln-cuda-mma-sync's).
+int64_t roundTo16(int64_t bytes) { return llvm::alignTo(bytes, 16); }
+
+/// The bytes of a static buffer of workgroup memory, rounded to 16.
+int64_t sharedBytes(memref::AllocOp alloc) {
+  MemRefType type = alloc.getType();
+  return roundTo16(type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+}
+
+/// Places each allocation of workgroup memory in a kernel (the buffers of
+/// kiln-gpu-promote-operands and kiln-cuda-mma-sync) in shared memory (an
+/// alloc would become a device malloc): where a kernel's take at most
+/// 48 KiB, as workgroup attributions (static shared memory, of the alloc's
+/// alignment); otherwise as views, one after another, of the kernel's
+/// dynamic shared memory. Returns the most dynamic shared memory a kernel
+/// of the module takes (0: none), which its launches must give it.
+FailureOr<int64_t> placeSharedBuffers(gpu::GPUModuleOp kernels) {
+  int64_t dynamicBytes = 0;
+  for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
+    SmallVector<memref::AllocOp> allocs;
+    bool bad = false;
+    kernel.walk([&](memref::AllocOp alloc) {
+      if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()))
+        return;
+      if (!alloc.getType().hasStaticShape() || alloc.getAlignment().value_or(16) > 16) {
+        alloc.emitError("kiln-cuda-compile-kernels: workgroup memory must have a static shape "
+                        "and an alignment of at most 16");
+        bad = true;
+      }
+      allocs.push_back(alloc);
+    });
+    if (bad)
+      return failure();
+    int64_t total = 0;
+    for (memref::AllocOp alloc : allocs)
+      total += sharedBytes(alloc);
+    if (total <= kStaticSharedBytes) {
+      for (memref::AllocOp alloc : allocs) {
+        BlockArgument buffer = kernel.addWorkgroupAttribution(alloc.getType(), alloc.getLoc());
+        if (std::optional<uint64_t> alignment = alloc.getAlignment())
+          kernel.setWorkgroupAttributionAttr(
+              buffer.getArgNumber() - kernel.getFirstWorkgroupAttributionIndex(),
+              LLVM::LLVMDialect::getAlignAttrName(),
+              IntegerAttr::get(IntegerType::get(alloc.getContext(), 64), *alignment));
+        alloc.replaceAllUsesWith(buffer);
+        alloc.erase();
+      }
+      continue;
     }
-    BlockArgument buffer = kernel.addWorkgroupAttribution(alloc.getType(), alloc.getLoc());
-    if (std::optional<uint64_t> alignment = alloc.getAlignment())
-      kernel.setWorkgroupAttributionAttr(
-          buffer.getArgNumber() - kernel.getFirstWorkgroupAttributionIndex(),
-          LLVM::LLVMDialect::getAlignAttrName(),
-          IntegerAttr::get(IntegerType::get(alloc.getContext(), 64), *alignment));
-    alloc.replaceAllUsesWith(buffer);
-    alloc.erase();
-    return WalkResult::advance();
-  });
-  return failure(walk.wasInterrupted());
+    OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+    Location loc = kernel.getLoc();
+    auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+    Value memory = gpu::DynamicSharedMemoryOp::create(
+        b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr, workgroup));
+    int64_t offset = 0;
+    for (memref::AllocOp alloc : allocs) {
+      b.setInsertionPoint(alloc);
+      Value at = arith::ConstantIndexOp::create(b, alloc.getLoc(), offset);
+      alloc.replaceAllUsesWith(
+          memref::ViewOp::create(b, alloc.getLoc(), alloc.getType(), memory, at, ValueRange{})
+              .getResult());
+      offset += sharedBytes(alloc);
+      alloc.erase();
+    }
+    dynamicBytes = std::max(dynamicBytes, total);
+  }
+  return dynamicBytes;
+}
+
+/// Makes the lowering's globals of dynamic shared memory (one per
+/// gpu.dynamic_shared_memory user, `[0 x i8]` in address space 3) external
+/// declarations, as clang declares `extern __shared__ char s[]`: PTX's
+/// `.extern .shared .b8 s[]`, the launch's dynamic shared memory. Internal,
+/// NVPTX turns one into a variable of its function, of no size, whose
+/// accesses LLVM may take as past its end.
+void declareDynamicSharedMemory(gpu::GPUModuleOp kernels) {
+  for (auto global : kernels.getOps<LLVM::GlobalOp>()) {
+    auto array = dyn_cast<LLVM::LLVMArrayType>(global.getGlobalType());
+    if (global.getAddrSpace() == 3 && array && array.getNumElements() == 0 &&
+        !global.getValueOrNull() && global.getInitializerRegion().empty())
+      global.setLinkage(LLVM::Linkage::External);
+  }
 }
 
 /// Moves each static private array of a kernel (an accumulator, an mma's
@@ -170,10 +248,11 @@ void allowContraction(gpu::GPUModuleOp kernels) {
 }
 
 /// One gpu.module compiled: the fatbin, the first chip's PTX, the most
-/// registers a thread uses.
+/// registers a thread uses, the dynamic shared memory a launch gives a
+/// workgroup.
 struct CompiledKernels {
   std::string fatbin, ptx;
-  int64_t registers = 0;
+  int64_t registers = 0, dynamicSharedBytes = 0;
 };
 
 struct KilnCudaCompileKernelsPass
@@ -221,6 +300,8 @@ struct KilnCudaCompileKernelsPass
       kernels->setAttr("kiln.cuda", b.getStringAttr(one.fatbin));
       kernels->setAttr("kiln.ptx", b.getStringAttr(one.ptx));
       kernels->setAttr("kiln.registers", b.getI32IntegerAttr(one.registers));
+      if (one.dynamicSharedBytes)
+        kernels->setAttr("kiln.shared_bytes", b.getI32IntegerAttr(one.dynamicSharedBytes));
     }
   }
 
@@ -263,13 +344,18 @@ private:
   }
 
   /// A copy of `kernels` lowered to the LLVM and NVVM dialects, in a module
-  /// of its own.
-  FailureOr<OwningOpRef<ModuleOp>> lowerToNVVM(gpu::GPUModuleOp kernels) {
+  /// of its own; `dynamicSharedBytes` what its launches give a workgroup.
+  FailureOr<OwningOpRef<ModuleOp>> lowerToNVVM(gpu::GPUModuleOp kernels,
+                                               int64_t &dynamicSharedBytes) {
     OwningOpRef<ModuleOp> holder = ModuleOp::create(kernels.getLoc());
     auto copy = kernels.clone();
     holder->getBody()->push_back(copy);
-    if (failed(giveFlatBuffersStaticSizes(copy)) || failed(sharedBuffersAsAttributions(copy)))
+    if (failed(giveFlatBuffersStaticSizes(copy)))
       return failure();
+    FailureOr<int64_t> dynamicShared = placeSharedBuffers(copy);
+    if (failed(dynamicShared))
+      return failure();
+    dynamicSharedBytes = *dynamicShared;
     hoistPrivateArrays(copy);
     allowContraction(copy);
     RewritePatternSet math(&getContext());
@@ -280,6 +366,7 @@ private:
     addLowering(pm);
     if (failed(pm.run(*holder)))
       return failure();
+    declareDynamicSharedMemory(copy);
     return holder;
   }
 
@@ -299,15 +386,20 @@ private:
   }
 
   FailureOr<CompiledKernels> compile(gpu::GPUModuleOp original) {
-    FailureOr<OwningOpRef<ModuleOp>> lowered = lowerToNVVM(original);
+    CompiledKernels compiled;
+    FailureOr<OwningOpRef<ModuleOp>> lowered = lowerToNVVM(original, compiled.dynamicSharedBytes);
     if (failed(lowered))
       return failure();
     auto kernels = *(*lowered)->getOps<gpu::GPUModuleOp>().begin();
-    CompiledKernels compiled;
     std::vector<std::unique_ptr<TempFile>> files;
     std::vector<std::string> images;
     llvm::Regex usedRegisters("Used ([0-9]+) registers");
     for (StringRef chip : archs) {
+      if (compiled.dynamicSharedBytes > maxSharedBytes(chip))
+        return original.emitError("kiln-cuda-compile-kernels: kernel module '")
+               << original.getName() << "' takes " << compiled.dynamicSharedBytes
+               << " bytes of shared memory; " << chip << " gives a workgroup at most "
+               << maxSharedBytes(chip);
       FailureOr<std::string> ptx = translateToPtx(kernels, chip);
       if (failed(ptx))
         return failure();

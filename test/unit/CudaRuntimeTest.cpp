@@ -69,7 +69,7 @@ protected:
 
   static kiln_gpu_kernel kernel(const char *name, const char *image, uint32_t threads,
                                 uint32_t buffers) {
-    return {name, image, strlen(image), {threads, 1, 1}, buffers, 0};
+    return {name, image, strlen(image), {threads, 1, 1}, buffers, 0, 0};
   }
 
   kiln_device *open(std::string &error) {
@@ -345,6 +345,39 @@ TEST_F(CudaRuntime, PrefetchesBackWhatTheHostWillTouch) {
   run(d, a, 16);
   EXPECT_TRUE(state().prefetched.empty());
   kiln_device_close(d);
+}
+
+// A kernel whose shared memory passes 48 KiB (kiln.shared_bytes) opts into
+// that much dynamic shared memory at load and gets it at each launch,
+// captured into a graph too; one past what the GPU gives a workgroup is
+// refused at open, with the numbers.
+TEST_F(CudaRuntime, GivesKernelsTheirDynamicSharedMemory) {
+  for (const char *graphs : {"1", "0"}) {
+    setenv("KILN_CUDA_GRAPHS", graphs, 1);
+    std::string error;
+    kernels = {kernel("scale", "fatbin of scale", 4, 2), kernel("add_one", "fatbin of add_one", 4, 1),
+               kernel("add_n", "fatbin of add_n", 4, 2)};
+    kernels[1].shared_bytes = 65536;
+    program = {KILN_GPU_CUDA, static_cast<uint32_t>(kernels.size()), kernels.data()};
+    char message[512] = "";
+    kiln_device *d = kiln_device_open(&program, message, sizeof message);
+    ASSERT_NE(d, nullptr) << message;
+    float *a = zeros(d);
+    for (int i = 0; i < 3; ++i) // launched, captured, replayed
+      run(d, a, 16);
+    ASSERT_EQ(state().ran.size(), 9u);
+    for (const fakecuda::Launch &l : state().ran)
+      EXPECT_EQ(l.sharedBytes, l.kernel == "add_one" ? 65536u : 0u) << l.kernel;
+    EXPECT_EQ(a[0], 21.0f) << "three runs of (a + 1) * 2 + 1: 3, 9, 21";
+    kiln_device_close(d);
+    state().ran.clear();
+  }
+  kernels[1].shared_bytes = 232449;
+  char message[512] = "";
+  EXPECT_EQ(kiln_device_open(&program, message, sizeof message), nullptr);
+  EXPECT_STREQ(message, "kernel 'add_one' takes 232449 bytes of shared memory; Fake GPU 0 "
+                        "(CUDA, sm_90) gives a workgroup at most 232448 "
+                        "(CUDA_ERROR_INVALID_VALUE)");
 }
 
 TEST_F(CudaRuntime, SaysWhatIsWrong) {

@@ -17,6 +17,7 @@ namespace {
 
 enum : int {
   kSuccess = 0,
+  kInvalidValue = 1,
   kOutOfMemory = 2,
   kNoDevice = 100,
   kInvalidDevice = 101,
@@ -40,6 +41,7 @@ struct CUmod_st {
 struct CUfunc_st {
   std::string name;
   Kernel kernel;
+  int dynamicShared = 0; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 };
 struct CUgraph_st {
   std::vector<Launch> launches;
@@ -83,6 +85,7 @@ int cuGetErrorName(int error, const char **name) {
   case kInvalidImage: *name = "CUDA_ERROR_INVALID_IMAGE"; return kSuccess;
   case kNotFound: *name = "CUDA_ERROR_NOT_FOUND"; return kSuccess;
   case kNotSupported: *name = "CUDA_ERROR_NOT_SUPPORTED"; return kSuccess;
+  case kInvalidValue: *name = "CUDA_ERROR_INVALID_VALUE"; return kSuccess;
   default: return 1;
   }
 }
@@ -109,6 +112,7 @@ int cuDeviceGetAttribute(int *value, int attribute, int) {
   case 75: *value = 9; break; // compute capability major
   case 76: *value = 0; break; // minor
   case 89: *value = state().managedAccess; break;
+  case 97: *value = state().sharedOptIn; break; // per block, opted into
   default: *value = 0;
   }
   return kSuccess;
@@ -151,6 +155,17 @@ int cuModuleGetFunction(CUfunc_st **function, CUmod_st *, const char *name) {
   static std::vector<std::unique_ptr<CUfunc_st>> functions;
   functions.push_back(std::make_unique<CUfunc_st>(CUfunc_st{name, kernel->second}));
   *function = functions.back().get();
+  return kSuccess;
+}
+
+int cuFuncSetAttribute(CUfunc_st *function, int attribute, int value) {
+  if (duringCapture())
+    return kCaptureInvalidated;
+  if (attribute != 8) // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: all cuda.c sets
+    return kNotSupported;
+  if (value < 0 || value > state().sharedOptIn)
+    return kInvalidValue;
+  function->dynamicShared = value;
   return kSuccess;
 }
 
@@ -214,9 +229,11 @@ int cuLaunchKernel(CUfunc_st *function, unsigned gx, unsigned gy, unsigned gz, u
                    void **extra) {
   State &s = state();
   ++s.kernelLaunches;
-  if (sharedBytes || extra)
-    return kNotSupported; // cuda.c passes neither
-  Launch launch{function->name, {gx, gy, gz}, {bx, by, bz}, {}};
+  if (extra)
+    return kNotSupported; // cuda.c passes none
+  if (sharedBytes > unsigned(function->dynamicShared))
+    return kInvalidValue; // more than the kernel opted into
+  Launch launch{function->name, {gx, gy, gz}, {bx, by, bz}, sharedBytes, {}};
   for (unsigned i = 0; i < function->kernel.buffers; ++i)
     launch.pointers.push_back(*static_cast<unsigned long long *>(params[i]));
   if (s.capturing)

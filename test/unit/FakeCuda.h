@@ -24,6 +24,7 @@ namespace fakecuda {
 struct Launch {
   std::string kernel;
   unsigned grid[3], block[3];
+  unsigned sharedBytes; // dynamic shared memory
   std::vector<uint64_t> pointers; // the kernel's pointer parameters
 };
 
@@ -38,6 +39,7 @@ struct State {
   bool managedAccess = true;       // CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
   bool canCapture = true;          // cuStreamBeginCapture succeeds
   uint64_t freeBytes = 1ull << 30; // cuMemGetInfo
+  int sharedOptIn = 232448;        // a workgroup's shared memory at most (an H100's)
   std::set<std::string> badImages; // module images cuModuleLoadData refuses
   std::map<std::string, Kernel> kernels;
 

@@ -241,7 +241,7 @@ const char kScaleSource[] = "kernel void scale(device float* a [[buffer(0)]], "
 
 kiln_gpu_kernel kernel(const char *name, const char *source, uint32_t threads,
                        uint32_t buffers) {
-  return {name, source, strlen(source), {threads, 1, 1}, buffers, 0};
+  return {name, source, strlen(source), {threads, 1, 1}, buffers, 0, 0};
 }
 
 class MetalRuntime : public ::testing::Test {

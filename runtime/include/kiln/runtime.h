@@ -79,6 +79,8 @@ typedef struct kiln_gpu_kernel {
   uint32_t workgroup_size[3];
   uint32_t num_buffers;
   uint32_t features; /* KILN_GPU_FEATURE_*: what the device must have */
+  uint32_t shared_bytes; /* CUDA: the dynamic shared memory a workgroup takes
+                            (kernels whose buffers pass 48 KiB); else 0 */
 } kiln_gpu_kernel;
 /* Vulkan: shaderInt64, shaderInt16, shaderInt8, shaderFloat16, shaderFloat64,
  * storageBuffer16BitAccess, storageBuffer8BitAccess. */

@@ -56,6 +56,8 @@ enum {
   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
   CU_MEM_LOCATION_TYPE_DEVICE = 1,
   CU_MEM_LOCATION_TYPE_HOST = 2,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
 };
 typedef struct CUmemLocation {
   int type, id;
@@ -77,6 +79,7 @@ typedef struct CUmemLocation {
   X(cuModuleUnload, "cuModuleUnload", CUresult, (CUmodule))                    \
   X(cuModuleGetFunction, "cuModuleGetFunction", CUresult,                      \
     (CUfunction *, CUmodule, const char *))                                    \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute", CUresult, (CUfunction, int, int)) \
   X(cuMemAllocManaged, "cuMemAllocManaged", CUresult,                          \
     (CUdeviceptr *, size_t, unsigned))                                         \
   X(cuMemFree, "cuMemFree_v2", CUresult, (CUdeviceptr))                        \
@@ -108,6 +111,7 @@ typedef struct kernel {
   CUfunction function;
   uint32_t num_buffers;
   uint32_t threads[3];
+  uint32_t shared_bytes; /* dynamic shared memory, given at each launch */
 } kernel;
 
 /* A kernel's most buffers (one pointer parameter each). */
@@ -276,6 +280,22 @@ static int load_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, ch
   if (r != CUDA_SUCCESS)
     return kiln_device_fail(error, size, "kernel '%s' is not in its fatbin (%s)", k->name,
                             error_name(d, r, buffer));
+  /* Shared memory past 48 KiB is dynamic, which a kernel must opt into. */
+  out->shared_bytes = k->shared_bytes;
+  if (k->shared_bytes) {
+    r = d->cuFuncSetAttribute(out->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              (int)k->shared_bytes);
+    if (r != CUDA_SUCCESS) {
+      int most = 0;
+      d->cuDeviceGetAttribute(&most, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                              d->device);
+      return kiln_device_fail(error, size,
+                              "kernel '%s' takes %u bytes of shared memory; %s gives a "
+                              "workgroup at most %d (%s)",
+                              k->name, k->shared_bytes, d->base.name, most,
+                              error_name(d, r, buffer));
+    }
+  }
   return 0;
 }
 
@@ -408,7 +428,8 @@ static int launch_one(kiln_device *d, const launch *l, char *error, size_t size)
   snprintf(what, sizeof what, "launching kernel %u", l->kernel);
   return check(d,
                d->cuLaunchKernel(k->function, l->grid[0], l->grid[1], l->grid[2],
-                                 k->threads[0], k->threads[1], k->threads[2], 0, d->stream,
+                                 k->threads[0], k->threads[1], k->threads[2], k->shared_bytes,
+                                 d->stream,
                                  params, NULL),
                what, error, size);
 }

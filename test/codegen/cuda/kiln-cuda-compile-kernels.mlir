@@ -121,9 +121,43 @@ module attributes {gpu.container_module} {
 
 // -----
 
-// A kernel ptxas refuses (256 KiB of shared memory, more than any chip has)
-// is an error naming its module and chip, with ptxas's words; the module
-// beside it compiles (in parallel) as usual.
+// Workgroup memory past 48 KiB (a 128x128 tile's f32 sums) is dynamic
+// shared memory: the buffers are views of it, one after another (16-byte
+// aligned), and kiln.shared_bytes says how much the launches give; the PTX
+// declares no static buffer, and the dynamic one as clang declares
+// `extern __shared__ char s[]` (not a variable of the kernel, of no size).
+// Within 48 KiB (above) it stays static.
+// CHECK-LABEL: gpu.module @big_shared
+// CHECK-SAME: kiln.ptx = "
+// CHECK-NOT: __wg_
+// CHECK-SAME: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
+// CHECK-NOT: __wg_
+// CHECK-SAME: kiln.shared_bytes = 65552 : i32
+module attributes {gpu.container_module} {
+  gpu.module @big_shared {
+    gpu.func @two_buffers(%in: memref<16384xf32>, %out: memref<16384xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      %sums = memref.alloc() {alignment = 16 : i64} : memref<128x128xf32, #gpu.address_space<workgroup>>
+      %flag = memref.alloc() {alignment = 16 : i64} : memref<3xf32, #gpu.address_space<workgroup>>
+      %c0 = arith.constant 0 : index
+      %x = memref.load %in[%tid] : memref<16384xf32>
+      memref.store %x, %sums[%tid, %tid] : memref<128x128xf32, #gpu.address_space<workgroup>>
+      memref.store %x, %flag[%c0] : memref<3xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %y = memref.load %sums[%c0, %tid] : memref<128x128xf32, #gpu.address_space<workgroup>>
+      %z = memref.load %flag[%c0] : memref<3xf32, #gpu.address_space<workgroup>>
+      %s = arith.addf %y, %z : f32
+      memref.store %s, %out[%tid] : memref<16384xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// More shared memory than a chip gives a workgroup (256 KiB; sm_80: 163
+// KiB, sm_90a: 227) is an error naming the module, the bytes and the
+// chip's limit; the module beside it compiles (in parallel) as usual.
 module attributes {gpu.container_module} {
   gpu.module @fits {
     gpu.func @copy(%in: memref<64xf32>, %out: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
@@ -133,7 +167,7 @@ module attributes {gpu.container_module} {
       gpu.return
     }
   }
-  // expected-error @+1 {{kiln-cuda-compile-kernels: ptxas refused kernel module 'too_much_shared' for sm_}}
+  // expected-error @+1 {{kiln-cuda-compile-kernels: kernel module 'too_much_shared' takes 262144 bytes of shared memory; sm_}}
   gpu.module @too_much_shared {
     gpu.func @stage(%in: memref<65536xf32>, %out: memref<65536xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %tid = gpu.thread_id x
@@ -145,6 +179,20 @@ module attributes {gpu.container_module} {
       %r = arith.subi %c, %tid : index
       %y = memref.load %shared[%r] : memref<65536xf32, #gpu.address_space<workgroup>>
       memref.store %y, %out[%tid] : memref<65536xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A kernel ptxas refuses (an instruction it does not know) is an error
+// naming its module and chip, with ptxas's words.
+module attributes {gpu.container_module} {
+  // expected-error @+1 {{kiln-cuda-compile-kernels: ptxas refused kernel module 'unknown_instruction' for sm_}}
+  gpu.module @unknown_instruction {
+    gpu.func @bad() kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+      llvm.inline_asm has_side_effects "no.such.instruction;", "" : () -> ()
       gpu.return
     }
   }
