@@ -59,6 +59,7 @@ struct PipelineOptions {
   bool profile = false; // CPU targets: kiln_profile_begin/end around each kernel
   bool externalWeights = false; // CPU targets: constants read from a weights file
   std::string cudaToolkit;      // CUDA targets: the toolkit's folder (empty: looked for)
+  bool wideTensorTiles = false; // CUDA targets: 16-bit matmuls in 128x128 tiles
   // Pruning before everything that reads the weights (kiln-prune, or
   // kiln-prune-channels for the pattern "channel").
   std::optional<double> pruneFraction;

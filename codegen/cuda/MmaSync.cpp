@@ -304,11 +304,12 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32, const GpuTarget 
   std::tie(m.warpRows, m.warpCols) = *block;
   // The sums' buffer joins the staged chunks in shared memory, or where
   // both do not fit, takes their place after the loop (where nothing else
-  // lives there).
+  // lives there): dynamic shared memory where it passes the budget (a
+  // 128x128 tile's 64 KiB).
   int64_t shared = workgroupBytes(launch), sums = m.rows * m.cols * 4;
   m.sumsReplaceChunks = shared + sums > target.sharedMemoryBytes;
   int64_t chunks = bytesOf(bufferOf(m.a).getType()) + bytesOf(bufferOf(m.b).getType());
-  if (m.sumsReplaceChunks && (shared != chunks || sums > target.sharedMemoryBytes))
+  if (m.sumsReplaceChunks && (shared != chunks || sums > target.maxSharedMemoryBytes))
     return std::nullopt;
   return m;
 }

@@ -304,7 +304,7 @@ struct KilnGpuDistributePass
   /// The tiles of `op`, or none where it stays on the host (no parallel
   /// loop, or what the target's kernels cannot compute).
   std::optional<Tiles> kernelTiles(linalg::LinalgOp op, const GpuTarget &target) {
-    Tiles tiles = chooseTiles(op, target, enoughWorkgroups);
+    Tiles tiles = chooseTiles(op, target, enoughWorkgroups, wideTensorTiles);
     if (tiles.none() || unsupportedByKernels(op, target))
       return std::nullopt;
     return tiles;

@@ -66,7 +66,7 @@ struct KilnGpuDistributeBuffersPass
         ops.push_back(op);
     });
     for (linalg::LinalgOp op : ops) {
-      Tiles tiles = chooseTiles(op, *target, enoughWorkgroups);
+      Tiles tiles = chooseTiles(op, *target, enoughWorkgroups, wideTensorTiles);
       if (tiles.none() || unsupportedByKernels(op, *target))
         continue;
       FailureOr<TilingInterface> workgroup =

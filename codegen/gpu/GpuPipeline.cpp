@@ -34,11 +34,13 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
   // both passes that tile take the same rule.
   int64_t enoughWorkgroups = options.precision == Precision::TF32 ? 0 : kEnoughWorkgroups;
   pm.addNestedPass<func::FuncOp>(
-      createKilnGpuDistribute({gpu.name, options.reportFusion, enoughWorkgroups}));
+      createKilnGpuDistribute(
+          {gpu.name, options.reportFusion, enoughWorkgroups, options.wideTensorTiles}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   addBufferizationPasses(pm);
-  pm.addNestedPass<func::FuncOp>(createKilnGpuDistributeBuffers({gpu.name, enoughWorkgroups}));
+  pm.addNestedPass<func::FuncOp>(
+      createKilnGpuDistributeBuffers({gpu.name, enoughWorkgroups, options.wideTensorTiles}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuMapForall());
   pm.addNestedPass<func::FuncOp>(createKilnGpuKernelBuffers());
   if (options.reportPlacement)

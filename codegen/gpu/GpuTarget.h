@@ -29,7 +29,9 @@ struct GpuTarget {
   std::string name;
   GpuApi api;
   int64_t subgroupSize;      ///< threads that run in lockstep (warp, SIMD group)
-  int64_t sharedMemoryBytes; ///< workgroup (shared, threadgroup) memory
+  int64_t sharedMemoryBytes; ///< workgroup (shared, threadgroup) memory the tiling plans with
+  int64_t maxSharedMemoryBytes; ///< what a kernel may take beyond that (CUDA: dynamic
+                                ///< shared memory, the least of the chips compiled for)
   int64_t maxThreads;        ///< threads in one workgroup
   std::array<int64_t, 3> maxWorkgroupSize; ///< per dimension x, y, z
   int64_t loadBytes;         ///< the widest load or store of one thread

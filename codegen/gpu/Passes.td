@@ -121,8 +121,11 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
       results per thread, so that more threads share it; one that would
       have at least that many of 8x8 results per thread gets 8x8 (tiles of
       8T x 64 results: per step of k a thread loads 16 values for 64
-      multiply-adds, against 8 for 16 in 4x4). 16-bit and byte operands
-      keep 4x4: the tensor cores' warp blocks;
+      multiply-adds, against 8 for 16 in 4x4). 16-bit operands (CUDA's
+      tensor cores) take 8x8 by the same rule and never fewer, byte
+      operands keep 4x4: the tensor cores' warp blocks; with `wide-tensor-tiles`,
+      a 16-bit one of 8x8 on CUDA gets 8x16 (8T x 128) where it still
+      has `enough-workgroups`;
     - any other op: one result per thread. The innermost parallel loop
       (of more than one iteration) goes to thread x, in even tiles of at
       most T; where it is shorter than T, it is whole in the workgroup and
@@ -155,6 +158,9 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
            "A static contraction of f32 operands with fewer workgroups than this gets "
            "fewer results per thread (2x2, then 1x1), for more workgroups, and one with "
            "as many of 8x8 results gets 8x8; 0: always 4x4">,
+    Option<"wideTensorTiles", "wide-tensor-tiles", "bool", "false",
+           "CUDA: a 16-bit contraction of 8x8 results per thread gets 8x16 (128x128 "
+           "tiles), its sums in dynamic shared memory (not yet timed)">,
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "affine::AffineDialect",
                            "gpu::GPUDialect"];
@@ -177,6 +183,8 @@ def KilnGpuDistributeBuffers : Pass<"kiln-gpu-distribute-buffers", "func::FuncOp
     Option<"enoughWorkgroups", "enough-workgroups", "int64_t", "256",
            "As kiln-gpu-distribute's: the workgroups below which a static f32 contraction "
            "gets fewer results per thread; 0: always 4x4">,
+    Option<"wideTensorTiles", "wide-tensor-tiles", "bool", "false",
+           "As kiln-gpu-distribute's: 8x16 results per thread for 16-bit contractions on CUDA">,
   ];
   let dependentDialects = ["scf::SCFDialect", "linalg::LinalgDialect", "affine::AffineDialect",
                            "gpu::GPUDialect", "memref::MemRefDialect"];

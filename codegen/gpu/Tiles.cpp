@@ -52,19 +52,24 @@ std::optional<std::string> mlir::kiln::unsupportedByKernels(Operation *op,
 /// widened first) take 8x8 by the same rule, a warp's 16 mma.sync per 6
 /// ldmatrix, and never fewer: the tensor cores need whole 16x8 tiles.
 /// Those of bytes keep 4x4 (with --precision=tf32 f32 ones do too: the
-/// pipeline passes `enough` 0).
-static int64_t contractionThreadTile(linalg::LinalgOp op, ArrayRef<unsigned> parallel,
-                                     int64_t threadRows, int64_t enough) {
+/// pipeline passes `enough` 0). With `wide`, a 16-bit one of 8x8 that
+/// would still have `enough` workgroups at 8x16 takes 8x16 (128x128 for
+/// 128 threads: per multiply-add a third fewer bytes of A and B; its f32
+/// sums, 64 KiB, in CUDA's dynamic shared memory). Rows, then columns.
+static std::pair<int64_t, int64_t> contractionThreadTile(linalg::LinalgOp op,
+                                                         ArrayRef<unsigned> parallel,
+                                                         int64_t threadRows, int64_t enough,
+                                                         bool wide) {
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
   if (llvm::any_of(parallel, [&](unsigned d) { return ShapedType::isDynamic(sizes[d]); }))
-    return kThreadTile;
+    return {kThreadTile, kThreadTile};
   unsigned rows = parallel[parallel.size() - 2], cols = parallel.back();
   int64_t others = 1;
   for (unsigned d : parallel.drop_back(2))
     others *= sizes[d];
-  auto workgroups = [&](int64_t tile) -> int64_t {
-    return others * llvm::divideCeilSigned(sizes[rows], tile * threadRows) *
-           llvm::divideCeilSigned(sizes[cols], tile * kThreadColumns);
+  auto workgroups = [&](int64_t rowTile, int64_t colTile) -> int64_t {
+    return others * llvm::divideCeilSigned(sizes[rows], rowTile * threadRows) *
+           llvm::divideCeilSigned(sizes[cols], colTile * kThreadColumns);
   };
   auto inputsAre = [&](function_ref<bool(Type)> is) {
     return llvm::all_of(op.getDpsInputs(),
@@ -72,12 +77,14 @@ static int64_t contractionThreadTile(linalg::LinalgOp op, ArrayRef<unsigned> par
   };
   bool f32 = inputsAre([](Type t) { return t.isF32(); });
   bool half = inputsAre([](Type t) { return t.isF16() || t.isBF16(); });
-  int64_t tile = kThreadTile;
-  if ((f32 || half) && enough && workgroups(2 * kThreadTile) >= enough)
-    return 2 * kThreadTile;
-  while (f32 && tile > 1 && workgroups(tile) < enough)
+  int64_t tile = kThreadTile, big = 2 * kThreadTile;
+  if (half && wide && enough && workgroups(big, 2 * big) >= enough)
+    return {big, 2 * big};
+  if ((f32 || half) && enough && workgroups(big, big) >= enough)
+    return {big, big};
+  while (f32 && tile > 1 && workgroups(tile, tile) < enough)
     tile /= 2;
-  return tile;
+  return {tile, tile};
 }
 
 /// Whether an indexing map of `op`, or of a linalg op that computes its
@@ -118,7 +125,7 @@ static int64_t evenTile(int64_t size, int64_t most) {
 }
 
 Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target,
-                              int64_t enoughWorkgroups) {
+                              int64_t enoughWorkgroups, bool wideTensorTiles) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   Tiles tiles{SmallVector<int64_t>(iterators.size(), 0),
               SmallVector<int64_t>(iterators.size(), 0)};
@@ -135,10 +142,13 @@ Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target,
   if (linalg::isaContractionOpInterface(op) && parallel.size() >= 2) {
     unsigned rows = parallel[parallel.size() - 2], cols = parallel.back();
     int64_t threadRows = std::max<int64_t>(1, threads / kThreadColumns);
-    int64_t tile = contractionThreadTile(op, parallel, threadRows, enoughWorkgroups);
-    tiles.workgroup[rows] = tile * threadRows;
-    tiles.workgroup[cols] = tile * kThreadColumns;
-    tiles.thread[rows] = tiles.thread[cols] = tile;
+    auto [rowTile, colTile] =
+        contractionThreadTile(op, parallel, threadRows, enoughWorkgroups,
+                              wideTensorTiles && target.api == GpuApi::Cuda);
+    tiles.workgroup[rows] = rowTile * threadRows;
+    tiles.workgroup[cols] = colTile * kThreadColumns;
+    tiles.thread[rows] = rowTile;
+    tiles.thread[cols] = colTile;
     return tiles;
   }
   // Others: a thread per element of the innermost parallel loop, and where

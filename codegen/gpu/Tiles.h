@@ -33,9 +33,11 @@ constexpr int64_t kEnoughWorkgroups = 256;
 
 /// The tiles of `op` for `target` (see kiln-gpu-distribute's description);
 /// a static f32 contraction's results per thread shrink while it has fewer
-/// than `enoughWorkgroups` workgroups (0: never).
+/// than `enoughWorkgroups` workgroups (0: never); with `wideTensorTiles`, a
+/// 16-bit one of 8x8 results per thread on CUDA takes 8x16 where it still
+/// has that many.
 Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target,
-                  int64_t enoughWorkgroups);
+                  int64_t enoughWorkgroups, bool wideTensorTiles = false);
 
 /// A constant upper bound of size `d` of `tile` (a memref: its static
 /// size, else what its view's sizes bound it by), or failure.

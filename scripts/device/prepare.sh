@@ -81,6 +81,9 @@ for n in 4096 8192; do
   for t in bf16 f16; do
     make_model "gemm$n-$t" "gemm_${t}_$n" && touch "$out/gemm$n-$t/bench"
   done
+  # The bf16 GEMM again in 128x128 tiles (--cuda-wide-tiles), to time
+  # against the default's 128x64.
+  make_model "gemm$n-bf16-wide" "gemm_bf16_$n" && touch "$out/gemm$n-bf16-wide/bench"
 done
 rm "$out"/matmul4096/input_*.npy && touch "$out/matmul4096/bench"
 mkdir -p "$out/text-direction"
@@ -96,6 +99,7 @@ for dir in "$out"/*/; do
   [ "$name" = linear-f16 ] && flags=(--precision=f16)
   [[ "$name" = *-tf32 ]] && flags=(--precision=tf32)
   [ "$name" = linear-int8 ] && flags=(--quantize=int8-dynamic)
+  [[ "$name" = *-wide ]] && flags=(--cuda-wide-tiles)
   model_targets=("${targets[@]}")
   # The 16-bit GEMMs measure the tensor cores, tf32 is theirs: CUDA only.
   [[ "$name" = gemm* || "$name" = *-tf32 ]] && model_targets=(cuda)
@@ -106,7 +110,10 @@ for dir in "$out"/*/; do
   done
   inputs=("$dir"/input_*.npy)
   [ -e "${inputs[0]}" ] || continue
-  if [[ "$name" = *-tf32 ]]; then
+  if [[ "$name" = *-wide ]]; then
+    # Same generator, same inputs: the default-tiled model's expected outputs.
+    cp -r "$out/${name%-wide}/expected" "$dir/expected"
+  elif [[ "$name" = *-tf32 ]]; then
     /usr/bin/python3 scripts/device/torch_graph.py export "$dir/model.onnx" "$dir/graph.json" --weights "$dir/graph.npz"
     /usr/bin/python3 scripts/device/torch_graph.py run --tf32 "$dir/graph.json" "${inputs[@]}" "$dir/expected"
     rm "$dir/graph.json" "$dir/graph.npz"

@@ -93,6 +93,12 @@ cl::opt<std::string> dumpKernels("dump-kernels",
                                           "DIR/<index>-<name>.spv (Vulkan), .metal (Metal), "
                                           "or .ptx and .fatbin (CUDA)"),
                                  cl::value_desc("DIR"), cl::cat(category));
+cl::opt<bool> cudaWideTiles(
+    "cuda-wide-tiles",
+    cl::desc("For --target=cuda: 16-bit matmuls in 128x128 workgroup tiles (8x16 results "
+             "per thread, the sums in dynamic shared memory) instead of 128x64; not yet "
+             "timed on a GPU"),
+    cl::cat(category));
 cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                  cl::desc("For --target=cuda: the CUDA toolkit's folder, whose "
                                           "ptxas and fatbinary build the kernels (default: "
@@ -805,6 +811,8 @@ int main(int argc, char **argv) {
   // CUDA kernels are assembled by the toolkit's ptxas: find it before
   // compiling anything.
   std::string cudaKit;
+  if (cudaWideTiles && !mlir::kiln::isCudaTarget(targetTriple))
+    return error("--cuda-wide-tiles needs --target=cuda (or cuda-sm80, cuda-sm90a)");
   if (mlir::kiln::isCudaTarget(targetTriple)) {
     cudaKit = mlir::kiln::findCudaToolkit(cudaToolkit);
     if (cudaKit.empty())
@@ -853,6 +861,7 @@ int main(int argc, char **argv) {
   pipelineOptions.reportMemory = llvm::is_contained(reports, Report::Memory);
   pipelineOptions.reportPlacement = llvm::is_contained(reports, Report::Placement);
   pipelineOptions.cudaToolkit = cudaKit;
+  pipelineOptions.wideTensorTiles = cudaWideTiles;
   pipelineOptions.profile = profile;
   pipelineOptions.externalWeights = externalWeights;
   pipelineOptions.precision = *arithmetic;

@@ -3,6 +3,9 @@
 // RUN: not kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan-mystery 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute="target=vulkan report-fusion=true enough-workgroups=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute=target=vulkan --canonicalize --cse | FileCheck %s --check-prefix=SMALL
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute=target=cuda --canonicalize --cse | FileCheck %s --check-prefix=CUDA
+// RUN: kiln-opt %s --split-input-file "--kiln-gpu-distribute=target=cuda wide-tensor-tiles=true" --canonicalize --cse | FileCheck %s --check-prefix=WIDE
+// RUN: kiln-opt %s --split-input-file "--kiln-gpu-distribute=target=vulkan-nvidia wide-tensor-tiles=true" --canonicalize --cse | FileCheck %s --check-prefix=CUDA
 // TARGET: error: unknown GPU target 'vulkan-mystery' (expected one of vulkan, vulkan-lavapipe, vulkan-nvidia, cuda, cuda-sm80, cuda-sm90a, metal)
 
 // A matmul is a root: workgroups of 64x32 results (vulkan: 128 threads as
@@ -609,4 +612,40 @@ func.func @tile_then_transpose(%x: tensor<3x14xf32>) -> tensor<14x30xf32> {
   %t = tensor.empty() : tensor<14x30xf32>
   %r = linalg.transpose ins(%tiled : tensor<30x14xf32>) outs(%t : tensor<14x30xf32>) permutation = [1, 0]
   return %r : tensor<14x30xf32>
+}
+
+// -----
+
+// A 16-bit matmul with enough workgroups (2048x2048: 512 of 128x64) gets
+// 8x8 results per thread on CUDA; with wide-tensor-tiles, 8x16 (128x128
+// tiles). Other targets (Vulkan: 16-bit matmuls widened before) never
+// widen the tile.
+// CUDA-LABEL: func.func @matmul_f16_wide
+// CUDA: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (2048, 2048) step (128, 64)
+// CUDA:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (128, 64) step (8, 8)
+// CUDA:     linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x64xf16>, tensor<64x8xf16>) outs(%{{.*}} : tensor<8x8xf32>)
+// WIDE-LABEL: func.func @matmul_f16_wide
+// WIDE: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (2048, 2048) step (128, 128)
+// WIDE:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (128, 128) step (8, 16)
+// WIDE:     linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x64xf16>, tensor<64x16xf16>) outs(%{{.*}} : tensor<8x16xf32>)
+func.func @matmul_f16_wide(%a: tensor<2048x64xf16>, %b: tensor<64x2048xf16>) -> tensor<2048x2048xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2048x2048xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2048x2048xf32>) -> tensor<2048x2048xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<2048x64xf16>, tensor<64x2048xf16>) outs(%f : tensor<2048x2048xf32>) -> tensor<2048x2048xf32>
+  return %mm : tensor<2048x2048xf32>
+}
+
+// 2048x1024 would have 256 workgroups of 128x64 but 128 of 128x128: 8x8
+// either way.
+// CUDA-LABEL: func.func @matmul_f16_not_wide
+// CUDA:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (128, 64) step (8, 8)
+// WIDE-LABEL: func.func @matmul_f16_not_wide
+// WIDE:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (128, 64) step (8, 8)
+func.func @matmul_f16_not_wide(%a: tensor<2048x64xf16>, %b: tensor<64x1024xf16>) -> tensor<2048x1024xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2048x1024xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2048x1024xf32>) -> tensor<2048x1024xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<2048x64xf16>, tensor<64x1024xf16>) outs(%f : tensor<2048x1024xf32>) -> tensor<2048x1024xf32>
+  return %mm : tensor<2048x1024xf32>
 }
