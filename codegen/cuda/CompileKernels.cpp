@@ -144,25 +144,29 @@ int64_t sharedBytes(memref::AllocOp alloc) {
 /// alloc would become a device malloc): where a kernel's take at most
 /// 48 KiB, as workgroup attributions (static shared memory, of the alloc's
 /// alignment); otherwise as views, one after another, of the kernel's
-/// dynamic shared memory. Returns the most dynamic shared memory a kernel
-/// of the module takes (0: none), which its launches must give it.
+/// dynamic shared memory. Returns the dynamic shared memory the module's
+/// kernel takes (0: none), which its launches must give it: the kernel
+/// table holds it per module, so such a kernel must be its module's only
+/// one (as gpu-kernel-outlining makes them).
 FailureOr<int64_t> placeSharedBuffers(gpu::GPUModuleOp kernels) {
+  WalkResult outside = kernels.walk([](memref::AllocOp alloc) {
+    if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()) ||
+        (alloc.getType().hasStaticShape() && alloc->getParentOfType<gpu::GPUFuncOp>()))
+      return WalkResult::advance();
+    alloc.emitError("kiln-cuda-compile-kernels: workgroup memory must have a static shape, "
+                    "in a kernel");
+    return WalkResult::interrupt();
+  });
+  if (outside.wasInterrupted())
+    return failure();
   int64_t dynamicBytes = 0;
-  for (auto kernel : kernels.getOps<gpu::GPUFuncOp>()) {
+  auto functions = llvm::to_vector(kernels.getOps<gpu::GPUFuncOp>());
+  for (auto kernel : functions) {
     SmallVector<memref::AllocOp> allocs;
-    bool bad = false;
     kernel.walk([&](memref::AllocOp alloc) {
-      if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()))
-        return;
-      if (!alloc.getType().hasStaticShape() || alloc.getAlignment().value_or(16) > 16) {
-        alloc.emitError("kiln-cuda-compile-kernels: workgroup memory must have a static shape "
-                        "and an alignment of at most 16");
-        bad = true;
-      }
-      allocs.push_back(alloc);
+      if (gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()))
+        allocs.push_back(alloc);
     });
-    if (bad)
-      return failure();
     int64_t total = 0;
     for (memref::AllocOp alloc : allocs)
       total += sharedBytes(alloc);
@@ -179,6 +183,14 @@ FailureOr<int64_t> placeSharedBuffers(gpu::GPUModuleOp kernels) {
       }
       continue;
     }
+    if (functions.size() != 1)
+      return kernel.emitError("kiln-cuda-compile-kernels: a kernel of more than 48 KiB of "
+                              "workgroup memory must be its gpu.module's only one");
+    for (memref::AllocOp alloc : allocs)
+      if (alloc.getAlignment().value_or(16) > 16)
+        return alloc.emitError("kiln-cuda-compile-kernels: workgroup memory past 48 KiB is "
+                               "dynamic shared memory, aligned to 16 bytes, not ")
+               << *alloc.getAlignment();
     OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
     Location loc = kernel.getLoc();
     auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);

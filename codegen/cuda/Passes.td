@@ -11,7 +11,11 @@ def KilnCudaCompileKernels : Pass<"kiln-cuda-compile-kernels", "ModuleOp"> {
     arguments are static buffers) is lowered, on a copy, through NVVM
     (convert-gpu-to-nvvm with bare pointers: one kernel parameter per
     buffer; each allocation of workgroup memory becomes a workgroup
-    attribution of its kernel, shared memory of the alloc's alignment; each
+    attribution of its kernel, shared memory of the alloc's alignment, or
+    where a kernel's pass 48 KiB (the most PTX declares statically), a view
+    of its dynamic shared memory, `extern .shared .b8 __dynamic_shmem__0[]`,
+    one after another, the module's `kiln.shared_bytes` saying how much its
+    launches give (such a kernel alone in its module); each
     static private array moves to the kernel's start, the only place
     LLVM's SROA makes an alloca registers; each
     floating-point op may be contracted, so that a multiply and an add are
@@ -26,8 +30,9 @@ def KilnCudaCompileKernels : Pass<"kiln-cuda-compile-kernels", "ModuleOp"> {
     registers per thread ptxas used for a chip), which
     kiln-gpu-embed-kernels takes. ptxas and fatbinary are the toolkit's
     (`toolkit`, else $CUDA_HOME or /usr/local/cuda, else the PATH); a
-    missing tool, or ptxas refusing a kernel (too many registers or too
-    much shared memory for a chip), is an error naming the kernel.
+    missing tool, more shared memory than a chip gives a workgroup (163
+    KiB on sm_80, 227 on sm_90), or ptxas refusing a kernel (too many
+    registers for a chip), is an error naming the kernel's module.
   }];
   let options = [
     ListOption<"chips", "chips", "std::string",

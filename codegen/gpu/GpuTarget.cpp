@@ -14,8 +14,8 @@ static constexpr MmaKind kApple[] = {MmaKind::SimdgroupMatrix};
 /// Limits as the devices report them (vulkaninfo, CUDA's and Metal's
 /// feature tables). `vulkan` is what every Vulkan 1.1 device guarantees.
 /// CUDA's shared memory: 48 KiB static, the tiling's budget; past that,
-/// dynamic, up to 163 KiB a workgroup on sm_80 and 227 KiB on sm_90 ("cuda"
-/// compiles for both).
+/// dynamic, up to 163 KiB a workgroup on sm_80 and 227 KiB on sm_90. Every
+/// CUDA target compiles for both chips, so sm_80's limit holds.
 static const GpuTarget kTargets[] = {
     {"vulkan", GpuApi::Vulkan, 32, 16 * 1024, 16 * 1024, 128, {128, 128, 64}, 16, {}, true, false, false, false},
     {"vulkan-lavapipe", GpuApi::Vulkan, 8, 32 * 1024, 32 * 1024, 1024, {1024, 1024, 1024}, 16, {}, true, false, false, false},
@@ -23,7 +23,7 @@ static const GpuTarget kTargets[] = {
      true, false, false, false},
     {"cuda", GpuApi::Cuda, 32, 48 * 1024, 163 * 1024, 1024, {1024, 1024, 64}, 16, kSm80, true, true, true, true},
     {"cuda-sm80", GpuApi::Cuda, 32, 48 * 1024, 163 * 1024, 1024, {1024, 1024, 64}, 16, kSm80, true, true, true, true},
-    {"cuda-sm90a", GpuApi::Cuda, 32, 48 * 1024, 227 * 1024, 1024, {1024, 1024, 64}, 16, kSm90a, true, true, true, true},
+    {"cuda-sm90a", GpuApi::Cuda, 32, 48 * 1024, 163 * 1024, 1024, {1024, 1024, 64}, 16, kSm90a, true, true, true, true},
     {"metal", GpuApi::Metal, 32, 32 * 1024, 32 * 1024, 1024, {1024, 1024, 1024}, 16, kApple, false, false, false, false},
 };
 

@@ -298,7 +298,10 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
     dimension contiguous and innermost in the buffer, the other strides
     whole runs), each buffer holds S chunks instead, S the most of up to 4
     that fit in the shared memory (a CUDA multiprocessor holds several
-    workgroups' 48 KiB): the copies of chunks 0 .. S - 2
+    workgroups' 48 KiB; for 16-bit or byte operands whose tile's 4-byte
+    sums pass that, as much as the sums take: kiln-cuda-mma-sync moves
+    them into the chunks' place after the loop, in dynamic shared memory,
+    so more chunks cost no workgroups): the copies of chunks 0 .. S - 2
     start before the loop (`nvgpu.device_async_copy`, 16 bytes a thread,
     one `nvvm.cp.async.commit.group` per chunk); at chunk i the threads
     wait for all but S - 2 of their groups (`nvvm.cp.async.wait.group`),

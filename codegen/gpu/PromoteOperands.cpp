@@ -231,6 +231,33 @@ int64_t stagedBytes(ArrayRef<Operand> operands, int64_t chunk) {
   return bytes;
 }
 
+/// The bytes of the workgroup's tile of 4-byte sums (its rows of the first
+/// operand by its columns of the second), or 0 where a tile's shape is
+/// dynamic.
+int64_t sumsBytes(ArrayRef<Operand> operands) {
+  int64_t bytes = 4;
+  for (const Operand &operand : operands) {
+    auto tile = cast<MemRefType>(operand.tile.getType());
+    if (!tile.hasStaticShape())
+      return 0;
+    bytes *= tile.getNumElements() / tile.getDimSize(operand.reduced);
+  }
+  return bytes;
+}
+
+/// The shared memory a contraction's chunks in flight may take: the
+/// target's budget, or where the tensor cores' sums of the tile pass it
+/// (a 128x128 tile's 64 KiB, which kiln-cuda-mma-sync moves into the
+/// chunks' place after the loop, in dynamic shared memory), as much as
+/// they take: more chunks in flight for no fewer workgroups per SM.
+int64_t stagingBudget(ArrayRef<Operand> operands, const GpuTarget &target) {
+  int64_t sums = sumsBytes(operands);
+  if (!target.has(MmaKind::MmaSync) || elementBytes(operands.front()) > 2 ||
+      sums > target.maxSharedMemoryBytes)
+    return target.sharedMemoryBytes;
+  return std::max(target.sharedMemoryBytes, sums);
+}
+
 /// The largest chunk whose buffers take at most half the target's shared
 /// memory (two workgroups can share a compute unit), or 0; no larger than
 /// needed for a reduction of `steps` (when known).
@@ -770,7 +797,7 @@ struct KilnGpuPromoteOperandsPass
     for (auto &[contraction, chunk] : staged) {
       int64_t bytes = stagedBytes(contraction.operands, chunk);
       // Asynchronous copies where every chunk moves in 16-byte runs: as
-      // many chunks in flight as the workgroup's shared memory holds
+      // many chunks in flight as the workgroup's staging budget holds
       // (CUDA's multiprocessors hold several such workgroups; the tensor
       // cores' sums take the chunks' place after the loop where they do
       // not fit beside them: kiln-cuda-mma-sync).
@@ -778,7 +805,8 @@ struct KilnGpuPromoteOperandsPass
       std::optional<int64_t> steps = getConstantIntValue(first.sizes[first.reduced]);
       SmallVector<int64_t> runs = llvm::map_to_vector(
           contraction.operands, [&](const Operand &o) { return wholeRuns(o, chunk, steps); });
-      int64_t stages = std::min(kMaxStages, target->sharedMemoryBytes / bytes);
+      int64_t stages =
+          std::min(kMaxStages, stagingBudget(contraction.operands, *target) / bytes);
       if (target->asyncCopies && stages >= 2 && !llvm::is_contained(runs, 0)) {
         if (report)
           emitRemark(contraction.op.getLoc())

@@ -155,6 +155,42 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// Dynamic shared memory is aligned to 16 bytes, and its size is the
+// module's: a buffer asking for more alignment, or a second kernel in the
+// module, is an error.
+module attributes {gpu.container_module} {
+  gpu.module @aligned_64 {
+    gpu.func @stage(%in: memref<16384xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      // expected-error @+1 {{kiln-cuda-compile-kernels: workgroup memory past 48 KiB is dynamic shared memory, aligned to 16 bytes, not 64}}
+      %shared = memref.alloc() {alignment = 64 : i64} : memref<16384xf32, #gpu.address_space<workgroup>>
+      %x = memref.load %in[%tid] : memref<16384xf32>
+      memref.store %x, %shared[%tid] : memref<16384xf32, #gpu.address_space<workgroup>>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @two_kernels {
+    gpu.func @small(%in: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      gpu.return
+    }
+    // expected-error @+1 {{kiln-cuda-compile-kernels: a kernel of more than 48 KiB of workgroup memory must be its gpu.module's only one}}
+    gpu.func @big(%in: memref<16384xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      %shared = memref.alloc() {alignment = 16 : i64} : memref<16384xf32, #gpu.address_space<workgroup>>
+      %x = memref.load %in[%tid] : memref<16384xf32>
+      memref.store %x, %shared[%tid] : memref<16384xf32, #gpu.address_space<workgroup>>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // More shared memory than a chip gives a workgroup (256 KiB; sm_80: 163
 // KiB, sm_90a: 227) is an error naming the module, the bytes and the
 // chip's limit; the module beside it compiles (in parallel) as usual.
