@@ -60,6 +60,7 @@ struct PipelineOptions {
   bool externalWeights = false; // CPU targets: constants read from a weights file
   std::string cudaToolkit;      // CUDA targets: the toolkit's folder (empty: looked for)
   bool wideTensorTiles = false; // CUDA targets: 16-bit matmuls in 128x128 tiles
+  bool splitContractions = false; // GPU targets: split-K for matmuls of few workgroups
   // Pruning before everything that reads the weights (kiln-prune, or
   // kiln-prune-channels for the pattern "channel").
   std::optional<double> pruneFraction;

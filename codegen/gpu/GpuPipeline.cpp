@@ -24,7 +24,8 @@ void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &optio
   pm.addPass(createKilnFuseElementwise({options.reportFusion, /*keepContractions=*/true}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuConvAsMatmul());
   pm.addNestedPass<func::FuncOp>(createKilnGpuReadThroughPadding());
-  pm.addNestedPass<func::FuncOp>(createKilnGpuSplitReductions());
+  pm.addNestedPass<func::FuncOp>(createKilnGpuSplitReductions(
+      {gpu.name, options.splitContractions, options.reportPlacement}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

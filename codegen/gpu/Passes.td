@@ -72,9 +72,10 @@ def KilnGpuSplitReductions : Pass<"kiln-gpu-split-reductions", "func::FuncOp"> {
     are one workgroup, its threads reading addresses a row apart. A
     linalg op on tensors of static shapes with one reduction loop, which
     indexes only its inputs' last dimension (contiguous), not a
-    contraction (those have the matmul tiles), with fewer than 65536
-    results, is split (linalg::splitReduction, the split loop parallel
-    and inner): `ratio` partial sums per result, partial p adding up
+    contraction (those have the matmul tiles; see split-contractions
+    below), with fewer than 65536 results, is split (as
+    linalg::splitReduction splits, the new loop parallel and inner):
+    `ratio` partial sums per result, partial p adding up
     values p, p + ratio, p + 2 ratio, ... (adjacent threads read adjacent
     values), into a tensor with the partials innermost, filled with the
     combiner's neutral element; then a reduction of the partials into the
@@ -83,7 +84,32 @@ def KilnGpuSplitReductions : Pass<"kiln-gpu-split-reductions", "func::FuncOp"> {
     8 values per partial. A body whose combiner linalg does not recognize
     stays whole. Sums are added in another order: results may differ in
     the last bits.
+
+    With `split-contractions` (kiln-compile's --split-k), a contraction
+    too (a matmul, a convolution as kiln-gpu-conv-as-matmul made it one)
+    that would have fewer than 256 workgroups on `target` at 4x4 results
+    per thread (a 7x7 convolution of 512 filters and 4608 products each:
+    16), of static shapes with one reduction loop, which each input
+    indexes by itself or not at all, and 4-byte sums (f32, i32): its
+    reduction goes in S consecutive slices, S the fewest powers of two
+    (at most 16) that give it 256 workgroups, each slice at least 256
+    values and a whole number of 32 (the chunks shared memory stages).
+    Each input's dimension of the reduced loop becomes [S, K / S]
+    (tensor.expand_shape); the slices are a new outermost parallel loop,
+    a batch of the matmul, summing into partials [S, init...] filled with
+    the combiner's neutral element; a reduction over S, innermost, adds
+    them into the op's init (a bias, where one was fused), where the
+    matmul's epilogue then applies. With `report`, a "placement: " remark
+    per split contraction.
   }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"vulkan\"",
+           "GPU target whose workgroups a contraction is counted in (as kiln-gpu-distribute's)">,
+    Option<"splitContractions", "split-contractions", "bool", "false",
+           "Also split contractions with too few workgroups (split-K)">,
+    Option<"report", "report", "bool", "false",
+           "Emit a \"placement: \" remark per split contraction">,
+  ];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
                            "arith::ArithDialect"];
 }

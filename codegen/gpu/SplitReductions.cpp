@@ -7,8 +7,14 @@
 // thread each, adjacent threads reading adjacent values; a second, short
 // reduction adds up the partials.
 //
+// A matmul (or a convolution as one) with few workgroups and a long
+// reduction is likewise split, on request: its reduction in `partials`
+// consecutive slices, each a batch of the matmul's tiles, so that the
+// slices' workgroups fill the GPU; then a short reduction adds them up.
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/gpu/Passes.h"
+#include "codegen/gpu/Tiles.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -23,6 +29,7 @@ namespace mlir::kiln {
 } // namespace mlir::kiln
 
 using namespace mlir;
+using namespace mlir::kiln;
 
 namespace {
 
@@ -35,6 +42,13 @@ constexpr int64_t kEnoughThreads = int64_t(1) << 16;
 constexpr int64_t kMostPartials = 64;
 /// The fewest values each partial sum adds up.
 constexpr int64_t kFewestPerPartial = 8;
+/// A split contraction's most slices of its reduction.
+constexpr int64_t kMostSlices = 16;
+/// The fewest values a slice sums, and what its length must be a multiple
+/// of: whole chunks of the largest that kiln-gpu-promote-operands stages
+/// (and with them whole steps of the tensor cores).
+constexpr int64_t kFewestPerSlice = 256;
+constexpr int64_t kSliceChunk = 32;
 
 /// The op of `op`'s body that combines a value into the accumulator (an
 /// arith op with a neutral element, such as addf or maximumf), or null.
@@ -85,80 +99,132 @@ int64_t splitRatio(linalg::LinalgOp op) {
   return ratio;
 }
 
-/// `map` over the split op's loops: loop `reduced` becomes two, the values
-/// per partial there and the partials last (`partials`); the loops after
-/// `reduced` move up by one.
-AffineMap splitMap(AffineMap map, unsigned reduced, bool expandsReduced) {
-  MLIRContext *ctx = map.getContext();
-  unsigned loops = map.getNumDims() + 1;
-  SmallVector<AffineExpr> shifted;
-  for (unsigned d = 0; d < map.getNumDims(); ++d)
-    shifted.push_back(getAffineDimExpr(d <= reduced ? d : d + 1, ctx));
-  SmallVector<AffineExpr> results;
-  for (AffineExpr expr : map.getResults()) {
-    results.push_back(expr.replaceDims(shifted));
-    if (expandsReduced && expr == getAffineDimExpr(reduced, ctx))
-      results.push_back(getAffineDimExpr(loops - 1, ctx));
-  }
-  return AffineMap::get(loops, 0, results, ctx);
+/// The slices contraction `op` should be split into, or 1: one of static
+/// shapes with one reduction loop, which each input indexes by itself in
+/// one dimension or not at all, 4-byte sums (f32, i32) that its body adds,
+/// and fewer than kEnoughWorkgroups workgroups on `target`. The slices are
+/// the fewest (a power of two, at most kMostSlices) that give it that
+/// many, each at least kFewestPerSlice values long, a whole number of
+/// kSliceChunk.
+int64_t contractionSlices(linalg::LinalgOp op, const GpuTarget &target) {
+  std::optional<int64_t> workgroups = contractionWorkgroups(op, target);
+  if (!workgroups || *workgroups >= kEnoughWorkgroups || !op.hasPureTensorSemantics() ||
+      op.getNumReductionLoops() != 1 || op.getNumDpsInits() != 1 || op.hasIndexSemantics() ||
+      !combiner(op))
+    return 1;
+  Type sum = getElementTypeOrSelf(op.getDpsInits()[0].getType());
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  if ((!sum.isF32() && !sum.isInteger(32)) || llvm::any_of(sizes, ShapedType::isDynamic))
+    return 1;
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  unsigned reduced = reductions.front();
+  for (OpOperand *input : op.getDpsInputOperands())
+    for (AffineExpr expr : op.getMatchingIndexingMap(input).getResults())
+      if (expr.isFunctionOfDim(reduced) && !isa<AffineDimExpr>(expr))
+        return 1;
+  int64_t length = sizes[reduced], slices = 1;
+  auto sliceFits = [&](int64_t n) {
+    return length % n == 0 && length / n >= kFewestPerSlice && (length / n) % kSliceChunk == 0;
+  };
+  while (*workgroups * slices < kEnoughWorkgroups && slices < kMostSlices &&
+         sliceFits(2 * slices))
+    slices *= 2;
+  return slices;
 }
 
-/// Splits reduction `op` over its loop `reduced` into `ratio` partial
-/// results each (see the file comment); replaces it.
-void split(RewriterBase &rewriter, linalg::GenericOp op, unsigned reduced, int64_t ratio) {
+/// Where a split reduction's partial sums go: interleaved (partial p adds
+/// up values p, p + n, p + 2n, ...: adjacent threads read adjacent values),
+/// the partials a loop and a dimension of their own, innermost; or in
+/// consecutive slices (slice s the values from s K / n on, a batch of the
+/// op), the slices the outermost loop and dimension.
+enum class Partials { Interleaved, Slices };
+
+/// `map` over the split op's loops: loop `reduced` runs over the values of
+/// one partial, and the partials' loop is added (the last, or the first,
+/// the others one further on); where `reduced` is a dimension of its own,
+/// that dimension becomes two, the partials' and the values'. The init's
+/// map (`init`) gains the partials' loop as a dimension instead.
+AffineMap splitMap(AffineMap map, unsigned reduced, Partials layout, bool init) {
+  MLIRContext *ctx = map.getContext();
+  unsigned dims = map.getNumDims();
+  bool slices = layout == Partials::Slices;
+  AffineExpr partial = getAffineDimExpr(slices ? 0 : dims, ctx);
+  SmallVector<AffineExpr> results;
+  for (AffineExpr expr : map.getResults()) {
+    AffineExpr shifted = expr.shiftDims(dims, slices ? 1 : 0);
+    bool split = expr == getAffineDimExpr(reduced, ctx);
+    if (split && slices)
+      results.push_back(partial);
+    results.push_back(shifted);
+    if (split && !slices)
+      results.push_back(partial);
+  }
+  if (init)
+    results.insert(slices ? results.begin() : results.end(), partial);
+  return AffineMap::get(dims + 1, 0, results, ctx);
+}
+
+/// Splits reduction `op` over its loop `reduced` into `n` partial sums per
+/// result, laid out as `layout` says: each input's dimension of that loop
+/// as [K / n, n] (interleaved) or [n, K / n] (slices); the partials, the
+/// init's shape and n, start from the combiner's neutral element; then a
+/// reduction over the partials, innermost, adds them into the op's init.
+/// Replaces `op`.
+void split(RewriterBase &rewriter, linalg::LinalgOp op, unsigned reduced, int64_t n,
+           Partials layout) {
   Location loc = op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
+  bool slices = layout == Partials::Slices;
   rewriter.setInsertionPoint(op);
   Operation *combine = combiner(op);
-  // The inputs, their last dimension (the reduced loop) as [K / ratio, ratio].
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
   for (OpOperand *input : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(input);
-    bool expands = map.getNumResults() && map.getResults().back() == getAffineDimExpr(reduced, ctx);
     Value value = input->get();
-    if (expands) {
+    if (std::optional<unsigned> at = map.getResultPosition(getAffineDimExpr(reduced, ctx))) {
       auto type = cast<RankedTensorType>(value.getType());
       SmallVector<int64_t> shape(type.getShape());
-      shape.back() /= ratio;
-      shape.push_back(ratio);
+      shape[*at] /= n;
+      shape.insert(shape.begin() + *at + (slices ? 0 : 1), n);
       SmallVector<ReassociationIndices> groups;
-      for (int64_t d = 0; d + 1 < type.getRank(); ++d)
-        groups.push_back({d});
-      groups.push_back({type.getRank() - 1, type.getRank()});
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        groups.push_back(d < *at    ? ReassociationIndices{d}
+                         : d == *at ? ReassociationIndices{d, d + 1}
+                                    : ReassociationIndices{d + 1});
       value = tensor::ExpandShapeOp::create(
           rewriter, loc, RankedTensorType::get(shape, type.getElementType()), value, groups);
     }
     inputs.push_back(value);
-    maps.push_back(splitMap(map, reduced, expands));
+    maps.push_back(splitMap(map, reduced, layout, /*init=*/false));
   }
-  // The partials: the init's shape and `ratio`, the combiner's neutral
-  // element.
   Value init = op.getDpsInits()[0];
   auto initType = cast<RankedTensorType>(init.getType());
   SmallVector<int64_t> shape(initType.getShape());
-  shape.push_back(ratio);
-  Type elementType = initType.getElementType();
+  shape.insert(slices ? shape.begin() : shape.end(), n);
   Value neutral = arith::ConstantOp::create(rewriter, loc, *arith::getNeutralElement(combine));
-  Value empty = tensor::EmptyOp::create(rewriter, loc, shape, elementType);
+  Value empty = tensor::EmptyOp::create(rewriter, loc, shape, initType.getElementType());
   Value partialsInit = linalg::FillOp::create(rewriter, loc, neutral, empty).getResult(0);
-  AffineMap initMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  AffineMap partialsMap = splitMap(initMap, reduced, false);
-  partialsMap = partialsMap.insertResult(getAffineDimExpr(partialsMap.getNumDims() - 1, ctx),
-                                         partialsMap.getNumResults());
-  maps.push_back(partialsMap);
+  maps.push_back(splitMap(op.getMatchingIndexingMap(op.getDpsInitOperand(0)), reduced, layout,
+                          /*init=*/true));
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  iterators.push_back(utils::IteratorType::parallel);
+  iterators.insert(slices ? iterators.begin() : iterators.end(), utils::IteratorType::parallel);
   auto partials = linalg::GenericOp::create(rewriter, loc, TypeRange{partialsInit.getType()},
                                             inputs, partialsInit, maps, iterators);
-  rewriter.cloneRegionBefore(op.getRegion(), partials.getRegion(), partials.getRegion().end());
-  // The partials combined into the init.
+  rewriter.cloneRegionBefore(op->getRegion(0), partials.getRegion(), partials.getRegion().end());
+  // The partials added up into the init, their loop the innermost.
   unsigned rank = initType.getRank();
+  SmallVector<AffineExpr> partialsIndex;
+  for (unsigned d = 0; d < rank; ++d)
+    partialsIndex.push_back(getAffineDimExpr(d, ctx));
+  partialsIndex.insert(slices ? partialsIndex.begin() : partialsIndex.end(),
+                       getAffineDimExpr(rank, ctx));
   SmallVector<utils::IteratorType> combining(rank, utils::IteratorType::parallel);
   combining.push_back(utils::IteratorType::reduction);
   auto combined = linalg::GenericOp::create(
       rewriter, loc, TypeRange{initType}, partials.getResult(0), init,
-      {AffineMap::getMultiDimIdentityMap(rank + 1, ctx),
+      {AffineMap::get(rank + 1, 0, partialsIndex, ctx),
        AffineMap::getMultiDimIdentityMap(rank + 1, ctx).getMajorSubMap(rank)},
       combining, [&](OpBuilder &b, Location l, ValueRange args) {
         IRMapping operands;
@@ -170,18 +236,33 @@ void split(RewriterBase &rewriter, linalg::GenericOp op, unsigned reduced, int64
 
 struct KilnGpuSplitReductionsPass
     : mlir::kiln::impl::KilnGpuSplitReductionsBase<KilnGpuSplitReductionsPass> {
+  using KilnGpuSplitReductionsBase::KilnGpuSplitReductionsBase;
   void runOnOperation() override {
-    SmallVector<linalg::LinalgOp> ops;
+    std::optional<GpuTarget> target = lookupGpuTarget(getOperation(), targetName);
+    if (!target)
+      return signalPassFailure();
+    SmallVector<std::pair<linalg::LinalgOp, int64_t>> reductions, contractions;
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (splitRatio(op) > 1)
-        ops.push_back(op);
+      if (int64_t ratio = splitRatio(op); ratio > 1)
+        reductions.push_back({op, ratio});
+      else if (int64_t slices = splitContractions ? contractionSlices(op, *target) : 1;
+               slices > 1)
+        contractions.push_back({op, slices});
     });
     IRRewriter rewriter(&getContext());
-    for (linalg::LinalgOp op : ops) {
-      SmallVector<unsigned> reductions;
-      op.getReductionDims(reductions);
-      split(rewriter, cast<linalg::GenericOp>(op.getOperation()), reductions.front(),
-            splitRatio(op));
+    auto reducedLoop = [](linalg::LinalgOp op) {
+      SmallVector<unsigned> reduced;
+      op.getReductionDims(reduced);
+      return reduced.front();
+    };
+    for (auto [op, ratio] : reductions)
+      split(rewriter, op, reducedLoop(op), ratio, Partials::Interleaved);
+    for (auto [op, slices] : contractions) {
+      if (report)
+        emitRemark(op.getLoc()) << "placement: reduction split into " << slices
+                                << " slices of " << op.getStaticLoopRanges()[reducedLoop(op)] / slices
+                                << ", their partial sums added up after";
+      split(rewriter, op, reducedLoop(op), slices, Partials::Slices);
     }
   }
 };

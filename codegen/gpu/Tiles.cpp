@@ -41,6 +41,38 @@ std::optional<std::string> mlir::kiln::unsupportedByKernels(Operation *op,
   return reason;
 }
 
+/// The parallel loops of `op`, outermost first.
+static SmallVector<unsigned> parallelLoops(linalg::LinalgOp op) {
+  SmallVector<unsigned> parallel;
+  for (auto [i, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (iterator == utils::IteratorType::parallel)
+      parallel.push_back(i);
+  return parallel;
+}
+
+/// The workgroups of a contraction of static loop `sizes` in tiles of
+/// `rowTile` x `colTile` of its last two `parallel` loops (one iteration
+/// of each other).
+static int64_t workgroupsOf(ArrayRef<int64_t> sizes, ArrayRef<unsigned> parallel,
+                            int64_t rowTile, int64_t colTile) {
+  int64_t workgroups = 1;
+  for (unsigned d : parallel.drop_back(2))
+    workgroups *= sizes[d];
+  return workgroups * llvm::divideCeilSigned(sizes[parallel[parallel.size() - 2]], rowTile) *
+         llvm::divideCeilSigned(sizes[parallel.back()], colTile);
+}
+
+std::optional<int64_t> mlir::kiln::contractionWorkgroups(linalg::LinalgOp op,
+                                                         const GpuTarget &target) {
+  SmallVector<unsigned> parallel = parallelLoops(op);
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  if (!linalg::isaContractionOpInterface(op) || parallel.size() < 2 ||
+      llvm::any_of(parallel, [&](unsigned d) { return ShapedType::isDynamic(sizes[d]); }))
+    return std::nullopt;
+  int64_t threadRows = std::max<int64_t>(1, target.workgroupThreads() / kThreadColumns);
+  return workgroupsOf(sizes, parallel, kThreadTile * threadRows, kThreadTile * kThreadColumns);
+}
+
 /// Results per thread along each of a contraction's two output dimensions:
 /// kThreadTile, or for a static matmul of f32 operands that would have
 /// fewer than `enough` workgroups (a 7x7 convolution of 512 filters: 16
@@ -63,13 +95,8 @@ static std::pair<int64_t, int64_t> contractionThreadTile(linalg::LinalgOp op,
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
   if (llvm::any_of(parallel, [&](unsigned d) { return ShapedType::isDynamic(sizes[d]); }))
     return {kThreadTile, kThreadTile};
-  unsigned rows = parallel[parallel.size() - 2], cols = parallel.back();
-  int64_t others = 1;
-  for (unsigned d : parallel.drop_back(2))
-    others *= sizes[d];
-  auto workgroups = [&](int64_t rowTile, int64_t colTile) -> int64_t {
-    return others * llvm::divideCeilSigned(sizes[rows], rowTile * threadRows) *
-           llvm::divideCeilSigned(sizes[cols], colTile * kThreadColumns);
+  auto workgroups = [&](int64_t rowTile, int64_t colTile) {
+    return workgroupsOf(sizes, parallel, rowTile * threadRows, colTile * kThreadColumns);
   };
   auto inputsAre = [&](function_ref<bool(Type)> is) {
     return llvm::all_of(op.getDpsInputs(),
@@ -126,13 +153,9 @@ static int64_t evenTile(int64_t size, int64_t most) {
 
 Tiles mlir::kiln::chooseTiles(linalg::LinalgOp op, const GpuTarget &target,
                               int64_t enoughWorkgroups, bool wideTensorTiles) {
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  Tiles tiles{SmallVector<int64_t>(iterators.size(), 0),
-              SmallVector<int64_t>(iterators.size(), 0)};
-  SmallVector<unsigned> parallel;
-  for (auto [i, iterator] : llvm::enumerate(iterators))
-    if (iterator == utils::IteratorType::parallel)
-      parallel.push_back(i);
+  unsigned loops = op.getNumLoops();
+  Tiles tiles{SmallVector<int64_t>(loops, 0), SmallVector<int64_t>(loops, 0)};
+  SmallVector<unsigned> parallel = parallelLoops(op);
   if (parallel.empty())
     return tiles; // a reduction to a scalar or a 0-d op: left to the host
   // Outer parallel loops: one iteration per workgroup, not split further.

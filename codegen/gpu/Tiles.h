@@ -39,6 +39,11 @@ constexpr int64_t kEnoughWorkgroups = 256;
 Tiles chooseTiles(linalg::LinalgOp op, const GpuTarget &target,
                   int64_t enoughWorkgroups, bool wideTensorTiles = false);
 
+/// The workgroups chooseTiles gives a contraction of static parallel loops
+/// at 4x4 results per thread (before it picks more or fewer), or nothing
+/// for another op.
+std::optional<int64_t> contractionWorkgroups(linalg::LinalgOp op, const GpuTarget &target);
+
 /// A constant upper bound of size `d` of `tile` (a memref: its static
 /// size, else what its view's sizes bound it by), or failure.
 FailureOr<int64_t> sizeBound(Value tile, int64_t d);

@@ -3,7 +3,7 @@
 machine with the GPU (numpy there; PyTorch for the baseline if present).
 
 For each model of DIR (default build/device) and each kiln executable of
-it (cuda, vulkan):
+it (cuda, cuda-split-k, vulkan):
   - numerics: the executable on the model's inputs against the expected
     outputs (onnxruntime's; for --precision=bf16 models kiln's on the CPU
     with the same roundings), within --rtol/--atol;
@@ -51,7 +51,8 @@ import time
 
 import numpy as np
 
-TARGETS = ["cuda", "vulkan"]
+# Executables by name: cuda-split-k is --target=cuda --split-k.
+TARGETS = ["cuda", "cuda-split-k", "vulkan"]
 
 
 def run(cmd, timeout=120, env=None):
@@ -278,7 +279,7 @@ def bench_kiln(plan, root, pattern, runs):
         row = {"model": model, "target": target}
         try:
             for key, env in variants.items():
-                if env is None or target == "cuda":
+                if env is None or target.startswith("cuda"):
                     row[key], row["device"] = kiln_p50_ms(exe, runs, env)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             row["bench"] = "did not run: %s" % e

@@ -96,6 +96,21 @@ def conv_7x7():
                  [weight("w", 256, 256, 3, 3, scale=0.02), weight("b", 256)]), [(8, 256, 7, 7)]
 
 
+def split_k():
+    """resnet18's last convolution at batch 1, narrower (256 to 256
+    channels on 7x7, bias, Relu), then a classifier of its 12544 features
+    to 64: on GPUs both are matmuls of few workgroups and long reductions,
+    which --split-k sums in slices."""
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Flatten", ["r"], ["f"], name="flatten"),
+             helper.make_node("MatMul", ["f", "fc_w"], ["m"], name="fc"),
+             helper.make_node("Add", ["m", "fc_b"], ["y"], name="fc_bias")]
+    return model(nodes, [tensor("x", [1, 256, 7, 7])], [tensor("y", [1, 64])],
+                 [weight("w", 256, 256, 3, 3, scale=0.02), weight("b", 256),
+                  weight("fc_w", 12544, 64, scale=0.01), weight("fc_b", 64)]), [(1, 256, 7, 7)]
+
+
 def conv_batch_chunks():
     """A padded 3x3 convolution of 16 to 2 channels on 8 images of 128x128,
     then Relu: the batch's receptive fields (18.9M elements) pass the GPU's
@@ -1160,7 +1175,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, conv_7x7, conv_batch_chunks, conv_chunk_offsets, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
+BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch_chunks, conv_chunk_offsets, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

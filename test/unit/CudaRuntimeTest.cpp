@@ -104,6 +104,22 @@ protected:
     ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
   }
 
+  /// With KILN_CUDA_PREFETCH=0, a run after `announce` (kiln_device_touched
+  /// or kiln_device_will_touch) of 64 floats prefetches nothing: pages move
+  /// by faults.
+  void expectNoPrefetchWithoutIt(void (*announce)(kiln_device *, void *, size_t)) {
+    setenv("KILN_CUDA_PREFETCH", "0", 1);
+    state().prefetched.clear();
+    std::string error;
+    kiln_device *d = open(error);
+    ASSERT_NE(d, nullptr) << error;
+    float *a = zeros(d);
+    announce(d, a, 64 * sizeof(float));
+    run(d, a, 16);
+    EXPECT_TRUE(state().prefetched.empty());
+    kiln_device_close(d);
+  }
+
   std::vector<kiln_gpu_kernel> kernels;
   kiln_gpu_program program;
 };
@@ -290,16 +306,7 @@ TEST_F(CudaRuntime, PrefetchesWhatTheHostTouched) {
     kiln_device_close(d);
   }
   // KILN_CUDA_PREFETCH=0: left to the kernels' page faults.
-  setenv("KILN_CUDA_PREFETCH", "0", 1);
-  state().prefetched.clear();
-  std::string error;
-  kiln_device *d = open(error);
-  ASSERT_NE(d, nullptr) << error;
-  float *a = zeros(d);
-  kiln_device_touched(d, a, 64 * sizeof(float));
-  run(d, a, 16);
-  EXPECT_TRUE(state().prefetched.empty());
-  kiln_device_close(d);
+  expectNoPrefetchWithoutIt(kiln_device_touched);
 }
 
 // What the host will touch once the wait returns (a run's outputs, the
@@ -335,16 +342,7 @@ TEST_F(CudaRuntime, PrefetchesBackWhatTheHostWillTouch) {
     kiln_device_close(d);
   }
   // KILN_CUDA_PREFETCH=0: left to the host's page faults.
-  setenv("KILN_CUDA_PREFETCH", "0", 1);
-  state().prefetched.clear();
-  std::string error;
-  kiln_device *d = open(error);
-  ASSERT_NE(d, nullptr) << error;
-  float *a = zeros(d);
-  kiln_device_will_touch(d, a, 64 * sizeof(float));
-  run(d, a, 16);
-  EXPECT_TRUE(state().prefetched.empty());
-  kiln_device_close(d);
+  expectNoPrefetchWithoutIt(kiln_device_will_touch);
 }
 
 // A kernel whose shared memory passes 48 KiB (kiln.shared_bytes) opts into

@@ -99,6 +99,12 @@ cl::opt<bool> cudaWideTiles(
              "per thread, the sums in dynamic shared memory) instead of 128x64; not yet "
              "timed on a GPU"),
     cl::cat(category));
+cl::opt<bool> splitK(
+    "split-k",
+    cl::desc("For GPU targets: a matmul or convolution with too few workgroups for the "
+             "GPU (under 256) and a long reduction sums it in up to 16 slices, each a "
+             "batch of workgroups, then adds the partial sums up; not yet timed on a GPU"),
+    cl::cat(category));
 cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                  cl::desc("For --target=cuda: the CUDA toolkit's folder, whose "
                                           "ptxas and fatbinary build the kernels (default: "
@@ -805,6 +811,9 @@ int main(int argc, char **argv) {
   if (externalWeights && mlir::kiln::lookupGpuTarget(targetTriple))
     return error("--weights=external and --pack-weights apply to CPU targets; --target=" +
                  targetTriple + " is a GPU target");
+  if (splitK && !mlir::kiln::lookupGpuTarget(targetTriple))
+    return error("--split-k applies to GPU targets (vulkan, cuda, metal), not " +
+                 (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple));
   if (externalWeights && emit == Emit::LLVMIR)
     return error("--weights=external writes a weights file beside an executable, static "
                  "library or object, not beside --emit=llvm-ir");
@@ -862,6 +871,7 @@ int main(int argc, char **argv) {
   pipelineOptions.reportPlacement = llvm::is_contained(reports, Report::Placement);
   pipelineOptions.cudaToolkit = cudaKit;
   pipelineOptions.wideTensorTiles = cudaWideTiles;
+  pipelineOptions.splitContractions = splitK;
   pipelineOptions.profile = profile;
   pipelineOptions.externalWeights = externalWeights;
   pipelineOptions.precision = *arithmetic;

@@ -1,4 +1,6 @@
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-split-reductions | FileCheck %s
+// RUN: kiln-opt %s --split-input-file "--kiln-gpu-split-reductions=split-contractions=true" | FileCheck %s --check-prefix=SPLITK
+// RUN: kiln-opt %s --split-input-file "--kiln-gpu-split-reductions=split-contractions=true target=cuda report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // A layer norm's means: 128 results of 768 values, the result kept as a
 // dimension of 1. Split 64 ways (8192 partials; 12 values each): the
@@ -142,5 +144,89 @@ func.func @whole(%many: tensor<65536x256xf32>, %mi: tensor<65536xf32>,
     %s = arith.subf %out, %in : f32
     linalg.yield %s : f32
   } -> tensor<64xf32>
+  return
+}
+
+// -----
+
+// Split-K (split-contractions): a convolution's matmul of 512 filters by
+// 49 pixels, 4608 products each, would have 16 workgroups of 64x32: its
+// reduction goes in 16 slices of 288 (the fewest powers of two that make
+// 256 workgroups), the slices a batch of the matmul (filters as
+// [512, 16, 288], fields as [16, 288, 49]) into zeroed partials
+// [16, 512, 49], then a reduction over the slices, innermost, into the
+// init (here a bias). Without the option, contractions stay whole.
+// CHECK-LABEL: func.func @few_workgroups
+// CHECK-NOT: tensor.expand_shape
+// SPLITK-LABEL: func.func @whole
+// SPLITK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d0, d3)>
+// SPLITK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// SPLITK-DAG: #[[P:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// SPLITK-DAG: #[[SLICES:.*]] = affine_map<(d0, d1, d2) -> (d2, d0, d1)>
+// SPLITK-DAG: #[[SUM:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// SPLITK-LABEL: func.func @few_workgroups
+// SPLITK-SAME: (%[[W:.*]]: tensor<512x4608xf32>, %[[X:.*]]: tensor<4608x49xf32>, %[[BIAS:.*]]: tensor<512x49xf32>)
+// SPLITK:   %[[WS:.*]] = tensor.expand_shape %[[W]] {{\[}}[0], [1, 2]] output_shape [512, 16, 288]
+// SPLITK:   %[[XS:.*]] = tensor.expand_shape %[[X]] {{\[}}[0, 1], [2]] output_shape [16, 288, 49]
+// SPLITK:   %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// SPLITK:   %[[EMPTY:.*]] = tensor.empty() : tensor<16x512x49xf32>
+// SPLITK:   %[[ZEROS:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[EMPTY]] : tensor<16x512x49xf32>)
+// SPLITK:   %[[PARTIALS:.*]] = linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[P]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[WS]], %[[XS]] : tensor<512x16x288xf32>, tensor<16x288x49xf32>) outs(%[[ZEROS]] : tensor<16x512x49xf32>)
+// SPLITK:     arith.mulf
+// SPLITK:     arith.addf
+// SPLITK:   %[[SUMS:.*]] = linalg.generic {indexing_maps = [#[[SLICES]], #[[SUM]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[PARTIALS]] : tensor<16x512x49xf32>) outs(%[[BIAS]] : tensor<512x49xf32>)
+// SPLITK-NEXT: ^bb0(%[[IN:.*]]: f32, %[[OUT:.*]]: f32):
+// SPLITK-NEXT:   %[[S:.*]] = arith.addf %[[IN]], %[[OUT]] : f32
+// SPLITK-NEXT:   linalg.yield %[[S]] : f32
+// SPLITK:   return %[[SUMS]]
+// REPORT: remark: placement: reduction split into 16 slices of 288, their partial sums added up after
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @few_workgroups(%w: tensor<512x4608xf32>, %x: tensor<4608x49xf32>, %bias: tensor<512x49xf32>) -> tensor<512x49xf32> {
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%w, %x : tensor<512x4608xf32>, tensor<4608x49xf32>) outs(%bias : tensor<512x49xf32>) {
+  ^bb0(%p: f32, %q: f32, %s: f32):
+    %m = arith.mulf %p, %q : f32
+    %t = arith.addf %s, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<512x49xf32>
+  return %r : tensor<512x49xf32>
+}
+
+// -----
+
+// bf16 operands summed in f32 (a widening body) split alike, fewer slices
+// where the reduction runs out: 2048 products by 64x64 results (one
+// workgroup) in 8 slices of 256. Left whole: a matmul with 256
+// workgroups already (1024x1024 of 64x32 tiles: 512), one whose slices
+// would be shorter than 256 (K = 384), one whose slices would not be
+// whole chunks of 32 (K = 4616, 8 * 577), and one summing in bf16.
+// SPLITK-LABEL: func.func @which
+// SPLITK:   tensor.expand_shape %{{.*}} output_shape [64, 8, 256] : tensor<64x2048xbf16> into tensor<64x8x256xbf16>
+// SPLITK:   tensor.expand_shape %{{.*}} output_shape [8, 256, 64] : tensor<2048x64xbf16> into tensor<8x256x64xbf16>
+// SPLITK:   linalg.generic {{.*}} outs(%{{.*}} : tensor<8x64x64xf32>)
+// SPLITK:     arith.extf
+// SPLITK-NOT: tensor.expand_shape
+// SPLITK:   return
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @which(%a: tensor<64x2048xbf16>, %b: tensor<2048x64xbf16>, %c: tensor<64x64xf32>,
+                 %big_a: tensor<1024x64xf32>, %big_b: tensor<64x1024xf32>, %big_c: tensor<1024x1024xf32>,
+                 %short_a: tensor<64x384xf32>, %short_b: tensor<384x64xf32>,
+                 %odd_a: tensor<64x4616xf32>, %odd_b: tensor<4616x64xf32>,
+                 %h: tensor<64x64xbf16>) {
+  %0 = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<64x2048xbf16>, tensor<2048x64xbf16>) outs(%c : tensor<64x64xf32>) {
+  ^bb0(%p: bf16, %q: bf16, %s: f32):
+    %pf = arith.extf %p : bf16 to f32
+    %qf = arith.extf %q : bf16 to f32
+    %m = arith.mulf %pf, %qf : f32
+    %t = arith.addf %s, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<64x64xf32>
+  %1 = linalg.matmul ins(%big_a, %big_b : tensor<1024x64xf32>, tensor<64x1024xf32>) outs(%big_c : tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+  %2 = linalg.matmul ins(%short_a, %short_b : tensor<64x384xf32>, tensor<384x64xf32>) outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %3 = linalg.matmul ins(%odd_a, %odd_b : tensor<64x4616xf32>, tensor<4616x64xf32>) outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %4 = linalg.matmul ins(%a, %b : tensor<64x2048xbf16>, tensor<2048x64xbf16>) outs(%h : tensor<64x64xbf16>) -> tensor<64x64xbf16>
   return
 }
