@@ -91,9 +91,10 @@ def KilnGpuSplitReductions : Pass<"kiln-gpu-split-reductions", "func::FuncOp"> {
     per thread (a 7x7 convolution of 512 filters and 4608 products each:
     16), of static shapes with one reduction loop, which each input
     indexes by itself or not at all, and 4-byte sums (f32, i32): its
-    reduction goes in S consecutive slices, S the fewest powers of two
-    (at most 16) that give it 256 workgroups, each slice at least 256
-    values and a whole number of 32 (the chunks shared memory stages).
+    reduction goes in S consecutive slices, S the smallest power of two
+    (at most 16) that gives it 256 workgroups, or the largest whose slices
+    stay at least 256 values and a whole number of 32 (the chunks shared
+    memory stages).
     Each input's dimension of the reduced loop becomes [S, K / S]
     (tensor.expand_shape); the slices are a new outermost parallel loop,
     a batch of the matmul, summing into partials [S, init...] filled with

@@ -8,7 +8,7 @@
 // reduction adds up the partials.
 //
 // A matmul (or a convolution as one) with few workgroups and a long
-// reduction is likewise split, on request: its reduction in `partials`
+// reduction is likewise split, on request (split-K): its reduction in
 // consecutive slices, each a batch of the matmul's tiles, so that the
 // slices' workgroups fill the GPU; then a short reduction adds them up.
 //
@@ -100,12 +100,11 @@ int64_t splitRatio(linalg::LinalgOp op) {
 }
 
 /// The slices contraction `op` should be split into, or 1: one of static
-/// shapes with one reduction loop, which each input indexes by itself in
-/// one dimension or not at all, 4-byte sums (f32, i32) that its body adds,
-/// and fewer than kEnoughWorkgroups workgroups on `target`. The slices are
-/// the fewest (a power of two, at most kMostSlices) that give it that
-/// many, each at least kFewestPerSlice values long, a whole number of
-/// kSliceChunk.
+/// shapes with one reduction loop, 4-byte sums (f32, i32) that its body
+/// adds, and fewer than kEnoughWorkgroups workgroups on `target`. The
+/// slices are the fewest (a power of two, at most kMostSlices) that give it
+/// that many, or as many as keep each slice at least kFewestPerSlice values
+/// long and a whole number of kSliceChunk.
 int64_t contractionSlices(linalg::LinalgOp op, const GpuTarget &target) {
   std::optional<int64_t> workgroups = contractionWorkgroups(op, target);
   if (!workgroups || *workgroups >= kEnoughWorkgroups || !op.hasPureTensorSemantics() ||
@@ -116,14 +115,11 @@ int64_t contractionSlices(linalg::LinalgOp op, const GpuTarget &target) {
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
   if ((!sum.isF32() && !sum.isInteger(32)) || llvm::any_of(sizes, ShapedType::isDynamic))
     return 1;
+  // (A contraction's maps are projected permutations: each input indexes
+  // the reduced loop by itself in one dimension, or not at all.)
   SmallVector<unsigned> reductions;
   op.getReductionDims(reductions);
-  unsigned reduced = reductions.front();
-  for (OpOperand *input : op.getDpsInputOperands())
-    for (AffineExpr expr : op.getMatchingIndexingMap(input).getResults())
-      if (expr.isFunctionOfDim(reduced) && !isa<AffineDimExpr>(expr))
-        return 1;
-  int64_t length = sizes[reduced], slices = 1;
+  int64_t length = sizes[reductions.front()], slices = 1;
   auto sliceFits = [&](int64_t n) {
     return length % n == 0 && length / n >= kFewestPerSlice && (length / n) % kSliceChunk == 0;
   };

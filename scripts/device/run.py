@@ -19,7 +19,8 @@ it (cuda, cuda-split-k, vulkan):
     the matmul alone, and with the inputs copied from the host and the
     result back, as kiln's run does; TFLOP/s for each;
   - for the models with a torch.json (resnet18, bert2 at batch 1 and 32):
-    kiln's kernels alone by Nsight Compute, the slowest of them by name
+    kiln's kernels alone by Nsight Compute (cuda-split-k's too, where the
+    model has one), the slowest of them by name
     (k<i>_<node>); PyTorch running the same graph (torch_graph.py) eagerly
     and through torch.compile, alone and with the copies, and its numerics
     at batch 1.
@@ -334,20 +335,21 @@ def profile_models(plan, root, pattern, top=12):
     time goes."""
     ncu = find_ncu()
     for model in sorted(os.listdir(root)):
-        exe = os.path.join(root, model, "cuda")
-        if (not ncu or not re.search(pattern, model) or not plan.time_left() or
-                not os.path.exists(os.path.join(root, model, "torch.json")) or
-                not os.access(exe, os.X_OK)):
-            continue
-        row = {"model": model, "target": "cuda kernels alone (ncu)"}
-        try:
-            times, row["launches"] = ncu_kernel_times(ncu, exe)
-            row["alone_ms"] = sum(times.values())
-            row["kernels"] = sorted(([k, ms] for k, ms in times.items()),
-                                    key=lambda kv: -kv[1])[:top]
-        except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
-            row["bench"] = "did not run: %s" % e
-        plan.add(row)
+        for target in ("cuda", "cuda-split-k"):
+            exe = os.path.join(root, model, target)
+            if (not ncu or not re.search(pattern, model) or not plan.time_left() or
+                    not os.path.exists(os.path.join(root, model, "torch.json")) or
+                    not os.access(exe, os.X_OK)):
+                continue
+            row = {"model": model, "target": target + " kernels alone (ncu)"}
+            try:
+                times, row["launches"] = ncu_kernel_times(ncu, exe)
+                row["alone_ms"] = sum(times.values())
+                row["kernels"] = sorted(([k, ms] for k, ms in times.items()),
+                                        key=lambda kv: -kv[1])[:top]
+            except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+                row["bench"] = "did not run: %s" % e
+            plan.add(row)
 
 
 def bench_matmul_baselines(plan, root, pattern, runs):

@@ -200,7 +200,7 @@ func.func @few_workgroups(%w: tensor<512x4608xf32>, %x: tensor<4608x49xf32>, %bi
 // workgroup) in 8 slices of 256. Left whole: a matmul with 256
 // workgroups already (1024x1024 of 64x32 tiles: 512), one whose slices
 // would be shorter than 256 (K = 384), one whose slices would not be
-// whole chunks of 32 (K = 4616, 8 * 577), and one summing in bf16.
+// whole chunks of 32 (K = 4616: halves of 2308), and one summing in bf16.
 // SPLITK-LABEL: func.func @which
 // SPLITK:   tensor.expand_shape %{{.*}} output_shape [64, 8, 256] : tensor<64x2048xbf16> into tensor<64x8x256xbf16>
 // SPLITK:   tensor.expand_shape %{{.*}} output_shape [8, 256, 64] : tensor<2048x64xbf16> into tensor<8x256x64xbf16>
@@ -229,4 +229,51 @@ func.func @which(%a: tensor<64x2048xbf16>, %b: tensor<2048x64xbf16>, %c: tensor<
   %3 = linalg.matmul ins(%odd_a, %odd_b : tensor<64x4616xf32>, tensor<4616x64xf32>) outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
   %4 = linalg.matmul ins(%a, %b : tensor<64x2048xbf16>, tensor<2048x64xbf16>) outs(%h : tensor<64x64xbf16>) -> tensor<64x64xbf16>
   return
+}
+
+// -----
+
+// A reduction whose loop is not the innermost (d1 of three), over its
+// input's last dimension: its partials' loop still goes last, after the
+// loops it had (d0, the values of a partial, d2).
+// CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
+// CHECK-DAG: #[[PARTIAL:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-LABEL: func.func @middle_loop
+// CHECK:   %[[ROWS:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1], [2, 3]] output_shape [64, 4, 12, 64]
+// CHECK:   %[[SUMS:.*]] = linalg.generic {indexing_maps = [#[[X]], #[[PARTIAL]]], iterator_types = ["parallel", "reduction", "parallel", "parallel"]} ins(%[[ROWS]] : tensor<64x4x12x64xf32>) outs(%{{.*}} : tensor<64x4x64xf32>)
+// CHECK:   linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[SUMS]] : tensor<64x4x64xf32>) outs(%{{.*}} : tensor<64x4xf32>)
+#x = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+#r = affine_map<(d0, d1, d2) -> (d0, d2)>
+func.func @middle_loop(%x: tensor<64x4x768xf32>, %init: tensor<64x4xf32>) -> tensor<64x4xf32> {
+  %r = linalg.generic {indexing_maps = [#x, #r], iterator_types = ["parallel", "reduction", "parallel"]} ins(%x : tensor<64x4x768xf32>) outs(%init : tensor<64x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<64x4xf32>
+  return %r : tensor<64x4xf32>
+}
+
+// -----
+
+// A matmul whose reduction is its outermost loop (k, m, n): the slices go
+// first, then the values of a slice, m and n.
+// SPLITK-LABEL: func.func @middle_loop
+// SPLITK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d0, d1)>
+// SPLITK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// SPLITK-DAG: #[[P:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// SPLITK-LABEL: func.func @k_outermost
+// SPLITK:   %[[AS:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2]] output_shape [512, 16, 288]
+// SPLITK:   %[[BS:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [16, 288, 49]
+// SPLITK:   linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[P]]], iterator_types = ["parallel", "reduction", "parallel", "parallel"]} ins(%[[AS]], %[[BS]] : tensor<512x16x288xf32>, tensor<16x288x49xf32>) outs(%{{.*}} : tensor<16x512x49xf32>)
+#a = affine_map<(k, m, n) -> (m, k)>
+#b = affine_map<(k, m, n) -> (k, n)>
+#c = affine_map<(k, m, n) -> (m, n)>
+func.func @k_outermost(%a: tensor<512x4608xf32>, %b: tensor<4608x49xf32>, %c: tensor<512x49xf32>) -> tensor<512x49xf32> {
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a, %b : tensor<512x4608xf32>, tensor<4608x49xf32>) outs(%c : tensor<512x49xf32>) {
+  ^bb0(%p: f32, %q: f32, %s: f32):
+    %m = arith.mulf %p, %q : f32
+    %t = arith.addf %s, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<512x49xf32>
+  return %r : tensor<512x49xf32>
 }
