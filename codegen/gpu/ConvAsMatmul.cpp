@@ -2,14 +2,18 @@
 //
 // A convolution tiled like any other op gives each thread one output and
 // reads its receptive field and the filter from global memory, with no
-// reuse between the threads. As an im2col copy and a matmul, its filter
-// and fields go through the matmul's register tiles and shared memory
-// (kiln-gpu-private-accumulators, kiln-gpu-promote-operands), at the cost
-// of writing the fields out once.
+// reuse between the threads. As a matmul of its filter and its receptive
+// fields, both go through the matmul's register tiles and shared memory
+// (kiln-gpu-private-accumulators, kiln-gpu-promote-operands). The fields
+// are an im2col copy that is never written out: kiln-gpu-compute-on-read
+// has the matmul's kernel compute each element from the input where it
+// reads it (an implicit GEMM).
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/gpu/DeviceBuffers.h"
 #include "codegen/gpu/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -21,10 +25,6 @@ namespace mlir::kiln {
 using namespace mlir;
 
 namespace {
-
-/// The most elements of receptive fields a convolution may write out
-/// (64 MiB of f32); a larger one stays direct.
-constexpr int64_t kMaxFieldElements = int64_t(16) << 20;
 
 /// An NCHW convolution of one group: linalg.conv_2d_nchw_fchw, or a
 /// linalg.generic of the same loops and maps (a widening convolution: bf16
@@ -83,39 +83,28 @@ std::optional<Conv> asConv(linalg::LinalgOp op) {
   return conv;
 }
 
-/// The images of a batch `conv` should convolve at a time as a matmul, or
-/// 0 where it should stay direct: static shapes, more than one input
-/// channel or tap per output (a filter of one scale per channel pair has
-/// no fields for a matmul to reuse), and fields of at most
-/// kMaxFieldElements at a time. Where the whole batch's fields are more,
-/// the batch goes in chunks: the most images whose fields fit that divide
-/// the batch (the chunks alike, one kernel each).
-int64_t imagesAtATime(const Conv &conv) {
+/// Whether `conv` should be a matmul: static shapes and more than one
+/// input channel or tap per output (a filter of one scale per channel pair
+/// has no fields for a matmul to reuse).
+bool isWorthAMatmul(const Conv &conv) {
   auto input = cast<ShapedType>(conv.input().getType());
   auto filter = cast<ShapedType>(conv.filter().getType());
   auto output = cast<ShapedType>(conv.init().getType());
-  if (!conv.op.hasPureTensorSemantics() || !input.hasStaticShape() || !filter.hasStaticShape() ||
-      !output.hasStaticShape())
-    return 0;
-  int64_t taps = filter.getDimSize(1) * filter.getDimSize(2) * filter.getDimSize(3);
-  int64_t fieldsPerImage = taps * output.getDimSize(2) * output.getDimSize(3);
-  if (taps == 1 || fieldsPerImage > kMaxFieldElements)
-    return 0;
-  int64_t batch = output.getDimSize(0);
-  int64_t images = std::min(batch, kMaxFieldElements / fieldsPerImage);
-  while (batch % images)
-    --images;
-  return images;
+  return conv.op.hasPureTensorSemantics() && input.hasStaticShape() &&
+         filter.hasStaticShape() && output.hasStaticShape() &&
+         filter.getDimSize(1) * filter.getDimSize(2) * filter.getDimSize(3) > 1;
 }
 
-/// The receptive fields of `input` for `conv` as [N, C, KH, KW, OH, OW]: a
-/// copy whose input map carries the strides and dilations (monotonic, so
-/// that tiling it takes exact slices of the input).
-Value buildFields(OpBuilder &b, const Conv &conv, Value input, ShapedType output) {
+/// The receptive fields of `conv`'s input as [N, C, KH, KW, OH, OW]: a copy
+/// whose input map carries the strides and dilations, computed where the
+/// matmul reads it (kComputedOnRead).
+Value buildFields(OpBuilder &b, const Conv &conv) {
   Location loc = conv.op.getLoc();
   MLIRContext *ctx = b.getContext();
+  Value input = conv.input();
   auto inputType = cast<RankedTensorType>(input.getType());
   auto filter = cast<ShapedType>(conv.filter().getType());
+  auto output = cast<ShapedType>(conv.init().getType());
   auto fieldsType = RankedTensorType::get(
       {output.getDimSize(0), filter.getDimSize(1), filter.getDimSize(2), filter.getDimSize(3),
        output.getDimSize(2), output.getDimSize(3)},
@@ -126,49 +115,45 @@ Value buildFields(OpBuilder &b, const Conv &conv, Value input, ShapedType output
                                   {n, c, oh * conv.strides[0] + kh * conv.dilations[0],
                                    ow * conv.strides[1] + kw * conv.dilations[1]},
                                   ctx);
-  Value empty = tensor::EmptyOp::create(b, loc, fieldsType.getShape(), fieldsType.getElementType());
-  return linalg::GenericOp::create(
-             b, loc, fieldsType, input, empty,
-             {read, AffineMap::getMultiDimIdentityMap(6, ctx)},
-             SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
-             [](OpBuilder &nested, Location l, ValueRange args) {
-               linalg::YieldOp::create(nested, l, args[0]);
-             })
-      .getResult(0);
+  // A buffer of its own (an alloc_tensor, which CSE does not merge as it
+  // would two convolutions' tensor.empty): loads of it are this copy's.
+  Value buffer = bufferization::AllocTensorOp::create(b, loc, fieldsType, ValueRange{});
+  auto copy = linalg::GenericOp::create(
+      b, loc, fieldsType, input, buffer, {read, AffineMap::getMultiDimIdentityMap(6, ctx)},
+      SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
+      [](OpBuilder &nested, Location l, ValueRange args) {
+        linalg::YieldOp::create(nested, l, args[0]);
+      });
+  copy->setAttr(kiln::kComputedOnRead, b.getUnitAttr());
+  return copy.getResult(0);
 }
 
 /// Whether `conv` reads each pixel of `input` once, at its own output
 /// pixel: a 1x1 filter, stride 1, the output as large as the input (no
 /// padding).
-bool isPointwise(const Conv &conv, Value input) {
+bool isPointwise(const Conv &conv) {
   auto filter = cast<ShapedType>(conv.filter().getType());
-  auto inputType = cast<ShapedType>(input.getType());
+  auto inputType = cast<ShapedType>(conv.input().getType());
   auto output = cast<ShapedType>(conv.init().getType());
   return filter.getDimSize(2) == 1 && filter.getDimSize(3) == 1 &&
          llvm::all_of(conv.strides, [](int64_t s) { return s == 1; }) &&
          inputType.getShape().drop_front(2) == output.getShape().drop_front(2);
 }
 
-/// `conv` of the images `input` into `flatInit` [N, F, OH*OW] (the whole
-/// batch's or some of its images') as the contraction of its filter
-/// [F, C*KH*KW] with their fields [N, C*KH*KW, OH*OW], its body the
+/// `conv` into `flatInit` [N, F, OH*OW] as the contraction of its filter
+/// [F, C*KH*KW] with its fields [N, C*KH*KW, OH*OW], its body the
 /// convolution's (the same operands in the same order: field, filter,
 /// accumulator).
-Value convolveAsMatmul(RewriterBase &rewriter, const Conv &conv, Value input, Value flatInit) {
+Value convolveAsMatmul(RewriterBase &rewriter, const Conv &conv, Value flatInit) {
   Location loc = conv.op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
-  auto output = cast<ShapedType>(conv.init().getType());
   auto flatType = cast<ShapedType>(flatInit.getType());
-  auto imagesType = RankedTensorType::get(
-      {flatType.getDimSize(0), output.getDimSize(1), output.getDimSize(2), output.getDimSize(3)},
-      output.getElementType());
   // A pointwise convolution's fields are its input: [N, C, H*W], no copy.
   Value fields =
-      isPointwise(conv, input)
-          ? tensor::CollapseShapeOp::create(rewriter, loc, input,
+      isPointwise(conv)
+          ? tensor::CollapseShapeOp::create(rewriter, loc, conv.input(),
                                             ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}})
-          : tensor::CollapseShapeOp::create(rewriter, loc,
-                                            buildFields(rewriter, conv, input, imagesType),
+          : tensor::CollapseShapeOp::create(rewriter, loc, buildFields(rewriter, conv),
                                             ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
   Value filter = tensor::CollapseShapeOp::create(rewriter, loc, conv.filter(),
                                                  ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
@@ -229,45 +214,15 @@ Value collapsedInit(RewriterBase &rewriter, Value init) {
   return collapsed.getResult(0);
 }
 
-/// Replaces `conv` by matmuls of `images` images at a time into its init
-/// collapsed to [N, F, OH*OW], expanded back: one matmul for the whole
-/// batch, or one per chunk of it, each on slices of the input and of the
-/// collapsed init that it goes back into (in place once bufferized: the
-/// same view of the same buffer).
-void rewriteAsMatmuls(RewriterBase &rewriter, const Conv &conv, int64_t images) {
-  Location loc = conv.op.getLoc();
+/// Replaces `conv` by a matmul into its init collapsed to [N, F, OH*OW],
+/// expanded back.
+void rewriteAsMatmul(RewriterBase &rewriter, const Conv &conv) {
   rewriter.setInsertionPoint(conv.op);
-  SmallVector<ReassociationIndices> pixels{{0}, {1}, {2, 3}};
-  Value result = collapsedInit(rewriter, conv.init());
-  // `images` images of `whole` from image `first`, as a slice's arguments.
-  auto chunk = [&](Value whole, int64_t first) {
-    auto shape = cast<ShapedType>(whole.getType()).getShape();
-    SmallVector<OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(rewriter.getContext(), shape);
-    SmallVector<OpFoldResult> strides(shape.size(), rewriter.getIndexAttr(1));
-    offsets[0] = rewriter.getIndexAttr(first);
-    sizes[0] = rewriter.getIndexAttr(images);
-    return std::make_tuple(offsets, sizes, strides);
-  };
-  int64_t batch = cast<ShapedType>(conv.init().getType()).getDimSize(0);
-  if (images == batch) {
-    result = convolveAsMatmul(rewriter, conv, conv.input(), result);
-  } else {
-    for (int64_t first = 0; first < batch; first += images) {
-      auto [inOffsets, inSizes, inStrides] = chunk(conv.input(), first);
-      Value input = tensor::ExtractSliceOp::create(rewriter, loc, conv.input(), inOffsets,
-                                                   inSizes, inStrides);
-      auto [offsets, sizes, strides] = chunk(result, first);
-      Value init =
-          tensor::ExtractSliceOp::create(rewriter, loc, result, offsets, sizes, strides);
-      result = tensor::InsertSliceOp::create(rewriter, loc,
-                                             convolveAsMatmul(rewriter, conv, input, init),
-                                             result, offsets, sizes, strides);
-    }
-  }
+  Value result = convolveAsMatmul(rewriter, conv, collapsedInit(rewriter, conv.init()));
   Operation *init = conv.init().getDefiningOp();
-  rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(conv.op, conv.op->getResultTypes()[0],
-                                                     result, pixels);
+  rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+      conv.op, conv.op->getResultTypes()[0], result,
+      ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
   if (init && isOpTriviallyDead(init)) // a bias rebuilt collapsed
     rewriter.eraseOp(init);
 }
@@ -275,15 +230,14 @@ void rewriteAsMatmuls(RewriterBase &rewriter, const Conv &conv, int64_t images) 
 struct KilnGpuConvAsMatmulPass
     : mlir::kiln::impl::KilnGpuConvAsMatmulBase<KilnGpuConvAsMatmulPass> {
   void runOnOperation() override {
-    SmallVector<std::pair<Conv, int64_t>> convs;
+    SmallVector<Conv> convs;
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (std::optional<Conv> conv = asConv(op))
-        if (int64_t images = imagesAtATime(*conv))
-          convs.push_back({*conv, images});
+      if (std::optional<Conv> conv = asConv(op); conv && isWorthAMatmul(*conv))
+        convs.push_back(*conv);
     });
     IRRewriter rewriter(&getContext());
-    for (auto &[conv, images] : convs)
-      rewriteAsMatmuls(rewriter, conv, images);
+    for (const Conv &conv : convs)
+      rewriteAsMatmul(rewriter, conv);
   }
 };
 

@@ -20,6 +20,14 @@ Value mlir::kiln::rootBuffer(Value value) {
   }
 }
 
+Operation *mlir::kiln::computedOnReadBy(Value value) {
+  Value root = rootBuffer(value);
+  for (Operation *user : root.getUsers())
+    if (user->hasAttr(kComputedOnRead))
+      return user;
+  return nullptr;
+}
+
 /// Whether a buffer with root `root` may be one the kernels use: a root in
 /// `deviceBuffers`, or one whose allocation the analysis cannot see (a
 /// loop's or branch's result, a loop-carried buffer, a call's result).

@@ -7,6 +7,16 @@
 
 namespace mlir::kiln {
 
+/// Marks a linalg op whose buffer kernels never read: each of its
+/// elements is computed where a kernel loads it (kiln-gpu-compute-on-read).
+/// kiln-gpu-conv-as-matmul's receptive fields carry it; kiln-gpu-distribute
+/// and kiln-gpu-distribute-buffers leave such ops out of the kernels.
+inline constexpr llvm::StringLiteral kComputedOnRead = "kiln.gpu.computed_on_read";
+
+/// The op marked kComputedOnRead that writes the buffer `value` is a view
+/// of, or null.
+Operation *computedOnReadBy(Value value);
+
 /// The buffer `value` is a view of (through subviews, reshapes, casts, the
 /// base buffer of its strided metadata): an allocation, an argument or a
 /// global.

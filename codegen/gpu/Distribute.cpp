@@ -7,6 +7,7 @@
 // to gpu.launch and the kernels' outlining come after it.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/gpu/DeviceBuffers.h"
 #include "codegen/gpu/Epilogues.h"
 #include "codegen/gpu/GpuTarget.h"
 #include "codegen/gpu/Passes.h"
@@ -272,7 +273,8 @@ struct KilnGpuDistributePass
                     DenseSet<Operation *> &waiting) {
     DominanceInfo dominance(getOperation());
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (op->getParentOfType<scf::ForallOp>())
+      // (Computed where the kernels read it: kiln-gpu-compute-on-read.)
+      if (op->getParentOfType<scf::ForallOp>() || op->hasAttr(kComputedOnRead))
         return;
       ops.push_back(op);
       std::optional<EpilogueCandidate> epilogue = epilogueCandidate(op, dominance);

@@ -8,6 +8,7 @@
 // kiln-gpu-distribute, so that kiln-gpu-map-forall makes kernels of them.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/gpu/DeviceBuffers.h"
 #include "codegen/gpu/Passes.h"
 #include "codegen/gpu/Tiles.h"
 
@@ -62,7 +63,7 @@ struct KilnGpuDistributeBuffersPass
     SmallVector<linalg::LinalgOp> ops;
     getOperation().walk([&](linalg::LinalgOp op) {
       if (op.hasPureBufferSemantics() && !op->getParentOfType<scf::ForallOp>() &&
-          !op->getParentOfType<gpu::LaunchOp>())
+          !op->getParentOfType<gpu::LaunchOp>() && !op->hasAttr(kComputedOnRead))
         ops.push_back(op);
     });
     for (linalg::LinalgOp op : ops) {

@@ -39,6 +39,7 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
           {gpu.name, options.reportFusion, enoughWorkgroups, options.wideTensorTiles}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createKilnGpuUnshareEmptyTensors());
   addBufferizationPasses(pm);
   pm.addNestedPass<func::FuncOp>(
       createKilnGpuDistributeBuffers({gpu.name, enoughWorkgroups, options.wideTensorTiles}));
@@ -49,6 +50,7 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
   pm.addNestedPass<func::FuncOp>(createKilnGpuPrivateAccumulators());
   pm.addNestedPass<func::FuncOp>(createKilnGpuPromoteOperands({gpu.name, options.reportPlacement}));
   addMatrixPasses(pm, options);
+  pm.addNestedPass<func::FuncOp>(createKilnGpuComputeOnRead());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createKilnPlanMemory({options.reportMemory}));

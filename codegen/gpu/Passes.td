@@ -6,7 +6,7 @@
 include "mlir/Pass/PassBase.td"
 
 def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
-  let summary = "Rewrite NCHW convolutions as an im2col copy and a matmul, for the GPU";
+  let summary = "Rewrite NCHW convolutions as matmuls of their filter and receptive fields, for the GPU";
   let description = [{
     Before kiln-gpu-distribute. A convolution tiled like any other op
     gives each thread one output, reading its receptive field and the
@@ -14,16 +14,16 @@ def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
     `linalg.conv_2d_nchw_fchw`, or linalg.generic of its loops and maps (a
     widening convolution: bf16 operands summed in f32, its strides and
     dilations read off its input map), of static shapes whose filter has
-    more than one input channel or tap, and whose fields for one image
-    take at most 16M elements, becomes, for its whole batch or, where the
-    batch's fields pass 16M elements, for chunks of the batch (the most
-    images whose fields fit that divide the batch: slices of the input
-    and of the collapsed output, each chunk's result inserted back in
-    place):
-    - a copy of its receptive fields into an [N, C, KH, KW, OH, OW]
-      tensor, a linalg.generic whose input map carries the strides and
-      dilations (monotonic in every loop, so that tiling it slices the
-      input exactly; a kernel of its own);
+    more than one input channel or tap, becomes:
+    - its receptive fields, [N, C, KH, KW, OH, OW]: a copy of the input, a
+      linalg.generic whose input map carries the strides and dilations,
+      into a bufferization.alloc_tensor of its own (two convolutions'
+      would share a tensor.empty after CSE, and then one buffer),
+      marked `kiln.gpu.computed_on_read`: no kernel writes it out; the
+      matmul's kernel computes each element where it reads it (as it
+      stages a chunk in shared memory: an implicit GEMM), from the input
+      (kiln-gpu-compute-on-read). A pointwise convolution (a 1x1 filter,
+      stride 1, no padding) reads its input as its fields, no copy;
     - a contraction of the fields, collapsed to [N, C*KH*KW, OH*OW], with
       the filter, collapsed to [F, C*KH*KW], into the output collapsed to
       [N, F, OH*OW], with the convolution's own body (register tiles and
@@ -33,10 +33,11 @@ def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
       loops whose inputs do not read OH or OW) is rebuilt on the
       collapsed shape, so that the contraction's init is that op, which
       kiln-gpu-distribute fuses into its tiles.
-    Grouped and depthwise convolutions, dynamic shapes, 1x1
-    single-channel filters and images of larger fields stay direct.
+    Grouped and depthwise convolutions, dynamic shapes and 1x1
+    single-channel filters stay direct.
   }];
-  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
+                           "bufferization::BufferizationDialect"];
 }
 
 def KilnGpuReadThroughPadding : Pass<"kiln-gpu-read-through-padding", "func::FuncOp"> {
@@ -167,8 +168,9 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     the same tensor (a convolution's chunk): bufferized, that is one view
     of one buffer, and the copy folds away. And a
     linalg.fill with several users is cloned for each, so that each
-    consumer fuses its own. Ops that are already inside a forall, ops
-    that are not linalg
+    consumer fuses its own. Ops marked `kiln.gpu.computed_on_read` are
+    left to kiln-gpu-compute-on-read. Ops that are already inside a
+    forall, ops that are not linalg
     (tensor.pad, scf loops from data-dependent ops), ops without a parallel
     loop (a reduction to a scalar, a 0-d op) and ops the target's kernels
     cannot compute (on Vulkan: exp, log, ... of f64, and bf16 values) are
@@ -193,6 +195,24 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
                            "gpu::GPUDialect"];
 }
 
+def KilnGpuUnshareEmptyTensors : Pass<"kiln-gpu-unshare-empty-tensors", "func::FuncOp"> {
+  let summary = "Give each use of a tensor.empty one of its own, before bufferization";
+  let description = [{
+    After kiln-gpu-distribute and CSE, before bufferization. Reshapes
+    and slices of a tensor.empty become tensor.empty ops of their own
+    (upstream's fold-tensor-empty patterns), then a tensor.empty with
+    several uses (CSE merges equal ones, and equal reshapes of them) is
+    cloned before each of its users and goes, so that one-shot bufferization gives
+    each op that writes one a new buffer instead of writing in place over
+    a value that is dead at the tensor level but still read by a kernel
+    that computes a buffer on read (kiln-gpu-compute-on-read: a matmul
+    reads its convolution's input, not the fields the tensors show). The
+    memory plan lets buffers of disjoint lifetimes share memory.
+    A clone takes the original's size operands, which dominate every use
+    of the original.
+  }];
+}
+
 def KilnGpuDistributeBuffers : Pass<"kiln-gpu-distribute-buffers", "func::FuncOp"> {
   let summary = "Tile the linalg ops and copies that bufferization made to workgroups and threads";
   let description = [{
@@ -201,7 +221,8 @@ def KilnGpuDistributeBuffers : Pass<"kiln-gpu-distribute-buffers", "func::FuncOp
     linalg.map for some tensor ops. Each memref.copy outside a forall
     becomes a linalg.copy; each linalg op on buffers outside a forall is
     tiled to workgroups and threads by kiln-gpu-distribute's rules (ops
-    that rule leaves to the host stay). On the host, each would cost a wait
+    that rule leaves to the host stay, and ops marked
+    `kiln.gpu.computed_on_read`: kiln-gpu-compute-on-read). On the host, each would cost a wait
     for the device and a pass over device memory by the CPU.
   }];
   let options = [
@@ -320,7 +341,9 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
     the other copy, and the threads wait at one `gpu.barrier`; otherwise a
     `gpu.barrier`, the array into the one buffer, a `gpu.barrier`.
     On a target with asynchronous copies (CUDA: cp.async), where every
-    chunk of both tiles is whole and moves in 16-byte runs (static tile
+    chunk of both tiles is whole and moves in 16-byte runs, and neither is
+    computed where it is read (a convolution's receptive fields,
+    kiln-gpu-compute-on-read: each load computes its element) (static tile
     sizes, a reduction of a whole number of chunks, the innermost
     dimension contiguous and innermost in the buffer, the other strides
     whole runs), each buffer holds S chunks instead, S the most of up to 4
@@ -355,6 +378,27 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
                            "nvgpu::NVGPUDialect", "NVVM::NVVMDialect"];
 }
 
+def KilnGpuComputeOnRead : Pass<"kiln-gpu-compute-on-read", "func::FuncOp"> {
+  let summary = "Compute a marked op's elements where the kernels load them, instead of writing its buffer";
+  let description = [{
+    After kiln-gpu-promote-operands (and kiln-cuda-mma-sync), before
+    memory planning. A linalg.generic marked `kiln.gpu.computed_on_read`
+    (kiln-gpu-conv-as-matmul's receptive fields: kiln-gpu-distribute and
+    kiln-gpu-distribute-buffers left it on the host, untiled) is never
+    run. Each load of its buffer, through any views (subviews, reshapes:
+    upstream's fold-memref-alias-ops patterns resolve them), becomes its
+    body at the load's indices: its inputs' elements at their maps'
+    indices, its linalg.index ops the indices themselves. A linalg op that
+    reads the buffer (a matmul whose operands were not staged in shared
+    memory) becomes loops first. The op, its views and its buffer go.
+    It must write one memref.alloc through an identity map, with parallel
+    loops and a body free of side effects but loads, and nothing between
+    it and its last reader may write a buffer it reads; otherwise, or
+    where a reader is neither a load nor a linalg op, an error.
+  }];
+  let dependentDialects = ["affine::AffineDialect", "memref::MemRefDialect", "scf::SCFDialect"];
+}
+
 def KilnGpuReportPlacement : Pass<"kiln-gpu-report-placement", "func::FuncOp"> {
   let summary = "Say which ops run in GPU kernels and which stay on the host, and why";
   let description = [{
@@ -367,7 +411,9 @@ def KilnGpuReportPlacement : Pass<"kiln-gpu-report-placement", "func::FuncOp"> {
     loop (a 0-d op, a reduction to a scalar), a copy between buffers (a
     slice, a concatenation, a pad), a loop or branch (recurrent or
     data-dependent ops, attention's blocks), or any other op. Host code
-    between kernels makes the run wait for the device there.
+    between kernels makes the run wait for the device there. An op marked
+    `kiln.gpu.computed_on_read` (a convolution's receptive fields) is
+    said to be computed where the kernels read it.
   }];
   let options = [
     Option<"targetName", "target", "std::string", "\"vulkan\"",

@@ -18,6 +18,7 @@
 // buffers, with no registers in between.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/gpu/DeviceBuffers.h"
 #include "codegen/gpu/GpuTarget.h"
 #include "codegen/gpu/Passes.h"
 #include "codegen/gpu/Tiles.h"
@@ -57,6 +58,10 @@ struct Operand {
   SmallVector<OpFoldResult> sizes;
   unsigned reduced;                   ///< the dimension of `tile` the chunked loop walks
   SmallVector<int64_t> shape;         ///< the staging buffer's, for a chunk of 1
+  /// Whether `tile` is never written: each load of it computes the element
+  /// (a convolution's receptive fields, kiln-gpu-compute-on-read), which
+  /// no asynchronous copy can.
+  bool computedOnRead = false;
 };
 
 /// Whether `value` varies between the threads of `launch`'s workgroup.
@@ -121,6 +126,7 @@ std::optional<Operand> stageable(linalg::GenericOp op, unsigned input, gpu::Laun
     staged.offsets = view.getMixedOffsets();
     staged.sizes = view.getMixedSizes();
   }
+  staged.computedOnRead = computedOnReadBy(staged.tile) != nullptr;
   for (int64_t d = 0; d < type.getRank(); ++d) {
     FailureOr<int64_t> bound = d == *reduced ? FailureOr<int64_t>(1) : sizeBound(staged.tile, d);
     if (failed(bound))
@@ -659,15 +665,16 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies, bool prefetch)
 /// static and the buffer's, the reduction's `steps` a whole number of
 /// chunks), its innermost dimension contiguous, innermost in the buffer
 /// too and a whole number of runs long, the tile's other strides whole
-/// numbers of runs; 0 where not. (Where the tile starts is known at run
-/// time: tilesAligned.)
+/// numbers of runs; 0 where not, or where the tile is computed on read.
+/// (Where the tile starts is known at run time: tilesAligned.)
 int64_t wholeRuns(const Operand &operand, int64_t chunk, std::optional<int64_t> steps) {
   auto type = cast<MemRefType>(operand.tile.getType());
   SmallVector<int64_t> shape = chunkShape(operand, chunk);
   int64_t run = 16 / elementBytes(operand), last = shape.size() - 1;
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (!steps || *steps % chunk != 0 || bufferOrder(operand).back() != last ||
+  if (operand.computedOnRead || !steps || *steps % chunk != 0 ||
+      bufferOrder(operand).back() != last ||
       shape[last] % run != 0 || failed(type.getStridesAndOffset(strides, offset)) ||
       strides[last] != 1)
     return 0;
@@ -847,7 +854,11 @@ struct KilnGpuPromoteOperandsPass
             << "placement: operands staged in shared memory, " << copies * bytes << " bytes, "
             << chunk << " steps of the reduction at a time"
             << (prefetch ? ", the next chunk loaded during the current one" : "")
-            << (copies == 2 ? " into a second buffer" : "");
+            << (copies == 2 ? " into a second buffer" : "")
+            << (llvm::any_of(contraction.operands,
+                             [](const Operand &o) { return o.computedOnRead; })
+                    ? ", the receptive fields computed from the input as they are loaded"
+                    : "");
       stageOperands(contraction, chunk, copies, prefetch);
     }
   }

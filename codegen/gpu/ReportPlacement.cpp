@@ -77,6 +77,11 @@ void report(Block &block, const DenseSet<Value> &device, const GpuTarget &target
       reportKernel(launch);
       continue;
     }
+    if (op.hasAttr(kComputedOnRead)) {
+      emitRemark(op.getLoc()) << "placement: not written out: the kernels that read it compute "
+                                 "each element from its inputs where they load it";
+      continue;
+    }
     bool launches =
         op.walk([](gpu::LaunchOp) { return WalkResult::interrupt(); }).wasInterrupted();
     if (launches) {

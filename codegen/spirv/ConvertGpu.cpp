@@ -18,6 +18,7 @@
 #include "mlir/Conversion/MemRefToSPIRV/MemRefToSPIRV.h"
 #include "mlir/Conversion/SCFToSPIRV/SCFToSPIRV.h"
 #include "mlir/Conversion/VectorToSPIRV/VectorToSPIRV.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -159,9 +160,12 @@ private:
 /// Rewrites what GLSL.std.450 and SPIR-V lack: erf and erfc as polynomials
 /// (as the CPU computes them), integer powers by squaring, powf with its
 /// negative bases (GLSL's Pow is undefined for them), min and max of
-/// booleans as logic; and compares index values in 32 bits (above).
+/// booleans as logic, floor and ceiling divisions (a computed-on-read
+/// operand's indices, delinearized) as divisions and selects; and compares
+/// index values in 32 bits (above).
 LogicalResult expandMath(gpu::GPUModuleOp module) {
   RewritePatternSet patterns(module.getContext());
+  arith::populateCeilFloorDivExpandOpsPatterns(patterns);
   populatePolynomialApproximateErfPattern(patterns);
   populatePolynomialApproximateErfcPattern(patterns);
   math::populateExpansionPatterns(patterns, {"fpowi", "powf"});

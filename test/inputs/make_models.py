@@ -111,23 +111,39 @@ def split_k():
                   weight("fc_w", 12544, 64, scale=0.01), weight("fc_b", 64)]), [(1, 256, 7, 7)]
 
 
-def conv_batch_chunks():
+def conv_batch():
     """A padded 3x3 convolution of 16 to 2 channels on 8 images of 128x128,
-    then Relu: the batch's receptive fields (18.9M elements) pass the GPU's
-    16M, one image's (2.4M) do not, so kiln-gpu-conv-as-matmul makes two
-    chunks of 4 images, each reading the unpadded input through
-    kiln-gpu-read-through-padding (75 MFLOP in all: quick on lavapipe)."""
+    then Relu: the batch's receptive fields would be 18.9M elements; the
+    GPU targets compute them from the input, read through its padding, as
+    the matmul stages them (75 MFLOP in all: quick on lavapipe)."""
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["y"], name="relu")]
     return model(nodes, [tensor("x", [8, 16, 128, 128])], [tensor("y", [8, 2, 128, 128])],
                  [weight("w", 2, 16, 3, 3), weight("b", 2)]), [(8, 16, 128, 128)]
 
 
-def conv_chunk_offsets():
+def residual_block():
+    """resnet's identity block on 16 channels of 14x14: Conv/Relu/Conv, the
+    block's input added back, Relu. Both convolutions' outputs have the
+    same shape, so before bufferization their results share a tensor.empty
+    (CSE): the second matmul then wrote its results in place over its own
+    input, which it reads as it computes its fields (kiln-gpu-compute-on-
+    read), unless each use has its own (kiln-gpu-unshare-empty-tensors)."""
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             n("Relu", ["c1"], ["r1"], name="relu1"),
+             n("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             n("Add", ["c2", "x"], ["a"], name="add"),
+             n("Relu", ["a"], ["y"], name="relu2")]
+    return model(nodes, [tensor("x", [1, 16, 14, 14])], [tensor("y", [1, 16, 14, 14])],
+                 [weight("w1", 16, 16, 3, 3, scale=0.2), weight("b1", 16),
+                  weight("w2", 16, 16, 3, 3, scale=0.2), weight("b2", 16)]), [(1, 16, 14, 14)]
+
+
+def conv_stage1():
     """resnet18's first-stage 3x3 convolution (64 to 64 channels, 56x56) on
-    16 images, then Relu: their receptive fields (29M elements) pass the
-    GPU's 16M, so kiln-gpu-conv-as-matmul makes two chunks of 8 images;
-    the second's matmul writes a view of the output at a static offset."""
+    16 images, then Relu: receptive fields of 29M elements, which the GPU
+    targets never write out (one matmul computes them as it stages them)."""
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["y"], name="relu")]
     return model(nodes, [tensor("x", [16, 64, 56, 56])], [tensor("y", [16, 64, 56, 56])],
@@ -1175,7 +1191,7 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch_chunks, conv_chunk_offsets, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
+BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
