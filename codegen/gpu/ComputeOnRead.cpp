@@ -98,22 +98,11 @@ DenseSet<Value> buffersRead(linalg::GenericOp writer) {
 /// unknown effects may where it has a buffer operand (a call); one that
 /// has none (a barrier) names no buffer to write.
 bool mayWrite(Operation *op, const DenseSet<Value> &buffers) {
-  WalkResult walk = op->walk([&](Operation *inner) {
-    auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
-    if (!effects)
-      return inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
-                     llvm::none_of(inner->getOperandTypes(), llvm::IsaPred<BaseMemRefType>)
-                 ? WalkResult::advance()
-                 : WalkResult::interrupt();
-    SmallVector<MemoryEffects::EffectInstance> instances;
-    effects.getEffects(instances);
-    for (const MemoryEffects::EffectInstance &effect : instances)
-      if (isa<MemoryEffects::Write>(effect.getEffect()) &&
-          (!effect.getValue() || buffers.contains(rootBuffer(effect.getValue()))))
-        return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  return walk.wasInterrupted();
+  return mayAccessBuffers(
+      op, /*writesOnly=*/true, [&](Value root) { return buffers.contains(root); },
+      [](Operation *inner) {
+        return llvm::none_of(inner->getOperandTypes(), llvm::IsaPred<BaseMemRefType>);
+      });
 }
 
 /// The first op that may change a buffer `writer` reads before one of

@@ -115,9 +115,10 @@ Value buildFields(OpBuilder &b, const Conv &conv) {
                                   {n, c, oh * conv.strides[0] + kh * conv.dilations[0],
                                    ow * conv.strides[1] + kw * conv.dilations[1]},
                                   ctx);
-  // A buffer of its own (an alloc_tensor, which CSE does not merge as it
-  // would two convolutions' tensor.empty): loads of it are this copy's.
-  Value buffer = bufferization::AllocTensorOp::create(b, loc, fieldsType, ValueRange{});
+  // Two convolutions' fields may share this tensor.empty after CSE;
+  // kiln-gpu-unshare-empty-tensors gives each its own buffer again.
+  Value buffer = tensor::EmptyOp::create(b, loc, fieldsType.getShape(),
+                                         fieldsType.getElementType());
   auto copy = linalg::GenericOp::create(
       b, loc, fieldsType, input, buffer, {read, AffineMap::getMultiDimIdentityMap(6, ctx)},
       SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),

@@ -41,25 +41,34 @@ static bool mayBeDevice(Value root, const llvm::DenseSet<Value> &deviceBuffers) 
   return !isa<memref::AllocOp, memref::AllocaOp, memref::GetGlobalOp>(def);
 }
 
-bool mlir::kiln::touchesDeviceBuffers(Operation *op,
-                                      const llvm::DenseSet<Value> &deviceBuffers) {
+bool mlir::kiln::mayAccessBuffers(Operation *op, bool writesOnly,
+                                  llvm::function_ref<bool(Value)> watched,
+                                  llvm::function_ref<bool(Operation *)> harmless) {
   WalkResult walk = op->walk([&](Operation *inner) {
-    if (auto call = dyn_cast<func::CallOp>(inner); call && call.getCallee() == "kiln_check_failed")
-      return WalkResult::advance();
     auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
     if (!effects) // the walk visits what a loop or branch holds
-      return inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ? WalkResult::advance()
-                                                                    : WalkResult::interrupt();
+      return inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() || harmless(inner)
+                 ? WalkResult::advance()
+                 : WalkResult::interrupt();
     SmallVector<MemoryEffects::EffectInstance> instances;
     effects.getEffects(instances);
     for (const MemoryEffects::EffectInstance &effect : instances) {
-      if (!isa<MemoryEffects::Read, MemoryEffects::Write>(effect.getEffect()))
-        continue;
-      Value value = effect.getValue();
-      if (!value || mayBeDevice(rootBuffer(value), deviceBuffers))
+      bool counts = writesOnly ? isa<MemoryEffects::Write>(effect.getEffect())
+                               : isa<MemoryEffects::Read, MemoryEffects::Write>(effect.getEffect());
+      if (counts && (!effect.getValue() || watched(rootBuffer(effect.getValue()))))
         return WalkResult::interrupt();
     }
     return WalkResult::advance();
   });
   return walk.wasInterrupted();
+}
+
+bool mlir::kiln::touchesDeviceBuffers(Operation *op,
+                                      const llvm::DenseSet<Value> &deviceBuffers) {
+  return mayAccessBuffers(
+      op, /*writesOnly=*/false, [&](Value root) { return mayBeDevice(root, deviceBuffers); },
+      [](Operation *inner) { // calls may, but kiln_check_failed only ends the run
+        auto call = dyn_cast<func::CallOp>(inner);
+        return call && call.getCallee() == "kiln_check_failed";
+      });
 }

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir::kiln {
 
@@ -21,6 +22,14 @@ Operation *computedOnReadBy(Value value);
 /// base buffer of its strided metadata): an allocation, an argument or a
 /// global.
 Value rootBuffer(Value value);
+
+/// Whether `op` (or an op nested in it) may read or write (with
+/// `writesOnly`, write) a buffer whose root `watched` accepts. An effect
+/// on a buffer it does not name counts; so does an op whose effects are
+/// unknown (no MemoryEffectOpInterface, no recursive effects) unless
+/// `harmless` accepts it.
+bool mayAccessBuffers(Operation *op, bool writesOnly, llvm::function_ref<bool(Value)> watched,
+                      llvm::function_ref<bool(Operation *)> harmless);
 
 /// Whether host op `op` (or an op nested in it) may read or write a buffer
 /// whose root is in `deviceBuffers`, or whose root it cannot tell (a loop's

@@ -17,9 +17,8 @@ def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
     more than one input channel or tap, becomes:
     - its receptive fields, [N, C, KH, KW, OH, OW]: a copy of the input, a
       linalg.generic whose input map carries the strides and dilations,
-      into a bufferization.alloc_tensor of its own (two convolutions'
-      would share a tensor.empty after CSE, and then one buffer),
-      marked `kiln.gpu.computed_on_read`: no kernel writes it out; the
+      into a tensor.empty (a buffer of its own by
+      kiln-gpu-unshare-empty-tensors, after CSE), marked `kiln.gpu.computed_on_read`: no kernel writes it out; the
       matmul's kernel computes each element where it reads it (as it
       stages a chunk in shared memory: an implicit GEMM), from the input
       (kiln-gpu-compute-on-read). A pointwise convolution (a 1x1 filter,

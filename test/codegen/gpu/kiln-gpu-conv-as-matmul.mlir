@@ -15,7 +15,7 @@
 // CHECK-LABEL: func.func @conv
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3x9x13xf32>, %[[W:.*]]: tensor<8x3x3x3xf32>, %[[INIT:.*]]: tensor<2x8x4x5xf32>)
 // CHECK:   %[[FLAT_OUT:.*]] = tensor.collapse_shape %[[INIT]] {{\[}}[0], [1], [2, 3]] : tensor<2x8x4x5xf32> into tensor<2x8x20xf32>
-// CHECK:   %[[EMPTY:.*]] = bufferization.alloc_tensor() : tensor<2x3x3x3x4x5xf32>
+// CHECK:   %[[EMPTY:.*]] = tensor.empty() : tensor<2x3x3x3x4x5xf32>
 // CHECK:   %[[COPY:.*]] = linalg.generic {indexing_maps = [#[[READ]], #[[ID6]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%[[X]] : tensor<2x3x9x13xf32>) outs(%[[EMPTY]] : tensor<2x3x3x3x4x5xf32>) attrs =  {kiln.gpu.computed_on_read}
 // CHECK:   %[[COLS:.*]] = tensor.collapse_shape %[[COPY]] {{\[}}[0], [1, 2, 3], [4, 5]] : tensor<2x3x3x3x4x5xf32> into tensor<2x27x20xf32>
 // CHECK:   %[[FLAT_W:.*]] = tensor.collapse_shape %[[W]] {{\[}}[0], [1, 2, 3]] : tensor<8x3x3x3xf32> into tensor<8x27xf32>
