@@ -61,6 +61,9 @@ struct PipelineOptions {
   std::string cudaToolkit;      // CUDA targets: the toolkit's folder (empty: looked for)
   bool wideTensorTiles = false; // CUDA targets: 16-bit matmuls in 128x128 tiles
   bool splitContractions = false; // GPU targets: split-K for matmuls of few workgroups
+  // GPU targets: attention whose scores would take more bytes is one kernel
+  // of a thread per query row (kiln-gpu-attention-rows); the rest unfused.
+  int64_t attentionRowsAbove = 64 << 20;
   // Pruning before everything that reads the weights (kiln-prune, or
   // kiln-prune-channels for the pattern "channel").
   std::optional<double> pruneFraction;

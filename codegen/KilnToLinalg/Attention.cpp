@@ -68,14 +68,6 @@ struct BlockBuilder {
   }
 };
 
-/// The running maximum with -inf replaced by 0, so that a row whose scores
-/// so far are all -inf (masked) gives exp(-inf - 0) = 0, not NaN.
-Value finiteMax(OpBuilder &b, Location loc, Value m) {
-  Value ninf = extremeConst(b, loc, m.getType(), /*lowest=*/true);
-  Value isNinf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, ninf);
-  return arith::SelectOp::create(b, loc, isNinf, scalarConst(b, loc, m.getType(), 0.0), m);
-}
-
 /// An f32 [rows, cols] slice of a [N, rows, cols] tensor at (n, row, col).
 Value block(OpBuilder &b, Location loc, Value t, OpFoldResult n, OpFoldResult row, OpFoldResult col,
             int64_t rows, int64_t cols) {

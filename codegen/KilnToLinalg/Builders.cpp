@@ -414,6 +414,12 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads
   return padWithConstant(b, loc, input, low, high, padValue, padded);
 }
 
+Value finiteMax(OpBuilder &b, Location loc, Value m) {
+  Value ninf = extremeConst(b, loc, m.getType(), /*lowest=*/true);
+  Value isNinf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, ninf);
+  return arith::SelectOp::create(b, loc, isNinf, scalarConst(b, loc, m.getType(), 0.0), m);
+}
+
 Value buildTileLoop(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> lbs,
                     ArrayRef<OpFoldResult> ubs, ArrayRef<OpFoldResult> steps, Value init,
                     function_ref<TileResult(OpBuilder &, Location, ValueRange, Value)> tile) {

@@ -98,6 +98,11 @@ Value buildMean(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes)
 Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target,
                 ArrayRef<OpFoldResult> sizes = {});
 
+/// A softmax's running maximum `m` with -inf replaced by 0, so that a row
+/// whose scores so far are all -inf (masked) gives exp(-inf - 0) = 0, not
+/// NaN.
+Value finiteMax(OpBuilder &b, Location loc, Value m);
+
 /// Materializes `v` broadcast to `shape` (numpy rules); no-op if equal.
 /// `sizes` gives dynamic target sizes that `v` does not have.
 Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,

@@ -16,6 +16,9 @@ namespace mlir::kiln {
 #define GEN_PASS_DECL
 #include "codegen/common/Passes.h.inc"
 
+/// A byte count as the reports print it: "1.5 MiB", "12.0 KiB", "100 B".
+std::string formatBytes(int64_t bytes);
+
 #define GEN_PASS_REGISTRATION
 #include "codegen/common/Passes.h.inc"
 } // namespace mlir::kiln

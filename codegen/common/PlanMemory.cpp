@@ -32,6 +32,15 @@ namespace mlir::kiln {
 } // namespace mlir::kiln
 
 using namespace mlir;
+using mlir::kiln::formatBytes;
+
+std::string mlir::kiln::formatBytes(int64_t bytes) {
+  if (bytes >= (1 << 20))
+    return llvm::formatv("{0:F1} MiB", bytes / double(1 << 20)).str();
+  if (bytes >= (1 << 10))
+    return llvm::formatv("{0:F1} KiB", bytes / double(1 << 10)).str();
+  return llvm::formatv("{0} B", bytes).str();
+}
 
 namespace {
 
@@ -152,14 +161,6 @@ void rewriteIntoArena(func::FuncOp func, MutableArrayRef<Buffer> buffers, int64_
     b.alloc.replaceAllUsesWith(view);
     b.alloc.erase();
   }
-}
-
-std::string formatBytes(int64_t bytes) {
-  if (bytes >= (1 << 20))
-    return llvm::formatv("{0:F1} MiB", bytes / double(1 << 20)).str();
-  if (bytes >= (1 << 10))
-    return llvm::formatv("{0:F1} KiB", bytes / double(1 << 10)).str();
-  return llvm::formatv("{0} B", bytes).str();
 }
 
 /// Erases allocations that nothing reads, with their writes. Vectorized

@@ -15,8 +15,11 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const {
-  // Attention unfused: its matmuls and softmax become kernels (the blocked
-  // online softmax is a host loop nest).
+  // Attention whose scores would be large: one kernel, a thread per query
+  // row. The rest unfused: its matmuls and softmax become kernels (the
+  // blocked online softmax is a host loop nest).
+  pm.addNestedPass<func::FuncOp>(
+      createKilnGpuAttentionRows({options.attentionRowsAbove, options.reportPlacement}));
   ConvertKilnToLinalgOptions lowering;
   lowering.attentionKeyBlock = 0;
   pm.addPass(createConvertKilnToLinalg(lowering));

@@ -5,6 +5,35 @@
 
 include "mlir/Pass/PassBase.td"
 
+def KilnGpuAttentionRows : Pass<"kiln-gpu-attention-rows", "func::FuncOp"> {
+  let summary = "Attention whose scores would be large as one kernel, a thread per query row";
+  let description = [{
+    Before kiln-convert-kiln-to-linalg, which lowers kiln.attention for GPU
+    targets unfused: its scores (N x Lq x Lk floats) written out between
+    two batch matmuls. A kiln.attention whose scores would take more than
+    `max-scores-bytes` (0: every one) becomes one kernel instead: an
+    scf.forall over workgroups (a batch entry and a block of 64 query rows)
+    holding an scf.forall over the block's threads, a thread per row (the
+    last block partial). Each thread reads its query row, then walks the
+    keys with flash attention's online softmax, the running maximum m, sum
+    l and weighted values acc carried by an scf.for as scalars:
+    s = scale * q.k_j + mask, m' = max(m, s), alpha = exp(m - m'),
+    p = exp(s - m'), l' = l alpha + p, acc' = acc alpha + p v_j (with -inf
+    maxima taken as 0); it writes acc / l. The scores never exist, so the
+    memory is the inputs and the output at any sequence length. A thread
+    holds D + Dv values: heads of more than 256 in all stay unfused.
+    With `report-placement`, a "placement:" remark per op it decides on.
+  }];
+  let dependentDialects = ["affine::AffineDialect", "arith::ArithDialect", "gpu::GPUDialect",
+                           "math::MathDialect", "scf::SCFDialect", "tensor::TensorDialect"];
+  let options = [
+    Option<"maxScoresBytes", "max-scores-bytes", "int64_t", "64 << 20",
+           "Make one kernel of attention whose scores would take more bytes than this">,
+    Option<"reportPlacement", "report-placement", "bool", "false",
+           "Emit a 'placement:' remark per attention it makes one kernel of">,
+  ];
+}
+
 def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
   let summary = "Rewrite NCHW convolutions as matmuls of their filter and receptive fields, for the GPU";
   let description = [{

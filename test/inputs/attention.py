@@ -15,6 +15,8 @@ with K transposed by a Transpose node, as exported transformers do:
   banded     3 heads x 320 tokens x 32, Div by sqrt(32), plus a constant
              [320, 320] mask that hides the keys before each query (-inf):
              the first key blocks of late rows are masked out entirely.
+  wide       2 heads, 100 queries x 80 keys, heads of 128 and values of 128.
+  too-wide   the same with heads of 160.
   odd        batch [2, 3], 50 queries x 100 keys, head size 24, values 40,
              no scale, no mask: blocks that are not whole vectors.
 """
@@ -90,6 +92,10 @@ def main():
         build(out, [3], length, length, 32, 32, ("Div", np.sqrt(32)), mask, False)
     elif kind == "odd":
         build(out, [2, 3], 50, 100, 24, 40, None, None, False)
+    elif kind == "wide":
+        build(out, [2], 100, 80, 128, 128, ("Mul", 0.0884), None, False)
+    elif kind == "too-wide":
+        build(out, [2], 100, 80, 160, 128, ("Mul", 0.0791), None, False)
     else:
         sys.exit(f"attention.py: unknown kind '{kind}'")
 

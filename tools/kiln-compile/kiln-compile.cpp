@@ -39,6 +39,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include <chrono>
+#include <limits>
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -61,6 +62,7 @@ using namespace mlir;
 namespace {
 enum class Emit { Exe, StaticLib, Object, LLVMIR, MLIR };
 enum class Report { Fusion, Quant, Memory, Sparsity, Placement };
+enum class GpuAttention { Auto, Fused, Unfused };
 
 cl::OptionCategory category("kiln-compile options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
@@ -104,6 +106,18 @@ cl::opt<bool> splitK(
     cl::desc("For GPU targets: a matmul or convolution with too few workgroups for the "
              "GPU (under 256) and a long reduction sums it in up to 16 slices, each a "
              "batch of workgroups, then adds the partial sums up; not yet timed on a GPU"),
+    cl::cat(category));
+cl::opt<GpuAttention> gpuAttention(
+    "gpu-attention",
+    cl::desc("For GPU targets: how attention runs (one kernel, a thread per query row over "
+             "all keys, never holding the scores; or unfused, the scores written out between "
+             "two batch matmuls, which run on the tensor cores where the target's matmuls do)"),
+    cl::init(GpuAttention::Auto),
+    cl::values(clEnumValN(GpuAttention::Auto, "auto",
+                          "one kernel where the scores would take more than 64 MiB (default)"),
+               clEnumValN(GpuAttention::Fused, "fused", "one kernel wherever the heads fit "
+                                                        "a thread (D + Dv <= 256)"),
+               clEnumValN(GpuAttention::Unfused, "unfused", "always unfused")),
     cl::cat(category));
 cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                  cl::desc("For --target=cuda: the CUDA toolkit's folder, whose "
@@ -814,6 +828,9 @@ int main(int argc, char **argv) {
   if (splitK && !mlir::kiln::lookupGpuTarget(targetTriple))
     return error("--split-k applies to GPU targets (vulkan, cuda, metal), not " +
                  (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple));
+  if (gpuAttention.getNumOccurrences() && !mlir::kiln::lookupGpuTarget(targetTriple))
+    return error("--gpu-attention applies to GPU targets (vulkan, cuda, metal), not " +
+                 (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple));
   if (externalWeights && emit == Emit::LLVMIR)
     return error("--weights=external writes a weights file beside an executable, static "
                  "library or object, not beside --emit=llvm-ir");
@@ -872,6 +889,10 @@ int main(int argc, char **argv) {
   pipelineOptions.cudaToolkit = cudaKit;
   pipelineOptions.wideTensorTiles = cudaWideTiles;
   pipelineOptions.splitContractions = splitK;
+  if (gpuAttention == GpuAttention::Fused)
+    pipelineOptions.attentionRowsAbove = 0;
+  else if (gpuAttention == GpuAttention::Unfused)
+    pipelineOptions.attentionRowsAbove = std::numeric_limits<int64_t>::max();
   pipelineOptions.profile = profile;
   pipelineOptions.externalWeights = externalWeights;
   pipelineOptions.precision = *arithmetic;
