@@ -15,6 +15,9 @@
 #   cuda-split-k                   resnet18 and bert2 at batch 1 only:
 #                                  --target=cuda --split-k, timed beside
 #                                  cuda
+#   cuda-unfused                   attention4096 only: --target=cuda
+#                                  --gpu-attention=unfused, timed beside
+#                                  cuda (one kernel)
 #   bench                          present: benchmark it (inputs random)
 # Models: the synthetic MLP, CNN and transformer layer, PaddleOCR's
 # text-direction classifier, a 256^3 matmul (numerics) and a 4096^3 one
@@ -93,6 +96,17 @@ mkdir -p "$out/text-direction"
 cp examples/text-direction/ch_ppocr_mobile_v2.0_cls_infer.onnx "$out/text-direction/model.onnx"
 /usr/bin/python3 -c "import numpy as np; np.save('$out/text-direction/input_0.npy', np.random.default_rng(0).random((1, 3, 48, 192), dtype=np.float32))"
 touch "$out/text-direction/bench" "$out/transformer/bench"
+# Attention over 4096 tokens (scores of 128 MiB): one kernel, a thread per
+# query row (the default above 64 MiB), timed beside --gpu-attention=unfused
+# (cuda-unfused) and PyTorch's run of the same graph (torch.json), on random
+# inputs; the one-kernel form's numerics on the banded mask (whole rows of
+# -inf scores first), against onnxruntime.
+/usr/bin/python3 test/inputs/attention.py long-4096 "$out/attention4096" >/dev/null
+rm -r "$out"/attention4096/*.npy "$out/attention4096/inputs.txt" "$out/attention4096/reference"
+touch "$out/attention4096/bench"
+/usr/bin/python3 test/inputs/attention.py banded "$out/attention-rows" >/dev/null
+for i in 0:q 1:k 2:v; do mv "$out/attention-rows/${i#*:}.npy" "$out/attention-rows/input_${i%%:*}.npy"; done
+rm -r "$out/attention-rows/inputs.txt" "$out/attention-rows/reference"
 
 for dir in "$out"/*/; do
   name=$(basename "$dir")
@@ -103,6 +117,7 @@ for dir in "$out"/*/; do
   [[ "$name" = *-tf32 ]] && flags=(--precision=tf32)
   [ "$name" = linear-int8 ] && flags=(--quantize=int8-dynamic)
   [[ "$name" = *-wide ]] && flags=(--cuda-wide-tiles)
+  [ "$name" = attention-rows ] && flags=(--gpu-attention=fused)
   model_targets=("${targets[@]}")
   # The 16-bit GEMMs measure the tensor cores, tf32 is theirs: CUDA only.
   [[ "$name" = gemm* || "$name" = *-tf32 ]] && model_targets=(cuda)
@@ -111,6 +126,10 @@ for dir in "$out"/*/; do
     echo "device: $name for $target"
     "$kiln" "$dir/model.onnx" "${flags[@]}" --target="$target" -o "$exe"
   done
+  if [ "$name" = attention4096 ]; then
+    "$kiln" "$dir/model.onnx" --target=cuda --gpu-attention=unfused -o "$dir/cuda-unfused"
+    /usr/bin/python3 scripts/device/torch_graph.py export "$dir/model.onnx" "$dir/torch.json"
+  fi
   inputs=("$dir"/input_*.npy)
   [ -e "${inputs[0]}" ] || continue
   # A -wide model's expected outputs are its default twin's (after the loop:

@@ -79,20 +79,27 @@ def gemm_lines(rows):
     return lines
 
 
+# Executables timed beside a model's `cuda` one, and how the tables name them.
+VARIANTS = {"cuda-split-k": "--split-k", "cuda-unfused": "--gpu-attention=unfused"}
+
+
 def model_lines(rows):
-    lines = ["| model | kiln ms | no graphs | no prefetch | kiln kernels ms | --split-k ms | "
-             "--split-k kernels ms | eager alone | eager run | torch.compile alone | "
-             "torch.compile run | torch.compile run / kiln |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| model | kiln ms | no graphs | no prefetch | kiln kernels ms | variant | "
+             "variant ms | variant kernels ms | eager alone | eager run | "
+             "torch.compile alone | torch.compile run | torch.compile run / kiln |",
+             "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     models = sorted({r["model"] for r in rows if "kiln_ms" in r and r["target"] == "cuda"
                      and not r["model"].startswith(("gemm", "matmul"))})
     for model in models:
         kiln, kernels = find(rows, model, "cuda"), find(rows, model, "cuda kernels")
-        split, split_kernels = find(rows, model, "cuda-split-k"), find(rows, model, "cuda-split-k kernels")
+        variant = next((v for v in VARIANTS if find(rows, model, v)), None)
+        split = find(rows, model, variant) if variant else None
+        split_kernels = find(rows, model, variant + " kernels") if variant else None
         eager, compiled = find(rows, model, "torch eager"), find(rows, model, "torch.compile")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             model, ms(kiln, "kiln_ms"), ms(kiln, "no_graphs_ms"), ms(kiln, "no_prefetch_ms"),
-            ms(kernels, "alone_ms"), ms(split, "kiln_ms"), ms(split_kernels, "alone_ms"),
+            ms(kernels, "alone_ms"), VARIANTS.get(variant, "-"), ms(split, "kiln_ms"),
+            ms(split_kernels, "alone_ms"),
             ms(eager, "alone_ms"), ms(eager, "with_copies_ms"),
             ms(compiled, "alone_ms"), ms(compiled, "with_copies_ms"),
             ratio((compiled or {}).get("with_copies_ms"), kiln.get("kiln_ms"))))
@@ -105,7 +112,8 @@ def kernel_lines(rows, top=5):
     for r in sorted((r for r in rows if " kernels alone" in r["target"] and "kernels" in r),
                     key=lambda r: (r["model"], r["target"])):
         slowest = ", ".join("`%s` %.3f" % (name, t) for name, t in r["kernels"][:top])
-        split = " (--split-k)" if r["target"].startswith("cuda-split-k") else ""
+        variant = r["target"].split(" ")[0]
+        split = " (%s)" % VARIANTS[variant] if variant in VARIANTS else ""
         lines.append("- %s%s: %d launches, %.3f ms; slowest: %s" % (
             r["model"], split, r["launches"], r["alone_ms"], slowest))
     return lines

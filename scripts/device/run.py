@@ -3,7 +3,7 @@
 machine with the GPU (numpy there; PyTorch for the baseline if present).
 
 For each model of DIR (default build/device) and each kiln executable of
-it (cuda, cuda-split-k, vulkan):
+it (cuda, cuda-split-k, cuda-unfused, vulkan):
   - numerics: the executable on the model's inputs against the expected
     outputs (onnxruntime's; for --precision=bf16 models kiln's on the CPU
     with the same roundings), within --rtol/--atol;
@@ -18,9 +18,9 @@ it (cuda, cuda-split-k, vulkan):
     GPU (cuBLAS through torch.matmul in the same type, TF32 off for f32):
     the matmul alone, and with the inputs copied from the host and the
     result back, as kiln's run does; TFLOP/s for each;
-  - for the models with a torch.json (resnet18, bert2 at batch 1 and 32):
-    kiln's kernels alone by Nsight Compute (cuda-split-k's too, where the
-    model has one), the slowest of them by name
+  - for the models with a torch.json (resnet18, bert2 at batch 1 and 32,
+    attention4096): kiln's kernels alone by Nsight Compute (cuda-split-k's
+    and cuda-unfused's too, where the model has them), the slowest of them by name
     (k<i>_<node>); PyTorch running the same graph (torch_graph.py) eagerly
     and through torch.compile, alone and with the copies, and its numerics
     at batch 1.
@@ -52,8 +52,9 @@ import time
 
 import numpy as np
 
-# Executables by name: cuda-split-k is --target=cuda --split-k.
-TARGETS = ["cuda", "cuda-split-k", "vulkan"]
+# Executables by name: cuda-split-k is --target=cuda --split-k,
+# cuda-unfused --target=cuda --gpu-attention=unfused.
+TARGETS = ["cuda", "cuda-split-k", "cuda-unfused", "vulkan"]
 
 
 def run(cmd, timeout=120, env=None):
@@ -335,7 +336,7 @@ def profile_models(plan, root, pattern, top=12):
     time goes."""
     ncu = find_ncu()
     for model in sorted(os.listdir(root)):
-        for target in ("cuda", "cuda-split-k"):
+        for target in ("cuda", "cuda-split-k", "cuda-unfused"):
             exe = os.path.join(root, model, target)
             if (not ncu or not re.search(pattern, model) or not plan.time_left() or
                     not os.path.exists(os.path.join(root, model, "torch.json")) or
