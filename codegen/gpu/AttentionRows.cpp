@@ -8,10 +8,11 @@
 // which walks the keys with flash attention's online softmax:
 //   s = scale * q.k_j + mask,  m' = max(m, s),  alpha = exp(m - m'),
 //   p = exp(s - m'),  l' = l alpha + p,  acc' = acc alpha + p v_j,
-// then out = acc / l. The query row and the sums are scalars the loop
-// carries (registers), D + Dv of them, which bounds the head sizes. Only
-// the inputs and the output are in memory; the threads of a workgroup
-// read the same key and value at the same time.
+// then out = acc / l, 4 keys a step where registers allow (independent dot
+// products in flight, one rescaling per step). The query row and the sums
+// are scalars the loop carries (registers), D + Dv of them, which bounds
+// the head sizes. Only the inputs and the output are in memory; the
+// threads of a workgroup read the same keys and values at the same time.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KilnToLinalg/Builders.h"
@@ -51,9 +52,21 @@ struct RowAttention {
   SmallVector<int64_t> batch; ///< B...
   int64_t lq, d, lk, dv;
 
-  /// The scalars a thread carries from key j to j + 1 (m, l, acc) after
-  /// key `j` of row `i` of batch entry `at`, whose query row is `q`.
-  SmallVector<Value> keyStep(OpBuilder &b, Location loc, ValueRange at, Value i, Value j,
+  /// Keys a step of a thread's loop takes: 4 (or 2) independent dot
+  /// products in flight instead of one chain of D multiply-adds, and one
+  /// rescaling of the sums per step; fewer where the row's D + Dv values
+  /// leave no registers for them (CUDA's 255 a thread).
+  int64_t keysPerStep() const {
+    int64_t most = d + dv <= 128 ? 4 : d + dv <= 192 ? 2 : 1;
+    while (lk % most != 0)
+      most /= 2;
+    return most;
+  }
+
+  /// The scalars a thread carries from step to step (m, l, acc) after keys
+  /// j0 .. j0 + keysPerStep() - 1 of row `i` of batch entry `at`, whose
+  /// query row is `q`.
+  SmallVector<Value> keyStep(OpBuilder &b, Location loc, ValueRange at, Value i, Value j0,
                              ArrayRef<Value> q, ValueRange carried) const {
     auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     auto element = [&](Value t, Value row, Value col) {
@@ -62,29 +75,44 @@ struct RowAttention {
       return tensor::ExtractOp::create(b, loc, t, indices);
     };
     Type f32 = b.getF32Type();
-    Value s = scalarConst(b, loc, f32, 0.0);
-    for (int64_t k = 0; k < d; ++k)
-      s = math::FmaOp::create(b, loc, q[k], element(keyT, index(k), j), s);
-    if (scale != 1.0f)
-      s = arith::MulFOp::create(b, loc, s, scalarConst(b, loc, f32, scale));
-    if (mask) {
-      // Broadcast dimensions of the mask are read at 0.
-      ArrayRef<int64_t> shape = tensorType(mask).getShape();
-      SmallVector<Value> indices;
-      for (auto [size, v] : llvm::zip(shape.drop_back(2), at))
-        indices.push_back(size == 1 ? index(0) : v);
-      indices.append({shape[shape.size() - 2] == 1 ? index(0) : i, j});
-      s = arith::AddFOp::create(b, loc, s, tensor::ExtractOp::create(b, loc, mask, indices));
+    SmallVector<Value> keys, scores;
+    for (int64_t k = 0; k < keysPerStep(); ++k) {
+      keys.push_back(k ? arith::AddIOp::create(b, loc, j0, index(k)).getResult() : j0);
+      scores.push_back(scalarConst(b, loc, f32, 0.0));
     }
+    for (int64_t c = 0; c < d; ++c)
+      for (auto [j, s] : llvm::zip(keys, scores))
+        s = math::FmaOp::create(b, loc, q[c], element(keyT, index(c), j), s);
     Value m = carried[0], l = carried[1];
-    Value next = arith::MaximumFOp::create(b, loc, m, s);
+    Value next = m;
+    for (auto [j, s] : llvm::zip(keys, scores)) {
+      if (scale != 1.0f)
+        s = arith::MulFOp::create(b, loc, s, scalarConst(b, loc, f32, scale));
+      if (mask) {
+        // Broadcast dimensions of the mask are read at 0.
+        ArrayRef<int64_t> shape = tensorType(mask).getShape();
+        SmallVector<Value> indices;
+        for (auto [size, v] : llvm::zip(shape.drop_back(2), at))
+          indices.push_back(size == 1 ? index(0) : v);
+        indices.append({shape[shape.size() - 2] == 1 ? index(0) : i, j});
+        s = arith::AddFOp::create(b, loc, s, tensor::ExtractOp::create(b, loc, mask, indices));
+      }
+      next = arith::MaximumFOp::create(b, loc, next, s);
+    }
     Value base = finiteMax(b, loc, next);
     Value alpha = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, base));
-    Value p = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, base));
-    SmallVector<Value> result = {next, math::FmaOp::create(b, loc, l, alpha, p)};
+    SmallVector<Value> p;
+    Value sum = arith::MulFOp::create(b, loc, l, alpha);
+    for (Value s : scores) {
+      p.push_back(math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, base)));
+      sum = arith::AddFOp::create(b, loc, sum, p.back());
+    }
+    SmallVector<Value> result = {next, sum};
     for (int64_t e = 0; e < dv; ++e) {
-      Value scaled = arith::MulFOp::create(b, loc, carried[2 + e], alpha);
-      result.push_back(math::FmaOp::create(b, loc, p, element(value, j, index(e)), scaled));
+      Value acc = arith::MulFOp::create(b, loc, carried[2 + e], alpha);
+      for (auto [j, pj] : llvm::zip(keys, p))
+        acc = math::FmaOp::create(b, loc, pj, element(value, j, index(e)), acc);
+      result.push_back(acc);
     }
     return result;
   }
@@ -103,7 +131,7 @@ struct RowAttention {
                                scalarConst(b, loc, f32, 0.0)};
     init.append(dv, scalarConst(b, loc, f32, 0.0));
     auto keys = scf::ForOp::create(
-        b, loc, index(0), index(lk), index(1), init,
+        b, loc, index(0), index(lk), index(keysPerStep()), init,
         [&](OpBuilder &nb, Location l, Value j, ValueRange carried) {
           scf::YieldOp::create(nb, l, keyStep(nb, l, at, i, j, q, carried));
         });

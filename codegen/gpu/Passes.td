@@ -19,7 +19,12 @@ def KilnGpuAttentionRows : Pass<"kiln-gpu-attention-rows", "func::FuncOp"> {
     l and weighted values acc carried by an scf.for as scalars:
     s = scale * q.k_j + mask, m' = max(m, s), alpha = exp(m - m'),
     p = exp(s - m'), l' = l alpha + p, acc' = acc alpha + p v_j (with -inf
-    maxima taken as 0); it writes acc / l. The scores never exist, so the
+    maxima taken as 0); it writes acc / l. A step of the loop takes 4 keys
+    (2 where the head sizes leave fewer registers, or where the keys are
+    not a multiple of 4; 1 for heads of more than 192 values in all): 4
+    independent dot products in flight, one rescaling by alpha per step.
+    The batch dimensions are loops of the grid, so the kernel writes the
+    op's result in place. The scores never exist, so the
     memory is the inputs and the output at any sequence length. A thread
     holds D + Dv values: heads of more than 256 in all stay unfused.
     With `report-placement`, a "placement:" remark per op it decides on.

@@ -4,13 +4,13 @@
 // A workgroup per batch entry (the batch dimensions are loops of the
 // grid) and block of 64 query rows (100 rows: the second block has 36
 // threads), a thread per row. The thread reads its query row (2 values),
-// then walks the 80 keys carrying the running maximum, the sum and 3
-// weighted values: s = 0.5 * q.k + mask, the mask's broadcast dimensions
+// then walks the 81 keys (one a step: 81 is odd) carrying the running
+// maximum, the sum and 3 weighted values: s = 0.5 * q.k + mask, the mask's broadcast dimensions
 // read at 0. The kernel writes the op's result in place: no reshape.
 // CHECK-DAG: #[[COUNT:.*]] = affine_map<(d0) -> (-d0 + 100, 64)>
 // CHECK-DAG: #[[ROW:.*]] = affine_map<(d0)[s0] -> (d0 + s0)>
 // CHECK-LABEL: func.func @rows
-// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x100x2xf32>, %[[KT:.*]]: tensor<1x2x2x80xf32>, %[[V:.*]]: tensor<1x2x80x3xf32>, %[[MASK:.*]]: tensor<1x1x1x80xf32>)
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x100x2xf32>, %[[KT:.*]]: tensor<1x2x2x81xf32>, %[[V:.*]]: tensor<1x2x81x3xf32>, %[[MASK:.*]]: tensor<1x1x1x81xf32>)
 // CHECK-DAG: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-DAG: %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
@@ -23,7 +23,7 @@
 // CHECK:     %[[SLOT:.*]] = tensor.extract_slice %[[MINE]][0, 0, %[[T]], 0] [1, 1, 1, 3]
 // CHECK:     %[[Q0:.*]] = tensor.extract %[[Q]][%c0, %[[H]], %[[I]], %c0]
 // CHECK:     %[[Q1:.*]] = tensor.extract %[[Q]][%c0, %[[H]], %[[I]], %c1]
-// CHECK:     %[[R:.*]]:5 = scf.for %[[J:.*]] = %c0 to %c80 step %c1 iter_args(%[[M:.*]] = %[[NINF]], %[[L:.*]] = %[[ZERO]], %[[A0:.*]] = %[[ZERO]], %{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]]) -> (f32, f32, f32, f32, f32) {
+// CHECK:     %[[R:.*]]:5 = scf.for %[[J:.*]] = %c0 to %c81 step %c1 iter_args(%[[M:.*]] = %[[NINF]], %[[L:.*]] = %[[ZERO]], %[[A0:.*]] = %[[ZERO]], %{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]]) -> (f32, f32, f32, f32, f32) {
 // CHECK:       %[[K0:.*]] = tensor.extract %[[KT]][%c0, %[[H]], %c0, %[[J]]]
 // CHECK:       %[[D0:.*]] = math.fma %[[Q0]], %[[K0]], %[[ZERO]]
 // CHECK:       %[[K1:.*]] = tensor.extract %[[KT]][%c0, %[[H]], %c1, %[[J]]]
@@ -36,9 +36,10 @@
 // CHECK:       %[[BASE:.*]] = arith.select %[[ISNINF]], %[[ZERO]], %[[NEXT]]
 // CHECK:       %[[OLD:.*]] = arith.subf %[[M]], %[[BASE]]
 // CHECK:       %[[ALPHA:.*]] = math.exp %[[OLD]]
+// CHECK:       %[[KEPTL:.*]] = arith.mulf %[[L]], %[[ALPHA]]
 // CHECK:       %[[NEW:.*]] = arith.subf %[[S]], %[[BASE]]
 // CHECK:       %[[P:.*]] = math.exp %[[NEW]]
-// CHECK:       %[[SUM:.*]] = math.fma %[[L]], %[[ALPHA]], %[[P]]
+// CHECK:       %[[SUM:.*]] = arith.addf %[[KEPTL]], %[[P]]
 // CHECK:       %[[KEPT:.*]] = arith.mulf %[[A0]], %[[ALPHA]]
 // CHECK:       %[[V0:.*]] = tensor.extract %[[V]][%c0, %[[H]], %[[J]], %c0]
 // CHECK:       %[[ACC0:.*]] = math.fma %[[P]], %[[V0]], %[[KEPT]]
@@ -53,29 +54,50 @@
 // CHECK: } {mapping = [#gpu.block<linear_dim_2>, #gpu.block<linear_dim_1>, #gpu.block<linear_dim_0>]}
 // CHECK: return %[[OUT]]
 // CHECK-NOT: kiln.attention
-// By default, scores of 62.5 KiB stay unfused (the lowering's).
+// By default, scores of 63.3 KiB stay unfused (the lowering's).
 // SMALL-LABEL: func.func @rows
 // SMALL: kiln.attention
-func.func @rows(%q: tensor<1x2x100x2xf32>, %kt: tensor<1x2x2x80xf32>, %v: tensor<1x2x80x3xf32>, %mask: tensor<1x1x1x80xf32>) -> tensor<1x2x100x3xf32> {
-  // expected-remark @+1 {{placement: attention as one kernel, a thread per query row over 80 keys, its scores never written out (they would take 62.5 KiB)}}
-  %r = kiln.attention %q, %kt, %v, %mask {scale = 5.000000e-01 : f32} : (tensor<1x2x100x2xf32>, tensor<1x2x2x80xf32>, tensor<1x2x80x3xf32>, tensor<1x1x1x80xf32>) -> tensor<1x2x100x3xf32>
+func.func @rows(%q: tensor<1x2x100x2xf32>, %kt: tensor<1x2x2x81xf32>, %v: tensor<1x2x81x3xf32>, %mask: tensor<1x1x1x81xf32>) -> tensor<1x2x100x3xf32> {
+  // expected-remark @+1 {{placement: attention as one kernel, a thread per query row over 81 keys, its scores never written out (they would take 63.3 KiB)}}
+  %r = kiln.attention %q, %kt, %v, %mask {scale = 5.000000e-01 : f32} : (tensor<1x2x100x2xf32>, tensor<1x2x2x81xf32>, tensor<1x2x81x3xf32>, tensor<1x1x1x81xf32>) -> tensor<1x2x100x3xf32>
   return %r : tensor<1x2x100x3xf32>
 }
 
 // -----
 
 // No batch dimension, no scale, a mask per query row: read at the row.
-// 8 rows: one workgroup of 8 threads (row i is thread i).
+// 8 rows: one workgroup of 8 threads (row i is thread i). 4 keys a step:
+// their dot products interleaved (independent chains), one rescaling.
 // CHECK-LABEL: func.func @per_row_mask
-// CHECK-SAME: %[[MASK:[a-z0-9]*]]: tensor<8x4xf32>)
+// CHECK-SAME: (%[[Q:[a-z0-9]*]]: tensor<8x2xf32>, %[[KT:[a-z0-9]*]]: tensor<2x8xf32>, %[[V:[a-z0-9]*]]: tensor<8x2xf32>, %[[MASK:[a-z0-9]*]]: tensor<8x8xf32>)
 // CHECK: scf.forall (%{{.*}}) = (0) to (8) step (8)
 // CHECK:   scf.forall (%[[T:.*]]) in (8)
-// CHECK:     scf.for %[[J:.*]] = %c0 to %c4
+// CHECK:     scf.for %[[J:.*]] = %c0 to %c8 step %c4
+// CHECK:       %[[J1:.*]] = arith.addi %[[J]], %c1
+// CHECK:       %[[J2:.*]] = arith.addi %[[J]], %c2
+// CHECK:       %[[J3:.*]] = arith.addi %[[J]], %c3
+// CHECK:       tensor.extract %[[KT]][%c0, %[[J]]]
+// CHECK:       tensor.extract %[[KT]][%c0, %[[J1]]]
+// CHECK:       tensor.extract %[[KT]][%c0, %[[J2]]]
+// CHECK:       tensor.extract %[[KT]][%c0, %[[J3]]]
+// CHECK:       tensor.extract %[[KT]][%c1, %[[J]]]
 // CHECK-NOT:   arith.mulf
 // CHECK:       tensor.extract %[[MASK]][%[[T]], %[[J]]]
-func.func @per_row_mask(%q: tensor<8x2xf32>, %kt: tensor<2x4xf32>, %v: tensor<4x2xf32>, %mask: tensor<8x4xf32>) -> tensor<8x2xf32> {
-  // expected-remark @+1 {{placement: attention as one kernel, a thread per query row over 4 keys, its scores never written out (they would take 128 B)}}
-  %r = kiln.attention %q, %kt, %v, %mask {scale = 1.000000e+00 : f32} : (tensor<8x2xf32>, tensor<2x4xf32>, tensor<4x2xf32>, tensor<8x4xf32>) -> tensor<8x2xf32>
+// CHECK:       arith.maximumf
+// CHECK:       tensor.extract %[[MASK]][%[[T]], %[[J1]]]
+// CHECK:       arith.maximumf
+// CHECK:       tensor.extract %[[MASK]][%[[T]], %[[J3]]]
+// CHECK:       %[[MAX:.*]] = arith.maximumf
+// CHECK:       arith.cmpf oeq, %[[MAX]]
+// CHECK-COUNT-5: math.exp
+// CHECK:       tensor.extract %[[V]][%[[J]], %c0]
+// CHECK:       tensor.extract %[[V]][%[[J1]], %c0]
+// CHECK:       tensor.extract %[[V]][%[[J2]], %c0]
+// CHECK:       tensor.extract %[[V]][%[[J3]], %c0]
+// CHECK:       scf.yield
+func.func @per_row_mask(%q: tensor<8x2xf32>, %kt: tensor<2x8xf32>, %v: tensor<8x2xf32>, %mask: tensor<8x8xf32>) -> tensor<8x2xf32> {
+  // expected-remark @+1 {{placement: attention as one kernel, a thread per query row over 8 keys, its scores never written out (they would take 256 B)}}
+  %r = kiln.attention %q, %kt, %v, %mask {scale = 1.000000e+00 : f32} : (tensor<8x2xf32>, tensor<2x8xf32>, tensor<8x2xf32>, tensor<8x8xf32>) -> tensor<8x2xf32>
   return %r : tensor<8x2xf32>
 }
 
