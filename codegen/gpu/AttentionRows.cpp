@@ -28,6 +28,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <limits>
+
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNGPUATTENTIONROWS
 #include "codegen/gpu/Passes.h.inc"
@@ -236,13 +238,19 @@ struct KilnGpuAttentionRowsPass
 
   void rewrite(AttentionOp op) {
     // N x Lq x Lk floats: the query's rows times the keys.
-    int64_t scores = 4 * tensorType(op.getQuery()).getNumElements() /
-                     tensorType(op.getQuery()).getShape().back() *
-                     tensorType(op.getKeyT()).getShape().back();
-    if (scores <= maxScoresBytes)
-      return;
+    ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
+    int64_t scores = 4 * tensorType(op.getKeyT()).getShape().back();
+    for (int64_t size : q.drop_back())
+      scores *= size;
     std::string whyNot;
-    FailureOr<RowAttention> a = analyze(op, whyNot);
+    FailureOr<RowAttention> a = failure();
+    if (scores <= maxScoresBytes)
+      whyNot = maxScoresBytes == std::numeric_limits<int64_t>::max()
+                   ? "--gpu-attention=unfused"
+                   : "one kernel takes attention whose scores exceed " +
+                         formatBytes(maxScoresBytes);
+    else
+      a = analyze(op, whyNot);
     if (failed(a)) {
       if (reportPlacement)
         op.emitRemark() << "placement: attention unfused, its scores written out ("

@@ -27,7 +27,8 @@ def KilnGpuAttentionRows : Pass<"kiln-gpu-attention-rows", "func::FuncOp"> {
     op's result in place. The scores never exist, so the
     memory is the inputs and the output at any sequence length. A thread
     holds D + Dv values: heads of more than 256 in all stay unfused.
-    With `report-placement`, a "placement:" remark per op it decides on.
+    With `report-placement`, a "placement:" remark per kiln.attention: one
+    kernel, or unfused and why (small scores, heads too large).
   }];
   let dependentDialects = ["affine::AffineDialect", "arith::ArithDialect", "gpu::GPUDialect",
                            "math::MathDialect", "scf::SCFDialect", "tensor::TensorDialect"];
@@ -35,7 +36,7 @@ def KilnGpuAttentionRows : Pass<"kiln-gpu-attention-rows", "func::FuncOp"> {
     Option<"maxScoresBytes", "max-scores-bytes", "int64_t", "64 << 20",
            "Make one kernel of attention whose scores would take more bytes than this">,
     Option<"reportPlacement", "report-placement", "bool", "false",
-           "Emit a 'placement:' remark per attention it makes one kernel of">,
+           "Emit a 'placement:' remark per attention: one kernel, or unfused and why">,
   ];
 }
 

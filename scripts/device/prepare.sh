@@ -33,7 +33,10 @@
 # to tf32 as cvt.rna does, summed in f64: torch_graph.py run --tf32), the
 # layer with --quantize=int8-dynamic (u8 x s8, numerics), and
 # 16-bit GEMMs of 4096^3 and 8192^3 in
-# bf16 and f16 (benchmark only, against PyTorch's); resnet18 and bert2
+# bf16 and f16 (benchmark only, against PyTorch's); attention over 4096
+# tokens (attention4096, benchmark only: one kernel against
+# --gpu-attention=unfused and PyTorch) and its one-kernel form on a banded
+# mask (attention-rows, numerics); resnet18 and bert2
 # (scripts/bench/models.py) at batch 1 and 32, CUDA only, with torch.json
 # and torch-weights.npz for PyTorch's run of the same graph
 # (torch_graph.py), their weights drawn from 8 values so that xz packs the

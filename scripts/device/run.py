@@ -331,7 +331,7 @@ def ncu_kernel_ms(ncu, exe):
 
 
 def profile_models(plan, root, pattern, top=12):
-    """For the models PyTorch runs too (resnet18, bert2): kiln's kernels alone
+    """For the models PyTorch runs too (resnet18, bert2, attention4096): kiln's kernels alone
     by Nsight Compute, with the `top` slowest kernels by name: where the
     time goes."""
     ncu = find_ncu()

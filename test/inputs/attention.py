@@ -16,7 +16,9 @@ with K transposed by a Transpose node, as exported transformers do:
              [320, 320] mask that hides the keys before each query (-inf):
              the first key blocks of late rows are masked out entirely.
   wide       2 heads, 100 queries x 80 keys, heads of 128 and values of 128.
-  too-wide   the same with heads of 160.
+  mid        2 heads, 37 queries x 98 keys, heads of 96 and values of 96,
+             a mask input per head and query [2, 37, 98] (-inf at random).
+  too-wide   the same as wide with heads of 160.
   odd        batch [2, 3], 50 queries x 100 keys, head size 24, values 40,
              no scale, no mask: blocks that are not whole vectors.
 """
@@ -94,6 +96,9 @@ def main():
         build(out, [2, 3], 50, 100, 24, 40, None, None, False)
     elif kind == "wide":
         build(out, [2], 100, 80, 128, 128, ("Mul", 0.0884), None, False)
+    elif kind == "mid":
+        mask = np.where(np.random.default_rng(1).random([2, 37, 98]) < 0.3, -np.inf, 0)
+        build(out, [2], 37, 98, 96, 96, ("Mul", 0.102), mask.astype(np.float32), True)
     elif kind == "too-wide":
         build(out, [2], 100, 80, 160, 128, ("Mul", 0.0791), None, False)
     else:

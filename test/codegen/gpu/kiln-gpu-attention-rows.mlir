@@ -1,5 +1,7 @@
 // RUN: kiln-opt %s --split-input-file --verify-diagnostics "--kiln-gpu-attention-rows=max-scores-bytes=0 report-placement=true" --canonicalize --cse | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-attention-rows | FileCheck %s --check-prefix=SMALL
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-attention-rows=report-placement=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
+// RUN: kiln-opt %s --split-input-file "--kiln-gpu-attention-rows=max-scores-bytes=9223372036854775807 report-placement=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FORCED
 
 // A workgroup per batch entry (the batch dimensions are loops of the
 // grid) and block of 64 query rows (100 rows: the second block has 36
@@ -53,10 +55,12 @@
 // CHECK:   tensor.parallel_insert_slice %[[ROWS]] into %[[ALL]][0, %[[H]], %[[FIRST]], 0] [1, 1, %[[THREADS]], 3]
 // CHECK: } {mapping = [#gpu.block<linear_dim_2>, #gpu.block<linear_dim_1>, #gpu.block<linear_dim_0>]}
 // CHECK: return %[[OUT]]
-// CHECK-NOT: kiln.attention
-// By default, scores of 63.3 KiB stay unfused (the lowering's).
+// By default, scores of 63.3 KiB stay unfused (the lowering's), and the
+// report says why; so it does when unfused is asked for.
 // SMALL-LABEL: func.func @rows
 // SMALL: kiln.attention
+// WHY: remark: placement: attention unfused, its scores written out (63.3 KiB): one kernel takes attention whose scores exceed 64.0 MiB
+// FORCED: remark: placement: attention unfused, its scores written out (63.3 KiB): --gpu-attention=unfused
 func.func @rows(%q: tensor<1x2x100x2xf32>, %kt: tensor<1x2x2x81xf32>, %v: tensor<1x2x81x3xf32>, %mask: tensor<1x1x1x81xf32>) -> tensor<1x2x100x3xf32> {
   // expected-remark @+1 {{placement: attention as one kernel, a thread per query row over 81 keys, its scores never written out (they would take 63.3 KiB)}}
   %r = kiln.attention %q, %kt, %v, %mask {scale = 5.000000e-01 : f32} : (tensor<1x2x100x2xf32>, tensor<1x2x2x81xf32>, tensor<1x2x81x3xf32>, tensor<1x1x1x81xf32>) -> tensor<1x2x100x3xf32>
@@ -111,4 +115,20 @@ func.func @too_wide(%q: tensor<4x160xf32>, %kt: tensor<160x4xf32>, %v: tensor<4x
   // expected-remark @+1 {{placement: attention unfused, its scores written out (64 B): heads of 160 + 128 values, more than a thread holds (256)}}
   %r = kiln.attention %q, %kt, %v {scale = 1.000000e+00 : f32} : (tensor<4x160xf32>, tensor<160x4xf32>, tensor<4x128xf32>) -> tensor<4x128xf32>
   return %r : tensor<4x128xf32>
+}
+
+// -----
+
+// A mask per batch entry, broadcast over the rows: read at the entry and
+// row 0.
+// CHECK-LABEL: func.func @batch_mask
+// CHECK-SAME: %[[MASK:[a-z0-9]*]]: tensor<2x1x8xf32>)
+// CHECK: scf.forall (%[[B:.*]], %{{.*}}) = (0, 0) to (2, 4) step (1, 4)
+// CHECK:   scf.forall (%{{.*}}) in (4)
+// CHECK:     scf.for %[[J:.*]] = %c0 to %c8 step %c4
+// CHECK:       tensor.extract %[[MASK]][%[[B]], %c0, %[[J]]]
+func.func @batch_mask(%q: tensor<2x4x2xf32>, %kt: tensor<2x2x8xf32>, %v: tensor<2x8x2xf32>, %mask: tensor<2x1x8xf32>) -> tensor<2x4x2xf32> {
+  // expected-remark @+1 {{placement: attention as one kernel, a thread per query row over 8 keys}}
+  %r = kiln.attention %q, %kt, %v, %mask {scale = 1.000000e+00 : f32} : (tensor<2x4x2xf32>, tensor<2x2x8xf32>, tensor<2x8x2xf32>, tensor<2x1x8xf32>) -> tensor<2x4x2xf32>
+  return %r : tensor<2x4x2xf32>
 }
