@@ -45,6 +45,13 @@ constexpr int64_t kRows = 64;
 /// Values of a thread's query row and sums (D + Dv) at most: registers.
 constexpr int64_t kMaxRowValues = 256;
 
+/// Element [at..., row, col] of `t`.
+Value element(OpBuilder &b, Location loc, Value t, ValueRange at, Value row, Value col) {
+  SmallVector<Value> indices(at);
+  indices.append({row, col});
+  return tensor::ExtractOp::create(b, loc, t, indices);
+}
+
 /// One attention, its operands as they are: query [B..., Lq, D], keyT
 /// [B..., D, Lk], value [B..., Lk, Dv], mask [1 or B..., 1 or Lq, Lk] (each
 /// batch dimension of the mask 1 or the batch's).
@@ -70,12 +77,7 @@ struct RowAttention {
   /// query row is `q`.
   SmallVector<Value> keyStep(OpBuilder &b, Location loc, ValueRange at, Value i, Value j0,
                              ArrayRef<Value> q, ValueRange carried) const {
-    auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
-    auto element = [&](Value t, Value row, Value col) {
-      SmallVector<Value> indices(at);
-      indices.append({row, col});
-      return tensor::ExtractOp::create(b, loc, t, indices);
-    };
+    auto index = [&](int64_t v) { return indexConst(b, loc, v); };
     Type f32 = b.getF32Type();
     SmallVector<Value> keys, scores;
     for (int64_t k = 0; k < keysPerStep(); ++k) {
@@ -84,7 +86,7 @@ struct RowAttention {
     }
     for (int64_t c = 0; c < d; ++c)
       for (auto [j, s] : llvm::zip(keys, scores))
-        s = math::FmaOp::create(b, loc, q[c], element(keyT, index(c), j), s);
+        s = math::FmaOp::create(b, loc, q[c], element(b, loc, keyT, at, index(c), j), s);
     Value m = carried[0], l = carried[1];
     Value next = m;
     for (auto [j, s] : llvm::zip(keys, scores)) {
@@ -113,7 +115,7 @@ struct RowAttention {
     for (int64_t e = 0; e < dv; ++e) {
       Value acc = arith::MulFOp::create(b, loc, carried[2 + e], alpha);
       for (auto [j, pj] : llvm::zip(keys, p))
-        acc = math::FmaOp::create(b, loc, pj, element(value, j, index(e)), acc);
+        acc = math::FmaOp::create(b, loc, pj, element(b, loc, value, at, j, index(e)), acc);
       result.push_back(acc);
     }
     return result;
@@ -121,14 +123,11 @@ struct RowAttention {
 
   /// Row `i` of batch entry `at` written into `row` ([1..., 1, Dv]).
   Value queryRow(OpBuilder &b, Location loc, ValueRange at, Value i, Value row) const {
-    auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    auto index = [&](int64_t v) { return indexConst(b, loc, v); };
     Type f32 = b.getF32Type();
     SmallVector<Value> q;
-    for (int64_t k = 0; k < d; ++k) {
-      SmallVector<Value> indices(at);
-      indices.append({i, index(k)});
-      q.push_back(tensor::ExtractOp::create(b, loc, query, indices));
-    }
+    for (int64_t k = 0; k < d; ++k)
+      q.push_back(element(b, loc, query, at, i, index(k)));
     SmallVector<Value> init = {extremeConst(b, loc, f32, /*lowest=*/true),
                                scalarConst(b, loc, f32, 0.0)};
     init.append(dv, scalarConst(b, loc, f32, 0.0));
