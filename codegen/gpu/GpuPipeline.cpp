@@ -20,6 +20,8 @@ void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &optio
   // blocked online softmax is a host loop nest).
   pm.addNestedPass<func::FuncOp>(
       createKilnGpuAttentionRows({options.attentionRowsAbove, options.reportPlacement}));
+  // Softmax and layer norm over long rows: one kernel, a workgroup per row.
+  pm.addNestedPass<func::FuncOp>(createKilnGpuNormalizeRows({128, options.reportPlacement}));
   ConvertKilnToLinalgOptions lowering;
   lowering.attentionKeyBlock = 0;
   pm.addPass(createConvertKilnToLinalg(lowering));

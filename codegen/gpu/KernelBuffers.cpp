@@ -57,7 +57,11 @@ struct KilnGpuKernelBuffersPass
     SmallVector<memref::AllocOp> allocs;
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](gpu::LaunchOp launch) {
-      launch.getBody().walk([&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+      launch.getBody().walk([&](memref::AllocOp alloc) {
+        // (A workgroup buffer is the threads' to share.)
+        if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()))
+          allocs.push_back(alloc);
+      });
       launch.getBody().walk([&](memref::CopyOp copy) { copies.push_back(copy); });
     });
     IRRewriter rewriter(&getContext());

@@ -5,7 +5,9 @@
 // transform dialect's map_forall_to_blocks, grid sizes may be dynamic (a
 // model's run-time batch), and a thread loop whose trip count is only
 // bounded (the last, partial tile) runs on a block of its bound with the
-// threads past the trip count idle. A grid dimension of more than 65535
+// threads past the trip count idle. Several thread loops in a workgroup
+// loop (steps that share workgroup buffers) run in turn, a barrier
+// between them. A grid dimension of more than 65535
 // blocks (CUDA's limit on y and z) is launched with 65535, each block
 // looping over the ids it stands for.
 //
@@ -205,9 +207,8 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
                        "thread dimensions x, y, z");
       return WalkResult::interrupt();
     }
-    if (forall.getNumResults() != 0 || !threadLoops.empty()) {
-      forall.emitError("kiln-gpu-map-forall: a workgroup loop must hold one bufferized thread "
-                       "loop");
+    if (forall.getNumResults() != 0) {
+      forall.emitError("kiln-gpu-map-forall: a thread loop must be bufferized first");
       return WalkResult::interrupt();
     }
     // (Its bounds may be defined in the workgroup's body.)
@@ -230,6 +231,14 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
   });
   if (walk.wasInterrupted())
     return failure();
+  // Several thread loops run one after another, a barrier between them:
+  // each must be in the workgroup loop's body itself, which every thread
+  // runs.
+  if (threadLoops.size() > 1)
+    for (ThreadLoop &loop : threadLoops)
+      if (loop.forall->getParentOp() != blocks.getOperation())
+        return loop.forall.emitError("kiln-gpu-map-forall: of several thread loops in a "
+                                     "workgroup loop, each must be directly in its body");
   rewriter.setInsertionPoint(blocks);
 
   // The grid: linear dimension 0 on x, 1 on y, the rest on z.
@@ -283,15 +292,25 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
   }
   inlineBody(rewriter, blocks, inductionValues(rewriter, blocks, ids));
   rewriter.eraseOp(blocks);
-  for (ThreadLoop &loop : threadLoops)
+  // Several thread loops share workgroup buffers: each waits for the one
+  // before to finish, and a block that loops over several ids finishes
+  // the last before the next id's first.
+  for (auto [i, loop] : llvm::enumerate(threadLoops)) {
+    bool last = i + 1 == threadLoops.size();
+    if (threadLoops.size() > 1 && (!last || llvm::is_contained(clamped, true))) {
+      rewriter.setInsertionPointAfter(loop.forall);
+      gpu::BarrierOp::create(rewriter, loc);
+    }
     mapThreads(rewriter, loop.forall, launch, loop.ids, loop.trips);
+  }
   return success();
 }
 
 /// The first op of workgroup loop `blocks` that every thread of the block
-/// would run, outside its thread loop, and that is more than a view or an
-/// index computation (an allocation, a store); null if none. (Without a
-/// thread loop, the block is one thread: anything goes.)
+/// would run, outside its thread loops, and that is more than a view, an
+/// index computation or a workgroup buffer (an allocation, a store); null
+/// if none. (Without a thread loop, the block is one thread: anything
+/// goes.)
 Operation *workOutsideThreads(scf::ForallOp blocks) {
   Block *body = blocks.getBody();
   bool hasThreadLoop = llvm::any_of(body->getOps<scf::ForallOp>(), [](scf::ForallOp) {
@@ -299,9 +318,13 @@ Operation *workOutsideThreads(scf::ForallOp blocks) {
   });
   if (!hasThreadLoop)
     return nullptr;
-  for (Operation &op : body->without_terminator())
+  for (Operation &op : body->without_terminator()) {
+    auto alloc = dyn_cast<memref::AllocOp>(op);
+    if (alloc && gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()))
+      continue; // a buffer the threads share
     if (!isa<scf::ForallOp>(op) && !isMemoryEffectFree(&op))
       return &op;
+  }
   return nullptr;
 }
 

@@ -40,6 +40,37 @@ def KilnGpuAttentionRows : Pass<"kiln-gpu-attention-rows", "func::FuncOp"> {
   ];
 }
 
+def KilnGpuNormalizeRows : Pass<"kiln-gpu-normalize-rows", "func::FuncOp"> {
+  let summary = "Softmax, LogSoftmax and LayerNormalization over long rows as one kernel, a workgroup per row";
+  let description = [{
+    Before kiln-convert-kiln-to-linalg, which lowers a kiln.softmax,
+    kiln.log_softmax or kiln.layer_norm to two row reductions and an
+    elementwise op (on GPU targets, each a kernel; where the rows are few,
+    kiln-gpu-split-reductions splits each reduction in two more). One of f32
+    rows of at least `min-row` values along its last dimension becomes one
+    kernel instead: an scf.forall over workgroups, one per row (the leading
+    dimensions, static or not), each of T threads (a quarter of the row's
+    length, a power of two from 32 to 128). For each of the op's two row
+    statistics (max, then sum of exp(x - max); the mean, then the mean of
+    (x - mean)^2), an scf.forall over the threads combines the terms of
+    columns t, t + T, ... into a partial, written to a workgroup buffer
+    (`bufferization.alloc_tensor` in workgroup memory); each later thread
+    loop starts by combining the T partials. The last writes the outputs of
+    columns t, t + T, ... (a strided slice of the row). kiln-gpu-map-forall
+    puts a barrier between the thread loops. With `report-placement`, a
+    "placement:" remark per op: one kernel, or why not.
+  }];
+  let dependentDialects = ["affine::AffineDialect", "arith::ArithDialect",
+                           "bufferization::BufferizationDialect", "gpu::GPUDialect",
+                           "math::MathDialect", "scf::SCFDialect", "tensor::TensorDialect"];
+  let options = [
+    Option<"minRowLength", "min-row", "int64_t", "128",
+           "Make one kernel of rows of at least this many values">,
+    Option<"reportPlacement", "report-placement", "bool", "false",
+           "Emit a 'placement:' remark per op: one kernel, or why not">,
+  ];
+}
+
 def KilnGpuConvAsMatmul : Pass<"kiln-gpu-conv-as-matmul", "func::FuncOp"> {
   let summary = "Rewrite NCHW convolutions as matmuls of their filter and receptive fields, for the GPU";
   let description = [{

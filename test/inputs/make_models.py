@@ -1191,7 +1191,25 @@ def dead_channels():
     return model(nodes, [tensor("x", [1, 3, 16, 16])], [tensor("y", [1, 10])], inits), [(1, 3, 16, 16)]
 
 
-BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv,
+
+def normalized_rows():
+    """Softmax, LogSoftmax and LayerNormalization along rows of 300 and 1000
+    values (not multiples of a workgroup's threads; a run-time batch of x),
+    and two that stay reductions: along a middle axis, and rows of 64."""
+    n = helper.make_node
+    nodes = [n("LayerNormalization", ["x", "s300", "b300"], ["ln"], name="ln", axis=-1, epsilon=1e-5),
+             n("LayerNormalization", ["y", "s1000"], ["ln_nobias"], name="ln_nobias", axis=1),
+             n("Softmax", ["x"], ["sm"], name="sm", axis=-1),
+             n("LogSoftmax", ["y"], ["lsm"], name="lsm", axis=-1),
+             n("Softmax", ["x"], ["sm_axis1"], name="sm_axis1", axis=1),
+             n("Softmax", ["z"], ["sm_short"], name="sm_short", axis=-1)]
+    inits = [weight("s300", 300, scale=1.0), weight("b300", 300), weight("s1000", 1000, scale=1.0)]
+    outputs = [tensor("ln", ["N", 3, 300]), tensor("ln_nobias", [4, 1000]), tensor("sm", ["N", 3, 300]),
+               tensor("lsm", [4, 1000]), tensor("sm_axis1", ["N", 3, 300]), tensor("sm_short", [6, 64])]
+    return (model(nodes, [tensor("x", ["N", 3, 300]), tensor("y", [4, 1000]), tensor("z", [6, 64])],
+                  outputs, inits), [(2, 3, 300), (4, 1000), (6, 64)])
+
+BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv, normalized_rows,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

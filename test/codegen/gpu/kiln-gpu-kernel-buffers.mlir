@@ -39,3 +39,22 @@ func.func @dynamic(%n: index) {
   }
   return
 }
+
+// -----
+
+// A workgroup buffer (the threads' to share, as kiln-gpu-normalize-rows
+// makes them) stays one.
+// CHECK-LABEL: func.func @workgroup_buffer
+// CHECK: memref.alloc() : memref<32xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.alloca
+func.func @workgroup_buffer(%out: memref<32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %cst = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %shared = memref.alloc() : memref<32xf32, #gpu.address_space<workgroup>>
+    memref.store %cst, %shared[%tx] : memref<32xf32, #gpu.address_space<workgroup>>
+    gpu.terminator
+  }
+  return
+}

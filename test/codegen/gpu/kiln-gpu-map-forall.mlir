@@ -115,15 +115,72 @@ func.func @duplicate_block_dims(%x: memref<4x4xf32>) {
 
 // -----
 
-func.func @two_thread_loops(%x: memref<4x4xf32>) {
+// Thread loops in turn, sharing a workgroup buffer (the alloc every
+// thread would run is no work outside them): a barrier between them; the
+// block is the larger loop's (8 threads), the smaller's guarded.
+// CHECK-LABEL: func.func @thread_loops_in_turn
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4, %{{.*}} = %c1, %{{.*}} = %c1) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c8, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK:   %[[SHARED:.*]] = memref.alloc() : memref<8xf32, #gpu.address_space<workgroup>>
+// CHECK:   memref.store %{{.*}}, %[[SHARED]][%[[T]]]
+// CHECK-NEXT: gpu.barrier
+// CHECK:   %[[IN:.*]] = arith.cmpi ult, %[[T]], %c4
+// CHECK:   scf.if %[[IN]] {
+// CHECK:     memref.load %[[SHARED]]
+// CHECK:     memref.store %{{.*}}, %{{.*}}[%[[B]], %[[T]]]
+// CHECK:   }
+// CHECK-NOT: gpu.barrier
+// CHECK:   gpu.terminator
+func.func @thread_loops_in_turn(%x: memref<4x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  %c7 = arith.constant 7 : index
+  scf.forall (%i) in (4) {
+    %shared = memref.alloc() : memref<8xf32, #gpu.address_space<workgroup>>
+    scf.forall (%t) in (8) {
+      memref.store %one, %shared[%t] : memref<8xf32, #gpu.address_space<workgroup>>
+    } {mapping = [#gpu.thread<x>]}
+    scf.forall (%j) in (4) {
+      %v = memref.load %shared[%c7] : memref<8xf32, #gpu.address_space<workgroup>>
+      memref.store %v, %x[%i, %j] : memref<4x4xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+// A block that loops over several workgroups' ids also meets after its
+// last thread loop, before the next id's first.
+// CHECK-LABEL: func.func @thread_loops_in_turn_huge_grid
+// CHECK: scf.for
+// CHECK:   gpu.barrier
+// CHECK:   gpu.barrier
+// CHECK-NEXT: }
+func.func @thread_loops_in_turn_huge_grid(%x: memref<70000x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  %c0 = arith.constant 0 : index
+  scf.forall (%i) in (70000) {
+    %shared = memref.alloc() : memref<4xf32, #gpu.address_space<workgroup>>
+    scf.forall (%t) in (4) {
+      memref.store %one, %shared[%t] : memref<4xf32, #gpu.address_space<workgroup>>
+    } {mapping = [#gpu.thread<x>]}
+    scf.forall (%j) in (4) {
+      %v = memref.load %shared[%c0] : memref<4xf32, #gpu.address_space<workgroup>>
+      memref.store %v, %x[%i, %j] : memref<70000x4xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
+func.func @nested_thread_loops(%x: memref<4x4xf32>) {
   %one = arith.constant 1.0 : f32
   scf.forall (%i) in (4) {
     scf.forall (%j) in (4) {
-      memref.store %one, %x[%i, %j] : memref<4x4xf32>
-    } {mapping = [#gpu.thread<x>]}
-    // expected-error @+1 {{kiln-gpu-map-forall: a workgroup loop must hold one bufferized thread loop}}
-    scf.forall (%j) in (4) {
-      memref.store %one, %x[%j, %i] : memref<4x4xf32>
+      // expected-error @+1 {{kiln-gpu-map-forall: of several thread loops in a workgroup loop, each must be directly in its body}}
+      scf.forall (%k) in (4) {
+        memref.store %one, %x[%j, %k] : memref<4x4xf32>
+      } {mapping = [#gpu.thread<y>]}
     } {mapping = [#gpu.thread<x>]}
   } {mapping = [#gpu.block<linear_dim_0>]}
   return
