@@ -36,7 +36,8 @@
 # bf16 and f16 (benchmark only, against PyTorch's); attention over 4096
 # tokens (attention4096, benchmark only: one kernel against
 # --gpu-attention=unfused and PyTorch) and its one-kernel form on a banded
-# mask (attention-rows, numerics); resnet18 and bert2
+# mask (attention-rows, numerics); softmax, log-softmax and layer norms
+# as one kernel of a workgroup per row (rows, numerics); resnet18 and bert2
 # (scripts/bench/models.py) at batch 1 and 32, CUDA only, with torch.json
 # and torch-weights.npz for PyTorch's run of the same graph
 # (torch_graph.py), their weights drawn from 8 values so that xz packs the
@@ -86,6 +87,7 @@ make_model fc-f16 gemm_f16
 make_model matmul256-tf32 matmul_small
 make_model conv-tf32 conv_layer
 make_model linear-int8 linear
+make_model rows normalized_rows
 for n in 4096 8192; do
   for t in bf16 f16; do
     make_model "gemm$n-$t" "gemm_${t}_$n" && touch "$out/gemm$n-$t/bench"
