@@ -254,9 +254,13 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
   // A grid dimension of more than kMaxGridBlocks blocks gets that many,
   // each block taking every kMaxGridBlocks-th block id in a loop.
   SmallVector<OpFoldResult> launched(grid);
+  // So is one known only at run time where several thread loops take
+  // turns (a workgroup per row: a run-time number of rows), since no
+  // tensor-core pass looks at such a kernel.
   SmallVector<bool> clamped(3, false);
+  bool turns = threadLoops.size() > 1;
   for (auto [blocks, clamp] : llvm::zip(launched, clamped))
-    if ((clamp = !fitsInGrid(blocks)))
+    if ((clamp = !fitsInGrid(blocks) || (turns && !getConstantIntValue(blocks))))
       blocks = affine::makeComposedFoldedAffineMin(
           rewriter, loc, AffineMap::get(0, 1, {a, rewriter.getAffineConstantExpr(kMaxGridBlocks)},
                                         rewriter.getContext()),
@@ -294,7 +298,9 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
   rewriter.eraseOp(blocks);
   // Several thread loops share workgroup buffers: each waits for the one
   // before to finish, and a block that loops over several ids finishes
-  // the last before the next id's first.
+  // the last before the next id's first. (gpu.barrier orders workgroup
+  // memory only, on Vulkan: thread loops may pass values through
+  // workgroup buffers, not through global memory.)
   for (auto [i, loop] : llvm::enumerate(threadLoops)) {
     bool last = i + 1 == threadLoops.size();
     if (threadLoops.size() > 1 && (!last || llvm::is_contained(clamped, true))) {
@@ -313,10 +319,7 @@ LogicalResult mapBlocks(RewriterBase &rewriter, scf::ForallOp blocks,
 /// goes.)
 Operation *workOutsideThreads(scf::ForallOp blocks) {
   Block *body = blocks.getBody();
-  bool hasThreadLoop = llvm::any_of(body->getOps<scf::ForallOp>(), [](scf::ForallOp) {
-    return true;
-  });
-  if (!hasThreadLoop)
+  if (body->getOps<scf::ForallOp>().empty())
     return nullptr;
   for (Operation &op : body->without_terminator()) {
     auto alloc = dyn_cast<memref::AllocOp>(op);

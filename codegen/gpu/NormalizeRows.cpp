@@ -88,9 +88,9 @@ struct RowKernel {
     return arith::MulFOp::create(b, loc, loop.getResult(0), inverse);
   }
 
-  /// A thread loop over the workgroup's threads that writes into `into`
-  /// (given as the loop's block argument to `body`, which returns what to
-  /// insert and where).
+  /// A loop over the workgroup's threads whose shared output is `into`:
+  /// `body` gets the thread's id and the output's block argument, and
+  /// inserts its part with a parallel_insert_slice.
   scf::ForallOp threadLoop(Builder &b, Location loc, Value into,
                            function_ref<void(Builder &, Value t, Value slot)> body) const {
     MLIRContext *ctx = b.getContext();
@@ -212,30 +212,49 @@ struct RowKernel {
   }
 };
 
+/// Values of a row at most: 256 a thread.
+constexpr int64_t kMaxRow = 128 * 256;
+
 /// Threads per row: a quarter of its values, a power of two from 32 to 128.
 int64_t threadsFor(int64_t n) {
   return std::clamp<int64_t>(llvm::bit_floor(static_cast<uint64_t>(n / 4)), 32, 128);
 }
 
-/// The kernel for `input` [rows..., n] if its rows are long and of f32
-/// (else none, and why not in `whyNot`).
-std::optional<RowKernel> rowsOf(OpBuilder &b, Location loc, Value input, int64_t minRow,
-                                std::string &whyNot) {
-  RankedTensorType type = tensorType(input);
-  if (!type.getElementType().isF32() || type.getRank() < 2) {
-    whyNot = "not rows of f32";
-    return std::nullopt;
-  }
-  int64_t n = type.getShape().back();
-  if (ShapedType::isDynamic(n) || n < minRow) {
-    whyNot = "rows shorter than " + std::to_string(minRow);
-    return std::nullopt;
-  }
+/// Why `op` (a softmax, log-softmax or layer norm) stays reductions and
+/// elementwise kernels, or none if its rows make one kernel: f32 rows
+/// along its last dimension, of a static length from `minRow` up to
+/// kMaxRow (longer rows get the GPU's worth of threads from split
+/// reductions), a layer norm's scale and bias of static shapes.
+std::optional<std::string> whyNotRows(Operation *op, int64_t minRow) {
+  RankedTensorType type = tensorType(op->getOperand(0));
+  int64_t rank = type.getRank(), n = type.getShape().back();
+  auto f32 = [](Value v) { return tensorType(v).getElementType().isF32(); };
+  if (rank < 2)
+    return "one row";
+  if (cast<IntegerAttr>(op->getAttr("axis")).getInt() != rank - 1)
+    return "along other dimensions than the last";
+  if (!llvm::all_of(op->getOperands(), f32))
+    return "not f32";
+  if (ShapedType::isDynamic(n))
+    return "rows of a run-time length";
+  if (n < minRow)
+    return "rows shorter than " + std::to_string(minRow);
+  if (n > kMaxRow)
+    return "rows longer than " + std::to_string(kMaxRow);
+  if (llvm::any_of(op->getOperands().drop_front(),
+                   [](Value v) { return !tensorType(v).hasStaticShape(); }))
+    return "a scale or bias of run-time shape";
+  return std::nullopt;
+}
+
+/// The kernel over the rows of `input` [rows..., n] (n static), reading
+/// its elements.
+RowKernel rowKernel(OpBuilder &b, Location loc, Value input) {
   RowKernel kernel;
   kernel.rows = sizesOf(b, loc, input);
   kernel.rows.pop_back();
-  kernel.n = n;
-  kernel.threads = threadsFor(n);
+  kernel.n = tensorType(input).getShape().back();
+  kernel.threads = threadsFor(kernel.n);
   kernel.read = [input](Builder &b, Location loc, ValueRange at, Value col) -> Value {
     SmallVector<Value> indices(at);
     indices.push_back(col);
@@ -244,11 +263,12 @@ std::optional<RowKernel> rowsOf(OpBuilder &b, Location loc, Value input, int64_t
   return kernel;
 }
 
-/// Element `col` of a layer norm's scale or bias (of shape [n], [1] or []).
+/// Element `col` of a layer norm's scale or bias (of static shape [n], [1]
+/// or []).
 Value parameter(Builder &b, Location loc, Value p, Value col) {
   RankedTensorType type = tensorType(p);
   SmallVector<Value> indices(type.getRank(), indexConst(b, loc, 0));
-  if (type.getNumElements() != 1)
+  if (type.getRank() > 0 && type.getShape().back() != 1)
     indices.back() = col;
   return tensor::ExtractOp::create(b, loc, p, indices);
 }
@@ -334,61 +354,48 @@ struct KilnGpuNormalizeRowsPass
   /// the probabilities times v (a batch matmul); else its lowering's
   /// reductions.
   void rewriteAttention(AttentionOp op) {
+    // (Its verifier asks for f32 operands of static shapes.)
+    Value query = op.getQuery(), keyT = op.getKeyT();
+    int64_t lk = tensorType(keyT).getShape().back();
+    if (lk < minRowLength || lk > kMaxRow)
+      return;
     OpBuilder b(op);
     Location loc = op.getLoc();
-    Value query = op.getQuery(), keyT = op.getKeyT();
-    ArrayRef<int64_t> q = tensorType(query).getShape();
-    int64_t lk = tensorType(keyT).getShape().back();
-    auto f32 = [](Value v) { return !v || tensorType(v).getElementType().isF32(); };
-    if (lk < minRowLength || !f32(query) || !f32(keyT) || !f32(op.getValue()) ||
-        !f32(op.getMask()))
-      return;
-    SmallVector<int64_t> shape(q.drop_back());
+    SmallVector<int64_t> shape(tensorType(query).getShape().drop_back());
     shape.push_back(lk);
     Value scores = MatMulOp::create(b, loc, RankedTensorType::get(shape, b.getF32Type()), query,
                                     keyT);
-    std::string whyNot;
-    std::optional<RowKernel> k = rowsOf(b, loc, scores, minRowLength, whyNot);
-    assert(k && "f32 scores of long rows");
-    readScores(*k, scores, op.getScale().convertToFloat(), op.getMask());
-    addSoftmax(*k, /*isLog=*/false);
+    RowKernel k = rowKernel(b, loc, scores);
+    readScores(k, scores, op.getScale().convertToFloat(), op.getMask());
+    addSoftmax(k, /*isLog=*/false);
     if (reportPlacement)
       op.emitRemark() << "placement: attention's softmax as one kernel, a workgroup of "
-                      << k->threads << " threads per row of " << lk << " scores";
-    Value probabilities = k->build(b, loc);
+                      << k.threads << " threads per row of " << lk << " scores";
+    Value probabilities = k.build(b, loc);
     op.replaceAllUsesWith(
         MatMulOp::create(b, loc, op.getType(), probabilities, op.getValue()).getResult());
     op.erase();
   }
 
-  /// Whether `op` normalizes along the last dimension only.
-  static bool alongLastDim(Operation *op) {
-    int64_t rank = tensorType(op->getOperand(0)).getRank();
-    return cast<IntegerAttr>(op->getAttr("axis")).getInt() == rank - 1;
-  }
-
   void rewrite(Operation *op) {
-    OpBuilder b(op);
-    Location loc = op->getLoc();
-    std::string whyNot = "along other dimensions than the last";
-    std::optional<RowKernel> k;
-    if (alongLastDim(op))
-      k = rowsOf(b, loc, op->getOperand(0), minRowLength, whyNot);
-    if (!k) {
+    if (std::optional<std::string> whyNot = whyNotRows(op, minRowLength)) {
       if (reportPlacement)
         op->emitRemark() << "placement: " << op->getName().stripDialect()
-                         << " as reductions and elementwise kernels: " << whyNot;
+                         << " as reductions and elementwise kernels: " << *whyNot;
       return;
     }
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    RowKernel k = rowKernel(b, loc, op->getOperand(0));
     if (auto norm = dyn_cast<LayerNormOp>(op))
-      addLayerNorm(*k, norm);
+      addLayerNorm(k, norm);
     else
-      addSoftmax(*k, isa<LogSoftmaxOp>(op));
+      addSoftmax(k, isa<LogSoftmaxOp>(op));
     if (reportPlacement)
       op->emitRemark() << "placement: " << op->getName().stripDialect()
-                       << " as one kernel, a workgroup of " << k->threads
-                       << " threads per row of " << k->n << " values";
-    Value result = k->build(b, loc);
+                       << " as one kernel, a workgroup of " << k.threads
+                       << " threads per row of " << k.n << " values";
+    Value result = k.build(b, loc);
     op->getResult(0).replaceAllUsesWith(result);
     op->erase();
   }

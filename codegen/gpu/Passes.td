@@ -46,18 +46,24 @@ def KilnGpuNormalizeRows : Pass<"kiln-gpu-normalize-rows", "func::FuncOp"> {
     Before kiln-convert-kiln-to-linalg, which lowers a kiln.softmax,
     kiln.log_softmax or kiln.layer_norm to two row reductions and an
     elementwise op (on GPU targets, each a kernel; where the rows are few,
-    kiln-gpu-split-reductions splits each reduction in two more). One of f32
-    rows of at least `min-row` values along its last dimension becomes one
-    kernel instead: an scf.forall over workgroups, one per row (the leading
-    dimensions, static or not), each of T threads (a quarter of the row's
-    length, a power of two from 32 to 128). For each of the op's two row
-    statistics (max, then sum of exp(x - max); the mean, then the mean of
-    (x - mean)^2), an scf.forall over the threads combines the terms of
-    columns t, t + T, ... into a partial, written to a workgroup buffer
-    (`bufferization.alloc_tensor` in workgroup memory); each later thread
-    loop starts by combining the T partials. The last writes the outputs of
-    columns t, t + T, ... (a strided slice of the row). kiln-gpu-map-forall
-    puts a barrier between the thread loops. With `report-placement`, a
+    kiln-gpu-split-reductions splits each reduction in two more). One
+    along its last dimension, of f32 rows of at least `min-row` and at
+    most 32768 values (longer rows are better spread over the GPU by split
+    reductions), a layer norm's scale and bias of static shapes, becomes
+    one kernel instead: an scf.forall over workgroups, one per row (the
+    leading dimensions, static or not), each of T threads (a quarter of
+    the row's length, a power of two from 32 to 128). For each of the op's
+    two row statistics (the maximum, then the sum of exp(x - max); the
+    mean, then the mean of (x - mean)^2), an scf.forall over the threads
+    combines the terms of columns t, t + T, ... into a partial, written to
+    a workgroup buffer (`bufferization.alloc_tensor` in workgroup memory);
+    each later thread loop starts by combining the T partials. The last
+    writes the outputs of columns t, t + T, ... (a strided slice of the
+    row). kiln-gpu-map-forall puts a barrier between the thread loops.
+    A kiln.attention that kiln-gpu-attention-rows left unfused, over at
+    least `min-row` keys, becomes its scores q kt (a kiln.matmul), their
+    softmax as such a kernel (reading scale * s + mask) and the
+    probabilities times v (a kiln.matmul). With `report-placement`, a
     "placement:" remark per op: one kernel, or why not.
   }];
   let dependentDialects = ["affine::AffineDialect", "arith::ArithDialect",
@@ -317,8 +323,13 @@ def KilnGpuMapForall : Pass<"kiln-gpu-map-forall", "func::FuncOp"> {
     per dimension is the largest static bound of their trip counts (the last
     tile of a dynamic size is partial), and each such loop's body is guarded
     by `thread id < trip count`. Loop steps must be static. A workgroup
-    loop holds one thread loop, and outside it only views and index
-    arithmetic (every thread runs them); the copies that bufferized
+    loop holds one thread loop, or several in its body that run in turn
+    (kiln-gpu-normalize-rows' steps), a gpu.barrier between them (and
+    after the last where the block loops over ids; a dynamic grid
+    dimension is then clamped too); they may share workgroup buffers
+    (gpu.barrier orders workgroup memory), not pass values through global
+    memory. Outside them only views, index arithmetic (every thread runs
+    them) and allocations of workgroup memory; the copies that bufferized
     parallel_insert_slice ops leave (a view copied onto itself or onto an
     identical view) are erased first. A workgroup loop with other work
     outside its thread loop (an allocation a fused producer needs per
@@ -338,7 +349,9 @@ def KilnGpuKernelBuffers : Pass<"kiln-gpu-kernel-buffers", "func::FuncOp"> {
     Each one of static shape becomes a `memref.alloca` in
     `#gpu.address_space<private>` (registers or function-local memory), and
     the views of it follow it into that space. A dynamic size is an error:
-    a kernel cannot allocate. Every `memref.copy` in a launch becomes a
+    a kernel cannot allocate. An allocation in workgroup memory (a buffer
+    the threads share, from kiln-gpu-normalize-rows) stays as it is. Every
+    `memref.copy` in a launch becomes a
     `linalg.copy`, which kernels lower to loops like any other linalg op.
   }];
   let dependentDialects = ["gpu::GPUDialect", "linalg::LinalgDialect", "memref::MemRefDialect"];

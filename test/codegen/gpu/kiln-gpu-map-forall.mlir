@@ -173,6 +173,35 @@ func.func @thread_loops_in_turn_huge_grid(%x: memref<70000x4xf32>) {
 
 // -----
 
+// So does a block of a grid known only at run time (a workgroup per row
+// of a run-time batch): at most 65535 blocks, each looping over its ids.
+// CHECK-LABEL: func.func @thread_loops_in_turn_dynamic_grid
+// CHECK: %[[ROWS:.*]] = memref.dim
+// CHECK: %[[GRID:.*]] = affine.min #{{.*}}()[%[[ROWS]]]
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]], %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK:   scf.for %{{.*}} = %[[B]] to %[[ROWS]] step %{{.*}} {
+// CHECK:     gpu.barrier
+// CHECK:     gpu.barrier
+// CHECK-NEXT: }
+func.func @thread_loops_in_turn_dynamic_grid(%x: memref<?x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  %c0 = arith.constant 0 : index
+  %rows = memref.dim %x, %c0 : memref<?x4xf32>
+  scf.forall (%i) in (%rows) {
+    %shared = memref.alloc() : memref<4xf32, #gpu.address_space<workgroup>>
+    scf.forall (%t) in (4) {
+      memref.store %one, %shared[%t] : memref<4xf32, #gpu.address_space<workgroup>>
+    } {mapping = [#gpu.thread<x>]}
+    scf.forall (%j) in (4) {
+      %v = memref.load %shared[%c0] : memref<4xf32, #gpu.address_space<workgroup>>
+      memref.store %v, %x[%i, %j] : memref<?x4xf32>
+    } {mapping = [#gpu.thread<x>]}
+  } {mapping = [#gpu.block<linear_dim_0>]}
+  return
+}
+
+// -----
+
 func.func @nested_thread_loops(%x: memref<4x4xf32>) {
   %one = arith.constant 1.0 : f32
   scf.forall (%i) in (4) {

@@ -126,22 +126,33 @@ func.func @attention(%q: tensor<2x3x5x8xf32>, %kt: tensor<2x3x8x128xf32>, %v: te
 // -----
 
 // Left to the lowering's reductions, and the report says why: rows of 64,
-// a softmax along a middle axis, rows of f16. An attention over 64 keys is
-// left as it is.
+// a softmax along a middle axis, rows of f16, one row, rows of 40000, a
+// scale of run-time shape. An attention over 64 keys is left as it is.
 // CHECK-LABEL: func.func @left_alone
+// CHECK: kiln.softmax
+// CHECK: kiln.softmax
+// CHECK: kiln.layer_norm
 // CHECK: kiln.softmax
 // CHECK: kiln.softmax
 // CHECK: kiln.layer_norm
 // CHECK: kiln.attention
 // WHY: remark: placement: softmax as reductions and elementwise kernels: rows shorter than 128
 // WHY: remark: placement: softmax as reductions and elementwise kernels: along other dimensions than the last
-// WHY: remark: placement: layer_norm as reductions and elementwise kernels: not rows of f32
+// WHY: remark: placement: layer_norm as reductions and elementwise kernels: not f32
+// WHY: remark: placement: softmax as reductions and elementwise kernels: one row
+// WHY: remark: placement: softmax as reductions and elementwise kernels: rows longer than 32768
+// WHY: remark: placement: layer_norm as reductions and elementwise kernels: a scale or bias of run-time shape
 // WHY-NOT: attention
 func.func @left_alone(%short: tensor<6x64xf32>, %x: tensor<4x256xf32>, %h: tensor<4x256xf16>, %s: tensor<256xf16>,
-                      %q: tensor<1x5x8xf32>, %kt: tensor<1x8x64xf32>, %v: tensor<1x64x4xf32>) -> (tensor<6x64xf32>, tensor<4x256xf32>, tensor<4x256xf16>, tensor<1x5x4xf32>) {
+                      %one: tensor<256xf32>, %long: tensor<2x40000xf32>, %sd: tensor<?xf32>,
+                      %q: tensor<1x5x8xf32>, %kt: tensor<1x8x64xf32>, %v: tensor<1x64x4xf32>)
+    -> (tensor<6x64xf32>, tensor<4x256xf32>, tensor<4x256xf16>, tensor<256xf32>, tensor<2x40000xf32>, tensor<4x256xf32>, tensor<1x5x4xf32>) {
   %a = kiln.softmax %short {axis = 1 : i64} : tensor<6x64xf32>
   %b = kiln.softmax %x {axis = 0 : i64} : tensor<4x256xf32>
   %c = kiln.layer_norm %h, %s {axis = 1 : i64, epsilon = 1.0e-05 : f32} : (tensor<4x256xf16>, tensor<256xf16>) -> tensor<4x256xf16>
+  %e = kiln.softmax %one {axis = 0 : i64} : tensor<256xf32>
+  %f = kiln.softmax %long {axis = 1 : i64} : tensor<2x40000xf32>
+  %g = kiln.layer_norm %x, %sd {axis = 1 : i64, epsilon = 1.0e-05 : f32} : (tensor<4x256xf32>, tensor<?xf32>) -> tensor<4x256xf32>
   %d = kiln.attention %q, %kt, %v {scale = 1.0 : f32} : (tensor<1x5x8xf32>, tensor<1x8x64xf32>, tensor<1x64x4xf32>) -> tensor<1x5x4xf32>
-  return %a, %b, %c, %d : tensor<6x64xf32>, tensor<4x256xf32>, tensor<4x256xf16>, tensor<1x5x4xf32>
+  return %a, %b, %c, %e, %f, %g, %d : tensor<6x64xf32>, tensor<4x256xf32>, tensor<4x256xf16>, tensor<256xf32>, tensor<2x40000xf32>, tensor<4x256xf32>, tensor<1x5x4xf32>
 }
