@@ -420,6 +420,15 @@ Value finiteMax(OpBuilder &b, Location loc, Value m) {
   return arith::SelectOp::create(b, loc, isNinf, scalarConst(b, loc, m.getType(), 0.0), m);
 }
 
+Value broadcastElement(OpBuilder &b, Location loc, Value v, ValueRange indices) {
+  ArrayRef<int64_t> shape = tensorType(v).getShape();
+  SmallVector<Value> at(indices.take_back(shape.size()));
+  for (auto [size, index] : llvm::zip(shape, at))
+    if (size == 1)
+      index = indexConst(b, loc, 0);
+  return tensor::ExtractOp::create(b, loc, v, at);
+}
+
 Value buildTileLoop(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> lbs,
                     ArrayRef<OpFoldResult> ubs, ArrayRef<OpFoldResult> steps, Value init,
                     function_ref<TileResult(OpBuilder &, Location, ValueRange, Value)> tile) {

@@ -103,6 +103,11 @@ Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target
 /// NaN.
 Value finiteMax(OpBuilder &b, Location loc, Value m);
 
+/// The element of `v` that numpy broadcasting puts at `indices` of the
+/// broadcast shape: its dimensions aligned with the trailing indices, those
+/// of size 1 read at 0.
+Value broadcastElement(OpBuilder &b, Location loc, Value v, ValueRange indices);
+
 /// Materializes `v` broadcast to `shape` (numpy rules); no-op if equal.
 /// `sizes` gives dynamic target sizes that `v` does not have.
 Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,

@@ -93,13 +93,9 @@ struct RowAttention {
       if (scale != 1.0f)
         s = arith::MulFOp::create(b, loc, s, scalarConst(b, loc, f32, scale));
       if (mask) {
-        // Broadcast dimensions of the mask are read at 0.
-        ArrayRef<int64_t> shape = tensorType(mask).getShape();
-        SmallVector<Value> indices;
-        for (auto [size, v] : llvm::zip(shape.drop_back(2), at))
-          indices.push_back(size == 1 ? index(0) : v);
-        indices.append({shape[shape.size() - 2] == 1 ? index(0) : i, j});
-        s = arith::AddFOp::create(b, loc, s, tensor::ExtractOp::create(b, loc, mask, indices));
+        SmallVector<Value> indices(at);
+        indices.append({i, j});
+        s = arith::AddFOp::create(b, loc, s, broadcastElement(b, loc, mask, indices));
       }
       next = arith::MaximumFOp::create(b, loc, next, s);
     }

@@ -263,16 +263,6 @@ RowKernel rowKernel(OpBuilder &b, Location loc, Value input) {
   return kernel;
 }
 
-/// Element `col` of a layer norm's scale or bias (of static shape [n], [1]
-/// or []).
-Value parameter(Builder &b, Location loc, Value p, Value col) {
-  RankedTensorType type = tensorType(p);
-  SmallVector<Value> indices(type.getRank(), indexConst(b, loc, 0));
-  if (type.getRank() > 0 && type.getShape().back() != 1)
-    indices.back() = col;
-  return tensor::ExtractOp::create(b, loc, p, indices);
-}
-
 /// softmax = exp(x - max) / sum, log_softmax = (x - max) - log(sum), with
 /// sum = sum(exp(x - max)); max and sum the row statistics.
 void addSoftmax(RowKernel &k, bool isLog) {
@@ -307,13 +297,15 @@ void addLayerNorm(RowKernel &k, LayerNormOp op) {
     Value inverse = math::RsqrtOp::create(
         b, loc, arith::AddFOp::create(b, loc, s[1], scalarConst(b, loc, b.getF32Type(), eps)));
     Value y = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, centered, inverse),
-                                    parameter(b, loc, scale, col));
-    return bias ? arith::AddFOp::create(b, loc, y, parameter(b, loc, bias, col)).getResult() : y;
+                                    broadcastElement(b, loc, scale, col));
+    if (!bias)
+      return y;
+    return arith::AddFOp::create(b, loc, y, broadcastElement(b, loc, bias, col));
   };
 }
 
 /// `k` reading scale * s + mask for the scores s of an attention (the
-/// mask's dimensions of size 1 broadcast).
+/// mask broadcast).
 void readScores(RowKernel &k, Value scores, float scale, Value mask) {
   k.read = [=](Builder &b, Location loc, ValueRange at, Value col) -> Value {
     SmallVector<Value> indices(at);
@@ -323,10 +315,7 @@ void readScores(RowKernel &k, Value scores, float scale, Value mask) {
       s = arith::MulFOp::create(b, loc, s, scalarConst(b, loc, b.getF32Type(), scale));
     if (!mask)
       return s;
-    for (auto [i, size] : llvm::enumerate(tensorType(mask).getShape().drop_back()))
-      if (size == 1)
-        indices[i] = indexConst(b, loc, 0);
-    return arith::AddFOp::create(b, loc, s, tensor::ExtractOp::create(b, loc, mask, indices));
+    return arith::AddFOp::create(b, loc, s, broadcastElement(b, loc, mask, indices));
   };
 }
 
