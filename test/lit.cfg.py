@@ -67,6 +67,10 @@ if "avx512f" in flags:
 # they run, lack it).
 if "avx_vnni" in flags:
     config.available_features.add("avx-vnni")
+# vpdpbusd at any width: where onnxruntime's u8 x s8 products are exact
+# (without it, MLAS's vpmaddubsw saturates pairs of them at 16 bits).
+if flags & {"avx_vnni", "avx512_vnni"}:
+    config.available_features.add("vnni")
 # vpdpbusd and vpexpandb on 512-bit registers: kiln's int8 sparse kernels.
 if {"avx512_vnni", "avx512_vbmi2"} <= flags:
     config.available_features.add("avx512-int8-sparse")

@@ -1,7 +1,11 @@
 // Runs an ONNX model with onnxruntime-node (the reference) on .npy inputs
 // and writes OUT_DIR/<sanitized output name>.npy, like kiln executables do.
-// usage: node ort_run.js model.onnx OUT_DIR input_0.npy [input_1.npy ...]
+// usage: node ort_run.js [--unoptimized] model.onnx OUT_DIR input_0.npy [input_1.npy ...]
 //        node ort_run.js --batch JOBS.json
+// --unoptimized turns onnxruntime's graph optimizations off: a QDQ model
+// then runs as written (Quantize, Dequantize, float ops), not through the
+// int8 kernels it would fuse it into, which round requantization their own
+// way and, on CPUs without VNNI, saturate pairs of u8 x s8 products.
 // A batch is a JSON list of [model, OUT_DIR, inputs...] runs, all in one
 // process; it prints {case: message} for the runs onnxruntime refused, where
 // a case is named by its model's folder.
@@ -11,8 +15,8 @@ const ort = require('onnxruntime-node');
 
 const {readNpy, writeNpy} = require('./npy.js');
 
-async function run(model, outDir, inputs) {
-  const session = await ort.InferenceSession.create(model);
+async function run(model, outDir, inputs, options = {}) {
+  const session = await ort.InferenceSession.create(model, options);
   const feeds = {};
   session.inputNames.forEach((name, i) => { feeds[name] = readNpy(inputs[i]); });
   const results = await session.run(feeds);
@@ -37,6 +41,8 @@ async function runBatch(jobsFile) {
   const args = process.argv.slice(2);
   if (args[0] === '--batch')
     await runBatch(args[1]);
+  else if (args[0] === '--unoptimized')
+    await run(args[1], args[2], args.slice(3), {graphOptimizationLevel: 'disabled'});
   else
     await run(args[0], args[1], args.slice(2));
 })().catch((e) => { console.error(e.message); process.exit(1); });
