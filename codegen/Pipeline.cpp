@@ -93,6 +93,7 @@ static void addGraphPasses(OpPassManager &pm, const TargetBackend &backend,
   pm.addPass(createKilnComputeHalfInF32({backend.widensHalfMatmuls()}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createKilnFoldBatchNorm({options.reportFusion}));
+  pm.addPass(createKilnFuseLayerNorm({options.reportFusion}));
   pm.addPass(createKilnFuseAttention({options.reportFusion}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

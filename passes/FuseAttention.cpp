@@ -30,15 +30,6 @@ struct AttentionChain {
 
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
-/// The value of a one-element f32 constant.
-std::optional<float> scalarConstant(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant || cast<RankedTensorType>(constant.getType()).getNumElements() != 1)
-    return std::nullopt;
-  std::optional<std::vector<float>> values = f32Elements(constant.getValue());
-  return values ? std::optional<float>(values->front()) : std::nullopt;
-}
-
 /// `op`'s result feeds only the next op of the chain.
 bool feedsOnlyChain(Operation *op) { return op && op->hasOneUse(); }
 
@@ -48,8 +39,8 @@ LogicalResult matchScores(Value s, AttentionChain &chain, std::string &why) {
   Operation *op = s.getDefiningOp();
   if (isa_and_nonnull<MulOp, DivOp>(op) && feedsOnlyChain(op)) {
     Value lhs = op->getOperand(0), rhs = op->getOperand(1);
-    std::optional<float> c = scalarConstant(rhs);
-    if (!c && isa<MulOp>(op) && (c = scalarConstant(lhs)))
+    std::optional<float> c = f32Scalar(rhs);
+    if (!c && isa<MulOp>(op) && (c = f32Scalar(lhs)))
       std::swap(lhs, rhs);
     if (c && shapeOf(lhs) == shapeOf(s)) {
       chain.scale = isa<DivOp>(op) ? 1.0f / *c : *c;

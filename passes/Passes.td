@@ -20,6 +20,30 @@ def KilnFoldBatchNorm : Pass<"kiln-fold-batch-norm", "ModuleOp"> {
   ];
 }
 
+def KilnFuseLayerNorm : Pass<"kiln-fuse-layer-norm", "ModuleOp"> {
+  let summary = "Fuse a layer norm written out in ops (ReduceMean, Sub, Pow, ...) into kiln.layer_norm";
+  let description = [{
+    Exporters before opset 17 write LayerNormalization as ops:
+    `mean = kiln.reduce_mean(x)`, `c = x - mean`,
+    `var = kiln.reduce_mean(c * c)` (or `kiln.pow(c, 2)`), then
+    `c / kiln.sqrt(var + eps)` (or `c * kiln.reciprocal(...)`), optionally
+    times a scale and plus a bias. Where both means reduce the same
+    trailing dimensions of an f32 `x`, keeping them as size 1, eps is a
+    one-element f32 constant, the scale and bias have static shapes with at
+    most one value per normalized element, and every intermediate feeds
+    only the chain, the chain becomes one
+    `kiln.layer_norm(x, scale, bias) {axis, epsilon}` (a scale of 1.0 when
+    there is none), located at the chain's last op. A scale or bias that
+    varies along the other dimensions stays an op after it. With `report`,
+    every mean that is centered (`x - mean(x)`) gets a remark saying whether
+    it was fused and, if not, why.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per centered mean: fused into a layer norm, or why not">,
+  ];
+}
+
 def KilnFuseAttention : Pass<"kiln-fuse-attention", "ModuleOp"> {
   let summary = "Fuse MatMul -> scale -> mask -> Softmax -> MatMul into kiln.attention";
   let description = [{

@@ -125,3 +125,11 @@ std::optional<std::vector<float>> mlir::kiln::f32Elements(ElementsAttr attr) {
   std::memcpy(values.data(), data->data(), data->size());
   return values;
 }
+
+std::optional<float> mlir::kiln::f32Scalar(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant || cast<RankedTensorType>(constant.getType()).getNumElements() != 1)
+    return std::nullopt;
+  std::optional<std::vector<float>> values = f32Elements(constant.getValue());
+  return values ? std::optional<float>(values->front()) : std::nullopt;
+}

@@ -1209,7 +1209,50 @@ def normalized_rows():
     return (model(nodes, [tensor("x", ["N", 3, 300]), tensor("y", [4, 1000]), tensor("z", [6, 64])],
                   outputs, inits), [(2, 3, 300), (4, 1000), (6, 64)])
 
-BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv, normalized_rows,
+def written_layer_norms():
+    """Layer norms written out in ops, as exporters wrote them before
+    LayerNormalization (opset 14): torch.onnx's and Paddle2ONNX's (Pow, Div,
+    a scale and a bias) along rows of 300 of a run-time batch; Mul(c, c) and
+    a Reciprocal without scale or bias along rows of 1000; and one over the
+    last two dimensions with a [4, 16] scale."""
+    n = helper.make_node
+    nodes = []
+
+    def layer_norm(x, out, axes, eps, pow_form, scale=None, bias=None):
+        p = out + "_"
+        nodes.extend([n("ReduceMean", [x], [p + "mean"], name=p + "mean", axes=axes),
+                      n("Sub", [x, p + "mean"], [p + "c"], name=p + "center")])
+        if pow_form:
+            nodes.append(n("Pow", [p + "c", "two"], [p + "sq"], name=p + "square"))
+        else:
+            nodes.append(n("Mul", [p + "c", p + "c"], [p + "sq"], name=p + "square"))
+        nodes.extend([n("ReduceMean", [p + "sq"], [p + "var"], name=p + "var", axes=axes),
+                      n("Add", [p + "var", eps], [p + "ve"], name=p + "var_eps"),
+                      n("Sqrt", [p + "ve"], [p + "std"], name=p + "std")])
+        norm = p + "n" if scale or bias else out
+        if pow_form:
+            nodes.append(n("Div", [p + "c", p + "std"], [norm], name=p + "norm"))
+        else:
+            nodes.extend([n("Reciprocal", [p + "std"], [p + "inv"], name=p + "inv"),
+                          n("Mul", [p + "inv", p + "c"], [norm], name=p + "norm")])
+        if scale:
+            nodes.append(n("Mul", [norm, scale], [out if not bias else p + "s"], name=p + "scale"))
+        if bias:
+            nodes.append(n("Add", [p + "s", bias], [out], name=p + "bias"))
+
+    layer_norm("x", "torch_ln", [-1], "eps5", True, "g300", "b300")
+    layer_norm("y", "plain_ln", [1], "eps3", False)
+    layer_norm("z", "two_axes_ln", [-2, -1], "eps5", True, "g4x16")
+    scalar = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    inits = [weight("g300", 300, scale=1.0), weight("b300", 300), weight("g4x16", 4, 16, scale=1.0),
+             scalar("two", 2.0), scalar("eps5", 1e-5), scalar("eps3", 1e-3)]
+    outputs = [tensor("torch_ln", ["N", 3, 300]), tensor("plain_ln", [4, 1000]),
+               tensor("two_axes_ln", [6, 4, 16])]
+    m = model(nodes, [tensor("x", ["N", 3, 300]), tensor("y", [4, 1000]), tensor("z", [6, 4, 16])],
+              outputs, inits, opset=14)
+    return m, [(2, 3, 300), (4, 1000), (6, 4, 16)]
+
+BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv, normalized_rows, written_layer_norms,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
