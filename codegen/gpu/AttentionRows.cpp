@@ -151,14 +151,12 @@ struct RowAttention {
     SmallVector<int64_t> shape(batch);
     shape.append({lq, dv});
     Value init = emptyTensor(b, loc, shape, b.getF32Type());
-    SmallVector<OpFoldResult> zeros(loops, b.getIndexAttr(0)), ones(loops, b.getIndexAttr(1));
+    SmallVector<OpFoldResult> ones(loops, b.getIndexAttr(1));
     SmallVector<OpFoldResult> ends = getAsIndexOpFoldResult(ctx, shape);
     ends.pop_back();
     SmallVector<OpFoldResult> steps = ones;
     steps.back() = b.getIndexAttr(rows);
-    auto workgroups = scf::ForallOp::create(
-        b, loc, zeros, ends, steps, ValueRange{init},
-        b.getArrayAttr(mappingFor(ctx, SmallVector<int64_t>(loops, 1), /*threads=*/false)));
+    scf::ForallOp workgroups = workgroupForall(b, loc, ends, steps, init);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(workgroups.getTerminator());
     SmallVector<Value> ivs = workgroups.getInductionVars();

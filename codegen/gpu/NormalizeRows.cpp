@@ -152,10 +152,8 @@ struct RowKernel {
     SmallVector<OpFoldResult> shape(rows);
     shape.push_back(b.getIndexAttr(n));
     Value init = emptyTensor(b, loc, shape, f32);
-    SmallVector<OpFoldResult> zeros(loops, b.getIndexAttr(0)), ones(loops, b.getIndexAttr(1));
-    auto workgroups = scf::ForallOp::create(
-        b, loc, zeros, rows, ones, ValueRange{init},
-        b.getArrayAttr(mappingFor(ctx, SmallVector<int64_t>(loops, 1), /*threads=*/false)));
+    SmallVector<OpFoldResult> ones(loops, b.getIndexAttr(1));
+    scf::ForallOp workgroups = workgroupForall(b, loc, rows, ones, init);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(workgroups.getTerminator());
     SmallVector<Value> at = workgroups.getInductionVars();

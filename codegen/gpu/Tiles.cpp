@@ -222,6 +222,16 @@ SmallVector<Attribute> mlir::kiln::mappingFor(MLIRContext *ctx, ArrayRef<int64_t
   return mapping;
 }
 
+scf::ForallOp mlir::kiln::workgroupForall(OpBuilder &b, Location loc,
+                                          ArrayRef<OpFoldResult> ends,
+                                          ArrayRef<OpFoldResult> steps, Value init) {
+  SmallVector<OpFoldResult> zeros(ends.size(), b.getIndexAttr(0));
+  SmallVector<int64_t> perLoop(ends.size(), 1);
+  return scf::ForallOp::create(b, loc, zeros, ends, steps, ValueRange{init},
+                               b.getArrayAttr(mappingFor(b.getContext(), perLoop,
+                                                         /*threads=*/false)));
+}
+
 FailureOr<int64_t> mlir::kiln::sizeBound(Value tile, int64_t d) {
   auto type = cast<MemRefType>(tile.getType());
   if (!type.isDynamicDim(d))

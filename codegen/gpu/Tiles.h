@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include <optional>
 #include <string>
 
@@ -62,6 +63,12 @@ AffineExpr linearThreadId(gpu::LaunchOp launch);
 /// loop on block linear dimension 0 or thread x: blocks on linear
 /// dimensions (any number of loops), threads on x, y, z.
 SmallVector<Attribute> mappingFor(MLIRContext *ctx, ArrayRef<int64_t> tileSizes, bool threads);
+
+/// A loop over workgroups that a pass builds itself (a kernel of its own
+/// shape): an scf.forall from 0 to `ends` by `steps`, carrying `init`, one
+/// block linear dimension per loop (the innermost on 0).
+scf::ForallOp workgroupForall(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> ends,
+                              ArrayRef<OpFoldResult> steps, Value init);
 
 } // namespace mlir::kiln
 
