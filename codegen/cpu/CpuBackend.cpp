@@ -8,7 +8,6 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
-#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -244,12 +243,9 @@ private:
   void addLLVMPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     bool amx = target.amxInt8 || target.amxBf16;
     // Without AVX512-BF16, LLVM would call __truncsfbf2 (not in libgcc) for
-    // f32 -> bf16: round in integer arithmetic instead.
-    if (options.precision == Precision::BF16 && !target.avx512Bf16) {
-      arith::ArithExpandOpsPassOptions expand;
-      expand.includeBf16 = true;
-      pm.addPass(arith::createArithExpandOpsPass(expand));
-    }
+    // f32 -> bf16 (--precision=bf16, a Cast to bf16): round in integers.
+    if (!target.avx512Bf16)
+      pm.addPass(createKilnCpuExpandBf16());
     pm.addPass(createForallToParallelLoopPass());
     OpPassManager &loops = pm.nest<func::FuncOp>();
     if (amx)

@@ -263,6 +263,19 @@ def KilnCpuPrefetchWeights : Pass<"kiln-cpu-prefetch-weights", "func::FuncOp"> {
   let dependentDialects = ["memref::MemRefDialect", "arith::ArithDialect"];
 }
 
+def KilnCpuExpandBf16 : Pass<"kiln-cpu-expand-bf16", "ModuleOp"> {
+  let summary = "Convert between f32 and bf16 in integer arithmetic, for CPUs without AVX512-BF16";
+  let description = [{
+    Each `arith.truncf` to bf16 becomes the f32's bits rounded to nearest
+    even in i32 arithmetic (NaNs kept quiet), then the upper 16 bits; each
+    `arith.extf` from bf16 a shift of its bits into an f32 (scalars and
+    vectors alike). Without it, LLVM calls __truncsfbf2 where the CPU has
+    no conversion instruction, and Debian 12's libgcc has no such function.
+    Nothing else changes.
+  }];
+  let dependentDialects = ["arith::ArithDialect"];
+}
+
 def KilnCpuLoopAllocaScopes : Pass<"kiln-cpu-loop-alloca-scopes", "func::FuncOp"> {
   let summary = "Free the allocas of each loop iteration when it ends";
   let description = [{
