@@ -28,8 +28,6 @@ struct AttentionChain {
   SmallVector<Operation *> ops;
 };
 
-ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
-
 /// `op`'s result feeds only the next op of the chain.
 bool feedsOnlyChain(Operation *op) { return op && op->hasOneUse(); }
 

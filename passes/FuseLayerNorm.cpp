@@ -33,8 +33,6 @@ struct LayerNormChain {
   Value result() const { return ops.back()->getResult(0); }
 };
 
-ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
-
 /// The other operand of a binary `op` of which `v` is one.
 Value otherOperand(Operation *op, Value v) {
   return op->getOperand(0) == v ? op->getOperand(1) : op->getOperand(0);
@@ -53,6 +51,14 @@ SubOp centeringOf(ReduceMeanOp mean) {
   return SubOp();
 }
 
+/// The dimensions `mean` reduces, in increasing order (a model may list
+/// them in any).
+SmallVector<int64_t> sortedAxes(ReduceMeanOp mean) {
+  SmallVector<int64_t> axes(mean.getAxes());
+  llvm::sort(axes);
+  return axes;
+}
+
 /// The axis from which `mean` reduces every dimension, kept as size 1.
 FailureOr<int64_t> normalizedAxis(ReduceMeanOp mean, std::string &why) {
   if (!mean.getKeepdims()) {
@@ -60,8 +66,7 @@ FailureOr<int64_t> normalizedAxis(ReduceMeanOp mean, std::string &why) {
     return failure();
   }
   int64_t rank = shapeOf(mean.getInput()).size();
-  SmallVector<int64_t> axes(mean.getAxes());
-  llvm::sort(axes);
+  SmallVector<int64_t> axes = sortedAxes(mean);
   int64_t axis = rank - (int64_t)axes.size();
   if (axes.empty() || axes != llvm::to_vector(llvm::seq<int64_t>(axis, rank))) {
     why = "the mean is not over the trailing dimensions";
@@ -88,7 +93,7 @@ FailureOr<SqrtOp> matchDeviation(ReduceMeanOp mean, SubOp centered, LayerNormCha
       square = user;
   auto var = square ? dyn_cast_or_null<ReduceMeanOp>(soleUser(square->getResult(0)))
                     : ReduceMeanOp();
-  if (!var || var.getAxes() != mean.getAxes() || !var.getKeepdims()) {
+  if (!var || sortedAxes(var) != sortedAxes(mean) || !var.getKeepdims()) {
     why = "the centered values' squares are not averaged over the same dimensions";
     return failure();
   }

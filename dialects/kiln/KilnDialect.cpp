@@ -126,6 +126,10 @@ std::optional<std::vector<float>> mlir::kiln::f32Elements(ElementsAttr attr) {
   return values;
 }
 
+ArrayRef<int64_t> mlir::kiln::shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
 std::optional<float> mlir::kiln::f32Scalar(Value v) {
   auto constant = v.getDefiningOp<ConstantOp>();
   if (!constant || cast<RankedTensorType>(constant.getType()).getNumElements() != 1)

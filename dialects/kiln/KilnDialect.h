@@ -80,6 +80,8 @@ ElementsAttr relaidElements(ElementsAttr source, ShapedType type, StringRef name
 std::optional<std::vector<float>> f32Elements(ElementsAttr attr);
 /// Whether f32Elements(attr) has a value (without copying the elements).
 bool hasF32Elements(ElementsAttr attr);
+/// The shape of `v`, a ranked tensor.
+ArrayRef<int64_t> shapeOf(Value v);
 /// The value of `v` when it is a one-element f32 kiln.constant (an
 /// epsilon, a scale), of any rank.
 std::optional<float> f32Scalar(Value v);

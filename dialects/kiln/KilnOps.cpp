@@ -18,10 +18,6 @@ using namespace mlir::kiln;
 #define GET_OP_CLASSES
 #include "dialects/kiln/KilnOps.cpp.inc"
 
-static ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-
 static std::string shapeStr(ArrayRef<int64_t> shape) {
   std::string s;
   llvm::raw_string_ostream os(s);

@@ -49,7 +49,8 @@ func.func @square_and_reciprocal(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
 
 // -----
 
-// Two trailing dimensions, the means' axes out of order; a scale with a
+// Two trailing dimensions, the means' axes out of order and listed in
+// different orders (2, 1 and 1, 2: the same dimensions); a scale with a
 // leading 1 (reshaped to the normalized rank) on the left of the Mul; a
 // bias alone would be one too.
 // CHECK-LABEL: func.func @two_axes
@@ -62,7 +63,7 @@ func.func @two_axes(%x: tensor<3x4x6xf32>, %g: tensor<1x4x6xf32>) -> tensor<3x4x
   %m = kiln.reduce_mean %x {axes = array<i64: 2, 1>, keepdims = true} : tensor<3x4x6xf32> -> tensor<3x1x1xf32>
   %c = kiln.sub %x, %m : (tensor<3x4x6xf32>, tensor<3x1x1xf32>) -> tensor<3x4x6xf32>
   %sq = kiln.mul %c, %c : (tensor<3x4x6xf32>, tensor<3x4x6xf32>) -> tensor<3x4x6xf32>
-  %v = kiln.reduce_mean %sq {axes = array<i64: 2, 1>, keepdims = true} : tensor<3x4x6xf32> -> tensor<3x1x1xf32>
+  %v = kiln.reduce_mean %sq {axes = array<i64: 1, 2>, keepdims = true} : tensor<3x4x6xf32> -> tensor<3x1x1xf32>
   %ve = kiln.add %v, %eps : (tensor<3x1x1xf32>, tensor<f32>) -> tensor<3x1x1xf32>
   %s = kiln.sqrt %ve : tensor<3x1x1xf32>
   %n = kiln.div %c, %s : (tensor<3x4x6xf32>, tensor<3x1x1xf32>) -> tensor<3x4x6xf32>
