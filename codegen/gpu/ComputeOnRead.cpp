@@ -5,7 +5,8 @@
 // matmul's read once. Instead, each load of the fields computes its
 // element from the input: the matmul stages its chunks of fields in shared
 // memory straight from the input (an implicit GEMM), and neither the copy
-// nor its buffer exists.
+// nor its buffer exists. Marked ops that read each other (the fields of
+// an input rounded to 16 bits) are done readers first.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/gpu/DeviceBuffers.h"
@@ -208,8 +209,10 @@ struct KilnGpuComputeOnReadPass
       if (op->hasAttr(kComputedOnRead))
         writers.push_back(op);
     });
+    // Readers first: the fields' loads become loads of the rounding they
+    // read, which then become the rounding of the input's.
     IRRewriter rewriter(&getContext());
-    for (linalg::GenericOp writer : writers)
+    for (linalg::GenericOp writer : llvm::reverse(writers))
       if (failed(computeOnRead(rewriter, writer)))
         return signalPassFailure();
   }

@@ -39,6 +39,10 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
   // tf32 matmuls run on the tensor cores only in 4x4 results per thread;
   // both passes that tile take the same rule.
   int64_t enoughWorkgroups = options.precision == Precision::TF32 ? 0 : kEnoughWorkgroups;
+  // (After the canonicalizer has dropped the padded copies that
+  // kiln-gpu-read-through-padding left unread.)
+  pm.addNestedPass<func::FuncOp>(
+      createKilnGpuRoundOnRead({gpu.name, enoughWorkgroups, options.wideTensorTiles}));
   pm.addNestedPass<func::FuncOp>(
       createKilnGpuDistribute(
           {gpu.name, options.reportFusion, enoughWorkgroups, options.wideTensorTiles}));

@@ -136,6 +136,41 @@ def KilnGpuReadThroughPadding : Pass<"kiln-gpu-read-through-padding", "func::Fun
                            "arith::ArithDialect"];
 }
 
+def KilnGpuRoundOnRead : Pass<"kiln-gpu-round-on-read", "func::FuncOp"> {
+  let summary = "Round an activation to 16 bits where the receptive fields read it, not in a kernel";
+  let description = [{
+    After kiln-gpu-read-through-padding and a canonicalization (which
+    drops the padded copies nothing reads any more), before
+    kiln-gpu-distribute. With --precision=bf16 or f16, an activation is
+    rounded to 16 bits before the convolutions that read it: a linalg.generic of one
+    arith.truncf, identity maps, parallel loops, which the GPU runs as a
+    kernel of its own, writing a rounded copy that the convolution's
+    receptive fields (kiln-gpu-conv-as-matmul, computed where they are
+    read) then read. Where every reader of the rounding is such fields
+    (as their input, or by tensor.extract in their body after
+    kiln-gpu-read-through-padding), it is marked
+    `kiln.gpu.computed_on_read` too: kiln-gpu-compute-on-read computes
+    the fields where the matmul loads them, then the rounding in those
+    loads, and neither copy is written. A rounding that anything else
+    reads (a pointwise convolution, which reads its input as its fields,
+    with cp.async where it can) stays a kernel, as does one whose fields
+    a contraction of 64 or more results per thread reads (kiln-gpu-
+    distribute's tiles, by the same options): its threads' sums and the
+    next chunk's fields already fill the registers (255 on CUDA), and the
+    fields in f32 until they are rounded spilled (resnet18's first stage
+    at batch 16, sm_90a).
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"vulkan\"",
+           "GPU target whose tiles apply (as kiln-gpu-distribute's)">,
+    Option<"enoughWorkgroups", "enough-workgroups", "int64_t", "256",
+           "As kiln-gpu-distribute's">,
+    Option<"wideTensorTiles", "wide-tensor-tiles", "bool", "false",
+           "As kiln-gpu-distribute's">,
+  ];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
+}
+
 def KilnGpuSplitReductions : Pass<"kiln-gpu-split-reductions", "func::FuncOp"> {
   let summary = "Split long reductions over few results into partial sums and a short reduction";
   let description = [{
@@ -469,6 +504,9 @@ def KilnGpuComputeOnRead : Pass<"kiln-gpu-compute-on-read", "func::FuncOp"> {
     indices, its linalg.index ops the indices themselves. A linalg op that
     reads the buffer (a matmul whose operands were not staged in shared
     memory) becomes loops first. The op, its views and its buffer go.
+    Marked ops that read each other (receptive fields of an input that
+    kiln-gpu-round-on-read rounds on read) are done readers first: the
+    fields' loads become loads of the rounding's buffer, then its body.
     It must write one memref.alloc through an identity map, with parallel
     loops and a body free of side effects but loads, and nothing between
     it and its last reader may write a buffer it reads; otherwise, or

@@ -195,3 +195,47 @@ func.func @reads_output(%x: memref<2x2xf32>) {
   }
   return
 }
+
+// -----
+
+// Fields of an input rounded to bf16, both computed on read
+// (kiln-gpu-round-on-read): the fields first, their loads becoming loads
+// of the rounding's buffer, which then become the input's element
+// rounded. Neither buffer is left.
+// CHECK-LABEL: func.func @rounded_fields
+// CHECK-SAME: (%[[X:.*]]: memref<1x2x5x4xf32>, %[[OUT:.*]]: memref<4xbf16>)
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: linalg.generic
+// CHECK: gpu.launch
+// CHECK:   %[[V:.*]] = memref.load %[[X]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x2x5x4xf32>
+// CHECK:   %[[R:.*]] = arith.truncf %[[V]] : f32 to bf16
+// CHECK:   memref.store %[[R]], %[[OUT]][%{{.*}}]
+// CHECK-NOT: memref.dealloc
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#read = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 + d3)>
+#id6 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4, d5)>
+func.func @rounded_fields(%x: memref<1x2x5x4xf32>, %out: memref<4xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %rounded = memref.alloc() : memref<1x2x5x4xbf16>
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<1x2x5x4xf32>) outs(%rounded : memref<1x2x5x4xbf16>) attrs = {kiln.gpu.computed_on_read} {
+  ^bb0(%in: f32, %o: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  %fields = memref.alloc() : memref<1x2x3x3x2x2xbf16>
+  linalg.generic {indexing_maps = [#read, #id6], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%rounded : memref<1x2x5x4xbf16>) outs(%fields : memref<1x2x3x3x2x2xbf16>) attrs = {kiln.gpu.computed_on_read} {
+  ^bb0(%in: bf16, %o: bf16):
+    linalg.yield %in : bf16
+  }
+  %cols = memref.collapse_shape %fields [[0], [1, 2, 3], [4, 5]] : memref<1x2x3x3x2x2xbf16> into memref<1x18x4xbf16>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c4, %sz = %c1) {
+    %v = memref.load %cols[%c0, %tx, %ty] : memref<1x18x4xbf16>
+    memref.store %v, %out[%ty] : memref<4xbf16>
+    gpu.terminator
+  }
+  memref.dealloc %fields : memref<1x2x3x3x2x2xbf16>
+  memref.dealloc %rounded : memref<1x2x5x4xbf16>
+  return
+}
