@@ -23,6 +23,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include <memory>
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "dialects/kiln/KilnDialect.h"
 
 namespace mlir::kiln {
@@ -262,6 +264,8 @@ struct KilnGpuDistributePass
     for (linalg::LinalgOp op : ops)
       if (waiting.contains(op) && !erased.contains(op) && failed(distribute(rewriter, op, *target)))
         return signalPassFailure();
+    if (failed(boundThreadTensors(rewriter)))
+      return signalPassFailure();
     if (reportFusion)
       report(plans);
   }
@@ -341,10 +345,11 @@ struct KilnGpuDistributePass
       int64_t perWorkgroup = workgroup ? std::min(workgroup, shape[d]) : shape[d];
       thread = std::min(thread, perWorkgroup);
       // Whole tiles: a thread's results stay a static private buffer.
-      if (ShapedType::isDynamic(shape[d]) || shape[d] == 0 || shape[d] % perWorkgroup ||
+      // A partial tile's thread sums are bounded (boundThreadSums).
+      if (ShapedType::isDynamic(shape[d]) || shape[d] == 0 ||
           (thread && perWorkgroup % thread)) {
-        plan.why = "its result has another element type, and the reduction's tiles are not "
-                   "all whole";
+        plan.why = "its result has another element type, and the reduction's extents are not "
+                   "static and nonzero, or its threads do not share a workgroup's tile evenly";
         return success();
       }
       mine.workgroup.push_back(workgroup ? perWorkgroup : 0);
@@ -378,6 +383,53 @@ struct KilnGpuDistributePass
                           ->getParentOfType<scf::ForallOp>();
     if (failed(applyPatternsGreedily(workgroups, std::move(patterns))))
       return failure();
+    return success();
+  }
+
+  /// Gives each tensor of dynamic size that a thread computes in (a
+  /// partial tile's sums, fused into a type-changing epilogue: its extents
+  /// are affine.min of the tile and what is left) a buffer of its constant
+  /// bounds, the tensor a slice of it: a static private buffer, which
+  /// kiln-gpu-unroll-private-loops keeps in registers; a kernel cannot
+  /// allocate one of dynamic size. Slices of a tensor.empty are tensor.empty
+  /// ops first; the buffer is an alloc_tensor, which
+  /// kiln-gpu-unshare-empty-tensors does not fold back into the slice.
+  LogicalResult boundThreadTensors(RewriterBase &rewriter) {
+    RewritePatternSet patterns(rewriter.getContext());
+    tensor::populateFoldTensorEmptyPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return failure();
+    SmallVector<tensor::EmptyOp> sums;
+    getOperation().walk([&](tensor::EmptyOp empty) {
+      auto forall = empty->getParentOfType<scf::ForallOp>();
+      if (!empty.getType().hasStaticShape() && forall && forall->getParentOfType<scf::ForallOp>())
+        sums.push_back(empty);
+    });
+    for (tensor::EmptyOp empty : sums) {
+      RankedTensorType type = empty.getType();
+      SmallVector<int64_t> bounds;
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        FailureOr<int64_t> bound =
+            type.isDynamicDim(d)
+                ? ValueBoundsConstraintSet::computeConstantBound(
+                      presburger::BoundType::UB, {empty.getResult(), d}, nullptr,
+                      /*closedUB=*/true)
+                : FailureOr<int64_t>(type.getDimSize(d));
+        if (failed(bound))
+          break;
+        bounds.push_back(*bound);
+      }
+      if ((int64_t)bounds.size() != type.getRank())
+        continue;
+      rewriter.setInsertionPoint(empty);
+      Location loc = empty.getLoc();
+      Value buffer = bufferization::AllocTensorOp::create(
+          rewriter, loc, RankedTensorType::get(bounds, type.getElementType()), ValueRange{});
+      SmallVector<OpFoldResult> sizes = empty.getMixedSizes();
+      rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+          empty, type, buffer, SmallVector<OpFoldResult>(type.getRank(), rewriter.getIndexAttr(0)),
+          sizes, SmallVector<OpFoldResult>(type.getRank(), rewriter.getIndexAttr(1)));
+    }
     return success();
   }
 

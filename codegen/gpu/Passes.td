@@ -244,7 +244,11 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
     of another element type (a rounding to 16 bits) is tiled as the root
     instead, by the reduction's tiles, the reduction fused into them (its
     threads' sums a tensor of their own, private memory after
-    bufferization), where those tiles are whole.
+    bufferization; in a partial tile, a slice of a
+    `bufferization.alloc_tensor` of the thread tile's constant bounds,
+    since a kernel cannot allocate a buffer of dynamic size), where the
+    result's extents are static and nonzero and the threads share a
+    workgroup's tile evenly.
 
     Tiles, for the target's `workgroupThreads` T (four subgroups):
     - a contraction (matmul, batch matmul): 4x4 results per thread, the
@@ -298,7 +302,7 @@ def KilnGpuDistribute : Pass<"kiln-gpu-distribute", "func::FuncOp"> {
            "tiles), its sums in dynamic shared memory (not yet timed)">,
   ];
   let dependentDialects = ["scf::SCFDialect", "tensor::TensorDialect", "affine::AffineDialect",
-                           "gpu::GPUDialect"];
+                           "gpu::GPUDialect", "bufferization::BufferizationDialect"];
 }
 
 def KilnGpuUnshareEmptyTensors : Pass<"kiln-gpu-unshare-empty-tensors", "func::FuncOp"> {

@@ -403,12 +403,24 @@ func.func @matmul_rounded(%a: tensor<64x128xf32>, %b: tensor<128x96xf32>) -> ten
 
 // -----
 
-// The same with 100 rows: the last workgroup's tile is partial, a
-// thread's results would not be a static buffer: the rounding stays a
-// kernel of its own.
+// The same with 100 rows: the last workgroup's tile is partial (36 of
+// 64 rows), and so are its threads' (4 rows, or what is left). Each
+// thread's sums are a slice of a buffer of their bound, 4x4 (a static
+// private buffer after bufferization: a kernel cannot allocate one of
+// dynamic size), and the rounding is still the matmul's epilogue.
 // CHECK-LABEL: func.func @matmul_rounded_edge
-// CHECK-COUNT-2: } {mapping = [#gpu.block
-// REPORT: remark: fusion: linalg.generic runs as a kernel of its own: its result has another element type, and the reduction's tiles are not all whole
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (100, 96) step (64, 32) shared_outs(%{{.*}}) -> (tensor<100x96xf16>)
+// CHECK:   %[[ROWS:.*]] = affine.min
+// CHECK:   scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (%[[ROWS]], 32) step (4, 4)
+// CHECK:     %[[MINE:.*]] = affine.min
+// CHECK:     %[[BUF:.*]] = bufferization.alloc_tensor() : tensor<4x4xf32>
+// CHECK:     %[[SUMS:.*]] = tensor.extract_slice %[[BUF]][0, 0] [%[[MINE]], 4] [1, 1] : tensor<4x4xf32> to tensor<?x4xf32>
+// CHECK:     %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[SUMS]] : tensor<?x4xf32>)
+// CHECK:     %[[MM:.*]] = linalg.matmul {{.*}} outs(%[[ZERO]] : tensor<?x4xf32>)
+// CHECK:     linalg.generic {{.*}} ins(%[[MM]] : tensor<?x4xf32>) outs(%{{.*}} : tensor<?x4xf16>)
+// CHECK:       arith.truncf
+// CHECK-NOT: scf.forall (
+// REPORT: remark: fusion: linalg.generic applied by the kernel's threads to the results they hold (epilogue)
 func.func @matmul_rounded_edge(%a: tensor<100x128xf32>, %b: tensor<128x96xf32>) -> tensor<100x96xf16> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<100x96xf32>
@@ -496,7 +508,7 @@ func.func @matmul_row_rounded(%a: tensor<1x128xf32>, %b: tensor<128x96xf32>) -> 
 
 // No rows at all: the rounding stays a kernel of its own (no tile divides
 // an empty extent).
-// REPORT: remark: fusion: linalg.generic runs as a kernel of its own: its result has another element type, and the reduction's tiles are not all whole
+// REPORT: remark: fusion: linalg.generic runs as a kernel of its own: its result has another element type, and the reduction's extents are not static and nonzero, or its threads do not share a workgroup's tile evenly
 // CHECK-LABEL: func.func @empty_rows
 func.func @empty_rows(%x: tensor<0x8x16xf32>) -> tensor<0x8xf16> {
   %zero = arith.constant 0.0 : f32
