@@ -344,8 +344,8 @@ struct KilnGpuDistributePass
       // thread's part of it at most all of it.
       int64_t perWorkgroup = workgroup ? std::min(workgroup, shape[d]) : shape[d];
       thread = std::min(thread, perWorkgroup);
-      // Whole tiles: a thread's results stay a static private buffer.
-      // A partial tile's thread sums are bounded (boundThreadSums).
+      // A thread's results stay a static private buffer: a partial tile's
+      // are a slice of one of their bounds (boundThreadTensors).
       if (ShapedType::isDynamic(shape[d]) || shape[d] == 0 ||
           (thread && perWorkgroup % thread)) {
         plan.why = "its result has another element type, and the reduction's extents are not "
