@@ -60,6 +60,7 @@ struct PipelineOptions {
   bool externalWeights = false; // CPU targets: constants read from a weights file
   std::string cudaToolkit;      // CUDA targets: the toolkit's folder (empty: looked for)
   bool wideTensorTiles = false; // CUDA targets: 16-bit matmuls in 128x128 tiles
+  bool wgmma = false;           // cuda-sm90a: 16-bit matmuls by wgmma (kiln-cuda-wgmma)
   bool splitContractions = false; // GPU targets: split-K for matmuls of few workgroups
   // GPU targets: attention whose scores would take more bytes is one kernel
   // of a thread per query row (kiln-gpu-attention-rows); the rest unfused.

@@ -11,6 +11,7 @@
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -333,6 +334,7 @@ private:
     OpPassManager &nested = pm.nest<gpu::GPUModuleOp>();
     nested.addPass(createSCFToControlFlowPass());
     nested.addPass(createConvertNVGPUToNVVMPass()); // ldmatrix
+    nested.addPass(createConvertNVVMToLLVMPass());  // wgmma, as inline PTX
     ConvertGpuOpsToNVVMOpsOptions nvvm;
     nvvm.useBarePtrCallConv = true; // one parameter per buffer, as the runtime passes them
     nested.addPass(createConvertGpuOpsToNVVMOps(nvvm));
@@ -406,7 +408,18 @@ private:
     std::vector<std::unique_ptr<TempFile>> files;
     std::vector<std::string> images;
     llvm::Regex usedRegisters("Used ([0-9]+) registers");
-    for (StringRef chip : archs) {
+    // wgmma (kiln-cuda-wgmma) exists on sm_90a alone: such a module is
+    // compiled for the chips of `archs` that have it.
+    bool wgmma = false;
+    original.walk([&](NVVM::WgmmaMmaAsyncOp) { wgmma = true; });
+    SmallVector<StringRef> chips;
+    for (StringRef chip : archs)
+      if (!wgmma || chip == "sm_90a")
+        chips.push_back(chip);
+    if (chips.empty())
+      return original.emitError("kiln-cuda-compile-kernels: kernel module '")
+             << original.getName() << "' uses wgmma, which none of the chips has (sm_90a does)";
+    for (StringRef chip : chips) {
       if (compiled.dynamicSharedBytes > maxSharedBytes(chip))
         return original.emitError("kiln-cuda-compile-kernels: kernel module '")
                << original.getName() << "' takes " << compiled.dynamicSharedBytes

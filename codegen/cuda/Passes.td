@@ -96,4 +96,51 @@ def KilnCudaMmaSync : Pass<"kiln-cuda-mma-sync", "func::FuncOp"> {
                            "vector::VectorDialect"];
 }
 
+def KilnCudaWgmma : Pass<"kiln-cuda-wgmma", "func::FuncOp"> {
+  let summary = "Compute 16-bit matmuls staged in shared memory on sm_90a's tensor cores (wgmma)";
+  let description = [{
+    After kiln-gpu-promote-operands, before kiln-cuda-mma-sync (which
+    takes what this pass leaves), for a target with wgmma (cuda-sm90a). A
+    thread's contraction as kiln-cuda-mma-sync takes it (see there), of
+    f16 or bf16 operands summed in f32, whose launch is a whole number of
+    warpgroups (128 threads) that share the tile's rows in bands of a
+    multiple of 64, whose tile has at most 256 columns (a multiple of 8)
+    and whose chunk is a multiple of 16 steps, staged by 16-byte
+    cp.async runs or single stores into views of whole chunks, becomes
+    warpgroup code:
+    - each operand's buffer is replaced by one of core matrices (8 lines
+      of 16 bytes, 128 contiguous bytes; k along a line where the chunk
+      held k along its lines, K-major, else the rows or columns,
+      MN-major and read transposed), the staging's stores moved to their
+      places; 16-byte gaps between groups of core matrices keep 8
+      consecutive threads' runs in different banks;
+    - per chunk, each thread fences the async proxy
+      (`fence.proxy.async.shared::cta`) and the workgroup meets at a
+      barrier; then `nvvm.wgmma.fence.aligned`, per 16 steps and band of
+      64 rows one `nvvm.wgmma.mma_async` m64nNk16 (N the tile's columns,
+      f32 sums in the thread's registers, both operands from shared
+      memory by descriptors: no swizzle, leading byte offset between core
+      matrices along k, stride byte offset along the rows or columns),
+      `nvvm.wgmma.commit.group.sync.aligned` and
+      `nvvm.wgmma.wait.group.sync.aligned 0`;
+    - after the chunk loop, the threads store their sums to a workgroup
+      buffer of the tile (as kiln-cuda-mma-sync does: in the chunks'
+      place where it does not fit beside them) and each adds its region
+      to its accumulator.
+    Accumulator layout: register d of a thread of warp w (of its
+    warpgroup), lane group g and quad q holds row 16 w + g + 8 ((d % 4) / 2),
+    column 8 (d / 4) + 2 q + d % 2 of its band of 64 rows. A kernel with
+    wgmma compiles for sm_90a only (kiln-cuda-compile-kernels).
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"cuda-sm90a\"",
+           "CUDA target (one with wgmma) whose shared memory the chunks and the sums must fit">,
+    Option<"report", "report", "bool", "false",
+           "Emit a `placement:` remark per matmul on the tensor cores: wgmma's shape and a warpgroup's band">,
+  ];
+  let dependentDialects = ["NVVM::NVVMDialect", "LLVM::LLVMDialect", "gpu::GPUDialect",
+                           "affine::AffineDialect", "arith::ArithDialect", "linalg::LinalgDialect",
+                           "memref::MemRefDialect", "nvgpu::NVGPUDialect", "scf::SCFDialect"];
+}
+
 #endif // KILN_CODEGEN_CUDA_PASSES_TD

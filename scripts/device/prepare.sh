@@ -93,8 +93,15 @@ for n in 4096 8192; do
     make_model "gemm$n-$t" "gemm_${t}_$n" && touch "$out/gemm$n-$t/bench"
   done
   # The bf16 GEMM again in 128x128 tiles (--cuda-wide-tiles), to time
-  # against the default's 128x64.
+  # against the default's 128x64, and by wgmma on sm_90a (--cuda-wgmma).
   make_model "gemm$n-bf16-wide" "gemm_bf16_$n" && touch "$out/gemm$n-bf16-wide/bench"
+  make_model "gemm$n-bf16-wgmma" "gemm_bf16_$n" && touch "$out/gemm$n-bf16-wgmma/bench"
+done
+# wgmma's numerics (--cuda-wgmma, --target=cuda-sm90a): matmul256-f16
+# (64x32 tiles, one band of 64 rows), matmul-wide-f16 (128x64, two bands),
+# fc-f16 (a Gemm's bias and Relu in the epilogue).
+for twin in matmul256-f16 matmul-wide-f16 fc-f16; do
+  cp -r "$out/$twin" "$out/$twin-wgmma"
 done
 rm "$out"/matmul4096/input_*.npy && touch "$out/matmul4096/bench"
 mkdir -p "$out/text-direction"
@@ -122,10 +129,13 @@ for dir in "$out"/*/; do
   [[ "$name" = *-tf32 ]] && flags=(--precision=tf32)
   [ "$name" = linear-int8 ] && flags=(--quantize=int8-dynamic)
   [[ "$name" = *-wide ]] && flags=(--cuda-wide-tiles)
+  [[ "$name" = *-wgmma ]] && flags=(--cuda-wgmma)
   [ "$name" = attention-rows ] && flags=(--gpu-attention=fused)
   model_targets=("${targets[@]}")
   # The 16-bit GEMMs measure the tensor cores, tf32 is theirs: CUDA only.
   [[ "$name" = gemm* || "$name" = *-tf32 ]] && model_targets=(cuda)
+  # wgmma is sm_90a's (an H100 or H200); the executable is still `cuda`.
+  [[ "$name" = *-wgmma ]] && model_targets=(cuda-sm90a)
   for target in "${model_targets[@]}"; do
     exe=$dir${target%%-*}  # cuda, vulkan
     echo "device: $name for $target"
@@ -137,9 +147,9 @@ for dir in "$out"/*/; do
   fi
   inputs=("$dir"/input_*.npy)
   [ -e "${inputs[0]}" ] || continue
-  # A -wide model's expected outputs are its default twin's (after the loop:
-  # "gemm4096-bf16-wide/" sorts before "gemm4096-bf16/").
-  [[ "$name" = *-wide ]] && continue
+  # A -wide or -wgmma model's expected outputs are its default twin's
+  # (after the loop: "gemm4096-bf16-wide/" sorts before "gemm4096-bf16/").
+  [[ "$name" = *-wide || "$name" = *-wgmma ]] && continue
   if [[ "$name" = *-tf32 ]]; then
     /usr/bin/python3 scripts/device/torch_graph.py export "$dir/model.onnx" "$dir/graph.json" --weights "$dir/graph.npz"
     /usr/bin/python3 scripts/device/torch_graph.py run --tf32 "$dir/graph.json" "${inputs[@]}" "$dir/expected"
@@ -152,12 +162,15 @@ for dir in "$out"/*/; do
     node test/inputs/ort_run.js "$dir/model.onnx" "$dir/expected" "${inputs[@]}"
   fi
 done
-for dir in "$out"/*-wide/; do
-  # Same generator, same inputs: the default-tiled model's expected outputs
-  # (none for the benchmark-only GEMMs).
+for dir in "$out"/*-wide/ "$out"/*-wgmma/; do
+  # Same generator, same inputs: the default model's expected outputs (none
+  # for the benchmark-only GEMMs).
   name=$(basename "$dir")
-  if [ -d "$out/${name%-wide}/expected" ]; then
-    cp -r "$out/${name%-wide}/expected" "$dir/expected"
+  twin=${name%-wide}
+  twin=${twin%-wgmma}
+  if [ -d "$out/$twin/expected" ]; then
+    rm -rf "$dir/expected"
+    cp -r "$out/$twin/expected" "$dir/expected"
   fi
 done
 # PyTorch's baselines.

@@ -13,7 +13,7 @@ it (cuda, cuda-split-k, cuda-unfused, vulkan):
     and with KILN_CUDA_PREFETCH=0 (pages moved by the kernels' faults);
     for the matmuls (matmul4096: f32; gemmN-bf16, gemmN-f16: 16-bit
     operands, tensor cores; gemmN-bf16-wide: the same in 128x128 tiles,
-    --cuda-wide-tiles) also the GPU time of kiln's kernels alone
+    --cuda-wide-tiles; gemmN-bf16-wgmma: by wgmma, --cuda-wgmma) also the GPU time of kiln's kernels alone
     (Nsight Compute, where `ncu` is installed) and PyTorch's on the same
     GPU (cuBLAS through torch.matmul in the same type, TF32 off for f32):
     the matmul alone, and with the inputs copied from the host and the
@@ -101,7 +101,7 @@ def kiln_p50_ms(exe, runs, env=None):
 
 def matmul_size(model):
     """(n, torch dtype name) of an n^3 matmul model, else None."""
-    found = re.fullmatch(r"(?:matmul|gemm)(\d+)(?:-(bf16|f16))?(?:-wide)?", model)
+    found = re.fullmatch(r"(?:matmul|gemm)(\d+)(?:-(bf16|f16))?(?:-wide|-wgmma)?", model)
     if not found:
         return None
     return int(found.group(1)), {None: "float32", "bf16": "bfloat16", "f16": "float16"}[found.group(2)]

@@ -101,6 +101,12 @@ cl::opt<bool> cudaWideTiles(
              "per thread, the sums in dynamic shared memory) instead of 128x64; not yet "
              "timed on a GPU"),
     cl::cat(category));
+cl::opt<bool> cudaWgmma(
+    "cuda-wgmma",
+    cl::desc("For --target=cuda-sm90a: 16-bit matmuls by wgmma (warpgroups of 4 warps, both "
+             "operands from shared memory) instead of mma.sync; such kernels run on sm_90a "
+             "(H100, H200) alone; not yet run on a GPU"),
+    cl::cat(category));
 cl::opt<bool> splitK(
     "split-k",
     cl::desc("For GPU targets: a matmul or convolution with too few workgroups for the "
@@ -839,6 +845,8 @@ int main(int argc, char **argv) {
   std::string cudaKit;
   if (cudaWideTiles && !mlir::kiln::isCudaTarget(targetTriple))
     return error("--cuda-wide-tiles needs --target=cuda (or cuda-sm80, cuda-sm90a)");
+  if (cudaWgmma && targetTriple != "cuda-sm90a")
+    return error("--cuda-wgmma needs --target=cuda-sm90a (wgmma is sm_90a's)");
   if (mlir::kiln::isCudaTarget(targetTriple)) {
     cudaKit = mlir::kiln::findCudaToolkit(cudaToolkit);
     if (cudaKit.empty())
@@ -888,6 +896,7 @@ int main(int argc, char **argv) {
   pipelineOptions.reportPlacement = llvm::is_contained(reports, Report::Placement);
   pipelineOptions.cudaToolkit = cudaKit;
   pipelineOptions.wideTensorTiles = cudaWideTiles;
+  pipelineOptions.wgmma = cudaWgmma;
   pipelineOptions.splitContractions = splitK;
   if (gpuAttention == GpuAttention::Fused)
     pipelineOptions.attentionRowsAbove = 0;
