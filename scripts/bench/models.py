@@ -185,6 +185,13 @@ def attention4k():
 MODELS = {f.__name__: f for f in [mlp, resnet18, bert2, matmul1024, attention4k, mobilenet]}
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        print(__doc__.strip(), file=sys.stderr if len(sys.argv) < 2 else sys.stdout)
+        sys.exit(2 if len(sys.argv) < 2 else 0)
+    unknown = [a for a in sys.argv[2:] if not a.startswith("-") and a not in MODELS
+               and not a.isdigit()]
+    if unknown:
+        sys.exit(f"models.py: no model {', '.join(unknown)} (models: {', '.join(MODELS)})")
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     if "--batch" in sys.argv:  # models.py OUT --batch N --few-values MODEL...
