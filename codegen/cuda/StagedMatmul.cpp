@@ -69,13 +69,13 @@ std::optional<StagedOperand> operandOf(linalg::GenericOp op, unsigned input, uns
   return StagedOperand{view, *step, *position, input};
 }
 
-/// The bytes of a buffer of `type` (static), rounded up to 16.
-int64_t bytesOf(MemRefType type) {
+} // namespace
+
+int64_t mlir::kiln::bytesOf(MemRefType type) {
   return llvm::alignTo(type.getNumElements() * type.getElementTypeBitWidth() / 8, 16);
 }
 
-/// The bytes of the workgroup memory `launch` allocates.
-int64_t workgroupBytes(gpu::LaunchOp launch) {
+int64_t mlir::kiln::workgroupBytes(gpu::LaunchOp launch) {
   int64_t bytes = 0;
   launch.getBody().walk([&](memref::AllocOp alloc) {
     MemRefType type = alloc.getType();
@@ -84,8 +84,6 @@ int64_t workgroupBytes(gpu::LaunchOp launch) {
   });
   return bytes;
 }
-
-} // namespace
 
 memref::AllocOp mlir::kiln::bufferOf(const StagedOperand &operand) {
   return stagedChunk(operand.view).getSource().getDefiningOp<memref::AllocOp>();

@@ -82,6 +82,12 @@ struct StagedMatmul {
 std::optional<StagedMatmul> asStagedMatmul(linalg::GenericOp op, bool tf32,
                                            const GpuTarget &target);
 
+/// The bytes of a buffer of `type` (static), rounded up to 16.
+int64_t bytesOf(MemRefType type);
+
+/// The bytes of the workgroup memory `launch` allocates.
+int64_t workgroupBytes(gpu::LaunchOp launch);
+
 /// The workgroup buffer that holds `operand`'s staged chunks.
 memref::AllocOp bufferOf(const StagedOperand &operand);
 

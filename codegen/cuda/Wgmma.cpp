@@ -58,6 +58,8 @@ namespace {
 constexpr int64_t kWarpgroup = 128;
 /// The rows and steps of one wgmma (m64nNk16); its columns N, 8 to 256.
 constexpr int64_t kM = 64, kK = 16, kMaxN = 256;
+/// The most sums a thread keeps in registers (as mma.sync's widest tiles).
+constexpr int64_t kMaxSums = 128;
 /// A core matrix: 8 lines of 8 16-bit values.
 constexpr int64_t kCore = 8, kCoreBytes = 128, kLineBytes = 16;
 
@@ -74,11 +76,13 @@ struct CoreLayout {
   int64_t stride() const { return pGroup; }
 };
 
-/// A gap of 16-byte lines after each group along the copy's lines, so that
-/// 8 consecutive 16-byte runs (`runsPerLine` to a line, the copy's order)
-/// start in 8 different 16-byte quarters of 128 bytes.
+/// A gap (a whole number of 16-byte lines) after each group along the
+/// copy's lines, so that 8 consecutive 16-byte runs (`runsPerLine` to a
+/// line, the copy's order) start in different 16-byte quarters of 128
+/// bytes (all 8 where `runsPerLine` is a power of 2).
 int64_t gapBytes(int64_t runsPerLine) {
-  return (kCoreBytes / std::min<int64_t>(runsPerLine, kCore)) % kCoreBytes;
+  int64_t runs = std::min<int64_t>(runsPerLine, kCore);
+  return llvm::alignTo(llvm::divideCeil(kCoreBytes, runs), kLineBytes) % kCoreBytes;
 }
 
 /// The layout for `operand`'s chunks of `chunk` steps by `extent` rows or
@@ -98,6 +102,8 @@ CoreLayout layoutFor(const StagedOperand &operand, int64_t chunk, int64_t extent
     l.copyBytes = chunk / kCore * l.kGroup;
   }
   l.copyBytes = llvm::alignTo(l.copyBytes, kCoreBytes);
+  assert(l.kGroup % kLineBytes == 0 && l.pGroup % kLineBytes == 0 &&
+         "descriptors encode offsets of whole 16-byte lines");
   return l;
 }
 
@@ -148,7 +154,8 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, const GpuTarget &target) {
       m.cols % kCore != 0 || m.cols > kMaxN)
     return std::nullopt;
   m.groupRows = m.rows / (m.threads / kWarpgroup);
-  if (m.rows % (m.threads / kWarpgroup) != 0 || m.groupRows % kM != 0)
+  if (m.rows % (m.threads / kWarpgroup) != 0 || m.groupRows % kM != 0 ||
+      m.groupRows / kM * m.cols / 2 > kMaxSums)
     return std::nullopt;
   int64_t copiesA = copiesIfMovable(m.a, op), copiesB = copiesIfMovable(m.b, op);
   if (!copiesA || copiesA != copiesB)
@@ -156,11 +163,14 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, const GpuTarget &target) {
   m.copies = copiesA;
   m.layoutA = layoutFor(m.a, m.chunk, m.rows);
   m.layoutB = layoutFor(m.b, m.chunk, m.cols);
-  // The new buffers in place of the old within the shared memory budget.
+  // The new buffers in place of the old within the shared memory budget
+  // (where the sums take the chunks' place, the chunks are all there is).
   int64_t chunks = m.copies * (m.layoutA.copyBytes + m.layoutB.copyBytes);
+  int64_t others = workgroupBytes(m.launch) - bytesOf(bufferOf(m.a).getType()) -
+                   bytesOf(bufferOf(m.b).getType());
   int64_t sums = m.rows * m.cols * 4;
-  int64_t limit = m.sumsReplaceChunks ? target.maxSharedMemoryBytes : target.sharedMemoryBytes;
-  if ((m.sumsReplaceChunks ? std::max(chunks, sums) : chunks + sums) > limit)
+  if (m.sumsReplaceChunks ? std::max(chunks, sums) > target.maxSharedMemoryBytes
+                          : others + chunks + sums > target.sharedMemoryBytes)
     return std::nullopt;
   return m;
 }
@@ -331,7 +341,7 @@ void rewrite(Matmul &m) {
     for (int64_t band = 0; band < blocks; ++band) {
       Value descA = descriptor(b, loc, baseA, m.layoutA,
                                kBytesA + band * kM / kCore * m.layoutA.pGroup);
-      Value acc = LLVM::UndefOp::create(b, loc, accType);
+      Value acc = LLVM::PoisonOp::create(b, loc, accType);
       for (int64_t d = 0; d < regs; ++d) {
         Value v = memref::LoadOp::create(b, loc, sums, ValueRange{index(band), index(d)});
         acc = LLVM::InsertValueOp::create(b, loc, acc, v, ArrayRef<int64_t>{d});

@@ -7,6 +7,7 @@
 // REPORT: remark: placement: tensor cores (wgmma.m64n32k16, bf16), each warpgroup 64x32 of the 64x32 tile
 // REPORT: remark: placement: tensor cores (wgmma.m64n32k16, f16), each warpgroup 64x32 of the 64x32 tile
 // REPORT: remark: placement: tensor cores (wgmma.m64n64k16, bf16), each warpgroup 128x64 of the 128x64 tile
+// REPORT: remark: placement: tensor cores (wgmma.m64n48k16, bf16), each warpgroup 64x48 of the 64x48 tile
 // What wgmma leaves, mma.sync takes: 48 rows are no band of 64.
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, f16), each warp 48x8 of the 48x32 tile
 // REPORT-NOT: remark
@@ -231,6 +232,57 @@ func.func @sums_replace_chunks(%a: memref<256x256xbf16>, %b: memref<256x256xbf16
       linalg.yield %t : f32
     }
     linalg.copy ins(%acc : memref<8x8xf32, #gpu.address_space<private>>) outs(%c_t : memref<8x8xf32, strided<[256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// 48 columns: 6 core matrices per step of B's chunk, a run of each for 6
+// consecutive threads; the gap after each core matrix a whole 16-byte line
+// (32 bytes, as 128 / 6 rounds up), so the descriptor's offsets are whole
+// lines: 960 along k, 160 along the columns (60 << 16 | 10 << 32).
+// CHECK-DAG: #[[B48_AT:.*]] = affine_map<()[s0, s1] -> (s0 * 8 + s1 + (s0 floordiv 8) * 416 + (s1 floordiv 8) * 72)>
+// CHECK-LABEL: func.func @cols48
+// CHECK:   memref.alloc() {alignment = 16 : i64} : memref<7680xbf16, #gpu.address_space<workgroup>>
+// CHECK:   affine.apply #[[B48_AT]]()
+// CHECK:   arith.ori %{{.*}}, %c42953605120_i64 : i64
+// CHECK:   nvvm.wgmma.mma_async {{.*}} <m = 64, n = 48, k = 16>
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @cols48(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c48 = arith.constant 48 : index
+  %c6 = arith.constant 6 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, %gy = %c4, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %row = arith.muli %by, %c64 : index
+    %col = arith.muli %bx, %c48 : index
+    %a_wg = memref.subview %a[%row, 0] [64, 256] [1, 1] : memref<256x256xbf16> to memref<64x256xbf16, strided<[256, 1], offset: ?>>
+    %b_wg = memref.subview %b[0, %col] [256, 48] [1, 1] : memref<256x256xbf16> to memref<256x48xbf16, strided<[256, 1], offset: ?>>
+    %c_wg = memref.subview %c[%row, %col] [64, 48] [1, 1] : memref<256x256xf32> to memref<64x48xf32, strided<[256, 1], offset: ?>>
+    %r = arith.muli %ty, %c4 : index
+    %q = arith.muli %tx, %c6 : index
+    %a_t = memref.subview %a_wg[%r, 0] [4, 256] [1, 1] : memref<64x256xbf16, strided<[256, 1], offset: ?>> to memref<4x256xbf16, strided<[256, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %q] [256, 6] [1, 1] : memref<256x48xbf16, strided<[256, 1], offset: ?>> to memref<256x6xbf16, strided<[256, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %q] [4, 6] [1, 1] : memref<64x48xf32, strided<[256, 1], offset: ?>> to memref<4x6xf32, strided<[256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x6xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<4x6xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x256xbf16, strided<[256, 1], offset: ?>>, memref<256x6xbf16, strided<[256, 1], offset: ?>>) outs(%acc : memref<4x6xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: bf16, %y: bf16, %s: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<4x6xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x6xf32, strided<[256, 1], offset: ?>>)
     gpu.terminator
   }
   return
