@@ -15,6 +15,9 @@
 #   cuda-split-k                   resnet18 and bert2 at batch 1 only:
 #                                  --target=cuda --split-k, timed beside
 #                                  cuda
+#   cuda-wgmma                     matmul256-f16, matmul-wide-f16 and
+#                                  fc-f16: --target=cuda-sm90a --cuda-wgmma
+#                                  (numerics beside cuda's)
 #   cuda-unfused                   attention4096 only: --target=cuda
 #                                  --gpu-attention=unfused, timed beside
 #                                  cuda (one kernel)
@@ -33,7 +36,8 @@
 # to tf32 as cvt.rna does, summed in f64: torch_graph.py run --tf32), the
 # layer with --quantize=int8-dynamic (u8 x s8, numerics), and
 # 16-bit GEMMs of 4096^3 and 8192^3 in
-# bf16 and f16 (benchmark only, against PyTorch's); attention over 4096
+# bf16 and f16 (benchmark only, against PyTorch's; bf16 also in 128x128
+# tiles, -wide, and by wgmma, -wgmma); attention over 4096
 # tokens (attention4096, benchmark only: one kernel against
 # --gpu-attention=unfused and PyTorch) and its one-kernel form on a banded
 # mask (attention-rows, numerics); softmax, log-softmax and layer norms
@@ -97,12 +101,6 @@ for n in 4096 8192; do
   make_model "gemm$n-bf16-wide" "gemm_bf16_$n" && touch "$out/gemm$n-bf16-wide/bench"
   make_model "gemm$n-bf16-wgmma" "gemm_bf16_$n" && touch "$out/gemm$n-bf16-wgmma/bench"
 done
-# wgmma's numerics (--cuda-wgmma, --target=cuda-sm90a): matmul256-f16
-# (64x32 tiles, one band of 64 rows), matmul-wide-f16 (128x64, two bands),
-# fc-f16 (a Gemm's bias and Relu in the epilogue).
-for twin in matmul256-f16 matmul-wide-f16 fc-f16; do
-  cp -r "$out/$twin" "$out/$twin-wgmma"
-done
 rm "$out"/matmul4096/input_*.npy && touch "$out/matmul4096/bench"
 mkdir -p "$out/text-direction"
 cp examples/text-direction/ch_ppocr_mobile_v2.0_cls_infer.onnx "$out/text-direction/model.onnx"
@@ -130,6 +128,12 @@ for dir in "$out"/*/; do
   [ "$name" = linear-int8 ] && flags=(--quantize=int8-dynamic)
   [[ "$name" = *-wide ]] && flags=(--cuda-wide-tiles)
   [[ "$name" = *-wgmma ]] && flags=(--cuda-wgmma)
+  # wgmma's numerics (cuda-wgmma: --target=cuda-sm90a --cuda-wgmma) beside
+  # mma.sync's, on the same inputs: 64x32 tiles (one band of 64 rows),
+  # 128x64 (two bands), a Gemm's bias and Relu in the epilogue.
+  case $name in matmul256-f16 | matmul-wide-f16 | fc-f16)
+    "$kiln" "$dir/model.onnx" --target=cuda-sm90a --cuda-wgmma -o "$dir/cuda-wgmma" ;;
+  esac
   [ "$name" = attention-rows ] && flags=(--gpu-attention=fused)
   model_targets=("${targets[@]}")
   # The 16-bit GEMMs measure the tensor cores, tf32 is theirs: CUDA only.
@@ -147,9 +151,9 @@ for dir in "$out"/*/; do
   fi
   inputs=("$dir"/input_*.npy)
   [ -e "${inputs[0]}" ] || continue
-  # A -wide or -wgmma model's expected outputs are its default twin's
-  # (after the loop: "gemm4096-bf16-wide/" sorts before "gemm4096-bf16/").
-  [[ "$name" = *-wide || "$name" = *-wgmma ]] && continue
+  # A -wide model's expected outputs are its default twin's (after the loop:
+  # "gemm4096-bf16-wide/" sorts before "gemm4096-bf16/").
+  [[ "$name" = *-wide ]] && continue
   if [[ "$name" = *-tf32 ]]; then
     /usr/bin/python3 scripts/device/torch_graph.py export "$dir/model.onnx" "$dir/graph.json" --weights "$dir/graph.npz"
     /usr/bin/python3 scripts/device/torch_graph.py run --tf32 "$dir/graph.json" "${inputs[@]}" "$dir/expected"
@@ -162,15 +166,12 @@ for dir in "$out"/*/; do
     node test/inputs/ort_run.js "$dir/model.onnx" "$dir/expected" "${inputs[@]}"
   fi
 done
-for dir in "$out"/*-wide/ "$out"/*-wgmma/; do
-  # Same generator, same inputs: the default model's expected outputs (none
-  # for the benchmark-only GEMMs).
+for dir in "$out"/*-wide/; do
+  # Same generator, same inputs: the default-tiled model's expected outputs
+  # (none for the benchmark-only GEMMs).
   name=$(basename "$dir")
-  twin=${name%-wide}
-  twin=${twin%-wgmma}
-  if [ -d "$out/$twin/expected" ]; then
-    rm -rf "$dir/expected"
-    cp -r "$out/$twin/expected" "$dir/expected"
+  if [ -d "$out/${name%-wide}/expected" ]; then
+    cp -r "$out/${name%-wide}/expected" "$dir/expected"
   fi
 done
 # PyTorch's baselines.

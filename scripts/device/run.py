@@ -3,7 +3,7 @@
 machine with the GPU (numpy there; PyTorch for the baseline if present).
 
 For each model of DIR (default build/device) and each kiln executable of
-it (cuda, cuda-split-k, cuda-unfused, vulkan):
+it (cuda, cuda-split-k, cuda-unfused, cuda-wgmma, vulkan):
   - numerics: the executable on the model's inputs against the expected
     outputs (onnxruntime's; for --precision=bf16 models kiln's on the CPU
     with the same roundings), within --rtol/--atol;
@@ -53,8 +53,9 @@ import time
 import numpy as np
 
 # Executables by name: cuda-split-k is --target=cuda --split-k,
-# cuda-unfused --target=cuda --gpu-attention=unfused.
-TARGETS = ["cuda", "cuda-split-k", "cuda-unfused", "vulkan"]
+# cuda-unfused --target=cuda --gpu-attention=unfused, cuda-wgmma
+# --target=cuda-sm90a --cuda-wgmma.
+TARGETS = ["cuda", "cuda-split-k", "cuda-unfused", "cuda-wgmma", "vulkan"]
 
 
 def run(cmd, timeout=120, env=None):
