@@ -403,7 +403,8 @@ TEST_F(CudaRuntime, SaysWhatIsWrong) {
   EXPECT_EQ(open(error), nullptr);
   EXPECT_EQ(error, "Fake GPU 0 (CUDA, sm_90) cannot load kernel 'add_one' "
                    "(CUDA_ERROR_INVALID_IMAGE): its fatbin has sm_80 and sm_90a code and PTX "
-                   "for newer GPUs");
+                   "for newer GPUs, or sm_90a's alone where its matmuls use wgmma "
+                   "(--cuda-wgmma)");
   state().badImages.clear();
 
   state().kernels.erase("add_one");

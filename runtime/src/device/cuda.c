@@ -274,7 +274,8 @@ static int load_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, ch
   if (r != CUDA_SUCCESS)
     return kiln_device_fail(error, size,
                             "%s cannot load kernel '%s' (%s): its fatbin has sm_80 and sm_90a "
-                            "code and PTX for newer GPUs",
+                            "code and PTX for newer GPUs, or sm_90a's alone where its matmuls "
+                            "use wgmma (--cuda-wgmma)",
                             d->base.name, k->name, error_name(d, r, buffer));
   r = d->cuModuleGetFunction(&out->function, out->module, k->name);
   if (r != CUDA_SUCCESS)
