@@ -284,6 +284,7 @@ Lane mlir::kiln::laneOf(OpBuilder &b, Location loc, StagedMatmul &m, int64_t uni
               apply(linear % kWarp),
               apply((linear % kWarp).floorDiv(4)),
               apply(linear % 4),
+              apply(linear.floorDiv(kWarp) % (unitThreads / kWarp)),
               apply(unit.floorDiv(unitsAcross) * unitRows),
               apply((unit % unitsAcross) * unitCols),
               arith::ConstantIndexOp::create(b, loc, 0)};

@@ -110,6 +110,7 @@ struct Lane {
   Location loc;
   Value id;                   ///< the lane, 0..31
   Value group, quad;          ///< g = lane / 4, t = lane % 4
+  Value warp;                 ///< its warp in its unit (0 for a unit of one warp)
   Value rowOrigin, colOrigin; ///< its warp's (warpgroup's) block in the workgroup's tile
   Value zero;
 

@@ -95,13 +95,11 @@ CoreLayout layoutFor(const StagedOperand &operand, int64_t chunk, int64_t extent
   if (l.kMajor) {
     l.pGroup = kCoreBytes;
     l.kGroup = extent / kCore * kCoreBytes + gapBytes(chunk / kCore);
-    l.copyBytes = chunk / kCore * l.kGroup;
   } else {
     l.pGroup = kCoreBytes + gapBytes(extent / kCore);
     l.kGroup = extent / kCore * l.pGroup;
-    l.copyBytes = chunk / kCore * l.kGroup;
   }
-  l.copyBytes = llvm::alignTo(l.copyBytes, kCoreBytes);
+  l.copyBytes = llvm::alignTo(chunk / kCore * l.kGroup, kCoreBytes);
   assert(l.kGroup % kLineBytes == 0 && l.pGroup % kLineBytes == 0 &&
          "descriptors encode offsets of whole 16-byte lines");
   return l;
@@ -234,9 +232,9 @@ memref::AllocOp moveToCoreMatrices(OpBuilder &b, const StagedOperand &operand,
   return buffer;
 }
 
-/// The descriptor of the 8 x 2 (A) or N/8 x 2 (B) core matrices from byte
-/// `offset` of `buffer`'s copy `copy`: its address's bits are the buffer's
-/// shared-window address (16-byte aligned) plus the offsets, >> 4.
+/// The descriptor of the 8 x 2 (A) or N/8 x 2 (B) core matrices `offset`
+/// bytes after `base16` (a chunk's shared-window address >> 4, see
+/// copyBase16), in `layout`.
 Value descriptor(OpBuilder &b, Location loc, Value base16, const CoreLayout &layout,
                  int64_t offset) {
   Type i64 = b.getI64Type();
@@ -306,11 +304,6 @@ void rewrite(Matmul &m) {
   linalg::FillOp::create(b, loc, arith::ConstantOp::create(b, loc, b.getZeroAttr(f32)).getResult(),
                          sums.getResult());
   Lane lane = laneOf(b, loc, m, kWarpgroup, m.groupRows, m.cols);
-  Value warp = affine::makeComposedAffineApply(
-                   b, loc, linearThreadId(m.launch).floorDiv(kWarp) % (kWarpgroup / kWarp),
-                   {OpFoldResult(m.launch.getThreadIds().x), OpFoldResult(m.launch.getThreadIds().y),
-                    OpFoldResult(m.launch.getThreadIds().z)})
-                   .getResult();
 
   // In the chunk loop, in every thread: the staged chunk visible to the
   // async proxy, the wgmma of each k step and band of 64 rows, all done
@@ -369,7 +362,7 @@ void rewrite(Matmul &m) {
         bindSymbols(ctx, w, g);
         Value row = affine::makeComposedAffineApply(
                         b, loc, w * 16 + g + kM * band + 8 * ((d % 4) / 2),
-                        {OpFoldResult(warp), OpFoldResult(lane.group)})
+                        {OpFoldResult(lane.warp), OpFoldResult(lane.group)})
                         .getResult();
         row = lane.at(lane.rowOrigin, row, 1, 0);
         Value col = lane.at(lane.colOrigin, lane.quad, 2, 8 * (d / 4) + d % 2);
