@@ -121,8 +121,15 @@ def KilnCudaWgmma : Pass<"kiln-cuda-wgmma", "func::FuncOp"> {
       f32 sums in the thread's registers, both operands from shared
       memory by descriptors: no swizzle, leading byte offset between core
       matrices along k, stride byte offset along the rows or columns),
-      `nvvm.wgmma.commit.group.sync.aligned` and
-      `nvvm.wgmma.wait.group.sync.aligned 0`;
+      and `nvvm.wgmma.commit.group.sync.aligned`;
+    - where the chunks arrive by kiln-gpu-promote-operands' cp.async
+      staging (several in flight, the copies of a later chunk started in
+      the loop into the buffer the previous chunk held), the chunk's
+      wgmma stay in flight: `nvvm.wgmma.wait.group.sync.aligned 1` (the
+      previous chunk's done), a barrier (in every warpgroup), and only
+      then that staging's copies, moved there from before the wgmma;
+      after the loop, `wait.group 0`. Elsewhere `wait.group 0` ends each
+      chunk, before the next chunk's stores;
     - after the chunk loop, the threads store their sums to a workgroup
       buffer of the tile (as kiln-cuda-mma-sync does: in the chunks'
       place where it does not fit beside them) and each adds its region

@@ -32,10 +32,15 @@
 //   D[16 w + g + 8 ((d % 4) / 2)][8 (d / 4) + 2 q + d % 2].
 //
 // The staging writes shared memory through the generic proxy, which wgmma
-// (the async proxy) does not see without a fence: before its wgmma each
-// thread fences (fence.proxy.async.shared::cta) and the workgroup meets
-// at a barrier; after them, it waits for them all (wgmma.wait_group 0)
-// before the next chunk's copies may overwrite the buffer they read.
+// (the async proxy) does not see without a fence: before a chunk's wgmma
+// each thread fences (fence.proxy.async.shared::cta) and the workgroup
+// meets at a barrier. Where the chunks arrive by cp.async, several in
+// flight (kiln-gpu-promote-operands' asynchronous staging), one chunk's
+// wgmma run while the loop goes on to the next: each thread waits only
+// for the previous chunk's (wgmma.wait_group 1), the workgroup meets at a
+// barrier, and only then do the copies start into the buffer that chunk
+// held. Elsewhere each chunk's wgmma are waited for (wait_group 0) before
+// the loop goes on, as the next chunk's stores may overwrite their buffer.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/Passes.h"
@@ -277,6 +282,40 @@ void eraseOldBuffers(ArrayRef<memref::AllocOp> buffers) {
   }
 }
 
+/// kiln-gpu-promote-operands' asynchronous staging in the chunk loop: at
+/// the loop's start each thread waits for its copies of the current chunk
+/// (cp.async.wait_group) and the workgroup meets at a barrier (`arrived`);
+/// later the copies of a chunk further on start (`nextCopies`, an scf.if
+/// that is false past the last chunk) into the buffer the previous chunk
+/// held, and are committed as a group (`commit`). Null where the loop
+/// stages otherwise, or where the op is not in the loop's body itself.
+struct AsyncStaging {
+  gpu::BarrierOp arrived;
+  scf::IfOp nextCopies;
+  NVVM::CpAsyncCommitGroupOp commit;
+
+  explicit operator bool() const { return commit != nullptr; }
+};
+
+AsyncStaging asyncStagingOf(Matmul &m, Operation *compute) {
+  Block *body = m.chunks.getBody();
+  if (compute->getBlock() != body)
+    return {};
+  AsyncStaging s;
+  for (Operation &op : *body) {
+    if (isa<NVVM::CpAsyncWaitGroupOp>(op) && !s.arrived)
+      s.arrived = dyn_cast_or_null<gpu::BarrierOp>(op.getNextNode());
+    if (auto commit = dyn_cast<NVVM::CpAsyncCommitGroupOp>(op)) {
+      s.nextCopies = dyn_cast_or_null<scf::IfOp>(commit->getPrevNode());
+      s.commit = commit;
+      break;
+    }
+  }
+  if (!s.arrived || !s.nextCopies || !s.commit->isBeforeInBlock(compute))
+    return {};
+  return s;
+}
+
 void rewrite(Matmul &m) {
   Location loc = m.op.getLoc();
   MLIRContext *ctx = m.op.getContext();
@@ -306,12 +345,22 @@ void rewrite(Matmul &m) {
   Lane lane = laneOf(b, loc, m, kWarpgroup, m.groupRows, m.cols);
 
   // In the chunk loop, in every thread: the staged chunk visible to the
-  // async proxy, the wgmma of each k step and band of 64 rows, all done
-  // before the loop goes on.
-  b.setInsertionPoint(compute);
-  NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
-                             NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-  gpu::BarrierOp::create(b, loc);
+  // async proxy (each thread's writes fenced before the barrier where the
+  // workgroup meets), then the wgmma of each k step and band of 64 rows.
+  AsyncStaging staging = asyncStagingOf(m, compute);
+  auto fenceProxy = [&] {
+    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
+                               NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  };
+  if (staging) {
+    b.setInsertionPoint(staging.arrived);
+    fenceProxy();
+    b.setInsertionPoint(compute);
+  } else {
+    b.setInsertionPoint(compute);
+    fenceProxy();
+    gpu::BarrierOp::create(b, loc);
+  }
   Value baseA = copyBase16(b, loc, bufferA, m.layoutA, copy);
   Value baseB = copyBase16(b, loc, bufferB, m.layoutB, copy);
   // The warpgroup's band: rows rowOrigin on, as bytes into A's core matrices.
@@ -351,7 +400,17 @@ void rewrite(Matmul &m) {
     }
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  if (staging) {
+    // This chunk's wgmma stay in flight; the previous chunk's are done in
+    // every warpgroup before the copies of a later chunk overwrite its
+    // buffer.
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+    gpu::BarrierOp::create(b, loc);
+    staging.nextCopies->moveBefore(compute);
+    staging.commit->moveBefore(compute);
+  } else {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  }
 
   // After the loop: register d of band j to row 64 j + 16 w + g + 8 ((d % 4)
   // / 2), column 8 (d / 4) + 2 q + d % 2 of the warpgroup's block.
@@ -370,6 +429,10 @@ void rewrite(Matmul &m) {
         memref::StoreOp::create(b, loc, v, sumsOut, ValueRange{row, col});
       }
   });
+  if (staging) { // the last chunk's wgmma, before anything after the loop
+    b.setInsertionPointAfter(m.chunks);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  }
   eraseOldBuffers(old);
 }
 

@@ -49,13 +49,16 @@
 // CHECK-NEXT: memref.store %{{.*}}, %[[B]][%[[BT1]]] : memref<5120xbf16, #gpu.address_space<workgroup>>
 // CHECK:   %[[MINE:.*]] = memref.alloca() : memref<1x16xf32, #gpu.address_space<private>>
 // CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[MINE]]
+// Per chunk: the thread's copies of it landed and fenced for the async
+// proxy, a barrier, its wgmma; then the previous chunk's wgmma done (in
+// flight until this chunk's are issued), a barrier, and only then the
+// copies of the chunk 3 on, into the buffer the previous one held.
 // CHECK:   scf.for %[[KK:.*]] = %c0 to %c256 step %c32 {
 // CHECK-NEXT: nvvm.cp.async.wait.group 2
-// CHECK-NEXT: gpu.barrier
-// CHECK:     nvvm.cp.async.commit.group
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT: gpu.barrier
-// CHECK-NEXT: %[[APTR:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK:     %[[APTR:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
 // CHECK-NEXT: %[[ACOPY:.*]] = affine.apply #[[A_COPY]]()[%[[APTR]], %[[KK]]]
 // CHECK:     nvvm.wgmma.fence.aligned
 // CHECK:     arith.ori %{{.*}}, %c42952294400_i64 : i64
@@ -70,11 +73,17 @@
 // CHECK:     nvvm.wgmma.mma_async
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK:     nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.if
+// CHECK:       nvgpu.device_async_copy %{{.*}}, %[[A]][%{{.*}}], 8 {bypassL1}
+// CHECK:       nvgpu.device_async_copy %{{.*}}, %[[B]][%{{.*}}], 8 {bypassL1}
+// CHECK:     nvvm.cp.async.commit.group
 // CHECK-NEXT: }
-// After the loop, register d to row 16 w + g + 8 ((d % 4) / 2), column
-// 8 (d / 4) + 2 q + d % 2; a barrier; each thread's 4x4 into its
-// accumulator.
+// After the loop, the last chunk's wgmma done; register d to row
+// 16 w + g + 8 ((d % 4) / 2), column 8 (d / 4) + 2 q + d % 2; a barrier;
+// each thread's 4x4 into its accumulator.
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NEXT: %[[R0:.*]] = affine.apply #[[ROW0]]()[%[[TX]], %[[TY]]]
 // CHECK-NEXT: %[[C0:.*]] = affine.apply #[[COL0]]()[%[[TX]]]
 // CHECK-NEXT: %[[S0:.*]] = memref.load %[[MINE]][%c0, %c0]
@@ -193,9 +202,11 @@ func.func @b_k_major(%a: memref<256x256xf16>, %b: memref<256x256xf16>, %c: memre
 // CHECK:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
 // CHECK-COUNT-2: nvvm.wgmma.mma_async
 // CHECK-NOT: nvvm.wgmma.mma_async
-// CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK:   }
+// CHECK:     nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK:     nvvm.cp.async.commit.group
+// CHECK-NEXT: }
 // Every warp done with the last chunk before the sums overwrite it.
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NEXT: gpu.barrier
 // CHECK-COUNT-64: memref.store %{{.*}}, %[[SUMS]]
 #a = affine_map<(k, i, j) -> (i, k)>
@@ -283,6 +294,64 @@ func.func @cols48(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: memref
       linalg.yield %t : f32
     }
     linalg.copy ins(%acc : memref<4x6xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x6xf32, strided<[256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A's rows 260 values apart (not whole 16-byte runs): no cp.async, the
+// next chunk loaded into registers during this one and stored into the
+// other of two buffers after it. Those stores are not the asynchronous
+// staging's, so each chunk's wgmma are done before they start.
+// CHECK-LABEL: func.func @sync_staged
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK:   scf.for
+// CHECK:     nvvm.fence.proxy
+// CHECK-NEXT: gpu.barrier
+// CHECK:     nvvm.wgmma.mma_async
+// CHECK:     nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: scf.if
+// CHECK:       memref.store
+// CHECK:     gpu.barrier
+// CHECK-NEXT: }
+// CHECK-NOT: nvvm.wgmma.wait
+// CHECK:   gpu.terminator
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @sync_staged(%a: memref<256x256xbf16, strided<[260, 1]>>, %b: memref<256x256xbf16>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c8, %gy = %c4, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %row = arith.muli %by, %c64 : index
+    %col = arith.muli %bx, %c32 : index
+    %a_wg = memref.subview %a[%row, 0] [64, 256] [1, 1] : memref<256x256xbf16, strided<[260, 1]>> to memref<64x256xbf16, strided<[260, 1], offset: ?>>
+    %b_wg = memref.subview %b[0, %col] [256, 32] [1, 1] : memref<256x256xbf16> to memref<256x32xbf16, strided<[256, 1], offset: ?>>
+    %c_wg = memref.subview %c[%row, %col] [64, 32] [1, 1] : memref<256x256xf32> to memref<64x32xf32, strided<[256, 1], offset: ?>>
+    %r = arith.muli %ty, %c4 : index
+    %q = arith.muli %tx, %c4 : index
+    %a_t = memref.subview %a_wg[%r, 0] [4, 256] [1, 1] : memref<64x256xbf16, strided<[260, 1], offset: ?>> to memref<4x256xbf16, strided<[260, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %q] [256, 4] [1, 1] : memref<256x32xbf16, strided<[256, 1], offset: ?>> to memref<256x4xbf16, strided<[256, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %q] [4, 4] [1, 1] : memref<64x32xf32, strided<[256, 1], offset: ?>> to memref<4x4xf32, strided<[256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x256xbf16, strided<[260, 1], offset: ?>>, memref<256x4xbf16, strided<[256, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: bf16, %y: bf16, %s: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[256, 1], offset: ?>>)
     gpu.terminator
   }
   return
