@@ -34,13 +34,13 @@
 // The staging writes shared memory through the generic proxy, which wgmma
 // (the async proxy) does not see without a fence: before a chunk's wgmma
 // each thread fences (fence.proxy.async.shared::cta) and the workgroup
-// meets at a barrier. Where the chunks arrive by cp.async, several in
-// flight (kiln-gpu-promote-operands' asynchronous staging), one chunk's
-// wgmma run while the loop goes on to the next: each thread waits only
-// for the previous chunk's (wgmma.wait_group 1), the workgroup meets at a
-// barrier, and only then do the copies start into the buffer that chunk
-// held. Elsewhere each chunk's wgmma are waited for (wait_group 0) before
-// the loop goes on, as the next chunk's stores may overwrite their buffer.
+// meets at a barrier. Where the chunks are staged in more than one buffer
+// (cp.async, several in flight, or the next chunk stored from registers
+// into the other of two), one chunk's wgmma run while the loop goes on to
+// the next: each thread waits only for the previous chunk's
+// (wgmma.wait_group 1), the workgroup meets at a barrier, and only then is
+// the buffer that chunk held written again. With one buffer each chunk's
+// wgmma are waited for (wait_group 0) before the next chunk's stores.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/Passes.h"
@@ -282,38 +282,71 @@ void eraseOldBuffers(ArrayRef<memref::AllocOp> buffers) {
   }
 }
 
-/// kiln-gpu-promote-operands' asynchronous staging in the chunk loop: at
-/// the loop's start each thread waits for its copies of the current chunk
-/// (cp.async.wait_group) and the workgroup meets at a barrier (`arrived`);
-/// later the copies of a chunk further on start (`nextCopies`, an scf.if
-/// that is false past the last chunk) into the buffer the previous chunk
-/// held, and are committed as a group (`commit`). Null where the loop
-/// stages otherwise, or where the op is not in the loop's body itself.
-struct AsyncStaging {
-  gpu::BarrierOp arrived;
-  scf::IfOp nextCopies;
-  NVVM::CpAsyncCommitGroupOp commit;
+/// How the chunk loop stages a later chunk, where one chunk's wgmma can
+/// stay in flight while the loop goes on: the ops that write the buffer
+/// the previous chunk held, which may start only once that chunk's wgmma
+/// are done in every warpgroup. Two forms of kiln-gpu-promote-operands':
+/// - asynchronous: at the loop's start each thread waits for its copies
+///   of this chunk (cp.async.wait_group) and the workgroup meets at a
+///   barrier (`arrived`); then the copies of chunk i + S - 1 start into
+///   the buffer chunk i - 1 held (an scf.if, false past the last chunk)
+///   and are committed as a group: `writes`, before the op;
+/// - two buffers, the next chunk loaded into registers before the op and
+///   stored into the other buffer after it (an scf.if; `writes`), then a
+///   barrier (`trailing`) before the next chunk's reads, which the
+///   fence and barrier before the next chunk's wgmma take over.
+/// Empty where the loop stages otherwise (one buffer), or where the op is
+/// not in the loop's body itself.
+struct LaterChunkStaging {
+  gpu::BarrierOp arrived;          ///< asynchronous staging's, or null
+  SmallVector<Operation *> writes; ///< in order
+  gpu::BarrierOp trailing;         ///< the two buffers' closing barrier, or null
 
-  explicit operator bool() const { return commit != nullptr; }
+  explicit operator bool() const { return !writes.empty(); }
 };
 
-AsyncStaging asyncStagingOf(Matmul &m, Operation *compute) {
+LaterChunkStaging asynchronousStaging(Matmul &m, Block *body, Operation *compute) {
+  LaterChunkStaging s;
+  for (Operation &op : *body) {
+    // The wait leaves S - 2 groups pending: chunk i has landed, and the
+    // copies started in the loop are of chunk i + S - 1, into the buffer
+    // of chunk i - 1, never of chunk i.
+    if (auto wait = dyn_cast<NVVM::CpAsyncWaitGroupOp>(op); wait && !s.arrived) {
+      if (m.copies < 2 || wait.getN() != m.copies - 2)
+        return {};
+      s.arrived = dyn_cast_or_null<gpu::BarrierOp>(op.getNextNode());
+    }
+    auto commit = dyn_cast<NVVM::CpAsyncCommitGroupOp>(op);
+    if (!commit)
+      continue;
+    auto copies = dyn_cast_or_null<scf::IfOp>(commit->getPrevNode());
+    if (!s.arrived || !copies || !commit->isBeforeInBlock(compute))
+      return {};
+    s.writes = {copies, commit};
+    return s;
+  }
+  return {};
+}
+
+LaterChunkStaging twoBufferStaging(Matmul &m, Block *body, Operation *compute) {
+  // After the op: the stores into the other buffer, a barrier, the yield.
+  auto stores = dyn_cast_or_null<scf::IfOp>(compute->getNextNode());
+  auto trailing = stores ? dyn_cast_or_null<gpu::BarrierOp>(stores->getNextNode()) : nullptr;
+  if (m.copies != 2 || !trailing || trailing->getNextNode() != body->getTerminator())
+    return {};
+  LaterChunkStaging s;
+  s.writes = {stores};
+  s.trailing = trailing;
+  return s;
+}
+
+LaterChunkStaging laterChunkStaging(Matmul &m, Operation *compute) {
   Block *body = m.chunks.getBody();
   if (compute->getBlock() != body)
     return {};
-  AsyncStaging s;
-  for (Operation &op : *body) {
-    if (isa<NVVM::CpAsyncWaitGroupOp>(op) && !s.arrived)
-      s.arrived = dyn_cast_or_null<gpu::BarrierOp>(op.getNextNode());
-    if (auto commit = dyn_cast<NVVM::CpAsyncCommitGroupOp>(op)) {
-      s.nextCopies = dyn_cast_or_null<scf::IfOp>(commit->getPrevNode());
-      s.commit = commit;
-      break;
-    }
-  }
-  if (!s.arrived || !s.nextCopies || !s.commit->isBeforeInBlock(compute))
-    return {};
-  return s;
+  if (LaterChunkStaging s = asynchronousStaging(m, body, compute))
+    return s;
+  return twoBufferStaging(m, body, compute);
 }
 
 void rewrite(Matmul &m) {
@@ -347,12 +380,12 @@ void rewrite(Matmul &m) {
   // In the chunk loop, in every thread: the staged chunk visible to the
   // async proxy (each thread's writes fenced before the barrier where the
   // workgroup meets), then the wgmma of each k step and band of 64 rows.
-  AsyncStaging staging = asyncStagingOf(m, compute);
+  LaterChunkStaging staging = laterChunkStaging(m, compute);
   auto fenceProxy = [&] {
     NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
                                NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   };
-  if (staging) {
+  if (staging.arrived) {
     b.setInsertionPoint(staging.arrived);
     fenceProxy();
     b.setInsertionPoint(compute);
@@ -402,12 +435,13 @@ void rewrite(Matmul &m) {
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   if (staging) {
     // This chunk's wgmma stay in flight; the previous chunk's are done in
-    // every warpgroup before the copies of a later chunk overwrite its
-    // buffer.
+    // every warpgroup before a later chunk overwrites its buffer.
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
     gpu::BarrierOp::create(b, loc);
-    staging.nextCopies->moveBefore(compute);
-    staging.commit->moveBefore(compute);
+    for (Operation *write : staging.writes)
+      write->moveBefore(compute);
+    if (staging.trailing)
+      staging.trailing.erase();
   } else {
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   }

@@ -302,27 +302,31 @@ func.func @cols48(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: memref
 // -----
 
 // A's rows 260 values apart (not whole 16-byte runs): no cp.async, the
-// next chunk loaded into registers during this one and stored into the
-// other of two buffers after it. Those stores are not the asynchronous
-// staging's, so each chunk's wgmma are done before they start.
-// CHECK-LABEL: func.func @sync_staged
+// next chunk loaded into registers before this chunk's wgmma and stored
+// into the other of two buffers after them, once the previous chunk's
+// wgmma (which read that buffer) are done in every warpgroup: wait_group
+// 1, a barrier, the stores. The staging's barrier after the stores goes:
+// the next chunk's fence and barrier order them before its wgmma.
+// CHECK-LABEL: func.func @two_buffers
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK:   scf.for
+// CHECK:     scf.if
+// CHECK:       memref.load
 // CHECK:     nvvm.fence.proxy
 // CHECK-NEXT: gpu.barrier
 // CHECK:     nvvm.wgmma.mma_async
 // CHECK:     nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: scf.if
 // CHECK:       memref.store
-// CHECK:     gpu.barrier
-// CHECK-NEXT: }
-// CHECK-NOT: nvvm.wgmma.wait
+// CHECK-NOT: gpu.barrier
+// CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK:   gpu.terminator
 #a = affine_map<(k, i, j) -> (i, k)>
 #b = affine_map<(k, i, j) -> (k, j)>
 #c = affine_map<(k, i, j) -> (i, j)>
-func.func @sync_staged(%a: memref<256x256xbf16, strided<[260, 1]>>, %b: memref<256x256xbf16>, %c: memref<256x256xf32>) {
+func.func @two_buffers(%a: memref<256x256xbf16, strided<[260, 1]>>, %b: memref<256x256xbf16>, %c: memref<256x256xf32>) {
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
   %c8 = arith.constant 8 : index
@@ -352,6 +356,56 @@ func.func @sync_staged(%a: memref<256x256xbf16, strided<[260, 1]>>, %b: memref<2
       linalg.yield %t : f32
     }
     linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// One buffer, as a 64x256 tile's chunks take (m64n256k16, 128 sums a
+// thread; no room in registers for the next chunk): each chunk's wgmma
+// are done before the barrier after which the next chunk is stored.
+// CHECK-LABEL: func.func @one_buffer
+// CHECK:   scf.for
+// CHECK:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>
+// CHECK:     nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: }
+// CHECK-NOT: nvvm.wgmma.wait
+// CHECK:   gpu.terminator
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @one_buffer(%a: memref<256x256xbf16, strided<[260, 1]>>, %b: memref<256x256xbf16>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c4, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %row = arith.muli %by, %c64 : index
+    %a_wg = memref.subview %a[%row, 0] [64, 256] [1, 1] : memref<256x256xbf16, strided<[260, 1]>> to memref<64x256xbf16, strided<[260, 1], offset: ?>>
+    %c_wg = memref.subview %c[%row, 0] [64, 256] [1, 1] : memref<256x256xf32> to memref<64x256xf32, strided<[256, 1], offset: ?>>
+    %r = arith.muli %ty, %c4 : index
+    %q = arith.muli %tx, %c32 : index
+    %a_t = memref.subview %a_wg[%r, 0] [4, 256] [1, 1] : memref<64x256xbf16, strided<[260, 1], offset: ?>> to memref<4x256xbf16, strided<[260, 1], offset: ?>>
+    %b_t = memref.subview %b[0, %q] [256, 32] [1, 1] : memref<256x256xbf16> to memref<256x32xbf16, strided<[256, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %q] [4, 32] [1, 1] : memref<64x256xf32, strided<[256, 1], offset: ?>> to memref<4x32xf32, strided<[256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x32xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<4x32xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x256xbf16, strided<[260, 1], offset: ?>>, memref<256x32xbf16, strided<[256, 1], offset: ?>>) outs(%acc : memref<4x32xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: bf16, %y: bf16, %s: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<4x32xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x32xf32, strided<[256, 1], offset: ?>>)
     gpu.terminator
   }
   return
