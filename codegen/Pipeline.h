@@ -61,6 +61,7 @@ struct PipelineOptions {
   std::string cudaToolkit;      // CUDA targets: the toolkit's folder (empty: looked for)
   bool wideTensorTiles = false; // CUDA targets: 16-bit matmuls in 128x128 tiles
   bool wgmma = false;           // cuda-sm90a: 16-bit matmuls by wgmma (kiln-cuda-wgmma)
+  bool wgmmaOverlap = true;     // a chunk's wgmma in flight while the next is staged
   bool splitContractions = false; // GPU targets: split-K for matmuls of few workgroups
   // GPU targets: attention whose scores would take more bytes is one kernel
   // of a thread per query row (kiln-gpu-attention-rows); the rest unfused.

@@ -57,7 +57,8 @@ public:
 private:
   void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     if (options.wgmma)
-      pm.addNestedPass<func::FuncOp>(createKilnCudaWgmma({gpu.name, options.reportPlacement}));
+      pm.addNestedPass<func::FuncOp>(
+          createKilnCudaWgmma({gpu.name, options.wgmmaOverlap, options.reportPlacement}));
     pm.addNestedPass<func::FuncOp>(
         createKilnCudaMmaSync(
             {gpu.name, options.precision == Precision::TF32, options.reportPlacement}));

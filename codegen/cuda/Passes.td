@@ -122,14 +122,18 @@ def KilnCudaWgmma : Pass<"kiln-cuda-wgmma", "func::FuncOp"> {
       memory by descriptors: no swizzle, leading byte offset between core
       matrices along k, stride byte offset along the rows or columns),
       and `nvvm.wgmma.commit.group.sync.aligned`;
-    - where the chunks arrive by kiln-gpu-promote-operands' cp.async
-      staging (several in flight, the copies of a later chunk started in
-      the loop into the buffer the previous chunk held), the chunk's
+    - where kiln-gpu-promote-operands staged the chunks in more than
+      one buffer (cp.async, several in flight: the copies of a later
+      chunk start in the loop into the buffer the previous chunk held;
+      or two buffers: the next chunk, loaded into registers before the
+      op, stored into the other after it, then a barrier), the chunk's
       wgmma stay in flight: `nvvm.wgmma.wait.group.sync.aligned 1` (the
       previous chunk's done), a barrier (in every warpgroup), and only
-      then that staging's copies, moved there from before the wgmma;
-      after the loop, `wait.group 0`. Elsewhere `wait.group 0` ends each
-      chunk, before the next chunk's stores;
+      then those copies (moved there from before the wgmma) or stores
+      (the barrier after them goes: the next chunk's fence and barrier
+      order them before its wgmma); after the loop, `wait.group 0`.
+      With one buffer, `wait.group 0` ends each chunk, before the next
+      chunk's stores;
     - after the chunk loop, the threads store their sums to a workgroup
       buffer of the tile (as kiln-cuda-mma-sync does: in the chunks'
       place where it does not fit beside them) and each adds its region
@@ -142,6 +146,8 @@ def KilnCudaWgmma : Pass<"kiln-cuda-wgmma", "func::FuncOp"> {
   let options = [
     Option<"targetName", "target", "std::string", "\"cuda-sm90a\"",
            "CUDA target (one with wgmma) whose shared memory the chunks and the sums must fit">,
+    Option<"overlap", "overlap", "bool", "true",
+           "Keep a chunk's wgmma in flight while the next is staged, where the chunks have more than one buffer (false: wait_group 0 each chunk)">,
     Option<"report", "report", "bool", "false",
            "Emit a `placement:` remark per matmul on the tensor cores: wgmma's shape and a warpgroup's band">,
   ];

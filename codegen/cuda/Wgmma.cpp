@@ -340,7 +340,15 @@ LaterChunkStaging twoBufferStaging(Matmul &m, Block *body, Operation *compute) {
   return s;
 }
 
-LaterChunkStaging laterChunkStaging(Matmul &m, Operation *compute) {
+/// Where the op reads its chunks in the chunk loop: its guard, or itself.
+Operation *computePoint(Matmul &m) {
+  return m.guard ? m.guard.getOperation() : m.op.getOperation();
+}
+
+LaterChunkStaging laterChunkStaging(Matmul &m, bool overlap) {
+  if (!overlap)
+    return {};
+  Operation *compute = computePoint(m);
   Block *body = m.chunks.getBody();
   if (compute->getBlock() != body)
     return {};
@@ -349,7 +357,7 @@ LaterChunkStaging laterChunkStaging(Matmul &m, Operation *compute) {
   return twoBufferStaging(m, body, compute);
 }
 
-void rewrite(Matmul &m) {
+void rewrite(Matmul &m, bool overlap) {
   Location loc = m.op.getLoc();
   MLIRContext *ctx = m.op.getContext();
   OpBuilder b(ctx);
@@ -358,7 +366,7 @@ void rewrite(Matmul &m) {
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
 
   // Where the op reads its chunks, before their views go.
-  Operation *compute = m.guard ? m.guard.getOperation() : m.op.getOperation();
+  Operation *compute = computePoint(m);
   b.setInsertionPoint(compute);
   Value copy = currentCopy(b, loc, m);
 
@@ -380,7 +388,7 @@ void rewrite(Matmul &m) {
   // In the chunk loop, in every thread: the staged chunk visible to the
   // async proxy (each thread's writes fenced before the barrier where the
   // workgroup meets), then the wgmma of each k step and band of 64 rows.
-  LaterChunkStaging staging = laterChunkStaging(m, compute);
+  LaterChunkStaging staging = laterChunkStaging(m, overlap);
   auto fenceProxy = [&] {
     NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
                                NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
@@ -492,8 +500,12 @@ struct KilnCudaWgmmaPass : mlir::kiln::impl::KilnCudaWgmmaBase<KilnCudaWgmmaPass
         emitRemark(m.op.getLoc())
             << "placement: tensor cores (wgmma.m64n" << m.cols << "k16, "
             << stringifyMMATypes(m.typeA) << "), each warpgroup " << m.groupRows << "x"
-            << m.cols << " of the " << m.rows << "x" << m.cols << " tile";
-      rewrite(m);
+            << m.cols << " of the " << m.rows << "x" << m.cols << " tile, "
+            << (laterChunkStaging(m, overlap)
+                    ? "a chunk's wgmma in flight while the next is staged"
+                    : overlap ? "each chunk's wgmma waited for (one buffer)"
+                              : "each chunk's wgmma waited for");
+      rewrite(m, overlap);
     }
   }
 };

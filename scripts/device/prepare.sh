@@ -15,8 +15,11 @@
 #   cuda-split-k                   resnet18 and bert2 at batch 1 only:
 #                                  --target=cuda --split-k, timed beside
 #                                  cuda
-#   cuda-wgmma                     matmul256-f16, matmul-wide-f16 and
-#                                  fc-f16: --target=cuda-sm90a --cuda-wgmma
+#   cuda-wgmma                     matmul256-f16, matmul-wide-f16, fc-f16
+#                                  and conv-bf16: --target=cuda-sm90a
+#                                  --cuda-wgmma
+#   cuda-wgmma-serial              matmul256-f16 and conv-bf16: the same,
+#                                  --cuda-wgmma-overlap=false
 #                                  (numerics beside cuda's)
 #   cuda-unfused                   attention4096 only: --target=cuda
 #                                  --gpu-attention=unfused, timed beside
@@ -30,14 +33,15 @@
 # 256^3 f16 matmul, a 2048x256x1024 f16 one (128x64 tiles, warps of
 # 32x64, the sums in the chunks' place), a dynamic batch of f16 ones
 # (cp.async from flat buffers), an f16 Gemm with transB and a bias (a
-# Linear as exporters write it), a 256^3 f32 one and a 3x3
-# convolution with
+# Linear as exporters write it), the 3x3 convolution with
+# --precision=bf16 (conv-bf16: an implicit GEMM, its receptive fields
+# staged from registers), a 256^3 f32 matmul and the convolution with
 # --precision=tf32 (numerics; their expected outputs from operands rounded
 # to tf32 as cvt.rna does, summed in f64: torch_graph.py run --tf32), the
 # layer with --quantize=int8-dynamic (u8 x s8, numerics), and
 # 16-bit GEMMs of 4096^3 and 8192^3 in
 # bf16 and f16 (benchmark only, against PyTorch's; bf16 also in 128x128
-# tiles, -wide, and by wgmma, -wgmma); attention over 4096
+# tiles, -wide, by wgmma, -wgmma, and both, -wgmma-wide); attention over 4096
 # tokens (attention4096, benchmark only: one kernel against
 # --gpu-attention=unfused and PyTorch) and its one-kernel form on a banded
 # mask (attention-rows, numerics); softmax, log-softmax and layer norms
@@ -90,6 +94,7 @@ make_model matmul-dyn-f16 matmul_f16_dynamic
 make_model fc-f16 gemm_f16
 make_model matmul256-tf32 matmul_small
 make_model conv-tf32 conv_layer
+make_model conv-bf16 conv_layer
 make_model linear-int8 linear
 make_model rows normalized_rows
 for n in 4096 8192; do
@@ -97,9 +102,11 @@ for n in 4096 8192; do
     make_model "gemm$n-$t" "gemm_${t}_$n" && touch "$out/gemm$n-$t/bench"
   done
   # The bf16 GEMM again in 128x128 tiles (--cuda-wide-tiles), to time
-  # against the default's 128x64, and by wgmma on sm_90a (--cuda-wgmma).
-  make_model "gemm$n-bf16-wide" "gemm_bf16_$n" && touch "$out/gemm$n-bf16-wide/bench"
-  make_model "gemm$n-bf16-wgmma" "gemm_bf16_$n" && touch "$out/gemm$n-bf16-wgmma/bench"
+  # against the default's 128x64, and by wgmma on sm_90a (--cuda-wgmma),
+  # in both tiles.
+  for variant in wide wgmma wgmma-wide; do
+    make_model "gemm$n-bf16-$variant" "gemm_bf16_$n" && touch "$out/gemm$n-bf16-$variant/bench"
+  done
 done
 rm "$out"/matmul4096/input_*.npy && touch "$out/matmul4096/bench"
 mkdir -p "$out/text-direction"
@@ -122,24 +129,32 @@ for dir in "$out"/*/; do
   name=$(basename "$dir")
   flags=()
   [ "$name" = text-direction ] && flags=(--input-shape x=1x3x48x192)
-  [ "$name" = linear-bf16 ] && flags=(--precision=bf16)
+  [[ "$name" = linear-bf16 || "$name" = conv-bf16 ]] && flags=(--precision=bf16)
   [ "$name" = linear-f16 ] && flags=(--precision=f16)
   [[ "$name" = *-tf32 ]] && flags=(--precision=tf32)
   [ "$name" = linear-int8 ] && flags=(--quantize=int8-dynamic)
-  [[ "$name" = *-wide ]] && flags=(--cuda-wide-tiles)
-  [[ "$name" = *-wgmma ]] && flags=(--cuda-wgmma)
+  [[ "$name" = *-wide ]] && flags+=(--cuda-wide-tiles)
+  [[ "$name" = *-wgmma* ]] && flags+=(--cuda-wgmma)
   # wgmma's numerics (cuda-wgmma: --target=cuda-sm90a --cuda-wgmma) beside
   # mma.sync's, on the same inputs: 64x32 tiles (one band of 64 rows),
-  # 128x64 (two bands), a Gemm's bias and Relu in the epilogue.
-  case $name in matmul256-f16 | matmul-wide-f16 | fc-f16)
-    "$kiln" "$dir/model.onnx" --target=cuda-sm90a --cuda-wgmma -o "$dir/cuda-wgmma" ;;
+  # 128x64 (two bands), a Gemm's bias and Relu in the epilogue, a
+  # convolution's receptive fields stored from registers into two buffers.
+  # cuda-wgmma-serial (--cuda-wgmma-overlap=false: each chunk's wgmma
+  # waited for) beside it for the two forms of staging that overlap: if
+  # one of the two is wrong, which.
+  case $name in matmul256-f16 | matmul-wide-f16 | fc-f16 | conv-bf16)
+    "$kiln" "$dir/model.onnx" "${flags[@]}" --target=cuda-sm90a --cuda-wgmma -o "$dir/cuda-wgmma" ;;
+  esac
+  case $name in matmul256-f16 | conv-bf16)
+    "$kiln" "$dir/model.onnx" "${flags[@]}" --target=cuda-sm90a --cuda-wgmma \
+      --cuda-wgmma-overlap=false -o "$dir/cuda-wgmma-serial" ;;
   esac
   [ "$name" = attention-rows ] && flags=(--gpu-attention=fused)
   model_targets=("${targets[@]}")
   # The 16-bit GEMMs measure the tensor cores, tf32 is theirs: CUDA only.
   [[ "$name" = gemm* || "$name" = *-tf32 ]] && model_targets=(cuda)
   # wgmma is sm_90a's (an H100 or H200); the executable is still `cuda`.
-  [[ "$name" = *-wgmma ]] && model_targets=(cuda-sm90a)
+  [[ "$name" = *-wgmma* ]] && model_targets=(cuda-sm90a)
   for target in "${model_targets[@]}"; do
     exe=$dir${target%%-*}  # cuda, vulkan
     echo "device: $name for $target"

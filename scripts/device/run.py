@@ -3,7 +3,7 @@
 machine with the GPU (numpy there; PyTorch for the baseline if present).
 
 For each model of DIR (default build/device) and each kiln executable of
-it (cuda, cuda-split-k, cuda-unfused, cuda-wgmma, vulkan):
+it (cuda, cuda-split-k, cuda-unfused, cuda-wgmma, cuda-wgmma-serial, vulkan):
   - numerics: the executable on the model's inputs against the expected
     outputs (onnxruntime's; for --precision=bf16 models kiln's on the CPU
     with the same roundings), within --rtol/--atol;
@@ -13,7 +13,8 @@ it (cuda, cuda-split-k, cuda-unfused, cuda-wgmma, vulkan):
     and with KILN_CUDA_PREFETCH=0 (pages moved by the kernels' faults);
     for the matmuls (matmul4096: f32; gemmN-bf16, gemmN-f16: 16-bit
     operands, tensor cores; gemmN-bf16-wide: the same in 128x128 tiles,
-    --cuda-wide-tiles; gemmN-bf16-wgmma: by wgmma, --cuda-wgmma) also the GPU time of kiln's kernels alone
+    --cuda-wide-tiles; gemmN-bf16-wgmma: by wgmma, --cuda-wgmma;
+    gemmN-bf16-wgmma-wide: both) also the GPU time of kiln's kernels alone
     (Nsight Compute, where `ncu` is installed) and PyTorch's on the same
     GPU (cuBLAS through torch.matmul in the same type, TF32 off for f32):
     the matmul alone, and with the inputs copied from the host and the
@@ -54,8 +55,10 @@ import numpy as np
 
 # Executables by name: cuda-split-k is --target=cuda --split-k,
 # cuda-unfused --target=cuda --gpu-attention=unfused, cuda-wgmma
-# --target=cuda-sm90a --cuda-wgmma.
-TARGETS = ["cuda", "cuda-split-k", "cuda-unfused", "cuda-wgmma", "vulkan"]
+# --target=cuda-sm90a --cuda-wgmma, cuda-wgmma-serial the same with
+# --cuda-wgmma-overlap=false (numerics only: which of the two is wrong, if
+# one is).
+TARGETS = ["cuda", "cuda-split-k", "cuda-unfused", "cuda-wgmma", "cuda-wgmma-serial", "vulkan"]
 
 
 def run(cmd, timeout=120, env=None):
@@ -102,7 +105,7 @@ def kiln_p50_ms(exe, runs, env=None):
 
 def matmul_size(model):
     """(n, torch dtype name) of an n^3 matmul model, else None."""
-    found = re.fullmatch(r"(?:matmul|gemm)(\d+)(?:-(bf16|f16))?(?:-wide|-wgmma)?", model)
+    found = re.fullmatch(r"(?:matmul|gemm)(\d+)(?:-(bf16|f16))?(?:-wgmma)?(?:-wide)?", model)
     if not found:
         return None
     return int(found.group(1)), {None: "float32", "bf16": "bfloat16", "f16": "float16"}[found.group(2)]

@@ -107,6 +107,11 @@ cl::opt<bool> cudaWgmma(
              "operands from shared memory) instead of mma.sync; such kernels run on sm_90a "
              "(H100, H200) alone; not yet run on a GPU"),
     cl::cat(category));
+cl::opt<bool> cudaWgmmaOverlap(
+    "cuda-wgmma-overlap",
+    cl::desc("With --cuda-wgmma: keep a chunk's wgmma in flight while the next chunk is "
+             "staged (default); =false waits for each chunk's, to compare"),
+    cl::init(true), cl::cat(category));
 cl::opt<bool> splitK(
     "split-k",
     cl::desc("For GPU targets: a matmul or convolution with too few workgroups for the "
@@ -847,6 +852,8 @@ int main(int argc, char **argv) {
     return error("--cuda-wide-tiles needs --target=cuda (or cuda-sm80, cuda-sm90a)");
   if (cudaWgmma && targetTriple != "cuda-sm90a")
     return error("--cuda-wgmma needs --target=cuda-sm90a (wgmma is sm_90a's)");
+  if (cudaWgmmaOverlap.getNumOccurrences() && !cudaWgmma)
+    return error("--cuda-wgmma-overlap needs --cuda-wgmma");
   if (mlir::kiln::isCudaTarget(targetTriple)) {
     cudaKit = mlir::kiln::findCudaToolkit(cudaToolkit);
     if (cudaKit.empty())
@@ -897,6 +904,7 @@ int main(int argc, char **argv) {
   pipelineOptions.cudaToolkit = cudaKit;
   pipelineOptions.wideTensorTiles = cudaWideTiles;
   pipelineOptions.wgmma = cudaWgmma;
+  pipelineOptions.wgmmaOverlap = cudaWgmmaOverlap;
   pipelineOptions.splitContractions = splitK;
   if (gpuAttention == GpuAttention::Fused)
     pipelineOptions.attentionRowsAbove = 0;

@@ -1,17 +1,39 @@
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda-sm90a --kiln-cuda-wgmma --canonicalize --cse | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda-sm90a --kiln-cuda-wgmma=report=true --kiln-cuda-mma-sync=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda-sm90a --kiln-cuda-wgmma=overlap=false --canonicalize --cse | FileCheck %s --check-prefix=SERIAL
 // RUN: not kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda --kiln-cuda-wgmma=target=cuda -o /dev/null 2>&1 | FileCheck %s --check-prefix=SM80
 // The inputs are kiln-cuda-mma-sync.mlir's (a thread's matmul as
 // kiln-gpu-private-accumulators leaves it), staged by
 // kiln-gpu-promote-operands as the pipeline does.
-// REPORT: remark: placement: tensor cores (wgmma.m64n32k16, bf16), each warpgroup 64x32 of the 64x32 tile
-// REPORT: remark: placement: tensor cores (wgmma.m64n32k16, f16), each warpgroup 64x32 of the 64x32 tile
-// REPORT: remark: placement: tensor cores (wgmma.m64n64k16, bf16), each warpgroup 128x64 of the 128x64 tile
-// REPORT: remark: placement: tensor cores (wgmma.m64n48k16, bf16), each warpgroup 64x48 of the 64x48 tile
+// REPORT: remark: placement: tensor cores (wgmma.m64n32k16, bf16), each warpgroup 64x32 of the 64x32 tile, a chunk's wgmma in flight while the next is staged
+// REPORT: remark: placement: tensor cores (wgmma.m64n32k16, f16), each warpgroup 64x32 of the 64x32 tile, a chunk's wgmma in flight while the next is staged
+// REPORT: remark: placement: tensor cores (wgmma.m64n64k16, bf16), each warpgroup 128x64 of the 128x64 tile, a chunk's wgmma in flight while the next is staged
+// REPORT: remark: placement: tensor cores (wgmma.m64n48k16, bf16), each warpgroup 64x48 of the 64x48 tile, a chunk's wgmma in flight while the next is staged
+// REPORT: remark: placement: tensor cores (wgmma.m64n32k16, bf16), each warpgroup 64x32 of the 64x32 tile, a chunk's wgmma in flight while the next is staged
+// REPORT: remark: placement: tensor cores (wgmma.m64n256k16, bf16), each warpgroup 64x256 of the 64x256 tile, each chunk's wgmma waited for (one buffer)
 // What wgmma leaves, mma.sync takes: 48 rows are no band of 64.
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, f16), each warp 48x8 of the 48x32 tile
 // REPORT-NOT: remark
 // SM80: error: kiln-cuda-wgmma: target 'cuda' has no wgmma (it needs cuda-sm90a)
+// With overlap=false, each chunk's wgmma are done before the loop goes
+// on, the copies of a later chunk where the staging put them (after the
+// barrier that starts the chunk, before the wgmma).
+// SERIAL-LABEL: func.func @bf16_matmul
+// SERIAL:   scf.for %{{.*}} = %c0 to %c256 step %c32 {
+// SERIAL-NEXT: nvvm.cp.async.wait.group 2
+// SERIAL-NEXT: gpu.barrier
+// SERIAL:     nvgpu.device_async_copy
+// SERIAL:     nvvm.cp.async.commit.group
+// SERIAL-NEXT: nvvm.fence.proxy
+// SERIAL-NEXT: gpu.barrier
+// SERIAL:     nvvm.wgmma.commit.group.sync.aligned
+// SERIAL-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// SERIAL-NEXT: }
+// SERIAL-LABEL: func.func @two_buffers
+// SERIAL:     nvvm.wgmma.commit.group.sync.aligned
+// SERIAL-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// SERIAL-NEXT: scf.if
+// SERIAL-NOT: nvvm.wgmma.wait.group.sync.aligned 1
 
 // A 64x32 tile of a 256^3 bf16 matmul, 128 threads (one warpgroup), four
 // chunks of 32 steps in flight (cp.async). A's chunk held its rows along
