@@ -501,10 +501,8 @@ struct KilnCudaWgmmaPass : mlir::kiln::impl::KilnCudaWgmmaBase<KilnCudaWgmmaPass
             << "placement: tensor cores (wgmma.m64n" << m.cols << "k16, "
             << stringifyMMATypes(m.typeA) << "), each warpgroup " << m.groupRows << "x"
             << m.cols << " of the " << m.rows << "x" << m.cols << " tile, "
-            << (laterChunkStaging(m, overlap)
-                    ? "a chunk's wgmma in flight while the next is staged"
-                    : overlap ? "each chunk's wgmma waited for (one buffer)"
-                              : "each chunk's wgmma waited for");
+            << (laterChunkStaging(m, overlap) ? "a chunk's wgmma in flight while the next is staged"
+                                              : "each chunk's wgmma waited for");
       rewrite(m, overlap);
     }
   }

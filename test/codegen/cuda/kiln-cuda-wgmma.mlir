@@ -10,7 +10,7 @@
 // REPORT: remark: placement: tensor cores (wgmma.m64n64k16, bf16), each warpgroup 128x64 of the 128x64 tile, a chunk's wgmma in flight while the next is staged
 // REPORT: remark: placement: tensor cores (wgmma.m64n48k16, bf16), each warpgroup 64x48 of the 64x48 tile, a chunk's wgmma in flight while the next is staged
 // REPORT: remark: placement: tensor cores (wgmma.m64n32k16, bf16), each warpgroup 64x32 of the 64x32 tile, a chunk's wgmma in flight while the next is staged
-// REPORT: remark: placement: tensor cores (wgmma.m64n256k16, bf16), each warpgroup 64x256 of the 64x256 tile, each chunk's wgmma waited for (one buffer)
+// REPORT: remark: placement: tensor cores (wgmma.m64n256k16, bf16), each warpgroup 64x256 of the 64x256 tile, each chunk's wgmma waited for{{$}}
 // What wgmma leaves, mma.sync takes: 48 rows are no band of 64.
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, f16), each warp 48x8 of the 48x32 tile
 // REPORT-NOT: remark
