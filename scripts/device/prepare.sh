@@ -17,10 +17,9 @@
 #                                  cuda
 #   cuda-wgmma                     matmul256-f16, matmul-wide-f16, fc-f16
 #                                  and conv-bf16: --target=cuda-sm90a
-#                                  --cuda-wgmma
-#   cuda-wgmma-serial              matmul256-f16 and conv-bf16: the same,
-#                                  --cuda-wgmma-overlap=false
-#                                  (numerics beside cuda's)
+#                                  --cuda-wgmma (numerics beside cuda's)
+#   cuda-wgmma-serial              matmul256-f16 and conv-bf16: the same
+#                                  with --cuda-wgmma-overlap=false
 #   cuda-unfused                   attention4096 only: --target=cuda
 #                                  --gpu-attention=unfused, timed beside
 #                                  cuda (one kernel)

@@ -11,6 +11,7 @@
 // REPORT: remark: placement: tensor cores (wgmma.m64n48k16, bf16), each warpgroup 64x48 of the 64x48 tile, a chunk's wgmma in flight while the next is staged
 // REPORT: remark: placement: tensor cores (wgmma.m64n32k16, bf16), each warpgroup 64x32 of the 64x32 tile, a chunk's wgmma in flight while the next is staged
 // REPORT: remark: placement: tensor cores (wgmma.m64n256k16, bf16), each warpgroup 64x256 of the 64x256 tile, each chunk's wgmma waited for{{$}}
+// REPORT: remark: placement: tensor cores (wgmma.m64n128k16, bf16), each warpgroup 64x128 of the 128x128 tile, each chunk's wgmma waited for{{$}}
 // What wgmma leaves, mma.sync takes: 48 rows are no band of 64.
 // REPORT: remark: placement: tensor cores (mma.sync.m16n8k16, f16), each warp 48x8 of the 48x32 tile
 // REPORT-NOT: remark
@@ -428,6 +429,64 @@ func.func @one_buffer(%a: memref<256x256xbf16, strided<[260, 1]>>, %b: memref<25
       linalg.yield %t : f32
     }
     linalg.copy ins(%acc : memref<4x32xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x32xf32, strided<[256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// One buffer with the next chunk in registers (a 128x128 tile of two
+// warpgroups, a band of 64 rows each; rows not whole 16-byte runs, and
+// two buffers would pass the half of 48 KiB they may take): each chunk's
+// wgmma are done, then the barrier after which every thread stores the
+// next chunk over the one they read.
+// CHECK-LABEL: func.func @one_buffer_prefetch
+// CHECK:   scf.for
+// CHECK:     scf.if
+// CHECK:       memref.load
+// CHECK:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+// CHECK:     nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.if
+// CHECK:       memref.store
+// CHECK:     gpu.barrier
+// CHECK-NEXT: }
+// CHECK-NOT: nvvm.wgmma.wait
+// CHECK:   gpu.terminator
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+func.func @one_buffer_prefetch(%a: memref<256x256xbf16, strided<[260, 1]>>, %b: memref<256x256xbf16>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c2, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c16, %sz = %c1) {
+    %row = arith.muli %by, %c128 : index
+    %col = arith.muli %bx, %c128 : index
+    %a_wg = memref.subview %a[%row, 0] [128, 256] [1, 1] : memref<256x256xbf16, strided<[260, 1]>> to memref<128x256xbf16, strided<[260, 1], offset: ?>>
+    %b_wg = memref.subview %b[0, %col] [256, 128] [1, 1] : memref<256x256xbf16> to memref<256x128xbf16, strided<[256, 1], offset: ?>>
+    %c_wg = memref.subview %c[%row, %col] [128, 128] [1, 1] : memref<256x256xf32> to memref<128x128xf32, strided<[256, 1], offset: ?>>
+    %r = arith.muli %ty, %c8 : index
+    %q = arith.muli %tx, %c8 : index
+    %a_t = memref.subview %a_wg[%r, 0] [8, 256] [1, 1] : memref<128x256xbf16, strided<[260, 1], offset: ?>> to memref<8x256xbf16, strided<[260, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %q] [256, 8] [1, 1] : memref<256x128xbf16, strided<[256, 1], offset: ?>> to memref<256x8xbf16, strided<[256, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %q] [8, 8] [1, 1] : memref<128x128xf32, strided<[256, 1], offset: ?>> to memref<8x8xf32, strided<[256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<8x8xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<8x8xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<8x256xbf16, strided<[260, 1], offset: ?>>, memref<256x8xbf16, strided<[256, 1], offset: ?>>) outs(%acc : memref<8x8xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: bf16, %y: bf16, %s: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xf, %yf : f32
+      %t = arith.addf %s, %p : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<8x8xf32, #gpu.address_space<private>>) outs(%c_t : memref<8x8xf32, strided<[256, 1], offset: ?>>)
     gpu.terminator
   }
   return
