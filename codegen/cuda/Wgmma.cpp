@@ -357,7 +357,9 @@ LaterChunkStaging laterChunkStaging(Matmul &m, bool overlap) {
   return twoBufferStaging(m, body, compute);
 }
 
-void rewrite(Matmul &m, bool overlap) {
+/// Rewrites `m` for wgmma; `staging` (laterChunkStaging's) says whether and
+/// how a chunk's wgmma stay in flight.
+void rewrite(Matmul &m, LaterChunkStaging &staging) {
   Location loc = m.op.getLoc();
   MLIRContext *ctx = m.op.getContext();
   OpBuilder b(ctx);
@@ -388,7 +390,6 @@ void rewrite(Matmul &m, bool overlap) {
   // In the chunk loop, in every thread: the staged chunk visible to the
   // async proxy (each thread's writes fenced before the barrier where the
   // workgroup meets), then the wgmma of each k step and band of 64 rows.
-  LaterChunkStaging staging = laterChunkStaging(m, overlap);
   auto fenceProxy = [&] {
     NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
                                NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
@@ -496,14 +497,15 @@ struct KilnCudaWgmmaPass : mlir::kiln::impl::KilnCudaWgmmaBase<KilnCudaWgmmaPass
         matmuls.push_back(*m);
     });
     for (Matmul &m : matmuls) {
+      LaterChunkStaging staging = laterChunkStaging(m, overlap);
       if (report)
         emitRemark(m.op.getLoc())
             << "placement: tensor cores (wgmma.m64n" << m.cols << "k16, "
             << stringifyMMATypes(m.typeA) << "), each warpgroup " << m.groupRows << "x"
             << m.cols << " of the " << m.rows << "x" << m.cols << " tile, "
-            << (laterChunkStaging(m, overlap) ? "a chunk's wgmma in flight while the next is staged"
-                                              : "each chunk's wgmma waited for");
-      rewrite(m, overlap);
+            << (staging ? "a chunk's wgmma in flight while the next is staged"
+                        : "each chunk's wgmma waited for");
+      rewrite(m, staging);
     }
   }
 };
