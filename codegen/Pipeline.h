@@ -62,6 +62,7 @@ struct PipelineOptions {
   bool wideTensorTiles = false; // CUDA targets: 16-bit matmuls in 128x128 tiles
   bool wgmma = false;           // cuda-sm90a: 16-bit matmuls by wgmma (kiln-cuda-wgmma)
   bool wgmmaOverlap = true;     // a chunk's wgmma in flight while the next is staged
+  bool sparseMma = false;       // CUDA targets: 2:4-sparse weights by mma.sp (kiln-cuda-mma-sparse)
   bool splitContractions = false; // GPU targets: split-K for matmuls of few workgroups
   // GPU targets: attention whose scores would take more bytes is one kernel
   // of a thread per query row (kiln-gpu-attention-rows); the rest unfused.

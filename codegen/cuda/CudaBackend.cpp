@@ -56,6 +56,8 @@ public:
 
 private:
   void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const override {
+    if (options.sparseMma)
+      pm.addPass(createKilnCudaMmaSparse({gpu.name, options.reportPlacement}));
     if (options.wgmma)
       pm.addNestedPass<func::FuncOp>(
           createKilnCudaWgmma({gpu.name, options.wgmmaOverlap, options.reportPlacement}));

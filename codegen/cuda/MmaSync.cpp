@@ -22,17 +22,13 @@
 //   B (Kx8, col-major):  register r holds B[Pt + (K/2) r + {0..P-1}][g]
 //   C, D (16x8):         element c is       C[g + 8 (c / 2)][2t + c % 2]
 //
-// 16-bit fragments come from ldmatrix where the chunk allows it (section
-// 9.7.13.4.15): an 8x8 block of steps by rows (A) or columns (B) is one
+// 16-bit fragments come from ldmatrix where the chunk allows it
+// (Fragments.h): an 8x8 block of steps by rows (A) or columns (B) is one
 // 8x8 matrix, register r of A the matrix of rows 8 (r % 2) on and steps
-// 8 (r / 2) on, register r of B the one of steps 8r on. Lane l gives the
-// address of line l % 8 of matrix l / 8, and receives steps 2t and 2t + 1
-// of row (column) g, the low half first: where the chunk's lines are
-// rows (a step of k runs along a line), as row g's elements 2t and 2t + 1;
-// where they are steps (the rows run along them), by `.trans`, as elements
-// [2t][g] and [2t + 1][g].
+// 8 (r / 2) on, register r of B the one of steps 8r on.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/cuda/Fragments.h"
 #include "codegen/cuda/Passes.h"
 #include "codegen/cuda/StagedMatmul.h"
 #include "codegen/gpu/Tiles.h"
@@ -118,58 +114,12 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, bool tf32, const GpuTarget 
   return m;
 }
 
-/// Two 16-bit or four 8-bit values as one 32-bit register, the first in
-/// the lowest bits (the first element of an f16x2).
-Value pack(OpBuilder &b, Location loc, ArrayRef<Value> values) {
-  unsigned bits = values[0].getType().getIntOrFloatBitWidth();
-  Value word;
-  for (auto [e, value] : llvm::enumerate(values)) {
-    Value v = value;
-    if (!isa<IntegerType>(v.getType()))
-      v = arith::BitcastOp::create(b, loc, b.getIntegerType(bits), v);
-    v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
-    if (e > 0)
-      v = arith::ShLIOp::create(b, loc, v,
-                                arith::ConstantIntOp::create(b, loc, b.getI32Type(), bits * e));
-    word = word ? arith::OrIOp::create(b, loc, word, v).getResult() : v;
-  }
-  if (values[0].getType().isF16()) // f16 operands are <2 x half>
-    return LLVM::BitcastOp::create(b, loc, VectorType::get({2}, b.getF16Type()), word);
-  return word;
-}
-
-/// One register of an operand fragment: its P values along k from `k`
-/// on, at `at` (the row of A, the column of B) of the operand's chunk; a
-/// tf32 value rounded to nearest, ties away (cvt.rna). Where the steps run
-/// along the chunk's lines, the P values are one 32-bit load (k is a
-/// multiple of P, every line starts on 16 bytes).
-Value loadRegister(Lane &l, const Instruction &mma, const Operand &operand, Value k, Value at) {
-  if (mma.perRegister > 1 && operand.stepsAlongLines()) {
-    Type element = cast<MemRefType>(operand.chunk().getType()).getElementType();
-    Value values = vector::LoadOp::create(l.b, l.loc, VectorType::get({mma.perRegister}, element),
-                                          operand.chunk(), operand.indices(k, at, l.zero),
-                                          /*nontemporal=*/false, llvm::Align(4));
-    if (element.isF16()) // f16 operands are <2 x half>
-      return values;
-    return LLVM::BitcastOp::create(l.b, l.loc, l.b.getI32Type(), values);
-  }
-  SmallVector<Value> values;
-  for (int64_t e = 0; e < mma.perRegister; ++e)
-    values.push_back(memref::LoadOp::create(l.b, l.loc, operand.chunk(),
-                                            operand.indices(l.plus(k, e), at, l.zero)));
-  if (mma.perRegister == 1) // tf32
-    return NVVM::ConvertFloatToTF32Op::create(l.b, l.loc, l.b.getI32Type(), values[0],
-                                              NVVM::FPRoundingMode::RNA,
-                                              NVVM::SaturationMode::NONE, false);
-  return pack(l.b, l.loc, values);
-}
-
 /// Lane's A fragment of the 16xK tile at rows `row0`, steps `k0` on of
 /// `a`'s chunk: 4 registers.
 SmallVector<Value> loadA(Lane &l, const Instruction &mma, const Operand &a, Value row0, Value k0) {
   SmallVector<Value> regs;
   for (int64_t r = 0; r < 4; ++r)
-    regs.push_back(loadRegister(l, mma, a, l.plus(k0, mma.k() / 2 * (r / 2)),
+    regs.push_back(loadRegister(l, mma.perRegister, a, l.plus(k0, mma.k() / 2 * (r / 2)),
                                 l.plus(row0, 8 * (r % 2))));
   return regs;
 }
@@ -179,71 +129,8 @@ SmallVector<Value> loadA(Lane &l, const Instruction &mma, const Operand &a, Valu
 SmallVector<Value> loadB(Lane &l, const Instruction &mma, const Operand &b, Value col, Value k0) {
   SmallVector<Value> regs;
   for (int64_t r = 0; r < 2; ++r)
-    regs.push_back(loadRegister(l, mma, b, l.plus(k0, mma.k() / 2 * r), col));
+    regs.push_back(loadRegister(l, mma.perRegister, b, l.plus(k0, mma.k() / 2 * r), col));
   return regs;
-}
-
-/// Whether `operand`'s chunk can be read with ldmatrix: 16-bit values,
-/// its lines either the steps of k or the rows (columns), every line and
-/// every 8 of them 16-byte aligned (the buffer is): the buffer's strides
-/// but the last multiples of 8, the chunk's offset along the last
-/// dimension too.
-bool readableWithLdmatrix(const Operand &operand) {
-  auto chunk = operand.chunk().getDefiningOp<memref::SubViewOp>();
-  MemRefType type = chunk.getType(), buffer = chunk.getSourceType();
-  auto [strides, offset] = buffer.getStridesAndOffset();
-  std::optional<int64_t> lastOffset = getConstantIntValue(chunk.getMixedOffsets().back());
-  int64_t last = type.getRank() - 1;
-  return type.getElementTypeBitWidth() == 16 &&
-         (operand.position == last || operand.step == last) && strides.back() == 1 &&
-         lastOffset && *lastOffset % 8 == 0 &&
-         llvm::all_of(ArrayRef(strides).drop_back(), [](int64_t s) { return s % 8 == 0; });
-}
-
-/// A 32-bit register of two 16-bit values (<2 x half> for f16, as mma.sync
-/// takes them).
-Value asRegister(OpBuilder &b, Location loc, Value pair) {
-  if (cast<VectorType>(pair.getType()).getElementType().isF16())
-    return pair;
-  return LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair);
-}
-
-/// Which 8x8 block of steps (or of rows, columns) matrix `j` of an
-/// ldmatrix holds, as an expression of j.
-using BlockFn = function_ref<AffineExpr(AffineExpr j)>;
-
-/// The registers of an ldmatrix of `count` 8x8 matrices from `operand`'s
-/// chunk, matrix j the one of steps 8 stepBlock(j) on from `step` and of
-/// rows (columns) 8 atBlock(j) on from `at`: lane l gives the address of
-/// line l % 8 of matrix l / 8 (an x2 reads lanes 0-15's addresses only).
-SmallVector<Value> ldmatrix(Lane &l, const Operand &operand, int64_t count, Value step,
-                            Value at, BlockFn stepBlock, BlockFn atBlock) {
-  bool linesAreSteps = operand.linesAreSteps();
-  Value k = l.at(step, [&](AffineExpr lane) {
-    AffineExpr first = stepBlock(lane.floorDiv(8)) * 8;
-    return linesAreSteps ? first + lane % 8 : first;
-  });
-  Value x = l.at(at, [&](AffineExpr lane) {
-    AffineExpr first = atBlock(lane.floorDiv(8)) * 8;
-    return linesAreSteps ? first : first + lane % 8;
-  });
-  Type element = cast<MemRefType>(operand.chunk().getType()).getElementType();
-  auto matrices = nvgpu::LdMatrixOp::create(l.b, l.loc, VectorType::get({count, 2}, element),
-                                            operand.chunk(), operand.indices(k, x, l.zero),
-                                            /*transpose=*/linesAreSteps, count);
-  SmallVector<Value> regs;
-  for (int64_t r = 0; r < count; ++r)
-    regs.push_back(asRegister(
-        l.b, l.loc, vector::ExtractOp::create(l.b, l.loc, matrices, ArrayRef<int64_t>{r})));
-  return regs;
-}
-
-/// Lane's A fragment of the 16x16 tile at rows `row0`, steps `step` on, by
-/// one ldmatrix.x4: matrix j holds rows 8 (j % 2) on, steps 8 (j / 2) on.
-SmallVector<Value> ldmatrixA(Lane &l, const Operand &a, Value row0, Value step) {
-  return ldmatrix(
-      l, a, 4, step, row0, [](AffineExpr j) { return j.floorDiv(2); },
-      [](AffineExpr j) { return j % 2; });
 }
 
 /// Lane's B fragments of `tiles` (1 or 2) 16x8 tiles, the first at column
@@ -299,7 +186,7 @@ void rewrite(Matmul &m) {
     SmallVector<SmallVector<Value>> fragA, fragB;
     for (int64_t i = 0; i < m.warpRows; ++i)
       fragA.push_back(ldmatrixA
-                          ? ::ldmatrixA(lane, m.a, lane.plus(lane.rowOrigin, kM * i), index(step))
+                          ? ldmatrix16x16(lane, m.a, lane.plus(lane.rowOrigin, kM * i), index(step))
                           : loadA(lane, m.mma, m.a,
                                   lane.at(lane.rowOrigin, lane.group, 1, kM * i), k0));
     for (int64_t j = 0; j < m.warpCols; j += ldmatrixB ? 2 : 1) {

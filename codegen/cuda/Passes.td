@@ -96,6 +96,55 @@ def KilnCudaMmaSync : Pass<"kiln-cuda-mma-sync", "func::FuncOp"> {
                            "vector::VectorDialect"];
 }
 
+def KilnCudaMmaSparse : Pass<"kiln-cuda-mma-sparse", "ModuleOp"> {
+  let summary = "Compute staged 16-bit matmuls of 2:4-sparse constant weights on the tensor cores (mma.sp)";
+  let description = [{
+    After kiln-gpu-promote-operands, before kiln-cuda-wgmma and
+    kiln-cuda-mma-sync (which take what this pass leaves). A thread's
+    contraction as kiln-cuda-mma-sync takes it (see there), of f16 or bf16
+    operands summed in f32, one of whose operands (the weight) is staged
+    from a constant `memref.global` (read through reshapes before the
+    launch, through same-rank subviews inside it, by cp.async or by loads
+    that the staging stores) with at most two nonzeros in every group of
+    four steps of k (-0 counts as zero), whose chunk and reduction are
+    whole blocks of 32 steps and whose tile is a whole number of mma.sp
+    tiles (16 along the weight's rows or columns, 8 along the other
+    operand's) that the warps share evenly, becomes warp code:
+    - the weight is laid out anew in a new constant global of its type
+      (one per weight and view; the old one goes where nothing else reads
+      it), read by the launch in its place: each 32 steps of a line along
+      k become the 16 kept values, two per group in order (where a group
+      has fewer nonzeros, zeros fill in), at steps 0-15; at steps 16 and
+      17 the 16-bit metadata of groups 0-3 and 4-7, group j's two
+      positions (2 bits each, the lower first) at bits 4j; zeros at
+      18-31. The staging copies it as it copied the dense weight;
+    - per 32 steps of a chunk, each lane loads the compressed 16x16 block
+      of the weight for each of its warp's tiles along it (as an
+      m16n8k16's A fragment: `nvgpu.ldmatrix` x4 where the chunk allows),
+      the metadata register (rows g and g + 8 of the half of the groups
+      that lane % 2 names: sparsity selector 0), and the other operand's
+      32x8 blocks (4 registers, steps 8r on); the warp issues one
+      `nvvm.mma.sp.sync` m16n8k32 (f32 sums) per tile of its block;
+    - after the loop, each lane's sums go to the workgroup's buffer of the
+      tile, transposed where the weight holds the tile's columns (a
+      MatMul's B: mma.sp's tile is 16 of the weight's by 8 of the other
+      operand's), and each thread adds its region to its accumulator, as
+      kiln-cuda-mma-sync does.
+    With `report`, a `placement:` remark per matmul it takes, and per
+    matmul with a constant weight it does not take, why.
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"cuda\"",
+           "CUDA target whose shared memory the chunks and the sums must fit (as kiln-gpu-distribute's)">,
+    Option<"report", "report", "bool", "false",
+           "Emit a `placement:` remark per matmul with a constant weight: on mma.sp, or why not">,
+  ];
+  let dependentDialects = ["NVVM::NVVMDialect", "LLVM::LLVMDialect", "gpu::GPUDialect",
+                           "affine::AffineDialect", "arith::ArithDialect", "linalg::LinalgDialect",
+                           "memref::MemRefDialect", "nvgpu::NVGPUDialect", "scf::SCFDialect",
+                           "vector::VectorDialect"];
+}
+
 def KilnCudaWgmma : Pass<"kiln-cuda-wgmma", "func::FuncOp"> {
   let summary = "Compute 16-bit matmuls staged in shared memory on sm_90a's tensor cores (wgmma)";
   let description = [{

@@ -20,6 +20,10 @@
 #                                  --cuda-wgmma (numerics beside cuda's)
 #   cuda-wgmma-serial              matmul256-f16 and conv-bf16: the same
 #                                  with --cuda-wgmma-overlap=false
+#   cuda-mma-sp                    the -2of4 models: --target=cuda
+#                                  --cuda-mma-sp (2:4 weights by mma.sp;
+#                                  numerics beside cuda's, which runs
+#                                  the same weights dense)
 #   cuda-unfused                   attention4096 only: --target=cuda
 #                                  --gpu-attention=unfused, timed beside
 #                                  cuda (one kernel)
@@ -38,7 +42,13 @@
 # --precision=tf32 (numerics; their expected outputs from operands rounded
 # to tf32 as cvt.rna does, summed in f64: torch_graph.py run --tf32), the
 # layer with --quantize=int8-dynamic (u8 x s8, numerics), and
-# 16-bit GEMMs of 4096^3 and 8192^3 in
+# the layer, the convolution (--prune=0.5 --prune-pattern=2:4
+# --prune-first-last --precision=bf16) and the f16 Gemm (pruned 2:4 in
+# the file) with 2:4 weights (linear-2of4-bf16, conv-2of4-bf16,
+# fc-2of4-f16: mma.sp, the weight the sparse operand as B, as A, and
+# read transposed; gemm4096-bf16-2of4, benchmark only: a 4096^3 bf16
+# GEMM of an input by a constant weight pruned 2:4, mma.sp against
+# mma.sync on the same weights); 16-bit GEMMs of 4096^3 and 8192^3 in
 # bf16 and f16 (benchmark only, against PyTorch's; bf16 also in 128x128
 # tiles, -wide, by wgmma, -wgmma, and both, -wgmma-wide); attention over 4096
 # tokens (attention4096, benchmark only: one kernel against
@@ -95,6 +105,10 @@ make_model matmul256-tf32 matmul_small
 make_model conv-tf32 conv_layer
 make_model conv-bf16 conv_layer
 make_model linear-int8 linear
+make_model linear-2of4-bf16 linear
+make_model conv-2of4-bf16 conv_layer
+make_model fc-2of4-f16 gemm_f16_2of4
+make_model gemm4096-bf16-2of4 gemm_bf16_2of4_4096 && touch "$out/gemm4096-bf16-2of4/bench"
 make_model rows normalized_rows
 for n in 4096 8192; do
   for t in bf16 f16; do
@@ -132,6 +146,10 @@ for dir in "$out"/*/; do
   [ "$name" = linear-f16 ] && flags=(--precision=f16)
   [[ "$name" = *-tf32 ]] && flags=(--precision=tf32)
   [ "$name" = linear-int8 ] && flags=(--quantize=int8-dynamic)
+  [[ "$name" = linear-2of4-bf16 || "$name" = conv-2of4-bf16 ]] &&
+    flags=(--precision=bf16 --prune=0.5 --prune-pattern=2:4 --prune-first-last)
+  # 2:4 weights by mma.sp, beside cuda (the same weights, dense mma.sync).
+  [[ "$name" = *2of4* ]] && "$kiln" "$dir/model.onnx" "${flags[@]}" --target=cuda --cuda-mma-sp -o "$dir/cuda-mma-sp"
   [[ "$name" = *-wide ]] && flags+=(--cuda-wide-tiles)
   [[ "$name" = *-wgmma* ]] && flags+=(--cuda-wgmma)
   # wgmma's numerics (cuda-wgmma: --target=cuda-sm90a --cuda-wgmma) beside

@@ -3,7 +3,8 @@
 machine with the GPU (numpy there; PyTorch for the baseline if present).
 
 For each model of DIR (default build/device) and each kiln executable of
-it (cuda, cuda-split-k, cuda-unfused, cuda-wgmma, cuda-wgmma-serial, vulkan):
+it (cuda, cuda-split-k, cuda-unfused, cuda-wgmma, cuda-wgmma-serial,
+cuda-mma-sp, vulkan):
   - numerics: the executable on the model's inputs against the expected
     outputs (onnxruntime's; for --precision=bf16 models kiln's on the CPU
     with the same roundings), within --rtol/--atol;
@@ -14,7 +15,8 @@ it (cuda, cuda-split-k, cuda-unfused, cuda-wgmma, cuda-wgmma-serial, vulkan):
     for the matmuls (matmul4096: f32; gemmN-bf16, gemmN-f16: 16-bit
     operands, tensor cores; gemmN-bf16-wide: the same in 128x128 tiles,
     --cuda-wide-tiles; gemmN-bf16-wgmma: by wgmma, --cuda-wgmma;
-    gemmN-bf16-wgmma-wide: both) also the GPU time of kiln's kernels alone
+    gemmN-bf16-wgmma-wide: both; gemm4096-bf16-2of4: a constant weight
+    pruned 2:4, by mma.sync and, cuda-mma-sp, by mma.sp) also the GPU time of kiln's kernels alone
     (Nsight Compute, where `ncu` is installed) and PyTorch's on the same
     GPU (cuBLAS through torch.matmul in the same type, TF32 off for f32):
     the matmul alone, and with the inputs copied from the host and the
@@ -57,8 +59,9 @@ import numpy as np
 # cuda-unfused --target=cuda --gpu-attention=unfused, cuda-wgmma
 # --target=cuda-sm90a --cuda-wgmma, cuda-wgmma-serial the same with
 # --cuda-wgmma-overlap=false (numerics only: which of the two is wrong, if
-# one is).
-TARGETS = ["cuda", "cuda-split-k", "cuda-unfused", "cuda-wgmma", "cuda-wgmma-serial", "vulkan"]
+# one is), cuda-mma-sp --target=cuda --cuda-mma-sp (2:4 weights by mma.sp).
+TARGETS = ["cuda", "cuda-split-k", "cuda-unfused", "cuda-wgmma", "cuda-wgmma-serial",
+           "cuda-mma-sp", "vulkan"]
 
 
 def run(cmd, timeout=120, env=None):
@@ -105,7 +108,8 @@ def kiln_p50_ms(exe, runs, env=None):
 
 def matmul_size(model):
     """(n, torch dtype name) of an n^3 matmul model, else None."""
-    found = re.fullmatch(r"(?:matmul|gemm)(\d+)(?:-(bf16|f16))?(?:-wgmma)?(?:-wide)?", model)
+    found = re.fullmatch(r"(?:matmul|gemm)(\d+)(?:-(bf16|f16))?(?:-wgmma)?(?:-wide)?(?:-2of4)?",
+                         model)
     if not found:
         return None
     return int(found.group(1)), {None: "float32", "bf16": "bfloat16", "f16": "float16"}[found.group(2)]
@@ -362,15 +366,18 @@ def bench_matmul_baselines(plan, root, pattern, runs):
     ncu = find_ncu()
     for model in sorted(os.listdir(root)):
         size = matmul_size(model)
-        exe = os.path.join(root, model, "cuda")
         if not size or not re.search(pattern, model) or not plan.time_left():
             continue
         if not os.path.exists(os.path.join(root, model, "bench")):
             continue
         n, dtype = size
         flop = 2 * n ** 3
-        if ncu and os.access(exe, os.X_OK):
-            row = {"model": model, "target": "cuda kernels alone (ncu)"}
+        # (a -2of4 GEMM's mma.sp beside mma.sync on the same weights)
+        for target in ("cuda", "cuda-mma-sp"):
+            exe = os.path.join(root, model, target)
+            if not ncu or not os.access(exe, os.X_OK):
+                continue
+            row = {"model": model, "target": target + " kernels alone (ncu)"}
             try:
                 row["alone_ms"], row["launches"] = ncu_kernel_ms(ncu, exe)
                 row["tflops"] = flop / row["alone_ms"] / 1e9

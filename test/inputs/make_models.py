@@ -221,11 +221,43 @@ def gemm_f16():
             [(128, 256)], np.float16)
 
 
+def gemm_f16_2of4():
+    """gemm_f16 with its weights pruned 2:4 along k in the file (as NVIDIA's
+    ASP leaves a Linear's weight: of every 4 consecutive inputs of an
+    output, the 2 largest kept), for CUDA's mma.sp (--cuda-mma-sp)."""
+    m, shapes, dtype = gemm_f16()
+    w = next(t for t in m.graph.initializer if t.name == "w")
+    values = numpy_helper.to_array(w).reshape(128, 64, 4).copy()
+    smallest = np.argsort(np.abs(values), axis=-1)[..., :2]
+    np.put_along_axis(values, smallest, 0, axis=-1)
+    w.CopyFrom(numpy_helper.from_array(values.reshape(128, 256), "w"))
+    return m, shapes, dtype
+
+
+def gemm_2of4(n):
+    """An n x n bf16 input times a constant n x n bf16 weight pruned 2:4
+    along k, for the GPU benchmark's mma.sp (--cuda-mma-sp) against
+    mma.sync on the same weights: each group of 4 steps of a column keeps
+    one of the 6 pairs of positions, by a rule (the tensor cores' speed
+    does not depend on which), its values 1/16 (the executables pack
+    small)."""
+    pairs = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [1, 0, 0, 1], [0, 1, 1, 0], [0, 1, 0, 1],
+                      [0, 0, 1, 1]], np.float32) / 16
+    group, column = np.meshgrid(np.arange(n // 4), np.arange(n), indexing="ij")
+    w = pairs[(7 * group + column) % 6].transpose(0, 2, 1).reshape(n, n)  # groups along k
+    bits = (w.view(np.uint32) >> 16).astype(np.uint16)  # exact in bf16
+    weight = helper.make_tensor("w", TensorProto.BFLOAT16, [n, n], bits.tobytes(), raw=True)
+    io = [helper.make_tensor_value_info(x, TensorProto.BFLOAT16, [n, n]) for x in "xy"]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")]
+    return model(nodes, io[:1], io[1:], [weight])
+
+
 def gemm_benchmarks():
     """The GPU benchmark's 16-bit GEMMs (no inputs: random at run time)."""
-    return {f"gemm_{name}_{n}": (lambda n=n, elem=elem: (half_matmul(n, n, n, elem), []))
-            for name, elem in [("bf16", TensorProto.BFLOAT16), ("f16", TensorProto.FLOAT16)]
-            for n in (4096, 8192)}
+    dense = {f"gemm_{name}_{n}": (lambda n=n, elem=elem: (half_matmul(n, n, n, elem), []))
+             for name, elem in [("bf16", TensorProto.BFLOAT16), ("f16", TensorProto.FLOAT16)]
+             for n in (4096, 8192)}
+    return dense | {"gemm_bf16_2of4_4096": lambda: (gemm_2of4(4096), [])}
 
 
 def amx_shapes():
@@ -1252,7 +1284,7 @@ def written_layer_norms():
               outputs, inits, opset=14)
     return m, [(2, 3, 300), (4, 1000), (6, 4, 16)]
 
-BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv, normalized_rows, written_layer_norms,
+BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, gemm_f16_2of4, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv, normalized_rows, written_layer_norms,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 

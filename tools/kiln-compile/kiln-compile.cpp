@@ -112,6 +112,12 @@ cl::opt<bool> cudaWgmmaOverlap(
     cl::desc("With --cuda-wgmma: keep a chunk's wgmma in flight while the next chunk is "
              "staged (default); =false waits for each chunk's, to compare"),
     cl::init(true), cl::cat(category));
+cl::opt<bool> cudaMmaSp(
+    "cuda-mma-sp",
+    cl::desc("For --target=cuda: 16-bit matmuls and convolutions whose constant weights "
+             "have at most 2 nonzeros in every 4 steps of k (--prune-pattern=2:4) by "
+             "mma.sp, the weights laid out compressed at compile time; not yet run on a GPU"),
+    cl::cat(category));
 cl::opt<bool> splitK(
     "split-k",
     cl::desc("For GPU targets: a matmul or convolution with too few workgroups for the "
@@ -854,6 +860,8 @@ int main(int argc, char **argv) {
     return error("--cuda-wgmma needs --target=cuda-sm90a (wgmma is sm_90a's)");
   if (cudaWgmmaOverlap.getNumOccurrences() && !cudaWgmma)
     return error("--cuda-wgmma-overlap needs --cuda-wgmma");
+  if (cudaMmaSp && !mlir::kiln::isCudaTarget(targetTriple))
+    return error("--cuda-mma-sp needs --target=cuda (or cuda-sm80, cuda-sm90a)");
   if (mlir::kiln::isCudaTarget(targetTriple)) {
     cudaKit = mlir::kiln::findCudaToolkit(cudaToolkit);
     if (cudaKit.empty())
@@ -905,6 +913,7 @@ int main(int argc, char **argv) {
   pipelineOptions.wideTensorTiles = cudaWideTiles;
   pipelineOptions.wgmma = cudaWgmma;
   pipelineOptions.wgmmaOverlap = cudaWgmmaOverlap;
+  pipelineOptions.sparseMma = cudaMmaSp;
   pipelineOptions.splitContractions = splitK;
   if (gpuAttention == GpuAttention::Fused)
     pipelineOptions.attentionRowsAbove = 0;
