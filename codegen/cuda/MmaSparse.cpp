@@ -44,6 +44,7 @@
 #include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNCUDAMMASPARSE
@@ -82,63 +83,86 @@ struct Matmul : StagedMatmul {
   int64_t denseExtent() const { return sparseIsA ? cols : rows; }
 };
 
-/// The memref whose element `value` is a load of, looking through the
-/// private buffer (registers) that the two-buffer staging holds the next
-/// chunk in (each of its stores a load of that memref); null otherwise.
-Value loadedFrom(Value value) {
-  auto load = value.getDefiningOp<memref::LoadOp>();
-  if (!load)
-    return {};
-  auto registers = load.getMemref().getDefiningOp<memref::AllocaOp>();
-  if (!registers || !isPrivateMemory(registers.getType()))
-    return load.getMemref();
+/// What the staging of an operand reads: one memref, by `reads` (its
+/// cp.async copies and loads).
+struct Staging {
   Value source;
-  for (Operation *user : registers->getUsers()) {
-    auto store = dyn_cast<memref::StoreOp>(user);
-    if (isa<memref::LoadOp>(user))
-      continue;
-    Value from = store ? loadedFrom(store.getValue()) : Value();
-    if (!from || (source && source != from))
-      return {};
-    source = from;
-  }
-  return source;
-}
+  llvm::SmallPtrSet<Operation *, 8> reads;
 
-/// The memref whose elements the staging of `operand` copies (by cp.async
-/// or by loads it stores), when it copies from one; null otherwise.
-Value stagingSource(const StagedOperand &operand, linalg::GenericOp op) {
-  Value source;
-  auto from = [&](Value v) {
+  /// Whether `read` reads `v`, the source so far (or the first).
+  bool add(Operation *read, Value v) {
     if (!v || (source && source != v))
       return false;
     source = v;
+    reads.insert(read);
     return true;
-  };
+  }
+};
+
+/// Adds to `staging` the load that `value` is, looking through the
+/// private buffer (registers) that the two-buffer staging holds the next
+/// chunk in (each of its stores a load of the source); false where
+/// `value` is something else.
+bool addLoad(Staging &staging, Value value) {
+  auto load = value.getDefiningOp<memref::LoadOp>();
+  if (!load)
+    return false;
+  auto registers = load.getMemref().getDefiningOp<memref::AllocaOp>();
+  if (!registers || !isPrivateMemory(registers.getType()))
+    return staging.add(load, load.getMemref());
+  for (Operation *user : registers->getUsers()) {
+    if (isa<memref::LoadOp>(user))
+      continue;
+    auto store = dyn_cast<memref::StoreOp>(user);
+    if (!store || !addLoad(staging, store.getValue()))
+      return false;
+  }
+  return true;
+}
+
+/// How `operand`'s chunks are staged, where it copies from one memref (by
+/// cp.async or by loads it stores into them).
+std::optional<Staging> stagingOf(const StagedOperand &operand, linalg::GenericOp op) {
+  Staging staging;
   for (Operation *user : bufferOf(operand)->getUsers()) {
     auto chunk = dyn_cast<memref::SubViewOp>(user);
     if (!chunk)
-      return {};
+      return std::nullopt;
     for (Operation *access : chunk->getUsers()) {
       auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(access);
       auto store = dyn_cast<memref::StoreOp>(access);
       auto view = dyn_cast<memref::SubViewOp>(access);
-      if (copy ? !from(copy.getSrc())
-               : store ? !from(loadedFrom(store.getValue()))
+      if (copy ? !staging.add(copy, copy.getSrc())
+               : store ? !addLoad(staging, store.getValue())
                        : !view || !llvm::all_of(view->getUsers(),
                                                 [&](Operation *u) { return u == op; }))
-        return {};
+        return std::nullopt;
     }
   }
-  return source;
+  if (!staging.source)
+    return std::nullopt;
+  return staging;
 }
 
-/// The constant weight behind the staging's `source`: subviews of the same
+/// Whether every read of `v`'s elements inside `launch` is one of the
+/// staging's (directly or through subviews; its address may be read too:
+/// the staging's check that it starts on 16 bytes).
+bool readOnlyByStaging(Value v, const Staging &staging, gpu::LaunchOp launch) {
+  return llvm::all_of(v.getUsers(), [&](Operation *user) {
+    if (!launch->isAncestor(user) || staging.reads.contains(user) ||
+        isa<memref::ExtractAlignedPointerAsIndexOp, memref::ExtractStridedMetadataOp>(user))
+      return true;
+    auto view = dyn_cast<memref::SubViewOp>(user);
+    return view && readOnlyByStaging(view.getResult(), staging, launch);
+  });
+}
+
+/// The constant weight behind what `staging` reads: subviews of the same
 /// rank inside `launch`, reshapes outside it, a memref.get_global of a
 /// constant global with row-major data; `why` not, where there is a
 /// global (empty where the operand is no weight).
-FailureOr<Weight> weightBehind(Value source, gpu::LaunchOp launch, std::string &why) {
-  Value viewed = source;
+FailureOr<Weight> weightBehind(const Staging &staging, gpu::LaunchOp launch, std::string &why) {
+  Value viewed = staging.source;
   while (auto view = viewed.getDefiningOp<memref::SubViewOp>()) {
     if (!launch->isAncestor(view) || view.getSourceType().getRank() != view.getType().getRank())
       break;
@@ -171,12 +195,10 @@ FailureOr<Weight> weightBehind(Value source, gpu::LaunchOp launch, std::string &
     return failure();
   }
   weight.data = *data;
-  for (OpOperand &use : viewed.getUses())
-    if (launch->isAncestor(use.getOwner()) && use.getOwner() != source.getDefiningOp() &&
-        use.get() != source) {
-      why = "its weight is read by more than the staging of its chunks";
-      return failure();
-    }
+  if (!readOnlyByStaging(viewed, staging, launch)) {
+    why = "its weight is read by more than the staging of its chunks";
+    return failure();
+  }
   return weight;
 }
 
@@ -260,9 +282,9 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, const GpuTarget &target,
   FailureOr<Weight> weight = failure();
   for (bool sparseIsA : {true, false}) {
     m.sparseIsA = sparseIsA;
-    Value source = stagingSource(m.sparse(), op);
+    std::optional<Staging> staging = stagingOf(m.sparse(), op);
     std::string reason;
-    if (source && succeeded(weight = weightBehind(source, m.launch, reason)))
+    if (staging && succeeded(weight = weightBehind(*staging, m.launch, reason)))
       break;
     if (why.empty())
       why = reason;
@@ -490,7 +512,7 @@ struct KilnCudaMmaSparsePass
         }
       }
       if (report && !why.empty())
-        emitRemark(op.getLoc()) << "placement: dense, not mma.sp: " << why;
+        emitRemark(op.getLoc()) << "placement: not on mma.sp: " << why;
     });
     SymbolTable symbols(module);
     // One laid-out global per weight and view of it.

@@ -5,7 +5,7 @@
 // weight; kiln-gpu-promote-operands stages them, as the pipeline does.
 // REPORT: remark: placement: tensor cores (mma.sp.m16n8k32, bf16, 2:4 weights as B), each warp 32x16 of the 64x32 tile
 // REPORT: remark: placement: tensor cores (mma.sp.m16n8k32, bf16, 2:4 weights as A), each warp 16x32 of the 64x32 tile
-// REPORT: remark: placement: dense, not mma.sp: steps 4-7 of its weight hold 3 nonzeros, not 2:4 along k
+// REPORT: remark: placement: not on mma.sp: steps 4-7 of its weight hold 3 nonzeros, not 2:4 along k
 // REPORT-NOT: remark
 
 // A 64x32 tile (4 warps) of a 64x64 bf16 activation times a constant
