@@ -58,8 +58,9 @@ namespace {
 
 /// mma.sp's tile: 16 rows of the sparse operand, 8 of the dense, 32 steps.
 constexpr int64_t kSparse = 16, kDense = 8, kSteps = 32;
-/// Where a 32-step block of the laid-out weight keeps its metadata.
-constexpr int64_t kMetadataStep = 16;
+/// Where a 32-step block of the laid-out weight keeps its metadata; the
+/// steps from kUnusedStep on are zero, and never read.
+constexpr int64_t kMetadataStep = 16, kUnusedStep = 18;
 
 /// A constant weight as a launch reads it: `read` (of `global`) through
 /// `reshapes` (row-major order kept) gives `viewed`, whose dimensions are
@@ -70,6 +71,7 @@ struct Weight {
   SmallVector<Operation *> reshapes; ///< from `read` to `viewed`
   Value viewed;
   ArrayRef<char> data;               ///< the global's row-major elements
+  SmallVector<Operation *> reads;    ///< the staging's (cp.async copies, loads)
 };
 
 struct Matmul : StagedMatmul {
@@ -157,15 +159,27 @@ bool readOnlyByStaging(Value v, const Staging &staging, gpu::LaunchOp launch) {
   });
 }
 
-/// The constant weight behind what `staging` reads: subviews of the same
-/// rank inside `launch`, reshapes outside it, a memref.get_global of a
-/// constant global with row-major data; `why` not, where there is a
-/// global (empty where the operand is no weight).
-FailureOr<Weight> weightBehind(const Staging &staging, gpu::LaunchOp launch, std::string &why) {
+/// Whether `view` starts its dimension `step` at a whole 32-step block,
+/// with unit stride: the staged chunks' blocks are the laid-out lines'.
+bool keepsBlocks(memref::SubViewOp view, unsigned step) {
+  std::optional<int64_t> offset = getConstantIntValue(view.getMixedOffsets()[step]);
+  std::optional<int64_t> stride = getConstantIntValue(view.getMixedStrides()[step]);
+  return offset && *offset % kSteps == 0 && stride == 1;
+}
+
+/// The constant weight behind what `staging` reads (k its dimension
+/// `step`): subviews of the same rank inside `launch` that keep its
+/// 32-step blocks, reshapes outside it, a memref.get_global of a constant
+/// global with row-major data; `why` not, where there is a global (empty
+/// where the operand is no weight).
+FailureOr<Weight> weightBehind(const Staging &staging, gpu::LaunchOp launch, unsigned step,
+                               std::string &why) {
   Value viewed = staging.source;
   while (auto view = viewed.getDefiningOp<memref::SubViewOp>()) {
     if (!launch->isAncestor(view) || view.getSourceType().getRank() != view.getType().getRank())
       break;
+    if (!keepsBlocks(view, step))
+      return failure();
     viewed = view.getSource();
   }
   Operation *def = viewed.getDefiningOp();
@@ -195,6 +209,7 @@ FailureOr<Weight> weightBehind(const Staging &staging, gpu::LaunchOp launch, std
     return failure();
   }
   weight.data = *data;
+  weight.reads.assign(staging.reads.begin(), staging.reads.end());
   if (!readOnlyByStaging(viewed, staging, launch)) {
     why = "its weight is read by more than the staging of its chunks";
     return failure();
@@ -213,6 +228,10 @@ FailureOr<std::vector<char>> layOutForMmaSp(ArrayRef<char> data, ArrayRef<int64_
     outer *= shape[d];
   for (unsigned d = k + 1; d < shape.size(); ++d)
     inner *= shape[d];
+  if (data.size() != static_cast<size_t>(outer * steps * inner * 2)) {
+    why = "its weight is not of 16-bit elements";
+    return failure();
+  }
   auto in = reinterpret_cast<const uint16_t *>(data.data());
   std::vector<char> bytes(data.size(), 0);
   auto out = reinterpret_cast<uint16_t *>(bytes.data());
@@ -284,7 +303,8 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, const GpuTarget &target,
     m.sparseIsA = sparseIsA;
     std::optional<Staging> staging = stagingOf(m.sparse(), op);
     std::string reason;
-    if (staging && succeeded(weight = weightBehind(*staging, m.launch, reason)))
+    if (staging &&
+        succeeded(weight = weightBehind(*staging, m.launch, m.sparse().step, reason)))
       break;
     if (why.empty())
       why = reason;
@@ -302,6 +322,13 @@ std::optional<Matmul> asMatmul(linalg::GenericOp op, const GpuTarget &target,
   }
   if (m.sparseExtent() % kSparse != 0 || m.denseExtent() % kDense != 0) {
     why = "its tile is not a whole number of 16x8 tiles (16 along the weight)";
+    return std::nullopt;
+  }
+  // An edge tile's rows past the weight would give mma.sp whatever its
+  // chunk held as metadata (undefined where not a valid pair).
+  if (type.getDimSize(m.sparse().position) % m.sparseExtent() != 0) {
+    why = "its weight's " + std::to_string(type.getDimSize(m.sparse().position)) +
+          " rows or columns are not whole tiles of " + std::to_string(m.sparseExtent());
     return std::nullopt;
   }
   auto block = sparseWarpBlock(m.sparseExtent() / kSparse, m.denseExtent() / kDense,
@@ -408,6 +435,32 @@ void eraseUnused(ArrayRef<Weight> weights, ModuleOp module) {
   for (Operation *global : globals)
     if (SymbolTable::symbolKnownUseEmpty(global, module))
       global->erase();
+}
+
+/// Has the staging's cp.async copies read only the steps of each 32-step
+/// block of the laid-out weight that hold something (0-17): each copy
+/// whose first step is 18-31 of its block is skipped (a 16-byte run along
+/// k from step 16 holds the metadata: it stays), so the chunks' steps
+/// 18-31 are stale, and nothing reads them. Loads (a staging through
+/// registers, the copy of a misaligned view) are left whole: a guard per
+/// load took resnet18's convolutions past their registers (spills on
+/// sm_80).
+void skipUnusedSteps(Matmul &m) {
+  unsigned k = m.sparse().step;
+  for (Operation *read : m.weight.reads) {
+    auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(read);
+    if (!copy || !copy->use_empty()) // (a token waited on: it stays whole)
+      continue;
+    OpBuilder b(copy);
+    Location loc = copy.getLoc();
+    AffineExpr s0 = getAffineSymbolExpr(0, b.getContext());
+    Value inBlock = affine::makeComposedAffineApply(b, loc, s0 % kSteps,
+                                                    {copy.getSrcIndices()[k]});
+    Value used = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, inBlock,
+                                       arith::ConstantIndexOp::create(b, loc, kUnusedStep));
+    auto guard = scf::IfOp::create(b, loc, used, /*withElseRegion=*/false);
+    copy->moveBefore(guard.thenBlock()->getTerminator());
+  }
 }
 
 /// Replaces `m.op` by the warps' mma.sp over each chunk, summing in a
@@ -532,6 +585,7 @@ struct KilnCudaMmaSparsePass
       if (!global)
         global = laidOutGlobal(m.weight, bytes, symbols);
       replaceWeight(m, global);
+      skipUnusedSteps(m);
       rewrite(m);
       replaced.push_back(m.weight);
     }
