@@ -107,9 +107,10 @@ def KilnCudaMmaSparse : Pass<"kiln-cuda-mma-sparse", "ModuleOp"> {
     launch, through same-rank subviews inside it, by cp.async or by loads
     that the staging stores) with at most two nonzeros in every group of
     four steps of k (-0 counts as zero), whose chunk and reduction are
-    whole blocks of 32 steps and whose tile is a whole number of mma.sp
+    whole blocks of 32 steps, whose tile is a whole number of mma.sp
     tiles (16 along the weight's rows or columns, 8 along the other
-    operand's) that the warps share evenly, becomes warp code:
+    operand's) that the warps share evenly, and whose weight's rows or
+    columns are whole tiles, becomes warp code:
     - the weight is laid out anew in a new constant global of its type
       (one per weight and view; the old one goes where nothing else reads
       it), read by the launch in its place: each 32 steps of a line along
@@ -117,7 +118,9 @@ def KilnCudaMmaSparse : Pass<"kiln-cuda-mma-sparse", "ModuleOp"> {
       has fewer nonzeros, zeros fill in), at steps 0-15; at steps 16 and
       17 the 16-bit metadata of groups 0-3 and 4-7, group j's two
       positions (2 bits each, the lower first) at bits 4j; zeros at
-      18-31. The staging copies it as it copied the dense weight;
+      18-31. The staging copies it as it copied the dense weight, but
+      each cp.async whose first step is 18-31 of its block is skipped
+      (those steps are never read);
     - per 32 steps of a chunk, each lane loads the compressed 16x16 block
       of the weight for each of its warp's tiles along it (as an
       m16n8k16's A fragment: `nvgpu.ldmatrix` x4 where the chunk allows),
