@@ -99,3 +99,15 @@ SmallVector<Value> mlir::kiln::ldmatrix16x16(Lane &l, const StagedOperand &opera
       l, operand, 4, step, at, [](AffineExpr j) { return j.floorDiv(2); },
       [](AffineExpr j) { return j % 2; });
 }
+
+void mlir::kiln::accumulateTile(OpBuilder &b, Location loc, Value sums, Value tile,
+                                function_ref<Value(ValueRange c)> mma) {
+  auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  SmallVector<Value> c;
+  for (int64_t e = 0; e < 4; ++e)
+    c.push_back(memref::LoadOp::create(b, loc, sums, ValueRange{tile, index(e)}));
+  Value d = mma(c);
+  for (int64_t e = 0; e < 4; ++e)
+    memref::StoreOp::create(b, loc, LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{e}),
+                            sums, ValueRange{tile, index(e)});
+}

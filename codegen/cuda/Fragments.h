@@ -55,6 +55,12 @@ SmallVector<Value> ldmatrix(Lane &l, const StagedOperand &operand, int64_t count
 /// 8 (j % 2) on, steps 8 (j / 2) on, register j.
 SmallVector<Value> ldmatrix16x16(Lane &l, const StagedOperand &operand, Value at, Value step);
 
+/// Tile `tile`'s 4 sums in `sums` (a lane's private memref<tiles x 4>)
+/// given to `mma` as its C fragment, and the 4 of its D fragment (an LLVM
+/// struct) stored back in their place.
+void accumulateTile(OpBuilder &b, Location loc, Value sums, Value tile,
+                    function_ref<Value(ValueRange c)> mma);
+
 } // namespace mlir::kiln
 
 #endif

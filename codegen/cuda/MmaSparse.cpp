@@ -506,19 +506,13 @@ void rewrite(Matmul &m) {
       dense.push_back(loadDense(lane, m.dense(), lane.plus(denseOrigin, kDense * j), index(step)));
     for (int64_t i = 0; i < m.warpSparse; ++i)
       for (int64_t j = 0; j < m.warpDense; ++j) {
-        Value tile = index(i * m.warpDense + j);
-        SmallVector<Value> c;
-        for (int64_t e = 0; e < 4; ++e)
-          c.push_back(memref::LoadOp::create(b, loc, sums, ValueRange{tile, index(e)}));
-        auto mma = NVVM::MmaSpOp::create(
-            b, loc, struct4, values[i], dense[j], c, metadata[i], selector,
-            {kSparse, kDense, kSteps}, std::nullopt,
-            std::array<NVVM::MMATypes, 2>{m.sparseIsA ? m.typeA : m.typeB,
-                                          m.sparseIsA ? m.typeB : m.typeA});
-        for (int64_t e = 0; e < 4; ++e) {
-          Value d = LLVM::ExtractValueOp::create(b, loc, mma, ArrayRef<int64_t>{e});
-          memref::StoreOp::create(b, loc, d, sums, ValueRange{tile, index(e)});
-        }
+        accumulateTile(b, loc, sums, index(i * m.warpDense + j), [&](ValueRange c) {
+          return NVVM::MmaSpOp::create(
+              b, loc, struct4, values[i], dense[j], c, metadata[i], selector,
+              {kSparse, kDense, kSteps}, std::nullopt,
+              std::array<NVVM::MMATypes, 2>{m.sparseIsA ? m.typeA : m.typeB,
+                                            m.sparseIsA ? m.typeB : m.typeA});
+        });
       }
   }
 

@@ -201,20 +201,13 @@ void rewrite(Matmul &m) {
     }
     for (int64_t i = 0; i < m.warpRows; ++i)
       for (int64_t j = 0; j < m.warpCols; ++j) {
-        Value tile = index(i * m.warpCols + j);
-        SmallVector<Value> c;
-        for (int64_t e = 0; e < 4; ++e)
-          c.push_back(memref::LoadOp::create(b, loc, sums, ValueRange{tile, index(e)}));
-        auto mma = NVVM::MmaOp::create(b, loc, struct4, fragA[i], fragB[j], c,
-                                       {kM, kN, m.mma.k()},
-                                       std::nullopt, overflow,
-                                       std::array<NVVM::MMATypes, 2>{m.mma.a, m.mma.b},
-                                       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                                                      NVVM::MMALayout::col});
-        for (int64_t e = 0; e < 4; ++e) {
-          Value d = LLVM::ExtractValueOp::create(b, loc, mma, ArrayRef<int64_t>{e});
-          memref::StoreOp::create(b, loc, d, sums, ValueRange{tile, index(e)});
-        }
+        accumulateTile(b, loc, sums, index(i * m.warpCols + j), [&](ValueRange c) {
+          return NVVM::MmaOp::create(b, loc, struct4, fragA[i], fragB[j], c,
+                                     {kM, kN, m.mma.k()}, std::nullopt, overflow,
+                                     std::array<NVVM::MMATypes, 2>{m.mma.a, m.mma.b},
+                                     std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                                                    NVVM::MMALayout::col});
+        });
       }
   }
 
