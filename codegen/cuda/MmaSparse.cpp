@@ -19,9 +19,9 @@
 //   steps 16-17: the 16-bit metadata of groups 0-3 and 4-7, group j's two
 //                positions (2 bits each, the lower first) at bits 4j;
 //   steps 18-31: zero.
-// The staging copies it as it copied the dense weight (the same bytes
-// move: only the tensor-core work halves), and the lanes find each
-// 32-step block of a chunk where its dense steps were.
+// The staging copies it as it copied the dense weight, its cp.async
+// copies of steps 18-31 skipped (skipUnusedSteps), and the lanes find
+// each 32-step block of a chunk where its dense steps were.
 //
 // Fragment layouts are PTX ISA 8.0's for the sparse m16n8k32 with f16 or
 // bf16 (upstream MLIR's sparse-mma-2-4-f16 test agrees): the values as an
