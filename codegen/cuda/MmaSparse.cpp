@@ -471,17 +471,12 @@ void rewrite(Matmul &m) {
   MLIRContext *ctx = m.op.getContext();
   OpBuilder b(ctx);
   int64_t tiles = m.warpSparse * m.warpDense;
-  auto privateSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
   Type f32 = b.getF32Type();
 
   SmallVector<Value> chunks{bufferOf(m.a), bufferOf(m.b)};
   Value sumsOut = sumsBuffer(b, loc, m, chunks);
 
-  b.setInsertionPoint(m.chunks);
-  auto sums = memref::AllocaOp::create(b, loc,
-                                       MemRefType::get({tiles, 4}, f32, nullptr, privateSpace));
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
-  linalg::FillOp::create(b, loc, zero, sums.getResult());
+  Value sums = zeroSums(b, loc, m, {tiles, 4}, f32);
   int64_t blockSparse = kSparse * m.warpSparse, blockDense = kDense * m.warpDense;
   Lane lane = m.sparseIsA ? laneOf(b, loc, m, kWarp, blockSparse, blockDense)
                           : laneOf(b, loc, m, kWarp, blockDense, blockSparse);

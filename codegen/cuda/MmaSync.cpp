@@ -155,7 +155,6 @@ void rewrite(Matmul &m) {
   MLIRContext *ctx = m.op.getContext();
   OpBuilder b(ctx);
   int64_t tiles = m.warpRows * m.warpCols;
-  auto privateSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
   Type sum = m.mma.sum; // f32, or i32 for 8-bit integers
 
   // The workgroup's sums, once per workgroup.
@@ -163,11 +162,7 @@ void rewrite(Matmul &m) {
   Value sumsOut = sumsBuffer(b, loc, m, chunks);
 
   // The lane's sums, zero before the chunk loop.
-  b.setInsertionPoint(m.chunks);
-  auto sums = memref::AllocaOp::create(
-      b, loc, MemRefType::get({tiles, 4}, sum, nullptr, privateSpace));
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(sum));
-  linalg::FillOp::create(b, loc, zero, sums.getResult());
+  Value sums = zeroSums(b, loc, m, {tiles, 4}, sum);
   Lane lane = laneOf(b, loc, m, kWarp, kM * m.warpRows, kN * m.warpCols);
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
 

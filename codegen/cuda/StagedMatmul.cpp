@@ -210,6 +210,16 @@ Value mlir::kiln::sumsBuffer(OpBuilder &b, Location loc, StagedMatmul &m,
   return view(0, sumsType);
 }
 
+Value mlir::kiln::zeroSums(OpBuilder &b, Location loc, StagedMatmul &m, ArrayRef<int64_t> shape,
+                           Type sum) {
+  b.setInsertionPoint(m.chunks);
+  auto privateSpace = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Private);
+  auto sums = memref::AllocaOp::create(b, loc, MemRefType::get(shape, sum, nullptr, privateSpace));
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(sum));
+  linalg::FillOp::create(b, loc, zero, sums.getResult());
+  return sums;
+}
+
 void mlir::kiln::addSumsToAccumulators(OpBuilder &b, Location loc, StagedMatmul &m, Value sums,
                                        function_ref<void()> storeSums) {
   MLIRContext *ctx = b.getContext();

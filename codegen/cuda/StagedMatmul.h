@@ -97,6 +97,10 @@ memref::AllocOp bufferOf(const StagedOperand &operand);
 /// become views of (`chunks` then the views), the sums a view of its start.
 Value sumsBuffer(OpBuilder &b, Location loc, StagedMatmul &m, MutableArrayRef<Value> chunks);
 
+/// A thread's private buffer of `shape` sums of type `sum`, zero, made
+/// before `m`'s chunk loop (the builder left there).
+Value zeroSums(OpBuilder &b, Location loc, StagedMatmul &m, ArrayRef<int64_t> shape, Type sum);
+
 /// After the chunk loop: `storeSums` (each lane's sums to `sums`, the
 /// workgroup's buffer; after a barrier where it is the chunks'), a
 /// barrier, and each thread's results added to its accumulator (in the

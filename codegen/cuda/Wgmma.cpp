@@ -379,12 +379,7 @@ void rewrite(Matmul &m, LaterChunkStaging &staging) {
   Value bufferA = buffers[0], bufferB = buffers[1];
 
   // The thread's sums, zero before the chunk loop.
-  b.setInsertionPoint(m.chunks);
-  auto privateSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
-  auto sums = memref::AllocaOp::create(
-      b, loc, MemRefType::get({blocks, regs}, f32, nullptr, privateSpace));
-  linalg::FillOp::create(b, loc, arith::ConstantOp::create(b, loc, b.getZeroAttr(f32)).getResult(),
-                         sums.getResult());
+  Value sums = zeroSums(b, loc, m, {blocks, regs}, f32);
   Lane lane = laneOf(b, loc, m, kWarpgroup, m.groupRows, m.cols);
 
   // In the chunk loop, in every thread: the staged chunk visible to the
