@@ -19,11 +19,13 @@
  * dynamic size or allocated inside loops grow it by chunks during the first
  * runs, and the chunks are merged into one block at the next run, so
  * steady-state runs never call malloc. A GPU model's chunks are device
- * memory, mapped on the host. */
+ * memory, mapped on the host; their headers stay in host memory, since the
+ * host writes them at each allocation and the pages under them would
+ * otherwise move back and forth between host and GPU at every run. */
 typedef struct arena_chunk {
   struct arena_chunk *next;
   size_t size, used;
-  _Alignas(64) unsigned char data[];
+  unsigned char *data; /* 64-byte aligned */
 } arena_chunk;
 
 /* What an instance holds, for kiln_model_memory. */
@@ -95,10 +97,16 @@ typedef struct run_state {
 static _Thread_local run_state *current_run;
 
 static arena_chunk *chunk_new(arena *a, size_t size) {
-  size_t bytes = (sizeof(arena_chunk) + size + 63) & ~(size_t)63;
-  arena_chunk *c = a->device ? kiln_device_alloc(a->device, bytes) : aligned_alloc(64, bytes);
+  size_t bytes = (size + 63) & ~(size_t)63;
+  arena_chunk *c = malloc(sizeof *c);
   if (!c)
     return NULL;
+  c->data = a->device ? kiln_device_alloc(a->device, bytes ? bytes : 64)
+                      : aligned_alloc(64, bytes ? bytes : 64);
+  if (!c->data) {
+    free(c);
+    return NULL;
+  }
   c->next = NULL;
   c->size = size;
   c->used = 0;
@@ -111,9 +119,10 @@ static void arena_release(arena *a) {
     arena_chunk *next = a->chunks->next;
     meter_add(a->meter, &a->meter->arena, -(int64_t)a->chunks->size);
     if (a->device)
-      kiln_device_free(a->device, a->chunks);
+      kiln_device_free(a->device, a->chunks->data);
     else
-      free(a->chunks);
+      free(a->chunks->data);
+    free(a->chunks);
     a->chunks = next;
   }
 }

@@ -3,9 +3,10 @@
 // There is no GPU here, so runtime/src/device/cuda.c runs against
 // FakeCuda (libcuda.so.1 on host memory). The tests check what reaches the
 // driver (modules, kernel parameters, grids and blocks), that launches run
-// at kiln_device_wait, that a segment of launches seen twice becomes a
-// CUDA graph replayed from then on (and one of new sizes does not), the
-// fallbacks (KILN_CUDA_GRAPHS=0, a driver that cannot capture), the
+// at kiln_device_wait, that constants and launch parameters reach kernels
+// through device memory the host never touches (the fake protects it),
+// that a segment of launches seen twice becomes a CUDA graph replayed from
+// then on (and one of new sizes does not), the fallbacks (KILN_CUDA_GRAPHS=0, a driver that cannot capture), the
 // messages of every refusal, and that closing releases everything.
 //
 //===----------------------------------------------------------------------===//
@@ -153,8 +154,12 @@ TEST_F(CudaRuntime, RunsLaunchesInOrderAtWait) {
   const Launch &l = state().ran[0];
   EXPECT_EQ(l.kernel, "scale");
   EXPECT_EQ(l.pointers[0], reinterpret_cast<uintptr_t>(a + 8));
-  EXPECT_NE(l.pointers[1], reinterpret_cast<uintptr_t>(&two));
-  EXPECT_EQ(*floats(l.pointers[1]), 2.0f);
+  EXPECT_FALSE(state().onDevice(l.pointers[0])) << "the host's buffer is not managed memory";
+  EXPECT_TRUE(state().onDevice(l.pointers[1])) << "the constant's copy is not device memory";
+  ASSERT_EQ(state().copies.size(), 1u);
+  EXPECT_EQ(state().copies[0].to, l.pointers[1]);
+  EXPECT_EQ(state().copies[0].bytes, sizeof two);
+  EXPECT_EQ(state().copies[0].ranBefore, 0u);
   EXPECT_EQ(l.grid[0], 2u);
   EXPECT_EQ(l.grid[1], 1u);
   EXPECT_EQ(l.block[0], 4u);
@@ -217,6 +222,64 @@ TEST_F(CudaRuntime, ReplaysWithEachRunsParameters) {
   EXPECT_EQ(state().graphsMade, 1);
   EXPECT_EQ(state().graphLaunches, 3);
   kiln_device_close(d);
+}
+
+// What the host never reads is device memory, which does not migrate: a
+// constant, copied in once, ahead of the first kernel that reads it; and
+// the launch parameters, written to pinned memory and copied over at each
+// run ahead of their kernels (a segment's at once, before its graph runs;
+// launched one by one, each launch's before it).
+TEST_F(CudaRuntime, KeepsConstantsAndParametersInDeviceMemory) {
+  for (const char *graphs : {"1", "0"}) {
+    setenv("KILN_CUDA_GRAPHS", graphs, 1);
+    state().copies.clear();
+    state().ran.clear();
+    std::string error;
+    kiln_device *d = open(error);
+    ASSERT_NE(d, nullptr) << error;
+    float *a = zeros(d);
+    for (int i = 0; i < 3; ++i)
+      run(d, a, 1);
+    EXPECT_EQ(a[0], 21.0f) << "three runs of (a + 1) * 2 + 1: 3, 9, 21";
+    ASSERT_EQ(state().copies.size(), 1u) << "graphs " << graphs;
+    EXPECT_EQ(state().copies[0].bytes, sizeof(float));
+    EXPECT_LE(state().copies[0].ranBefore, 1u) << "not ahead of kernel 1, the first reading it";
+    EXPECT_EQ(state().copies[0].to, state().ran[1].pointers[1]);
+    EXPECT_EQ(state().ran[7].pointers[1], state().ran[1].pointers[1]) << "copied again";
+
+    state().copies.clear();
+    for (uint32_t n = 1; n <= 3; ++n) {
+      size_t before = state().ran.size();
+      uint32_t twice = 2 * n;
+      kiln_gpu_arg first[] = {{a, 64 * sizeof(float), 0}, {&n, sizeof n, KILN_GPU_ARG_PARAMS}};
+      kiln_gpu_arg second[] = {{a, 64 * sizeof(float), 0},
+                               {&twice, sizeof twice, KILN_GPU_ARG_PARAMS}};
+      int64_t grid[3] = {1, 1, 1};
+      char message[256];
+      ASSERT_EQ(kiln_device_launch(d, 2, grid, first, message, sizeof message), 0) << message;
+      ASSERT_EQ(kiln_device_launch(d, 2, grid, second, message, sizeof message), 0) << message;
+      ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+      const Launch &l = state().ran[before], &m = state().ran[before + 1];
+      EXPECT_TRUE(state().onDevice(l.pointers[1]));
+      EXPECT_EQ(m.pointers[1], l.pointers[1] + 16) << "parameters 16-byte aligned";
+      if (strcmp(graphs, "1") == 0) {
+        ASSERT_EQ(state().copies.size(), n) << "run " << n;
+        EXPECT_EQ(state().copies.back().to, l.pointers[1]);
+        EXPECT_EQ(state().copies.back().bytes, 20u) << "both launches' parameters";
+        EXPECT_EQ(state().copies.back().ranBefore, before);
+      } else {
+        ASSERT_EQ(state().copies.size(), 2 * n) << "run " << n;
+        const auto &c = state().copies;
+        EXPECT_EQ(c[2 * n - 2].to, l.pointers[1]);
+        EXPECT_EQ(c[2 * n - 2].bytes, 4u);
+        EXPECT_EQ(c[2 * n - 2].ranBefore, before);
+        EXPECT_EQ(c[2 * n - 1].to, m.pointers[1]);
+        EXPECT_EQ(c[2 * n - 1].ranBefore, before + 1);
+      }
+    }
+    EXPECT_EQ(a[0], 21.0f + 3 + 6 + 9) << "runs of + n + 2n for n = 1, 2, 3";
+    kiln_device_close(d);
+  }
 }
 
 // Segments of other sizes (a dynamic model's) are other segments: each
@@ -415,8 +478,24 @@ TEST_F(CudaRuntime, SaysWhatIsWrong) {
   // Memory beyond what the GPU has free is out of memory, not a hang.
   kiln_device *d = open(error);
   ASSERT_NE(d, nullptr) << error;
+  void *a = kiln_device_alloc(d, 256);
+  ASSERT_NE(a, nullptr);
   state().freeBytes = 1024;
   EXPECT_EQ(kiln_device_alloc(d, 4096), nullptr);
+
+  // So is a constant the device has no room for.
+  static const float big[512] = {};
+  kiln_gpu_arg args[] = {{a, 256, 0}, {big, sizeof big, KILN_GPU_ARG_CONSTANT}};
+  int64_t grid[3] = {1, 1, 1};
+  char message[256];
+  EXPECT_EQ(kiln_device_launch(d, 0, grid, args, message, sizeof message), 1);
+  EXPECT_STREQ(message, "kernel 0: buffer 1: out of Fake GPU 0 (CUDA, sm_90)'s memory for a "
+                        "copy of the model's constant (2048 bytes)");
+  // Host memory that is no constant is no kernel's argument.
+  float host[4];
+  args[1] = {host, sizeof host, 0};
+  EXPECT_EQ(kiln_device_launch(d, 0, grid, args, message, sizeof message), 1);
+  EXPECT_EQ(std::string(message).find("kernel 0: buffer 1 (16 bytes at 0x"), 0u) << message;
   kiln_device_close(d);
 }
 

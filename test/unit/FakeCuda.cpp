@@ -11,6 +11,10 @@
 #include <cstring>
 #include <memory>
 
+#include <csignal>
+
+#include <sys/mman.h>
+
 using namespace fakecuda;
 
 namespace {
@@ -60,12 +64,68 @@ bool duringCapture() {
   return state().capturing;
 }
 
+constexpr size_t kPage = 4096;
+
+size_t pages(size_t bytes) { return (bytes + kPage - 1) / kPage; }
+
+void protect(uint64_t address, size_t bytes, bool allowed) {
+  mprotect(reinterpret_cast<void *>(address), bytes, allowed ? PROT_READ | PROT_WRITE : PROT_NONE);
+}
+
+/// Lets the host touch device and managed memory (while a kernel or a copy
+/// runs), or stops it where a page is not the host's.
+void deviceAccess(bool allowed) {
+  for (auto [address, bytes] : state().device)
+    protect(address, bytes, allowed);
+  for (auto &[address, where] : state().managed)
+    for (size_t i = 0; i < where.size(); ++i)
+      protect(address + i * kPage, kPage, allowed || where[i] == State::kHost);
+}
+
+/// The managed allocation holding `address`, or null.
+std::pair<const uint64_t, std::vector<State::Where>> *managedAt(uint64_t address) {
+  auto next = state().managed.upper_bound(address);
+  if (next == state().managed.begin())
+    return nullptr;
+  auto &found = *std::prev(next);
+  return address < found.first + found.second.size() * kPage ? &found : nullptr;
+}
+
+/// Moves pages [first, last) of `m` to `to`, counting those a fault moved.
+void move(std::pair<const uint64_t, std::vector<State::Where>> &m, size_t first, size_t last,
+          State::Where to, int *faults) {
+  for (size_t i = first; i < last && i < m.second.size(); ++i) {
+    if (faults && m.second[i] != State::kNowhere && m.second[i] != to)
+      ++*faults;
+    m.second[i] = to;
+    protect(m.first + i * kPage, kPage, to == State::kHost);
+  }
+}
+
+/// The host touched a page it may not: a managed one on the GPU moves to the
+/// host; anything else is the crash it would be without the fake.
+void onHostFault(int, siginfo_t *info, void *) {
+  auto *m = managedAt(reinterpret_cast<uintptr_t>(info->si_addr));
+  if (!m) {
+    signal(SIGSEGV, SIG_DFL); // the access runs again, and kills the test
+    return;
+  }
+  size_t page = (reinterpret_cast<uintptr_t>(info->si_addr) - m->first) / kPage;
+  move(*m, page, page + 1, State::kHost, &state().hostFaults);
+}
+
 void run(const Launch &launch) {
   State &s = state();
   s.ran.push_back(launch);
+  for (uint64_t pointer : launch.pointers)
+    if (auto *m = managedAt(pointer))
+      move(*m, 0, m->second.size(), State::kGpu, &s.gpuFaults);
   auto kernel = s.kernels.find(launch.kernel);
-  if (kernel != s.kernels.end() && kernel->second.run)
+  if (kernel != s.kernels.end() && kernel->second.run) {
+    deviceAccess(true);
     kernel->second.run(launch);
+    deviceAccess(false);
+  }
 }
 
 } // namespace
@@ -73,6 +133,11 @@ void run(const Launch &launch) {
 State &fakecuda::state() {
   static State s;
   return s;
+}
+
+bool State::onDevice(uint64_t pointer) const {
+  auto next = device.upper_bound(pointer);
+  return next != device.begin() && pointer < std::prev(next)->first + std::prev(next)->second;
 }
 
 extern "C" {
@@ -172,18 +237,80 @@ int cuFuncSetAttribute(CUfunc_st *function, int attribute, int value) {
 int cuMemAllocManaged(unsigned long long *pointer, size_t bytes, unsigned) {
   if (duringCapture())
     return kCaptureInvalidated;
-  void *memory = aligned_alloc(256, (bytes + 255) / 256 * 256);
-  if (!memory)
+  static bool handling = false;
+  if (!handling) {
+    struct sigaction action = {};
+    action.sa_sigaction = onHostFault;
+    action.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &action, nullptr);
+    handling = true;
+  }
+  void *memory = mmap(nullptr, pages(bytes) * kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED)
     return kOutOfMemory;
   state().memory.insert(memory);
   *pointer = reinterpret_cast<uintptr_t>(memory);
+  state().managed[*pointer].assign(pages(bytes), State::kNowhere);
+  return kSuccess;
+}
+
+int cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {
+  if (duringCapture())
+    return kCaptureInvalidated;
+  if (bytes == 0 || bytes > state().freeBytes)
+    return kOutOfMemory;
+  void *memory = mmap(nullptr, pages(bytes) * kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED)
+    return kOutOfMemory;
+  state().memory.insert(memory);
+  *pointer = reinterpret_cast<uintptr_t>(memory);
+  state().device[*pointer] = pages(bytes) * kPage;
   return kSuccess;
 }
 
 int cuMemFree_v2(unsigned long long pointer) {
   void *memory = reinterpret_cast<void *>(pointer);
   state().memory.erase(memory);
-  free(memory);
+  auto device = state().device.find(pointer);
+  auto managed = state().managed.find(pointer);
+  if (device != state().device.end()) {
+    munmap(memory, device->second);
+    state().device.erase(device);
+  } else if (managed != state().managed.end()) {
+    munmap(memory, managed->second.size() * kPage);
+    state().managed.erase(managed);
+  } else {
+    return kInvalidValue;
+  }
+  return kSuccess;
+}
+
+int cuMemAllocHost_v2(void **pointer, size_t bytes) {
+  if (duringCapture())
+    return kCaptureInvalidated;
+  *pointer = aligned_alloc(kPage, pages(bytes) * kPage);
+  if (!*pointer)
+    return kOutOfMemory;
+  state().memory.insert(*pointer);
+  return kSuccess;
+}
+
+int cuMemFreeHost(void *pointer) {
+  state().memory.erase(pointer);
+  free(pointer);
+  return kSuccess;
+}
+
+int cuMemcpyHtoDAsync_v2(unsigned long long to, const void *from, size_t bytes, CUstream_st *) {
+  State &s = state();
+  if (duringCapture())
+    return kCaptureInvalidated; // cuda.c copies outside captures
+  if (!s.onDevice(to) || !s.onDevice(to + bytes - 1))
+    return kInvalidValue;
+  s.copies.push_back({to, bytes, s.ran.size()});
+  deviceAccess(true);
+  memcpy(reinterpret_cast<void *>(to), from, bytes);
+  deviceAccess(false);
   return kSuccess;
 }
 
@@ -206,6 +333,10 @@ int cuMemPrefetchAsync_v2(unsigned long long memory, size_t bytes, CUmemLocation
   if (flags)
     return kNotSupported;
   state().prefetched.push_back({memory, bytes, location.type, location.id, state().ran.size()});
+  if (auto *m = managedAt(memory))
+    move(*m, (memory - m->first) / kPage, pages(memory - m->first + bytes),
+         location.type == 1 /* CU_MEM_LOCATION_TYPE_DEVICE */ ? State::kGpu : State::kHost,
+         nullptr);
   return kSuccess;
 }
 

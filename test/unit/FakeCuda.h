@@ -5,7 +5,14 @@
 // C++ function registered under its kernel's name, with the pointers it
 // was given; stream capture records launches into a graph, which runs them
 // at cuGraphLaunch. Nothing runs asynchronously: cuStreamSynchronize has
-// nothing to wait for. The test executable links this library, so cuda.c's
+// nothing to wait for. Device memory (cuMemAlloc) is host pages that only
+// kernels and copies may touch: the rest of the time they are protected,
+// so the host reading or writing them crashes the test, as dereferencing
+// a device pointer on the host would. Managed memory's pages move as a
+// GPU's do, and the moves by fault are counted: a kernel takes to the GPU
+// every page of each managed allocation it is given; the host takes back
+// each page it touches (those on the GPU are protected; a SIGSEGV handler
+// moves them); a prefetch moves a range in bulk, without faults. The test executable links this library, so cuda.c's
 // dlopen("libcuda.so.1") finds the same one, and its state.
 //
 //===----------------------------------------------------------------------===//
@@ -60,9 +67,25 @@ struct State {
     size_t ranBefore; // kernels that had run when it was queued
   };
   std::vector<Prefetch> prefetched; // cuMemPrefetchAsync_v2 calls
+  struct Copy {
+    uint64_t to; // device memory
+    size_t bytes;
+    size_t ranBefore; // kernels that had run when it was queued
+  };
+  std::vector<Copy> copies; // cuMemcpyHtoDAsync_v2 calls
+
+  /// Whether `pointer` is in device memory (cuMemAlloc's).
+  bool onDevice(uint64_t pointer) const;
+
+  // Pages of managed memory moved by a fault: to the GPU, as a kernel
+  // found them on the host; to the host, as it found them on the GPU.
+  int gpuFaults = 0, hostFaults = 0;
+  enum Where : char { kNowhere, kHost, kGpu }; // where a page is
+  std::map<uint64_t, std::vector<Where>> managed; // address: its 4 KiB pages
 
   // What is alive: all zero once the runtime has closed the device.
-  std::set<void *> memory;
+  std::set<void *> memory; // managed, device and pinned host memory
+  std::map<uint64_t, size_t> device; // device memory: address, bytes
   int modules = 0, graphs = 0, execs = 0, streams = 0, contexts = 0;
 };
 

@@ -17,15 +17,19 @@
  * every kernel at once, one by one; a driver that cannot capture (or has no
  * graph API) gets the same.
  *
- * Memory is managed (cuMemAllocManaged): one address for the host and the
- * GPU, so host code between kernels reads and writes it in place, once
+ * The memory of kiln_device_alloc (the arena, a run's inputs and outputs)
+ * is managed (cuMemAllocManaged): one address for the host and the GPU, so
+ * host code between kernels reads and writes it in place, once
  * kiln_device_wait has drained the launches, and the driver migrates pages
- * to where they are used. Constants are copied in at their first use.
- * Before a segment's kernels, the memory the host touched (a run's inputs
- * and its last outputs) is prefetched to the GPU in bulk; after them, the
- * memory the host will touch next (the outputs it copies out, the inputs
- * the next run copies in) is prefetched back to the host, before the wait
- * returns (KILN_CUDA_PREFETCH=0: both left to page faults).
+ * to where they are used. Before a segment's kernels, the memory the host
+ * touched (a run's inputs and its last outputs) is prefetched to the GPU in
+ * bulk; after them, the memory the host will touch next (the outputs it
+ * copies out, the inputs the next run copies in) is prefetched back to the
+ * host, before the wait returns (KILN_CUDA_PREFETCH=0: both left to page
+ * faults). What the host never reads is device memory (cuMemAlloc), which
+ * does not migrate: the model's constants, copied in at their first use,
+ * and the launches' parameters, written to pinned host memory and copied
+ * over ahead of their kernels (a segment's at once, before its graph).
  *===----------------------------------------------------------------------===*/
 #include "device.h"
 #include "memory.h"
@@ -82,7 +86,12 @@ typedef struct CUmemLocation {
   X(cuFuncSetAttribute, "cuFuncSetAttribute", CUresult, (CUfunction, int, int)) \
   X(cuMemAllocManaged, "cuMemAllocManaged", CUresult,                          \
     (CUdeviceptr *, size_t, unsigned))                                         \
+  X(cuMemAlloc, "cuMemAlloc_v2", CUresult, (CUdeviceptr *, size_t))             \
   X(cuMemFree, "cuMemFree_v2", CUresult, (CUdeviceptr))                        \
+  X(cuMemAllocHost, "cuMemAllocHost_v2", CUresult, (void **, size_t))          \
+  X(cuMemFreeHost, "cuMemFreeHost", CUresult, (void *))                        \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", CUresult,                       \
+    (CUdeviceptr, const void *, size_t, CUstream))                             \
   X(cuMemGetInfo, "cuMemGetInfo_v2", CUresult, (size_t *, size_t *))            \
   X(cuStreamCreate, "cuStreamCreate", CUresult, (CUstream *, unsigned))        \
   X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult, (CUstream))               \
@@ -300,11 +309,8 @@ static int load_kernel(kiln_device *d, const kiln_gpu_kernel *k, kernel *out, ch
   return 0;
 }
 
-static int create_region(void *device, kiln_region *r) {
-  kiln_device *d = device;
-  /* The caller's thread may not be the one that opened the device. */
-  if (d->cuCtxSetCurrent(d->context) != CUDA_SUCCESS)
-    return 1;
+/* Managed memory, for what host code reads and writes between kernels. */
+static int create_managed(kiln_device *d, kiln_region *r) {
   /* Managed memory beyond what the GPU has free can hang it: such a request
    * is out of memory here. */
   size_t free_bytes = 0, total_bytes = 0;
@@ -319,10 +325,60 @@ static int create_region(void *device, kiln_region *r) {
   return 0;
 }
 
+/* Device memory (r->buffer); for launch parameters also pinned host memory
+ * they are written to (r->mapped) and copied from. */
+static int create_unmanaged(kiln_device *d, kiln_region *r) {
+  CUdeviceptr memory = 0;
+  if (d->cuMemAlloc(&memory, r->bytes ? r->bytes : 4) != CUDA_SUCCESS)
+    return 1;
+  r->buffer = (void *)(uintptr_t)memory;
+  void *staging = NULL;
+  if (r->kind == KILN_REGION_PARAMS && d->cuMemAllocHost(&staging, r->bytes) != CUDA_SUCCESS) {
+    d->cuMemFree(memory);
+    return 1;
+  }
+  r->mapped = staging;
+  return 0;
+}
+
+/* Constants and launch parameters live in device memory, which never
+ * migrates: the host writes parameters at each run, and in managed memory
+ * each run's first kernels would fault their page back to the GPU. */
+static int create_region(void *device, kiln_region *r) {
+  kiln_device *d = device;
+  /* The caller's thread may not be the one that opened the device. */
+  if (d->cuCtxSetCurrent(d->context) != CUDA_SUCCESS)
+    return 1;
+  return r->kind == KILN_REGION_BUFFER ? create_managed(d, r) : create_unmanaged(d, r);
+}
+
 static void destroy_region(void *device, kiln_region *r) {
   kiln_device *d = device;
   d->cuCtxSetCurrent(d->context);
   d->cuMemFree((CUdeviceptr)(uintptr_t)r->buffer);
+  if (r->kind == KILN_REGION_PARAMS)
+    d->cuMemFreeHost(r->mapped);
+}
+
+/* On the stream, ahead of the launches that read it (never inside a
+ * capture: launches are recorded and captured at the wait). */
+static int upload(void *device, kiln_region *r, const void *data) {
+  kiln_device *d = device;
+  return d->cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)r->buffer, data, r->bytes, d->stream) !=
+         CUDA_SUCCESS;
+}
+
+/* Copies `bytes` of the launch parameters staged at `offset` to the device,
+ * on the stream ahead of the launches that read them. */
+static int upload_params(kiln_device *d, size_t offset, size_t bytes, char *error, size_t size) {
+  size_t used;
+  kiln_region *r = kiln_regions_params(&d->base.regions, &used);
+  if (!r || !bytes)
+    return 0;
+  return check(d,
+               d->cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)r->buffer + offset, r->mapped + offset,
+                                    bytes, d->stream),
+               "copying the launch parameters", error, size);
 }
 
 static int drain(void *device, char *error, size_t size) { return cuda_wait(device, error, size); }
@@ -356,7 +412,8 @@ static void cuda_close(kiln_device *d) {
 static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size_t size) {
   kiln_device *d =
       kiln_device_new(sizeof *d, "the CUDA GPU",
-                      (kiln_region_api){NULL, create_region, destroy_region, drain}, error, size);
+                      (kiln_region_api){NULL, create_region, destroy_region, drain, upload}, error,
+                      size);
   if (!d)
     return NULL;
   d->base.regions.params_alignment = 16;
@@ -540,6 +597,10 @@ static int run_pending(kiln_device *d, char *error, size_t size) {
   if (!d->pending.count)
     return 0;
   prefetch(d);
+  size_t params;
+  kiln_regions_params(&d->base.regions, &params);
+  if (upload_params(d, 0, params, error, size))
+    return 1;
   ++d->clock;
   graph *g = find_graph(d);
   if (!g) {
@@ -572,16 +633,21 @@ static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
   l.num_pointers = k->num_buffers;
   for (int i = 0; i < 3; ++i)
     l.grid[i] = (unsigned)grid[i];
+  if (check(d, d->cuCtxSetCurrent(d->context), "cuCtxSetCurrent", error, size))
+    return 1;
   for (uint32_t i = 0; i < k->num_buffers; ++i) {
     kiln_region *r;
     size_t offset;
     if (kiln_regions_locate(&d->base.regions, d->base.name, index, i, &args[i], &r, &offset,
                             error, size))
       return 1;
-    l.pointers[i] = (CUdeviceptr)(uintptr_t)r->mapped + offset;
+    l.pointers[i] = (CUdeviceptr)(uintptr_t)r->buffer + offset;
+    /* Launched now: its parameters go now. Recorded: at the wait, with the
+     * rest of the segment's. */
+    if (!d->graphs && (args[i].flags & KILN_GPU_ARG_PARAMS) &&
+        upload_params(d, offset, args[i].bytes, error, size))
+      return 1;
   }
-  if (check(d, d->cuCtxSetCurrent(d->context), "cuCtxSetCurrent", error, size))
-    return 1;
   if (!d->graphs) {
     if (!d->queued)
       prefetch(d);

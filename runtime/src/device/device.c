@@ -93,7 +93,7 @@ const char *kiln_device_name(const kiln_device *d) {
 }
 
 void *kiln_device_alloc(kiln_device *d, size_t bytes) {
-  kiln_region *r = kiln_regions_add(&base(d)->regions, bytes, NULL);
+  kiln_region *r = kiln_regions_add(&base(d)->regions, bytes, KILN_REGION_BUFFER, NULL);
   return r ? r->mapped : NULL;
 }
 

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-kiln_region *kiln_regions_add(kiln_regions *rs, size_t bytes, const void *key) {
+kiln_region *kiln_regions_add(kiln_regions *rs, size_t bytes, kiln_region_kind kind,
+                              const void *key) {
   if (rs->count == rs->capacity) {
     size_t capacity = rs->capacity ? 2 * rs->capacity : 16;
     kiln_region *grown = realloc(rs->items, capacity * sizeof *grown);
@@ -14,20 +15,25 @@ kiln_region *kiln_regions_add(kiln_regions *rs, size_t bytes, const void *key) {
     rs->items = grown;
     rs->capacity = capacity;
   }
-  kiln_region r = {.bytes = bytes, .key = key};
+  kiln_region r = {.bytes = bytes, .kind = kind, .key = key};
   if (rs->api.create(rs->api.device, &r))
     return NULL;
   rs->items[rs->count] = r;
   return &rs->items[rs->count++];
 }
 
+/* Destroys region `i`; the last one takes its place. */
+static void remove_region(kiln_regions *rs, size_t i) {
+  rs->api.destroy(rs->api.device, &rs->items[i]);
+  rs->items[i] = rs->items[--rs->count];
+  if (rs->params == rs->count + 1) /* the parameters' region moved */
+    rs->params = i + 1;
+}
+
 void kiln_regions_free(kiln_regions *rs, void *memory) {
   for (size_t i = 0; i < rs->count; ++i)
-    if (rs->items[i].mapped == memory && !rs->items[i].key) {
-      rs->api.destroy(rs->api.device, &rs->items[i]);
-      rs->items[i] = rs->items[--rs->count];
-      if (rs->params == rs->count + 1) /* the parameters' region moved */
-        rs->params = i + 1;
+    if (rs->items[i].kind == KILN_REGION_BUFFER && rs->items[i].mapped == memory) {
+      remove_region(rs, i);
       return;
     }
 }
@@ -40,29 +46,34 @@ void kiln_regions_clear(kiln_regions *rs) {
   rs->count = rs->capacity = rs->params = rs->params_used = 0;
 }
 
-kiln_region *kiln_regions_find(kiln_regions *rs, const kiln_gpu_arg *arg) {
+/* The memory of kiln_device_alloc that holds `arg`, or NULL. */
+static kiln_region *find_buffer(kiln_regions *rs, const kiln_gpu_arg *arg) {
   const unsigned char *p = arg->data;
-  int constant = (arg->flags & KILN_GPU_ARG_CONSTANT) != 0;
-  for (size_t i = 0; !constant && i < rs->count; ++i) {
+  for (size_t i = 0; i < rs->count; ++i) {
     kiln_region *r = &rs->items[i];
-    if (!r->key && p >= r->mapped && p + arg->bytes <= r->mapped + r->bytes)
+    if (r->kind == KILN_REGION_BUFFER && p >= r->mapped && p + arg->bytes <= r->mapped + r->bytes)
       return r;
   }
-  if (!constant && !(arg->flags & KILN_GPU_ARG_MAYBE_CONSTANT))
-    return NULL;
-  /* A copy of the constant that covers this use (a view of it may be
-   * shorter than a later one). */
-  for (size_t i = 0; i < rs->count; ++i)
-    if (rs->items[i].key == p && rs->items[i].bytes >= arg->bytes)
-      return &rs->items[i];
-  kiln_region *r = kiln_regions_add(rs, arg->bytes, p);
-  if (r)
-    memcpy(r->mapped, p, arg->bytes);
-  return r;
+  return NULL;
 }
 
-size_t kiln_region_offset(const kiln_region *r, const kiln_gpu_arg *arg) {
-  return r->key ? 0 : (size_t)((const unsigned char *)arg->data - r->mapped);
+/* The device's copy of the constant `arg`, made now if none covers this use
+ * (a view of it may be shorter than a later one); NULL when out of memory. */
+static kiln_region *find_constant(kiln_regions *rs, const kiln_gpu_arg *arg) {
+  for (size_t i = 0; i < rs->count; ++i)
+    if (rs->items[i].kind == KILN_REGION_CONSTANT && rs->items[i].key == arg->data &&
+        rs->items[i].bytes >= arg->bytes)
+      return &rs->items[i];
+  kiln_region *r = kiln_regions_add(rs, arg->bytes, KILN_REGION_CONSTANT, arg->data);
+  if (!r)
+    return NULL;
+  if (!rs->api.upload) {
+    memcpy(r->mapped, arg->data, arg->bytes);
+  } else if (rs->api.upload(rs->api.device, r, arg->data)) {
+    remove_region(rs, (size_t)(r - rs->items));
+    return NULL;
+  }
+  return r;
 }
 
 /* Bytes of the parameters' region: a run whose queued launches fill it
@@ -82,9 +93,7 @@ int kiln_regions_stage_params(kiln_regions *rs, const kiln_gpu_arg *arg, kiln_re
     at = 0;
   }
   if (!rs->params) {
-    /* Keyed by the regions themselves: no constant of the model has their
-     * address. */
-    if (!kiln_regions_add(rs, PARAMS_BYTES, rs))
+    if (!kiln_regions_add(rs, PARAMS_BYTES, KILN_REGION_PARAMS, NULL))
       return kiln_device_fail(error, size, "out of device memory for launch parameters");
     rs->params = rs->count;
   }
@@ -98,16 +107,31 @@ int kiln_regions_stage_params(kiln_regions *rs, const kiln_gpu_arg *arg, kiln_re
 
 void kiln_regions_drained(kiln_regions *rs) { rs->params_used = 0; }
 
+kiln_region *kiln_regions_params(kiln_regions *rs, size_t *used) {
+  *used = rs->params ? rs->params_used : 0;
+  return rs->params ? &rs->items[rs->params - 1] : NULL;
+}
+
 int kiln_regions_locate(kiln_regions *rs, const char *device, uint32_t kernel, uint32_t i,
                         const kiln_gpu_arg *arg, kiln_region **region, size_t *offset,
                         char *error, size_t size) {
   if (arg->flags & KILN_GPU_ARG_PARAMS)
     return kiln_regions_stage_params(rs, arg, region, offset, error, size);
-  *region = kiln_regions_find(rs, arg);
-  if (!*region)
+  *region = arg->flags & KILN_GPU_ARG_CONSTANT ? NULL : find_buffer(rs, arg);
+  if (*region) {
+    *offset = (size_t)((const unsigned char *)arg->data - (*region)->mapped);
+    return 0;
+  }
+  if (!(arg->flags & (KILN_GPU_ARG_CONSTANT | KILN_GPU_ARG_MAYBE_CONSTANT)))
     return kiln_device_fail(error, size,
                             "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory",
                             kernel, i, (unsigned long long)arg->bytes, arg->data, device);
-  *offset = kiln_region_offset(*region, arg);
+  *region = find_constant(rs, arg);
+  *offset = 0;
+  if (!*region)
+    return kiln_device_fail(error, size,
+                            "kernel %u: buffer %u: out of %s's memory for a copy of the "
+                            "model's constant (%llu bytes)",
+                            kernel, i, device, (unsigned long long)arg->bytes);
   return 0;
 }

@@ -1,10 +1,11 @@
 /*===- memory.h - device memory of a model instance (internal) ------------===
  *
- * What the Vulkan and Metal runtimes share: the table of device buffers an
- * instance has (regions), each mapped on the host; finding the region that
- * holds a kernel argument, with the model's constants copied to the device
- * at their first use; and the region launches' parameters are staged in.
- * The API creates and destroys the buffers through kiln_region_api.
+ * What the Vulkan, CUDA and Metal runtimes share: the table of device
+ * buffers an instance has (regions), mapped on the host but for constants
+ * an API keeps apart; finding the region that holds a kernel argument, with
+ * the model's constants copied to the device at their first use; and the
+ * region launches' parameters are staged in. The API creates, fills and
+ * destroys the buffers through kiln_region_api.
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_DEVICE_MEMORY_H
 #define KILN_DEVICE_MEMORY_H
@@ -13,24 +14,42 @@
 
 #include <stddef.h>
 
-/* A buffer of device memory, mapped at `mapped`; `key` is the host constant
- * it holds a copy of, or NULL for memory of kiln_device_alloc. */
+/* What a region holds, which decides where an API may put it. */
+typedef enum kiln_region_kind {
+  /* kiln_device_alloc's: host code reads and writes it between kernels. */
+  KILN_REGION_BUFFER,
+  /* The copy of a model's constant: written once (kiln_region_api's
+   * upload), then only read by kernels; the host never reads it. */
+  KILN_REGION_CONSTANT,
+  /* Launches' parameters: the host writes them at `mapped`, kernels read
+   * them; where that is not the memory the kernels read (`buffer`), the
+   * API copies them over before the launches. */
+  KILN_REGION_PARAMS,
+} kiln_region_kind;
+
+/* A buffer of device memory, mapped at `mapped` (NULL for a constant an API
+ * keeps where the host cannot reach it); `key` is the host constant it holds
+ * a copy of, or NULL. */
 typedef struct kiln_region {
   unsigned char *mapped;
   size_t bytes;
+  kiln_region_kind kind;
   const void *key;
-  void *buffer; /* the API's buffer object (VkBuffer, id<MTLBuffer>) */
+  void *buffer; /* the API's buffer object (VkBuffer, id<MTLBuffer>, CUdeviceptr) */
   void *memory; /* its memory where the API keeps that apart (VkDeviceMemory) */
 } kiln_region;
 
 typedef struct kiln_region_api {
   void *device;
-  /* Makes r->buffer (and r->memory) of r->bytes and maps it at r->mapped;
-   * nonzero when out of memory. */
+  /* Makes r->buffer (and r->memory) of r->bytes, for r->kind, and maps it
+   * at r->mapped; nonzero when out of memory. */
   int (*create)(void *device, kiln_region *r);
   void (*destroy)(void *device, kiln_region *r);
   /* Runs the queued launches and waits for them (frees the parameters). */
   int (*drain)(void *device, char *error, size_t size);
+  /* Copies r->bytes of a constant at `data` into r, ahead of the launches
+   * that read it; nonzero on failure. NULL: copied at r->mapped. */
+  int (*upload)(void *device, kiln_region *r, const void *data);
 } kiln_region_api;
 
 typedef struct kiln_regions {
@@ -61,23 +80,20 @@ void *kiln_device_new(size_t bytes, const char *name, kiln_region_api api, char 
 int kiln_device_fail(char *error, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* A new region of `bytes`; NULL when out of memory. */
-kiln_region *kiln_regions_add(kiln_regions *regions, size_t bytes, const void *key);
+/* A new region of `bytes` holding `kind`, a copy of `key` for a constant;
+ * NULL when out of memory. */
+kiln_region *kiln_regions_add(kiln_regions *regions, size_t bytes, kiln_region_kind kind,
+                              const void *key);
 /* Frees the region of kiln_device_alloc mapped at `memory`. */
 void kiln_regions_free(kiln_regions *regions, void *memory);
 /* Destroys every region. */
 void kiln_regions_clear(kiln_regions *regions);
 
-/* The region holding a kernel argument (the copy of a constant, made now
- * if there is none yet); NULL when it is not device memory. */
-kiln_region *kiln_regions_find(kiln_regions *regions, const kiln_gpu_arg *arg);
-/* Byte offset of a non-constant argument in its region. */
-size_t kiln_region_offset(const kiln_region *r, const kiln_gpu_arg *arg);
-
 /* Where argument `i` of a launch of kernel `kernel` lives on the device:
  * `*region` and `*offset` in it (a launch's parameters staged, a
- * constant's copy, or the memory of kiln_device_alloc holding it). Fails
- * with a message naming the argument when it is host memory. */
+ * constant's copy, made at its first use, or the memory of
+ * kiln_device_alloc holding it). Fails with a message naming the argument
+ * when it is host memory or no memory is left for the copy. */
 int kiln_regions_locate(kiln_regions *regions, const char *device, uint32_t kernel, uint32_t i,
                         const kiln_gpu_arg *arg, kiln_region **region, size_t *offset,
                         char *error, size_t size);
@@ -88,5 +104,8 @@ int kiln_regions_stage_params(kiln_regions *regions, const kiln_gpu_arg *arg,
                               kiln_region **region, size_t *offset, char *error, size_t size);
 /* The queued launches have run: their parameters' bytes are free again. */
 void kiln_regions_drained(kiln_regions *regions);
+/* The region of the queued launches' parameters (its first `*used` bytes
+ * are theirs), or NULL when none has been staged yet. */
+kiln_region *kiln_regions_params(kiln_regions *regions, size_t *used);
 
 #endif /* KILN_DEVICE_MEMORY_H */

@@ -152,7 +152,8 @@ static int open_device(kiln_device *d, const kiln_gpu_program *program, char *er
 static kiln_device *metal_open(const kiln_gpu_program *program, char *error, size_t size) {
   kiln_device *d =
       kiln_device_new(sizeof *d, "the Metal device",
-                      (kiln_region_api){NULL, create_region, destroy_region, drain}, error, size);
+                      (kiln_region_api){.create = create_region, .destroy = destroy_region, .drain = drain},
+                      error, size);
   if (!d)
     return NULL;
   d->base.regions.params_alignment = 256; /* the strictest buffer offset alignment of Metal */

@@ -472,7 +472,8 @@ static int drain(void *device, char *error, size_t size) {
 static kiln_device *vulkan_open(const kiln_gpu_program *program, char *error, size_t size) {
   kiln_device *d =
       kiln_device_new(sizeof *d, "the Vulkan device",
-                      (kiln_region_api){NULL, create_region, destroy_region, drain}, error, size);
+                      (kiln_region_api){.create = create_region, .destroy = destroy_region, .drain = drain},
+                      error, size);
   if (!d)
     return NULL;
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);

@@ -1,0 +1,129 @@
+//===- CudaModelTest.cpp - a GPU model's runs on a fake CUDA driver -------===//
+//
+// runtime.c and cuda.c together, on FakeCuda (see FakeCuda.h), which moves
+// managed memory's pages as a GPU does and counts the moves by fault. Once
+// a static model's kernels run as a graph, its runs should move no page by
+// fault: the inputs go to the GPU and the outputs come back in bulk, and
+// nothing else the kernels use is written by the host at each run. Each
+// such page would cost the run a fault on the GPU (tens of microseconds)
+// and one on the host. Not so before: the arena's chunk headers (written at
+// each allocation) sat in its first page, and the launch parameters in
+// managed memory.
+//
+//===----------------------------------------------------------------------===//
+#include "FakeCuda.h"
+#include "kiln/runtime.h"
+
+extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+using fakecuda::Launch;
+using fakecuda::state;
+
+constexpr int64_t kCount = 4096; // 16 KiB of floats: four pages
+constexpr uint64_t kBytes = kCount * sizeof(float);
+const int64_t kShape[] = {kCount};
+const kiln_tensor_info kInputs[] = {{"x", KILN_FLOAT32, 1, kShape, nullptr}};
+const kiln_tensor_info kOutputs[] = {{"y", KILN_FLOAT32, 1, kShape, nullptr}};
+const float kScale = 3; // a constant of the model
+
+float *floats(uint64_t pointer) { return reinterpret_cast<float *>(pointer); }
+
+/// What kiln-compile's host code does for y = x * 3 + 1 on two kernels:
+/// the product in the arena, the 1 a launch parameter.
+void entry(void **buffers, int64_t *) {
+  void *product = _mlir_memref_to_llvm_aligned_alloc(64, kBytes);
+  kiln_gpu_arg scale[] = {{buffers[0], kBytes, 0},
+                          {product, kBytes, 0},
+                          {&kScale, sizeof kScale, KILN_GPU_ARG_CONSTANT}};
+  kiln_gpu_launch(0, kCount / 256, 1, 1, scale);
+  uint32_t one = 1;
+  kiln_gpu_arg add[] = {
+      {product, kBytes, 0}, {buffers[1], kBytes, 0}, {&one, sizeof one, KILN_GPU_ARG_PARAMS}};
+  kiln_gpu_launch(1, kCount / 256, 1, 1, add);
+}
+
+const kiln_gpu_kernel kKernels[] = {
+    {"scale", "fatbin of scale", 15, {256, 1, 1}, 3, 0, 0},
+    {"add_n", "fatbin of add_n", 15, {256, 1, 1}, 3, 0, 0},
+};
+const kiln_gpu_program kProgram = {KILN_GPU_CUDA, 2, kKernels};
+const kiln_model_info kModel = {KILN_ABI_VERSION, 0, "scale", 1, 1, kInputs, kOutputs, entry,
+                                /*arena_bytes=*/kBytes, &kProgram, /*weights_bytes=*/0,
+                                /*profile=*/nullptr, /*external_weights=*/nullptr,
+                                /*num_variants=*/0, /*variants=*/nullptr};
+
+class CudaModel : public ::testing::Test {
+protected:
+  void SetUp() override {
+    state() = fakecuda::State();
+    unsetenv("KILN_CUDA_PREFETCH");
+    // scale: out = in * c; add_n: out = in + n, over the grid's threads.
+    state().kernels["scale"] = {3, [](const Launch &l) {
+                                  for (unsigned i = 0; i < l.grid[0] * l.block[0]; ++i)
+                                    floats(l.pointers[1])[i] =
+                                        floats(l.pointers[0])[i] * *floats(l.pointers[2]);
+                                }};
+    state().kernels["add_n"] = {3, [](const Launch &l) {
+                                  float n = float(*reinterpret_cast<uint32_t *>(l.pointers[2]));
+                                  for (unsigned i = 0; i < l.grid[0] * l.block[0]; ++i)
+                                    floats(l.pointers[1])[i] = floats(l.pointers[0])[i] + n;
+                                }};
+  }
+  void TearDown() override {
+    unsetenv("KILN_CUDA_PREFETCH");
+    EXPECT_TRUE(state().memory.empty()) << state().memory.size() << " allocations leaked";
+  }
+
+  /// Runs the model `runs` times on x = 0, 1, 2, ...; y = 3x + 1 each time.
+  static void run(kiln_model *m, int runs) {
+    std::vector<float> x(kCount), y(kCount);
+    for (int64_t i = 0; i < kCount; ++i)
+      x[i] = float(i);
+    const void *in[] = {x.data()};
+    void *out[] = {y.data()};
+    for (int r = 0; r < runs; ++r) {
+      std::fill(y.begin(), y.end(), 0.0f);
+      ASSERT_EQ(kiln_model_run(m, in, out), 0) << kiln_model_error(m);
+      EXPECT_EQ(y[0], 1.0f);
+      EXPECT_EQ(y[kCount - 1], 3.0f * float(kCount - 1) + 1);
+    }
+  }
+};
+
+TEST_F(CudaModel, SteadyRunsMoveNoPageByFault) {
+  kiln_model *m = kiln_model_create(&kModel);
+  ASSERT_NE(m, nullptr);
+  ASSERT_STREQ(kiln_model_device(m), "Fake GPU 0 (CUDA, sm_90)") << kiln_model_error(m);
+  run(m, 2); // launched one by one, then captured into a graph
+  EXPECT_EQ(state().graphsMade, 1);
+  state().gpuFaults = state().hostFaults = 0;
+  run(m, 3);
+  EXPECT_EQ(state().graphLaunches, 4);
+  EXPECT_EQ(state().gpuFaults, 0) << "pages a kernel found on the host";
+  EXPECT_EQ(state().hostFaults, 0) << "pages the host found on the GPU";
+  kiln_model_destroy(m);
+}
+
+// Without the prefetches, the inputs and outputs move by faults, a page at
+// a time: the counts above are the fake's, not zero by construction.
+TEST_F(CudaModel, CountsTheFaultsOfUnprefetchedPages) {
+  setenv("KILN_CUDA_PREFETCH", "0", 1);
+  kiln_model *m = kiln_model_create(&kModel);
+  ASSERT_NE(m, nullptr);
+  run(m, 2);
+  state().gpuFaults = state().hostFaults = 0;
+  run(m, 3);
+  // Each run: the input's 4 pages to the GPU and back; the output's likewise.
+  EXPECT_EQ(state().gpuFaults, 3 * 8);
+  EXPECT_EQ(state().hostFaults, 3 * 8);
+  kiln_model_destroy(m);
+}
+
+} // namespace
