@@ -487,7 +487,8 @@ static int stage_buffers(kiln_model *m, void **buffers) {
       if (m->staged[i])
         kiln_device_free(m->device, m->staged[i]);
       meter_add(&m->meter, &m->meter.runtime, -(int64_t)m->staged_bytes[i]);
-      m->staged[i] = kiln_device_alloc(m->device, bytes ? bytes : 1);
+      m->staged[i] = i < info->num_inputs ? kiln_device_alloc_input(m->device, bytes ? bytes : 1)
+                                          : kiln_device_alloc(m->device, bytes ? bytes : 1);
       m->staged_bytes[i] = m->staged[i] ? bytes : 0;
       meter_add(&m->meter, &m->meter.runtime, (int64_t)m->staged_bytes[i]);
       if (!m->staged[i]) {
@@ -519,12 +520,12 @@ static void unstage_outputs(kiln_model *m, void **buffers) {
   }
 }
 
-/* Before a GPU model's last wait: the host copies a static model's outputs
- * out next, and the next run's inputs in. */
+/* Before a GPU model's last wait: the host reads the outputs next (a
+ * static model's staged ones, copied out; a dynamic model's in the run's
+ * memory, where the entry left them). */
 static void announce_host_copies(kiln_model *m) {
   const kiln_model_info *info = m->info;
-  uint32_t slots = m->dynamic ? info->num_inputs : info->num_inputs + info->num_outputs;
-  for (uint32_t i = 0; i < slots; ++i)
+  for (uint32_t i = info->num_inputs; i < info->num_inputs + info->num_outputs; ++i)
     kiln_device_will_touch(m->device, m->staged[i], tensor_bytes(m, i));
 }
 
@@ -559,7 +560,8 @@ static int run_buffers(kiln_model *m, void **buffers) {
   current_arena = saved;
   if (m->device) {
     char message[480];
-    announce_host_copies(m);
+    if (!failed)
+      announce_host_copies(m);
     if (kiln_device_wait(m->device, message, sizeof message) && !failed) {
       set_error(m, "GPU kernels failed: %s", message);
       failed = 1;

@@ -282,6 +282,55 @@ TEST_F(CudaRuntime, KeepsConstantsAndParametersInDeviceMemory) {
   }
 }
 
+// A run's input: the host writes it and says so (kiln_device_touched),
+// which copies it to the GPU's own copy then, ahead of the kernels that
+// read it there; KILN_CUDA_PREFETCH=0 changes nothing, as it is no hint.
+// The host's copy does not move (kiln_device_will_touch prefetches
+// nothing), and a failed copy fails the next wait.
+TEST_F(CudaRuntime, CopiesInputsToTheGpu) {
+  for (const char *prefetch : {"1", "0"}) {
+    setenv("KILN_CUDA_PREFETCH", prefetch, 1);
+    state().copies.clear();
+    state().ran.clear();
+    state().prefetched.clear();
+    std::string error;
+    kiln_device *d = open(error);
+    ASSERT_NE(d, nullptr) << error;
+    float *a = zeros(d);
+    std::fill(a, a + 64, 1.0f);
+    auto *input = static_cast<float *>(kiln_device_alloc_input(d, 64 * sizeof(float)));
+    ASSERT_NE(input, nullptr);
+    EXPECT_FALSE(state().onDevice(reinterpret_cast<uintptr_t>(input)));
+    for (int r = 0; r < 3; ++r) {
+      std::fill(input, input + 64, float(r + 2));
+      kiln_device_touched(d, input, 64 * sizeof(float));
+      ASSERT_EQ(state().copies.size(), size_t(r + 1)) << "prefetch " << prefetch;
+      EXPECT_EQ(state().copies.back().bytes, 64 * sizeof(float));
+      EXPECT_EQ(state().copies.back().ranBefore, state().ran.size());
+      kiln_device_will_touch(d, input, 64 * sizeof(float));
+      // a *= input[0]: scale reads the GPU's copy.
+      kiln_gpu_arg args[] = {{a, 64 * sizeof(float), 0}, {input, 64 * sizeof(float), 0}};
+      int64_t grid[3] = {16, 1, 1};
+      char message[256];
+      ASSERT_EQ(kiln_device_launch(d, 0, grid, args, message, sizeof message), 0) << message;
+      ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+      EXPECT_EQ(state().ran.back().pointers[1], state().copies.back().to);
+    }
+    EXPECT_EQ(a[63], 24.0f) << "1 * 2 * 3 * 4";
+    EXPECT_TRUE(state().prefetched.empty()) << "the host's copy of the input moved";
+
+    state().copiesFail = true;
+    kiln_device_touched(d, input, 64 * sizeof(float));
+    state().copiesFail = false;
+    char message[256];
+    EXPECT_EQ(kiln_device_wait(d, message, sizeof message), 1);
+    EXPECT_STREQ(message, "Fake GPU 0 (CUDA, sm_90): copying an input to the GPU failed "
+                          "(CUDA_ERROR_INVALID_VALUE)");
+    EXPECT_EQ(kiln_device_wait(d, message, sizeof message), 0) << "reported once";
+    kiln_device_close(d);
+  }
+}
+
 // Segments of other sizes (a dynamic model's) are other segments: each
 // becomes a graph at its own second run; a new one is launched one by one.
 TEST_F(CudaRuntime, KeepsAGraphPerSegment) {

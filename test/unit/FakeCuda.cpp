@@ -305,7 +305,7 @@ int cuMemcpyHtoDAsync_v2(unsigned long long to, const void *from, size_t bytes, 
   State &s = state();
   if (duringCapture())
     return kCaptureInvalidated; // cuda.c copies outside captures
-  if (!s.onDevice(to) || !s.onDevice(to + bytes - 1))
+  if (!s.onDevice(to) || !s.onDevice(to + bytes - 1) || s.copiesFail)
     return kInvalidValue;
   s.copies.push_back({to, bytes, s.ran.size()});
   deviceAccess(true);

@@ -47,6 +47,7 @@ struct State {
   bool canCapture = true;          // cuStreamBeginCapture succeeds
   uint64_t freeBytes = 1ull << 30; // cuMemGetInfo
   int sharedOptIn = 232448;        // a workgroup's shared memory at most (an H100's)
+  bool copiesFail = false;         // cuMemcpyHtoDAsync_v2 fails
   std::set<std::string> badImages; // module images cuModuleLoadData refuses
   std::map<std::string, Kernel> kernels;
 

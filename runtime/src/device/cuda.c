@@ -178,6 +178,7 @@ struct kiln_device {
   touched_ranges touched; /* by the host since the kernels last ran */
   touched_ranges returning; /* the host touches next, after the wait */
   segment pending; /* the launches since the last wait, not yet run */
+  CUresult failed_copy; /* of an input, since the last wait */
   graph cache[kGraphs];
   uint64_t clock; /* segments run */
 };
@@ -325,15 +326,16 @@ static int create_managed(kiln_device *d, kiln_region *r) {
   return 0;
 }
 
-/* Device memory (r->buffer); for launch parameters also pinned host memory
- * they are written to (r->mapped) and copied from. */
+/* Device memory (r->buffer); for launch parameters and inputs also pinned
+ * host memory the host writes them to (r->mapped) and they are copied from. */
 static int create_unmanaged(kiln_device *d, kiln_region *r) {
   CUdeviceptr memory = 0;
   if (d->cuMemAlloc(&memory, r->bytes ? r->bytes : 4) != CUDA_SUCCESS)
     return 1;
   r->buffer = (void *)(uintptr_t)memory;
   void *staging = NULL;
-  if (r->kind == KILN_REGION_PARAMS && d->cuMemAllocHost(&staging, r->bytes) != CUDA_SUCCESS) {
+  if (r->kind != KILN_REGION_CONSTANT &&
+      d->cuMemAllocHost(&staging, r->bytes ? r->bytes : 4) != CUDA_SUCCESS) {
     d->cuMemFree(memory);
     return 1;
   }
@@ -341,9 +343,10 @@ static int create_unmanaged(kiln_device *d, kiln_region *r) {
   return 0;
 }
 
-/* Constants and launch parameters live in device memory, which never
- * migrates: the host writes parameters at each run, and in managed memory
- * each run's first kernels would fault their page back to the GPU. */
+/* Constants, launch parameters and inputs live in device memory, which
+ * never migrates: the host writes parameters and inputs at each run, and in
+ * managed memory their pages would move to the host at each write and back
+ * to the GPU by the kernels' faults or a prefetch. */
 static int create_region(void *device, kiln_region *r) {
   kiln_device *d = device;
   /* The caller's thread may not be the one that opened the device. */
@@ -356,7 +359,7 @@ static void destroy_region(void *device, kiln_region *r) {
   kiln_device *d = device;
   d->cuCtxSetCurrent(d->context);
   d->cuMemFree((CUdeviceptr)(uintptr_t)r->buffer);
-  if (r->kind == KILN_REGION_PARAMS)
+  if (r->kind == KILN_REGION_PARAMS || r->kind == KILN_REGION_INPUT)
     d->cuMemFreeHost(r->mapped);
 }
 
@@ -465,12 +468,28 @@ static void add_range(kiln_device *d, touched_ranges *t, void *memory, size_t by
   t->ranges[t->count++].bytes = bytes;
 }
 
+/* An input's bytes are copied to the GPU now, on the stream, ahead of the
+ * kernels (a failure is the next wait's); managed memory is prefetched
+ * before the next kernels. */
 static void cuda_touched(kiln_device *d, void *memory, size_t bytes) {
-  add_range(d, &d->touched, memory, bytes);
+  kiln_region *r = kiln_regions_holding(&d->base.regions, memory, bytes);
+  if (!r || r->kind != KILN_REGION_INPUT) {
+    add_range(d, &d->touched, memory, bytes);
+    return;
+  }
+  size_t offset = (size_t)((unsigned char *)memory - r->mapped);
+  d->cuCtxSetCurrent(d->context);
+  CUresult copied = d->cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)r->buffer + offset, memory,
+                                         bytes, d->stream);
+  if (copied != CUDA_SUCCESS && d->failed_copy == CUDA_SUCCESS)
+    d->failed_copy = copied;
 }
 
+/* Only managed memory moves: the host's copy of an input is its own. */
 static void cuda_will_touch(kiln_device *d, void *memory, size_t bytes) {
-  add_range(d, &d->returning, memory, bytes);
+  kiln_region *r = kiln_regions_holding(&d->base.regions, memory, bytes);
+  if (r && r->kind == KILN_REGION_BUFFER)
+    add_range(d, &d->returning, memory, bytes);
 }
 
 /* Queues `l` on the stream (or into the graph being captured). */
@@ -660,12 +679,19 @@ static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
   return 0;
 }
 
+/* The first input copy that failed since the last wait, if one did. */
+static int check_copies(kiln_device *d, char *error, size_t size) {
+  CUresult failed = d->failed_copy;
+  d->failed_copy = CUDA_SUCCESS;
+  return check(d, failed, "copying an input to the GPU", error, size);
+}
+
 static int cuda_wait(kiln_device *d, char *error, size_t size) {
   if (!d->queued) {
     /* No kernels moved it: the host may touch it again where it is. */
     d->touched.count = 0;
     d->returning.count = 0;
-    return 0;
+    return check_copies(d, error, size);
   }
   d->queued = 0;
   d->cuCtxSetCurrent(d->context);
@@ -675,6 +701,7 @@ static int cuda_wait(kiln_device *d, char *error, size_t size) {
   d->pending.count = 0;
   kiln_regions_drained(&d->base.regions);
   CUresult synced = d->cuStreamSynchronize(d->stream);
+  failed |= check_copies(d, error, size);
   return failed || check(d, synced, "the kernels", error, size);
 }
 

@@ -97,6 +97,11 @@ void *kiln_device_alloc(kiln_device *d, size_t bytes) {
   return r ? r->mapped : NULL;
 }
 
+void *kiln_device_alloc_input(kiln_device *d, size_t bytes) {
+  kiln_region *r = kiln_regions_add(&base(d)->regions, bytes, KILN_REGION_INPUT, NULL);
+  return r ? r->mapped : NULL;
+}
+
 void kiln_device_free(kiln_device *d, void *memory) {
   kiln_regions_free(&base(d)->regions, memory);
 }

@@ -25,11 +25,16 @@ const char *kiln_device_name(const kiln_device *device);
 /* Memory the kernels can use, mapped on the host and 64-byte aligned; NULL
  * when out of memory. */
 void *kiln_device_alloc(kiln_device *device, size_t bytes);
+/* The same for a run's input, which kernels only read: the host writes it
+ * and then says so (kiln_device_touched), before the kernels; the GPU may
+ * keep its own copy. */
+void *kiln_device_alloc_input(kiln_device *device, size_t bytes);
 void kiln_device_free(kiln_device *device, void *memory);
 /* The host wrote or read `bytes` of kiln_device_alloc's memory at `memory`
  * (a run's inputs copied in, its outputs copied out): where that memory
  * migrates (CUDA's managed memory), it moves back to the GPU ahead of the
- * next kernels, in bulk. */
+ * next kernels, in bulk; where the GPU keeps its own copy of an input, what
+ * the host wrote is copied there. */
 void kiln_device_touched(kiln_device *device, void *memory, size_t bytes);
 /* The host will read or write `bytes` of kiln_device_alloc's memory at
  * `memory` once the next kiln_device_wait returns (a run's outputs copied

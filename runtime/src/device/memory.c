@@ -32,7 +32,8 @@ static void remove_region(kiln_regions *rs, size_t i) {
 
 void kiln_regions_free(kiln_regions *rs, void *memory) {
   for (size_t i = 0; i < rs->count; ++i)
-    if (rs->items[i].kind == KILN_REGION_BUFFER && rs->items[i].mapped == memory) {
+    if ((rs->items[i].kind == KILN_REGION_BUFFER || rs->items[i].kind == KILN_REGION_INPUT) &&
+        rs->items[i].mapped == memory) {
       remove_region(rs, i);
       return;
     }
@@ -46,12 +47,12 @@ void kiln_regions_clear(kiln_regions *rs) {
   rs->count = rs->capacity = rs->params = rs->params_used = 0;
 }
 
-/* The memory of kiln_device_alloc that holds `arg`, or NULL. */
-static kiln_region *find_buffer(kiln_regions *rs, const kiln_gpu_arg *arg) {
-  const unsigned char *p = arg->data;
+kiln_region *kiln_regions_holding(kiln_regions *rs, const void *memory, size_t bytes) {
+  const unsigned char *p = memory;
   for (size_t i = 0; i < rs->count; ++i) {
     kiln_region *r = &rs->items[i];
-    if (r->kind == KILN_REGION_BUFFER && p >= r->mapped && p + arg->bytes <= r->mapped + r->bytes)
+    if ((r->kind == KILN_REGION_BUFFER || r->kind == KILN_REGION_INPUT) && p >= r->mapped &&
+        p + bytes <= r->mapped + r->bytes)
       return r;
   }
   return NULL;
@@ -117,7 +118,8 @@ int kiln_regions_locate(kiln_regions *rs, const char *device, uint32_t kernel, u
                         char *error, size_t size) {
   if (arg->flags & KILN_GPU_ARG_PARAMS)
     return kiln_regions_stage_params(rs, arg, region, offset, error, size);
-  *region = arg->flags & KILN_GPU_ARG_CONSTANT ? NULL : find_buffer(rs, arg);
+  *region =
+      arg->flags & KILN_GPU_ARG_CONSTANT ? NULL : kiln_regions_holding(rs, arg->data, arg->bytes);
   if (*region) {
     *offset = (size_t)((const unsigned char *)arg->data - (*region)->mapped);
     return 0;

@@ -18,6 +18,11 @@
 typedef enum kiln_region_kind {
   /* kiln_device_alloc's: host code reads and writes it between kernels. */
   KILN_REGION_BUFFER,
+  /* kiln_device_alloc_input's: the host writes it at `mapped` before the
+   * kernels and says so (kiln_device_touched); kernels only read it. Where
+   * that is not the memory the kernels read (`buffer`), the API copies what
+   * was touched over, ahead of the next kernels. */
+  KILN_REGION_INPUT,
   /* The copy of a model's constant: written once (kiln_region_api's
    * upload), then only read by kernels; the host never reads it. */
   KILN_REGION_CONSTANT,
@@ -84,7 +89,11 @@ int kiln_device_fail(char *error, size_t size, const char *fmt, ...)
  * NULL when out of memory. */
 kiln_region *kiln_regions_add(kiln_regions *regions, size_t bytes, kiln_region_kind kind,
                               const void *key);
-/* Frees the region of kiln_device_alloc mapped at `memory`. */
+/* The region of kiln_device_alloc or kiln_device_alloc_input holding the
+ * `bytes` at `memory`, or NULL. */
+kiln_region *kiln_regions_holding(kiln_regions *regions, const void *memory, size_t bytes);
+/* Frees the region of kiln_device_alloc or kiln_device_alloc_input mapped
+ * at `memory`. */
 void kiln_regions_free(kiln_regions *regions, void *memory);
 /* Destroys every region. */
 void kiln_regions_clear(kiln_regions *regions);

@@ -270,4 +270,5 @@ static int metal_wait(kiln_device *d, char *error, size_t size) {
 }
 
 const kiln_device_ops kiln_metal_device = {KILN_GPU_METAL, "Metal", metal_open,
-                                         metal_close, metal_launch, metal_wait};
+                                         metal_close, metal_launch, metal_wait,
+                                           NULL,        NULL};
