@@ -255,9 +255,10 @@ static int pick_device(kiln_device *d, char *error, size_t size) {
   d->cuDeviceGetName(name, sizeof name, d->device);
   d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->device);
   d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->device);
-  /* The host writes launch parameters and constants into managed memory
-   * while kernels run: the GPU must allow that (Linux drivers for sm_60+;
-   * not WSL2 or some virtual machines). */
+  /* Kernels launched at once (KILN_CUDA_GRAPHS=0) run while the host goes
+   * on, and it may touch managed memory (a dynamic model's sizes in the
+   * arena) meanwhile: the GPU must allow that (Linux drivers for sm_60+;
+   * not WSL2 or some virtual machines). Prefetching needs it too. */
   d->cuDeviceGetAttribute(&managed, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, d->device);
   snprintf(d->base.name, sizeof d->base.name, "%s (CUDA, sm_%d%d)", name, major, minor);
   if (!managed)
