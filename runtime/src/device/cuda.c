@@ -35,6 +35,7 @@
 #include "memory.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -519,11 +520,15 @@ static int launch_all(kiln_device *d, const segment *s, char *error, size_t size
   return 0;
 }
 
-/* FNV-1a over a launch's bytes (zeroed past its pointers). */
+/* FNV-1a over a launch's 64-bit words up to its last pointer (the rest
+ * is zeros): a run's launches are hashed as they are recorded. */
 static uint64_t hash_launch(uint64_t h, const launch *l) {
-  const unsigned char *bytes = (const unsigned char *)l;
-  for (size_t i = 0; i < sizeof *l; ++i)
-    h = (h ^ bytes[i]) * 1099511628211ull;
+  size_t words = (offsetof(launch, pointers) + l->num_pointers * sizeof(CUdeviceptr)) / 8;
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t word;
+    memcpy(&word, (const unsigned char *)l + 8 * i, 8);
+    h = (h ^ word) * 1099511628211ull;
+  }
   return h;
 }
 
