@@ -105,6 +105,20 @@ protected:
     ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
   }
 
+  /// One run of a model of two launches with parameters: a[0..4) += n, then
+  /// += 2n; waits.
+  void runAddN(kiln_device *d, float *a, uint32_t n) {
+    uint32_t twice = 2 * n;
+    kiln_gpu_arg first[] = {{a, 64 * sizeof(float), 0}, {&n, sizeof n, KILN_GPU_ARG_PARAMS}};
+    kiln_gpu_arg second[] = {{a, 64 * sizeof(float), 0},
+                             {&twice, sizeof twice, KILN_GPU_ARG_PARAMS}};
+    int64_t grid[3] = {1, 1, 1};
+    char message[256];
+    ASSERT_EQ(kiln_device_launch(d, 2, grid, first, message, sizeof message), 0) << message;
+    ASSERT_EQ(kiln_device_launch(d, 2, grid, second, message, sizeof message), 0) << message;
+    ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+  }
+
   /// With KILN_CUDA_PREFETCH=0, a run after `announce` (kiln_device_touched
   /// or kiln_device_will_touch) of 64 floats prefetches nothing: pages move
   /// by faults.
@@ -208,15 +222,7 @@ TEST_F(CudaRuntime, ReplaysWithEachRunsParameters) {
   float *a = zeros(d);
   ASSERT_NE(a, nullptr);
   for (uint32_t n = 1; n <= 4; ++n) {
-    uint32_t twice = 2 * n;
-    kiln_gpu_arg first[] = {{a, 64 * sizeof(float), 0}, {&n, sizeof n, KILN_GPU_ARG_PARAMS}};
-    kiln_gpu_arg second[] = {{a, 64 * sizeof(float), 0},
-                             {&twice, sizeof twice, KILN_GPU_ARG_PARAMS}};
-    int64_t grid[3] = {1, 1, 1};
-    char message[256];
-    ASSERT_EQ(kiln_device_launch(d, 2, grid, first, message, sizeof message), 0) << message;
-    ASSERT_EQ(kiln_device_launch(d, 2, grid, second, message, sizeof message), 0) << message;
-    ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+    runAddN(d, a, n);
     EXPECT_EQ(a[0], float(3 * n * (n + 1) / 2)) << "run " << n;
   }
   EXPECT_EQ(state().graphsMade, 1);
@@ -250,15 +256,7 @@ TEST_F(CudaRuntime, KeepsConstantsAndParametersInDeviceMemory) {
     state().copies.clear();
     for (uint32_t n = 1; n <= 3; ++n) {
       size_t before = state().ran.size();
-      uint32_t twice = 2 * n;
-      kiln_gpu_arg first[] = {{a, 64 * sizeof(float), 0}, {&n, sizeof n, KILN_GPU_ARG_PARAMS}};
-      kiln_gpu_arg second[] = {{a, 64 * sizeof(float), 0},
-                               {&twice, sizeof twice, KILN_GPU_ARG_PARAMS}};
-      int64_t grid[3] = {1, 1, 1};
-      char message[256];
-      ASSERT_EQ(kiln_device_launch(d, 2, grid, first, message, sizeof message), 0) << message;
-      ASSERT_EQ(kiln_device_launch(d, 2, grid, second, message, sizeof message), 0) << message;
-      ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+      runAddN(d, a, n);
       const Launch &l = state().ran[before], &m = state().ran[before + 1];
       EXPECT_TRUE(state().onDevice(l.pointers[1]));
       EXPECT_EQ(m.pointers[1], l.pointers[1] + 16) << "parameters 16-byte aligned";
