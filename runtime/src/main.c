@@ -59,8 +59,9 @@ static void usage(FILE *out) {
           "                         (an executable), timed in rounds alternating\n"
           "                         with this one on the same inputs\n"
           "  --max-regression P%%    the gate's threshold (default 5%%)\n"
-          "  --profile FILE         time every kernel (a model compiled with\n"
-          "                         kiln-compile --profile): write a Chrome trace to\n"
+          "  --profile FILE         time every kernel (a CPU model compiled with\n"
+          "                         kiln-compile --profile, or any CUDA model: its\n"
+          "                         kernels' GPU time): write a Chrome trace to\n"
           "                         FILE (chrome://tracing, Perfetto) and print the\n"
           "                         time, share, GFLOP/s and bytes of each kernel\n"
           "  --bind-state OUT=IN    feed output OUT of each run to input IN of the\n"
@@ -449,11 +450,12 @@ static int report_profile(kiln_model *model, const char *path) {
   for (uint32_t i = 0; i < s.num_kernels; ++i) {
     const kiln_profile_entry *e = &entries[i];
     double ms = e->total_ms / (double)s.runs;
-    char gflops[32] = "-";
+    char gflops[32] = "-", kib[32] = "-"; /* unknown: a GPU model's kernels */
     if (e->flops && ms > 0)
       snprintf(gflops, sizeof gflops, "%.2f", (double)e->flops / (ms * 1e6));
-    printf("  %-48s %10.4f %6.1f%% %9s %11.1f\n", e->name, ms, 100 * ms / run_ms, gflops,
-           (double)e->bytes / 1024);
+    if (e->bytes)
+      snprintf(kib, sizeof kib, "%.1f", (double)e->bytes / 1024);
+    printf("  %-48s %10.4f %6.1f%% %9s %11s\n", e->name, ms, 100 * ms / run_ms, gflops, kib);
   }
   double outside = (s.total_ms - kernels_ms) / (double)s.runs;
   printf("  %-48s %10.4f %6.1f%%\n", "(between kernels)", outside, 100 * outside / run_ms);

@@ -32,6 +32,7 @@ struct kiln_profiler {
   const kiln_profile_info *info;
   kernel_total *totals;
   thread_log threads[KILN_MAX_THREADS];
+  thread_log device; /* a GPU model's kernels, on the device */
   int64_t origin;
   int32_t open_kernel; /* on the running thread, or -1 */
   int64_t open_begin, run_begin;
@@ -66,6 +67,7 @@ void kiln_profiler_free(kiln_profiler *p) {
     return;
   for (int i = 0; i < KILN_MAX_THREADS; ++i)
     free(p->threads[i].events);
+  free(p->device.events);
   free(p->totals);
   free(p);
 }
@@ -75,6 +77,8 @@ void kiln_profiler_clear(kiln_profiler *p) {
     p->threads[i].count = 0;
     p->threads[i].dropped = 0;
   }
+  p->device.count = 0;
+  p->device.dropped = 0;
   memset(p->totals, 0, p->info->num_kernels * sizeof(kernel_total));
   p->runs = 0;
   p->run_ns = 0;
@@ -158,6 +162,14 @@ void kiln_profiler_share(kiln_profiler *p, int thread, uint32_t job, int32_t ker
   record(log, kernel, job, begin, end);
 }
 
+void kiln_profiler_device_kernel(kiln_profiler *p, uint32_t kernel, int64_t begin, int64_t end) {
+  if (kernel >= p->info->num_kernels)
+    return;
+  record(&p->device, (int32_t)kernel, 0, begin, end);
+  p->totals[kernel].calls++;
+  p->totals[kernel].ns += end - begin;
+}
+
 void kiln_profiler_summary(const kiln_profiler *p, kiln_profile_summary *s) {
   s->runs = p->runs;
   s->total_ms = (double)p->run_ns / 1e6;
@@ -165,6 +177,7 @@ void kiln_profiler_summary(const kiln_profiler *p, kiln_profile_summary *s) {
   s->dropped = 0;
   for (int i = 0; i < KILN_MAX_THREADS; ++i)
     s->dropped += p->threads[i].dropped;
+  s->dropped += p->device.dropped;
 }
 
 void kiln_profiler_kernel_entry(const kiln_profiler *p, uint32_t index, kiln_profile_entry *e) {
@@ -211,6 +224,18 @@ int kiln_profiler_write_trace(const kiln_profiler *p, const char *name, FILE *ou
       fprintf(out, ", \"ts\": %.3f, \"dur\": %.3f}", (double)(e->begin - p->origin) / 1e3,
               (double)(e->end - e->begin) / 1e3);
     }
+  }
+  if (p->device.count)
+    fprintf(out, ",\n{\"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"name\": \"thread_name\", "
+                 "\"args\": {\"name\": \"GPU\"}}",
+            KILN_MAX_THREADS);
+  for (size_t i = 0; i < p->device.count; ++i) {
+    const event *e = &p->device.events[i];
+    fprintf(out, ",\n{\"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"cat\": \"gpu kernel\", \"name\": ",
+            KILN_MAX_THREADS);
+    write_json_string(out, p->info->kernels[e->kernel].name);
+    fprintf(out, ", \"ts\": %.3f, \"dur\": %.3f}", (double)(e->begin - p->origin) / 1e3,
+            (double)(e->end - e->begin) / 1e3);
   }
   fprintf(out, "\n]}\n");
   return ferror(out) ? 1 : 0;

@@ -34,6 +34,11 @@ int64_t kiln_profiler_now(void);
  * to `end` (kiln_profiler_now). Consecutive shares of one job merge. */
 void kiln_profiler_share(kiln_profiler *p, int thread, uint32_t job, int32_t kernel,
                          int64_t begin, int64_t end);
+/* A GPU model's kernel `kernel` ran on the device from `begin` to `end`
+ * (kiln_profiler_now's clock, as near as the device can place it), as the
+ * running thread learns at a wait: its time counts for the kernel, and the
+ * trace shows it on the device's own track. */
+void kiln_profiler_device_kernel(kiln_profiler *p, uint32_t kernel, int64_t begin, int64_t end);
 
 void kiln_profiler_summary(const kiln_profiler *p, kiln_profile_summary *summary);
 void kiln_profiler_kernel_entry(const kiln_profiler *p, uint32_t index,

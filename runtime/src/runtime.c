@@ -79,6 +79,10 @@ struct kiln_model {
   memory_meter meter;
   kiln_profiler *profiler; /* while profiling (kiln_model_profile_start) */
   int profiling;
+  /* A GPU model's profile: one kernel per kernel of its program, timed by
+   * the device (no --profile instrumentation). */
+  kiln_profile_info gpu_profile;
+  kiln_profile_kernel *gpu_kernels;
   const kiln_cpu_variant *variant; /* of a model compiled for several CPUs */
   kiln_weights *weights;    /* of a model with external weights, once mapped */
   /* Why runs fail until it is mended: no CPU variant for this CPU, or no
@@ -553,8 +557,6 @@ static int run_buffers(kiln_model *m, void **buffers) {
   if (m->profiling)
     kiln_profiler_run_begin(m->profiler);
   int failed = run_entry(m, m->device ? m->staged : buffers, m->shapes);
-  if (m->profiling)
-    kiln_profiler_run_end(m->profiler);
   kiln_profiler_enter(saved_profiler);
   kiln_pool_enter(saved_pool);
   current_arena = saved;
@@ -569,6 +571,8 @@ static int run_buffers(kiln_model *m, void **buffers) {
     if (!failed)
       unstage_outputs(m, buffers);
   }
+  if (m->profiling) /* a GPU model's run ends after its kernels */
+    kiln_profiler_run_end(m->profiler);
   return failed;
 }
 
@@ -812,6 +816,7 @@ void kiln_model_destroy(kiln_model *m) {
   free(m->staged_bytes);
   kiln_pool_destroy(m->pool);
   kiln_profiler_free(m->profiler);
+  free(m->gpu_kernels);
   kiln_weights_close(m->weights);
   for (int g = 0; g < 2; ++g) {
     for (uint32_t i = 0; m->static_outputs[g] && i < m->info->num_outputs; ++i)
@@ -838,16 +843,49 @@ void kiln_model_memory(const kiln_model *m, kiln_memory_stats *stats) {
   stats->peak = m->meter.peak + stats->weights;
 }
 
-int kiln_model_profile_start(kiln_model *m) {
-  if (!m->info->profile) {
+/* The kernels a profile of `m` times: those kiln-compile --profile
+ * bracketed, or a GPU model's (made now); NULL with the error set. */
+static const kiln_profile_info *profile_info(kiln_model *m) {
+  if (m->info->profile)
+    return m->info->profile;
+  if (!m->info->gpu) {
     set_error(m, "model '%s' was compiled without --profile: it has no kernel timings",
               m->info->name);
-    return 1;
+    return NULL;
   }
+  if (!m->device) {
+    set_error(m, "%s", m->device_error);
+    return NULL;
+  }
+  if (!m->gpu_kernels) {
+    const kiln_gpu_program *program = m->info->gpu;
+    m->gpu_kernels = calloc(program->num_kernels + 1, sizeof *m->gpu_kernels);
+    if (!m->gpu_kernels) {
+      set_error(m, "out of memory");
+      return NULL;
+    }
+    for (uint32_t i = 0; i < program->num_kernels; ++i)
+      m->gpu_kernels[i].name = program->kernels[i].name; /* flops and bytes unknown: 0 */
+    m->gpu_profile = (kiln_profile_info){program->num_kernels, m->gpu_kernels};
+  }
+  return &m->gpu_profile;
+}
+
+int kiln_model_profile_start(kiln_model *m) {
+  const kiln_profile_info *info = profile_info(m);
+  if (!info)
+    return 1;
   if (!m->profiler)
-    m->profiler = kiln_profiler_new(m->info->profile);
+    m->profiler = kiln_profiler_new(info);
   if (!m->profiler) {
     set_error(m, "out of memory");
+    return 1;
+  }
+  if (m->device && kiln_device_profile(m->device, m->profiler)) {
+    kiln_profiler_free(m->profiler);
+    m->profiler = NULL;
+    set_error(m, "model '%s' runs on %s, whose kernels kiln does not time (it times CUDA's)",
+              m->info->name, kiln_device_name(m->device));
     return 1;
   }
   kiln_profiler_clear(m->profiler);
@@ -855,14 +893,18 @@ int kiln_model_profile_start(kiln_model *m) {
   return 0;
 }
 
-void kiln_model_profile_stop(kiln_model *m) { m->profiling = 0; }
+void kiln_model_profile_stop(kiln_model *m) {
+  m->profiling = 0;
+  if (m->device)
+    kiln_device_profile(m->device, NULL);
+}
 
 /* 0 when the instance has a recording; else sets the error. */
 static int check_profiled(kiln_model *m) {
   if (m->profiler)
     return 0;
   set_error(m, "nothing was recorded: call kiln_model_profile_start first%s",
-            m->info->profile ? "" : " (and compile the model with --profile)");
+            m->info->profile || m->info->gpu ? "" : " (and compile the model with --profile)");
   return 1;
 }
 
@@ -876,9 +918,9 @@ int kiln_model_profile_summary(kiln_model *m, kiln_profile_summary *summary) {
 int kiln_model_profile_kernel(kiln_model *m, uint32_t index, kiln_profile_entry *entry) {
   if (check_profiled(m))
     return 1;
-  if (index >= m->info->profile->num_kernels) {
-    set_error(m, "kernel %u is outside the model's %u", index,
-              m->info->profile->num_kernels);
+  uint32_t count = m->info->profile ? m->info->profile->num_kernels : m->gpu_profile.num_kernels;
+  if (index >= count) {
+    set_error(m, "kernel %u is outside the model's %u", index, count);
     return 1;
   }
   kiln_profiler_kernel_entry(m->profiler, index, entry);

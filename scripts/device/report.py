@@ -109,13 +109,16 @@ def model_lines(rows):
 def kernel_lines(rows, top=5):
     """Per model with a kernel profile: its launches and slowest kernels."""
     lines = []
-    for r in sorted((r for r in rows if " kernels alone" in r["target"] and "kernels" in r),
+    for r in sorted((r for r in rows if (" kernels alone" in r["target"] or
+                                         " kernel events" in r["target"]) and "kernels" in r),
                     key=lambda r: (r["model"], r["target"])):
         slowest = ", ".join("`%s` %.3f" % (name, t) for name, t in r["kernels"][:top])
         variant = r["target"].split(" ")[0]
         split = " (%s)" % VARIANTS[variant] if variant in VARIANTS else ""
-        lines.append("- %s%s: %d launches, %.3f ms; slowest: %s" % (
-            r["model"], split, r["launches"], r["alone_ms"], slowest))
+        by = ", by CUDA events" if " kernel events" in r["target"] else ""
+        lines.append("- %s%s%s: %d %s, %.3f ms; slowest: %s" % (
+            r["model"], split, by, r["launches"],
+            "kernels" if by else "launches", r["alone_ms"], slowest))
     return lines
 
 
@@ -152,7 +155,8 @@ def main():
         "### Models", "", *model_lines(rows), "",
         *(["### Where kiln's kernel time goes", "",
            "Nsight Compute's GPU time per kernel and run (ms: its median launch times its "
-           "launches per run), the slowest by "
+           "launches per run; \"by CUDA events\": the executable's own `--profile`, the "
+           "kernels one by one, ms per run), the slowest by "
            "name (`k<i>_<node>`: the i-th launch, after the ONNX node whose result it "
            "writes):", "", *kernels, ""] if kernels else []),
         END])

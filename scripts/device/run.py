@@ -22,7 +22,8 @@ cuda-mma-sp, vulkan):
     the matmul alone, and with the inputs copied from the host and the
     result back, as kiln's run does; TFLOP/s for each;
   - for the models with a torch.json (resnet18, bert2 at batch 1 and 32,
-    attention4096): kiln's kernels alone by Nsight Compute (cuda-split-k's
+    attention4096): kiln's kernels by CUDA events (the executable's own
+    `--profile`) and alone by Nsight Compute (cuda-split-k's
     and cuda-unfused's too, where the model has them), the slowest of them by name
     (k<i>_<node>); PyTorch running the same graph (torch_graph.py) eagerly
     and through torch.compile, alone and with the copies, and its numerics
@@ -338,6 +339,19 @@ def ncu_kernel_ms(ncu, exe):
     return sum(times.values()), launches
 
 
+def kiln_event_times(exe, runs):
+    """Each kernel's GPU time per run by the executable's own `--profile`
+    (CUDA events around each launch, the launches one by one, not as a
+    graph): {kernel name: ms per run}, the kernels that ran."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, text = run([exe, "--profile", os.path.join(tmp, "trace.json"), "--bench", str(runs)],
+                       timeout=240)
+    if rc != 0:
+        raise RuntimeError(text.strip().splitlines()[-1] if text.strip() else "exit %d" % rc)
+    times = {name: float(ms) for name, ms in re.findall(r"^  (k\d+_\S+)\s+([0-9.]+)\s", text, re.M)}
+    return {name: ms for name, ms in times.items() if ms > 0}
+
+
 def profile_models(plan, root, pattern, top=12):
     """For the models PyTorch runs too (resnet18, bert2, attention4096): kiln's kernels alone
     by Nsight Compute, with the `top` slowest kernels by name: where the
@@ -346,19 +360,28 @@ def profile_models(plan, root, pattern, top=12):
     for model in sorted(os.listdir(root)):
         for target in ("cuda", "cuda-split-k", "cuda-unfused"):
             exe = os.path.join(root, model, target)
-            if (not ncu or not re.search(pattern, model) or not plan.time_left() or
+            if (not re.search(pattern, model) or not plan.time_left() or
                     not os.path.exists(os.path.join(root, model, "torch.json")) or
                     not os.access(exe, os.X_OK)):
                 continue
-            row = {"model": model, "target": target + " kernels alone (ncu)"}
-            try:
-                times, row["launches"] = ncu_kernel_times(ncu, exe)
-                row["alone_ms"] = sum(times.values())
-                row["kernels"] = sorted(([k, ms] for k, ms in times.items()),
-                                        key=lambda kv: -kv[1])[:top]
-            except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
-                row["bench"] = "did not run: %s" % e
-            plan.add(row)
+            # By CUDA events (seconds), then by Nsight Compute (caches
+            # flushed, each kernel alone; minutes) where it is installed.
+            for how in ("kernel events (--profile)", "kernels alone (ncu)"):
+                if how.endswith("(ncu)") and not ncu:
+                    continue
+                row = {"model": model, "target": target + " " + how}
+                try:
+                    if how.endswith("(ncu)"):
+                        times, row["launches"] = ncu_kernel_times(ncu, exe)
+                    else:
+                        times = kiln_event_times(exe, 20)
+                        row["launches"] = len(times)
+                    row["alone_ms"] = sum(times.values())
+                    row["kernels"] = sorted(([k, ms] for k, ms in times.items()),
+                                            key=lambda kv: -kv[1])[:top]
+                except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+                    row["bench"] = "did not run: %s" % e
+                plan.add(row)
 
 
 def bench_matmul_baselines(plan, root, pattern, runs):

@@ -19,6 +19,9 @@ extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t siz
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace {
@@ -79,6 +82,7 @@ protected:
   void TearDown() override {
     unsetenv("KILN_CUDA_PREFETCH");
     EXPECT_TRUE(state().memory.empty()) << state().memory.size() << " allocations leaked";
+    EXPECT_EQ(state().events, 0);
   }
 
   /// Runs the model `runs` times on x = 0, 1, 2, ...; y = 3x + 1 each time.
@@ -137,6 +141,55 @@ TEST_F(CudaModel, CountsTheFaultsOfUnprefetchedPages) {
   // Each run: the output's 4 pages to the GPU and back.
   EXPECT_EQ(state().gpuFaults, 3 * 4);
   EXPECT_EQ(state().hostFaults, 3 * 4);
+  kiln_model_destroy(m);
+}
+
+// A GPU model is profiled without --profile: while profiling, the device
+// launches each kernel between two events, one by one rather than as the
+// graph, and hands their times to the profiler at the wait. Here the fake
+// GPU's clock says scale takes 0.25 ms and add_n 0.5 ms; the trace has
+// them on the GPU's own track. Once profiling stops, the graph is back.
+TEST_F(CudaModel, ProfilesKernelsOnTheGpu) {
+  state().kernelMs = {{"scale", 0.25}, {"add_n", 0.5}};
+  kiln_model *m = kiln_model_create(&kModel);
+  ASSERT_NE(m, nullptr);
+  run(m, 2);
+  int graphLaunches = state().graphLaunches;
+  ASSERT_EQ(kiln_model_profile_start(m), 0) << kiln_model_error(m);
+  run(m, 3);
+  kiln_model_profile_stop(m);
+  EXPECT_EQ(state().graphLaunches, graphLaunches) << "a profiled run replayed the graph";
+
+  kiln_profile_summary summary;
+  ASSERT_EQ(kiln_model_profile_summary(m, &summary), 0) << kiln_model_error(m);
+  EXPECT_EQ(summary.runs, 3u);
+  EXPECT_EQ(summary.num_kernels, 2u);
+  EXPECT_GE(summary.total_ms, 0.0);
+  const char *names[] = {"scale", "add_n"};
+  const double ms[] = {0.25, 0.5};
+  for (uint32_t k = 0; k < 2; ++k) {
+    kiln_profile_entry entry;
+    ASSERT_EQ(kiln_model_profile_kernel(m, k, &entry), 0) << kiln_model_error(m);
+    EXPECT_STREQ(entry.name, names[k]);
+    EXPECT_EQ(entry.calls, 3u);
+    EXPECT_NEAR(entry.total_ms, 3 * ms[k], 1e-5);
+    EXPECT_EQ(entry.flops, 0u) << "unknown";
+  }
+
+  std::string path = ::testing::TempDir() + "/cuda-profile-trace.json";
+  ASSERT_EQ(kiln_model_profile_write_trace(m, path.c_str()), 0) << kiln_model_error(m);
+  std::stringstream trace;
+  trace << std::ifstream(path).rdbuf();
+  std::string text = trace.str();
+  EXPECT_NE(text.find("\"args\": {\"name\": \"GPU\"}"), std::string::npos) << text;
+  size_t kernels = 0;
+  for (size_t at = text.find("\"gpu kernel\""); at != std::string::npos;
+       at = text.find("\"gpu kernel\"", at + 1))
+    ++kernels;
+  EXPECT_EQ(kernels, 6u);
+
+  run(m, 1);
+  EXPECT_EQ(state().graphLaunches, graphLaunches + 1) << "no graph once profiling stopped";
   kiln_model_destroy(m);
 }
 

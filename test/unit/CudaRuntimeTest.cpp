@@ -64,6 +64,7 @@ protected:
     EXPECT_EQ(s.execs, 0);
     EXPECT_EQ(s.streams, 0);
     EXPECT_EQ(s.contexts, 0);
+    EXPECT_EQ(s.events, 0);
     EXPECT_FALSE(s.capturing);
     EXPECT_EQ(s.callsDuringCapture, 0) << "a call a stream capture forbids";
   }

@@ -53,6 +53,9 @@ struct CUgraph_st {
 struct CUgraphExec_st {
   std::vector<Launch> launches;
 };
+struct CUevent_st {
+  double atMs = -1; // the GPU's clock when recorded; -1: never
+};
 
 namespace {
 
@@ -132,6 +135,8 @@ void onHostFault(int, siginfo_t *info, void *) {
 
 void run(const Launch &launch) {
   State &s = state();
+  auto ms = s.kernelMs.find(launch.kernel);
+  s.clockMs += ms != s.kernelMs.end() ? ms->second : anyKernel() ? 0.01 : 0;
   if (anyKernel())
     return; // kept, the launches of many runs would be what is timed
   s.ran.push_back(launch);
@@ -435,6 +440,36 @@ int cuGraphLaunch(CUgraphExec_st *exec, CUstream_st *) {
 int cuGraphExecDestroy(CUgraphExec_st *exec) {
   delete exec;
   --state().execs;
+  return kSuccess;
+}
+
+int cuEventCreate(CUevent_st **event, unsigned flags) {
+  if (duringCapture())
+    return kCaptureInvalidated;
+  if (flags) // cuda.c's events time: CU_EVENT_DEFAULT
+    return kNotSupported;
+  *event = new CUevent_st;
+  ++state().events;
+  return kSuccess;
+}
+
+int cuEventRecord(CUevent_st *event, CUstream_st *) {
+  if (duringCapture())
+    return kCaptureInvalidated; // cuda.c times launches outside graphs
+  event->atMs = state().clockMs;
+  return kSuccess;
+}
+
+int cuEventElapsedTime(float *ms, CUevent_st *start, CUevent_st *end) {
+  if (start->atMs < 0 || end->atMs < 0)
+    return kInvalidValue;
+  *ms = float(end->atMs - start->atMs);
+  return kSuccess;
+}
+
+int cuEventDestroy_v2(CUevent_st *event) {
+  delete event;
+  --state().events;
   return kSuccess;
 }
 

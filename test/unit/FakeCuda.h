@@ -48,6 +48,10 @@ struct State {
   uint64_t freeBytes = 1ull << 30; // cuMemGetInfo
   int sharedOptIn = 232448;        // a workgroup's shared memory at most (an H100's)
   bool copiesFail = false;         // cuMemcpyHtoDAsync_v2 fails
+  // The GPU's clock, in ms: each kernel that runs moves it on by its time
+  // here (KILN_FAKE_CUDA_ANY_KERNEL=1: 0.01 ms each), events read it.
+  std::map<std::string, double> kernelMs;
+  double clockMs = 0;
   std::set<std::string> badImages; // module images cuModuleLoadData refuses
   std::map<std::string, Kernel> kernels;
 
@@ -87,7 +91,7 @@ struct State {
   // What is alive: all zero once the runtime has closed the device.
   std::set<void *> memory; // managed, device and pinned host memory
   std::map<uint64_t, size_t> device; // device memory: address, bytes
-  int modules = 0, graphs = 0, execs = 0, streams = 0, contexts = 0;
+  int modules = 0, graphs = 0, execs = 0, streams = 0, contexts = 0, events = 0;
 };
 
 /// The fake's state; tests reset it with `state() = State()`.

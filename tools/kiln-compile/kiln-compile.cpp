@@ -829,8 +829,9 @@ int main(int argc, char **argv) {
   if (failed(target))
     return error(targetError);
   if (profile && mlir::kiln::lookupGpuTarget(targetTriple))
-    return error("--profile times the kernels of CPU targets; --target=" + targetTriple +
-                 " is a GPU target");
+    return error("--profile instruments the kernels of CPU targets; --target=" + targetTriple +
+                 " is a GPU target, whose kernels the runtime times as they are (CUDA: "
+                 "./model --profile TRACE)");
   if (weightsMode != "embedded" && weightsMode != "external")
     return error("unknown --weights '" + weightsMode + "' (expected embedded or external)");
   if (packWeights && packFor.empty())

@@ -33,6 +33,7 @@
  *===----------------------------------------------------------------------===*/
 #include "device.h"
 #include "memory.h"
+#include "../profile.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
@@ -50,6 +51,7 @@ typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUevent_st *CUevent;
 enum {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_STUB_LIBRARY = 34,
@@ -111,6 +113,13 @@ typedef struct CUmemLocation {
   X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult, (CUgraphExec))         \
   X(cuGraphDestroy, "cuGraphDestroy", CUresult, (CUgraph))
 
+/* Those of events: without them, no profiling. */
+#define KILN_CUDA_EVENT_FUNCTIONS(X)                                           \
+  X(cuEventCreate, "cuEventCreate", CUresult, (CUevent *, unsigned))           \
+  X(cuEventRecord, "cuEventRecord", CUresult, (CUevent, CUstream))             \
+  X(cuEventElapsedTime, "cuEventElapsedTime", CUresult, (float *, CUevent, CUevent)) \
+  X(cuEventDestroy, "cuEventDestroy_v2", CUresult, (CUevent))
+
 /* Optional (CUDA 12.2 on): without it, kernels fault the pages they use. */
 #define KILN_CUDA_PREFETCH_FUNCTIONS(X)                                        \
   X(cuMemPrefetchAsync, "cuMemPrefetchAsync_v2", CUresult,                     \
@@ -166,6 +175,7 @@ struct kiln_device {
 #define X(field, symbol, ret, args) ret(*field) args;
   KILN_CUDA_FUNCTIONS(X)
   KILN_CUDA_GRAPH_FUNCTIONS(X)
+  KILN_CUDA_EVENT_FUNCTIONS(X)
   KILN_CUDA_PREFETCH_FUNCTIONS(X)
 #undef X
   CUdevice device;
@@ -180,6 +190,10 @@ struct kiln_device {
   touched_ranges returning; /* the host touches next, after the wait */
   segment pending; /* the launches since the last wait, not yet run */
   CUresult failed_copy; /* of an input, since the last wait */
+  kiln_profiler *profiler; /* while profiling: kernels are timed, not graphed */
+  CUevent *events; /* around each launch of the segment: 2 per launch */
+  uint32_t num_events;
+  int64_t submitted; /* when the timed launches went (kiln_profiler_now) */
   graph cache[kGraphs];
   uint64_t clock; /* segments run */
 };
@@ -226,6 +240,7 @@ static int load_driver(kiln_device *d, char *error, size_t size) {
   KILN_CUDA_GRAPH_FUNCTIONS(X)
 #undef X
 #define X(field, symbol, ret, args) d->field = (ret(*) args)dlsym(d->library, symbol);
+  KILN_CUDA_EVENT_FUNCTIONS(X)
   KILN_CUDA_PREFETCH_FUNCTIONS(X)
 #undef X
   return 0;
@@ -397,6 +412,8 @@ static void cuda_close(kiln_device *d) {
     d->cuCtxSetCurrent(d->context);
     for (int i = 0; i < kGraphs; ++i) /* before the kernels and memory they use */
       forget(d, &d->cache[i]);
+    for (uint32_t i = 0; i < d->num_events; ++i)
+      d->cuEventDestroy(d->events[i]);
     kiln_regions_clear(&d->base.regions);
     for (uint32_t i = 0; i < d->num_kernels; ++i)
       if (d->kernels[i].module)
@@ -408,6 +425,7 @@ static void cuda_close(kiln_device *d) {
   if (d->library)
     dlclose(d->library);
   free(d->pending.launches);
+  free(d->events);
   free(d->touched.ranges);
   free(d->returning.ranges);
   free(d->kernels);
@@ -616,8 +634,56 @@ static int capture(kiln_device *d, graph *g, char *error, size_t size) {
   return launch_graph(d, g, error, size);
 }
 
+/* At least `count` events (cuEventCreate's: they time). */
+static int reserve_events(kiln_device *d, uint32_t count, char *error, size_t size) {
+  if (count <= d->num_events)
+    return 0;
+  CUevent *grown = realloc(d->events, count * sizeof *grown);
+  if (!grown)
+    return kiln_device_fail(error, size, "out of memory for %u events", count);
+  d->events = grown;
+  for (; d->num_events < count; ++d->num_events)
+    if (check(d, d->cuEventCreate(&d->events[d->num_events], 0), "cuEventCreate", error, size))
+      return 1;
+  return 0;
+}
+
+/* While profiling: the segment's launches one by one, each between two
+ * events (not as a graph, whose kernels cannot be told apart). All go to
+ * the stream at once, so the GPU runs them back to back, as it would the
+ * graph, unless it catches up with the host: then a kernel's time holds
+ * the wait for its launch (a few microseconds). */
+static int launch_timed(kiln_device *d, const segment *s, char *error, size_t size) {
+  if (reserve_events(d, 2 * s->count, error, size))
+    return 1;
+  d->submitted = kiln_profiler_now();
+  for (uint32_t i = 0; i < s->count; ++i)
+    if (check(d, d->cuEventRecord(d->events[2 * i], d->stream), "cuEventRecord", error, size) ||
+        launch_one(d, &s->launches[i], error, size) ||
+        check(d, d->cuEventRecord(d->events[2 * i + 1], d->stream), "cuEventRecord", error,
+              size))
+      return 1;
+  return 0;
+}
+
+/* After the wait: each of the first `count` launches of `s` to the
+ * profiler, placed on the host's clock from when they were submitted. */
+static void report_times(kiln_device *d, const segment *s, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    float since = 0, took = 0;
+    if (d->cuEventElapsedTime(&since, d->events[0], d->events[2 * i]) != CUDA_SUCCESS ||
+        d->cuEventElapsedTime(&took, d->events[2 * i], d->events[2 * i + 1]) != CUDA_SUCCESS)
+      continue;
+    /* ms as floats, to the nearest ns */
+    int64_t begin = d->submitted + (int64_t)((double)since * 1e6 + 0.5);
+    kiln_profiler_device_kernel(d->profiler, s->launches[i].kernel, begin,
+                                begin + (int64_t)((double)took * 1e6 + 0.5));
+  }
+}
+
 /* Runs the pending launches: as the graph of the same segment, captured
- * at its second sighting; else one by one. The caller empties the list. */
+ * at its second sighting; else one by one; while profiling, one by one
+ * and timed. The caller empties the list. */
 static int run_pending(kiln_device *d, char *error, size_t size) {
   if (!d->pending.count)
     return 0;
@@ -626,6 +692,8 @@ static int run_pending(kiln_device *d, char *error, size_t size) {
   kiln_regions_params(&d->base.regions, &params);
   if (upload_params(d, 0, params, error, size))
     return 1;
+  if (d->profiler)
+    return launch_timed(d, &d->pending, error, size);
   ++d->clock;
   graph *g = find_graph(d);
   if (!g) {
@@ -669,11 +737,11 @@ static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
     l.pointers[i] = (CUdeviceptr)(uintptr_t)r->buffer + offset;
     /* Launched now: its parameters go now. Recorded: at the wait, with the
      * rest of the segment's. */
-    if (!d->graphs && (args[i].flags & KILN_GPU_ARG_PARAMS) &&
+    if (!d->graphs && !d->profiler && (args[i].flags & KILN_GPU_ARG_PARAMS) &&
         upload_params(d, offset, args[i].bytes, error, size))
       return 1;
   }
-  if (!d->graphs) {
+  if (!d->graphs && !d->profiler) {
     if (!d->queued)
       prefetch(d);
     d->queued = 1;
@@ -702,15 +770,27 @@ static int cuda_wait(kiln_device *d, char *error, size_t size) {
   d->queued = 0;
   d->cuCtxSetCurrent(d->context);
   int failed = run_pending(d, error, size);
+  uint32_t timed = d->profiler && !failed ? d->pending.count : 0;
   /* Behind the kernels (after a graph's launch, outside its capture). */
   prefetch_ranges(d, &d->returning, (CUmemLocation){CU_MEM_LOCATION_TYPE_HOST, 0});
-  d->pending.count = 0;
+  d->pending.count = 0; /* its launches stay, for report_times */
   kiln_regions_drained(&d->base.regions);
   CUresult synced = d->cuStreamSynchronize(d->stream);
+  if (synced == CUDA_SUCCESS)
+    report_times(d, &d->pending, timed);
   failed |= check_copies(d, error, size);
   return failed || check(d, synced, "the kernels", error, size);
 }
 
+/* Launches already queued one by one (KILN_CUDA_GRAPHS=0) go untimed. */
+static int cuda_profile(kiln_device *d, kiln_profiler *profiler) {
+  if (profiler && !(d->cuEventCreate && d->cuEventRecord && d->cuEventElapsedTime &&
+                    d->cuEventDestroy))
+    return 1;
+  d->profiler = profiler;
+  return 0;
+}
+
 const kiln_device_ops kiln_cuda_device = {KILN_GPU_CUDA, "CUDA",    cuda_open,   cuda_close,
                                           cuda_launch,   cuda_wait, cuda_touched,
-                                          cuda_will_touch};
+                                          cuda_will_touch, cuda_profile};

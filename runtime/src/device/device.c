@@ -127,3 +127,7 @@ int kiln_device_launch(kiln_device *d, uint32_t kernel, const int64_t grid[3],
 int kiln_device_wait(kiln_device *d, char *error, size_t size) {
   return base(d)->ops->wait(d, error, size);
 }
+
+int kiln_device_profile(kiln_device *d, kiln_profiler *profiler) {
+  return base(d)->ops->profile ? base(d)->ops->profile(d, profiler) : 1;
+}

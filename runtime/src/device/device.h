@@ -12,6 +12,7 @@
 #include "kiln/runtime.h"
 
 typedef struct kiln_device kiln_device;
+typedef struct kiln_profiler kiln_profiler; /* profile.h */
 
 /* Opens the device for `program` and prepares every kernel; NULL with a
  * message in `error` when this runtime has no device for its API (Vulkan
@@ -50,6 +51,10 @@ int kiln_device_launch(kiln_device *device, uint32_t kernel, const int64_t grid[
                        const kiln_gpu_arg *args, char *error, size_t size);
 /* Runs what was queued and waits for it. Returns nonzero with a message. */
 int kiln_device_wait(kiln_device *device, char *error, size_t size);
+/* From now on, each kernel's time on the device goes to `profiler` at the
+ * wait after it (kiln_profiler_device_kernel); NULL stops. Nonzero where
+ * this API's kernels are not timed. */
+int kiln_device_profile(kiln_device *device, kiln_profiler *profiler);
 
 /* One API's device (vulkan.c, cuda.c, metal.c): the functions above that
  * differ by API; device.c picks by the program's. */
@@ -63,6 +68,7 @@ typedef struct kiln_device_ops {
   int (*wait)(kiln_device *device, char *error, size_t size);
   void (*touched)(kiln_device *device, void *memory, size_t bytes);    /* optional */
   void (*will_touch)(kiln_device *device, void *memory, size_t bytes); /* optional */
+  int (*profile)(kiln_device *device, kiln_profiler *profiler);         /* optional */
 } kiln_device_ops;
 extern const kiln_device_ops kiln_vulkan_device, kiln_cuda_device, kiln_metal_device;
 
