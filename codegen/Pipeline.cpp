@@ -138,6 +138,7 @@ void mlir::kiln::addWeightPasses(OpPassManager &pm, const TargetBackend &backend
 }
 
 void mlir::kiln::addBufferizationPasses(OpPassManager &pm) {
+  pm.addPass(createKilnReadOnlyInputs());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
   bufferization::OneShotBufferizePassOptions bufferize;

@@ -34,6 +34,20 @@ def KilnDistinctResults : Pass<"kiln-distinct-results", "func::FuncOp"> {
   let dependentDialects = ["bufferization::BufferizationDialect"];
 }
 
+def KilnReadOnlyInputs : Pass<"kiln-read-only-inputs", "ModuleOp"> {
+  let summary = "Mark the model's inputs read-only for bufferization";
+  let description = [{
+    Runs on tensors, right before One-Shot Bufferize. Every tensor argument
+    of a public function (the entry: the model's inputs) gets
+    `bufferization.writable = false`, so an op that would update an input
+    in place (ScatterND, ScatterElements, an insert into it) writes a copy
+    instead. The caller's inputs are const (kiln_model_run), a dynamic
+    model's may be bound states the caller reads again, and a GPU keeps a
+    copy of its own that only the host's writes reach.
+  }];
+  let dependentDialects = ["bufferization::BufferizationDialect"];
+}
+
 def KilnHoistLoopBuffers : Pass<"kiln-hoist-loop-buffers", "func::FuncOp"> {
   let summary = "Move buffers out of sequential loops; put those of parallel iterations on the stack";
   let description = [{

@@ -507,6 +507,11 @@ static int stage_buffers(kiln_model *m, void **buffers) {
       kiln_device_touched(m->device, m->staged[i], bytes);
     }
   }
+  /* A dynamic model's last outputs, which the host read, are the run's
+   * memory again: back to the GPU in bulk, not by the kernels' faults. */
+  for (uint32_t i = info->num_inputs; m->dynamic && i < info->num_inputs + info->num_outputs; ++i)
+    if (m->staged[i])
+      kiln_device_touched(m->device, m->staged[i], tensor_bytes(m, i));
   return 0;
 }
 

@@ -539,6 +539,14 @@ TEST_F(CudaRuntime, SaysWhatIsWrong) {
   EXPECT_EQ(kiln_device_launch(d, 0, grid, args, message, sizeof message), 1);
   EXPECT_STREQ(message, "kernel 0: buffer 1: out of Fake GPU 0 (CUDA, sm_90)'s memory for a "
                         "copy of the model's constant (2048 bytes)");
+  // Or one the driver does not copy.
+  state().freeBytes = 1 << 20;
+  state().copiesFail = true;
+  EXPECT_EQ(kiln_device_launch(d, 0, grid, args, message, sizeof message), 1);
+  state().copiesFail = false;
+  EXPECT_STREQ(message, "kernel 0: buffer 1: copying the model's constant (2048 bytes) to Fake "
+                        "GPU 0 (CUDA, sm_90) failed");
+  EXPECT_TRUE(state().device.empty()) << "the failed copy's memory was kept";
   // Host memory that is no constant is no kernel's argument.
   float host[4];
   args[1] = {host, sizeof host, 0};

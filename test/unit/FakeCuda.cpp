@@ -83,8 +83,13 @@ bool anyKernel() {
 }
 
 void protect(uint64_t address, size_t bytes, bool allowed) {
-  if (!anyKernel())
-    mprotect(reinterpret_cast<void *>(address), bytes, allowed ? PROT_READ | PROT_WRITE : PROT_NONE);
+  if (anyKernel())
+    return;
+  if (mprotect(reinterpret_cast<void *>(address), bytes,
+               allowed ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
+    perror("FakeCuda: mprotect"); // a page left protected would fault forever
+    abort();
+  }
 }
 
 /// Lets the host touch device and managed memory (while a kernel or a copy
@@ -121,12 +126,17 @@ void move(std::pair<const uint64_t, std::vector<State::Where>> &m, size_t first,
   }
 }
 
+/// SIGSEGV's handler before the fake's (the sanitizers', or the default).
+struct sigaction previousHandler;
+
 /// The host touched a page it may not: a managed one on the GPU moves to the
-/// host; anything else is the crash it would be without the fake.
+/// host; anything else is the crash it would be without the fake, reported
+/// by the handler before it. (The fake is single-threaded: kiln's runtime
+/// touches device memory from the running thread only.)
 void onHostFault(int, siginfo_t *info, void *) {
   auto *m = managedAt(reinterpret_cast<uintptr_t>(info->si_addr));
   if (!m) {
-    signal(SIGSEGV, SIG_DFL); // the access runs again, and kills the test
+    sigaction(SIGSEGV, &previousHandler, nullptr); // the access runs again under it
     return;
   }
   size_t page = (reinterpret_cast<uintptr_t>(info->si_addr) - m->first) / kPage;
@@ -267,7 +277,7 @@ int cuMemAllocManaged(unsigned long long *pointer, size_t bytes, unsigned) {
     struct sigaction action = {};
     action.sa_sigaction = onHostFault;
     action.sa_flags = SA_SIGINFO;
-    sigaction(SIGSEGV, &action, nullptr);
+    sigaction(SIGSEGV, &action, &previousHandler);
     handling = true;
   }
   void *memory = mmap(nullptr, pages(bytes) * kPage, anyKernel() ? PROT_READ | PROT_WRITE : PROT_NONE,
@@ -332,7 +342,7 @@ int cuMemcpyHtoDAsync_v2(unsigned long long to, const void *from, size_t bytes, 
   State &s = state();
   if (duringCapture())
     return kCaptureInvalidated; // cuda.c copies outside captures
-  if (!s.onDevice(to) || !s.onDevice(to + bytes - 1) || s.copiesFail)
+  if (!s.onDevice(to) || (bytes && !s.onDevice(to + bytes - 1)) || s.copiesFail)
     return kInvalidValue;
   s.copies.push_back({to, bytes, s.ran.size()});
   deviceAccess(true);

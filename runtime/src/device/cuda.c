@@ -190,6 +190,7 @@ struct kiln_device {
   touched_ranges returning; /* the host touches next, after the wait */
   segment pending; /* the launches since the last wait, not yet run */
   CUresult failed_copy; /* of an input, since the last wait */
+  int copies_pending;   /* copies queued since the last wait */
   kiln_profiler *profiler; /* while profiling: kernels are timed, not graphed */
   CUevent *events; /* around each launch of the segment: 2 per launch */
   uint32_t num_events;
@@ -380,12 +381,19 @@ static void destroy_region(void *device, kiln_region *r) {
     d->cuMemFreeHost(r->mapped);
 }
 
-/* On the stream, ahead of the launches that read it (never inside a
- * capture: launches are recorded and captured at the wait). */
+/* Queues the copy of `bytes` at `from` to `to` on the stream, ahead of
+ * the launches after it (never inside a capture: launches are recorded and
+ * captured at the wait); the next wait waits for it. */
+static CUresult copy_to_device(kiln_device *d, CUdeviceptr to, const void *from, size_t bytes) {
+  if (!bytes)
+    return CUDA_SUCCESS;
+  d->copies_pending = 1;
+  return d->cuMemcpyHtoDAsync(to, from, bytes, d->stream);
+}
+
 static int upload(void *device, kiln_region *r, const void *data) {
   kiln_device *d = device;
-  return d->cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)r->buffer, data, r->bytes, d->stream) !=
-         CUDA_SUCCESS;
+  return copy_to_device(d, (CUdeviceptr)(uintptr_t)r->buffer, data, r->bytes) != CUDA_SUCCESS;
 }
 
 /* Copies `bytes` of the launch parameters staged at `offset` to the device,
@@ -393,11 +401,11 @@ static int upload(void *device, kiln_region *r, const void *data) {
 static int upload_params(kiln_device *d, size_t offset, size_t bytes, char *error, size_t size) {
   size_t used;
   kiln_region *r = kiln_regions_params(&d->base.regions, &used);
-  if (!r || !bytes)
+  if (!r)
     return 0;
   return check(d,
-               d->cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)r->buffer + offset, r->mapped + offset,
-                                    bytes, d->stream),
+               copy_to_device(d, (CUdeviceptr)(uintptr_t)r->buffer + offset, r->mapped + offset,
+                              bytes),
                "copying the launch parameters", error, size);
 }
 
@@ -499,8 +507,7 @@ static void cuda_touched(kiln_device *d, void *memory, size_t bytes) {
   }
   size_t offset = (size_t)((unsigned char *)memory - r->mapped);
   d->cuCtxSetCurrent(d->context);
-  CUresult copied = d->cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)r->buffer + offset, memory,
-                                         bytes, d->stream);
+  CUresult copied = copy_to_device(d, (CUdeviceptr)(uintptr_t)r->buffer + offset, memory, bytes);
   if (copied != CUDA_SUCCESS && d->failed_copy == CUDA_SUCCESS)
     d->failed_copy = copied;
 }
@@ -765,6 +772,11 @@ static int cuda_wait(kiln_device *d, char *error, size_t size) {
     /* No kernels moved it: the host may touch it again where it is. */
     d->touched.count = 0;
     d->returning.count = 0;
+    if (d->copies_pending) { /* before their memory may be freed or rewritten */
+      d->cuCtxSetCurrent(d->context);
+      d->cuStreamSynchronize(d->stream);
+    }
+    d->copies_pending = 0;
     return check_copies(d, error, size);
   }
   d->queued = 0;
@@ -776,6 +788,7 @@ static int cuda_wait(kiln_device *d, char *error, size_t size) {
   d->pending.count = 0; /* its launches stay, for report_times */
   kiln_regions_drained(&d->base.regions);
   CUresult synced = d->cuStreamSynchronize(d->stream);
+  d->copies_pending = 0;
   if (synced == CUDA_SUCCESS)
     report_times(d, &d->pending, timed);
   failed |= check_copies(d, error, size);

@@ -1,10 +1,13 @@
 /*===- device.h - the GPU device of a model instance (internal) -----------===
  *
  * A model compiled for a GPU carries a kiln_gpu_program (its kernels). The
- * instance opens a device for it at create; its arena, its input and output
- * buffers and the model's constants live in memory the host and the kernels
- * share (mapped on the host), so host code between kernels reads and
- * writes them in place once kiln_device_wait has drained the launches.
+ * instance opens a device for it at create; its arena and its output
+ * buffers live in memory the host and the kernels share (mapped on the
+ * host), so host code between kernels reads and writes them in place once
+ * kiln_device_wait has drained the launches. Its inputs are mapped too,
+ * though a GPU may keep a copy of its own that the host's writes reach
+ * through kiln_device_touched; the model's constants are copied to the
+ * device at their first use.
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_DEVICE_H
 #define KILN_DEVICE_H

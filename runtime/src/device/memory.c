@@ -59,19 +59,31 @@ kiln_region *kiln_regions_holding(kiln_regions *rs, const void *memory, size_t b
 }
 
 /* The device's copy of the constant `arg`, made now if none covers this use
- * (a view of it may be shorter than a later one); NULL when out of memory. */
-static kiln_region *find_constant(kiln_regions *rs, const kiln_gpu_arg *arg) {
-  for (size_t i = 0; i < rs->count; ++i)
-    if (rs->items[i].kind == KILN_REGION_CONSTANT && rs->items[i].key == arg->data &&
-        rs->items[i].bytes >= arg->bytes)
-      return &rs->items[i];
+ * (a view of it may be shorter than a later one); NULL with a message when
+ * there is no memory for it or it cannot be copied there. */
+static kiln_region *find_constant(kiln_regions *rs, const char *device, uint32_t kernel,
+                                  uint32_t i, const kiln_gpu_arg *arg, char *error,
+                                  size_t size) {
+  for (size_t k = 0; k < rs->count; ++k)
+    if (rs->items[k].kind == KILN_REGION_CONSTANT && rs->items[k].key == arg->data &&
+        rs->items[k].bytes >= arg->bytes)
+      return &rs->items[k];
   kiln_region *r = kiln_regions_add(rs, arg->bytes, KILN_REGION_CONSTANT, arg->data);
-  if (!r)
+  if (!r) {
+    kiln_device_fail(error, size,
+                     "kernel %u: buffer %u: out of %s's memory for a copy of the model's "
+                     "constant (%llu bytes)",
+                     kernel, i, device, (unsigned long long)arg->bytes);
     return NULL;
+  }
   if (!rs->api.upload) {
     memcpy(r->mapped, arg->data, arg->bytes);
   } else if (rs->api.upload(rs->api.device, r, arg->data)) {
     remove_region(rs, (size_t)(r - rs->items));
+    kiln_device_fail(error, size,
+                     "kernel %u: buffer %u: copying the model's constant (%llu bytes) to %s "
+                     "failed",
+                     kernel, i, (unsigned long long)arg->bytes, device);
     return NULL;
   }
   return r;
@@ -128,12 +140,7 @@ int kiln_regions_locate(kiln_regions *rs, const char *device, uint32_t kernel, u
     return kiln_device_fail(error, size,
                             "kernel %u: buffer %u (%llu bytes at %p) is not in %s's memory",
                             kernel, i, (unsigned long long)arg->bytes, arg->data, device);
-  *region = find_constant(rs, arg);
+  *region = find_constant(rs, device, kernel, i, arg, error, size);
   *offset = 0;
-  if (!*region)
-    return kiln_device_fail(error, size,
-                            "kernel %u: buffer %u: out of %s's memory for a copy of the "
-                            "model's constant (%llu bytes)",
-                            kernel, i, device, (unsigned long long)arg->bytes);
-  return 0;
+  return *region ? 0 : 1;
 }
