@@ -10,7 +10,7 @@ code recording its launches, the segment matched to its CUDA graph, the
 outputs copied out. Executables given in one call are timed in turns
 (round-robin, --rounds), so two builds of a model compare on one machine.
 
-  python3 scripts/bench/cuda_host.py [--runs N] [--rounds R] [--flags "..."]
+  python3 scripts/bench/cuda_host.py [--runs N] [--rounds R] [--flags "..."] [--kiln-compile EXE]
                                      MODEL.onnx|EXECUTABLE ...
 
 Prints per model the median of the rounds' p50s, in microseconds.
@@ -18,6 +18,7 @@ Prints per model the median of the rounds' p50s, in microseconds.
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -26,13 +27,12 @@ import tempfile
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def executable(model, flags, workdir):
+def executable(model, compiler, flags, workdir):
     """`model` itself if it is an executable, else compiled for CUDA."""
     if not model.endswith(".onnx"):
         return model
     out = os.path.join(workdir, os.path.basename(model)[:-len(".onnx")] + "-cuda")
-    cmd = [os.path.join(ROOT, "build", "bin", "kiln-compile"), model, "--target=cuda",
-           "-o", out] + flags
+    cmd = [compiler, model, "--target=cuda", "-o", out] + flags
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit("cuda_host: %s failed:\n%s" % (" ".join(cmd), done.stderr.strip()))
@@ -62,11 +62,17 @@ def main():
     parser.add_argument("--fake-driver", default=os.path.join(ROOT, "build", "test", "unit",
                                                               "fake-cuda"),
                         help="the folder of the fake libcuda.so.1")
+    # The same build's as the fake driver: a sanitized one's runtime links
+    # the sanitizers, which its fake driver needs.
+    parser.add_argument("--kiln-compile", default=shutil.which("kiln-compile") or
+                        os.path.join(ROOT, "build", "bin", "kiln-compile"),
+                        help="for ONNX files (default: the one on PATH, else build/bin's)")
     args = parser.parse_args()
     if not os.path.exists(os.path.join(args.fake_driver, "libcuda.so.1")):
         sys.exit("cuda_host: no fake driver in %s (build kiln first)" % args.fake_driver)
     with tempfile.TemporaryDirectory() as workdir:
-        exes = [executable(m, args.flags.split(), workdir) for m in args.models]
+        exes = [executable(m, args.kiln_compile, args.flags.split(), workdir)
+                for m in args.models]
         times = {exe: [] for exe in exes}
         for _ in range(args.rounds):
             for exe in exes:
