@@ -450,7 +450,7 @@ static int report_profile(kiln_model *model, const char *path) {
   for (uint32_t i = 0; i < s.num_kernels; ++i) {
     const kiln_profile_entry *e = &entries[i];
     double ms = e->total_ms / (double)s.runs;
-    char gflops[32] = "-", kib[32] = "-"; /* unknown: a GPU model's kernels */
+    char gflops[32] = "-", kib[32] = "-"; /* unknown (a GPU kernel's flops) */
     if (e->flops && ms > 0)
       snprintf(gflops, sizeof gflops, "%.2f", (double)e->flops / (ms * 1e6));
     if (e->bytes)

@@ -26,6 +26,7 @@ typedef struct thread_log {
 typedef struct kernel_total {
   uint64_t calls;
   int64_t ns;
+  uint64_t bytes; /* a GPU kernel's buffers over its calls */
 } kernel_total;
 
 struct kiln_profiler {
@@ -162,12 +163,14 @@ void kiln_profiler_share(kiln_profiler *p, int thread, uint32_t job, int32_t ker
   record(log, kernel, job, begin, end);
 }
 
-void kiln_profiler_device_kernel(kiln_profiler *p, uint32_t kernel, int64_t begin, int64_t end) {
+void kiln_profiler_device_kernel(kiln_profiler *p, uint32_t kernel, int64_t begin, int64_t end,
+                                 uint64_t bytes) {
   if (kernel >= p->info->num_kernels)
     return;
   record(&p->device, (int32_t)kernel, 0, begin, end);
   p->totals[kernel].calls++;
   p->totals[kernel].ns += end - begin;
+  p->totals[kernel].bytes += bytes;
 }
 
 void kiln_profiler_summary(const kiln_profiler *p, kiln_profile_summary *s) {
@@ -186,7 +189,8 @@ void kiln_profiler_kernel_entry(const kiln_profiler *p, uint32_t index, kiln_pro
   e->calls = p->totals[index].calls;
   e->total_ms = (double)p->totals[index].ns / 1e6;
   e->flops = k->flops;
-  e->bytes = k->bytes;
+  /* The compiler's count, else (a GPU kernel) the runs' buffers per run. */
+  e->bytes = k->bytes ? k->bytes : p->runs ? p->totals[index].bytes / p->runs : 0;
 }
 
 static void write_json_string(FILE *out, const char *s) {

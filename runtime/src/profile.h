@@ -35,10 +35,12 @@ int64_t kiln_profiler_now(void);
 void kiln_profiler_share(kiln_profiler *p, int thread, uint32_t job, int32_t kernel,
                          int64_t begin, int64_t end);
 /* A GPU model's kernel `kernel` ran on the device from `begin` to `end`
- * (kiln_profiler_now's clock, as near as the device can place it), as the
- * running thread learns at a wait: its time counts for the kernel, and the
- * trace shows it on the device's own track. */
-void kiln_profiler_device_kernel(kiln_profiler *p, uint32_t kernel, int64_t begin, int64_t end);
+ * (kiln_profiler_now's clock, as near as the device can place it) over
+ * buffers of `bytes`, as the running thread learns at a wait: its time and
+ * bytes count for the kernel, and the trace shows it on the device's own
+ * track. */
+void kiln_profiler_device_kernel(kiln_profiler *p, uint32_t kernel, int64_t begin, int64_t end,
+                                 uint64_t bytes);
 
 void kiln_profiler_summary(const kiln_profiler *p, kiln_profile_summary *summary);
 void kiln_profiler_kernel_entry(const kiln_profiler *p, uint32_t index,

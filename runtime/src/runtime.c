@@ -870,7 +870,7 @@ static const kiln_profile_info *profile_info(kiln_model *m) {
       return NULL;
     }
     for (uint32_t i = 0; i < program->num_kernels; ++i)
-      m->gpu_kernels[i].name = program->kernels[i].name; /* flops and bytes unknown: 0 */
+      m->gpu_kernels[i].name = program->kernels[i].name; /* flops unknown; bytes as they run */
     m->gpu_profile = (kiln_profile_info){program->num_kernels, m->gpu_kernels};
   }
   return &m->gpu_profile;

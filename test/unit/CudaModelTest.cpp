@@ -167,6 +167,9 @@ TEST_F(CudaModel, ProfilesKernelsOnTheGpu) {
   EXPECT_GE(summary.total_ms, 0.0);
   const char *names[] = {"scale", "add_n"};
   const double ms[] = {0.25, 0.5};
+  // Per run, the bytes of each launch's buffers: x, the product and the
+  // constant; the product and y (not the parameters).
+  const uint64_t bytes[] = {2 * kBytes + sizeof kScale, 2 * kBytes};
   for (uint32_t k = 0; k < 2; ++k) {
     kiln_profile_entry entry;
     ASSERT_EQ(kiln_model_profile_kernel(m, k, &entry), 0) << kiln_model_error(m);
@@ -174,6 +177,7 @@ TEST_F(CudaModel, ProfilesKernelsOnTheGpu) {
     EXPECT_EQ(entry.calls, 3u);
     EXPECT_NEAR(entry.total_ms, 3 * ms[k], 1e-5);
     EXPECT_EQ(entry.flops, 0u) << "unknown";
+    EXPECT_EQ(entry.bytes, bytes[k]);
   }
 
   std::string path = ::testing::TempDir() + "/cuda-profile-trace.json";

@@ -141,6 +141,7 @@ typedef struct launch {
   uint32_t kernel;
   uint32_t num_pointers;
   unsigned grid[3];
+  uint64_t bytes; /* of its buffers (views), for the profile */
   CUdeviceptr pointers[kMaxBuffers];
 } launch;
 
@@ -684,7 +685,7 @@ static void report_times(kiln_device *d, const segment *s, uint32_t count) {
     /* ms as floats, to the nearest ns */
     int64_t begin = d->submitted + (int64_t)((double)since * 1e6 + 0.5);
     kiln_profiler_device_kernel(d->profiler, s->launches[i].kernel, begin,
-                                begin + (int64_t)((double)took * 1e6 + 0.5));
+                                begin + (int64_t)((double)took * 1e6 + 0.5), s->launches[i].bytes);
   }
 }
 
@@ -742,6 +743,8 @@ static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
                             error, size))
       return 1;
     l.pointers[i] = (CUdeviceptr)(uintptr_t)r->buffer + offset;
+    if (!(args[i].flags & KILN_GPU_ARG_PARAMS))
+      l.bytes += args[i].bytes;
     /* Launched now: its parameters go now. Recorded: at the wait, with the
      * rest of the segment's. */
     if (!d->graphs && !d->profiler && (args[i].flags & KILN_GPU_ARG_PARAMS) &&
