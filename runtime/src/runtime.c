@@ -923,7 +923,7 @@ int kiln_model_profile_summary(kiln_model *m, kiln_profile_summary *summary) {
 int kiln_model_profile_kernel(kiln_model *m, uint32_t index, kiln_profile_entry *entry) {
   if (check_profiled(m))
     return 1;
-  uint32_t count = m->info->profile ? m->info->profile->num_kernels : m->gpu_profile.num_kernels;
+  uint32_t count = profile_info(m)->num_kernels; /* made by kiln_model_profile_start */
   if (index >= count) {
     set_error(m, "kernel %u is outside the model's %u", index, count);
     return 1;

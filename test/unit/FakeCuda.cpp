@@ -126,6 +126,18 @@ void move(std::pair<const uint64_t, std::vector<State::Where>> &m, size_t first,
   }
 }
 
+/// Whole pages for `bytes` of device or managed memory at `*pointer`, which
+/// the host may not touch yet (unless any kernel goes).
+bool mapPages(unsigned long long *pointer, size_t bytes) {
+  void *memory = mmap(nullptr, pages(bytes) * kPage, anyKernel() ? PROT_READ | PROT_WRITE : PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED)
+    return false;
+  state().memory.insert(memory);
+  *pointer = reinterpret_cast<uintptr_t>(memory);
+  return true;
+}
+
 /// SIGSEGV's handler before the fake's (the sanitizers', or the default).
 struct sigaction previousHandler;
 
@@ -280,12 +292,8 @@ int cuMemAllocManaged(unsigned long long *pointer, size_t bytes, unsigned) {
     sigaction(SIGSEGV, &action, &previousHandler);
     handling = true;
   }
-  void *memory = mmap(nullptr, pages(bytes) * kPage, anyKernel() ? PROT_READ | PROT_WRITE : PROT_NONE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED)
+  if (!mapPages(pointer, bytes))
     return kOutOfMemory;
-  state().memory.insert(memory);
-  *pointer = reinterpret_cast<uintptr_t>(memory);
   state().managed[*pointer].assign(pages(bytes), State::kNowhere);
   return kSuccess;
 }
@@ -295,12 +303,8 @@ int cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {
     return kCaptureInvalidated;
   if (bytes == 0 || bytes > state().freeBytes)
     return kOutOfMemory;
-  void *memory = mmap(nullptr, pages(bytes) * kPage, anyKernel() ? PROT_READ | PROT_WRITE : PROT_NONE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED)
+  if (!mapPages(pointer, bytes))
     return kOutOfMemory;
-  state().memory.insert(memory);
-  *pointer = reinterpret_cast<uintptr_t>(memory);
   state().device[*pointer] = pages(bytes) * kPage;
   return kSuccess;
 }

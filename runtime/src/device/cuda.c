@@ -17,19 +17,20 @@
  * every kernel at once, one by one; a driver that cannot capture (or has no
  * graph API) gets the same.
  *
- * The memory of kiln_device_alloc (the arena, a run's inputs and outputs)
- * is managed (cuMemAllocManaged): one address for the host and the GPU, so
- * host code between kernels reads and writes it in place, once
- * kiln_device_wait has drained the launches, and the driver migrates pages
- * to where they are used. Before a segment's kernels, the memory the host
- * touched (a run's inputs and its last outputs) is prefetched to the GPU in
- * bulk; after them, the memory the host will touch next (the outputs it
- * copies out, the inputs the next run copies in) is prefetched back to the
- * host, before the wait returns (KILN_CUDA_PREFETCH=0: both left to page
- * faults). What the host never reads is device memory (cuMemAlloc), which
- * does not migrate: the model's constants, copied in at their first use,
- * and the launches' parameters, written to pinned host memory and copied
- * over ahead of their kernels (a segment's at once, before its graph).
+ * The memory of kiln_device_alloc (the arena, a run's outputs) is managed
+ * (cuMemAllocManaged): one address for the host and the GPU, so host code
+ * between kernels reads and writes it in place, once kiln_device_wait has
+ * drained the launches, and the driver migrates pages to where they are
+ * used. Before a segment's kernels, the managed memory the host touched (a
+ * run's last outputs) is prefetched to the GPU in bulk; after them, what
+ * the host will touch next (the outputs it copies out) is prefetched back
+ * to the host, before the wait returns (KILN_CUDA_PREFETCH=0: both left to
+ * page faults). What the host does not read back is device memory
+ * (cuMemAlloc), which does not migrate: the model's constants, copied in
+ * at their first use; the launches' parameters, written to pinned host
+ * memory and copied over ahead of their kernels (a segment's at once,
+ * before its graph); and a run's inputs (kiln_device_alloc_input), written
+ * to pinned host memory and copied over as the host says it wrote them.
  *===----------------------------------------------------------------------===*/
 #include "device.h"
 #include "memory.h"

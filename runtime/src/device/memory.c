@@ -22,6 +22,12 @@ kiln_region *kiln_regions_add(kiln_regions *rs, size_t bytes, kiln_region_kind k
   return &rs->items[rs->count++];
 }
 
+/* Whether `r` is memory of kiln_device_alloc or kiln_device_alloc_input,
+ * found by its host address. */
+static int host_mapped(const kiln_region *r) {
+  return r->kind == KILN_REGION_BUFFER || r->kind == KILN_REGION_INPUT;
+}
+
 /* Destroys region `i`; the last one takes its place. */
 static void remove_region(kiln_regions *rs, size_t i) {
   rs->api.destroy(rs->api.device, &rs->items[i]);
@@ -32,8 +38,7 @@ static void remove_region(kiln_regions *rs, size_t i) {
 
 void kiln_regions_free(kiln_regions *rs, void *memory) {
   for (size_t i = 0; i < rs->count; ++i)
-    if ((rs->items[i].kind == KILN_REGION_BUFFER || rs->items[i].kind == KILN_REGION_INPUT) &&
-        rs->items[i].mapped == memory) {
+    if (host_mapped(&rs->items[i]) && rs->items[i].mapped == memory) {
       remove_region(rs, i);
       return;
     }
@@ -51,8 +56,7 @@ kiln_region *kiln_regions_holding(kiln_regions *rs, const void *memory, size_t b
   const unsigned char *p = memory;
   for (size_t i = 0; i < rs->count; ++i) {
     kiln_region *r = &rs->items[i];
-    if ((r->kind == KILN_REGION_BUFFER || r->kind == KILN_REGION_INPUT) && p >= r->mapped &&
-        p + bytes <= r->mapped + r->bytes)
+    if (host_mapped(r) && p >= r->mapped && p + bytes <= r->mapped + r->bytes)
       return r;
   }
   return NULL;
