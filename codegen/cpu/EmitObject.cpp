@@ -19,7 +19,9 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 /// Must match kiln_tensor_info / kiln_model_info in runtime/include/kiln/runtime.h.
-static constexpr uint32_t kAbiVersion = 6;
+static constexpr uint32_t kAbiVersion = 7;
+/// KILN_GPU_BUFFER_KERNELS_ONLY.
+static constexpr uint8_t kKernelsOnly = 1;
 
 /// The struct type `name` of the context: created once, so that the
 /// descriptors of several variants in one context share it.
@@ -76,13 +78,36 @@ static llvm::Constant *tensorInfos(llvm::Module &m, llvm::StructType *infoType,
                                   (prefix + "_" + what + "s").str());
 }
 
-/// The `kiln_gpu_program` of the kernels in `kernels` (the module's
-/// kiln.gpu_kernels from kiln-gpu-embed-kernels: SPIR-V words, a CUDA
-/// fatbin, or MSL from kiln-metal-translate-kernels), or null without
-/// kernels.
-static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::StringRef prefix) {
+/// The KILN_GPU_BUFFER_* flags of the entry's `numBuffers` buffers (inputs,
+/// then outputs): those of kiln.gpu_kernels_only_buffers (from
+/// kiln-gpu-embed-kernels) only kernels use. Null when there are none.
+static llvm::Constant *bufferFlags(llvm::Module &m, ModuleOp module, size_t numBuffers,
+                                   llvm::StringRef prefix) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto kernelsOnly = module->getAttrOfType<DenseI32ArrayAttr>("kiln.gpu_kernels_only_buffers");
+  std::vector<uint8_t> flags(numBuffers, 0);
+  bool any = false;
+  for (int32_t i : kernelsOnly ? kernelsOnly.asArrayRef() : ArrayRef<int32_t>())
+    if (i >= 0 && size_t(i) < numBuffers) {
+      flags[i] |= kKernelsOnly;
+      any = true;
+    }
+  if (!any)
+    return llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0));
+  auto *data = llvm::ConstantDataArray::get(ctx, llvm::ArrayRef<uint8_t>(flags));
+  return new llvm::GlobalVariable(m, data->getType(), true, llvm::GlobalValue::PrivateLinkage,
+                                  data, (prefix + "_buffer_flags").str());
+}
+
+/// The `kiln_gpu_program` of the module's kernels (kiln.gpu_kernels from
+/// kiln-gpu-embed-kernels: SPIR-V words, a CUDA fatbin, or MSL from
+/// kiln-metal-translate-kernels) and of its entry's `numBuffers` buffers,
+/// or null without kernels.
+static llvm::Constant *gpuProgram(llvm::Module &m, ModuleOp module, size_t numBuffers,
+                                  llvm::StringRef prefix) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
+  auto kernels = module->getAttrOfType<ArrayAttr>("kiln.gpu_kernels");
   if (!kernels)
     return llvm::ConstantPointerNull::get(ptr);
   auto *i32 = llvm::Type::getInt32Ty(ctx);
@@ -133,12 +158,13 @@ static llvm::Constant *gpuProgram(llvm::Module &m, ArrayAttr kernels, llvm::Stri
   auto *table = new llvm::GlobalVariable(m, tableType, true, llvm::GlobalValue::PrivateLinkage,
                                          llvm::ConstantArray::get(tableType, entries),
                                          (prefix + "_kernels").str());
-  auto *programType = namedStruct(ctx, {i32, i32, ptr}, "kiln_gpu_program");
+  auto *programType = namedStruct(ctx, {i32, i32, ptr, ptr}, "kiln_gpu_program");
   return new llvm::GlobalVariable(
       m, programType, true, llvm::GlobalValue::PrivateLinkage,
       llvm::ConstantStruct::get(programType, {llvm::ConstantInt::get(i32, api),
                                               llvm::ConstantInt::get(i32, entries.size()),
-                                              table}),
+                                              table,
+                                              bufferFlags(m, module, numBuffers, prefix)}),
       (prefix + "_gpu_program").str());
 }
 
@@ -305,8 +331,8 @@ static std::unique_ptr<llvm::Module> lowerToLLVMIR(ModuleOp module, const CpuTar
   if (auto bytes = module->getAttrOfType<IntegerAttr>("kiln.arena_bytes"))
     parts.arenaBytes = bytes.getInt();
   parts.weightsBytes = constantBytes(*llvmModule);
-  parts.gpu = gpuProgram(*llvmModule, module->getAttrOfType<ArrayAttr>("kiln.gpu_kernels"),
-                         prefix);
+  parts.gpu =
+      gpuProgram(*llvmModule, module, signature.inputs.size() + signature.outputs.size(), prefix);
   parts.profile =
       profileInfo(*llvmModule, module->getAttrOfType<ArrayAttr>("kiln.profile"), prefix);
   parts.external = externalWeights(*llvmModule, module, prefix);

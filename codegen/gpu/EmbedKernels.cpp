@@ -61,6 +61,38 @@ bool placeWaits(Block &block, bool pending, func::FuncOp wait, const DenseSet<Va
   return pending;
 }
 
+/// Whether an op of `block` other than a launch may read or write a buffer
+/// whose root is in `buffers` (or one it cannot tell apart from them).
+bool touchedOnHost(Block &block, const DenseSet<Value> &buffers) {
+  for (Operation &op : block) {
+    if (isa<gpu::LaunchFuncOp>(op))
+      continue;
+    if (!containsLaunch(&op)) {
+      if (touchesDeviceBuffers(&op, buffers))
+        return true;
+      continue;
+    }
+    for (Region &region : op.getRegions())
+      for (Block &inner : region)
+        if (touchedOnHost(inner, buffers))
+          return true;
+  }
+  return false;
+}
+
+/// The buffers of the model's entry `main` (its inputs, then outputs: the
+/// arguments before a dynamic entry's shapes and output slots) that only
+/// kernels read and write, by argument number.
+SmallVector<int32_t> kernelsOnlyBuffers(func::FuncOp main) {
+  unsigned buffers = main.getNumArguments() - (main->hasAttr("kiln.dynamic_entry") ? 2 : 0);
+  SmallVector<int32_t> indices;
+  for (BlockArgument arg : main.getArguments().take_front(buffers))
+    if (isa<MemRefType>(arg.getType()) &&
+        !touchedOnHost(main.front(), DenseSet<Value>{arg}))
+      indices.push_back(arg.getArgNumber());
+  return indices;
+}
+
 /// The runtime function `name` of `type`, declared once.
 func::FuncOp runtimeFunction(ModuleOp module, StringRef name, FunctionType type) {
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
@@ -219,6 +251,10 @@ struct KilnGpuEmbedKernelsPass
     for (auto host : llvm::to_vector(top.getOps<func::FuncOp>())) {
       if (host.isExternal() || !containsLaunch(host))
         continue;
+      // (Before the waits: kiln_gpu_wait may touch anything.)
+      if (host.getSymName() == "main")
+        top->setAttr("kiln.gpu_kernels_only_buffers",
+                     b.getDenseI32ArrayAttr(kernelsOnlyBuffers(host)));
       DenseSet<Value> device;
       host.walk([&](gpu::LaunchFuncOp launch) {
         for (Value operand : launch.getKernelOperands())

@@ -624,7 +624,12 @@ def KilnGpuEmbedKernels : Pass<"kiln-gpu-embed-kernels", "ModuleOp"> {
       kiln_gpu_program is emitted: name, workgroup_size, buffers, and each
       `kiln.<field>` attribute of its gpu.module as <field> (the code:
       spirv words, a cuda fatbin and its ptx; features, 0 if absent); the
-      gpu.modules are erased.
+      gpu.modules are erased;
+    - the module attribute `kiln.gpu_kernels_only_buffers` lists the
+      arguments of `@main` (the model's inputs, then outputs) that no host
+      op may read or write, through a view or otherwise, only kernels: the
+      runtime keeps those where the host cannot reach them (on CUDA, device
+      memory, copied from and to the caller's buffers).
     Kernel arguments must be memrefs: whole buffers, or views with static
     sizes, strides and offset (passed as their buffer's aligned pointer,
     the offset applied by the kernel).

@@ -74,6 +74,9 @@ struct kiln_model {
   char device_error[512]; /* why not */
   void **staged;          /* a GPU model's inputs and outputs in device memory */
   size_t *staged_bytes;
+  /* Those only kernels use are copied straight from and to the caller's
+   * buffers (KILN_GPU_DIRECT_COPIES=0: staged like the rest, to compare). */
+  int direct_copies;
   int num_threads;
   kiln_pool *pool; /* started by the first run that needs it */
   memory_meter meter;
@@ -247,6 +250,8 @@ kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
     m->device = kiln_device_open(info->gpu, m->device_error, sizeof m->device_error);
     m->arenas[0].device = m->arenas[1].device = m->device;
     size_t slots = (size_t)info->num_inputs + info->num_outputs + 1;
+    const char *direct = getenv("KILN_GPU_DIRECT_COPIES");
+    m->direct_copies = !(direct && strcmp(direct, "0") == 0);
     m->staged = calloc(slots, sizeof(void *));
     m->staged_bytes = calloc(slots, sizeof(size_t));
     if (!m->staged || !m->staged_bytes) {
@@ -480,6 +485,23 @@ static size_t tensor_bytes(const kiln_model *m, uint32_t i) {
   return n;
 }
 
+/* Whether only kernels read and write buffer `i` (inputs, then outputs):
+ * no host code of the model touches it. */
+static int kernels_only(const kiln_model *m, uint32_t i) {
+  const uint8_t *flags = m->info->gpu->buffer_flags;
+  return m->direct_copies && flags && (flags[i] & KILN_GPU_BUFFER_KERNELS_ONLY);
+}
+
+/* Device memory for buffer `i` of `bytes`: the host's where host code of
+ * the model touches it (an input's written from the host, an output's
+ * read there), else memory only kernels and copies reach. */
+static void *alloc_staged(kiln_model *m, uint32_t i, size_t bytes) {
+  if (kernels_only(m, i))
+    return kiln_device_alloc_private(m->device, bytes);
+  return i < m->info->num_inputs ? kiln_device_alloc_input(m->device, bytes)
+                                 : kiln_device_alloc(m->device, bytes);
+}
+
 /* A GPU model's kernels read and write device memory: its inputs are copied
  * there, and a static model's outputs are written there. */
 static int stage_buffers(kiln_model *m, void **buffers) {
@@ -491,8 +513,7 @@ static int stage_buffers(kiln_model *m, void **buffers) {
       if (m->staged[i])
         kiln_device_free(m->device, m->staged[i]);
       meter_add(&m->meter, &m->meter.runtime, -(int64_t)m->staged_bytes[i]);
-      m->staged[i] = i < info->num_inputs ? kiln_device_alloc_input(m->device, bytes ? bytes : 1)
-                                          : kiln_device_alloc(m->device, bytes ? bytes : 1);
+      m->staged[i] = alloc_staged(m, i, bytes ? bytes : 1);
       m->staged_bytes[i] = m->staged[i] ? bytes : 0;
       meter_add(&m->meter, &m->meter.runtime, (int64_t)m->staged_bytes[i]);
       if (!m->staged[i]) {
@@ -502,7 +523,9 @@ static int stage_buffers(kiln_model *m, void **buffers) {
         return 1;
       }
     }
-    if (i < info->num_inputs) {
+    if (i < info->num_inputs && kernels_only(m, i)) {
+      kiln_device_copy_in(m->device, m->staged[i], buffers[i], bytes);
+    } else if (i < info->num_inputs) {
       memcpy(m->staged[i], buffers[i], bytes);
       kiln_device_touched(m->device, m->staged[i], bytes);
     }
@@ -515,14 +538,15 @@ static int stage_buffers(kiln_model *m, void **buffers) {
   return 0;
 }
 
-/* After a GPU model's run: a static model's outputs are copied to the
- * caller's buffers, a dynamic model's are the run's memory already. */
+/* After a GPU model's run: a static model's outputs are in the caller's
+ * buffers (those only kernels write, copied there by the wait) or copied
+ * there now; a dynamic model's are the run's memory already. */
 static void unstage_outputs(kiln_model *m, void **buffers) {
   const kiln_model_info *info = m->info;
   for (uint32_t i = info->num_inputs; i < info->num_inputs + info->num_outputs; ++i) {
     if (m->dynamic) {
       buffers[i] = m->staged[i];
-    } else {
+    } else if (!kernels_only(m, i)) {
       memcpy(buffers[i], m->staged[i], tensor_bytes(m, i));
       kiln_device_touched(m->device, m->staged[i], tensor_bytes(m, i));
     }
@@ -531,11 +555,20 @@ static void unstage_outputs(kiln_model *m, void **buffers) {
 
 /* Before a GPU model's last wait: the host reads the outputs next (a
  * static model's staged ones, copied out; a dynamic model's in the run's
- * memory, where the entry left them). */
-static void announce_host_copies(kiln_model *m) {
+ * memory, where the entry left them); those only kernels write are copied
+ * straight into the caller's buffers, behind the kernels. */
+static int announce_host_copies(kiln_model *m, void **buffers) {
   const kiln_model_info *info = m->info;
-  for (uint32_t i = info->num_inputs; i < info->num_inputs + info->num_outputs; ++i)
-    kiln_device_will_touch(m->device, m->staged[i], tensor_bytes(m, i));
+  for (uint32_t i = info->num_inputs; i < info->num_inputs + info->num_outputs; ++i) {
+    if (m->dynamic || !kernels_only(m, i)) {
+      kiln_device_will_touch(m->device, m->staged[i], tensor_bytes(m, i));
+    } else if (kiln_device_copy_out(m->device, buffers[i], m->staged[i], tensor_bytes(m, i))) {
+      set_error(m, "out of memory queueing the copy of output '%s'",
+                info->outputs[i - info->num_inputs].name);
+      return 1;
+    }
+  }
+  return 0;
 }
 
 /* Runs the entry on `buffers` (inputs, then outputs or output slots) with
@@ -568,7 +601,7 @@ static int run_buffers(kiln_model *m, void **buffers) {
   if (m->device) {
     char message[480];
     if (!failed)
-      announce_host_copies(m);
+      failed = announce_host_copies(m, buffers);
     if (kiln_device_wait(m->device, message, sizeof message) && !failed) {
       set_error(m, "GPU kernels failed: %s", message);
       failed = 1;

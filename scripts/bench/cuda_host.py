@@ -8,10 +8,13 @@ every kernel exists and does nothing, and copies to the GPU are memcpy.
 their pinned buffers (and, by the fake, to the "GPU"), the model's host
 code recording its launches, the segment matched to its CUDA graph, the
 outputs copied out. Executables given in one call are timed in turns
-(round-robin, --rounds), so two builds of a model compare on one machine.
+(round-robin, --rounds), so two builds of a model compare on one machine;
+each --env VAR=VALUE times every executable once more with that setting,
+in the same turns (KILN_GPU_DIRECT_COPIES=0: inputs and outputs staged
+through the host's buffers).
 
   python3 scripts/bench/cuda_host.py [--runs N] [--rounds R] [--flags "..."] [--kiln-compile EXE]
-                                     MODEL.onnx|EXECUTABLE ...
+                                     [--env VAR=VALUE ...] MODEL.onnx|EXECUTABLE ...
 
 Prints per model the median of the rounds' p50s, in microseconds.
 """
@@ -39,9 +42,10 @@ def executable(model, compiler, flags, workdir):
     return out
 
 
-def p50_us(exe, runs, driver):
+def p50_us(exe, runs, driver, setting):
     env = dict(os.environ, KILN_FAKE_CUDA_ANY_KERNEL="1",
-               LD_LIBRARY_PATH=driver + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+               LD_LIBRARY_PATH=driver + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""),
+               **setting)
     done = subprocess.run([exe, "--bench", str(runs)], capture_output=True, text=True, env=env)
     found = re.search(r"p50=([0-9.]+)", done.stdout)
     device = re.search(r"^device: (.*)$", done.stdout, re.M)
@@ -67,21 +71,31 @@ def main():
     parser.add_argument("--kiln-compile", default=shutil.which("kiln-compile") or
                         os.path.join(ROOT, "build", "bin", "kiln-compile"),
                         help="for ONNX files (default: the one on PATH, else build/bin's)")
+    parser.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
+                        help="also time each executable with this environment variable set")
     args = parser.parse_args()
+    settings = [("", {})]
+    for assignment in args.env:
+        name, equals, value = assignment.partition("=")
+        if not name or not equals:
+            sys.exit("cuda_host: --env %s is not VAR=VALUE" % assignment)
+        settings.append((" (%s)" % assignment, {name: value}))
     if not os.path.exists(os.path.join(args.fake_driver, "libcuda.so.1")):
         sys.exit("cuda_host: no fake driver in %s (build kiln first)" % args.fake_driver)
     with tempfile.TemporaryDirectory() as workdir:
         exes = [executable(m, args.kiln_compile, args.flags.split(), workdir)
                 for m in args.models]
-        times = {exe: [] for exe in exes}
+        rows = [(os.path.basename(model) + label, exe, setting)
+                for model, exe in zip(args.models, exes) for label, setting in settings]
+        times = {name: [] for name, _, _ in rows}
         for _ in range(args.rounds):
-            for exe in exes:
-                times[exe].append(p50_us(exe, args.runs, args.fake_driver))
+            for name, exe, setting in rows:
+                times[name].append(p50_us(exe, args.runs, args.fake_driver, setting))
         print("| model | host us per run (p50) | rounds |")
         print("|---|---:|---|")
-        for model, exe in zip(args.models, exes):
-            print("| %s | %.1f | %s |" % (os.path.basename(model), statistics.median(times[exe]),
-                                          " ".join("%.1f" % t for t in times[exe])))
+        for name, _, _ in rows:
+            print("| %s | %.1f | %s |" % (name, statistics.median(times[name]),
+                                          " ".join("%.1f" % t for t in times[name])))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,10 @@ cuda-mma-sp, vulkan):
     with the same roundings), within --rtol/--atol;
   - speed, for the models marked `bench`: kiln's median latency
     (`./exe --bench N`, the whole run: inputs in, kernels, outputs out),
-    for CUDA also with KILN_CUDA_GRAPHS=0 (kernels launched one by one)
-    and with KILN_CUDA_PREFETCH=0 (pages moved by the kernels' faults);
+    for CUDA also with KILN_CUDA_GRAPHS=0 (kernels launched one by one),
+    with KILN_CUDA_PREFETCH=0 (pages moved by the kernels' faults) and
+    with KILN_GPU_DIRECT_COPIES=0 (the inputs and outputs only kernels use
+    staged through the host's buffers, as before 2026-12-02);
     for the matmuls (matmul4096: f32; gemmN-bf16, gemmN-f16: 16-bit
     operands, tensor cores; gemmN-bf16-wide: the same in 128x128 tiles,
     --cuda-wide-tiles; gemmN-bf16-wgmma: by wgmma, --cuda-wgmma;
@@ -281,9 +283,11 @@ def check_all_numerics(plan, root, pattern, rtol, atol):
 
 
 def bench_kiln(plan, root, pattern, runs):
-    """kiln's whole runs; for CUDA also without graphs and without prefetch."""
+    """kiln's whole runs; for CUDA also without graphs, without prefetch and
+    without direct copies."""
     variants = {"kiln_ms": None, "no_graphs_ms": {"KILN_CUDA_GRAPHS": "0"},
-                "no_prefetch_ms": {"KILN_CUDA_PREFETCH": "0"}}
+                "no_prefetch_ms": {"KILN_CUDA_PREFETCH": "0"},
+                "staged_ms": {"KILN_GPU_DIRECT_COPIES": "0"}}
     for model, target, model_dir, exe in executables(root, pattern):
         if not os.path.exists(os.path.join(model_dir, "bench")) or not plan.time_left():
             continue
@@ -417,14 +421,14 @@ def bench_matmul_baselines(plan, root, pattern, runs):
 
 def print_table(results):
     print("\n| model | target | numerics | p50 ms (with copies) | without CUDA graphs "
-          "| without prefetch | alone ms | TFLOP/s |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| without prefetch | staged copies | alone ms | TFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     cell = lambda r, k: "%.3f" % r[k] if k in r else ""
     for r in results:
         ms = cell(r, "kiln_ms") or cell(r, "with_copies_ms") or r.get("bench", "")
-        print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["model"], r["target"], r.get("numerics", ""), ms, cell(r, "no_graphs_ms"),
-            cell(r, "no_prefetch_ms"), cell(r, "alone_ms"),
+            cell(r, "no_prefetch_ms"), cell(r, "staged_ms"), cell(r, "alone_ms"),
             "%.1f" % r["tflops"] if "tflops" in r else ""))
 
 

@@ -56,11 +56,20 @@ const kiln_gpu_kernel kKernels[] = {
     {"scale", "fatbin of scale", 15, {256, 1, 1}, 3, 0, 0},
     {"add_n", "fatbin of add_n", 15, {256, 1, 1}, 3, 0, 0},
 };
-const kiln_gpu_program kProgram = {KILN_GPU_CUDA, 2, kKernels};
+// As if host code of the model could touch x and y: mapped memory.
+const kiln_gpu_program kProgram = {KILN_GPU_CUDA, 2, kKernels, /*buffer_flags=*/nullptr};
 const kiln_model_info kModel = {KILN_ABI_VERSION, 0, "scale", 1, 1, kInputs, kOutputs, entry,
                                 /*arena_bytes=*/kBytes, &kProgram, /*weights_bytes=*/0,
                                 /*profile=*/nullptr, /*external_weights=*/nullptr,
                                 /*num_variants=*/0, /*variants=*/nullptr};
+// As kiln-compile says of this entry: only kernels touch x and y.
+const uint8_t kKernelsOnly[] = {KILN_GPU_BUFFER_KERNELS_ONLY, KILN_GPU_BUFFER_KERNELS_ONLY};
+const kiln_gpu_program kKernelsOnlyProgram = {KILN_GPU_CUDA, 2, kKernels, kKernelsOnly};
+const kiln_model_info kKernelsOnlyModel = {
+    KILN_ABI_VERSION, 0, "scale", 1, 1, kInputs, kOutputs, entry,
+    /*arena_bytes=*/kBytes, &kKernelsOnlyProgram, /*weights_bytes=*/0,
+    /*profile=*/nullptr, /*external_weights=*/nullptr,
+    /*num_variants=*/0, /*variants=*/nullptr};
 
 class CudaModel : public ::testing::Test {
 protected:
@@ -88,6 +97,9 @@ protected:
   /// Runs the model `runs` times on x = 0, 1, 2, ...; y = 3x + 1 each time.
   static void run(kiln_model *m, int runs) {
     std::vector<float> x(kCount), y(kCount);
+    run(m, runs, x, y);
+  }
+  static void run(kiln_model *m, int runs, std::vector<float> &x, std::vector<float> &y) {
     for (int64_t i = 0; i < kCount; ++i)
       x[i] = float(i);
     const void *in[] = {x.data()};
@@ -141,6 +153,53 @@ TEST_F(CudaModel, CountsTheFaultsOfUnprefetchedPages) {
   // Each run: the output's 4 pages to the GPU and back.
   EXPECT_EQ(state().gpuFaults, 3 * 4);
   EXPECT_EQ(state().hostFaults, 3 * 4);
+  kiln_model_destroy(m);
+}
+
+// The buffers only kernels use are device memory: each run's input is
+// copied there straight from the caller's buffer, and the output straight
+// back into the caller's, behind the kernels. Nothing of the run is managed
+// memory but the arena, which the host does not touch between runs: no
+// page moves by a fault, with or without the prefetches.
+TEST_F(CudaModel, CopiesKernelsOnlyBuffersStraightFromAndToTheCaller) {
+  for (const char *prefetch : {"1", "0"}) {
+    setenv("KILN_CUDA_PREFETCH", prefetch, 1);
+    kiln_model *m = kiln_model_create(&kKernelsOnlyModel);
+    ASSERT_NE(m, nullptr);
+    std::vector<float> x(kCount), y(kCount);
+    run(m, 2, x, y);
+    state().gpuFaults = state().hostFaults = 0;
+    state().copies.clear();
+    state().copiesBack.clear();
+    size_t ran = state().ran.size();
+    run(m, 3, x, y);
+    EXPECT_EQ(state().gpuFaults, 0) << "prefetch " << prefetch;
+    EXPECT_EQ(state().hostFaults, 0) << "prefetch " << prefetch;
+    // Per run: x in, the launch parameters, two kernels, y out.
+    ASSERT_EQ(state().copies.size(), 6u);
+    ASSERT_EQ(state().copiesBack.size(), 3u);
+    for (size_t r = 0; r < 3; ++r) {
+      const auto &input = state().copies[2 * r], &output = state().copiesBack[r];
+      const Launch &scale = state().ran[ran + 2 * r], &add = state().ran[ran + 2 * r + 1];
+      EXPECT_EQ(input.from, reinterpret_cast<uintptr_t>(x.data()));
+      EXPECT_EQ(input.to, scale.pointers[0]);
+      EXPECT_EQ(input.ranBefore, ran + 2 * r);
+      EXPECT_EQ(output.from, add.pointers[1]);
+      EXPECT_TRUE(state().onDevice(output.from)) << "y is managed memory";
+      EXPECT_EQ(output.to, reinterpret_cast<uintptr_t>(y.data()));
+      EXPECT_EQ(output.bytes, kBytes);
+      EXPECT_EQ(output.ranBefore, ran + 2 * r + 2) << "not behind the run's kernels";
+    }
+    kiln_model_destroy(m);
+  }
+  // KILN_GPU_DIRECT_COPIES=0: staged as if host code touched them.
+  setenv("KILN_GPU_DIRECT_COPIES", "0", 1);
+  kiln_model *m = kiln_model_create(&kKernelsOnlyModel);
+  unsetenv("KILN_GPU_DIRECT_COPIES");
+  ASSERT_NE(m, nullptr);
+  state().copiesBack.clear();
+  run(m, 2);
+  EXPECT_TRUE(state().copiesBack.empty());
   kiln_model_destroy(m);
 }
 

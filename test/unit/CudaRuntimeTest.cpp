@@ -330,6 +330,68 @@ TEST_F(CudaRuntime, CopiesInputsToTheGpu) {
   }
 }
 
+// Memory only kernels use (kiln_device_alloc_private: an input or output
+// no host code touches) is device memory, known to the host by its device
+// address. A copy in goes straight from the host memory given, ahead of
+// the kernels; a copy out goes straight into the host memory given, behind
+// the kernels (launched one by one, captured, or replayed as a graph), or
+// at once at a wait with no kernels. A failed copy out fails the wait,
+// once.
+TEST_F(CudaRuntime, CopiesPrivateMemoryStraightFromAndToTheHost) {
+  for (const char *graphs : {"1", "0"}) {
+    setenv("KILN_CUDA_GRAPHS", graphs, 1);
+    state().copies.clear();
+    state().copiesBack.clear();
+    state().ran.clear();
+    std::string error;
+    kiln_device *d = open(error);
+    ASSERT_NE(d, nullptr) << error;
+    const size_t bytes = 64 * sizeof(float);
+    void *a = kiln_device_alloc_private(d, bytes);
+    ASSERT_NE(a, nullptr);
+    EXPECT_TRUE(state().onDevice(reinterpret_cast<uintptr_t>(a)));
+    std::vector<float> in(64), out(64);
+    char message[256];
+    for (int r = 0; r < 3; ++r) {
+      std::fill(in.begin(), in.end(), float(r));
+      std::fill(out.begin(), out.end(), -1.0f);
+      size_t before = state().ran.size();
+      kiln_device_copy_in(d, a, in.data(), bytes);
+      ASSERT_EQ(state().copies.size(), size_t(r + 1)) << "graphs " << graphs;
+      EXPECT_EQ(state().copies.back().from, reinterpret_cast<uintptr_t>(in.data()));
+      EXPECT_EQ(state().copies.back().to, reinterpret_cast<uintptr_t>(a));
+      EXPECT_EQ(state().copies.back().ranBefore, before);
+      kiln_gpu_arg args[] = {{a, bytes, 0}};
+      int64_t grid[3] = {16, 1, 1};
+      ASSERT_EQ(kiln_device_launch(d, 1, grid, args, message, sizeof message), 0) << message;
+      ASSERT_EQ(kiln_device_copy_out(d, out.data(), a, bytes), 0);
+      EXPECT_EQ(state().copiesBack.size(), size_t(r)) << "copied before the wait";
+      ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+      ASSERT_EQ(state().copiesBack.size(), size_t(r + 1));
+      EXPECT_EQ(state().copiesBack.back().to, reinterpret_cast<uintptr_t>(out.data()));
+      EXPECT_EQ(state().copiesBack.back().from, reinterpret_cast<uintptr_t>(a));
+      EXPECT_EQ(state().copiesBack.back().bytes, bytes);
+      EXPECT_EQ(state().copiesBack.back().ranBefore, before + 1) << "not behind the kernel";
+      EXPECT_EQ(out[63], float(r + 1)) << "run " << r;
+    }
+    // With no kernels queued, the wait copies.
+    ASSERT_EQ(kiln_device_copy_out(d, out.data(), a, bytes), 0);
+    ASSERT_EQ(kiln_device_wait(d, message, sizeof message), 0) << message;
+    EXPECT_EQ(state().copiesBack.size(), 4u);
+
+    state().copiesFail = true;
+    ASSERT_EQ(kiln_device_copy_out(d, out.data(), a, bytes), 0);
+    EXPECT_EQ(kiln_device_wait(d, message, sizeof message), 1);
+    state().copiesFail = false;
+    EXPECT_STREQ(message, "Fake GPU 0 (CUDA, sm_90): copying an output from the GPU failed "
+                          "(CUDA_ERROR_INVALID_VALUE)");
+    EXPECT_EQ(kiln_device_wait(d, message, sizeof message), 0) << "reported once";
+    kiln_device_free(d, a);
+    EXPECT_TRUE(state().device.empty()) << "freed";
+    kiln_device_close(d);
+  }
+}
+
 // Segments of other sizes (a dynamic model's) are other segments: each
 // becomes a graph at its own second run; a new one is launched one by one.
 TEST_F(CudaRuntime, KeepsAGraphPerSegment) {

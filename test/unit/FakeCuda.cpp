@@ -348,9 +348,22 @@ int cuMemcpyHtoDAsync_v2(unsigned long long to, const void *from, size_t bytes, 
     return kCaptureInvalidated; // cuda.c copies outside captures
   if (!s.onDevice(to) || (bytes && !s.onDevice(to + bytes - 1)) || s.copiesFail)
     return kInvalidValue;
-  s.copies.push_back({to, bytes, s.ran.size()});
+  s.copies.push_back({to, reinterpret_cast<uintptr_t>(from), bytes, s.ran.size()});
   deviceAccess(true);
   memcpy(reinterpret_cast<void *>(to), from, bytes);
+  deviceAccess(false);
+  return kSuccess;
+}
+
+int cuMemcpyDtoHAsync_v2(void *to, unsigned long long from, size_t bytes, CUstream_st *) {
+  State &s = state();
+  if (duringCapture())
+    return kCaptureInvalidated; // cuda.c copies outside captures
+  if (!s.onDevice(from) || (bytes && !s.onDevice(from + bytes - 1)) || s.copiesFail)
+    return kInvalidValue;
+  s.copiesBack.push_back({reinterpret_cast<uintptr_t>(to), from, bytes, s.ran.size()});
+  deviceAccess(true);
+  memcpy(to, reinterpret_cast<const void *>(from), bytes);
   deviceAccess(false);
   return kSuccess;
 }

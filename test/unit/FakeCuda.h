@@ -47,7 +47,7 @@ struct State {
   bool canCapture = true;          // cuStreamBeginCapture succeeds
   uint64_t freeBytes = 1ull << 30; // cuMemGetInfo
   int sharedOptIn = 232448;        // a workgroup's shared memory at most (an H100's)
-  bool copiesFail = false;         // cuMemcpyHtoDAsync_v2 fails
+  bool copiesFail = false;         // cuMemcpyHtoDAsync_v2 and cuMemcpyDtoHAsync_v2 fail
   // The GPU's clock, in ms: each kernel that runs moves it on by its time
   // here (KILN_FAKE_CUDA_ANY_KERNEL=1: 0.01 ms each), events read it.
   std::map<std::string, double> kernelMs;
@@ -73,11 +73,12 @@ struct State {
   };
   std::vector<Prefetch> prefetched; // cuMemPrefetchAsync_v2 calls
   struct Copy {
-    uint64_t to; // device memory
+    uint64_t to, from; // device memory and host memory, or the reverse
     size_t bytes;
     size_t ranBefore; // kernels that had run when it was queued
   };
-  std::vector<Copy> copies; // cuMemcpyHtoDAsync_v2 calls
+  std::vector<Copy> copies;     // cuMemcpyHtoDAsync_v2 calls
+  std::vector<Copy> copiesBack; // cuMemcpyDtoHAsync_v2 calls
 
   /// Whether `pointer` is in device memory (cuMemAlloc's).
   bool onDevice(uint64_t pointer) const;

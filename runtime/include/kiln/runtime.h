@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 6
+#define KILN_ABI_VERSION 7
 
 /* A dimension whose size is given at run time. */
 #define KILN_DYNAMIC (-1)
@@ -91,10 +91,18 @@ typedef struct kiln_gpu_kernel {
 #define KILN_GPU_FEATURE_FLOAT64 16u
 #define KILN_GPU_FEATURE_STORAGE16 32u
 #define KILN_GPU_FEATURE_STORAGE8 64u
+/* A buffer of the entry (an input or output) that no host code of the
+ * model reads or writes, only kernels: the runtime may keep it where the
+ * host cannot reach it (CUDA: device memory), copied there from the
+ * caller's input and back into the caller's output. */
+#define KILN_GPU_BUFFER_KERNELS_ONLY 1u
 typedef struct kiln_gpu_program {
   uint32_t api; /* kiln_gpu_api */
   uint32_t num_kernels;
   const kiln_gpu_kernel *kernels;
+  /* KILN_GPU_BUFFER_* bits per buffer of the entry (inputs, then outputs);
+   * NULL: none. */
+  const uint8_t *buffer_flags;
 } kiln_gpu_program;
 
 /* The kernels of a model compiled with kiln-compile --profile: the groups

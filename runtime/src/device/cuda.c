@@ -29,8 +29,11 @@
  * (cuMemAlloc), which does not migrate: the model's constants, copied in
  * at their first use; the launches' parameters, written to pinned host
  * memory and copied over ahead of their kernels (a segment's at once,
- * before its graph); and a run's inputs (kiln_device_alloc_input), written
- * to pinned host memory and copied over as the host says it wrote them.
+ * before its graph); a run's inputs (kiln_device_alloc_input), written
+ * to pinned host memory and copied over as the host says it wrote them;
+ * and the inputs and outputs no host code of the model touches
+ * (kiln_device_alloc_private), copied straight from the caller's buffers
+ * ahead of the kernels and back into them behind the kernels.
  *===----------------------------------------------------------------------===*/
 #include "device.h"
 #include "memory.h"
@@ -96,6 +99,8 @@ typedef struct CUmemLocation {
   X(cuMemFreeHost, "cuMemFreeHost", CUresult, (void *))                        \
   X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", CUresult,                       \
     (CUdeviceptr, const void *, size_t, CUstream))                             \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", CUresult,                       \
+    (void *, CUdeviceptr, size_t, CUstream))                                   \
   X(cuMemGetInfo, "cuMemGetInfo_v2", CUresult, (size_t *, size_t *))            \
   X(cuStreamCreate, "cuStreamCreate", CUresult, (CUstream *, unsigned))        \
   X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult, (CUstream))               \
@@ -191,7 +196,7 @@ struct kiln_device {
   touched_ranges touched; /* by the host since the kernels last ran */
   touched_ranges returning; /* the host touches next, after the wait */
   segment pending; /* the launches since the last wait, not yet run */
-  CUresult failed_copy; /* of an input, since the last wait */
+  CUresult failed_copy; /* to the GPU, since the last wait */
   int copies_pending;   /* copies queued since the last wait */
   kiln_profiler *profiler; /* while profiling: kernels are timed, not graphed */
   CUevent *events; /* around each launch of the segment: 2 per launch */
@@ -347,12 +352,17 @@ static int create_managed(kiln_device *d, kiln_region *r) {
 }
 
 /* Device memory (r->buffer); for launch parameters and inputs also pinned
- * host memory the host writes them to (r->mapped) and they are copied from. */
+ * host memory the host writes them to (r->mapped) and they are copied from.
+ * Private memory is known by its device address. */
 static int create_unmanaged(kiln_device *d, kiln_region *r) {
   CUdeviceptr memory = 0;
   if (d->cuMemAlloc(&memory, r->bytes ? r->bytes : 4) != CUDA_SUCCESS)
     return 1;
   r->buffer = (void *)(uintptr_t)memory;
+  if (r->kind == KILN_REGION_PRIVATE) {
+    r->mapped = (unsigned char *)(uintptr_t)memory;
+    return 0;
+  }
   void *staging = NULL;
   if (r->kind != KILN_REGION_CONSTANT &&
       d->cuMemAllocHost(&staging, r->bytes ? r->bytes : 4) != CUDA_SUCCESS) {
@@ -363,10 +373,11 @@ static int create_unmanaged(kiln_device *d, kiln_region *r) {
   return 0;
 }
 
-/* Constants, launch parameters and inputs live in device memory, which
- * never migrates: the host writes parameters and inputs at each run, and in
- * managed memory their pages would move to the host at each write and back
- * to the GPU by the kernels' faults or a prefetch. */
+/* Constants, launch parameters, inputs and what only kernels use live in
+ * device memory, which never migrates: the host writes parameters and
+ * inputs at each run, and in managed memory their pages would move to the
+ * host at each write and back to the GPU by the kernels' faults or a
+ * prefetch. */
 static int create_region(void *device, kiln_region *r) {
   kiln_device *d = device;
   /* The caller's thread may not be the one that opened the device. */
@@ -498,9 +509,17 @@ static void add_range(kiln_device *d, touched_ranges *t, void *memory, size_t by
   t->ranges[t->count++].bytes = bytes;
 }
 
-/* An input's bytes are copied to the GPU now, on the stream, ahead of the
- * kernels (a failure is the next wait's); managed memory is prefetched
- * before the next kernels. */
+/* Copies now, on the stream, ahead of the kernels; a failure is the next
+ * wait's. */
+static void copy_in_now(kiln_device *d, CUdeviceptr to, const void *from, size_t bytes) {
+  d->cuCtxSetCurrent(d->context);
+  CUresult copied = copy_to_device(d, to, from, bytes);
+  if (copied != CUDA_SUCCESS && d->failed_copy == CUDA_SUCCESS)
+    d->failed_copy = copied;
+}
+
+/* An input's bytes go to the GPU now; managed memory is prefetched before
+ * the next kernels. */
 static void cuda_touched(kiln_device *d, void *memory, size_t bytes) {
   kiln_region *r = kiln_regions_holding(&d->base.regions, memory, bytes);
   if (!r || r->kind != KILN_REGION_INPUT) {
@@ -508,10 +527,30 @@ static void cuda_touched(kiln_device *d, void *memory, size_t bytes) {
     return;
   }
   size_t offset = (size_t)((unsigned char *)memory - r->mapped);
-  d->cuCtxSetCurrent(d->context);
-  CUresult copied = copy_to_device(d, (CUdeviceptr)(uintptr_t)r->buffer + offset, memory, bytes);
-  if (copied != CUDA_SUCCESS && d->failed_copy == CUDA_SUCCESS)
-    d->failed_copy = copied;
+  copy_in_now(d, (CUdeviceptr)(uintptr_t)r->buffer + offset, memory, bytes);
+}
+
+/* Straight from the caller's memory, pageable or not: the driver stages
+ * pageable memory itself before this returns. */
+static void cuda_copy_in(kiln_device *d, void *to, const void *from, size_t bytes) {
+  copy_in_now(d, (CUdeviceptr)(uintptr_t)to, from, bytes);
+}
+
+/* Queues the copies of kiln_device_copy_out since the last wait, behind
+ * the kernels, and empties the list; the first failure. */
+static CUresult copy_outputs(kiln_device *d) {
+  CUresult first = CUDA_SUCCESS;
+  for (size_t i = 0; i < d->base.num_copies_out; ++i) {
+    const kiln_copy_out *c = &d->base.copies_out[i];
+    if (!c->bytes)
+      continue;
+    d->copies_pending = 1;
+    CUresult r = d->cuMemcpyDtoHAsync(c->to, (CUdeviceptr)(uintptr_t)c->from, c->bytes, d->stream);
+    if (first == CUDA_SUCCESS)
+      first = r;
+  }
+  d->base.num_copies_out = 0;
+  return first;
 }
 
 /* Only managed memory moves: the host's copy of an input is its own. */
@@ -764,7 +803,7 @@ static int cuda_launch(kiln_device *d, uint32_t index, const int64_t grid[3],
   return 0;
 }
 
-/* The first input copy that failed since the last wait, if one did. */
+/* The first copy to the GPU that failed since the last wait, if one did. */
 static int check_copies(kiln_device *d, char *error, size_t size) {
   CUresult failed = d->failed_copy;
   d->failed_copy = CUDA_SUCCESS;
@@ -772,31 +811,36 @@ static int check_copies(kiln_device *d, char *error, size_t size) {
 }
 
 static int cuda_wait(kiln_device *d, char *error, size_t size) {
-  if (!d->queued) {
+  int ran = d->queued, failed = 0;
+  uint32_t timed = 0;
+  d->cuCtxSetCurrent(d->context);
+  if (ran) {
+    d->queued = 0;
+    failed = run_pending(d, error, size);
+    timed = d->profiler && !failed ? d->pending.count : 0;
+    /* Behind the kernels (after a graph's launch, outside its capture). */
+    prefetch_ranges(d, &d->returning, (CUmemLocation){CU_MEM_LOCATION_TYPE_HOST, 0});
+    d->pending.count = 0; /* its launches stay, for report_times */
+    kiln_regions_drained(&d->base.regions);
+  } else {
     /* No kernels moved it: the host may touch it again where it is. */
     d->touched.count = 0;
     d->returning.count = 0;
-    if (d->copies_pending) { /* before their memory may be freed or rewritten */
-      d->cuCtxSetCurrent(d->context);
-      d->cuStreamSynchronize(d->stream);
-    }
-    d->copies_pending = 0;
-    return check_copies(d, error, size);
   }
-  d->queued = 0;
-  d->cuCtxSetCurrent(d->context);
-  int failed = run_pending(d, error, size);
-  uint32_t timed = d->profiler && !failed ? d->pending.count : 0;
-  /* Behind the kernels (after a graph's launch, outside its capture). */
-  prefetch_ranges(d, &d->returning, (CUmemLocation){CU_MEM_LOCATION_TYPE_HOST, 0});
-  d->pending.count = 0; /* its launches stay, for report_times */
-  kiln_regions_drained(&d->base.regions);
-  CUresult synced = d->cuStreamSynchronize(d->stream);
+  CUresult copied = CUDA_SUCCESS;
+  if (failed)
+    d->base.num_copies_out = 0;
+  else
+    copied = copy_outputs(d);
+  /* Copies too: their memory may be freed or rewritten next. */
+  CUresult synced = ran || d->copies_pending ? d->cuStreamSynchronize(d->stream) : CUDA_SUCCESS;
   d->copies_pending = 0;
   if (synced == CUDA_SUCCESS)
     report_times(d, &d->pending, timed);
   failed |= check_copies(d, error, size);
-  return failed || check(d, synced, "the kernels", error, size);
+  if (!failed)
+    failed = check(d, copied, "copying an output from the GPU", error, size);
+  return failed || check(d, synced, ran ? "the kernels" : "the copies", error, size);
 }
 
 /* Launches already queued one by one (KILN_CUDA_GRAPHS=0) go untimed. */
@@ -808,6 +852,7 @@ static int cuda_profile(kiln_device *d, kiln_profiler *profiler) {
   return 0;
 }
 
-const kiln_device_ops kiln_cuda_device = {KILN_GPU_CUDA, "CUDA",    cuda_open,   cuda_close,
-                                          cuda_launch,   cuda_wait, cuda_touched,
-                                          cuda_will_touch, cuda_profile};
+const kiln_device_ops kiln_cuda_device = {KILN_GPU_CUDA,   "CUDA",       cuda_open,
+                                          cuda_close,      cuda_launch,  cuda_wait,
+                                          cuda_touched,    cuda_will_touch, cuda_profile,
+                                          cuda_copy_in};

@@ -84,8 +84,11 @@ kiln_device *kiln_device_open(const kiln_gpu_program *program, char *error, size
 }
 
 void kiln_device_close(kiln_device *d) {
-  if (d)
-    base(d)->ops->close(d);
+  if (!d)
+    return;
+  kiln_copy_out *copies = base(d)->copies_out;
+  base(d)->ops->close(d);
+  free(copies);
 }
 
 const char *kiln_device_name(const kiln_device *d) {
@@ -99,6 +102,11 @@ void *kiln_device_alloc(kiln_device *d, size_t bytes) {
 
 void *kiln_device_alloc_input(kiln_device *d, size_t bytes) {
   kiln_region *r = kiln_regions_add(&base(d)->regions, bytes, KILN_REGION_INPUT, NULL);
+  return r ? r->mapped : NULL;
+}
+
+void *kiln_device_alloc_private(kiln_device *d, size_t bytes) {
+  kiln_region *r = kiln_regions_add(&base(d)->regions, bytes, KILN_REGION_PRIVATE, NULL);
   return r ? r->mapped : NULL;
 }
 
@@ -116,6 +124,27 @@ void kiln_device_will_touch(kiln_device *d, void *memory, size_t bytes) {
     base(d)->ops->will_touch(d, memory, bytes);
 }
 
+void kiln_device_copy_in(kiln_device *d, void *to, const void *from, size_t bytes) {
+  if (base(d)->ops->copy_in)
+    base(d)->ops->copy_in(d, to, from, bytes);
+  else
+    memcpy(to, from, bytes);
+}
+
+int kiln_device_copy_out(kiln_device *d, void *to, const void *from, size_t bytes) {
+  kiln_device_base *b = base(d);
+  if (b->num_copies_out == b->copies_out_capacity) {
+    size_t capacity = b->copies_out_capacity ? 2 * b->copies_out_capacity : 8;
+    kiln_copy_out *grown = realloc(b->copies_out, capacity * sizeof *grown);
+    if (!grown)
+      return 1;
+    b->copies_out = grown;
+    b->copies_out_capacity = capacity;
+  }
+  b->copies_out[b->num_copies_out++] = (kiln_copy_out){to, from, bytes};
+  return 0;
+}
+
 int kiln_device_launch(kiln_device *d, uint32_t kernel, const int64_t grid[3],
                        const kiln_gpu_arg *args, char *error, size_t size) {
   if (kernel >= base(d)->num_kernels)
@@ -125,7 +154,12 @@ int kiln_device_launch(kiln_device *d, uint32_t kernel, const int64_t grid[3],
 }
 
 int kiln_device_wait(kiln_device *d, char *error, size_t size) {
-  return base(d)->ops->wait(d, error, size);
+  kiln_device_base *b = base(d);
+  int failed = b->ops->wait(d, error, size);
+  for (size_t i = 0; i < b->num_copies_out && !failed; ++i) /* those the API left */
+    memcpy(b->copies_out[i].to, b->copies_out[i].from, b->copies_out[i].bytes);
+  b->num_copies_out = 0;
+  return failed;
 }
 
 int kiln_device_profile(kiln_device *d, kiln_profiler *profiler) {

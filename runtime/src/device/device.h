@@ -7,7 +7,9 @@
  * kiln_device_wait has drained the launches. Its inputs are mapped too,
  * though a GPU may keep a copy of its own that the host's writes reach
  * through kiln_device_touched; the model's constants are copied to the
- * device at their first use.
+ * device at their first use. The inputs and outputs that only kernels use
+ * may be memory the host cannot reach, copied to it from the caller's
+ * buffers and back from it into them.
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_DEVICE_H
 #define KILN_DEVICE_H
@@ -33,7 +35,20 @@ void *kiln_device_alloc(kiln_device *device, size_t bytes);
  * and then says so (kiln_device_touched), before the kernels; the GPU may
  * keep its own copy. */
 void *kiln_device_alloc_input(kiln_device *device, size_t bytes);
+/* Memory only kernels read and write (an input or output that no host code
+ * of the model touches): the host passes its address to launches and to
+ * kiln_device_copy_in and kiln_device_copy_out, and never dereferences it.
+ * CUDA: device memory; other APIs: kiln_device_alloc's. */
+void *kiln_device_alloc_private(kiln_device *device, size_t bytes);
 void kiln_device_free(kiln_device *device, void *memory);
+/* Copies `bytes` of host memory `from` to kiln_device_alloc_private's `to`,
+ * ahead of the next kernels; `from` may be reused once this returns. A
+ * failure is the next wait's. */
+void kiln_device_copy_in(kiln_device *device, void *to, const void *from, size_t bytes);
+/* Copies `bytes` of kiln_device_alloc_private's `from` to host memory `to`
+ * after the kernels queued so far: done when the next kiln_device_wait
+ * returns success (not at all if it fails). Nonzero when out of memory. */
+int kiln_device_copy_out(kiln_device *device, void *to, const void *from, size_t bytes);
 /* The host wrote or read `bytes` of kiln_device_alloc's memory at `memory`
  * (a run's inputs copied in, its outputs copied out): where that memory
  * migrates (CUDA's managed memory), it moves back to the GPU ahead of the
@@ -72,6 +87,9 @@ typedef struct kiln_device_ops {
   void (*touched)(kiln_device *device, void *memory, size_t bytes);    /* optional */
   void (*will_touch)(kiln_device *device, void *memory, size_t bytes); /* optional */
   int (*profile)(kiln_device *device, kiln_profiler *profiler);         /* optional */
+  /* Without it, kiln_device_copy_in copies at once, on the host (the
+   * memory is mapped). */
+  void (*copy_in)(kiln_device *device, void *to, const void *from, size_t bytes); /* optional */
 } kiln_device_ops;
 extern const kiln_device_ops kiln_vulkan_device, kiln_cuda_device, kiln_metal_device;
 

@@ -30,6 +30,10 @@ typedef enum kiln_region_kind {
    * them; where that is not the memory the kernels read (`buffer`), the
    * API copies them over before the launches. */
   KILN_REGION_PARAMS,
+  /* kiln_device_alloc_private's: only kernels and copies read and write it;
+   * `mapped` is the address the host knows it by, which an API may leave
+   * unmapped (CUDA: the device address). */
+  KILN_REGION_PRIVATE,
 } kiln_region_kind;
 
 /* A buffer of device memory, mapped at `mapped` (NULL for a constant an API
@@ -57,6 +61,13 @@ typedef struct kiln_region_api {
   int (*upload)(void *device, kiln_region *r, const void *data);
 } kiln_region_api;
 
+/* A copy of kiln_device_copy_out's, not yet done. */
+typedef struct kiln_copy_out {
+  void *to;
+  const void *from;
+  size_t bytes;
+} kiln_copy_out;
+
 typedef struct kiln_regions {
   kiln_region_api api;
   size_t params_alignment; /* of a launch's parameters in their region */
@@ -72,6 +83,11 @@ typedef struct kiln_device_base {
   const kiln_device_ops *ops;
   uint32_t num_kernels; /* the program's: launches of others are refused */
   kiln_regions regions;
+  /* kiln_device_copy_out's since the last wait: an API's wait may do them
+   * itself (and empty the list); what is left is copied on the host after
+   * a wait that succeeded. */
+  kiln_copy_out *copies_out;
+  size_t num_copies_out, copies_out_capacity;
   char name[300];
 } kiln_device_base;
 
@@ -89,11 +105,11 @@ int kiln_device_fail(char *error, size_t size, const char *fmt, ...)
  * NULL when out of memory. */
 kiln_region *kiln_regions_add(kiln_regions *regions, size_t bytes, kiln_region_kind kind,
                               const void *key);
-/* The region of kiln_device_alloc or kiln_device_alloc_input holding the
- * `bytes` at `memory`, or NULL. */
+/* The region of kiln_device_alloc, kiln_device_alloc_input or
+ * kiln_device_alloc_private holding the `bytes` at `memory`, or NULL. */
 kiln_region *kiln_regions_holding(kiln_regions *regions, const void *memory, size_t bytes);
-/* Frees the region of kiln_device_alloc or kiln_device_alloc_input mapped
- * at `memory`. */
+/* Frees the region of kiln_device_alloc, kiln_device_alloc_input or
+ * kiln_device_alloc_private at `memory`. */
 void kiln_regions_free(kiln_regions *regions, void *memory);
 /* Destroys every region. */
 void kiln_regions_clear(kiln_regions *regions);

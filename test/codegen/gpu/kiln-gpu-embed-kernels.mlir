@@ -8,8 +8,9 @@
 // no wait (the runtime waits at the end of a run), nor do the host's own
 // buffers and run-time checks after it. The kernel's code and features,
 // which its gpu.module carries (kiln.<field>), are in kiln.gpu_kernels
-// with its name, workgroup size and buffers; the gpu.module is gone.
-// CHECK: module attributes {kiln.gpu_kernels = [{buffers = 3 : i32, features = 1 : i32, name = "scale", spirv = dense<[119734787, 66304]> : tensor<2xi32>, workgroup_size = array<i32: 64, 1, 1>}]}
+// with its name, workgroup size and buffers; the gpu.module is gone. The
+// host copies %in to %out: no buffer of @main is the kernels' alone.
+// CHECK: module attributes {kiln.gpu_kernels = [{buffers = 3 : i32, features = 1 : i32, name = "scale", spirv = dense<[119734787, 66304]> : tensor<2xi32>, workgroup_size = array<i32: 64, 1, 1>}], kiln.gpu_kernels_only_buffers = array<i32>}
 // CHECK-NOT: gpu.module
 // CHECK-DAG: func.func private @kiln_gpu_wait()
 // CHECK-DAG: func.func private @kiln_gpu_launch(i32, i64, i64, i64, !llvm.ptr)
@@ -83,6 +84,85 @@ module attributes {gpu.container_module} {
       %q = arith.index_cast %p : index to i64
       func.call @kiln_check_failed(%q) : (i64) -> ()
     }
+    return
+  }
+}
+
+// -----
+
+// The buffers of @main that only kernels read and write, by argument
+// number: %a, launched through a reshape, and %e, launched in a loop. Not
+// %b, which the host reads; nor %c, which it writes in the loop that
+// launches; nor %d, which it copies.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: kiln.gpu_kernels_only_buffers = array<i32: 0, 4>
+module attributes {gpu.container_module} {
+  gpu.module @kernels attributes {kiln.spirv = dense<[119734787, 66304]> : tensor<2xi32>} {
+    gpu.func @touch(%x: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      gpu.return
+    }
+  }
+  func.func @main(%a: memref<8x8xf32>, %b: memref<64xf32>, %c: memref<64xf32>, %d: memref<64xf32>, %e: memref<64xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c64 = arith.constant 64 : index
+    %flat = memref.collapse_shape %a [[0, 1]] : memref<8x8xf32> into memref<64xf32>
+    gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%flat : memref<64xf32>)
+    gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%b : memref<64xf32>)
+    %x = memref.load %b[%c0] : memref<64xf32>
+    scf.for %i = %c0 to %c2 step %c1 {
+      gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%c : memref<64xf32>)
+      gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%e : memref<64xf32>)
+      memref.store %x, %c[%i] : memref<64xf32>
+    }
+    gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%d : memref<64xf32>)
+    %tmp = memref.alloc() : memref<64xf32>
+    memref.copy %d, %tmp : memref<64xf32> to memref<64xf32>
+    return
+  }
+}
+
+// -----
+
+// A call whose effects are unknown may touch any buffer: none is the
+// kernels' alone.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: kiln.gpu_kernels_only_buffers = array<i32>
+module attributes {gpu.container_module} {
+  func.func private @log()
+  gpu.module @kernels attributes {kiln.spirv = dense<[119734787, 66304]> : tensor<2xi32>} {
+    gpu.func @touch(%x: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      gpu.return
+    }
+  }
+  func.func @main(%a: memref<64xf32>) {
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%a : memref<64xf32>)
+    func.call @log() : () -> ()
+    return
+  }
+}
+
+// -----
+
+// A dynamic entry's last two arguments are its shapes and output slots,
+// not buffers of the model, whatever uses them.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: kiln.gpu_kernels_only_buffers = array<i32: 0>
+module attributes {gpu.container_module} {
+  gpu.module @kernels attributes {kiln.spirv = dense<[119734787, 66304]> : tensor<2xi32>} {
+    gpu.func @touch(%x: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      gpu.return
+    }
+  }
+  func.func @main(%a: memref<64xf32>, %shapes: memref<64xf32>, %slots: memref<64xf32>) attributes {kiln.dynamic_entry} {
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%a : memref<64xf32>)
+    gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%shapes : memref<64xf32>)
+    gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%slots : memref<64xf32>)
     return
   }
 }
