@@ -8,7 +8,9 @@
 // such page would cost the run a fault on the GPU (tens of microseconds)
 // and one on the host. Not so before: the arena's chunk headers (written at
 // each allocation) sat in its first page, and the launch parameters in
-// managed memory.
+// managed memory. Where the compiler says only kernels use an input or
+// output, it is device memory, copied straight from and to the caller's
+// buffer: no managed memory of the run is the host's at all.
 //
 //===----------------------------------------------------------------------===//
 #include "FakeCuda.h"

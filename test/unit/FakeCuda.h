@@ -12,7 +12,9 @@
 // GPU's do, and the moves by fault are counted: a kernel takes to the GPU
 // every page of each managed allocation it is given; the host takes back
 // each page it touches (those on the GPU are protected; a SIGSEGV handler
-// moves them); a prefetch moves a range in bulk, without faults. The test executable links this library, so cuda.c's
+// moves them); a prefetch moves a range in bulk, without faults. Copies
+// (cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2) are memcpy, recorded with
+// both addresses. The test executable links this library, so cuda.c's
 // dlopen("libcuda.so.1") finds the same one, and its state.
 //
 //===----------------------------------------------------------------------===//
