@@ -39,6 +39,7 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
   // tf32 matmuls run on the tensor cores only in 4x4 results per thread;
   // both passes that tile take the same rule.
   int64_t enoughWorkgroups = options.precision == Precision::TF32 ? 0 : kEnoughWorkgroups;
+  pm.addNestedPass<func::FuncOp>(createKilnGpuTransposeOnRead({options.reportPlacement}));
   // (After the canonicalizer has dropped the padded copies that
   // kiln-gpu-read-through-padding left unread.)
   pm.addNestedPass<func::FuncOp>(
