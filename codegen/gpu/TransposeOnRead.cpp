@@ -1,8 +1,8 @@
 //===- TransposeOnRead.cpp - transposes read in place by matmuls ----------===//
 //
 // A transformer's heads are transposes of its projections ([B, S, H, D] to
-// [B, H, S, D], the keys to [B, H, D, S]) that its attention matmuls read,
-// and the attention's result is transposed back for the next projection.
+// [B, H, S, D]) that its attention matmuls read, and the attention's result
+// is transposed back for the next projection.
 // Each would be a kernel that copies the tensor once, for a matmul that
 // stages it chunk by chunk anyway: the matmul loads it in place instead, at
 // permuted indices (kiln-gpu-compute-on-read), and the copy goes.
@@ -39,6 +39,16 @@ bool onlyContractionsRead(Value value) {
   });
 }
 
+/// Whether `op` keeps the innermost dimension innermost: a row of its
+/// result is a row of its input, so a matmul's kernel that loads the
+/// result's rows in place still loads runs of adjacent values. (Read in
+/// place, a transpose of the innermost dimension would have the kernel's
+/// adjacent threads load values a row apart.)
+bool keepsRowsWhole(linalg::TransposeOp op) {
+  ArrayRef<int64_t> permutation = op.getPermutation();
+  return !permutation.empty() && permutation.back() == int64_t(permutation.size()) - 1;
+}
+
 struct KilnGpuTransposeOnReadPass
     : mlir::kiln::impl::KilnGpuTransposeOnReadBase<KilnGpuTransposeOnReadPass> {
   using KilnGpuTransposeOnReadBase::KilnGpuTransposeOnReadBase;
@@ -47,7 +57,7 @@ struct KilnGpuTransposeOnReadPass
     SmallVector<linalg::TransposeOp> transposes;
     getOperation().walk([&](linalg::TransposeOp op) {
       if (op.hasPureTensorSemantics() && op.getInit().getType().hasStaticShape() &&
-          onlyContractionsRead(op->getResult(0)))
+          keepsRowsWhole(op) && onlyContractionsRead(op->getResult(0)))
         transposes.push_back(op);
     });
     IRRewriter rewriter(&getContext());
