@@ -10,7 +10,8 @@ namespace mlir::kiln {
 
 /// Marks a linalg op whose buffer kernels never read: each of its
 /// elements is computed where a kernel loads it (kiln-gpu-compute-on-read).
-/// kiln-gpu-conv-as-matmul's receptive fields carry it; kiln-gpu-distribute
+/// kiln-gpu-conv-as-matmul's receptive fields carry it, and the transposes
+/// kiln-gpu-transpose-on-read lets matmuls read in place; kiln-gpu-distribute
 /// and kiln-gpu-distribute-buffers leave such ops out of the kernels.
 inline constexpr llvm::StringLiteral kComputedOnRead = "kiln.gpu.computed_on_read";
 

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNGPUEMBEDKERNELS
@@ -61,23 +62,23 @@ bool placeWaits(Block &block, bool pending, func::FuncOp wait, const DenseSet<Va
   return pending;
 }
 
-/// Whether an op of `block` other than a launch may read or write a buffer
-/// whose root is in `buffers` (or one it cannot tell apart from them).
-bool touchedOnHost(Block &block, const DenseSet<Value> &buffers) {
-  for (Operation &op : block) {
-    if (isa<gpu::LaunchFuncOp>(op))
-      continue;
-    if (!containsLaunch(&op)) {
-      if (touchesDeviceBuffers(&op, buffers))
-        return true;
-      continue;
-    }
-    for (Region &region : op.getRegions())
-      for (Block &inner : region)
-        if (touchedOnHost(inner, buffers))
-          return true;
-  }
-  return false;
+/// Whether only kernels can reach `buffer`: each use of it, through views,
+/// is a launch's argument or asks for a size. Any other use may touch it
+/// (a load, a copy) or let its address escape (into a slot, a loop's or
+/// branch's result, a call), after which anything may.
+bool onlyKernelsUse(Value buffer) {
+  return llvm::all_of(buffer.getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (isa<gpu::LaunchFuncOp, memref::DimOp>(user))
+      return true;
+    if (auto meta = dyn_cast<memref::ExtractStridedMetadataOp>(user))
+      return onlyKernelsUse(meta.getBaseBuffer());
+    auto view = dyn_cast<ViewLikeOpInterface>(user);
+    return view && view.getViewSource() == use.get() &&
+           llvm::all_of(user->getResults(), [](Value result) {
+             return !isa<MemRefType>(result.getType()) || onlyKernelsUse(result);
+           });
+  });
 }
 
 /// The buffers of the model's entry `main` (its inputs, then outputs: the
@@ -87,8 +88,7 @@ SmallVector<int32_t> kernelsOnlyBuffers(func::FuncOp main) {
   unsigned buffers = main.getNumArguments() - (main->hasAttr("kiln.dynamic_entry") ? 2 : 0);
   SmallVector<int32_t> indices;
   for (BlockArgument arg : main.getArguments().take_front(buffers))
-    if (isa<MemRefType>(arg.getType()) &&
-        !touchedOnHost(main.front(), DenseSet<Value>{arg}))
+    if (isa<MemRefType>(arg.getType()) && onlyKernelsUse(arg))
       indices.push_back(arg.getArgNumber());
   return indices;
 }
@@ -251,7 +251,7 @@ struct KilnGpuEmbedKernelsPass
     for (auto host : llvm::to_vector(top.getOps<func::FuncOp>())) {
       if (host.isExternal() || !containsLaunch(host))
         continue;
-      // (Before the waits: kiln_gpu_wait may touch anything.)
+      // (Before launches become calls that take the buffers' addresses.)
       if (host.getSymName() == "main")
         top->setAttr("kiln.gpu_kernels_only_buffers",
                      b.getDenseI32ArrayAttr(kernelsOnlyBuffers(host)));

@@ -139,8 +139,10 @@ def KilnGpuReadThroughPadding : Pass<"kiln-gpu-read-through-padding", "func::Fun
 def KilnGpuTransposeOnRead : Pass<"kiln-gpu-transpose-on-read", "func::FuncOp"> {
   let summary = "Let matmuls read a transposed tensor in place, not a transposed copy";
   let description = [{
-    Before kiln-gpu-distribute, on tensors. A linalg.transpose of static
-    shape that keeps the innermost dimension innermost (so the loads stay
+    Before kiln-gpu-distribute, on tensors. A linalg.transpose of f32
+    values (16-bit matmul operands are staged by cp.async, which a matmul
+    gives up for both operands when one is computed on read), of static
+    shape, that keeps the innermost dimension innermost (so the loads stay
     runs of adjacent values) and that nothing reads but contractions
     (linalg.matmul, batch_matmul, ...), as an operand, directly or through
     tensor reshapes, becomes the equivalent linalg.generic marked `kiln.gpu.computed_on_read`:
@@ -523,9 +525,9 @@ def KilnGpuComputeOnRead : Pass<"kiln-gpu-compute-on-read", "func::FuncOp"> {
   let description = [{
     After kiln-gpu-promote-operands (and kiln-cuda-mma-sync), before
     memory planning. A linalg.generic marked `kiln.gpu.computed_on_read`
-    (kiln-gpu-conv-as-matmul's receptive fields: kiln-gpu-distribute and
-    kiln-gpu-distribute-buffers left it on the host, untiled) is never
-    run. Each load of its buffer, through any views (subviews, reshapes:
+    (kiln-gpu-conv-as-matmul's receptive fields, kiln-gpu-transpose-on-read's
+    transposes: kiln-gpu-distribute and kiln-gpu-distribute-buffers left it
+    on the host, untiled) is never run. Each load of its buffer, through any views (subviews, reshapes:
     upstream's fold-memref-alias-ops patterns resolve them), becomes its
     body at the load's indices: its inputs' elements at their maps'
     indices, its linalg.index ops the indices themselves. A linalg op that
@@ -649,10 +651,12 @@ def KilnGpuEmbedKernels : Pass<"kiln-gpu-embed-kernels", "ModuleOp"> {
       spirv words, a cuda fatbin and its ptx; features, 0 if absent); the
       gpu.modules are erased;
     - the module attribute `kiln.gpu_kernels_only_buffers` lists the
-      arguments of `@main` (the model's inputs, then outputs) that no host
-      op may read or write, through a view or otherwise, only kernels: the
-      runtime keeps those where the host cannot reach them (on CUDA, device
-      memory, copied from and to the caller's buffers).
+      arguments of `@main` (the model's inputs, then outputs) that only
+      kernels can reach: every use, through views, is a launch's argument
+      or a memref.dim; a load, a copy, a call, a loop, a branch or a store
+      of its address (a dynamic entry's output slot) makes it the host's.
+      The runtime keeps those where the host cannot reach them (on CUDA,
+      device memory, copied from and to the caller's buffers).
     Kernel arguments must be memrefs: whole buffers, or views with static
     sizes, strides and offset (passed as their buffer's aligned pointer,
     the offset applied by the kernel).

@@ -857,7 +857,8 @@ struct KilnGpuPromoteOperandsPass
             << (copies == 2 ? " into a second buffer" : "")
             << (llvm::any_of(contraction.operands,
                              [](const Operand &o) { return o.computedOnRead; })
-                    ? ", the receptive fields computed from the input as they are loaded"
+                    ? ", an operand (receptive fields, a transpose) computed from its "
+                      "source as it is loaded"
                     : "");
       stageOperands(contraction, chunk, copies, prefetch);
     }

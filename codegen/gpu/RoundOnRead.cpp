@@ -38,7 +38,8 @@ bool isRounding(linalg::GenericOp op) {
          body.getTerminator()->getOperand(0) == truncf.getResult();
 }
 
-/// Whether `op` is computed where it is read (receptive fields).
+/// Whether `op` is computed where it is read (receptive fields, a
+/// transpose).
 bool isComputedOnRead(Operation *op) { return op && op->hasAttr(kComputedOnRead); }
 
 /// Whether every reader of `value` is computed where it is read: reads it

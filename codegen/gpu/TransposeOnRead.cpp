@@ -39,6 +39,12 @@ bool onlyContractionsRead(Value value) {
   });
 }
 
+/// Whether `op` moves 32-bit floats: 16-bit operands are staged by cp.async,
+/// which a matmul gives up for both operands when one is computed on read.
+bool movesF32(linalg::TransposeOp op) {
+  return op.getInit().getType().getElementType().isF32();
+}
+
 /// Whether `op` keeps the innermost dimension innermost: a row of its
 /// result is a row of its input, so a matmul's kernel that loads the
 /// result's rows in place still loads runs of adjacent values. (Read in
@@ -57,7 +63,7 @@ struct KilnGpuTransposeOnReadPass
     SmallVector<linalg::TransposeOp> transposes;
     getOperation().walk([&](linalg::TransposeOp op) {
       if (op.hasPureTensorSemantics() && op.getInit().getType().hasStaticShape() &&
-          keepsRowsWhole(op) && onlyContractionsRead(op->getResult(0)))
+          movesF32(op) && keepsRowsWhole(op) && onlyContractionsRead(op->getResult(0)))
         transposes.push_back(op);
     });
     IRRewriter rewriter(&getContext());

@@ -582,8 +582,12 @@ static int run_buffers(kiln_model *m, void **buffers) {
     set_error(m, "%s", m->device_error);
     return 1;
   }
-  if (m->device && stage_buffers(m, buffers))
+  if (m->device && stage_buffers(m, buffers)) {
+    /* The inputs' copies already queued read the caller's buffers. */
+    char ignored[64];
+    kiln_device_wait(m->device, ignored, sizeof ignored);
     return 1;
+  }
   if (m->num_threads > 1 && !m->pool)
     m->pool = kiln_pool_create(m->num_threads); /* NULL (no memory): run serially */
   arena *run_arena = &m->arenas[m->generation];
@@ -600,8 +604,10 @@ static int run_buffers(kiln_model *m, void **buffers) {
   current_arena = saved;
   if (m->device) {
     char message[480];
-    if (!failed)
-      failed = announce_host_copies(m, buffers);
+    if (!failed && announce_host_copies(m, buffers)) {
+      kiln_device_cancel_copies_out(m->device);
+      failed = 1;
+    }
     if (kiln_device_wait(m->device, message, sizeof message) && !failed) {
       set_error(m, "GPU kernels failed: %s", message);
       failed = 1;

@@ -336,7 +336,7 @@ TEST_F(CudaRuntime, CopiesInputsToTheGpu) {
 // the kernels; a copy out goes straight into the host memory given, behind
 // the kernels (launched one by one, captured, or replayed as a graph), or
 // at once at a wait with no kernels. A failed copy out fails the wait,
-// once.
+// once; after a failed copy in, nothing is copied out.
 TEST_F(CudaRuntime, CopiesPrivateMemoryStraightFromAndToTheHost) {
   for (const char *graphs : {"1", "0"}) {
     setenv("KILN_CUDA_GRAPHS", graphs, 1);
@@ -386,6 +386,22 @@ TEST_F(CudaRuntime, CopiesPrivateMemoryStraightFromAndToTheHost) {
     EXPECT_STREQ(message, "Fake GPU 0 (CUDA, sm_90): copying an output from the GPU failed "
                           "(CUDA_ERROR_INVALID_VALUE)");
     EXPECT_EQ(kiln_device_wait(d, message, sizeof message), 0) << "reported once";
+
+    // After a failed copy in, the wait fails and copies nothing out: the
+    // caller's output keeps what it held.
+    std::fill(out.begin(), out.end(), -1.0f);
+    state().copiesFail = true;
+    kiln_device_copy_in(d, a, in.data(), bytes);
+    state().copiesFail = false;
+    kiln_gpu_arg args[] = {{a, bytes, 0}};
+    int64_t grid[3] = {16, 1, 1};
+    ASSERT_EQ(kiln_device_launch(d, 1, grid, args, message, sizeof message), 0) << message;
+    ASSERT_EQ(kiln_device_copy_out(d, out.data(), a, bytes), 0);
+    EXPECT_EQ(kiln_device_wait(d, message, sizeof message), 1);
+    EXPECT_STREQ(message, "Fake GPU 0 (CUDA, sm_90): copying an input to the GPU failed "
+                          "(CUDA_ERROR_INVALID_VALUE)");
+    EXPECT_EQ(state().copiesBack.size(), 4u);
+    EXPECT_EQ(out[0], -1.0f);
     kiln_device_free(d, a);
     EXPECT_TRUE(state().device.empty()) << "freed";
     kiln_device_close(d);

@@ -827,8 +827,10 @@ static int cuda_wait(kiln_device *d, char *error, size_t size) {
     d->touched.count = 0;
     d->returning.count = 0;
   }
+  /* Not after failed kernels or a failed copy in: the caller's outputs
+   * keep what they held. */
   CUresult copied = CUDA_SUCCESS;
-  if (failed)
+  if (failed || d->failed_copy != CUDA_SUCCESS)
     d->base.num_copies_out = 0;
   else
     copied = copy_outputs(d);

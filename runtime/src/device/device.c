@@ -145,6 +145,8 @@ int kiln_device_copy_out(kiln_device *d, void *to, const void *from, size_t byte
   return 0;
 }
 
+void kiln_device_cancel_copies_out(kiln_device *d) { base(d)->num_copies_out = 0; }
+
 int kiln_device_launch(kiln_device *d, uint32_t kernel, const int64_t grid[3],
                        const kiln_gpu_arg *args, char *error, size_t size) {
   if (kernel >= base(d)->num_kernels)

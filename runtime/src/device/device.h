@@ -42,13 +42,17 @@ void *kiln_device_alloc_input(kiln_device *device, size_t bytes);
 void *kiln_device_alloc_private(kiln_device *device, size_t bytes);
 void kiln_device_free(kiln_device *device, void *memory);
 /* Copies `bytes` of host memory `from` to kiln_device_alloc_private's `to`,
- * ahead of the next kernels; `from` may be reused once this returns. A
- * failure is the next wait's. */
+ * ahead of the next kernels; `from` must stay as it is until the next
+ * kiln_device_wait returns (the copy may read it until then). A failure is
+ * the next wait's. */
 void kiln_device_copy_in(kiln_device *device, void *to, const void *from, size_t bytes);
 /* Copies `bytes` of kiln_device_alloc_private's `from` to host memory `to`
  * after the kernels queued so far: done when the next kiln_device_wait
  * returns success (not at all if it fails). Nonzero when out of memory. */
 int kiln_device_copy_out(kiln_device *device, void *to, const void *from, size_t bytes);
+/* Forgets the copies kiln_device_copy_out queued since the last wait (a
+ * run that failed leaves the caller's outputs alone). */
+void kiln_device_cancel_copies_out(kiln_device *device);
 /* The host wrote or read `bytes` of kiln_device_alloc's memory at `memory`
  * (a run's inputs copied in, its outputs copied out): where that memory
  * migrates (CUDA's managed memory), it moves back to the GPU ahead of the

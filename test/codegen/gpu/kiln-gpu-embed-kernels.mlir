@@ -91,9 +91,11 @@ module attributes {gpu.container_module} {
 // -----
 
 // The buffers of @main that only kernels read and write, by argument
-// number: %a, launched through a reshape, and %e, launched in a loop. Not
-// %b, which the host reads; nor %c, which it writes in the loop that
-// launches; nor %d, which it copies.
+// number: %a, launched through a reshape (and its size asked), and %e,
+// launched in a loop. Not %b, which the host reads; nor %c, which it
+// writes in the loop that launches; nor %d, which it copies; nor %f, whose
+// address it stores (as a dynamic entry returns an output); nor %g, which
+// a call takes; nor %h, a branch's result.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: kiln.gpu_kernels_only_buffers = array<i32: 0, 4>
 module attributes {gpu.container_module} {
@@ -102,11 +104,13 @@ module attributes {gpu.container_module} {
       gpu.return
     }
   }
-  func.func @main(%a: memref<8x8xf32>, %b: memref<64xf32>, %c: memref<64xf32>, %d: memref<64xf32>, %e: memref<64xf32>) {
+  func.func private @use(memref<64xf32>)
+  func.func @main(%a: memref<8x8xf32>, %b: memref<64xf32>, %c: memref<64xf32>, %d: memref<64xf32>, %e: memref<64xf32>, %f: memref<64xf32>, %g: memref<64xf32>, %h: memref<64xf32>, %slots: memref<1xindex>, %flag: i1) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
     %c64 = arith.constant 64 : index
+    %rows = memref.dim %a, %c0 : memref<8x8xf32>
     %flat = memref.collapse_shape %a [[0, 1]] : memref<8x8xf32> into memref<64xf32>
     gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%flat : memref<64xf32>)
     gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%b : memref<64xf32>)
@@ -119,16 +123,27 @@ module attributes {gpu.container_module} {
     gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%d : memref<64xf32>)
     %tmp = memref.alloc() : memref<64xf32>
     memref.copy %d, %tmp : memref<64xf32> to memref<64xf32>
+    gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%f : memref<64xf32>)
+    %address = memref.extract_aligned_pointer_as_index %f : memref<64xf32> -> index
+    memref.store %address, %slots[%c0] : memref<1xindex>
+    gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%g : memref<64xf32>)
+    func.call @use(%g) : (memref<64xf32>) -> ()
+    %either = scf.if %flag -> memref<64xf32> {
+      scf.yield %h : memref<64xf32>
+    } else {
+      scf.yield %tmp : memref<64xf32>
+    }
+    gpu.launch_func @kernels::@touch blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%either : memref<64xf32>)
     return
   }
 }
 
 // -----
 
-// A call whose effects are unknown may touch any buffer: none is the
-// kernels' alone.
+// A call that is not given a buffer's address cannot reach it, whatever
+// else it does.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: kiln.gpu_kernels_only_buffers = array<i32>
+// CHECK-SAME: kiln.gpu_kernels_only_buffers = array<i32: 0>
 module attributes {gpu.container_module} {
   func.func private @log()
   gpu.module @kernels attributes {kiln.spirv = dense<[119734787, 66304]> : tensor<2xi32>} {
