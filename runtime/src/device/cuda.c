@@ -157,13 +157,13 @@ typedef struct touched_ranges {
     CUdeviceptr memory;
     size_t bytes;
   } *ranges;
-  uint32_t count, capacity;
+  size_t count, capacity;
 } touched_ranges;
 
 /* The launches between two waits. */
 typedef struct segment {
   launch *launches;
-  uint32_t count, capacity;
+  size_t count, capacity;
   uint64_t hash;
 } segment;
 
@@ -200,7 +200,7 @@ struct kiln_device {
   int copies_pending;   /* copies queued since the last wait */
   kiln_profiler *profiler; /* while profiling: kernels are timed, not graphed */
   CUevent *events; /* around each launch of the segment: 2 per launch */
-  uint32_t num_events;
+  size_t num_events;
   int64_t submitted; /* when the timed launches went (kiln_profiler_now) */
   graph cache[kGraphs];
   uint64_t clock; /* segments run */
@@ -482,7 +482,7 @@ static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size
 /* Queues on the stream the move of `ranges` to `to`, one bulk copy per
  * range rather than page faults where they are used, and empties them. */
 static void prefetch_ranges(kiln_device *d, touched_ranges *ranges, CUmemLocation to) {
-  for (uint32_t i = 0; i < ranges->count; ++i) /* a hint: failing costs the faults */
+  for (size_t i = 0; i < ranges->count; ++i) /* a hint: failing costs the faults */
     d->cuMemPrefetchAsync(ranges->ranges[i].memory, ranges->ranges[i].bytes, to, 0, d->stream);
   ranges->count = 0;
 }
@@ -497,14 +497,10 @@ static void prefetch(kiln_device *d) {
 static void add_range(kiln_device *d, touched_ranges *t, void *memory, size_t bytes) {
   if (!d->prefetch || !d->cuMemPrefetchAsync || !bytes)
     return;
-  if (t->count == t->capacity) {
-    uint32_t capacity = t->capacity ? 2 * t->capacity : 8;
-    void *grown = realloc(t->ranges, capacity * sizeof *t->ranges);
-    if (!grown)
-      return; /* only a hint */
-    t->ranges = grown;
-    t->capacity = capacity;
-  }
+  void *ranges = kiln_room_for_one(t->ranges, &t->capacity, t->count, sizeof *t->ranges, 8);
+  if (!ranges)
+    return; /* only a hint */
+  t->ranges = ranges;
   t->ranges[t->count].memory = (CUdeviceptr)(uintptr_t)memory;
   t->ranges[t->count++].bytes = bytes;
 }
@@ -580,7 +576,7 @@ static int launch_one(kiln_device *d, const launch *l, char *error, size_t size)
 }
 
 static int launch_all(kiln_device *d, const segment *s, char *error, size_t size) {
-  for (uint32_t i = 0; i < s->count; ++i)
+  for (size_t i = 0; i < s->count; ++i)
     if (launch_one(d, &s->launches[i], error, size))
       return 1;
   return 0;
@@ -599,14 +595,10 @@ static uint64_t hash_launch(uint64_t h, const launch *l) {
 }
 
 static int record(segment *s, const launch *l) {
-  if (s->count == s->capacity) {
-    uint32_t capacity = s->capacity ? 2 * s->capacity : 16;
-    launch *grown = realloc(s->launches, capacity * sizeof *grown);
-    if (!grown)
-      return 1;
-    s->launches = grown;
-    s->capacity = capacity;
-  }
+  launch *launches = kiln_room_for_one(s->launches, &s->capacity, s->count, sizeof *launches, 16);
+  if (!launches)
+    return 1;
+  s->launches = launches;
   /* memcpy, not assignment: the padding too, for same_launches' memcmp. */
   memcpy(&s->launches[s->count++], l, sizeof *l);
   s->hash = hash_launch(s->count == 1 ? 14695981039346656037ull : s->hash, l);
@@ -683,12 +675,12 @@ static int capture(kiln_device *d, graph *g, char *error, size_t size) {
 }
 
 /* At least `count` events (cuEventCreate's: they time). */
-static int reserve_events(kiln_device *d, uint32_t count, char *error, size_t size) {
+static int reserve_events(kiln_device *d, size_t count, char *error, size_t size) {
   if (count <= d->num_events)
     return 0;
   CUevent *grown = realloc(d->events, count * sizeof *grown);
   if (!grown)
-    return kiln_device_fail(error, size, "out of memory for %u events", count);
+    return kiln_device_fail(error, size, "out of memory for %zu events", count);
   d->events = grown;
   for (; d->num_events < count; ++d->num_events)
     if (check(d, d->cuEventCreate(&d->events[d->num_events], 0), "cuEventCreate", error, size))
@@ -705,7 +697,7 @@ static int launch_timed(kiln_device *d, const segment *s, char *error, size_t si
   if (reserve_events(d, 2 * s->count, error, size))
     return 1;
   d->submitted = kiln_profiler_now();
-  for (uint32_t i = 0; i < s->count; ++i)
+  for (size_t i = 0; i < s->count; ++i)
     if (check(d, d->cuEventRecord(d->events[2 * i], d->stream), "cuEventRecord", error, size) ||
         launch_one(d, &s->launches[i], error, size) ||
         check(d, d->cuEventRecord(d->events[2 * i + 1], d->stream), "cuEventRecord", error,
@@ -716,8 +708,8 @@ static int launch_timed(kiln_device *d, const segment *s, char *error, size_t si
 
 /* After the wait: each of the first `count` launches of `s` to the
  * profiler, placed on the host's clock from when they were submitted. */
-static void report_times(kiln_device *d, const segment *s, uint32_t count) {
-  for (uint32_t i = 0; i < count; ++i) {
+static void report_times(kiln_device *d, const segment *s, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
     float since = 0, took = 0;
     if (d->cuEventElapsedTime(&since, d->events[0], d->events[2 * i]) != CUDA_SUCCESS ||
         d->cuEventElapsedTime(&took, d->events[2 * i], d->events[2 * i + 1]) != CUDA_SUCCESS)
@@ -812,7 +804,7 @@ static int check_copies(kiln_device *d, char *error, size_t size) {
 
 static int cuda_wait(kiln_device *d, char *error, size_t size) {
   int ran = d->queued, failed = 0;
-  uint32_t timed = 0;
+  size_t timed = 0;
   d->cuCtxSetCurrent(d->context);
   if (ran) {
     d->queued = 0;
@@ -854,7 +846,13 @@ static int cuda_profile(kiln_device *d, kiln_profiler *profiler) {
   return 0;
 }
 
-const kiln_device_ops kiln_cuda_device = {KILN_GPU_CUDA,   "CUDA",       cuda_open,
-                                          cuda_close,      cuda_launch,  cuda_wait,
-                                          cuda_touched,    cuda_will_touch, cuda_profile,
-                                          cuda_copy_in};
+const kiln_device_ops kiln_cuda_device = {.api = KILN_GPU_CUDA,
+                                          .name = "CUDA",
+                                          .open = cuda_open,
+                                          .close = cuda_close,
+                                          .launch = cuda_launch,
+                                          .wait = cuda_wait,
+                                          .touched = cuda_touched,
+                                          .will_touch = cuda_will_touch,
+                                          .profile = cuda_profile,
+                                          .copy_in = cuda_copy_in};

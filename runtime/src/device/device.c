@@ -133,14 +133,11 @@ void kiln_device_copy_in(kiln_device *d, void *to, const void *from, size_t byte
 
 int kiln_device_copy_out(kiln_device *d, void *to, const void *from, size_t bytes) {
   kiln_device_base *b = base(d);
-  if (b->num_copies_out == b->copies_out_capacity) {
-    size_t capacity = b->copies_out_capacity ? 2 * b->copies_out_capacity : 8;
-    kiln_copy_out *grown = realloc(b->copies_out, capacity * sizeof *grown);
-    if (!grown)
-      return 1;
-    b->copies_out = grown;
-    b->copies_out_capacity = capacity;
-  }
+  kiln_copy_out *copies = kiln_room_for_one(b->copies_out, &b->copies_out_capacity,
+                                            b->num_copies_out, sizeof *copies, 8);
+  if (!copies)
+    return 1;
+  b->copies_out = copies;
   b->copies_out[b->num_copies_out++] = (kiln_copy_out){to, from, bytes};
   return 0;
 }

@@ -5,16 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+void *kiln_room_for_one(void *items, size_t *capacity, size_t count, size_t item_bytes,
+                        size_t first) {
+  if (count < *capacity)
+    return items;
+  size_t grown_capacity = *capacity ? 2 * *capacity : first;
+  void *grown = realloc(items, grown_capacity * item_bytes);
+  if (grown)
+    *capacity = grown_capacity;
+  return grown;
+}
+
 kiln_region *kiln_regions_add(kiln_regions *rs, size_t bytes, kiln_region_kind kind,
                               const void *key) {
-  if (rs->count == rs->capacity) {
-    size_t capacity = rs->capacity ? 2 * rs->capacity : 16;
-    kiln_region *grown = realloc(rs->items, capacity * sizeof *grown);
-    if (!grown)
-      return NULL;
-    rs->items = grown;
-    rs->capacity = capacity;
-  }
+  kiln_region *items = kiln_room_for_one(rs->items, &rs->capacity, rs->count, sizeof *items, 16);
+  if (!items)
+    return NULL;
+  rs->items = items;
   kiln_region r = {.bytes = bytes, .kind = kind, .key = key};
   if (rs->api.create(rs->api.device, &r))
     return NULL;

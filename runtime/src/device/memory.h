@@ -97,6 +97,13 @@ typedef struct kiln_device_base {
 void *kiln_device_new(size_t bytes, const char *name, kiln_region_api api, char *error,
                       size_t size);
 
+/* `items`, an array of `count` items of `item_bytes` with room for
+ * `*capacity`, with room for one more: itself, or moved to twice the room
+ * (`first` items at first) when it is full; NULL when out of memory (the
+ * array and `*capacity` unchanged). */
+void *kiln_room_for_one(void *items, size_t *capacity, size_t count, size_t item_bytes,
+                        size_t first);
+
 /* Formats `fmt` into `error` and returns 1. */
 int kiln_device_fail(char *error, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

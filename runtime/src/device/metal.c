@@ -269,6 +269,9 @@ static int metal_wait(kiln_device *d, char *error, size_t size) {
   return failed;
 }
 
-const kiln_device_ops kiln_metal_device = {KILN_GPU_METAL, "Metal",     metal_open,
-                                           metal_close,    metal_launch, metal_wait,
-                                           NULL,           NULL,         NULL};
+const kiln_device_ops kiln_metal_device = {.api = KILN_GPU_METAL,
+                                           .name = "Metal",
+                                           .open = metal_open,
+                                           .close = metal_close,
+                                           .launch = metal_launch,
+                                           .wait = metal_wait};

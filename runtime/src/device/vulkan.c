@@ -610,6 +610,9 @@ static int vulkan_wait(kiln_device *d, char *error, size_t size) {
   return 0;
 }
 
-const kiln_device_ops kiln_vulkan_device = {KILN_GPU_VULKAN, "Vulkan",      vulkan_open,
-                                            vulkan_close,    vulkan_launch, vulkan_wait,
-                                            NULL,            NULL,          NULL};
+const kiln_device_ops kiln_vulkan_device = {.api = KILN_GPU_VULKAN,
+                                            .name = "Vulkan",
+                                            .open = vulkan_open,
+                                            .close = vulkan_close,
+                                            .launch = vulkan_launch,
+                                            .wait = vulkan_wait};
