@@ -87,7 +87,8 @@ static void usage(FILE *out) {
             info->gpu->num_kernels);
   else if (info->gpu && info->gpu->api == KILN_GPU_CUDA)
     fprintf(out, "Device: its %u kernels run on an NVIDIA GPU (KILN_CUDA_DEVICE=N picks the "
-                 "N-th; by default the first)\n",
+                 "N-th; by default the first); its inputs and outputs are copied from and to "
+                 "page-locked memory (KILN_CUDA_PINNED=0: pageable)\n",
             info->gpu->num_kernels);
   else if (info->gpu)
     fprintf(out, "Device: its %u kernels run on a Vulkan device (KILN_VULKAN_DEVICE=N picks "
@@ -565,6 +566,23 @@ static int parse_args(int argc, char **argv, options *o) {
 
 static int run_once(const options *o, kiln_model *model, const kiln_tensor *in);
 
+/* Moves the inputs into the instance's host memory, which a GPU copies
+ * from fastest (CUDA: page-locked), as a program embedding the model
+ * would hold them (kiln_model_alloc_host); freed with the instance. */
+static int to_host_memory(kiln_model *model, kiln_tensor *in) {
+  for (uint32_t i = 0; i < kiln_main_model.num_inputs; ++i) {
+    size_t bytes = kiln_dtype_size(in[i].dtype);
+    for (int32_t d = 0; d < in[i].rank; ++d)
+      bytes *= (size_t)in[i].shape[d];
+    void *copy = kiln_model_alloc_host(model, bytes);
+    if (!copy)
+      return 1;
+    memcpy(copy, in[i].data, bytes);
+    in[i].data = copy;
+  }
+  return 0;
+}
+
 /* Fills `in` (from .npy files read into `arrays`, or random for a
  * benchmark), then benchmarks the model or runs it once, profiled if asked. */
 static int run(const options *o, kiln_model *model, kiln_tensor *in, kiln_npy *arrays) {
@@ -594,6 +612,8 @@ static int run(const options *o, kiln_model *model, kiln_tensor *in, kiln_npy *a
       arrays[i].dtype = KILN_BFLOAT16;
     in[i] = (kiln_tensor){arrays[i].data, arrays[i].dtype, arrays[i].rank, arrays[i].shape};
   }
+  if (to_host_memory(model, in))
+    return fail("%s", "out of memory for the inputs");
   if (o->profile && kiln_model_profile_start(model))
     return fail("%s", kiln_model_error(model));
   int rc = o->bench_runs ? bench(model, o, in) : run_once(o, model, in);

@@ -56,12 +56,22 @@ typedef struct state_binding {
   int64_t *shape;
 } state_binding;
 
+/* Host memory of kiln_model_alloc_host: the device's page-locked memory,
+ * or the C library's where it has none. */
+typedef struct host_block {
+  void *memory;
+  int pinned; /* kiln_device_alloc_host's */
+} host_block;
+
 struct kiln_model {
   const kiln_model_info *info;
   int dynamic;
   int64_t *shapes;         /* sizes of every input, then of every output */
-  /* kiln_model_run_tensors' buffers of a static model, per generation. */
+  /* kiln_model_run_tensors' buffers of a static model, per generation
+   * (host blocks). */
   void **static_outputs[2];
+  host_block *host_blocks; /* kiln_model_alloc_host's, not yet freed */
+  size_t num_host_blocks;
   /* The intermediates of a run, and a dynamic model's outputs. With bound
    * states runs alternate between the two generations, so that the last
    * run's outputs stay intact while the next run reads them. */
@@ -705,7 +715,7 @@ static void **static_outputs(kiln_model *m) {
     size_t bytes =
         kiln_tensor_num_elements(&info->outputs[i]) * kiln_dtype_size(info->outputs[i].dtype);
     size_t padded = (bytes + 63) / 64 * 64 + 64;
-    (*set)[i] = aligned_alloc(64, padded);
+    (*set)[i] = kiln_model_alloc_host(m, padded);
     meter_add(&m->meter, &m->meter.runtime, (*set)[i] ? (int64_t)padded : 0);
     if (!(*set)[i])
       return NULL; /* freed with the instance */
@@ -848,6 +858,35 @@ int kiln_model_bind_state(kiln_model *m, const char *output, const char *input) 
 
 void kiln_model_reset_states(kiln_model *m) { m->have_states = 0; }
 
+void *kiln_model_alloc_host(kiln_model *m, size_t bytes) {
+  host_block *blocks = realloc(m->host_blocks, (m->num_host_blocks + 1) * sizeof *blocks);
+  if (!blocks)
+    return NULL;
+  m->host_blocks = blocks;
+  host_block b = {m->device ? kiln_device_alloc_host(m->device, bytes) : NULL, 1};
+  if (!b.memory)
+    b = (host_block){aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes ? 0 : 64)), 0};
+  if (b.memory)
+    m->host_blocks[m->num_host_blocks++] = b;
+  return b.memory;
+}
+
+static void release_host_block(kiln_model *m, const host_block *b) {
+  if (b->pinned)
+    kiln_device_free(m->device, b->memory);
+  else
+    free(b->memory);
+}
+
+void kiln_model_free_host(kiln_model *m, void *memory) {
+  for (size_t i = 0; memory && i < m->num_host_blocks; ++i)
+    if (m->host_blocks[i].memory == memory) {
+      release_host_block(m, &m->host_blocks[i]);
+      m->host_blocks[i] = m->host_blocks[--m->num_host_blocks];
+      return;
+    }
+}
+
 void kiln_model_destroy(kiln_model *m) {
   if (!m)
     return;
@@ -855,6 +894,9 @@ void kiln_model_destroy(kiln_model *m) {
     arena_release(&m->arenas[g]);
     pthread_mutex_destroy(&m->arenas[g].mutex);
   }
+  for (size_t i = 0; i < m->num_host_blocks; ++i) /* before the device they may be of */
+    release_host_block(m, &m->host_blocks[i]);
+  free(m->host_blocks);
   kiln_device_close(m->device); /* frees the staged buffers too */
   free(m->staged);
   free(m->staged_bytes);
@@ -862,11 +904,8 @@ void kiln_model_destroy(kiln_model *m) {
   kiln_profiler_free(m->profiler);
   free(m->gpu_kernels);
   kiln_weights_close(m->weights);
-  for (int g = 0; g < 2; ++g) {
-    for (uint32_t i = 0; m->static_outputs[g] && i < m->info->num_outputs; ++i)
-      free(m->static_outputs[g][i]);
+  for (int g = 0; g < 2; ++g) /* their buffers were host blocks */
     free(m->static_outputs[g]);
-  }
   for (uint32_t i = 0; i < m->num_states; ++i)
     free(m->states[i].shape);
   free(m->states);

@@ -84,10 +84,10 @@ VARIANTS = {"cuda-split-k": "--split-k", "cuda-unfused": "--gpu-attention=unfuse
 
 
 def model_lines(rows):
-    lines = ["| model | kiln ms | no graphs | no prefetch | staged | kiln kernels ms | variant | "
-             "variant ms | variant kernels ms | eager alone | eager run | "
+    lines = ["| model | kiln ms | no graphs | no prefetch | staged | pageable | kiln kernels ms | "
+             "variant | variant ms | variant kernels ms | eager alone | eager run | "
              "torch.compile alone | torch.compile run | torch.compile run / kiln |",
-             "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     models = sorted({r["model"] for r in rows if "kiln_ms" in r and r["target"] == "cuda"
                      and not r["model"].startswith(("gemm", "matmul"))})
     for model in models:
@@ -96,9 +96,9 @@ def model_lines(rows):
         split = find(rows, model, variant) if variant else None
         split_kernels = find(rows, model, variant + " kernels") if variant else None
         eager, compiled = find(rows, model, "torch eager"), find(rows, model, "torch.compile")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             model, ms(kiln, "kiln_ms"), ms(kiln, "no_graphs_ms"), ms(kiln, "no_prefetch_ms"),
-            ms(kiln, "staged_ms"),
+            ms(kiln, "staged_ms"), ms(kiln, "pageable_ms"),
             ms(kernels, "alone_ms"), VARIANTS.get(variant, "-"), ms(split, "kiln_ms"),
             ms(split_kernels, "alone_ms"),
             ms(eager, "alone_ms"), ms(eager, "with_copies_ms"),
@@ -143,7 +143,10 @@ def main():
         "copied out; managed memory prefetched to the GPU, a static model's kernels "
         "replayed as a CUDA graph), p50 in ms; \"no graphs\" launches the kernels one by "
         "one, \"no prefetch\" leaves the pages to the kernels' faults, \"staged\" copies "
-        "the inputs and outputs through the host's buffers (KILN_GPU_DIRECT_COPIES=0). "
+        "the inputs and outputs through the host's buffers (KILN_GPU_DIRECT_COPIES=0), "
+        "\"pageable\" holds them in pageable memory (KILN_CUDA_PINNED=0) instead of "
+        "page-locked (from 2026-12-03; PyTorch's are page-locked too, before they were "
+        "pageable on both sides). "
         "kiln kernels: the "
         "GPU time of one run's kernels by Nsight Compute (clocks not locked). PyTorch "
         "runs the same graph (scripts/device/torch_graph.py) in f32 with TF32 off, "

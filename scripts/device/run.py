@@ -13,7 +13,9 @@ cuda-mma-sp, vulkan):
     for CUDA also with KILN_CUDA_GRAPHS=0 (kernels launched one by one),
     with KILN_CUDA_PREFETCH=0 (pages moved by the kernels' faults) and
     with KILN_GPU_DIRECT_COPIES=0 (the inputs and outputs only kernels use
-    staged through the host's buffers, as before 2026-12-02);
+    staged through the host's buffers, as before 2026-12-02) and with
+    KILN_CUDA_PINNED=0 (the executable's inputs and outputs in pageable
+    memory, as before 2026-12-03; PyTorch's are page-locked, as kiln's);
     for the matmuls (matmul4096: f32; gemmN-bf16, gemmN-f16: 16-bit
     operands, tensor cores; gemmN-bf16-wide: the same in 128x128 tiles,
     --cuda-wide-tiles; gemmN-bf16-wgmma: by wgmma, --cuda-wgmma;
@@ -153,11 +155,27 @@ def torch_matmul_ms(n, dtype, runs):
     if torch is None:
         return None
     dtype = getattr(torch, dtype)
-    a_host, b_host = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a_host, b_host, c_host = (torch.randn(n, n, dtype=dtype).pin_memory() for _ in range(3))
     a, b = a_host.cuda(), b_host.cuda()
     alone = median_ms(torch, lambda: torch.matmul(a, b), runs)
-    copies = median_ms(torch, lambda: torch.matmul(a_host.cuda(), b_host.cuda()).cpu(), runs)
+    copies = median_ms(torch, lambda: copy_back(
+        [c_host], [torch.matmul(*to_gpu(torch, [a_host, b_host]))]), runs)
     return alone, copies
+
+
+# The inputs and outputs of a run "with copies" are page-locked host memory,
+# PyTorch's (pin_memory) as kiln's (its executable holds them in
+# kiln_model_alloc_host's memory; KILN_CUDA_PINNED=0, the "pageable" column,
+# in the C library's): from pageable memory the driver stages each copy.
+def to_gpu(torch, host):
+    return [t.cuda(non_blocking=True) for t in host]
+
+
+def copy_back(host, device):
+    """Queues the copies of `device` into `host` (median_ms's end event
+    waits for them)."""
+    for h, d in zip(host, device):
+        h.copy_(d, non_blocking=True)
 
 
 def torch_model_rows(model, model_dir, runs, compiled):
@@ -176,6 +194,7 @@ def torch_model_rows(model, model_dir, runs, compiled):
     files = sorted(f for f in os.listdir(model_dir) if re.fullmatch(r"input_\d+\.npy", f))
     host = ([torch.from_numpy(np.load(os.path.join(model_dir, f))) for f in files] if files else
             [torch.randn(*i["shape"]) for i in graph["inputs"]])
+    host = [t.pin_memory() for t in host]
     rows = []
     with torch.no_grad():
         for target, fn in [("torch.compile", torch.compile(forward)) if compiled else
@@ -190,8 +209,9 @@ def torch_model_rows(model, model_dir, runs, compiled):
                     row["numerics"] = "ok" if np.allclose(got, want, rtol=1e-2, atol=1e-3) else \
                         "max abs error %.3g" % np.abs(got - want).max()
                 row["alone_ms"] = median_ms(torch, lambda: fn(*device), runs)
+                outputs = [torch.empty_like(o, device="cpu").pin_memory() for o in fn(*device)]
                 row["with_copies_ms"] = median_ms(
-                    torch, lambda: [o.cpu() for o in fn(*[t.cuda() for t in host])], runs)
+                    torch, lambda: copy_back(outputs, fn(*to_gpu(torch, host))), runs)
             except Exception as e:  # torch.compile needs a compiler and Triton there
                 row["bench"] = "did not run: %s" % str(e).strip().splitlines()[0][:200]
             rows.append(row)
@@ -283,11 +303,12 @@ def check_all_numerics(plan, root, pattern, rtol, atol):
 
 
 def bench_kiln(plan, root, pattern, runs):
-    """kiln's whole runs; for CUDA also without graphs, without prefetch and
-    without direct copies."""
+    """kiln's whole runs; for CUDA also without graphs, without prefetch,
+    without direct copies and from pageable memory."""
     variants = {"kiln_ms": None, "no_graphs_ms": {"KILN_CUDA_GRAPHS": "0"},
                 "no_prefetch_ms": {"KILN_CUDA_PREFETCH": "0"},
-                "staged_ms": {"KILN_GPU_DIRECT_COPIES": "0"}}
+                "staged_ms": {"KILN_GPU_DIRECT_COPIES": "0"},
+                "pageable_ms": {"KILN_CUDA_PINNED": "0"}}
     for model, target, model_dir, exe in executables(root, pattern):
         if not os.path.exists(os.path.join(model_dir, "bench")) or not plan.time_left():
             continue
@@ -421,15 +442,15 @@ def bench_matmul_baselines(plan, root, pattern, runs):
 
 def print_table(results):
     print("\n| model | target | numerics | p50 ms (with copies) | without CUDA graphs "
-          "| without prefetch | staged copies | alone ms | TFLOP/s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| without prefetch | staged copies | pageable | alone ms | TFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     cell = lambda r, k: "%.3f" % r[k] if k in r else ""
     for r in results:
         ms = cell(r, "kiln_ms") or cell(r, "with_copies_ms") or r.get("bench", "")
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["model"], r["target"], r.get("numerics", ""), ms, cell(r, "no_graphs_ms"),
-            cell(r, "no_prefetch_ms"), cell(r, "staged_ms"), cell(r, "alone_ms"),
-            "%.1f" % r["tflops"] if "tflops" in r else ""))
+            cell(r, "no_prefetch_ms"), cell(r, "staged_ms"), cell(r, "pageable_ms"),
+            cell(r, "alone_ms"), "%.1f" % r["tflops"] if "tflops" in r else ""))
 
 
 def main():

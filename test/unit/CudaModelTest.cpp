@@ -205,6 +205,55 @@ TEST_F(CudaModel, CopiesKernelsOnlyBuffersStraightFromAndToTheCaller) {
   kiln_model_destroy(m);
 }
 
+// kiln_model_alloc_host gives page-locked memory on CUDA: the copies of a
+// run go straight between it and device memory (by DMA on a GPU; from
+// pageable memory the driver would stage them). kiln_model_run_tensors'
+// outputs of a static model are such memory too. KILN_CUDA_PINNED=0 gives
+// the C library's memory instead. What the caller does not free goes with
+// the instance (TearDown: nothing leaked).
+TEST_F(CudaModel, CopiesFromAndToPageLockedMemoryOfTheInstance) {
+  kiln_model *m = kiln_model_create(&kKernelsOnlyModel);
+  ASSERT_NE(m, nullptr);
+  auto *x = static_cast<float *>(kiln_model_alloc_host(m, kBytes));
+  auto *y = static_cast<float *>(kiln_model_alloc_host(m, kBytes));
+  ASSERT_TRUE(x && y);
+  EXPECT_TRUE(state().pinned(reinterpret_cast<uintptr_t>(x)));
+  EXPECT_TRUE(state().pinned(reinterpret_cast<uintptr_t>(y + kCount - 1)));
+  for (int64_t i = 0; i < kCount; ++i)
+    x[i] = float(i);
+  const void *in[] = {x};
+  void *out[] = {y};
+  state().copies.clear();
+  state().copiesBack.clear();
+  ASSERT_EQ(kiln_model_run(m, in, out), 0) << kiln_model_error(m);
+  EXPECT_EQ(y[kCount - 1], 3.0f * float(kCount - 1) + 1);
+  ASSERT_EQ(state().copiesBack.size(), 1u);
+  EXPECT_EQ(state().copies[0].from, reinterpret_cast<uintptr_t>(x));
+  EXPECT_EQ(state().copiesBack[0].to, reinterpret_cast<uintptr_t>(y));
+
+  kiln_tensor input = {x, KILN_FLOAT32, 1, kShape}, output = {};
+  ASSERT_EQ(kiln_model_run_tensors(m, &input, &output), 0) << kiln_model_error(m);
+  EXPECT_TRUE(state().pinned(reinterpret_cast<uintptr_t>(output.data)));
+  EXPECT_EQ(state().copiesBack.back().to, reinterpret_cast<uintptr_t>(output.data));
+  EXPECT_EQ(static_cast<float *>(output.data)[1], 4.0f);
+
+  kiln_model_free_host(m, x);
+  EXPECT_FALSE(state().pinned(reinterpret_cast<uintptr_t>(x)));
+  kiln_model_free_host(m, nullptr); // as free(NULL)
+  kiln_model_destroy(m);            // y too
+
+  setenv("KILN_CUDA_PINNED", "0", 1);
+  m = kiln_model_create(&kKernelsOnlyModel);
+  unsetenv("KILN_CUDA_PINNED");
+  ASSERT_NE(m, nullptr);
+  void *plain = kiln_model_alloc_host(m, kBytes);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_FALSE(state().pinned(reinterpret_cast<uintptr_t>(plain)));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(plain) % 64, 0u);
+  run(m, 1);
+  kiln_model_destroy(m);
+}
+
 // A GPU model is profiled without --profile: while profiling, the device
 // launches each kernel between two events, one by one rather than as the
 // graph, and hands their times to the profiler at the wait. Here the fake

@@ -77,7 +77,7 @@ protected:
   kiln_device *open(std::string &error) {
     kernels = {kernel("scale", "fatbin of scale", 4, 2), kernel("add_one", "fatbin of add_one", 4, 1),
                kernel("add_n", "fatbin of add_n", 4, 2)};
-    program = {KILN_GPU_CUDA, static_cast<uint32_t>(kernels.size()), kernels.data()};
+    program = {KILN_GPU_CUDA, static_cast<uint32_t>(kernels.size()), kernels.data(), nullptr};
     char message[512] = "";
     kiln_device *d = kiln_device_open(&program, message, sizeof message);
     error = message;
@@ -545,7 +545,7 @@ TEST_F(CudaRuntime, GivesKernelsTheirDynamicSharedMemory) {
     kernels = {kernel("scale", "fatbin of scale", 4, 2), kernel("add_one", "fatbin of add_one", 4, 1),
                kernel("add_n", "fatbin of add_n", 4, 2)};
     kernels[1].shared_bytes = 65536;
-    program = {KILN_GPU_CUDA, static_cast<uint32_t>(kernels.size()), kernels.data()};
+    program = {KILN_GPU_CUDA, static_cast<uint32_t>(kernels.size()), kernels.data(), nullptr};
     char message[512] = "";
     kiln_device *d = kiln_device_open(&program, message, sizeof message);
     ASSERT_NE(d, nullptr) << message;

@@ -180,10 +180,14 @@ State &fakecuda::state() {
   return s;
 }
 
-bool State::onDevice(uint64_t pointer) const {
-  auto next = device.upper_bound(pointer);
-  return next != device.begin() && pointer < std::prev(next)->first + std::prev(next)->second;
+/// Whether `pointer` is in one of `ranges` (address: bytes).
+static bool inRanges(const std::map<uint64_t, size_t> &ranges, uint64_t pointer) {
+  auto next = ranges.upper_bound(pointer);
+  return next != ranges.begin() && pointer < std::prev(next)->first + std::prev(next)->second;
 }
+
+bool State::onDevice(uint64_t pointer) const { return inRanges(device, pointer); }
+bool State::pinned(uint64_t pointer) const { return inRanges(host, pointer); }
 
 extern "C" {
 
@@ -333,11 +337,13 @@ int cuMemAllocHost_v2(void **pointer, size_t bytes) {
   if (!*pointer)
     return kOutOfMemory;
   state().memory.insert(*pointer);
+  state().host[reinterpret_cast<uint64_t>(*pointer)] = bytes;
   return kSuccess;
 }
 
 int cuMemFreeHost(void *pointer) {
   state().memory.erase(pointer);
+  state().host.erase(reinterpret_cast<uint64_t>(pointer));
   free(pointer);
   return kSuccess;
 }

@@ -84,6 +84,8 @@ struct State {
 
   /// Whether `pointer` is in device memory (cuMemAlloc's).
   bool onDevice(uint64_t pointer) const;
+  /// Whether `pointer` is in page-locked host memory (cuMemAllocHost's).
+  bool pinned(uint64_t pointer) const;
 
   // Pages of managed memory moved by a fault: to the GPU, as a kernel
   // found them on the host; to the host, as it found them on the GPU.
@@ -94,6 +96,7 @@ struct State {
   // What is alive: all zero once the runtime has closed the device.
   std::set<void *> memory; // managed, device and pinned host memory
   std::map<uint64_t, size_t> device; // device memory: address, bytes
+  std::map<uint64_t, size_t> host;   // page-locked host memory: address, bytes
   int modules = 0, graphs = 0, execs = 0, streams = 0, contexts = 0, events = 0;
 };
 

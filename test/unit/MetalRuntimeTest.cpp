@@ -271,7 +271,7 @@ protected:
   }
 
   kiln_device *open(const std::vector<kiln_gpu_kernel> &kernels, std::string &error) {
-    program = {KILN_GPU_METAL, static_cast<uint32_t>(kernels.size()), nullptr};
+    program = {KILN_GPU_METAL, static_cast<uint32_t>(kernels.size()), nullptr, nullptr};
     this->kernels = kernels;
     program.kernels = this->kernels.data();
     char message[512] = "";
@@ -409,7 +409,7 @@ TEST_F(MetalRuntime, SaysWhatIsWrong) {
   fake.hasDevice = false;
   EXPECT_EQ(open({kernel("add_one", kAddSource, 8, 2)}, error), nullptr);
   EXPECT_EQ(error, "no Metal device (MTLCreateSystemDefaultDevice)");
-  program = {KILN_GPU_VULKAN, 0, nullptr};
+  program = {KILN_GPU_VULKAN, 0, nullptr, nullptr};
   char message[256];
   EXPECT_EQ(kiln_device_open(&program, message, sizeof message), nullptr);
   EXPECT_STREQ(message, "this runtime runs Metal kernels, not Vulkan kernels (the model was "

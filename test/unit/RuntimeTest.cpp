@@ -132,8 +132,30 @@ TEST(Runtime, RejectsNullBuffersAndOtherAbi) {
 // runtime does not run) still gets an instance, which says why at once and
 // fails every run with that message; kiln_model_device is NULL. A CPU
 // model has no device either.
+// A CPU model's host memory is the C library's, 64-byte aligned; what the
+// caller does not free goes with the instance (the sanitizer build checks
+// that nothing leaks).
+TEST(Runtime, AllocatesHostMemoryForTheCaller) {
+  kiln_model *m = kiln_model_create(&kModel);
+  ASSERT_NE(m, nullptr);
+  auto *x = static_cast<float *>(kiln_model_alloc_host(m, 6 * sizeof(float)));
+  auto *y = static_cast<float *>(kiln_model_alloc_host(m, 6 * sizeof(float)));
+  void *empty = kiln_model_alloc_host(m, 0);
+  ASSERT_TRUE(x && y && empty);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(x) % 64, 0u);
+  for (int i = 0; i < 6; ++i)
+    x[i] = float(i);
+  const void *in[] = {x};
+  void *out[] = {y};
+  ASSERT_EQ(kiln_model_run(m, in, out), 0) << kiln_model_error(m);
+  EXPECT_EQ(y[5], 10.0f);
+  kiln_model_free_host(m, x);
+  kiln_model_free_host(m, empty);
+  kiln_model_destroy(m);
+}
+
 TEST(Runtime, GpuModelWithoutDeviceFailsWithTheReason) {
-  const kiln_gpu_program program = {/*api=*/99, /*num_kernels=*/0, /*kernels=*/nullptr};
+  const kiln_gpu_program program = {/*api=*/99, /*num_kernels=*/0, /*kernels=*/nullptr, /*buffer_flags=*/nullptr};
   kiln_model_info gpu = kModel;
   gpu.gpu = &program;
   kiln_model *m = kiln_model_create(&gpu);
@@ -148,7 +170,7 @@ TEST(Runtime, GpuModelWithoutDeviceFailsWithTheReason) {
   EXPECT_STREQ(kiln_model_error(m), reason);
   kiln_model_destroy(m);
   // A Metal model on Linux.
-  const kiln_gpu_program metal = {KILN_GPU_METAL, 0, nullptr};
+  const kiln_gpu_program metal = {KILN_GPU_METAL, 0, nullptr, nullptr};
   gpu.gpu = &metal;
   m = kiln_model_create(&gpu);
   ASSERT_NE(m, nullptr);

@@ -223,6 +223,15 @@ int kiln_model_run(kiln_model *model, const void *const *inputs, void *const *ou
  * its destruction. Returns 0 on success. */
 int kiln_model_run_tensors(kiln_model *model, const kiln_tensor *inputs, kiln_tensor *outputs);
 void kiln_model_destroy(kiln_model *model);
+/* Memory for a run's inputs and outputs that this instance's device copies
+ * from and to fastest: on CUDA page-locked host memory, which the GPU
+ * reads and writes by DMA (from pageable memory the driver first copies
+ * each transfer into a buffer of its own); elsewhere, and when the driver
+ * has no page-locked memory left, 64-byte aligned memory of the C library.
+ * NULL when out of memory. It belongs to the instance: freed by
+ * kiln_model_free_host, or at the latest by kiln_model_destroy. */
+void *kiln_model_alloc_host(kiln_model *model, size_t bytes);
+void kiln_model_free_host(kiln_model *model, void *memory);
 
 /* Stateful models (a recurrent state, a decoder's KV cache): after
  * kiln_model_bind_state(m, "present_k", "past_k"), each run of

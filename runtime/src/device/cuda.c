@@ -373,6 +373,16 @@ static int create_unmanaged(kiln_device *d, kiln_region *r) {
   return 0;
 }
 
+/* Page-locked host memory (r->mapped) and no device memory: the caller's
+ * inputs and outputs, which copies reach by DMA. */
+static int create_host(kiln_device *d, kiln_region *r) {
+  void *memory = NULL;
+  if (d->cuMemAllocHost(&memory, r->bytes ? r->bytes : 4) != CUDA_SUCCESS)
+    return 1;
+  r->mapped = memory;
+  return 0;
+}
+
 /* Constants, launch parameters, inputs and what only kernels use live in
  * device memory, which never migrates: the host writes parameters and
  * inputs at each run, and in managed memory their pages would move to the
@@ -383,14 +393,20 @@ static int create_region(void *device, kiln_region *r) {
   /* The caller's thread may not be the one that opened the device. */
   if (d->cuCtxSetCurrent(d->context) != CUDA_SUCCESS)
     return 1;
-  return r->kind == KILN_REGION_BUFFER ? create_managed(d, r) : create_unmanaged(d, r);
+  switch (r->kind) {
+  case KILN_REGION_BUFFER: return create_managed(d, r);
+  case KILN_REGION_HOST: return create_host(d, r);
+  default: return create_unmanaged(d, r);
+  }
 }
 
 static void destroy_region(void *device, kiln_region *r) {
   kiln_device *d = device;
   d->cuCtxSetCurrent(d->context);
-  d->cuMemFree((CUdeviceptr)(uintptr_t)r->buffer);
-  if (r->kind == KILN_REGION_PARAMS || r->kind == KILN_REGION_INPUT)
+  if (r->kind != KILN_REGION_HOST)
+    d->cuMemFree((CUdeviceptr)(uintptr_t)r->buffer);
+  if (r->kind == KILN_REGION_PARAMS || r->kind == KILN_REGION_INPUT ||
+      r->kind == KILN_REGION_HOST)
     d->cuMemFreeHost(r->mapped);
 }
 
@@ -433,7 +449,7 @@ static void cuda_close(kiln_device *d) {
     d->cuCtxSetCurrent(d->context);
     for (int i = 0; i < kGraphs; ++i) /* before the kernels and memory they use */
       forget(d, &d->cache[i]);
-    for (uint32_t i = 0; i < d->num_events; ++i)
+    for (size_t i = 0; i < d->num_events; ++i)
       d->cuEventDestroy(d->events[i]);
     kiln_regions_clear(&d->base.regions);
     for (uint32_t i = 0; i < d->num_kernels; ++i)
@@ -465,6 +481,8 @@ static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size
   d->graphs = !(graphs && strcmp(graphs, "0") == 0);
   const char *prefetch = getenv("KILN_CUDA_PREFETCH");
   d->prefetch = !(prefetch && strcmp(prefetch, "0") == 0);
+  const char *pinned = getenv("KILN_CUDA_PINNED");
+  d->base.host_regions = !(pinned && strcmp(pinned, "0") == 0);
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   if (!d->kernels || load_driver(d, error, size) || pick_device(d, error, size)) {
     cuda_close(d);

@@ -110,6 +110,13 @@ void *kiln_device_alloc_private(kiln_device *d, size_t bytes) {
   return r ? r->mapped : NULL;
 }
 
+void *kiln_device_alloc_host(kiln_device *d, size_t bytes) {
+  if (!base(d)->host_regions)
+    return NULL;
+  kiln_region *r = kiln_regions_add(&base(d)->regions, bytes, KILN_REGION_HOST, NULL);
+  return r ? r->mapped : NULL;
+}
+
 void kiln_device_free(kiln_device *d, void *memory) {
   kiln_regions_free(&base(d)->regions, memory);
 }

@@ -40,6 +40,12 @@ void *kiln_device_alloc_input(kiln_device *device, size_t bytes);
  * kiln_device_copy_in and kiln_device_copy_out, and never dereferences it.
  * CUDA: device memory; other APIs: kiln_device_alloc's. */
 void *kiln_device_alloc_private(kiln_device *device, size_t bytes);
+/* Host memory that copies to and from kiln_device_alloc_private's go
+ * fastest from and to (CUDA: page-locked, copied by DMA without the
+ * driver staging it), for a run's inputs and outputs; kernels never take
+ * it. NULL where the API has none (its copies are memcpy) or none is left.
+ * Freed by kiln_device_free, or at the latest by kiln_device_close. */
+void *kiln_device_alloc_host(kiln_device *device, size_t bytes);
 void kiln_device_free(kiln_device *device, void *memory);
 /* Copies `bytes` of host memory `from` to kiln_device_alloc_private's `to`,
  * ahead of the next kernels; `from` must stay as it is until the next

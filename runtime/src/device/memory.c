@@ -30,8 +30,9 @@ kiln_region *kiln_regions_add(kiln_regions *rs, size_t bytes, kiln_region_kind k
 }
 
 /* Whether `r` is memory of kiln_device_alloc, kiln_device_alloc_input or
- * kiln_device_alloc_private, found by the address the host knows it by. */
-static int found_by_address(const kiln_region *r) {
+ * kiln_device_alloc_private: a buffer kernels take, found by the address
+ * the host knows it by. */
+static int kernels_take(const kiln_region *r) {
   return r->kind == KILN_REGION_BUFFER || r->kind == KILN_REGION_INPUT ||
          r->kind == KILN_REGION_PRIVATE;
 }
@@ -46,7 +47,8 @@ static void remove_region(kiln_regions *rs, size_t i) {
 
 void kiln_regions_free(kiln_regions *rs, void *memory) {
   for (size_t i = 0; i < rs->count; ++i)
-    if (found_by_address(&rs->items[i]) && rs->items[i].mapped == memory) {
+    if ((kernels_take(&rs->items[i]) || rs->items[i].kind == KILN_REGION_HOST) &&
+        rs->items[i].mapped == memory) {
       remove_region(rs, i);
       return;
     }
@@ -64,7 +66,7 @@ kiln_region *kiln_regions_holding(kiln_regions *rs, const void *memory, size_t b
   const unsigned char *p = memory;
   for (size_t i = 0; i < rs->count; ++i) {
     kiln_region *r = &rs->items[i];
-    if (found_by_address(r) && p >= r->mapped && p + bytes <= r->mapped + r->bytes)
+    if (kernels_take(r) && p >= r->mapped && p + bytes <= r->mapped + r->bytes)
       return r;
   }
   return NULL;

@@ -34,6 +34,11 @@ typedef enum kiln_region_kind {
    * `mapped` is the address the host knows it by, which an API may leave
    * unmapped (CUDA: the device address). */
   KILN_REGION_PRIVATE,
+  /* kiln_device_alloc_host's: page-locked host memory for the caller's
+   * inputs and outputs, which copies to and from device memory read and
+   * write directly; kernels never take it. Only an API that sets
+   * kiln_device_base.host_regions is asked for one. */
+  KILN_REGION_HOST,
 } kiln_region_kind;
 
 /* A buffer of device memory, mapped at `mapped` (NULL for a constant an API
@@ -88,6 +93,7 @@ typedef struct kiln_device_base {
    * a wait that succeeded. */
   kiln_copy_out *copies_out;
   size_t num_copies_out, copies_out_capacity;
+  int host_regions; /* the API makes KILN_REGION_HOST regions */
   char name[300];
 } kiln_device_base;
 
@@ -115,8 +121,8 @@ kiln_region *kiln_regions_add(kiln_regions *regions, size_t bytes, kiln_region_k
 /* The region of kiln_device_alloc, kiln_device_alloc_input or
  * kiln_device_alloc_private holding the `bytes` at `memory`, or NULL. */
 kiln_region *kiln_regions_holding(kiln_regions *regions, const void *memory, size_t bytes);
-/* Frees the region of kiln_device_alloc, kiln_device_alloc_input or
- * kiln_device_alloc_private at `memory`. */
+/* Frees the region of kiln_device_alloc, kiln_device_alloc_input,
+ * kiln_device_alloc_private or kiln_device_alloc_host at `memory`. */
 void kiln_regions_free(kiln_regions *regions, void *memory);
 /* Destroys every region. */
 void kiln_regions_clear(kiln_regions *regions);
