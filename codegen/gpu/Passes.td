@@ -142,18 +142,19 @@ def KilnGpuTransposeOnRead : Pass<"kiln-gpu-transpose-on-read", "func::FuncOp"> 
     Before kiln-gpu-distribute, on tensors. A linalg.transpose of f32
     values (16-bit matmul operands are staged by cp.async, which a matmul
     gives up for both operands when one is computed on read), of static
-    shape, that keeps the innermost dimension innermost (so the loads stay
-    runs of adjacent values) and that nothing reads but contractions
+    shape, that nothing reads but contractions
     (linalg.matmul, batch_matmul, ...), as an operand, directly or through
     tensor reshapes, becomes the equivalent linalg.generic marked `kiln.gpu.computed_on_read`:
     no kernel writes the transposed copy; kiln-gpu-compute-on-read turns
     each load the matmul's kernel makes of it (as it stages a chunk) into a
     load of the transpose's input at the permuted indices. A transformer's
-    query and value heads and the way back (bert2: 6 of 30 kernels at
-    batch 1) cost no kernel and no pass over memory. A transpose anything
-    else reads, or of the innermost dimension (the keys' [B, S, H, D] to
-    [B, H, D, S]), stays a kernel of its own. With `report`, a `placement:` remark per
-    transpose read in place.
+    query, key and value heads and the way back (bert2: 8 of 30 kernels at
+    batch 1) cost no kernel and no pass over memory. Where the transpose
+    moves the innermost dimension (the keys' [B, S, H, D] to [B, H, D, S]),
+    kiln-gpu-promote-operands copies the matmul's chunks along the
+    source's rows, so adjacent threads still load adjacent values. A
+    transpose anything else reads stays a kernel of its own. With
+    `report`, a `placement:` remark per transpose read in place.
   }];
   let options = [
     Option<"report", "report", "bool", "false", "Emit a remark per transpose read in place">,
@@ -467,8 +468,11 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
     - walks the reduction C steps at a time (`scf.for`, every thread):
       the threads copy the chunk of both tiles into the buffers together,
       element i by the thread of linear id i mod their count (consecutive
-      threads read consecutive elements), skipping what lies past an edge
-      tile or the last chunk; a `gpu.barrier`; the op on the chunk, its
+      threads read consecutive elements; for a transpose read in place,
+      the tile's dimension that steps along the transpose's source rows
+      counts as its innermost: kiln-gpu-compute-on-read then loads
+      consecutive addresses), skipping what lies past an edge tile or the
+      last chunk; a `gpu.barrier`; the op on the chunk, its
       inputs now views of the buffers (in its guard); a `gpu.barrier`.
     Where a thread copies at most 32 elements of a chunk (C halved until
     it does, down to 8 steps, 16 for 16-bit elements, 32 for bytes: the

@@ -62,7 +62,87 @@ struct Operand {
   /// (a convolution's receptive fields, kiln-gpu-compute-on-read), which
   /// no asynchronous copy can.
   bool computedOnRead = false;
+  /// The tile's dimensions in the order the copy walks them, innermost
+  /// last: consecutive threads copy consecutive elements along it. The
+  /// tile's own order, but for a transpose read in place whose source's
+  /// innermost dimension is another of the tile's (keysInSourceOrder).
+  SmallVector<unsigned> copyOrder;
 };
+
+/// Where dimension `dim` of `view`'s source is in its result, where a step
+/// along the result's dimension is a step along the source's `dim`: the
+/// same dimension of a subview (not dropped), the last of the dimensions an
+/// expand_shape splits it into, the group a collapse_shape folds it into if
+/// it is the group's last. None for other views.
+std::optional<unsigned> dimThroughView(Operation *view, unsigned dim) {
+  if (auto subview = dyn_cast<memref::SubViewOp>(view)) {
+    llvm::SmallBitVector dropped = subview.getDroppedDims();
+    if (dropped.test(dim))
+      return std::nullopt;
+    unsigned droppedBefore = 0;
+    for (unsigned d = 0; d < dim; ++d)
+      droppedBefore += dropped.test(d);
+    return dim - droppedBefore;
+  }
+  auto groupOf = [&](ArrayRef<ReassociationIndices> groups) -> std::optional<unsigned> {
+    for (auto [g, group] : llvm::enumerate(groups))
+      if (llvm::is_contained(group, int64_t(dim)))
+        return g;
+    return std::nullopt;
+  };
+  if (auto expand = dyn_cast<memref::ExpandShapeOp>(view))
+    return static_cast<unsigned>(expand.getReassociationIndices()[dim].back());
+  if (auto collapse = dyn_cast<memref::CollapseShapeOp>(view)) {
+    SmallVector<ReassociationIndices> groups = collapse.getReassociationIndices();
+    std::optional<unsigned> g = groupOf(groups);
+    if (g && groups[*g].back() == int64_t(dim))
+      return g;
+  }
+  return std::nullopt;
+}
+
+/// The dimension of `tile` whose consecutive elements are consecutive in
+/// memory where kiln-gpu-compute-on-read loads them: for a transpose read
+/// in place (a copy whose input map is a permutation), the one that steps
+/// along its source's innermost dimension (of unit stride), found through
+/// the views from the transpose's buffer to `tile`. None for other tiles.
+std::optional<unsigned> innermostInSource(Value tile) {
+  auto copy = dyn_cast_or_null<linalg::GenericOp>(computedOnReadBy(tile));
+  if (!copy || copy.getNumDpsInputs() != 1 || copy.getNumDpsInits() != 1)
+    return std::nullopt;
+  AffineMap read = copy.getMatchingIndexingMap(copy.getDpsInputOperand(0));
+  auto source = dyn_cast<MemRefType>(copy.getDpsInputOperand(0)->get().getType());
+  if (!read.isPermutation() || !source || !source.isLastDimUnitStride() ||
+      !copy.getMatchingIndexingMap(copy.getDpsInitOperand(0)).isIdentity())
+    return std::nullopt;
+  // The copy's output is its whole buffer, in the loops' order.
+  unsigned dim = read.getDimPosition(read.getNumResults() - 1);
+  SmallVector<Operation *> views;
+  for (Value v = tile; v != copy.getDpsInitOperand(0)->get();) {
+    auto view = v.getDefiningOp<ViewLikeOpInterface>();
+    if (!view)
+      return std::nullopt;
+    views.push_back(view);
+    v = view.getViewSource();
+  }
+  for (Operation *view : llvm::reverse(views)) {
+    std::optional<unsigned> next = dimThroughView(view, dim);
+    if (!next)
+      return std::nullopt;
+    dim = *next;
+  }
+  return dim;
+}
+
+/// Operand::copyOrder for `tile` of `rank`.
+SmallVector<unsigned> copyOrderOf(Value tile, unsigned rank) {
+  SmallVector<unsigned> order = llvm::to_vector(llvm::seq<unsigned>(rank));
+  if (std::optional<unsigned> innermost = innermostInSource(tile)) {
+    llvm::erase(order, *innermost);
+    order.push_back(*innermost);
+  }
+  return order;
+}
 
 /// Whether `value` varies between the threads of `launch`'s workgroup.
 bool dependsOnThreadIds(Value value, gpu::LaunchOp launch, DenseMap<Value, bool> &memo) {
@@ -111,7 +191,7 @@ std::optional<Operand> stageable(linalg::GenericOp op, unsigned input, gpu::Laun
   if (!reduced || !type || type.getMemorySpace() ||
       !stagesElementsOf(type.getElementType(), target))
     return std::nullopt; // (a thread's private buffer is no workgroup's tile)
-  Operand staged{input, operand->get(), {}, {}, *reduced, {}};
+  Operand staged{input, operand->get(), {}, {}, *reduced, {}, false, {}};
   Builder b(op.getContext());
   if (!dependsOnThreadIds(operand->get(), launch, memo) && type.hasStaticShape()) {
     staged.offsets.assign(type.getRank(), b.getIndexAttr(0));
@@ -127,6 +207,7 @@ std::optional<Operand> stageable(linalg::GenericOp op, unsigned input, gpu::Laun
     staged.sizes = view.getMixedSizes();
   }
   staged.computedOnRead = computedOnReadBy(staged.tile) != nullptr;
+  staged.copyOrder = copyOrderOf(staged.tile, type.getRank());
   for (int64_t d = 0; d < type.getRank(); ++d) {
     FailureOr<int64_t> bound = d == *reduced ? FailureOr<int64_t>(1) : sizeBound(staged.tile, d);
     if (failed(bound))
@@ -298,8 +379,9 @@ using ElementFn = function_ref<void(OpBuilder &, Value slot, ValueRange tileIndi
 
 /// Calls `element` for each element of the chunk [k, k + size) of
 /// `operand`'s tile along its reduced dimension (a chunk of `chunk` in the
-/// buffer) that thread `thread` of `threads` copies: element i by thread i
-/// mod `threads`, consecutive threads on consecutive elements, skipping
+/// buffer) that thread `thread` of `threads` copies: element i (in the
+/// operand's copyOrder) by thread i mod `threads`, consecutive threads on
+/// consecutive elements, skipping
 /// what lies past the tile (the last chunk, an edge tile). With `slots`,
 /// the loop walks the thread's slots (a constant trip count: unrolled,
 /// they are registers); without, the elements (slot null). With `vector`
@@ -321,6 +403,12 @@ void forEachElementOfChunk(OpBuilder &b, Location loc, const Operand &operand, V
   }
   assert((vector == 1 || llvm::all_of(limits, [](Value v) { return !v; })) &&
          "runs are copied from whole chunks only");
+  assert((vector == 1 || llvm::is_sorted(operand.copyOrder)) &&
+         "runs are copied in the tile's order");
+  // From here on the dimensions are in the copy's order, until the indices
+  // go back to the tile's.
+  shape = llvm::map_to_vector(operand.copyOrder, [&](unsigned d) { return shape[d]; });
+  limits = llvm::map_to_vector(operand.copyOrder, [&](unsigned d) { return limits[d]; });
   shape.back() /= vector;
   int64_t total = llvm::product_of(shape);
   OpBuilder::InsertionGuard guard(b);
@@ -400,9 +488,12 @@ void forEachElementOfChunk(OpBuilder &b, Location loc, const Operand &operand, V
     auto within = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
     b.setInsertionPoint(within.thenBlock()->getTerminator());
   }
-  SmallVector<Value> source = indices;
-  source[operand.reduced] = arith::AddIOp::create(b, loc, k, indices[operand.reduced]);
-  element(b, slot, source, inBufferOrder<Value>(operand, indices));
+  SmallVector<Value> tileIndices(indices.size());
+  for (auto [index, d] : llvm::zip(indices, operand.copyOrder))
+    tileIndices[d] = index;
+  SmallVector<Value> source = tileIndices;
+  source[operand.reduced] = arith::AddIOp::create(b, loc, k, tileIndices[operand.reduced]);
+  element(b, slot, source, inBufferOrder<Value>(operand, tileIndices));
 }
 
 /// The elements of one chunk a thread copies at most.
@@ -420,7 +511,7 @@ struct Contraction {
   linalg::GenericOp op;
   gpu::LaunchOp launch;
   scf::IfOp guard; ///< or null
-  SmallVector<Operand> operands;
+  SmallVector<Operand, 2> operands;
 };
 
 std::optional<Contraction> asContraction(linalg::GenericOp op, const GpuTarget &target,

@@ -5,7 +5,11 @@
 // is transposed back for the next projection.
 // Each would be a kernel that copies the tensor once, for a matmul that
 // stages it chunk by chunk anyway: the matmul loads it in place instead, at
-// permuted indices (kiln-gpu-compute-on-read), and the copy goes.
+// permuted indices (kiln-gpu-compute-on-read), and the copy goes. Where
+// the transpose moves the innermost dimension (the keys' [B, S, H, D] to
+// [B, H, D, S]), the matmul's copy of a chunk walks it along the source's
+// rows (kiln-gpu-promote-operands), so that adjacent threads still load
+// adjacent values.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/gpu/DeviceBuffers.h"
@@ -45,16 +49,6 @@ bool movesF32(linalg::TransposeOp op) {
   return op.getInit().getType().getElementType().isF32();
 }
 
-/// Whether `op` keeps the innermost dimension innermost: a row of its
-/// result is a row of its input, so a matmul's kernel that loads the
-/// result's rows in place still loads runs of adjacent values. (Read in
-/// place, a transpose of the innermost dimension would have the kernel's
-/// adjacent threads load values a row apart.)
-bool keepsRowsWhole(linalg::TransposeOp op) {
-  ArrayRef<int64_t> permutation = op.getPermutation();
-  return !permutation.empty() && permutation.back() == int64_t(permutation.size()) - 1;
-}
-
 struct KilnGpuTransposeOnReadPass
     : mlir::kiln::impl::KilnGpuTransposeOnReadBase<KilnGpuTransposeOnReadPass> {
   using KilnGpuTransposeOnReadBase::KilnGpuTransposeOnReadBase;
@@ -63,7 +57,7 @@ struct KilnGpuTransposeOnReadPass
     SmallVector<linalg::TransposeOp> transposes;
     getOperation().walk([&](linalg::TransposeOp op) {
       if (op.hasPureTensorSemantics() && op.getInit().getType().hasStaticShape() &&
-          movesF32(op) && keepsRowsWhole(op) && onlyContractionsRead(op->getResult(0)))
+          movesF32(op) && onlyContractionsRead(op->getResult(0)))
         transposes.push_back(op);
     });
     IRRewriter rewriter(&getContext());

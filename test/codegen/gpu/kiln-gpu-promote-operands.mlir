@@ -5,6 +5,7 @@
 // REPORT: remark: placement: operands staged in shared memory, 6656 bytes, 16 steps of the reduction at a time, the next chunk loaded during the current one{{$}}
 // REPORT: remark: placement: operands staged in shared memory, 4352 bytes, 8 steps of the reduction at a time, the next chunk loaded during the current one{{$}}
 // REPORT: remark: placement: operands staged in shared memory, 5120 bytes, 32 steps of the reduction at a time{{$}}
+// REPORT: remark: placement: operands staged in shared memory, 6656 bytes, 16 steps of the reduction at a time, the next chunk loaded during the current one, an operand (receptive fields, a transpose) computed from its source as it is loaded{{$}}
 // REPORT-NOT: remark
 
 // A workgroup's 64x32 tile of a 256x256x256 matmul, 4x4 results per
@@ -493,6 +494,73 @@ func.func @wide_tile(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: mem
       linalg.yield %t : f32
     }
     linalg.copy ins(%acc : memref<8x16xf32, #gpu.address_space<private>>) outs(%c_t : memref<8x16xf32, strided<[256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// B read in place through a transpose (kiln-gpu-transpose-on-read: the
+// keys [S, D] as [D, S]): a step along B's k is a step along a row of the
+// keys, a step along its columns a whole row. The copy walks B's chunks
+// k innermost, so consecutive threads load consecutive keys' values
+// (element i: k = i mod 16, column i / 16), stored down the buffer's
+// column; A's copy is as in @matmul.
+// CHECK-LABEL: func.func @transposed_keys
+// CHECK: gpu.launch
+// CHECK:   %[[B_WG:.*]] = memref.subview %[[KT:.*]][0, %{{.*}}] [64, 32] [1, 1]
+// CHECK:   %[[TID:.*]] = affine.apply #{{.*}}()[%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK:   %[[B:.*]] = memref.subview %{{.*}}[0, 0] [16, 32] [1, 1]
+// CHECK:   scf.for %{{.*}} = %[[TID]] to %c1024{{.*}} step %c128
+// CHECK:   scf.for %[[I:.*]] = %[[TID]] to %c512{{.*}} step %c128{{(_[0-9]+)?}} {
+// CHECK:     %[[KK:.*]] = arith.remui %[[I]], %c16{{(_[0-9]+)?}}
+// CHECK:     %[[COL:.*]] = arith.divui %[[I]], %c16{{(_[0-9]+)?}}
+// CHECK:     %[[K:.*]] = arith.addi %c0{{.*}}, %[[KK]]
+// CHECK:     %[[X:.*]] = memref.load %[[B_WG]][%[[K]], %[[COL]]]
+// CHECK:     memref.store %[[X]], %[[B]][%[[KK]], %[[COL]]]
+// CHECK:   scf.for
+// CHECK:     scf.for %[[SLOT:.*]] = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} {
+// CHECK:       %[[SLOT_COL:.*]] = affine.apply #{{.*}}()[%[[SLOT]], %{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK:       %[[SLOT_K:.*]] = arith.remui %[[TID]], %c16
+// CHECK:       %[[NEXT_K:.*]] = arith.addi %{{.*}}, %[[SLOT_K]]
+// CHECK:       memref.load %[[B_WG]][%[[NEXT_K]], %[[SLOT_COL]]]
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+#swap = affine_map<(d0, d1) -> (d1, d0)>
+#same = affine_map<(d0, d1) -> (d0, d1)>
+func.func @transposed_keys(%q: memref<64x64xf32>, %k: memref<64x64xf32>, %c: memref<64x64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  %kt = memref.alloc() : memref<64x64xf32>
+  linalg.generic {indexing_maps = [#swap, #same], iterator_types = ["parallel", "parallel"]} ins(%k : memref<64x64xf32>) outs(%kt : memref<64x64xf32>) attrs = {kiln.gpu.computed_on_read} {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %col = arith.muli %bx, %c32 : index
+    %b_wg = memref.subview %kt[0, %col] [64, 32] [1, 1] : memref<64x64xf32> to memref<64x32xf32, strided<[64, 1], offset: ?>>
+    %c_wg = memref.subview %c[0, %col] [64, 32] [1, 1] : memref<64x64xf32> to memref<64x32xf32, strided<[64, 1], offset: ?>>
+    %r = arith.muli %ty, %c4 : index
+    %p = arith.muli %tx, %c4 : index
+    %a_t = memref.subview %q[%r, 0] [4, 64] [1, 1] : memref<64x64xf32> to memref<4x64xf32, strided<[64, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %p] [64, 4] [1, 1] : memref<64x32xf32, strided<[64, 1], offset: ?>> to memref<64x4xf32, strided<[64, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %p] [4, 4] [1, 1] : memref<64x32xf32, strided<[64, 1], offset: ?>> to memref<4x4xf32, strided<[64, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x64xf32, strided<[64, 1], offset: ?>>, memref<64x4xf32, strided<[64, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: f32, %y: f32, %s: f32):
+      %m = arith.mulf %x, %y : f32
+      %t = arith.addf %s, %m : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[64, 1], offset: ?>>)
     gpu.terminator
   }
   return

@@ -1,22 +1,25 @@
 // RUN: kiln-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(kiln-gpu-transpose-on-read{report=true}))' --verify-diagnostics | FileCheck %s
 
-// A head transpose that a batch matmul reads through a reshape becomes a
-// copy computed where the matmul loads it (the permutation in the input's
-// map). The keys' transpose moves their rows' values a row apart: read in
-// place, adjacent loads would not be adjacent; it stays a kernel.
+// Head transposes that a batch matmul reads through a reshape become
+// copies computed where the matmul loads them (the permutation in the
+// input's map): the queries' [B, S, H, D] to [B, H, S, D], and the keys'
+// to [B, H, D, S], whose rows are the keys' columns
+// (kiln-gpu-promote-operands copies such a chunk along the keys' rows).
 // CHECK-DAG: #[[Q:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
+// CHECK-DAG: #[[K:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
 // CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 // CHECK-LABEL: func.func @heads
 // CHECK: linalg.generic {indexing_maps = [#[[Q]], #[[ID]]]
 // CHECK-SAME: ins(%arg0 : tensor<1x4x2x8xf32>) outs({{.*}} : tensor<1x2x4x8xf32>) attrs = {kiln.gpu.computed_on_read}
-// CHECK: linalg.transpose ins(%arg1 : tensor<1x4x2x8xf32>)
-// CHECK-SAME: permutation = [0, 2, 3, 1]
+// CHECK: linalg.generic {indexing_maps = [#[[K]], #[[ID]]]
+// CHECK-SAME: ins(%arg1 : tensor<1x4x2x8xf32>) outs({{.*}} : tensor<1x2x8x4xf32>) attrs = {kiln.gpu.computed_on_read}
 // CHECK: linalg.batch_matmul
 func.func @heads(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x2x8xf32>) -> tensor<2x4x4xf32> {
   %e0 = tensor.empty() : tensor<1x2x4x8xf32>
   // expected-remark @below {{placement: transpose read in place by the matmuls that read it, not copied}}
   %qt = linalg.transpose ins(%q : tensor<1x4x2x8xf32>) outs(%e0 : tensor<1x2x4x8xf32>) permutation = [0, 2, 1, 3]
   %e1 = tensor.empty() : tensor<1x2x8x4xf32>
+  // expected-remark @below {{placement: transpose read in place by the matmuls that read it, not copied}}
   %kt = linalg.transpose ins(%k : tensor<1x4x2x8xf32>) outs(%e1 : tensor<1x2x8x4xf32>) permutation = [0, 2, 3, 1]
   %a = tensor.collapse_shape %qt [[0, 1], [2], [3]] : tensor<1x2x4x8xf32> into tensor<2x4x8xf32>
   %b = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<1x2x8x4xf32> into tensor<2x8x4xf32>
