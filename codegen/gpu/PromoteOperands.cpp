@@ -643,8 +643,9 @@ void copyChunk(OpBuilder &b, Location loc, Contraction &c, Value k, Value size, 
                ArrayRef<Value> views, int64_t threads, Value thread) {
   for (auto [operand, view] : llvm::zip(c.operands, views))
     forEachElementOfChunk(b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
-                          [&](OpBuilder &nb, Value, ValueRange from, ValueRange to) {
-                            Value v = memref::LoadOp::create(nb, loc, operand.tile, from);
+                          [&, tile = operand.tile, view = view](OpBuilder &nb, Value,
+                                                                ValueRange from, ValueRange to) {
+                            Value v = memref::LoadOp::create(nb, loc, tile, from);
                             memref::StoreOp::create(nb, loc, v, view, to);
                           });
 }
@@ -728,8 +729,9 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies, bool prefetch)
   for (auto [operand, regs] : llvm::zip(c.operands, registers))
     forEachElementOfChunk(b, loc, operand, next, nextSize, chunk, threads, thread,
                           /*slots=*/true,
-                          [&](OpBuilder &nb, Value slot, ValueRange from, ValueRange) {
-                            Value v = memref::LoadOp::create(nb, loc, operand.tile, from);
+                          [&, tile = operand.tile, regs = regs](OpBuilder &nb, Value slot,
+                                                                ValueRange from, ValueRange) {
+                            Value v = memref::LoadOp::create(nb, loc, tile, from);
                             memref::StoreOp::create(nb, loc, v, regs, slot);
                           });
   b.setInsertionPoint(stores.thenBlock()->getTerminator());
@@ -737,7 +739,8 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies, bool prefetch)
     Value view = copies == 2 ? chunkView(b, loc, buffer, operand, chunk, other) : firstViews[i];
     forEachElementOfChunk(b, loc, operand, next, nextSize, chunk, threads, thread,
                           /*slots=*/true,
-                          [&](OpBuilder &nb, Value slot, ValueRange, ValueRange to) {
+                          [&, regs = regs](OpBuilder &nb, Value slot, ValueRange,
+                                           ValueRange to) {
                             Value v = memref::LoadOp::create(nb, loc, regs, slot);
                             memref::StoreOp::create(nb, loc, v, view, to);
                           });
@@ -812,7 +815,10 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
   Location loc = c.op.getLoc();
   OpBuilder b(c.op.getContext());
   SmallVector<memref::AllocOp> buffers = allocateBuffers(b, loc, c, chunk, stages);
-  auto [threads, thread] = threadCountAndId(b, loc, c.launch);
+  // Not a structured binding: lambdas below capture them.
+  std::pair<int64_t, Value> countAndId = threadCountAndId(b, loc, c.launch);
+  int64_t threads = countAndId.first;
+  Value thread = countAndId.second;
   const Operand &first = c.operands.front();
   int64_t steps = *getConstantIntValue(first.sizes[first.reduced]);
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
@@ -827,9 +833,10 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
     for (auto [operand, view, run] : llvm::zip(c.operands, views, runs))
       forEachElementOfChunk(
           b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
-          [&](OpBuilder &nb, Value, ValueRange from, ValueRange to) {
-            nvgpu::DeviceAsyncCopyOp::create(nb, loc, view, to, operand.tile, from,
-                                             nb.getIndexAttr(run), Value(), nb.getUnitAttr());
+          [&, tile = operand.tile, view = view, run = run](OpBuilder &nb, Value, ValueRange from,
+                                                           ValueRange to) {
+            nvgpu::DeviceAsyncCopyOp::create(nb, loc, view, to, tile, from, nb.getIndexAttr(run),
+                                             Value(), nb.getUnitAttr());
           },
           run);
     b.setInsertionPoint(branch.elseBlock()->getTerminator());
@@ -892,7 +899,9 @@ struct KilnGpuPromoteOperandsPass
         return WalkResult::interrupt();
       });
     });
-    for (auto &[contraction, chunk] : staged) {
+    for (auto &contractionAndChunk : staged) {
+      Contraction &contraction = contractionAndChunk.first;
+      int64_t chunk = contractionAndChunk.second;
       int64_t bytes = stagedBytes(contraction.operands, chunk);
       // Asynchronous copies where every chunk moves in 16-byte runs: as
       // many chunks in flight as the workgroup's staging budget holds
