@@ -133,6 +133,8 @@ void mlir::kiln::addWeightPasses(OpPassManager &pm, const TargetBackend &backend
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  // After the passes that rewrite each weight matrix on its own.
+  pm.addPass(createKilnFuseSiblingMatmuls({options.reportFusion}));
   if (options.sparsify)
     backend.addSparsityPasses(pm, options);
 }

@@ -63,6 +63,29 @@ def KilnFuseAttention : Pass<"kiln-fuse-attention", "ModuleOp"> {
   ];
 }
 
+def KilnFuseSiblingMatmuls : Pass<"kiln-fuse-sibling-matmuls", "ModuleOp"> {
+  let summary = "Fuse matmuls of one input by constant weights (a transformer's Q, K and V) into one";
+  let description = [{
+    `kiln.matmul(x, W_i)` for i = 1..n (n >= 2), each W_i a constant [K, N_i]
+    matrix of floats of static shape that nothing else uses, x the same
+    value of rank 2 or more, in one block, become one
+    `kiln.matmul(x, [W_1 ... W_n])`, the weights concatenated along their
+    columns at compile time (kiln.concat, folded), and each matmul's users
+    read `kiln.slice` of its columns (a view). Where each matmul's only user
+    adds a constant bias of one value per column (the same element type,
+    nothing else using it), the biases are concatenated too and added once.
+    The matmuls of one group all have biases or none, and weights of one
+    element type. The fused ops are placed at the first matmul, their
+    location the fused locations of the ops they replace. Runs after the
+    passes that rewrite weights per matrix (pruning, int8, 16-bit) and
+    before sparsity. With `report`, a remark per group.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per group of matmuls fused into one">,
+  ];
+}
+
 def KilnQuantizeDynamic : Pass<"kiln-quantize-dynamic", "ModuleOp"> {
   let summary = "Run matmuls with constant weights in int8, activations quantized at run time";
   let description = [{

@@ -356,8 +356,10 @@ static bool checkPrunePattern(StringRef pattern, double fraction, std::string &w
 
 /// "name (OpType)" for the location of an imported ONNX node.
 static std::string describeNode(Location loc) {
-  std::optional<mlir::kiln::OnnxNode> node = mlir::kiln::onnxNodeOf(loc);
-  return node ? node->describe() : "?";
+  std::string names;
+  for (const mlir::kiln::OnnxNode &node : mlir::kiln::onnxNodesOf(loc))
+    names += (names.empty() ? "" : " + ") + node.describe();
+  return names.empty() ? "?" : names;
 }
 
 /// Prints the report remarks of passes ("<kind>: message") to stdout as
