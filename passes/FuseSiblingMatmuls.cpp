@@ -120,15 +120,17 @@ bool fuse(ArrayRef<Projection> group) {
     if (p.bias)
       p.bias->moveBefore(first);
   }
-  SmallVector<Location> locs;
+  SmallVector<Location> matmulLocs, addLocs;
   SmallVector<Value> weights, biases;
   for (Projection p : group) {
-    locs.push_back(p.last()->getLoc());
+    matmulLocs.push_back(p.matmul.getLoc());
     weights.push_back(p.weight.getResult());
-    if (p.bias)
+    if (p.bias) {
+      addLocs.push_back(p.biasAdd.getLoc());
       biases.push_back(p.bias.getResult());
+    }
   }
-  Location loc = b.getFusedLoc(locs);
+  Location loc = b.getFusedLoc(matmulLocs);
   Value weight = concatConstants(b, loc, weights, 1);
   Value bias = biases.empty() ? Value() : concatConstants(b, loc, biases, 0);
   if (!weight || (!biases.empty() && !bias)) {
@@ -142,7 +144,7 @@ bool fuse(ArrayRef<Projection> group) {
   auto joinedType = type.clone(shape);
   Value joined = MatMulOp::create(b, loc, joinedType, first.getLhs(), weight);
   if (bias)
-    joined = AddOp::create(b, loc, joinedType, joined, bias);
+    joined = AddOp::create(b, b.getFusedLoc(addLocs), joinedType, joined, bias);
   SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
   for (Projection p : group) {
     Value slice = SliceOp::create(b, p.last()->getLoc(), p.last()->getResult(0).getType(), joined,

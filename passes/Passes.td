@@ -75,8 +75,8 @@ def KilnFuseSiblingMatmuls : Pass<"kiln-fuse-sibling-matmuls", "ModuleOp"> {
     adds a constant bias of one value per column (the same element type,
     nothing else using it), the biases are concatenated too and added once.
     The matmuls of one group all have biases or none, and weights of one
-    element type. The fused ops are placed at the first matmul, their
-    location the fused locations of the ops they replace. Runs after the
+    element type. The fused ops are placed at the first matmul, each
+    located at the ops it replaces (a fused location). Runs after the
     passes that rewrite weights per matrix (pruning, int8, 16-bit) and
     before sparsity. With `report`, a remark per group.
   }];
