@@ -75,12 +75,13 @@ std::optional<Projection> asProjection(MatMulOp op) {
 }
 
 /// Projections that can be one matmul: of one input, in one block, by
-/// weights of one element type, all with a bias (1) or none (0).
-using Signature = std::tuple<Value, Block *, Type, unsigned>;
+/// weights of one element type into results of one element type (a
+/// widening matmul may give either), all with a bias (1) or none (0).
+using Signature = std::tuple<Value, Block *, Type, Type, unsigned>;
 
 Signature signatureOf(Projection p) {
   return {p.matmul.getLhs(), p.matmul->getBlock(), p.weight.getType().getElementType(),
-          p.biasAdd ? 1u : 0u};
+          getElementTypeOrSelf(p.matmul.getType()), p.biasAdd ? 1u : 0u};
 }
 
 /// kiln.concat of `values` (constants) along `axis`, folded into a
@@ -110,7 +111,8 @@ std::string namesOf(ArrayRef<Projection> group) {
 /// Replaces `group` (two or more, first in block order first) by one
 /// matmul by their weights side by side, and one bias add; each
 /// projection's users read a slice of its columns. False, with the IR
-/// unchanged, where the weights do not fold into one constant.
+/// unchanged but for the weights moved up, where the weights do not fold
+/// into one constant.
 bool fuse(ArrayRef<Projection> group) {
   MatMulOp first = group.front().matmul;
   OpBuilder b(first);

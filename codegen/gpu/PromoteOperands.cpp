@@ -65,7 +65,7 @@ struct Operand {
   /// The tile's dimensions in the order the copy walks them, innermost
   /// last: consecutive threads copy consecutive elements along it. The
   /// tile's own order, but for a transpose read in place whose source's
-  /// innermost dimension is another of the tile's (keysInSourceOrder).
+  /// innermost dimension is another of the tile's (copyOrderOf).
   SmallVector<unsigned> copyOrder;
 };
 

@@ -577,7 +577,8 @@ static int to_host_memory(kiln_model *model, kiln_tensor *in) {
     void *copy = kiln_model_alloc_host(model, bytes);
     if (!copy)
       return 1;
-    memcpy(copy, in[i].data, bytes);
+    if (bytes) /* an empty .npy may have no data */
+      memcpy(copy, in[i].data, bytes);
     in[i].data = copy;
   }
   return 0;

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -710,17 +711,34 @@ static void **static_outputs(kiln_model *m) {
   void ***set = &m->static_outputs[m->generation];
   if (*set)
     return *set;
-  *set = calloc(info->num_outputs + 1, sizeof(void *));
-  for (uint32_t i = 0; *set && i < info->num_outputs; ++i) {
+  void **outputs = calloc(info->num_outputs + 1, sizeof(void *));
+  int64_t total = 0;
+  for (uint32_t i = 0; outputs && i < info->num_outputs; ++i) {
     size_t bytes =
         kiln_tensor_num_elements(&info->outputs[i]) * kiln_dtype_size(info->outputs[i].dtype);
     size_t padded = (bytes + 63) / 64 * 64 + 64;
-    (*set)[i] = kiln_model_alloc_host(m, padded);
-    meter_add(&m->meter, &m->meter.runtime, (*set)[i] ? (int64_t)padded : 0);
-    if (!(*set)[i])
-      return NULL; /* freed with the instance */
+    outputs[i] = kiln_model_alloc_host(m, padded);
+    if (!outputs[i]) { /* all or none: the next run tries again */
+      for (uint32_t j = 0; j < i; ++j)
+        kiln_model_free_host(m, outputs[j]);
+      free(outputs);
+      return NULL;
+    }
+    total += (int64_t)padded;
   }
-  return *set;
+  if (outputs)
+    meter_add(&m->meter, &m->meter.runtime, total);
+  return *set = outputs;
+}
+
+/* Whether `memory` is one of kiln_model_run_tensors' outputs of a static
+ * model, which the instance keeps for its next runs. */
+static int is_static_output(const kiln_model *m, const void *memory) {
+  for (int g = 0; g < 2; ++g)
+    for (uint32_t i = 0; m->static_outputs[g] && i < m->info->num_outputs; ++i)
+      if (m->static_outputs[g][i] == memory)
+        return 1;
+  return 0;
 }
 
 /* The inputs of this run: the caller's, with the last run's states in the
@@ -859,6 +877,8 @@ int kiln_model_bind_state(kiln_model *m, const char *output, const char *input) 
 void kiln_model_reset_states(kiln_model *m) { m->have_states = 0; }
 
 void *kiln_model_alloc_host(kiln_model *m, size_t bytes) {
+  if (bytes > SIZE_MAX - 64)
+    return NULL;
   host_block *blocks = realloc(m->host_blocks, (m->num_host_blocks + 1) * sizeof *blocks);
   if (!blocks)
     return NULL;
@@ -879,6 +899,8 @@ static void release_host_block(kiln_model *m, const host_block *b) {
 }
 
 void kiln_model_free_host(kiln_model *m, void *memory) {
+  if (is_static_output(m, memory)) /* the instance's own, not the caller's */
+    return;
   for (size_t i = 0; memory && i < m->num_host_blocks; ++i)
     if (m->host_blocks[i].memory == memory) {
       release_host_block(m, &m->host_blocks[i]);

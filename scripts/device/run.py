@@ -194,13 +194,13 @@ def torch_model_rows(model, model_dir, runs, compiled):
     files = sorted(f for f in os.listdir(model_dir) if re.fullmatch(r"input_\d+\.npy", f))
     host = ([torch.from_numpy(np.load(os.path.join(model_dir, f))) for f in files] if files else
             [torch.randn(*i["shape"]) for i in graph["inputs"]])
-    host = [t.pin_memory() for t in host]
     rows = []
     with torch.no_grad():
         for target, fn in [("torch.compile", torch.compile(forward)) if compiled else
                            ("torch eager", forward)]:
             row = {"model": model, "target": target}
             try:
+                host = [t.pin_memory() for t in host]
                 device = [t.cuda() for t in host]
                 expected = os.path.join(model_dir, "expected")
                 if files and os.path.isdir(expected):
@@ -432,7 +432,12 @@ def bench_matmul_baselines(plan, root, pattern, runs):
             except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
                 row["bench"] = "did not run: %s" % e
             plan.add(row)
-        torch_ms = torch_matmul_ms(n, dtype, runs)
+        try:
+            torch_ms = torch_matmul_ms(n, dtype, runs)
+        except RuntimeError as e:  # PyTorch's errors (out of pinned memory...)
+            plan.add({"model": model, "target": "torch.matmul (cuBLAS, %s)" % dtype,
+                      "bench": "did not run: %s" % str(e).strip().splitlines()[0][:200]})
+            torch_ms = None
         if torch_ms:
             plan.add({"model": model, "target": "torch.matmul (cuBLAS, %s%s)" % (
                           dtype, ", no TF32" if dtype == "float32" else ""),

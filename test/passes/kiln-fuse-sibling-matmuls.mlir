@@ -53,7 +53,7 @@ func.func @no_bias(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
 // Left alone, two matmuls each: of different inputs; by a weight another
 // op uses too (its copy would stay beside the concatenation); one with a
 // bias, one without (a group each, of one); by a weight computed at run
-// time.
+// time; widening into f32 and not (bf16).
 // CHECK-LABEL: func.func @different_inputs
 // CHECK-COUNT-2: kiln.matmul
 // CHECK-LABEL: func.func @shared_weight
@@ -61,6 +61,8 @@ func.func @no_bias(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
 // CHECK-LABEL: func.func @one_bias
 // CHECK-COUNT-2: kiln.matmul
 // CHECK-LABEL: func.func @computed_weight
+// CHECK-COUNT-2: kiln.matmul
+// CHECK-LABEL: func.func @result_types
 // CHECK-COUNT-2: kiln.matmul
 // CHECK-NOT: kiln.slice
 func.func @different_inputs(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
@@ -92,4 +94,11 @@ func.func @computed_weight(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<
   %a = kiln.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %b = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
+}
+func.func @result_types(%x: tensor<4x8xbf16>) -> (tensor<4x8xf32>, tensor<4x8xbf16>) {
+  %w1 = kiln.constant dense<1.0> : tensor<8x8xbf16> -> tensor<8x8xbf16>
+  %w2 = kiln.constant dense<2.0> : tensor<8x8xbf16> -> tensor<8x8xbf16>
+  %a = kiln.matmul %x, %w1 : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
+  %b = kiln.matmul %x, %w2 : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+  return %a, %b : tensor<4x8xf32>, tensor<4x8xbf16>
 }

@@ -149,6 +149,15 @@ TEST(Runtime, AllocatesHostMemoryForTheCaller) {
   void *out[] = {y};
   ASSERT_EQ(kiln_model_run(m, in, out), 0) << kiln_model_error(m);
   EXPECT_EQ(y[5], 10.0f);
+  // kiln_model_run_tensors' outputs are the instance's: not freed here.
+  kiln_tensor input = {x, KILN_FLOAT32, 2, kShape}, output = {};
+  ASSERT_EQ(kiln_model_run_tensors(m, &input, &output), 0) << kiln_model_error(m);
+  kiln_model_free_host(m, output.data);
+  void *kept = output.data;
+  ASSERT_EQ(kiln_model_run_tensors(m, &input, &output), 0) << kiln_model_error(m);
+  EXPECT_EQ(output.data, kept);
+  EXPECT_EQ(static_cast<float *>(output.data)[5], 10.0f);
+  EXPECT_EQ(kiln_model_alloc_host(m, SIZE_MAX - 8), nullptr);
   kiln_model_free_host(m, x);
   kiln_model_free_host(m, empty);
   kiln_model_destroy(m);

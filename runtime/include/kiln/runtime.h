@@ -229,7 +229,9 @@ void kiln_model_destroy(kiln_model *model);
  * each transfer into a buffer of its own); elsewhere, and when the driver
  * has no page-locked memory left, 64-byte aligned memory of the C library.
  * NULL when out of memory. It belongs to the instance: freed by
- * kiln_model_free_host, or at the latest by kiln_model_destroy. */
+ * kiln_model_free_host, or at the latest by kiln_model_destroy
+ * (kiln_model_free_host ignores the outputs kiln_model_run_tensors
+ * returns, which the instance keeps). */
 void *kiln_model_alloc_host(kiln_model *model, size_t bytes);
 void kiln_model_free_host(kiln_model *model, void *memory);
 
