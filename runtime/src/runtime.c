@@ -84,7 +84,13 @@ struct kiln_model {
   kiln_device *device;   /* of a GPU model, NULL if it could not be opened */
   char device_error[512]; /* why not */
   void **staged;          /* a GPU model's inputs and outputs in device memory */
+  /* Their bytes; of a dynamic model's outputs, the bytes the host read in
+   * place after the last run (0: copied out, or none). */
   size_t *staged_bytes;
+  /* A dynamic GPU model's outputs, copied to the host behind its kernels:
+   * host blocks, kept for the next runs and grown to the largest. */
+  void **output_copies;
+  size_t *output_copy_bytes;
   /* Those only kernels use are copied straight from and to the caller's
    * buffers (KILN_GPU_DIRECT_COPIES=0: staged like the rest, to compare). */
   int direct_copies;
@@ -265,7 +271,9 @@ kiln_model *kiln_model_create_with_weights(const kiln_model_info *info,
     m->direct_copies = !(direct && strcmp(direct, "0") == 0);
     m->staged = calloc(slots, sizeof(void *));
     m->staged_bytes = calloc(slots, sizeof(size_t));
-    if (!m->staged || !m->staged_bytes) {
+    m->output_copies = calloc(info->num_outputs + 1, sizeof(void *));
+    m->output_copy_bytes = calloc(info->num_outputs + 1, sizeof(size_t));
+    if (!m->staged || !m->staged_bytes || !m->output_copies || !m->output_copy_bytes) {
       kiln_model_destroy(m);
       return NULL;
     }
@@ -541,37 +549,79 @@ static int stage_buffers(kiln_model *m, void **buffers) {
       kiln_device_touched(m->device, m->staged[i], bytes);
     }
   }
-  /* A dynamic model's last outputs, which the host read, are the run's
-   * memory again: back to the GPU in bulk, not by the kernels' faults. */
+  /* A dynamic model's last outputs that the host read in place are the
+   * run's memory again: back to the GPU in bulk, not by the kernels'
+   * faults. */
   for (uint32_t i = info->num_inputs; m->dynamic && i < info->num_inputs + info->num_outputs; ++i)
-    if (m->staged[i])
-      kiln_device_touched(m->device, m->staged[i], tensor_bytes(m, i));
+    if (m->staged[i] && m->staged_bytes[i])
+      kiln_device_touched(m->device, m->staged[i], m->staged_bytes[i]);
   return 0;
 }
 
 /* After a GPU model's run: a static model's outputs are in the caller's
  * buffers (those only kernels write, copied there by the wait) or copied
- * there now; a dynamic model's are the run's memory already. */
+ * there now; a dynamic model's are where announce_dynamic_output put them. */
 static void unstage_outputs(kiln_model *m, void **buffers) {
   const kiln_model_info *info = m->info;
-  for (uint32_t i = info->num_inputs; i < info->num_inputs + info->num_outputs; ++i) {
-    if (m->dynamic) {
-      buffers[i] = m->staged[i];
-    } else if (!kernels_only(m, i)) {
+  for (uint32_t i = info->num_inputs; !m->dynamic && i < info->num_inputs + info->num_outputs;
+       ++i) {
+    if (!kernels_only(m, i)) {
       memcpy(buffers[i], m->staged[i], tensor_bytes(m, i));
       kiln_device_touched(m->device, m->staged[i], tensor_bytes(m, i));
     }
   }
 }
 
+static void free_host_block(kiln_model *m, void *memory);
+
+/* Host memory for `bytes` of a dynamic GPU model's output `o`, the last
+ * run's if it is large enough; NULL when out of memory. */
+static void *output_copy(kiln_model *m, uint32_t o, size_t bytes) {
+  if (m->output_copies[o] && m->output_copy_bytes[o] >= bytes)
+    return m->output_copies[o];
+  free_host_block(m, m->output_copies[o]);
+  meter_add(&m->meter, &m->meter.runtime, -(int64_t)m->output_copy_bytes[o]);
+  m->output_copies[o] = kiln_model_alloc_host(m, bytes);
+  m->output_copy_bytes[o] = m->output_copies[o] ? bytes : 0;
+  meter_add(&m->meter, &m->meter.runtime, (int64_t)m->output_copy_bytes[o]);
+  return m->output_copies[o];
+}
+
+/* A dynamic model's output `i` (inputs first) is where the entry left it,
+ * of the size it wrote, in memory the model's host code reached. Where the
+ * host reads that by copies (CUDA: device memory, or managed memory that
+ * would move), it is copied behind the kernels into host memory of the
+ * instance, and the caller gets that; else the caller reads it in place. */
+static int announce_dynamic_output(kiln_model *m, uint32_t i, void **buffers) {
+  size_t bytes = tensor_bytes(m, i);
+  m->staged_bytes[i] = 0;
+  buffers[i] = m->staged[i];
+  if (!bytes || !m->direct_copies || !kiln_device_read_by_copy(m->device, m->staged[i], bytes)) {
+    kiln_device_will_touch(m->device, m->staged[i], bytes);
+    m->staged_bytes[i] = bytes;
+    return 0;
+  }
+  const char *name = m->info->outputs[i - m->info->num_inputs].name;
+  void *copy = output_copy(m, i - m->info->num_inputs, bytes);
+  if (!copy || kiln_device_copy_out(m->device, copy, m->staged[i], bytes)) {
+    set_error(m, "out of memory for the host's copy of output '%s' (%zu bytes)", name, bytes);
+    return 1;
+  }
+  buffers[i] = copy;
+  return 0;
+}
+
 /* Before a GPU model's last wait: the host reads the outputs next (a
- * static model's staged ones, copied out; a dynamic model's in the run's
+ * static model's staged ones, copied out; a dynamic model's from the run's
  * memory, where the entry left them); those only kernels write are copied
  * straight into the caller's buffers, behind the kernels. */
 static int announce_host_copies(kiln_model *m, void **buffers) {
   const kiln_model_info *info = m->info;
   for (uint32_t i = info->num_inputs; i < info->num_inputs + info->num_outputs; ++i) {
-    if (m->dynamic || !kernels_only(m, i)) {
+    if (m->dynamic) {
+      if (announce_dynamic_output(m, i, buffers))
+        return 1;
+    } else if (!kernels_only(m, i)) {
       kiln_device_will_touch(m->device, m->staged[i], tensor_bytes(m, i));
     } else if (kiln_device_copy_out(m->device, buffers[i], m->staged[i], tensor_bytes(m, i))) {
       set_error(m, "out of memory queueing the copy of output '%s'",
@@ -731,13 +781,17 @@ static void **static_outputs(kiln_model *m) {
   return *set = outputs;
 }
 
-/* Whether `memory` is one of kiln_model_run_tensors' outputs of a static
- * model, which the instance keeps for its next runs. */
-static int is_static_output(const kiln_model *m, const void *memory) {
+/* Whether `memory` is one of kiln_model_run_tensors' outputs (a static
+ * model's, or a dynamic GPU model's host copies), which the instance keeps
+ * for its next runs. */
+static int is_run_output(const kiln_model *m, const void *memory) {
   for (int g = 0; g < 2; ++g)
     for (uint32_t i = 0; m->static_outputs[g] && i < m->info->num_outputs; ++i)
       if (m->static_outputs[g][i] == memory)
         return 1;
+  for (uint32_t i = 0; m->output_copies && i < m->info->num_outputs; ++i)
+    if (m->output_copies[i] == memory)
+      return 1;
   return 0;
 }
 
@@ -899,8 +953,11 @@ static void release_host_block(kiln_model *m, const host_block *b) {
 }
 
 void kiln_model_free_host(kiln_model *m, void *memory) {
-  if (is_static_output(m, memory)) /* the instance's own, not the caller's */
-    return;
+  if (!is_run_output(m, memory)) /* those are the instance's own, not the caller's */
+    free_host_block(m, memory);
+}
+
+static void free_host_block(kiln_model *m, void *memory) {
   for (size_t i = 0; memory && i < m->num_host_blocks; ++i)
     if (m->host_blocks[i].memory == memory) {
       release_host_block(m, &m->host_blocks[i]);
@@ -922,6 +979,8 @@ void kiln_model_destroy(kiln_model *m) {
   kiln_device_close(m->device); /* frees the staged buffers too */
   free(m->staged);
   free(m->staged_bytes);
+  free(m->output_copies); /* host blocks */
+  free(m->output_copy_bytes);
   kiln_pool_destroy(m->pool);
   kiln_profiler_free(m->profiler);
   free(m->gpu_kernels);

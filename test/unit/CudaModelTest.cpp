@@ -73,6 +73,35 @@ const kiln_model_info kKernelsOnlyModel = {
     /*profile=*/nullptr, /*external_weights=*/nullptr,
     /*num_variants=*/0, /*variants=*/nullptr};
 
+// y = x * 3 + 1 again, for x of any length (a multiple of 256), as the
+// host code of a model with dynamic dimensions does it: the product and y
+// in the arena, y's address and length written to the output's slots.
+const int64_t kAnyLength[] = {KILN_DYNAMIC};
+const kiln_tensor_info kDynamicInputs[] = {{"x", KILN_FLOAT32, 1, kAnyLength, nullptr}};
+const kiln_tensor_info kDynamicOutputs[] = {{"y", KILN_FLOAT32, 1, kAnyLength, nullptr}};
+
+void dynamicEntry(void **buffers, int64_t *shapes) {
+  int64_t n = shapes[0];
+  uint64_t bytes = uint64_t(n) * sizeof(float);
+  void *product = _mlir_memref_to_llvm_aligned_alloc(64, bytes);
+  void *y = _mlir_memref_to_llvm_aligned_alloc(64, bytes);
+  kiln_gpu_arg scale[] = {
+      {buffers[0], bytes, 0}, {product, bytes, 0}, {&kScale, sizeof kScale, KILN_GPU_ARG_CONSTANT}};
+  kiln_gpu_launch(0, n / 256, 1, 1, scale);
+  uint32_t one = 1;
+  kiln_gpu_arg add[] = {{product, bytes, 0}, {y, bytes, 0}, {&one, sizeof one, KILN_GPU_ARG_PARAMS}};
+  kiln_gpu_launch(1, n / 256, 1, 1, add);
+  buffers[1] = y;
+  shapes[1] = n;
+}
+
+const kiln_model_info kDynamicModel = {KILN_ABI_VERSION, 0, "scale", 1, 1, kDynamicInputs,
+                                       kDynamicOutputs, dynamicEntry,
+                                       /*arena_bytes=*/2 * kBytes, &kProgram,
+                                       /*weights_bytes=*/0, /*profile=*/nullptr,
+                                       /*external_weights=*/nullptr,
+                                       /*num_variants=*/0, /*variants=*/nullptr};
+
 class CudaModel : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -251,6 +280,74 @@ TEST_F(CudaModel, CopiesFromAndToPageLockedMemoryOfTheInstance) {
   EXPECT_FALSE(state().pinned(reinterpret_cast<uintptr_t>(plain)));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(plain) % 64, 0u);
   run(m, 1);
+  kiln_model_destroy(m);
+}
+
+// A dynamic model's outputs are where its host code left them: on CUDA,
+// the arena's managed memory, which the host reading in place would move
+// to the host and the next run back to the GPU. Each is copied behind the
+// kernels into page-locked memory of the instance instead, which the
+// caller gets until the next run: kept for the next runs, and grown for a
+// longer output. No page moves by a fault.
+TEST_F(CudaModel, CopiesADynamicModelsOutputsToPageLockedMemory) {
+  std::vector<float> x(2 * kCount);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i);
+  int64_t length = 0;
+  kiln_tensor input = {x.data(), KILN_FLOAT32, 1, &length}, y = {};
+  auto runOn = [&](kiln_model *m, int64_t n) {
+    length = n;
+    y = {};
+    ASSERT_EQ(kiln_model_run_tensors(m, &input, &y), 0) << kiln_model_error(m);
+    ASSERT_EQ(y.rank, 1);
+    ASSERT_EQ(y.shape[0], n);
+    EXPECT_EQ(static_cast<float *>(y.data)[n - 1], 3.0f * float(n - 1) + 1);
+  };
+  kiln_model *m = kiln_model_create(&kDynamicModel);
+  ASSERT_NE(m, nullptr);
+  runOn(m, kCount);
+  runOn(m, kCount);
+  state().gpuFaults = state().hostFaults = 0;
+  state().copiesBack.clear();
+  size_t ran = state().ran.size();
+  runOn(m, kCount);
+  EXPECT_EQ(state().gpuFaults, 0) << "pages a kernel found on the host";
+  EXPECT_EQ(state().hostFaults, 0) << "pages the host found on the GPU";
+  ASSERT_EQ(state().copiesBack.size(), 1u);
+  const auto &copy = state().copiesBack[0];
+  EXPECT_EQ(copy.from, state().ran[ran + 1].pointers[1]) << "not from add_n's output";
+  EXPECT_EQ(copy.to, reinterpret_cast<uintptr_t>(y.data));
+  EXPECT_EQ(copy.bytes, kBytes);
+  EXPECT_EQ(copy.ranBefore, ran + 2) << "not behind the run's kernels";
+  EXPECT_TRUE(state().pinned(copy.to));
+  void *first = y.data;
+  kiln_model_free_host(m, first); // the instance's own: left alone
+  EXPECT_TRUE(state().pinned(reinterpret_cast<uintptr_t>(first)));
+
+  runOn(m, 2 * kCount);
+  EXPECT_EQ(state().copiesBack.back().bytes, 2 * kBytes);
+  EXPECT_TRUE(state().pinned(reinterpret_cast<uintptr_t>(y.data) + 2 * kBytes - 1));
+  void *longer = y.data;
+  runOn(m, kCount);
+  EXPECT_EQ(y.data, longer) << "the longer output's memory serves a shorter one";
+  kiln_model_destroy(m); // and frees it (TearDown: nothing leaked)
+
+  // KILN_GPU_DIRECT_COPIES=0: read in place, its pages moved to the host in
+  // bulk behind the kernels and back ahead of the next run's.
+  setenv("KILN_GPU_DIRECT_COPIES", "0", 1);
+  m = kiln_model_create(&kDynamicModel);
+  unsetenv("KILN_GPU_DIRECT_COPIES");
+  ASSERT_NE(m, nullptr);
+  runOn(m, kCount);
+  runOn(m, kCount);
+  state().gpuFaults = state().hostFaults = 0;
+  state().copiesBack.clear();
+  ran = state().ran.size();
+  runOn(m, kCount);
+  EXPECT_TRUE(state().copiesBack.empty());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(y.data), state().ran[ran + 1].pointers[1]);
+  EXPECT_EQ(state().gpuFaults, 0);
+  EXPECT_EQ(state().hostFaults, 0);
   kiln_model_destroy(m);
 }
 

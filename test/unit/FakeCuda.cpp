@@ -361,13 +361,21 @@ int cuMemcpyHtoDAsync_v2(unsigned long long to, const void *from, size_t bytes, 
   return kSuccess;
 }
 
+/// Copies from managed memory read it on the GPU, as a kernel does: its
+/// pages there stay, those on the host move by fault.
 int cuMemcpyDtoHAsync_v2(void *to, unsigned long long from, size_t bytes, CUstream_st *) {
   State &s = state();
   if (duringCapture())
     return kCaptureInvalidated; // cuda.c copies outside captures
-  if (!s.onDevice(from) || (bytes && !s.onDevice(from + bytes - 1)) || s.copiesFail)
+  auto *managed = managedAt(from);
+  bool fits = managed ? !bytes || managedAt(from + bytes - 1) == managed
+                      : s.onDevice(from) && (!bytes || s.onDevice(from + bytes - 1));
+  if (!fits || s.copiesFail)
     return kInvalidValue;
   s.copiesBack.push_back({reinterpret_cast<uintptr_t>(to), from, bytes, s.ran.size()});
+  if (managed && bytes)
+    move(*managed, (from - managed->first) / kPage, (from + bytes - 1 - managed->first) / kPage + 1,
+         State::kGpu, &s.gpuFaults);
   deviceAccess(true);
   memcpy(to, reinterpret_cast<const void *>(from), bytes);
   deviceAccess(false);

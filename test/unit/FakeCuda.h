@@ -14,7 +14,7 @@
 // each page it touches (those on the GPU are protected; a SIGSEGV handler
 // moves them); a prefetch moves a range in bulk, without faults. Copies
 // (cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2) are memcpy, recorded with
-// both addresses. The test executable links this library, so cuda.c's
+// both addresses; a copy from managed memory reads it on the GPU. The test executable links this library, so cuda.c's
 // dlopen("libcuda.so.1") finds the same one, and its state.
 //
 //===----------------------------------------------------------------------===//
@@ -80,7 +80,7 @@ struct State {
     size_t ranBefore; // kernels that had run when it was queued
   };
   std::vector<Copy> copies;     // cuMemcpyHtoDAsync_v2 calls
-  std::vector<Copy> copiesBack; // cuMemcpyDtoHAsync_v2 calls
+  std::vector<Copy> copiesBack; // cuMemcpyDtoHAsync_v2 calls (from device or managed memory)
 
   /// Whether `pointer` is in device memory (cuMemAlloc's).
   bool onDevice(uint64_t pointer) const;

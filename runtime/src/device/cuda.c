@@ -483,6 +483,7 @@ static kiln_device *cuda_open(const kiln_gpu_program *program, char *error, size
   d->prefetch = !(prefetch && strcmp(prefetch, "0") == 0);
   const char *pinned = getenv("KILN_CUDA_PINNED");
   d->base.host_regions = !(pinned && strcmp(pinned, "0") == 0);
+  d->base.read_by_copy = 1; /* device memory, or managed memory that would move */
   d->kernels = calloc(program->num_kernels + 1, sizeof *d->kernels);
   if (!d->kernels || load_driver(d, error, size) || pick_device(d, error, size)) {
     cuda_close(d);

@@ -149,6 +149,13 @@ int kiln_device_copy_out(kiln_device *d, void *to, const void *from, size_t byte
   return 0;
 }
 
+int kiln_device_read_by_copy(kiln_device *d, const void *memory, size_t bytes) {
+  if (!base(d)->read_by_copy)
+    return 0;
+  const kiln_region *r = kiln_regions_holding(&base(d)->regions, memory, bytes);
+  return r && (r->kind == KILN_REGION_BUFFER || r->kind == KILN_REGION_PRIVATE);
+}
+
 void kiln_device_cancel_copies_out(kiln_device *d) { base(d)->num_copies_out = 0; }
 
 int kiln_device_launch(kiln_device *d, uint32_t kernel, const int64_t grid[3],

@@ -52,10 +52,18 @@ void kiln_device_free(kiln_device *device, void *memory);
  * kiln_device_wait returns (the copy may read it until then). A failure is
  * the next wait's. */
 void kiln_device_copy_in(kiln_device *device, void *to, const void *from, size_t bytes);
-/* Copies `bytes` of kiln_device_alloc_private's `from` to host memory `to`
- * after the kernels queued so far: done when the next kiln_device_wait
- * returns success (not at all if it fails). Nonzero when out of memory. */
+/* Copies `bytes` of kiln_device_alloc_private's or kiln_device_alloc's
+ * `from` to host memory `to` after the kernels queued so far: done when the
+ * next kiln_device_wait returns success (not at all if it fails). Nonzero
+ * when out of memory. */
 int kiln_device_copy_out(kiln_device *device, void *to, const void *from, size_t bytes);
+/* Whether the host reads the `bytes` at `memory` by kiln_device_copy_out
+ * rather than in place: memory of kiln_device_alloc_private, which it may
+ * not reach, or of kiln_device_alloc where reading it in place would move
+ * its pages to the host and back (CUDA's managed memory). 0 for other
+ * memory, and where the kernels' memory is the host's to read (Vulkan's
+ * and Metal's mapped memory). */
+int kiln_device_read_by_copy(kiln_device *device, const void *memory, size_t bytes);
 /* Forgets the copies kiln_device_copy_out queued since the last wait (a
  * run that failed leaves the caller's outputs alone). */
 void kiln_device_cancel_copies_out(kiln_device *device);

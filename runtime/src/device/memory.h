@@ -94,6 +94,9 @@ typedef struct kiln_device_base {
   kiln_copy_out *copies_out;
   size_t num_copies_out, copies_out_capacity;
   int host_regions; /* the API makes KILN_REGION_HOST regions */
+  /* The host reads BUFFER and PRIVATE regions by copies, not in place
+   * (kiln_device_read_by_copy). */
+  int read_by_copy;
   char name[300];
 } kiln_device_base;
 
