@@ -139,13 +139,6 @@ static int input_index(const char *name) {
   return -1;
 }
 
-static void sanitize(char *s) {
-  for (; *s; ++s)
-    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-          *s == '_' || *s == '.' || *s == '-'))
-      *s = '_';
-}
-
 /* Random values for a static input (floats in [0, 1); integers 0, which is
  * always a valid index). */
 static void *random_input(const kiln_tensor_info *t, unsigned *seed) {
@@ -606,11 +599,8 @@ static int run(const options *o, kiln_model *model, kiln_tensor *in, kiln_npy *a
       in[i] = (kiln_tensor){arrays[i].data, t->dtype, t->rank, t->shape};
       continue;
     }
-    if (kiln_npy_read(o->paths[i], &arrays[i], msg, sizeof msg))
+    if (kiln_npy_read_input(o->paths[i], t, &arrays[i], msg, sizeof msg))
       return fail("%s", msg);
-    /* .npy has no bfloat16: bf16 inputs come as uint16 bit patterns. */
-    if (t->dtype == KILN_BFLOAT16 && arrays[i].dtype == KILN_UINT16)
-      arrays[i].dtype = KILN_BFLOAT16;
     in[i] = (kiln_tensor){arrays[i].data, arrays[i].dtype, arrays[i].rank, arrays[i].shape};
   }
   if (to_host_memory(model, in))
@@ -631,21 +621,10 @@ static int run_once(const options *o, kiln_model *model, const kiln_tensor *in) 
   double t0 = now_ms();
   int rc = kiln_model_run_tensors(model, in, out) ? fail("%s", kiln_model_error(model)) : 0;
   double elapsed = now_ms() - t0;
-  if (!rc && o->output_dir && mkdir(o->output_dir, 0777) != 0 && errno != EEXIST)
-    rc = fail("cannot create output directory '%s'", o->output_dir);
-  for (uint32_t i = 0; !rc && i < info->num_outputs; ++i) {
-    const kiln_tensor_info *t = &info->outputs[i];
-    if (!o->output_dir) {
-      summarize(t, &out[i]);
-      continue;
-    }
-    char name[256], path[4096];
-    snprintf(name, sizeof name, "%s", t->name);
-    sanitize(name);
-    snprintf(path, sizeof path, "%s/%s.npy", o->output_dir, name);
-    if (kiln_npy_write(path, t->dtype, out[i].rank, out[i].shape, out[i].data, msg, sizeof msg))
-      rc = fail("%s", msg);
-  }
+  if (!rc && o->output_dir && kiln_npy_write_outputs(o->output_dir, info, out, msg, sizeof msg))
+    rc = fail("%s", msg);
+  for (uint32_t i = 0; !rc && !o->output_dir && i < info->num_outputs; ++i)
+    summarize(&info->outputs[i], &out[i]);
   if (!rc)
     fprintf(stderr, "inference: %.3f ms\n", elapsed);
   free(out);
@@ -672,24 +651,6 @@ static int is_bound(const options *o, uint32_t i) {
   return 0;
 }
 
-/* Writes the outputs of one run to DIR/<output>.npy. */
-static int write_outputs(const char *dir, const kiln_tensor *out) {
-  const kiln_model_info *info = &kiln_main_model;
-  char msg[512];
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-    return fail("cannot create output directory '%s'", dir);
-  for (uint32_t i = 0; i < info->num_outputs; ++i) {
-    char name[256], path[4096];
-    snprintf(name, sizeof name, "%s", info->outputs[i].name);
-    sanitize(name);
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    if (kiln_npy_write(path, info->outputs[i].dtype, out[i].rank, out[i].shape, out[i].data,
-                       msg, sizeof msg))
-      return fail("%s", msg);
-  }
-  return 0;
-}
-
 /* --stream DIR: runs the steps DIR/0, DIR/1, ... in order. */
 static int stream(const options *o, kiln_model *model, kiln_npy *arrays) {
   const kiln_model_info *info = &kiln_main_model;
@@ -708,12 +669,9 @@ static int stream(const options *o, kiln_model *model, kiln_npy *arrays) {
     for (uint32_t i = 0; !rc && i < info->num_inputs; ++i) {
       if (steps > 0 && is_bound(o, i))
         continue; /* the last step's state */
-      char name[256];
-      snprintf(name, sizeof name, "%s", info->inputs[i].name);
-      sanitize(name);
-      snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+      kiln_npy_path(path, sizeof path, dir, info->inputs[i].name);
       kiln_npy_free(&arrays[i]);
-      if (kiln_npy_read(path, &arrays[i], msg, sizeof msg)) {
+      if (kiln_npy_read_input(path, &info->inputs[i], &arrays[i], msg, sizeof msg)) {
         rc = fail("%s", msg);
         break;
       }
@@ -736,8 +694,8 @@ static int stream(const options *o, kiln_model *model, kiln_npy *arrays) {
     times[steps] = now_ms() - t0;
     printf("step %ld: %.4f ms\n", steps, times[steps]);
     snprintf(dir, sizeof dir, "%s/%ld", o->output_dir ? o->output_dir : "", steps);
-    if (o->output_dir)
-      rc = write_outputs(dir, out);
+    if (o->output_dir && kiln_npy_write_outputs(dir, info, out, msg, sizeof msg))
+      rc = fail("%s", msg);
   }
   if (!rc && steps == 0)
     rc = fail("--stream %s: no steps (folders 0, 1, ... with one <input>.npy per input)",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct {
   const char *descr;
@@ -170,4 +171,39 @@ int kiln_npy_write(const char *path, int32_t dtype, int32_t rank, const int64_t 
 void kiln_npy_free(kiln_npy *npy) {
   free(npy->data);
   npy->data = NULL;
+}
+
+void kiln_npy_path(char *path, size_t size, const char *dir, const char *tensor_name) {
+  char name[256];
+  snprintf(name, sizeof name, "%s", tensor_name);
+  for (char *c = name; *c; ++c)
+    if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+          *c == '_' || *c == '.' || *c == '-'))
+      *c = '_';
+  snprintf(path, size, "%s/%s.npy", dir, name);
+}
+
+int kiln_npy_read_input(const char *path, const kiln_tensor_info *t, kiln_npy *out, char *msg,
+                        size_t size) {
+  if (kiln_npy_read(path, out, msg, size))
+    return 1;
+  if (t->dtype == KILN_BFLOAT16 && out->dtype == KILN_UINT16)
+    out->dtype = KILN_BFLOAT16;
+  return 0;
+}
+
+int kiln_npy_write_outputs(const char *dir, const kiln_model_info *info, const kiln_tensor *out,
+                           char *msg, size_t size) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    snprintf(msg, size, "cannot create output directory '%s': %s", dir, strerror(errno));
+    return 1;
+  }
+  for (uint32_t i = 0; i < info->num_outputs; ++i) {
+    char path[4096];
+    kiln_npy_path(path, sizeof path, dir, info->outputs[i].name);
+    if (kiln_npy_write(path, info->outputs[i].dtype, out[i].rank, out[i].shape, out[i].data, msg,
+                       size))
+      return 1;
+  }
+  return 0;
 }

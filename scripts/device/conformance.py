@@ -10,16 +10,26 @@ did not run (--deadline), or if there was none.
 
   python3 scripts/device/conformance.py build/device-conformance/tests.tar.xz \\
       --target cuda [--json FILE] [--jobs N] [--filter REGEX] [--deadline SECONDS]
+
+The tests run in DIR/run-models (test/conformance/run_models.c: every
+test's model linked into one program), --jobs processes of it, each
+running one test after another: the driver starts, and the GPU context is
+made, once a process, not once a test. A process that crashes or hangs
+(EXECUTABLE_TIMEOUT_S) fails its test and a new one goes on with the rest.
 """
 import argparse
-import concurrent.futures as futures
 import json
 import os
+import queue
 import re
+import select
+import shlex
+import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -39,36 +49,111 @@ def tests_in(root):
 SKIPPED = "not run: the deadline passed"
 
 
-def run_one(test_dir, deadline):
-    """None if the test passes, SKIPPED past the deadline, else why not."""
-    if deadline and time.monotonic() > deadline:
-        return SKIPPED
-    try:
-        return judge(test_dir)
-    except Exception as e:  # a broken test folder fails that test, not the run
-        return f"{type(e).__name__}: {e}"
+class Runner:
+    """One run-models process, started at its first test and again after
+    one crashed or hung."""
+
+    def __init__(self, command):
+        self.command = command
+        self.process = None
+        self.pending = b""
+
+    def run(self, name, out_dir, inputs):
+        """None once the test's outputs are in `out_dir`, else why not."""
+        if not self.process:
+            # stderr to a file: a pipe nobody reads would stall it once full.
+            self.errors = tempfile.TemporaryFile()
+            self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=self.errors)
+            self.pending = b""
+        fields = [name, out_dir] + [f"{n}={p}" for n, p in inputs]
+        try:
+            self.process.stdin.write(("\t".join(fields) + "\n").encode())
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return self.lost("died before the test")
+        end = time.monotonic() + EXECUTABLE_TIMEOUT_S
+        while True:
+            line = self.read_line(end)
+            if line is None:
+                return self.lost(f"timed out after {EXECUTABLE_TIMEOUT_S} s")
+            if line == "":
+                return self.lost("crashed")
+            if line == f"ok {name}":
+                return None
+            if line.startswith(f"error {name}: "):
+                return "the run failed: " + line[len(f"error {name}: "):]
+
+    def read_line(self, end):
+        """The next line of the process's output; "" at its end, None past
+        `end`."""
+        out = self.process.stdout.fileno()
+        while b"\n" not in self.pending:
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([out], [], [], left)[0]:
+                return None
+            chunk = os.read(out, 65536)
+            if not chunk:
+                return ""
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line.decode(errors="replace")
+
+    def lost(self, what):
+        """Ends the process (its test is the one that began last); why."""
+        self.process.kill()
+        self.process.communicate()
+        status = self.process.returncode
+        self.process = None
+        self.errors.seek(0)
+        lines = self.errors.read().decode(errors="replace").strip().splitlines()
+        self.errors.close()
+        if status < 0 and what == "crashed":
+            what = f"crashed ({signal.Signals(-status).name})"
+        return f"the runner {what}" + (f": {lines[-1]}" if lines else "")
+
+    def close(self):
+        if self.process:
+            self.process.stdin.close()
+            self.process.wait()
+            self.process = None
+            self.errors.close()
 
 
-def judge(test_dir):
-    """None if the test's executable matches its expected outputs, else why
-    not."""
+def judge(runner, root, test_dir):
+    """None if the test's outputs match its expected ones, else why not."""
     with open(os.path.join(test_dir, "test.json")) as f:
         test = json.load(f)
-    args = []
-    for i, name in enumerate(test["inputs"]):
-        args += ["--input", f"{name}={os.path.join(test_dir, f'input_{i}.npy')}"]
+    inputs = [(name, os.path.join(test_dir, f"input_{i}.npy"))
+              for i, name in enumerate(test["inputs"])]
     with tempfile.TemporaryDirectory() as out:
-        try:
-            ran = subprocess.run([os.path.join(test_dir, "model")] + args + ["--output-dir", out],
-                                 capture_output=True, text=True, timeout=EXECUTABLE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return "executable timed out"
-        if ran.returncode != 0:
-            lines = ran.stderr.strip().splitlines()
-            return "executable failed: " + (lines[-1] if lines else f"exit {ran.returncode}")
+        why = runner.run(os.path.relpath(test_dir, root), out, inputs)
+        if why:
+            return why
         expected = [(name, np.load(os.path.join(test_dir, f"expected_{i}.npy")))
                     for i, name in enumerate(test["outputs"])]
         return mismatch(out, expected, test["rtol"], test["atol"], test.get("bf16_outputs", ()))
+
+
+def work(command, root, tests, deadline, results):
+    """A worker: takes tests from the queue `tests` until none is left,
+    runs them in one Runner of `command`, and puts (test, why) on
+    `results`."""
+    runner = Runner(command)
+    while True:
+        try:
+            test_dir = tests.get_nowait()
+        except queue.Empty:
+            break
+        if deadline and time.monotonic() > deadline:
+            results.put((test_dir, SKIPPED))
+            continue
+        try:
+            why = judge(runner, root, test_dir)
+        except Exception as e:  # a broken test folder fails that test, not the run
+            why = f"{type(e).__name__}: {e}"
+        results.put((test_dir, why))
+    runner.close()
 
 
 def main():
@@ -79,6 +164,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--filter", default="", help="only the tests whose path this regex finds")
     ap.add_argument("--deadline", type=float, help="start no test after this many seconds")
+    ap.add_argument("--runner", help="the command that runs the tests (default: DIR/run-models)")
     args = ap.parse_args()
     root = args.tests
     if root.endswith(".tar.xz"):
@@ -86,14 +172,24 @@ def main():
         with tarfile.open(args.tests) as tar:
             tar.extractall(root)
     tests = sorted(t for t in tests_in(root) if re.search(args.filter, os.path.relpath(t, root)))
-    failures, skipped, done, start = {}, 0, 0, time.monotonic()
+    command = shlex.split(args.runner) if args.runner else [os.path.join(root, "run-models")]
+    if tests and not args.runner and not os.access(command[0], os.X_OK):
+        print(f"conformance: no {command[0]}: prepare the tests with test/conformance/run.py "
+              "--prepare", file=sys.stderr)
+        return 1
+    failures, skipped, start = {}, 0, time.monotonic()
     deadline = start + args.deadline if args.deadline else None
-    pool = futures.ThreadPoolExecutor(args.jobs)
-    pending = {pool.submit(run_one, t, deadline): t for t in tests}
+    todo, results = queue.Queue(), queue.Queue()
+    for t in tests:
+        todo.put(t)
+    workers = [threading.Thread(target=work, args=(command, root, todo, deadline, results))
+               for _ in range(max(1, min(args.jobs, len(tests))))]
+    for w in workers:
+        w.start()
     # Failures and progress as they come: a slow device still reports.
-    for future in futures.as_completed(pending):
-        why, done = future.result(), done + 1
-        name = os.path.relpath(pending[future], root)
+    for done in range(1, len(tests) + 1):
+        test_dir, why = results.get()
+        name = os.path.relpath(test_dir, root)
         if why == SKIPPED:
             skipped += 1
         elif why:
@@ -102,7 +198,8 @@ def main():
         if done % 100 == 0:
             print(f"conformance: {done}/{len(tests)} done, {len(failures)} failed, "
                   f"{skipped} not run, {time.monotonic() - start:.0f} s", flush=True)
-    pool.shutdown()
+    for w in workers:
+        w.join()
     passed = len(tests) - len(failures) - skipped
     print(f"conformance --target={args.target}: {passed} passed, {len(failures)} failed"
           + (f", {skipped} not run (deadline)" if skipped else ""))

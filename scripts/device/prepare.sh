@@ -64,7 +64,8 @@
 #
 #   scripts/device/prepare.sh [TARGET...]   # default: cuda vulkan-nvidia
 #   scripts/device/prepare.sh conformance   # the ONNX conformance tests for
-#       --target=cuda, compiled, with their inputs and expected outputs, as
+#       --target=cuda, their models linked into one program (run-models),
+#       with their inputs and expected outputs, as
 #       build/device-conformance/tests.tar.xz (carry build/device-conformance;
 #       run there with scripts/device/conformance.py)
 set -euo pipefail

@@ -12,8 +12,9 @@ the expected ones, writes docs/CONFORMANCE.md and prints a summary line.
   test/conformance/run.py --check-floor          # fail if passes < floor
   test/conformance/run.py --target vulkan        # compiled for a GPU target:
                                                  # docs/CONFORMANCE-vulkan.md
-  test/conformance/run.py --target cuda --prepare DIR   # compile only, to run
-                                                 # on a GPU machine with
+  test/conformance/run.py --target cuda --prepare DIR   # compile only, into
+                                                 # one program (DIR/run-models)
+                                                 # to run on a GPU machine with
                                                  # scripts/device/conformance.py
 
 A test is applicable when its inputs and outputs are tensors, it does not use
@@ -22,8 +23,10 @@ the training domain, and its outputs are not random (see NOT_APPLICABLE_OPS).
 import argparse
 import concurrent.futures as futures
 import collections
+import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -38,6 +41,7 @@ import modern
 from outputs import EXECUTABLE_TIMEOUT_S, mismatch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLANG = "/usr/lib/llvm-22/bin/clang"
 DATA = "/usr/share/libonnx-testdata/data"
 MODERN = "opset18+"
 SUITES = ["node", "simple", "pytorch-converted", "pytorch-operator", MODERN]
@@ -129,14 +133,20 @@ def first_line(text):
     return "no message"
 
 
-def prepare_test(to, exe, out_dir, inputs, expected, bf16, rtol, atol, op, start):
-    """Moves a compiled test to `to`, to run elsewhere: the executable, its
-    inputs, the expected outputs (.npy: the GPU machine has no onnx) and
-    test.json, what scripts/device/conformance.py needs to run and judge
-    it."""
+def test_symbol(suite, name):
+    """The C symbol prefix of a prepared test's model: unique, and an
+    identifier whatever the test's name."""
+    return "t_" + hashlib.sha1(f"{suite}/{name}".encode()).hexdigest()[:16]
+
+
+def prepare_test(to, obj, out_dir, inputs, expected, bf16, rtol, atol, op, start):
+    """Moves a compiled test to `to`, to run elsewhere: the model's object
+    (linked into run-models by link_runner), its inputs, the expected
+    outputs (.npy: the GPU machine has no onnx) and test.json, what
+    scripts/device/conformance.py needs to run and judge it."""
     shutil.rmtree(to, ignore_errors=True)
     os.makedirs(to)
-    shutil.move(exe, os.path.join(to, "model"))
+    shutil.move(obj, os.path.join(to, "model.o"))
     for i in range(len(inputs)):
         shutil.move(os.path.join(out_dir, f"input_{i}.npy"), os.path.join(to, f"input_{i}.npy"))
     for i, (_, want) in enumerate(expected):
@@ -187,6 +197,9 @@ def run_test(kiln, suite, name, work, target=None, prepare=None):
             args += ["--input-shape", f"{input_name}=" + "x".join(map(str, array.shape))]
         run_args += ["--input", f"{input_name}={path}"]
     exe = os.path.join(out_dir, "model")
+    if prepare:  # an object, linked with the others into one program
+        exe += ".o"
+        args += ["--emit=object", "--name", test_symbol(suite, name)]
     try:
         target_args = [f"--target={target}"] if target else []
         compiled = subprocess.run([kiln, os.path.join(test_dir, "model.onnx"), "-o", exe] + args
@@ -225,6 +238,36 @@ def run_test(kiln, suite, name, work, target=None, prepare=None):
         return "fail", why, op, time.time() - start
     shutil.rmtree(out_dir, ignore_errors=True)
     return "pass", "", op, time.time() - start
+
+
+def link_runner(kiln, prepared, tests):
+    """Links the models of the prepared `tests` [(suite, name)] with the
+    runtime and run_models.c into PREPARED/run-models, and deletes their
+    objects; the linker's message if it fails."""
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(kiln))), "lib", "kiln")
+    symbols = [test_symbol(suite, name) for suite, name in tests]
+    table = os.path.join(prepared, "tests.c")
+    with open(table, "w") as f:
+        f.write("/* The tests of run-models: test/conformance/run.py --prepare. */\n"
+                '#include "kiln/runtime.h"\n\n')
+        f.writelines(f"extern const kiln_model_info {s}_info;\n" for s in symbols)
+        f.write("const char *const kiln_test_names[] = {\n")
+        f.writelines(f"  {json.dumps(f'{suite}/{name}')},\n" for suite, name in tests)
+        f.write("};\nconst kiln_model_info *const kiln_test_models[] = {\n")
+        f.writelines(f"  &{s}_info,\n" for s in symbols)
+        f.write(f"}};\nconst unsigned kiln_num_tests = {len(tests)};\n")
+    objects = [os.path.join(prepared, suite, name, "model.o") for suite, name in tests]
+    response = os.path.join(prepared, "objects.rsp")
+    with open(response, "w") as f:
+        f.writelines(o + "\n" for o in objects)
+    linked = subprocess.run(
+        [CLANG, "-O2", "-std=c11", "-Wall", f"-I{lib}/include", f"-I{ROOT}/runtime/src",
+         os.path.join(ROOT, "test", "conformance", "run_models.c"), table, "@" + response,
+         os.path.join(lib, platform.machine(), "libkiln_runtime.a"), "-lm", "-lpthread",
+         "-o", os.path.join(prepared, "run-models")], capture_output=True, text=True)
+    for path in objects + [response, table]:
+        os.remove(path)
+    return None if linked.returncode == 0 else linked.stderr.strip() or "the link failed"
 
 
 def target_report(target):
@@ -316,9 +359,10 @@ def main():
                     help=f"exit 1 if fewer tests pass than {os.path.relpath(FLOOR_FILE, ROOT)} "
                     "(with --target T: floor-T.txt beside it)")
     ap.add_argument("--prepare", metavar="DIR",
-                    help="compile only: put each compiled test in DIR/<suite>/<name>/ with its "
-                    "inputs and expected outputs, for scripts/device/conformance.py to run on a "
-                    "machine with the target's device (no report, no floor)")
+                    help="compile only: link every test's model into DIR/run-models, and put "
+                    "each test's inputs and expected outputs in DIR/<suite>/<name>/, for "
+                    "scripts/device/conformance.py to run on a machine with the target's device "
+                    "(no report, no floor)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every result")
     ap.add_argument("--results", default=os.path.join(ROOT, "build", "conformance", "results.tsv"),
                     help="where to write every test's status and reason (TSV)")
@@ -358,6 +402,11 @@ def main():
                f"{counts['pass']} passed, {counts['fail']} failed, "
                f"{counts['unsupported']} unsupported, {counts['n/a']} not applicable")
     if args.prepare:
+        prepared = sorted(t for t, r in results.items() if r[0] == "prepared")
+        why = prepared and link_runner(args.kiln, args.prepare, prepared)
+        if why:
+            print(f"conformance: linking {args.prepare}/run-models failed: {why}")
+            return 1
         summary = (f"{counts['prepared']} compiled into {args.prepare}, {counts['fail']} failed, "
                    f"{counts['unsupported']} unsupported, {counts['n/a']} not applicable")
     print(f"conformance: {summary} in {time.time() - start:.0f} s")
