@@ -139,9 +139,9 @@ def KilnGpuReadThroughPadding : Pass<"kiln-gpu-read-through-padding", "func::Fun
 def KilnGpuTransposeOnRead : Pass<"kiln-gpu-transpose-on-read", "func::FuncOp"> {
   let summary = "Let matmuls read a transposed tensor in place, not a transposed copy";
   let description = [{
-    Before kiln-gpu-distribute, on tensors. A linalg.transpose of f32
-    values (16-bit matmul operands are staged by cp.async, which a matmul
-    gives up for both operands when one is computed on read), of static
+    Before kiln-gpu-distribute, on tensors. A linalg.transpose of floats
+    (f32, or 16-bit ones: their matmul copies the other operand by
+    cp.async and this one through registers), of static
     shape, that nothing reads but contractions
     (linalg.matmul, batch_matmul, ...), as an operand, directly or through
     tensor reshapes, becomes the equivalent linalg.generic marked `kiln.gpu.computed_on_read`:
@@ -487,24 +487,30 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
     the other copy, and the threads wait at one `gpu.barrier`; otherwise a
     `gpu.barrier`, the array into the one buffer, a `gpu.barrier`.
     On a target with asynchronous copies (CUDA: cp.async), where every
-    chunk of both tiles is whole and moves in 16-byte runs, and neither is
-    computed where it is read (a convolution's receptive fields,
-    kiln-gpu-compute-on-read: each load computes its element) (static tile
+    chunk of a tile is whole and moves in 16-byte runs (static tile
     sizes, a reduction of a whole number of chunks, the innermost
     dimension contiguous and innermost in the buffer, the other strides
-    whole runs), each buffer holds S chunks instead, S the most of up to 4
+    whole runs), and the other tile is too or is computed where it is
+    read (a convolution's receptive fields, a transpose:
+    kiln-gpu-compute-on-read, each load computes its element) with at
+    most 32 elements of a chunk a thread, each buffer holds S chunks instead, S the most of up to 4
     that fit in the shared memory (a CUDA multiprocessor holds several
     workgroups' 48 KiB; for 16-bit or byte operands whose tile's 4-byte
     sums pass that, as much as the sums take: kiln-cuda-mma-sync moves
     them into the chunks' place after the loop, in dynamic shared memory,
     so more chunks cost no workgroups): the copies of chunks 0 .. S - 2
-    start before the loop (`nvgpu.device_async_copy`, 16 bytes a thread,
+    start in a loop before the main one (`nvgpu.device_async_copy`, 16 bytes a thread,
     one `nvvm.cp.async.commit.group` per chunk); at chunk i the threads
     wait for all but S - 2 of their groups (`nvvm.cp.async.wait.group`),
     meet at a `gpu.barrier`, start chunk i + S - 1's copies into the copy
     chunk i - 1 held (a group, empty past the end) and run the op on copy
     i mod S. A workgroup whose tiles do not start on 16 bytes (checked
-    once, at run time) copies element by element in the same places.
+    once, at run time) copies element by element in the same places. A
+    tile computed on read has no bytes to copy: before the main loop its
+    first chunks are copied element by element; at chunk i each thread loads
+    its elements of chunk i + S - 1 into a private array where the other
+    tile's copies start, and stores them into their copy after running
+    the op (the barrier of chunk i + 1 orders them before any read).
     The ops before the op in its guard leave it (barriers need every
     thread): pure ones and allocas before it, the others (the
     accumulator's fill) in a guard of their own. C is the largest of 8,

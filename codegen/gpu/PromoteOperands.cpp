@@ -636,18 +636,59 @@ SmallVector<memref::AllocOp> allocateBuffers(OpBuilder &b, Location loc, Contrac
   return buffers;
 }
 
-/// Copies the chunk at step `k` (of `size` steps) of `c`'s operands into
-/// `views` (chunks of their buffers), each thread its elements one at a
-/// time.
+/// Copies the chunk at step `k` (of `size` steps) of `operand` into `view`
+/// (a chunk of its buffer), each thread its elements one at a time.
+void copyOperandChunk(OpBuilder &b, Location loc, const Operand &operand, Value k, Value size,
+                      int64_t chunk, Value view, int64_t threads, Value thread) {
+  forEachElementOfChunk(b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
+                        [&, tile = operand.tile](OpBuilder &nb, Value, ValueRange from,
+                                                 ValueRange to) {
+                          Value v = memref::LoadOp::create(nb, loc, tile, from);
+                          memref::StoreOp::create(nb, loc, v, view, to);
+                        });
+}
+
+/// The same for all of `c`'s operands, into `views`.
 void copyChunk(OpBuilder &b, Location loc, Contraction &c, Value k, Value size, int64_t chunk,
                ArrayRef<Value> views, int64_t threads, Value thread) {
   for (auto [operand, view] : llvm::zip(c.operands, views))
-    forEachElementOfChunk(b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
-                          [&, tile = operand.tile, view = view](OpBuilder &nb, Value,
-                                                                ValueRange from, ValueRange to) {
-                            Value v = memref::LoadOp::create(nb, loc, tile, from);
-                            memref::StoreOp::create(nb, loc, v, view, to);
-                          });
+    copyOperandChunk(b, loc, operand, k, size, chunk, view, threads, thread);
+}
+
+/// Registers for a thread's elements of a chunk of `operand`, between their
+/// load and their store.
+Value allocateRegisters(OpBuilder &b, Location loc, const Operand &operand, int64_t chunk,
+                        int64_t threads) {
+  auto privateSpace = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Private);
+  return memref::AllocaOp::create(
+      b, loc,
+      MemRefType::get({elementsPerThread(operand, chunk, threads)},
+                      cast<MemRefType>(operand.tile.getType()).getElementType(), nullptr,
+                      privateSpace));
+}
+
+/// Loads the thread's elements of `operand`'s chunk at step `k` into
+/// `registers`, every load issued before any is needed.
+void loadIntoRegisters(OpBuilder &b, Location loc, const Operand &operand, Value registers,
+                       Value k, Value size, int64_t chunk, int64_t threads, Value thread) {
+  forEachElementOfChunk(b, loc, operand, k, size, chunk, threads, thread, /*slots=*/true,
+                        [&, tile = operand.tile](OpBuilder &nb, Value slot, ValueRange from,
+                                                 ValueRange) {
+                          Value v = memref::LoadOp::create(nb, loc, tile, from);
+                          memref::StoreOp::create(nb, loc, v, registers, slot);
+                        });
+}
+
+/// Stores what loadIntoRegisters loaded into `view`, a chunk of the
+/// operand's buffer.
+void storeFromRegisters(OpBuilder &b, Location loc, const Operand &operand, Value registers,
+                        Value view, Value k, Value size, int64_t chunk, int64_t threads,
+                        Value thread) {
+  forEachElementOfChunk(b, loc, operand, k, size, chunk, threads, thread, /*slots=*/true,
+                        [&](OpBuilder &nb, Value slot, ValueRange, ValueRange to) {
+                          Value v = memref::LoadOp::create(nb, loc, registers, slot);
+                          memref::StoreOp::create(nb, loc, v, view, to);
+                        });
 }
 
 /// Stages `c`'s operands in shared memory, `chunk` steps of the reduction
@@ -691,13 +732,8 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies, bool prefetch)
 
   // The thread's elements of a chunk, in registers between load and store.
   SmallVector<Value> registers;
-  auto privateSpace = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Private);
   for (const Operand &operand : c.operands)
-    registers.push_back(memref::AllocaOp::create(
-        b, loc,
-        MemRefType::get({elementsPerThread(operand, chunk, threads)},
-                        cast<MemRefType>(operand.tile.getType()).getElementType(), nullptr,
-                        privateSpace)));
+    registers.push_back(allocateRegisters(b, loc, operand, chunk, threads));
   // The first chunk's views: copy 0 of two, or the one buffer's (every
   // chunk's).
   SmallVector<Value> firstViews =
@@ -727,23 +763,11 @@ void stageOperands(Contraction &c, int64_t chunk, int64_t copies, bool prefetch)
   gpu::BarrierOp::create(b, loc);
   b.setInsertionPoint(loads.thenBlock()->getTerminator());
   for (auto [operand, regs] : llvm::zip(c.operands, registers))
-    forEachElementOfChunk(b, loc, operand, next, nextSize, chunk, threads, thread,
-                          /*slots=*/true,
-                          [&, tile = operand.tile, regs = regs](OpBuilder &nb, Value slot,
-                                                                ValueRange from, ValueRange) {
-                            Value v = memref::LoadOp::create(nb, loc, tile, from);
-                            memref::StoreOp::create(nb, loc, v, regs, slot);
-                          });
+    loadIntoRegisters(b, loc, operand, regs, next, nextSize, chunk, threads, thread);
   b.setInsertionPoint(stores.thenBlock()->getTerminator());
   for (auto [i, operand, regs, buffer] : llvm::enumerate(c.operands, registers, buffers)) {
     Value view = copies == 2 ? chunkView(b, loc, buffer, operand, chunk, other) : firstViews[i];
-    forEachElementOfChunk(b, loc, operand, next, nextSize, chunk, threads, thread,
-                          /*slots=*/true,
-                          [&, regs = regs](OpBuilder &nb, Value slot, ValueRange,
-                                           ValueRange to) {
-                            Value v = memref::LoadOp::create(nb, loc, regs, slot);
-                            memref::StoreOp::create(nb, loc, v, view, to);
-                          });
+    storeFromRegisters(b, loc, operand, regs, view, next, nextSize, chunk, threads, thread);
   }
   Operation *end = readDone ? readDone : stores.getOperation();
   b.setInsertionPoint(end);
@@ -781,12 +805,15 @@ int64_t wholeRuns(const Operand &operand, int64_t chunk, std::optional<int64_t> 
   return run;
 }
 
-/// Whether every one of `operands`' tiles starts on 16 bytes (an i1): the
-/// kernel's buffers do, their views not always (an odd row, a slice of a
-/// batch).
-Value tilesAligned(OpBuilder &b, Location loc, ArrayRef<Operand> operands) {
+/// Whether every one of `operands`' tiles whose `runs` are not 0 starts on
+/// 16 bytes (an i1): the kernel's buffers do, their views not always (an
+/// odd row, a slice of a batch). A tile computed on read has no address.
+Value tilesAligned(OpBuilder &b, Location loc, ArrayRef<Operand> operands,
+                   ArrayRef<int64_t> runs) {
   Value all;
-  for (const Operand &operand : operands) {
+  for (auto [operand, run] : llvm::zip(operands, runs)) {
+    if (!run)
+      continue;
     Value start = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand.tile);
     auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, operand.tile);
     AffineExpr s0, s1;
@@ -803,14 +830,22 @@ Value tilesAligned(OpBuilder &b, Location loc, ArrayRef<Operand> operands) {
 
 /// Stages `c`'s operands by asynchronous copies of 16 bytes (cp.async.cg,
 /// `runs[i]` elements of operand i: see wholeRuns), `stages` chunks in
-/// flight. The copies of chunks 0 .. stages - 2 start before the loop,
-/// each chunk's a group of its own. At chunk i, each thread waits until at
+/// flight. The copies of chunks 0 .. stages - 2 start in a loop before the
+/// main one, each chunk's a group of its own. At chunk i, each thread waits until at
 /// most stages - 2 of its groups are pending (chunk i's has landed), the
 /// threads meet at a barrier (chunk i is everyone's, and everyone is done
 /// with chunk i - 1), start the copies of chunk i + stages - 1 into the
 /// buffer chunk i - 1 held (a group, empty past the last chunk), and
 /// compute chunk i. Where a tile does not start on 16 bytes, the threads
 /// copy its elements one at a time instead, in the same places.
+///
+/// An operand computed on read (runs 0: a convolution's receptive fields,
+/// a transpose) has no bytes to copy: each thread loads its elements of
+/// chunk i + stages - 1 into registers where the others' copies start,
+/// and stores them into the same buffer after computing chunk i (the
+/// barrier at chunk i + 1 makes them everyone's long before chunk
+/// i + stages - 1 is read). Before the main loop, its first chunks are
+/// copied one element at a time, behind the others' asynchronous copies.
 void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t> runs) {
   Location loc = c.op.getLoc();
   OpBuilder b(c.op.getContext());
@@ -823,14 +858,21 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
   int64_t steps = *getConstantIntValue(first.sizes[first.reduced]);
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   Value size = index(chunk);
-  Value aligned = tilesAligned(b, loc, c.operands);
-  // Starts copying the chunk at step `k` into copy `copy` of the buffers.
+  Value aligned = tilesAligned(b, loc, c.operands, runs);
+  SmallVector<Value> registers(c.operands.size());
+  for (auto [operand, run, regs] : llvm::zip(c.operands, runs, registers))
+    if (!run)
+      regs = allocateRegisters(b, loc, operand, chunk, threads);
+  // Starts copying the chunk at step `k` of the operands copied
+  // asynchronously into copy `copy` of their buffers.
   auto startCopy = [&](Value k, Value copy) {
     SmallVector<Value> views = chunkViews(b, loc, buffers, c.operands, chunk, copy);
     auto branch = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(branch.thenBlock()->getTerminator());
-    for (auto [operand, view, run] : llvm::zip(c.operands, views, runs))
+    for (auto [operand, view, run] : llvm::zip(c.operands, views, runs)) {
+      if (!run)
+        continue;
+      b.setInsertionPoint(branch.thenBlock()->getTerminator());
       forEachElementOfChunk(
           b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
           [&, tile = operand.tile, view = view, run = run](OpBuilder &nb, Value, ValueRange from,
@@ -839,13 +881,29 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
                                              Value(), nb.getUnitAttr());
           },
           run);
-    b.setInsertionPoint(branch.elseBlock()->getTerminator());
-    copyChunk(b, loc, c, k, size, chunk, views, threads, thread);
+      b.setInsertionPoint(branch.elseBlock()->getTerminator());
+      copyOperandChunk(b, loc, operand, k, size, chunk, view, threads, thread);
+    }
+    return views;
   };
 
-  for (int64_t s = 0; s + 1 < stages; ++s) {
-    if (s * chunk < steps)
-      startCopy(index(s * chunk), index(s));
+  // Chunks 0 .. stages - 2, in a loop: unrolled, the element-by-element
+  // copies of an operand computed on read held enough addresses for ptxas
+  // to spill on sm_90a (--split-k's bf16 convolution in cuda.test).
+  {
+    auto prologue = scf::ForOp::create(b, loc, index(0), index(stages - 1), index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(prologue.getBody()->getTerminator());
+    Value s = prologue.getInductionVar();
+    Value k = arith::MulIOp::create(b, loc, s, size);
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, index(steps));
+    auto copyFirst = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPoint(copyFirst.thenBlock()->getTerminator());
+    SmallVector<Value> views = startCopy(k, s);
+    for (auto [operand, view, run] : llvm::zip(c.operands, views, runs))
+      if (!run)
+        copyOperandChunk(b, loc, operand, k, size, chunk, view, threads, thread);
+    b.setInsertionPointAfter(copyFirst);
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   }
   auto loop = scf::ForOp::create(b, loc, index(0), index(steps), size);
@@ -865,12 +923,27 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(copyNext.thenBlock()->getTerminator());
     startCopy(next, nextCopy);
+    for (auto [operand, regs] : llvm::zip(c.operands, registers))
+      if (regs)
+        loadIntoRegisters(b, loc, operand, regs, next, size, chunk, threads, thread);
   }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   Value copy =
       affine::makeComposedAffineApply(b, loc, s0.floorDiv(chunk) % stages, {OpFoldResult(k)});
   SmallVector<Value> current = chunkViews(b, loc, buffers, c.operands, chunk, copy);
-  Operation *compute = computePoint(b, loc, c, loop.getBody()->getTerminator());
+  Operation *end = loop.getBody()->getTerminator();
+  if (llvm::is_contained(runs, 0)) {
+    auto stores = scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
+    end = stores.getOperation();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(stores.thenBlock()->getTerminator());
+    // The views made in copyNext do not reach here: made again.
+    SmallVector<Value> views = chunkViews(b, loc, buffers, c.operands, chunk, nextCopy);
+    for (auto [operand, regs, view] : llvm::zip(c.operands, registers, views))
+      if (regs)
+        storeFromRegisters(b, loc, operand, regs, view, next, size, chunk, threads, thread);
+  }
+  Operation *compute = computePoint(b, loc, c, end);
   readFromChunks(b, loc, c, current, size, compute);
 }
 
@@ -903,23 +976,39 @@ struct KilnGpuPromoteOperandsPass
       Contraction &contraction = contractionAndChunk.first;
       int64_t chunk = contractionAndChunk.second;
       int64_t bytes = stagedBytes(contraction.operands, chunk);
+      auto [x, y, z] = *staticBlockSize(contraction.launch);
+      int64_t threads = x * y * z;
       // Asynchronous copies where every chunk moves in 16-byte runs: as
       // many chunks in flight as the workgroup's staging budget holds
       // (CUDA's multiprocessors hold several such workgroups; the tensor
       // cores' sums take the chunks' place after the loop where they do
-      // not fit beside them: kiln-cuda-mma-sync).
+      // not fit beside them: kiln-cuda-mma-sync). An operand computed on
+      // read goes through a few registers a thread instead, beside the
+      // other's asynchronous copies.
       const Operand &first = contraction.operands.front();
       std::optional<int64_t> steps = getConstantIntValue(first.sizes[first.reduced]);
       SmallVector<int64_t> runs = llvm::map_to_vector(
           contraction.operands, [&](const Operand &o) { return wholeRuns(o, chunk, steps); });
+      bool throughRegisters = false, copiable = llvm::any_of(runs, [](int64_t r) { return r; });
+      for (auto [operand, run] : llvm::zip(contraction.operands, runs)) {
+        if (run)
+          continue;
+        throughRegisters = true;
+        copiable = copiable && operand.computedOnRead &&
+                   elementsPerThread(operand, chunk, threads) <= kMaxStagedPerThread;
+      }
       int64_t stages =
           std::min(kMaxStages, stagingBudget(contraction.operands, *target) / bytes);
-      if (target->asyncCopies && stages >= 2 && !llvm::is_contained(runs, 0)) {
+      if (target->asyncCopies && stages >= 2 && copiable) {
         if (report)
           emitRemark(contraction.op.getLoc())
               << "placement: operands staged in shared memory, " << stages * bytes
               << " bytes, " << chunk << " steps of the reduction at a time, " << stages
-              << " chunks in flight (asynchronous copies, 16 bytes a thread)";
+              << " chunks in flight (asynchronous copies, 16 bytes a thread"
+              << (throughRegisters ? "; an operand (receptive fields, a transpose) computed "
+                                     "from its source as it is loaded, through registers"
+                                   : "")
+              << ")";
         stageAsync(contraction, chunk, stages, runs);
         continue;
       }
@@ -928,8 +1017,6 @@ struct KilnGpuPromoteOperandsPass
       // they do (loads in flight during the computation are worth more
       // than fewer barriers); into a second buffer where two fit where one
       // did.
-      auto [x, y, z] = *staticBlockSize(contraction.launch);
-      int64_t threads = x * y * z;
       auto perThread = [&](int64_t size) {
         int64_t elements = 0;
         for (const Operand &operand : contraction.operands)

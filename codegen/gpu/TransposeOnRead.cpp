@@ -43,10 +43,10 @@ bool onlyContractionsRead(Value value) {
   });
 }
 
-/// Whether `op` moves 32-bit floats: 16-bit operands are staged by cp.async,
-/// which a matmul gives up for both operands when one is computed on read.
-bool movesF32(linalg::TransposeOp op) {
-  return op.getInit().getType().getElementType().isF32();
+/// Whether `op` moves floats (f32, or 16-bit ones, whose matmuls copy the
+/// other operand by cp.async and this one through registers).
+bool movesFloats(linalg::TransposeOp op) {
+  return isa<FloatType>(op.getInit().getType().getElementType());
 }
 
 struct KilnGpuTransposeOnReadPass
@@ -57,7 +57,7 @@ struct KilnGpuTransposeOnReadPass
     SmallVector<linalg::TransposeOp> transposes;
     getOperation().walk([&](linalg::TransposeOp op) {
       if (op.hasPureTensorSemantics() && op.getInit().getType().hasStaticShape() &&
-          movesF32(op) && onlyContractionsRead(op->getResult(0)))
+          movesFloats(op) && onlyContractionsRead(op->getResult(0)))
         transposes.push_back(op);
     });
     IRRewriter rewriter(&getContext());

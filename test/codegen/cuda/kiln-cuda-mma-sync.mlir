@@ -50,7 +50,8 @@
 // CHECK:   %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<4x64x40xbf16, #gpu.address_space<workgroup>>
 // CHECK:   %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<4x32x40xbf16, #gpu.address_space<workgroup>>
 // CHECK:   %[[ACC:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
-// CHECK-COUNT-3: nvvm.cp.async.commit.group
+// CHECK:   scf.for %{{.*}} = %c0 to %c3 step %c1 {
+// CHECK:     nvvm.cp.async.commit.group
 // CHECK:   %[[MINE:.*]] = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
 // CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[MINE]]
 // CHECK:   scf.for

@@ -50,8 +50,9 @@
 // rows) 128: 66 << 16 | 8 << 32 = 34364063744; B's 640 and 160:
 // 40 << 16 | 10 << 32 = 42952294400; start addresses >> 4, the second 16
 // steps 2 k groups on (A +132, B +80). B is read transposed (<row>).
-// CHECK-DAG: #[[A_AT:.*]] = affine_map<()[s0, s1] -> (s0 + s1 * 8 + (s0 floordiv 8) * 520)>
-// CHECK-DAG: #[[B_AT:.*]] = affine_map<()[s0, s1] -> (s0 * 8 + s1 + (s0 floordiv 8) * 256 + (s1 floordiv 8) * 72)>
+// (The first chunks' copies, in a loop over their copy c: s0 = c.)
+// CHECK-DAG: #[[A_AT:.*]] = affine_map<()[s0, s1, s2] -> (s0 * 2112 + s1 + s2 * 8 + (s1 floordiv 8) * 520)>
+// CHECK-DAG: #[[B_AT:.*]] = affine_map<()[s0, s1, s2] -> (s0 * 1280 + s1 * 8 + s2 + (s1 floordiv 8) * 256 + (s2 floordiv 8) * 72)>
 // CHECK-DAG: #[[A_COPY:.*]] = affine_map<()[s0, s1] -> (s0 floordiv 16 + (s1 floordiv 32) * 264 - ((s1 floordiv 32) floordiv 4) * 1056)>
 // CHECK-DAG: #[[ROW0:.*]] = affine_map<()[s0, s1] -> (s1 * 2 + ((s0 + s1 * 8) floordiv 128) * 64 + ((s0 + s1 * 8) floordiv 32) * 8 - (((s0 + s1 * 8) floordiv 32) floordiv 4) * 64 + s0 floordiv 4)>
 // CHECK-DAG: #[[COL0:.*]] = affine_map<()[s0] -> (s0 * 2 - (s0 floordiv 4) * 8)>
@@ -61,10 +62,13 @@
 // CHECK:   %[[A:.*]] = memref.alloc() {alignment = 16 : i64} : memref<8448xbf16, #gpu.address_space<workgroup>>
 // CHECK:   %[[B:.*]] = memref.alloc() {alignment = 16 : i64} : memref<5120xbf16, #gpu.address_space<workgroup>>
 // CHECK-NOT: memref.alloc()
-// CHECK:   %[[AT:.*]] = affine.apply #[[A_AT]]()[%[[K:.*]], %[[ROW:.*]]]
-// CHECK-NEXT: nvgpu.device_async_copy %{{.*}}[%[[ROW]], %[[K]]], %[[A]][%[[AT]]], 8 {bypassL1}
-// CHECK:   %[[BT:.*]] = affine.apply #[[B_AT]]()[%[[STEP:.*]], %[[COL:.*]]]
-// CHECK-NEXT: nvgpu.device_async_copy %{{.*}}[%[[STEP]], %[[COL]]], %[[B]][%[[BT]]], 8 {bypassL1}
+// CHECK:   scf.for %[[C:.*]] = %c0 to %c3 step %c1 {
+// CHECK:     %[[AK:.*]] = arith.addi %{{.*}}, %[[K:.*]] : index
+// CHECK-NEXT: %[[AT:.*]] = affine.apply #[[A_AT]]()[%[[C]], %[[K]], %[[ROW:.*]]]
+// CHECK-NEXT: nvgpu.device_async_copy %{{.*}}[%[[ROW]], %[[AK]]], %[[A]][%[[AT]]], 8 {bypassL1}
+// CHECK:     %[[BK:.*]] = arith.addi %{{.*}}, %[[STEP:.*]] : index
+// CHECK-NEXT: %[[BT:.*]] = affine.apply #[[B_AT]]()[%[[C]], %[[STEP]], %[[COL:.*]]]
+// CHECK-NEXT: nvgpu.device_async_copy %{{.*}}[%[[BK]], %[[COL]]], %[[B]][%[[BT]]], 8 {bypassL1}
 // CHECK:   } else {
 // CHECK:     %[[AT1:.*]] = affine.apply #[[A_AT]]()
 // CHECK-NEXT: memref.store %{{.*}}, %[[A]][%[[AT1]]] : memref<8448xbf16, #gpu.address_space<workgroup>>
@@ -161,11 +165,11 @@ func.func @bf16_matmul(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: m
 // columns along lines, K-major like A, read untransposed (<col>): element
 // (k, col) at halfword k + 8 col + 264 (k / 8) (4 groups of core
 // matrices, 544 bytes with the gap); descriptor 34 << 16 | 8 << 32.
-// CHECK-DAG: #[[BK_AT:.*]] = affine_map<()[s0, s1] -> (s0 + s1 * 8 + (s0 floordiv 8) * 264)>
+// CHECK-DAG: #[[BK_AT:.*]] = affine_map<()[s0, s1, s2] -> (s0 * 1088 + s1 + s2 * 8 + (s1 floordiv 8) * 264)>
 // CHECK-LABEL: func.func @b_k_major
 // CHECK:   %[[B:.*]] = memref.alloc() {alignment = 16 : i64} : memref<4352xf16, #gpu.address_space<workgroup>>
-// CHECK:   %[[BT:.*]] = affine.apply #[[BK_AT]]()[%[[K:.*]], %[[COL:.*]]]
-// CHECK-NEXT: nvgpu.device_async_copy %{{.*}}[%[[COL]], %[[K]]], %[[B]][%[[BT]]], 8 {bypassL1}
+// CHECK:   %[[BT:.*]] = affine.apply #[[BK_AT]]()[%{{.*}}, %[[K:.*]], %[[COL:.*]]]
+// CHECK-NEXT: nvgpu.device_async_copy %{{.*}}[%[[COL]], %{{.*}}], %[[B]][%[[BT]]], 8 {bypassL1}
 // CHECK:   arith.ori %{{.*}}, %c34361966592_i64 : i64
 // CHECK:   nvvm.wgmma.mma_async {{.*}} A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
 // CHECK:   arith.addi %{{.*}}, %c68_i64 : i64
@@ -277,7 +281,7 @@ func.func @sums_replace_chunks(%a: memref<256x256xbf16>, %b: memref<256x256xbf16
 // consecutive threads; the gap after each core matrix a whole 16-byte line
 // (32 bytes, as 128 / 6 rounds up), so the descriptor's offsets are whole
 // lines: 960 along k, 160 along the columns (60 << 16 | 10 << 32).
-// CHECK-DAG: #[[B48_AT:.*]] = affine_map<()[s0, s1] -> (s0 * 8 + s1 + (s0 floordiv 8) * 416 + (s1 floordiv 8) * 72)>
+// CHECK-DAG: #[[B48_AT:.*]] = affine_map<()[s0, s1, s2] -> (s0 * 1920 + s1 * 8 + s2 + (s1 floordiv 8) * 416 + (s2 floordiv 8) * 72)>
 // CHECK-LABEL: func.func @cols48
 // CHECK:   memref.alloc() {alignment = 16 : i64} : memref<7680xbf16, #gpu.address_space<workgroup>>
 // CHECK:   affine.apply #[[B48_AT]]()

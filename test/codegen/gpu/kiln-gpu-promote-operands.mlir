@@ -348,9 +348,9 @@ func.func @left_alone(%ha: memref<4x64xf16>, %hb: memref<64x4xf16>, %big: memref
 // 8x16 threads) whose chunks are whole and move in 16-byte runs: its rows
 // of 32 steps (64 bytes, 4 runs) and B's steps of 32 columns (4 runs), the
 // tiles' rows 512 bytes apart. Four chunks in flight (7680 bytes each, of
-// 48 KiB): chunks 0 to 2 are copied before the loop (cp.async of 8
-// elements, bypassing L1; A's 256 runs two per thread, B's 128 one per
-// thread), each a group of its own; at chunk i the threads wait for all
+// 48 KiB): chunks 0 to 2 are copied in a loop before the main one
+// (cp.async of 8 elements, bypassing L1; A's 256 runs two per thread,
+// B's 128 one per thread), each a group of its own; at chunk i the threads wait for all
 // but two of their groups, meet at a barrier, start chunk i + 3's copies
 // into copy (i + 3) mod 4 (a group, empty for the last three chunks) and
 // compute copy i mod 4. Whether both tiles start on
@@ -374,24 +374,25 @@ func.func @left_alone(%ha: memref<4x64xf16>, %hb: memref<64x4xf16>, %big: memref
 // CUDA: %[[ALIGNED_A:.*]] = arith.cmpi eq, %[[MA]], %c0
 // CUDA: memref.extract_aligned_pointer_as_index %[[B_WG]]
 // CUDA: %[[ALIGNED:.*]] = arith.andi %[[ALIGNED_A]], %{{.*}} : i1
-// CUDA: scf.if %[[ALIGNED]] {
-// CUDA:   scf.for %[[R:.*]] = %[[TID]] to %c256{{.*}} step %c128{{.*}} {
-// CUDA:     %[[COL:.*]] = arith.remui %[[R]], %c4
-// CUDA:     %[[ROW:.*]] = arith.divui %[[R]], %c4
-// CUDA:     %[[AT:.*]] = arith.muli %[[COL]], %c8
-// CUDA:     %[[K_AT:.*]] = arith.addi %{{.*}}, %[[AT]]
-// CUDA:     nvgpu.device_async_copy %[[A_WG]][%[[ROW]], %[[K_AT]]], %{{.*}}[%[[ROW]], %[[AT]]], 8 {bypassL1}
-// CUDA:   scf.for %{{.*}} = %[[TID]] to %c128{{.*}} step %c128{{.*}} {
-// CUDA:     nvgpu.device_async_copy %[[B_WG]]
-// CUDA: } else {
-// CUDA:   scf.for %{{.*}} = %[[TID]] to %c2048 step %c128{{.*}} {
-// CUDA:     memref.load %[[A_WG]]
-// CUDA:     memref.store
-// CUDA: nvvm.cp.async.commit.group
-// CUDA: %[[ONE:.*]] = arith.constant 1 : index
-// CUDA-NEXT: memref.subview %[[A_BUF]][%[[ONE]], 0, 0] [1, 64, 32] [1, 1, 1]
-// CUDA: nvvm.cp.async.commit.group
-// CUDA: nvvm.cp.async.commit.group
+// CUDA: scf.for %[[C:.*]] = %c0{{.*}} to %c3 step %c1{{.*}} {
+// CUDA:   %[[FIRST:.*]] = arith.muli %[[C]], %c32
+// CUDA:   %[[IN:.*]] = arith.cmpi ult, %[[FIRST]], %c256
+// CUDA:   scf.if %[[IN]] {
+// CUDA:     memref.subview %[[A_BUF]][%[[C]], 0, 0] [1, 64, 32] [1, 1, 1]
+// CUDA:     scf.if %[[ALIGNED]] {
+// CUDA:       scf.for %[[R:.*]] = %[[TID]] to %c256{{.*}} step %c128{{.*}} {
+// CUDA:         %[[COL:.*]] = arith.remui %[[R]], %c4
+// CUDA:         %[[ROW:.*]] = arith.divui %[[R]], %c4
+// CUDA:         %[[AT:.*]] = arith.muli %[[COL]], %c8
+// CUDA:         %[[K_AT:.*]] = arith.addi %[[FIRST]], %[[AT]]
+// CUDA:         nvgpu.device_async_copy %[[A_WG]][%[[ROW]], %[[K_AT]]], %{{.*}}[%[[ROW]], %[[AT]]], 8 {bypassL1}
+// CUDA:       scf.for %{{.*}} = %[[TID]] to %c128{{.*}} step %c128{{.*}} {
+// CUDA:         nvgpu.device_async_copy %[[B_WG]]
+// CUDA:     } else {
+// CUDA:       scf.for %{{.*}} = %[[TID]] to %c2048 step %c128{{.*}} {
+// CUDA:         memref.load %[[A_WG]]
+// CUDA:         memref.store
+// CUDA:   nvvm.cp.async.commit.group
 // CUDA: scf.for %[[K:.*]] = %c0{{.*}} to %c256{{.*}} step %c32{{.*}} {
 // CUDA-NEXT:   nvvm.cp.async.wait.group 2
 // CUDA-NEXT:   gpu.barrier
@@ -561,6 +562,94 @@ func.func @transposed_keys(%q: memref<64x64xf32>, %k: memref<64x64xf32>, %c: mem
       linalg.yield %t : f32
     }
     linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[64, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// B read in place through a transpose of 16-bit keys (as @transposed_keys)
+// for CUDA, where A moves by cp.async as in @async_copies (only its tile's
+// alignment is checked: B has no address), B through 8 registers a thread.
+// In the loop before the main one, B's first three chunks are copied
+// element by element behind A's asynchronous copies; at chunk i each thread loads its 8
+// elements of chunk i + 3 where A's copies start, runs the op on chunk i,
+// then stores them into the copy A's chunk i + 3 goes to.
+// REPORT-CUDA: remark: placement: operands staged in shared memory, 30720 bytes, 32 steps of the reduction at a time, 4 chunks in flight (asynchronous copies, 16 bytes a thread; an operand (receptive fields, a transpose) computed from its source as it is loaded, through registers)
+// CUDA-LABEL: func.func @transposed_keys_bf16
+// CUDA:     %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<4x64x40xbf16, #gpu.address_space<workgroup>>
+// CUDA:     %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<4x32x40xbf16, #gpu.address_space<workgroup>>
+// CUDA:     %[[A_WG:.*]] = memref.subview %arg0
+// CUDA:     %[[B_WG:.*]] = memref.subview %[[KT:.*]][0, %{{.*}}] [256, 32] [1, 1]
+// CUDA:     memref.extract_aligned_pointer_as_index %[[A_WG]]
+// CUDA-NOT: memref.extract_aligned_pointer_as_index
+// CUDA:     %[[REGS:.*]] = memref.alloca() : memref<8xbf16, #gpu.address_space<private>>
+// CUDA:     scf.for %{{.*}} = %c0{{.*}} to %c3 step %c1{{.*}} {
+// CUDA:       nvgpu.device_async_copy %[[A_WG]]
+// CUDA:       scf.for %[[I:.*]] = %{{.*}} to %c1024 step %c128 {
+// CUDA:         %[[X:.*]] = memref.load %[[B_WG]]
+// CUDA:         memref.store %[[X]], %{{.*}} : memref<32x32xbf16, strided<[40, 1], offset: ?>, #gpu.address_space<workgroup>>
+// CUDA:       nvvm.cp.async.commit.group
+// CUDA:     scf.for %[[K:.*]] = %c0{{.*}} to %c256{{.*}} step %c32{{.*}} {
+// CUDA-NEXT:  nvvm.cp.async.wait.group 2
+// CUDA-NEXT:  gpu.barrier
+// CUDA:       affine.apply #{{.*}}()[%[[K]]]
+// CUDA-NEXT:  %[[INTO:.*]] = affine.apply #{{.*}}()[%[[K]]]
+// CUDA:       %[[MORE:.*]] = arith.cmpi ult
+// CUDA-NEXT:  scf.if %[[MORE]] {
+// CUDA:         nvgpu.device_async_copy %[[A_WG]]
+// CUDA:         scf.for %[[SLOT:.*]] = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} {
+// CUDA:           %[[Y:.*]] = memref.load %[[B_WG]]
+// CUDA-NEXT:      memref.store %[[Y]], %[[REGS]][%[[SLOT]]]
+// CUDA:       nvvm.cp.async.commit.group
+// CUDA:       linalg.generic
+// CUDA:       scf.if %[[MORE]] {
+// CUDA:         %[[NEXT_B:.*]] = memref.subview %[[B_BUF]][%[[INTO]], 0, 0] [1, 32, 32] [1, 1, 1]
+// CUDA:         scf.for %[[SLOT2:.*]] = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} {
+// CUDA:           %[[Z:.*]] = memref.load %[[REGS]][%[[SLOT2]]]
+// CUDA-NEXT:      memref.store %[[Z]], %[[NEXT_B]]
+// CUDA:     linalg.copy
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+#swap = affine_map<(d0, d1) -> (d1, d0)>
+#same = affine_map<(d0, d1) -> (d0, d1)>
+func.func @transposed_keys_bf16(%q: memref<256x256xbf16>, %k: memref<256x256xbf16>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  %kt = memref.alloc() : memref<256x256xbf16>
+  linalg.generic {indexing_maps = [#swap, #same], iterator_types = ["parallel", "parallel"]} ins(%k : memref<256x256xbf16>) outs(%kt : memref<256x256xbf16>) attrs = {kiln.gpu.computed_on_read} {
+  ^bb0(%x: bf16, %y: bf16):
+    linalg.yield %x : bf16
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c8, %gy = %c4, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %row = arith.muli %by, %c64 : index
+    %col = arith.muli %bx, %c32 : index
+    %a_wg = memref.subview %q[%row, 0] [64, 256] [1, 1] : memref<256x256xbf16> to memref<64x256xbf16, strided<[256, 1], offset: ?>>
+    %b_wg = memref.subview %kt[0, %col] [256, 32] [1, 1] : memref<256x256xbf16> to memref<256x32xbf16, strided<[256, 1], offset: ?>>
+    %c_wg = memref.subview %c[%row, %col] [64, 32] [1, 1] : memref<256x256xf32> to memref<64x32xf32, strided<[256, 1], offset: ?>>
+    %r = arith.muli %ty, %c4 : index
+    %p = arith.muli %tx, %c4 : index
+    %a_t = memref.subview %a_wg[%r, 0] [4, 256] [1, 1] : memref<64x256xbf16, strided<[256, 1], offset: ?>> to memref<4x256xbf16, strided<[256, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %p] [256, 4] [1, 1] : memref<256x32xbf16, strided<[256, 1], offset: ?>> to memref<256x4xbf16, strided<[256, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %p] [4, 4] [1, 1] : memref<64x32xf32, strided<[256, 1], offset: ?>> to memref<4x4xf32, strided<[256, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x256xbf16, strided<[256, 1], offset: ?>>, memref<256x4xbf16, strided<[256, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%x: bf16, %y: bf16, %s: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %m = arith.mulf %xf, %yf : f32
+      %t = arith.addf %s, %m : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[256, 1], offset: ?>>)
     gpu.terminator
   }
   return

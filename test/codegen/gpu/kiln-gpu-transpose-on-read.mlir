@@ -65,3 +65,30 @@ func.func @mixed(%x: tensor<4x8x2xf32>, %w: tensor<8x2x4xf32>) -> (tensor<8x4x4x
   %m = linalg.batch_matmul ins(%t, %w : tensor<8x4x2xf32>, tensor<8x2x4xf32>) outs(%acc : tensor<8x4x4xf32>) -> tensor<8x4x4xf32>
   return %m, %t : tensor<8x4x4xf32>, tensor<8x4x2xf32>
 }
+
+// -----
+
+// 16-bit heads too: their matmul copies the other operand by cp.async and
+// this one through registers (kiln-gpu-promote-operands). Integers stay
+// copies.
+// CHECK-LABEL: func.func @half_heads
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%arg0 : tensor<4x8xbf16>) outs({{.*}} : tensor<8x4xbf16>) attrs = {kiln.gpu.computed_on_read}
+// CHECK: linalg.transpose ins(%arg2 : tensor<4x8xi8>)
+// CHECK-NOT: computed_on_read
+func.func @half_heads(%k: tensor<4x8xbf16>, %q: tensor<2x8xbf16>, %x: tensor<4x8xi8>, %y: tensor<2x8xi8>) -> (tensor<2x4xf32>, tensor<2x4xi32>) {
+  %e0 = tensor.empty() : tensor<8x4xbf16>
+  // expected-remark @below {{placement: transpose read in place by the matmuls that read it, not copied}}
+  %kt = linalg.transpose ins(%k : tensor<4x8xbf16>) outs(%e0 : tensor<8x4xbf16>) permutation = [1, 0]
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<2x4xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %s = linalg.matmul ins(%q, %kt : tensor<2x8xbf16>, tensor<8x4xbf16>) outs(%acc : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %e2 = tensor.empty() : tensor<8x4xi8>
+  %xt = linalg.transpose ins(%x : tensor<4x8xi8>) outs(%e2 : tensor<8x4xi8>) permutation = [1, 0]
+  %izero = arith.constant 0 : i32
+  %e3 = tensor.empty() : tensor<2x4xi32>
+  %iacc = linalg.fill ins(%izero : i32) outs(%e3 : tensor<2x4xi32>) -> tensor<2x4xi32>
+  %i = linalg.matmul ins(%y, %xt : tensor<2x8xi8>, tensor<8x4xi8>) outs(%iacc : tensor<2x4xi32>) -> tensor<2x4xi32>
+  return %s, %i : tensor<2x4xf32>, tensor<2x4xi32>
+}
