@@ -64,6 +64,9 @@ struct PipelineOptions {
   bool wgmmaOverlap = true;     // a chunk's wgmma in flight while the next is staged
   bool sparseMma = false;       // CUDA targets: 2:4-sparse weights by mma.sp (kiln-cuda-mma-sparse)
   bool splitContractions = false; // GPU targets: split-K for matmuls of few workgroups
+  // GPU targets: matmul operands staged on the schedule of CUDA's
+  // asynchronous copies, each chunk copied at once (kiln-gpu-promote-operands).
+  bool synchronousStaging = false;
   // GPU targets: attention whose scores would take more bytes is one kernel
   // of a thread per query row (kiln-gpu-attention-rows); the rest unfused.
   int64_t attentionRowsAbove = 64 << 20;

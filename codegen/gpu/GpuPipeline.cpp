@@ -58,7 +58,8 @@ void GpuBackend::addBufferizedPasses(OpPassManager &pm, const PipelineOptions &o
   if (options.reportPlacement)
     pm.addNestedPass<func::FuncOp>(createKilnGpuReportPlacement({gpu.name}));
   pm.addNestedPass<func::FuncOp>(createKilnGpuPrivateAccumulators());
-  pm.addNestedPass<func::FuncOp>(createKilnGpuPromoteOperands({gpu.name, options.reportPlacement}));
+  pm.addNestedPass<func::FuncOp>(createKilnGpuPromoteOperands(
+      {gpu.name, options.reportPlacement, options.synchronousStaging}));
   addMatrixPasses(pm, options);
   pm.addNestedPass<func::FuncOp>(createKilnGpuComputeOnRead());
   pm.addPass(createCanonicalizerPass());

@@ -524,6 +524,10 @@ def KilnGpuPromoteOperands : Pass<"kiln-gpu-promote-operands", "func::FuncOp"> {
            "GPU target whose shared memory the buffers must fit (as kiln-gpu-distribute's)">,
     Option<"report", "report", "bool", "false",
            "Emit a `placement:` remark per staged op: the buffers' bytes and the chunk">,
+    Option<"synchronous", "synchronous", "bool", "false",
+           "On any target, stage on the schedule of asynchronous copies, each chunk copied "
+           "at once as where a tile does not start on 16 bytes (no cp.async): on CUDA to "
+           "time against cp.async, elsewhere to check the schedule">,
   ];
   let dependentDialects = ["gpu::GPUDialect", "scf::SCFDialect", "affine::AffineDialect",
                            "arith::ArithDialect", "memref::MemRefDialect",

@@ -846,7 +846,12 @@ Value tilesAligned(OpBuilder &b, Location loc, ArrayRef<Operand> operands,
 /// barrier at chunk i + 1 makes them everyone's long before chunk
 /// i + stages - 1 is read). Before the main loop, its first chunks are
 /// copied one element at a time, behind the others' asynchronous copies.
-void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t> runs) {
+///
+/// `synchronous`: every tile is copied as one that does not start on 16
+/// bytes, at once, with no cp.async, commit or wait (the same schedule on
+/// any target).
+void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t> runs,
+                bool synchronous) {
   Location loc = c.op.getLoc();
   OpBuilder b(c.op.getContext());
   SmallVector<memref::AllocOp> buffers = allocateBuffers(b, loc, c, chunk, stages);
@@ -858,7 +863,11 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
   int64_t steps = *getConstantIntValue(first.sizes[first.reduced]);
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
   Value size = index(chunk);
-  Value aligned = tilesAligned(b, loc, c.operands, runs);
+  Value aligned = synchronous ? Value() : tilesAligned(b, loc, c.operands, runs);
+  auto commitGroup = [&] {
+    if (!synchronous)
+      NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  };
   SmallVector<Value> registers(c.operands.size());
   for (auto [operand, run, regs] : llvm::zip(c.operands, runs, registers))
     if (!run)
@@ -867,21 +876,25 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
   // asynchronously into copy `copy` of their buffers.
   auto startCopy = [&](Value k, Value copy) {
     SmallVector<Value> views = chunkViews(b, loc, buffers, c.operands, chunk, copy);
-    auto branch = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
+    scf::IfOp branch;
+    if (aligned)
+      branch = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
     for (auto [operand, view, run] : llvm::zip(c.operands, views, runs)) {
       if (!run)
         continue;
-      b.setInsertionPoint(branch.thenBlock()->getTerminator());
-      forEachElementOfChunk(
-          b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
-          [&, tile = operand.tile, view = view, run = run](OpBuilder &nb, Value, ValueRange from,
-                                                           ValueRange to) {
-            nvgpu::DeviceAsyncCopyOp::create(nb, loc, view, to, tile, from, nb.getIndexAttr(run),
-                                             Value(), nb.getUnitAttr());
-          },
-          run);
-      b.setInsertionPoint(branch.elseBlock()->getTerminator());
+      if (branch) {
+        b.setInsertionPoint(branch.thenBlock()->getTerminator());
+        forEachElementOfChunk(
+            b, loc, operand, k, size, chunk, threads, thread, /*slots=*/false,
+            [&, tile = operand.tile, view = view, run = run](OpBuilder &nb, Value,
+                                                             ValueRange from, ValueRange to) {
+              nvgpu::DeviceAsyncCopyOp::create(nb, loc, view, to, tile, from,
+                                               nb.getIndexAttr(run), Value(), nb.getUnitAttr());
+            },
+            run);
+        b.setInsertionPoint(branch.elseBlock()->getTerminator());
+      }
       copyOperandChunk(b, loc, operand, k, size, chunk, view, threads, thread);
     }
     return views;
@@ -904,12 +917,13 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
       if (!run)
         copyOperandChunk(b, loc, operand, k, size, chunk, view, threads, thread);
     b.setInsertionPointAfter(copyFirst);
-    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    commitGroup();
   }
   auto loop = scf::ForOp::create(b, loc, index(0), index(steps), size);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   Value k = loop.getInductionVar();
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+  if (!synchronous)
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
   gpu::BarrierOp::create(b, loc);
   AffineExpr s0;
   bindSymbols(b.getContext(), s0);
@@ -927,7 +941,7 @@ void stageAsync(Contraction &c, int64_t chunk, int64_t stages, ArrayRef<int64_t>
       if (regs)
         loadIntoRegisters(b, loc, operand, regs, next, size, chunk, threads, thread);
   }
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  commitGroup();
   Value copy =
       affine::makeComposedAffineApply(b, loc, s0.floorDiv(chunk) % stages, {OpFoldResult(k)});
   SmallVector<Value> current = chunkViews(b, loc, buffers, c.operands, chunk, copy);
@@ -999,17 +1013,19 @@ struct KilnGpuPromoteOperandsPass
       }
       int64_t stages =
           std::min(kMaxStages, stagingBudget(contraction.operands, *target) / bytes);
-      if (target->asyncCopies && stages >= 2 && copiable) {
+      if ((target->asyncCopies || synchronous) && stages >= 2 && copiable) {
         if (report)
           emitRemark(contraction.op.getLoc())
               << "placement: operands staged in shared memory, " << stages * bytes
               << " bytes, " << chunk << " steps of the reduction at a time, " << stages
-              << " chunks in flight (asynchronous copies, 16 bytes a thread"
+              << " chunks in flight ("
+              << (synchronous ? "each copied at once on the schedule of asynchronous copies"
+                              : "asynchronous copies, 16 bytes a thread")
               << (throughRegisters ? "; an operand (receptive fields, a transpose) computed "
                                      "from its source as it is loaded, through registers"
                                    : "")
               << ")";
-        stageAsync(contraction, chunk, stages, runs);
+        stageAsync(contraction, chunk, stages, runs, synchronous);
         continue;
       }
       // The next chunk loaded during the current one where a thread's

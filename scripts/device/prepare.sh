@@ -24,6 +24,9 @@
 #                                  --cuda-mma-sp (2:4 weights by mma.sp;
 #                                  numerics beside cuda's, which runs
 #                                  the same weights dense)
+#   cuda-sync                      conv-bf16 and transformer: --target=cuda
+#                                  --gpu-synchronous-staging (numerics
+#                                  beside cuda's)
 #   cuda-unfused                   attention4096 only: --target=cuda
 #                                  --gpu-attention=unfused, timed beside
 #                                  cuda (one kernel)
@@ -50,7 +53,8 @@
 # GEMM of an input by a constant weight pruned 2:4, mma.sp against
 # mma.sync on the same weights); 16-bit GEMMs of 4096^3 and 8192^3 in
 # bf16 and f16 (benchmark only, against PyTorch's; bf16 also in 128x128
-# tiles, -wide, by wgmma, -wgmma, and both, -wgmma-wide); attention over 4096
+# tiles, -wide, by wgmma, -wgmma, and both, -wgmma-wide; without cp.async,
+# -sync); attention over 4096
 # tokens (attention4096, benchmark only: one kernel against
 # --gpu-attention=unfused and PyTorch) and its one-kernel form on a banded
 # mask (attention-rows, numerics); softmax, log-softmax and layer norms
@@ -116,9 +120,10 @@ for n in 4096 8192; do
     make_model "gemm$n-$t" "gemm_${t}_$n" && touch "$out/gemm$n-$t/bench"
   done
   # The bf16 GEMM again in 128x128 tiles (--cuda-wide-tiles), to time
-  # against the default's 128x64, and by wgmma on sm_90a (--cuda-wgmma),
-  # in both tiles.
-  for variant in wide wgmma wgmma-wide; do
+  # against the default's 128x64, by wgmma on sm_90a (--cuda-wgmma), in
+  # both tiles, and with each chunk copied at once on cp.async's schedule
+  # (--gpu-synchronous-staging: what cp.async gains).
+  for variant in wide wgmma wgmma-wide sync; do
     make_model "gemm$n-bf16-$variant" "gemm_bf16_$n" && touch "$out/gemm$n-bf16-$variant/bench"
   done
 done
@@ -153,6 +158,15 @@ for dir in "$out"/*/; do
   [[ "$name" = *2of4* ]] && "$kiln" "$dir/model.onnx" "${flags[@]}" --target=cuda --cuda-mma-sp -o "$dir/cuda-mma-sp"
   [[ "$name" = *-wide ]] && flags+=(--cuda-wide-tiles)
   [[ "$name" = *-wgmma* ]] && flags+=(--cuda-wgmma)
+  [[ "$name" = *-sync ]] && flags+=(--gpu-synchronous-staging)
+  # cuda-sync (--gpu-synchronous-staging: cp.async's schedule, each chunk
+  # copied at once) beside cuda for the layers whose matmuls stage an
+  # operand computed on read through registers beside the other's cp.async
+  # (receptive fields, a transpose read in place): if cuda's numerics are
+  # wrong and these right, cp.async is.
+  case $name in conv-bf16 | transformer)
+    "$kiln" "$dir/model.onnx" "${flags[@]}" --target=cuda --gpu-synchronous-staging -o "$dir/cuda-sync" ;;
+  esac
   # wgmma's numerics (cuda-wgmma: --target=cuda-sm90a --cuda-wgmma) beside
   # mma.sync's, on the same inputs: 64x32 tiles (one band of 64 rows),
   # 128x64 (two bands), a Gemm's bias and Relu in the epilogue, a

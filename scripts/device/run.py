@@ -4,7 +4,7 @@ machine with the GPU (numpy there; PyTorch for the baseline if present).
 
 For each model of DIR (default build/device) and each kiln executable of
 it (cuda, cuda-split-k, cuda-unfused, cuda-wgmma, cuda-wgmma-serial,
-cuda-mma-sp, vulkan):
+cuda-mma-sp, cuda-sync, vulkan):
   - numerics: the executable on the model's inputs against the expected
     outputs (onnxruntime's; for --precision=bf16 models kiln's on the CPU
     with the same roundings), within --rtol/--atol;
@@ -19,7 +19,8 @@ cuda-mma-sp, vulkan):
     for the matmuls (matmul4096: f32; gemmN-bf16, gemmN-f16: 16-bit
     operands, tensor cores; gemmN-bf16-wide: the same in 128x128 tiles,
     --cuda-wide-tiles; gemmN-bf16-wgmma: by wgmma, --cuda-wgmma;
-    gemmN-bf16-wgmma-wide: both; gemm4096-bf16-2of4: a constant weight
+    gemmN-bf16-wgmma-wide: both; gemmN-bf16-sync: each chunk copied at
+    once, --gpu-synchronous-staging; gemm4096-bf16-2of4: a constant weight
     pruned 2:4, by mma.sync and, cuda-mma-sp, by mma.sp) also the GPU time of kiln's kernels alone
     (Nsight Compute, where `ncu` is installed) and PyTorch's on the same
     GPU (cuBLAS through torch.matmul in the same type, TF32 off for f32):
@@ -64,9 +65,11 @@ import numpy as np
 # cuda-unfused --target=cuda --gpu-attention=unfused, cuda-wgmma
 # --target=cuda-sm90a --cuda-wgmma, cuda-wgmma-serial the same with
 # --cuda-wgmma-overlap=false (numerics only: which of the two is wrong, if
-# one is), cuda-mma-sp --target=cuda --cuda-mma-sp (2:4 weights by mma.sp).
+# one is), cuda-mma-sp --target=cuda --cuda-mma-sp (2:4 weights by mma.sp),
+# cuda-sync --target=cuda --gpu-synchronous-staging (numerics only: the
+# chunk schedule of cp.async without it).
 TARGETS = ["cuda", "cuda-split-k", "cuda-unfused", "cuda-wgmma", "cuda-wgmma-serial",
-           "cuda-mma-sp", "vulkan"]
+           "cuda-mma-sp", "cuda-sync", "vulkan"]
 
 
 def run(cmd, timeout=120, env=None):
@@ -113,7 +116,8 @@ def kiln_p50_ms(exe, runs, env=None):
 
 def matmul_size(model):
     """(n, torch dtype name) of an n^3 matmul model, else None."""
-    found = re.fullmatch(r"(?:matmul|gemm)(\d+)(?:-(bf16|f16))?(?:-wgmma)?(?:-wide)?(?:-2of4)?",
+    found = re.fullmatch(r"(?:matmul|gemm)(\d+)(?:-(bf16|f16))?(?:-wgmma)?(?:-wide)?(?:-2of4)?"
+                         r"(?:-sync)?",
                          model)
     if not found:
         return None

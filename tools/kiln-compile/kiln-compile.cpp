@@ -124,6 +124,13 @@ cl::opt<bool> splitK(
              "GPU (under 256) and a long reduction sums it in up to 16 slices, each a "
              "batch of workgroups, then adds the partial sums up; not yet timed on a GPU"),
     cl::cat(category));
+cl::opt<bool> gpuSynchronousStaging(
+    "gpu-synchronous-staging",
+    cl::desc("For GPU targets: matmul operands staged in chunks on the schedule of CUDA's "
+             "asynchronous copies (up to four in flight), each copied at once by the threads, "
+             "not by cp.async: on CUDA to time against cp.async, elsewhere to check that "
+             "schedule's results"),
+    cl::cat(category));
 cl::opt<GpuAttention> gpuAttention(
     "gpu-attention",
     cl::desc("For GPU targets: how attention runs (one kernel, a thread per query row over "
@@ -848,6 +855,9 @@ int main(int argc, char **argv) {
   if (splitK && !mlir::kiln::lookupGpuTarget(targetTriple))
     return error("--split-k applies to GPU targets (vulkan, cuda, metal), not " +
                  (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple));
+  if (gpuSynchronousStaging && !mlir::kiln::lookupGpuTarget(targetTriple))
+    return error("--gpu-synchronous-staging applies to GPU targets (vulkan, cuda, metal), not " +
+                 (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple));
   if (gpuAttention.getNumOccurrences() && !mlir::kiln::lookupGpuTarget(targetTriple))
     return error("--gpu-attention applies to GPU targets (vulkan, cuda, metal), not " +
                  (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple));
@@ -918,6 +928,7 @@ int main(int argc, char **argv) {
   pipelineOptions.wgmmaOverlap = cudaWgmmaOverlap;
   pipelineOptions.sparseMma = cudaMmaSp;
   pipelineOptions.splitContractions = splitK;
+  pipelineOptions.synchronousStaging = gpuSynchronousStaging;
   if (gpuAttention == GpuAttention::Fused)
     pipelineOptions.attentionRowsAbove = 0;
   else if (gpuAttention == GpuAttention::Unfused)

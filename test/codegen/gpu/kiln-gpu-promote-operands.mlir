@@ -2,9 +2,11 @@
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=target=cuda | FileCheck %s --check-prefix=CUDA
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-promote-operands=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: kiln-opt %s --split-input-file "--kiln-gpu-promote-operands=target=cuda report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT-CUDA
+// RUN: kiln-opt %s --split-input-file "--kiln-gpu-promote-operands=synchronous=true report=true" 2>&1 | FileCheck %s --check-prefix=SYNC
 // REPORT: remark: placement: operands staged in shared memory, 6656 bytes, 16 steps of the reduction at a time, the next chunk loaded during the current one{{$}}
 // REPORT: remark: placement: operands staged in shared memory, 4352 bytes, 8 steps of the reduction at a time, the next chunk loaded during the current one{{$}}
 // REPORT: remark: placement: operands staged in shared memory, 5120 bytes, 32 steps of the reduction at a time{{$}}
+// REPORT: remark: placement: operands staged in shared memory, 6656 bytes, 16 steps of the reduction at a time, the next chunk loaded during the current one, an operand (receptive fields, a transpose) computed from its source as it is loaded{{$}}
 // REPORT: remark: placement: operands staged in shared memory, 6656 bytes, 16 steps of the reduction at a time, the next chunk loaded during the current one, an operand (receptive fields, a transpose) computed from its source as it is loaded{{$}}
 // REPORT-NOT: remark
 
@@ -650,6 +652,82 @@ func.func @transposed_keys_bf16(%q: memref<256x256xbf16>, %k: memref<256x256xbf1
       linalg.yield %t : f32
     }
     linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[256, 1], offset: ?>>)
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// With `synchronous`, any target stages on the schedule of asynchronous
+// copies (here the generic Vulkan target's 16 KiB: two chunks of 16 steps
+// in flight), each chunk copied at once by the threads, as where a tile
+// does not start on 16 bytes: no cp.async, no groups to commit or wait
+// for, no alignment check. A, read through a transpose, goes through
+// registers as on CUDA (@transposed_keys_bf16); B, which CUDA would copy
+// asynchronously, is copied element by element where its copies would
+// start. Without it, f32 matmuls keep the register staging of @matmul.
+// SYNC: remark: placement: operands staged in shared memory, 13312 bytes, 16 steps of the reduction at a time, 2 chunks in flight (each copied at once on the schedule of asynchronous copies; an operand (receptive fields, a transpose) computed from its source as it is loaded, through registers)
+// SYNC-LABEL: func.func @synchronous_schedule
+// SYNC-NOT:   nvgpu
+// SYNC-NOT:   nvvm
+// SYNC-NOT:   extract_aligned_pointer
+// SYNC:       %[[A_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<2x16x68xf32, #gpu.address_space<workgroup>>
+// SYNC:       %[[B_BUF:.*]] = memref.alloc() {alignment = 16 : i64} : memref<2x16x36xf32, #gpu.address_space<workgroup>>
+// SYNC:       %[[B_WG:.*]] = memref.subview %arg1
+// SYNC:       %[[REGS:.*]] = memref.alloca() : memref<8xf32, #gpu.address_space<private>>
+// SYNC:       scf.for %[[C:.*]] = %c0{{.*}} to %c1{{.*}} step %c1{{.*}} {
+// SYNC:         memref.load %[[B_WG]]
+// SYNC:         memref.load %[[XT:.*]][
+// SYNC:       scf.for %{{.*}} = %c0{{.*}} to %c128 step %c16{{.*}} {
+// SYNC-NEXT:    gpu.barrier
+// SYNC:         scf.if %[[MORE:.*]] {
+// SYNC:           memref.load %[[B_WG]]
+// SYNC:           memref.store %{{.*}}, %{{.*}} : memref<16x32xf32, strided<[36, 1], offset: ?>, #gpu.address_space<workgroup>>
+// SYNC:           memref.load %[[XT]]
+// SYNC-NEXT:      memref.store %{{.*}}, %[[REGS]]
+// SYNC:         linalg.generic
+// SYNC:         scf.if %[[MORE]] {
+// SYNC:           memref.load %[[REGS]]
+// SYNC-NEXT:      memref.store %{{.*}}, %{{.*}} : memref<16x64xf32, strided<[68, 1], offset: ?>, #gpu.address_space<workgroup>>
+// SYNC-NOT:     gpu.barrier
+// SYNC:       linalg.copy
+#a = affine_map<(k, i, j) -> (i, k)>
+#b = affine_map<(k, i, j) -> (k, j)>
+#c = affine_map<(k, i, j) -> (i, j)>
+#swap = affine_map<(d0, d1) -> (d1, d0)>
+#same = affine_map<(d0, d1) -> (d0, d1)>
+func.func @synchronous_schedule(%x: memref<128x64xf32>, %w: memref<128x64xf32>, %c: memref<64x64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  %xt = memref.alloc() : memref<64x128xf32>
+  linalg.generic {indexing_maps = [#swap, #same], iterator_types = ["parallel", "parallel"]} ins(%x : memref<128x64xf32>) outs(%xt : memref<64x128xf32>) attrs = {kiln.gpu.computed_on_read} {
+  ^bb0(%v: f32, %y: f32):
+    linalg.yield %v : f32
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c16, %sz = %c1) {
+    %col = arith.muli %bx, %c32 : index
+    %b_wg = memref.subview %w[0, %col] [128, 32] [1, 1] : memref<128x64xf32> to memref<128x32xf32, strided<[64, 1], offset: ?>>
+    %c_wg = memref.subview %c[0, %col] [64, 32] [1, 1] : memref<64x64xf32> to memref<64x32xf32, strided<[64, 1], offset: ?>>
+    %r = arith.muli %ty, %c4 : index
+    %p = arith.muli %tx, %c4 : index
+    %a_t = memref.subview %xt[%r, 0] [4, 128] [1, 1] : memref<64x128xf32> to memref<4x128xf32, strided<[128, 1], offset: ?>>
+    %b_t = memref.subview %b_wg[0, %p] [128, 4] [1, 1] : memref<128x32xf32, strided<[64, 1], offset: ?>> to memref<128x4xf32, strided<[64, 1], offset: ?>>
+    %c_t = memref.subview %c_wg[%r, %p] [4, 4] [1, 1] : memref<64x32xf32, strided<[64, 1], offset: ?>> to memref<4x4xf32, strided<[64, 1], offset: ?>>
+    %acc = memref.alloca() : memref<4x4xf32, #gpu.address_space<private>>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>)
+    linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["reduction", "parallel", "parallel"]} ins(%a_t, %b_t : memref<4x128xf32, strided<[128, 1], offset: ?>>, memref<128x4xf32, strided<[64, 1], offset: ?>>) outs(%acc : memref<4x4xf32, #gpu.address_space<private>>) {
+    ^bb0(%u: f32, %v: f32, %s: f32):
+      %m = arith.mulf %u, %v : f32
+      %t = arith.addf %s, %m : f32
+      linalg.yield %t : f32
+    }
+    linalg.copy ins(%acc : memref<4x4xf32, #gpu.address_space<private>>) outs(%c_t : memref<4x4xf32, strided<[64, 1], offset: ?>>)
     gpu.terminator
   }
   return
