@@ -563,8 +563,9 @@ static int stage_buffers(kiln_model *m, void **buffers) {
  * there now; a dynamic model's are where announce_dynamic_output put them. */
 static void unstage_outputs(kiln_model *m, void **buffers) {
   const kiln_model_info *info = m->info;
-  for (uint32_t i = info->num_inputs; !m->dynamic && i < info->num_inputs + info->num_outputs;
-       ++i) {
+  if (m->dynamic)
+    return;
+  for (uint32_t i = info->num_inputs; i < info->num_inputs + info->num_outputs; ++i) {
     if (!kernels_only(m, i)) {
       memcpy(buffers[i], m->staged[i], tensor_bytes(m, i));
       kiln_device_touched(m->device, m->staged[i], tensor_bytes(m, i));

@@ -852,15 +852,16 @@ int main(int argc, char **argv) {
   if (externalWeights && mlir::kiln::lookupGpuTarget(targetTriple))
     return error("--weights=external and --pack-weights apply to CPU targets; --target=" +
                  targetTriple + " is a GPU target");
-  if (splitK && !mlir::kiln::lookupGpuTarget(targetTriple))
-    return error("--split-k applies to GPU targets (vulkan, cuda, metal), not " +
-                 (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple));
-  if (gpuSynchronousStaging && !mlir::kiln::lookupGpuTarget(targetTriple))
-    return error("--gpu-synchronous-staging applies to GPU targets (vulkan, cuda, metal), not " +
-                 (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple));
-  if (gpuAttention.getNumOccurrences() && !mlir::kiln::lookupGpuTarget(targetTriple))
-    return error("--gpu-attention applies to GPU targets (vulkan, cuda, metal), not " +
-                 (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple));
+  if (!mlir::kiln::lookupGpuTarget(targetTriple)) {
+    std::string target = targetTriple.empty() ? "the host" : "--target=" + targetTriple;
+    const std::pair<bool, StringRef> gpuOnly[] = {
+        {splitK, "--split-k"},
+        {gpuSynchronousStaging, "--gpu-synchronous-staging"},
+        {gpuAttention.getNumOccurrences() > 0, "--gpu-attention"}};
+    for (auto [given, flag] : gpuOnly)
+      if (given)
+        return error(flag.str() + " applies to GPU targets (vulkan, cuda, metal), not " + target);
+  }
   if (externalWeights && emit == Emit::LLVMIR)
     return error("--weights=external writes a weights file beside an executable, static "
                  "library or object, not beside --emit=llvm-ir");
