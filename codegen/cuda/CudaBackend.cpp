@@ -47,6 +47,17 @@ bool mlir::kiln::isCudaTarget(llvm::StringRef target) {
   return gpu && gpu->api == GpuApi::Cuda;
 }
 
+void mlir::kiln::addTensorCorePasses(OpPassManager &pm, const GpuTarget &gpu,
+                                     const PipelineOptions &options) {
+  if (options.sparseMma)
+    pm.addPass(createKilnCudaMmaSparse({gpu.name, options.reportPlacement}));
+  if (options.wgmma)
+    pm.addNestedPass<func::FuncOp>(
+        createKilnCudaWgmma({gpu.name, options.wgmmaOverlap, options.reportPlacement}));
+  pm.addNestedPass<func::FuncOp>(createKilnCudaMmaSync(
+      {gpu.name, options.precision == Precision::TF32, options.reportPlacement}));
+}
+
 namespace {
 class CudaBackend final : public GpuBackend {
 public:
@@ -56,14 +67,7 @@ public:
 
 private:
   void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const override {
-    if (options.sparseMma)
-      pm.addPass(createKilnCudaMmaSparse({gpu.name, options.reportPlacement}));
-    if (options.wgmma)
-      pm.addNestedPass<func::FuncOp>(
-          createKilnCudaWgmma({gpu.name, options.wgmmaOverlap, options.reportPlacement}));
-    pm.addNestedPass<func::FuncOp>(
-        createKilnCudaMmaSync(
-            {gpu.name, options.precision == Precision::TF32, options.reportPlacement}));
+    addTensorCorePasses(pm, gpu, options);
   }
   void addKernelCompilation(OpPassManager &pm, const PipelineOptions &options) const override {
     KilnCudaCompileKernelsOptions compile;

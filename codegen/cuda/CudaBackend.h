@@ -3,6 +3,7 @@
 #define KILN_CODEGEN_CUDA_CUDABACKEND_H
 
 #include "codegen/Pipeline.h"
+#include "codegen/gpu/GpuTarget.h"
 
 namespace mlir::kiln {
 
@@ -14,6 +15,12 @@ bool isCudaTarget(llvm::StringRef target);
 std::string findCudaToolkit(llvm::StringRef option);
 /// "no CUDA toolkit (ptxas) in ...; pass --cuda-toolkit=DIR".
 std::string cudaToolkitMissing(llvm::StringRef option);
+
+/// The passes that put `gpu`'s staged matmuls on its tensor cores
+/// (mma.sync; with the options, mma.sp and wgmma), after
+/// kiln-gpu-promote-operands: CUDA's, and vulkan-lavapipe-sm80's, whose
+/// kernels then emulate them.
+void addTensorCorePasses(OpPassManager &pm, const GpuTarget &gpu, const PipelineOptions &options);
 
 /// The backend of `--target=cuda*`: kernels through the shared GPU pipeline
 /// to NVVM, PTX and a fatbin of sm_80 and sm_90a cubins plus PTX; host code

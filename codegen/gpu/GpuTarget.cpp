@@ -19,6 +19,13 @@ static constexpr MmaKind kApple[] = {MmaKind::SimdgroupMatrix};
 static const GpuTarget kTargets[] = {
     {"vulkan", GpuApi::Vulkan, 32, 16 * 1024, 16 * 1024, 128, {128, 128, 64}, 16, {}, true, false, false, false},
     {"vulkan-lavapipe", GpuApi::Vulkan, 8, 32 * 1024, 32 * 1024, 1024, {1024, 1024, 1024}, 16, {}, true, false, false, false},
+    // lavapipe running sm_80's tensor-core kernels, each warp instruction
+    // emulated by the workgroup (kiln-spirv-emulate-warp-matrices): warps
+    // of 32 as CUDA's; of lavapipe's 32 KiB, 16 for the tiling, the rest
+    // for the emulation's exchange buffer (1 KiB a warp) and the sums that
+    // CUDA would put in the chunks' place (the emulation separates them).
+    {"vulkan-lavapipe-sm80", GpuApi::Vulkan, 32, 16 * 1024, 16 * 1024, 1024, {1024, 1024, 1024}, 16, kSm80,
+     true, false, false, true},
     {"vulkan-nvidia", GpuApi::Vulkan, 32, 48 * 1024, 48 * 1024, 1024, {1024, 1024, 64}, 16, kNvidiaVulkan,
      true, false, false, false},
     {"cuda", GpuApi::Cuda, 32, 48 * 1024, 163 * 1024, 1024, {1024, 1024, 64}, 16, kSm80, true, true, true, true},

@@ -160,13 +160,13 @@ bool dependsOnThreadIds(Value value, gpu::LaunchOp launch, DenseMap<Value, bool>
 }
 
 /// Whether `target`'s shared memory holds elements of `type`: 32-bit ones
-/// on every target; 16-bit floats and 8-bit integers on CUDA, whose tensor
-/// cores read them (kiln-cuda-mma-sync).
+/// on every target; 16-bit floats and 8-bit integers where mma.sync's
+/// tensor cores read them (kiln-cuda-mma-sync).
 bool stagesElementsOf(Type type, const GpuTarget &target) {
   if (!type.isIntOrFloat())
     return false;
   unsigned bits = type.getIntOrFloatBitWidth();
-  bool tensorCores = target.api == GpuApi::Cuda;
+  bool tensorCores = target.has(MmaKind::MmaSync);
   return bits == 32 || (tensorCores && bits == 16 && isa<FloatType>(type)) ||
          (tensorCores && bits == 8 && isa<IntegerType>(type));
 }

@@ -34,4 +34,25 @@ def KilnSpirvSerializeKernels : Pass<"kiln-spirv-serialize-kernels", "ModuleOp">
   }];
 }
 
+def KilnSpirvEmulateWarpMatrices
+    : Pass<"kiln-spirv-emulate-warp-matrices", "func::FuncOp"> {
+  let summary = "Emulate CUDA's warp instructions (cp.async, ldmatrix, mma.sync) with a workgroup's threads";
+  let description = [{
+    For vulkan-lavapipe-sm80, after the CUDA matrix passes
+    (kiln-cuda-mma-sync): each gpu.launch's cp.async becomes a copy at
+    once (its commit and wait groups go), and each ldmatrix, mma.sync
+    (m16n8k16 of f16 or bf16, m16n8k8 of tf32, m16n8k32 of bytes) and
+    cvt.rna.tf32.f32 becomes what PTX ISA 8.0 says it computes: the lanes
+    of a warp (32 consecutive threads) store their registers or row
+    addresses in a workgroup buffer, meet at a barrier, and each loads
+    what its results need. So the kernels the tensor cores would run
+    (their fragment layouts, ldmatrix addresses, staging) run on any
+    Vulkan device, slowly, and can be checked against a reference. A
+    launch's thread count must be a whole number of warps; an NVVM,
+    NVGPU or LLVM op it does not know is an error.
+  }];
+  let dependentDialects = ["affine::AffineDialect", "arith::ArithDialect", "gpu::GPUDialect",
+                           "math::MathDialect", "memref::MemRefDialect", "scf::SCFDialect"];
+}
+
 #endif // KILN_CODEGEN_SPIRV_PASSES_TD

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/spirv/SpirvBackend.h"
 #include "codegen/cpu/CpuBackend.h"
+#include "codegen/cuda/CudaBackend.h"
 #include "codegen/gpu/GpuPipeline.h"
 #include "codegen/gpu/Passes.h"
 #include "codegen/metal/Passes.h"
@@ -30,7 +31,19 @@ class SpirvBackend final : public GpuBackend {
 public:
   using GpuBackend::GpuBackend;
 
+  /// vulkan-lavapipe-sm80 keeps 16-bit matmul operands, as CUDA does.
+  bool widensHalfMatmuls() const override { return gpu.has(MmaKind::MmaSync); }
+
 private:
+  /// vulkan-lavapipe-sm80: CUDA's tensor-core kernels, their warp
+  /// instructions then emulated by the workgroup.
+  void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const override {
+    if (!gpu.has(MmaKind::MmaSync))
+      return;
+    addTensorCorePasses(pm, gpu, options);
+    pm.addNestedPass<func::FuncOp>(createKilnSpirvEmulateWarpMatrices());
+  }
+
   void addKernelCompilation(OpPassManager &pm, const PipelineOptions &) const override {
     pm.addPass(createKilnSpirvConvertGpu());
     OpPassManager &spirvModules = pm.nest<spirv::ModuleOp>();

@@ -85,7 +85,10 @@ cl::opt<std::string> targetTriple("target",
                                   cl::desc("Target: x86_64-linux-gnu (host default), "
                                            "aarch64-linux-gnu, vulkan (kernels on a Vulkan "
                                            "GPU, tiled for any device; vulkan-nvidia and "
-                                           "vulkan-lavapipe tile for those), cuda (NVIDIA "
+                                           "vulkan-lavapipe tile for those; "
+                                           "vulkan-lavapipe-sm80 runs CUDA's tensor-core "
+                                           "kernels on lavapipe, emulated, to test them), "
+                                           "cuda (NVIDIA "
                                            "GPUs: sm_80 and sm_90a cubins plus PTX; cuda-sm80 "
                                            "and cuda-sm90a tile for those), or metal (arm64 "
                                            "macOS 13+, MSL kernels on the Metal GPU)"),
@@ -754,7 +757,8 @@ int main(int argc, char **argv) {
           .Default(std::nullopt);
   if (!arithmetic)
     return error("unknown --precision '" + precision + "' (expected f32, bf16, f16 or tf32)");
-  if (precision == "tf32" && !mlir::kiln::isCudaTarget(targetTriple))
+  std::optional<mlir::kiln::GpuTarget> gpu = mlir::kiln::lookupGpuTarget(targetTriple);
+  if (precision == "tf32" && !(gpu && gpu->has(mlir::kiln::MmaKind::MmaSync)))
     return error("--precision=tf32 needs a CUDA target (tf32 is the tensor cores' format); " +
                  (targetTriple.empty() ? std::string("the host") : "--target=" + targetTriple) +
                  " computes f32 matmuls in f32");

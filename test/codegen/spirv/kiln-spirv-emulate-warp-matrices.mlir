@@ -1,0 +1,93 @@
+// RUN: kiln-opt %s --split-input-file --kiln-spirv-emulate-warp-matrices --verify-diagnostics | FileCheck %s
+
+// A warp's ldmatrix.x4 and mma.sync of f16 operands, and a cp.async with
+// its group: the copy at once, the registers exchanged through a
+// workgroup buffer between barriers, no NVVM, NVGPU or LLVM op left.
+// CHECK-LABEL: func.func @mma_f16
+// CHECK: gpu.launch
+// CHECK: %[[EXCHANGE:.*]] = memref.alloc() : memref<1x32x8xi32, #gpu.address_space<workgroup>>
+// The copy: 8 values, one at a time.
+// CHECK-COUNT-8: memref.store {{.*}} : memref<16x16xf16, #gpu.address_space<workgroup>>
+// The ldmatrix: each lane's two indices, a barrier, each lane's 8 values
+// from the rows the lanes gave, a barrier.
+// CHECK: memref.store {{.*}}, %[[EXCHANGE]]
+// CHECK: memref.store {{.*}}, %[[EXCHANGE]]
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-8: memref.load {{.*}} : memref<16x16xf16, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// The mma.sync: 6 registers, a barrier, 4 sums of 16 products, a barrier.
+// CHECK-COUNT-6: memref.store {{.*}}, %[[EXCHANGE]]
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c16{{.*}} step %c1{{.*}} iter_args
+// CHECK: math.fma
+// CHECK: gpu.barrier
+// CHECK-NOT: nvvm.
+// CHECK-NOT: nvgpu.
+// CHECK-NOT: llvm.
+// CHECK: gpu.terminator
+func.func @mma_f16(%global: memref<16x16xf16>, %out: memref<32x4xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %zero = arith.constant 0.0 : f32
+    %chunk = memref.alloc() : memref<16x16xf16, #gpu.address_space<workgroup>>
+    %row = arith.remui %tx, %c8 : index
+    %token = nvgpu.device_async_copy %global[%row, %c0], %chunk[%row, %c0], 8 {bypassL1}
+        : memref<16x16xf16> to memref<16x16xf16, #gpu.address_space<workgroup>>
+    nvvm.cp.async.commit.group
+    nvvm.cp.async.wait.group 0
+    gpu.barrier
+    %m = nvgpu.ldmatrix %chunk[%row, %c0] {numTiles = 4 : i32, transpose = false}
+        : memref<16x16xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+    %r0 = vector.extract %m[0] : vector<2xf16> from vector<4x2xf16>
+    %r1 = vector.extract %m[1] : vector<2xf16> from vector<4x2xf16>
+    %r2 = vector.extract %m[2] : vector<2xf16> from vector<4x2xf16>
+    %r3 = vector.extract %m[3] : vector<2xf16> from vector<4x2xf16>
+    %d = nvvm.mma.sync A[%r0, %r1, %r2, %r3] B[%r0, %r1] C[%zero, %zero, %zero, %zero]
+        {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
+         shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+        : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+    %e0 = llvm.extractvalue %d[0] : !llvm.struct<(f32, f32, f32, f32)>
+    memref.store %e0, %out[%tx, %c0] : memref<32x4xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A warp instruction needs whole warps.
+func.func @partial_warp(%chunk: memref<16x16xf16, #gpu.address_space<workgroup>>) {
+  %c1 = arith.constant 1 : index
+  %c48 = arith.constant 48 : index
+  // expected-error @+1 {{kiln-spirv-emulate-warp-matrices: warp instructions in a workgroup that is not a whole number of warps of 32 threads}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c48, %sy = %c1, %sz = %c1) {
+    %c0 = arith.constant 0 : index
+    %m = nvgpu.ldmatrix %chunk[%c0, %c0] {numTiles = 1 : i32, transpose = false}
+        : memref<16x16xf16, #gpu.address_space<workgroup>> -> vector<1x2xf16>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// An mma.sync it does not know: f64.
+func.func @mma_f64(%x: f64) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{kiln-spirv-emulate-warp-matrices: an mma.sync of operand types it does not know}}
+    %d = nvvm.mma.sync A[%x] B[%x] C[%x, %x]
+        {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
+         shape = #nvvm.shape<m = 8, n = 8, k = 4>}
+        : (f64, f64, f64) -> !llvm.struct<(f64, f64)>
+    gpu.terminator
+  }
+  return
+}
