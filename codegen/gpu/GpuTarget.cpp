@@ -22,7 +22,7 @@ static const GpuTarget kTargets[] = {
     // lavapipe running sm_80's tensor-core kernels, each warp instruction
     // emulated by the workgroup (kiln-spirv-emulate-warp-matrices): warps
     // of 32 as CUDA's; of lavapipe's 32 KiB, 16 for the tiling, the rest
-    // for the emulation's exchange buffer (1 KiB a warp) and the sums that
+    // for the emulation's exchange buffer (1152 bytes a warp) and the sums that
     // CUDA would put in the chunks' place (the emulation separates them).
     {"vulkan-lavapipe-sm80", GpuApi::Vulkan, 32, 16 * 1024, 16 * 1024, 1024, {1024, 1024, 1024}, 16, kSm80,
      true, false, false, true},

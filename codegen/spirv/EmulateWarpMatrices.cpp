@@ -61,8 +61,9 @@ namespace {
 
 constexpr int64_t kWarp = 32;
 /// 32-bit words a lane puts in the workgroup's exchange buffer at most:
-/// mma.sync's 4 registers of A and 2 of B, ldmatrix's indices.
-constexpr int64_t kSlots = 8;
+/// mma.sp's 4 registers of A, 4 of B and its metadata (mma.sync's 4 and
+/// 2; ldmatrix's indices).
+constexpr int64_t kSlots = 9;
 
 /// The element types of mma.sync's operands that this pass knows.
 bool emulatedType(NVVM::MMATypes type) {
@@ -154,6 +155,18 @@ private:
   LogicalResult emulateVectorLoad(vector::LoadOp op);
   void emulateTf32(NVVM::ConvertFloatToTF32Op op);
   LogicalResult emulateMma(NVVM::MmaOp op);
+  LogicalResult emulateSparseMma(NVVM::MmaSpOp op);
+  /// Stores `registers` (the operands' words, from slot 0), meets, builds
+  /// D's 4 values by `sum(c, acc)` (the loop body of result c) and meets;
+  /// then replaces `op`'s extractvalues by them.
+  LogicalResult exchangeAndSum(Operation *op, ValueRange operands, ValueRange c,
+                               function_ref<Value(int64_t c, Value acc)> sum, int64_t steps);
+  /// `e` of the lane's group g, quad t and a loop's step s (symbols 0-2).
+  Value apply(AffineExpr e, Value s) {
+    return affine::makeComposedAffineApply(
+               b, loc, e, {OpFoldResult(group), OpFoldResult(quad), OpFoldResult(s)})
+        .getResult();
+  }
   /// Value `p` (an index) of the P in `word`, as f32 (floats) or i32.
   Value valueOf(Value word, Value p, NVVM::MMATypes type);
 };
@@ -397,11 +410,93 @@ LogicalResult Emulator::emulateMma(NVVM::MmaOp op) {
       op.getOperandC().size() != 4)
     return op.emitError("kiln-spirv-emulate-warp-matrices: an mma.sync other than "
                         "m16n8k") << k << ".row.col with 4 registers of A, 2 of B and 4 sums";
+  bool integer = *typeA == NVVM::MMATypes::s8 || *typeA == NVVM::MMATypes::u8;
+  int64_t half = k / 2;
+  AffineExpr g, t, kk;
+  bindSymbols(b.getContext(), g, t, kk);
+  // Row g + 8 (c / 2), column 2t + c % 2: the sum over the K steps s of
+  // A's value there (lane 4g + (s % K/2) / P, register c / 2 + 2 (s / K/2))
+  // times B's (lane 4 (2t + c % 2) + (s % K/2) / P, register 4 + s / K/2).
+  return exchangeAndSum(
+      op, llvm::to_vector(llvm::concat<Value>(op.getOperandA(), op.getOperandB())),
+      op.getOperandC(), [&](int64_t c, Value acc) {
+        Value s = acc.getParentBlock()->getArgument(0);
+        Value laneA = apply(g * 4 + (kk % half).floorDiv(perRegister), s);
+        Value regA = apply(kk.floorDiv(half) * 2 + c / 2, s);
+        Value laneB = apply((t * 2 + c % 2) * 4 + (kk % half).floorDiv(perRegister), s);
+        Value regB = apply(kk.floorDiv(half) + 4, s);
+        Value p = toI32(apply(kk % perRegister, s));
+        Value a = valueOf(load(laneA, regA), p, *typeA);
+        Value bv = valueOf(load(laneB, regB), p, *typeB);
+        if (integer)
+          return arith::AddIOp::create(b, loc, acc, arith::MulIOp::create(b, loc, a, bv))
+              .getResult();
+        return math::FmaOp::create(b, loc, a, bv, acc).getResult();
+      }, k);
+}
+
+LogicalResult Emulator::emulateSparseMma(NVVM::MmaSpOp op) {
+  NVVM::MMAShapeAttr shape = op.getShape();
+  std::optional<NVVM::MMATypes> typeA = op.getMultiplicandAPtxType();
+  std::optional<NVVM::MMATypes> typeB = op.getMultiplicandBPtxType();
+  bool halves = typeA && typeB && *typeA == *typeB &&
+                (*typeA == NVVM::MMATypes::f16 || *typeA == NVVM::MMATypes::bf16);
+  std::optional<int64_t> selector = getConstantIntValue(op.getSparsitySelector());
+  if (!halves || shape.getM() != 16 || shape.getN() != 8 || shape.getK() != 32 ||
+      op.getOperandA().size() != 4 || op.getOperandB().size() != 4 ||
+      op.getOperandC().size() != 4 || !selector || *selector < 0 || *selector > 1 ||
+      op.getOrderedMetadata())
+    return op.emitError("kiln-spirv-emulate-warp-matrices: an mma.sp other than "
+                        "m16n8k32 of f16 or bf16 with a constant sparsity selector");
+  // A is 16x32 with two nonzeros in each group of 4 steps, given as the
+  // 16x16 of them (register r holds compressed steps 2t + 8 (r / 2) + {0,
+  // 1} of row g + 8 (r % 2), as mma.sync's A) and their positions: lane
+  // 4g + 2 selector + h holds in bits 16 i + 4 j' those of row g + 8 i,
+  // group 4h + j' (its first step's position in the lower 2 bits). B is
+  // 32x8: register r holds steps 2t + 8r + {0, 1} of column g.
+  AffineExpr g, t, cc;
+  bindSymbols(b.getContext(), g, t, cc);
+  SmallVector<Value> operands(op.getOperandA());
+  llvm::append_range(operands, op.getOperandB());
+  operands.push_back(op.getSparseMetadata());
+  return exchangeAndSum(op, operands, op.getOperandC(), [&](int64_t c, Value acc) {
+    // Compressed step cc of row g + 8 (c / 2): its value, and the dense
+    // step it stands for, 4 (cc / 2) + its position, of B's column 2t + c % 2.
+    Value s = acc.getParentBlock()->getArgument(0);
+    Value laneA = apply(g * 4 + (cc % 8).floorDiv(2), s);
+    Value regA = apply(cc.floorDiv(8) * 2 + c / 2, s);
+    Value p = toI32(apply(cc % 2, s));
+    Value a = valueOf(load(laneA, regA), p, *typeA);
+    Value laneE = apply(g * 4 + 2 * *selector + cc.floorDiv(8), s);
+    Value bit = toI32(apply((cc.floorDiv(2) % 4) * 4 + (cc % 2) * 2 + 16 * (c / 2), s));
+    Value position = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, load(laneE, index(8)), bit), i32(3));
+    Value step = arith::AddIOp::create(b, loc, toIndex(position),
+                                       apply(cc.floorDiv(2) * 4, s));
+    // B's value at `step` of column 2t + c % 2: lane 4 column + (step % 8)
+    // / 2, register 4 + step / 8, value step % 2.
+    Value laneB = affine::makeComposedAffineApply(
+        b, loc, (t * 2 + c % 2) * 4 + (cc % 8).floorDiv(2),
+        {OpFoldResult(group), OpFoldResult(quad), OpFoldResult(step)});
+    Value regB = affine::makeComposedAffineApply(
+        b, loc, cc.floorDiv(8) + 4,
+        {OpFoldResult(group), OpFoldResult(quad), OpFoldResult(step)});
+    Value pB = toI32(affine::makeComposedAffineApply(
+        b, loc, cc % 2, {OpFoldResult(group), OpFoldResult(quad), OpFoldResult(step)}));
+    Value bv = valueOf(load(laneB, regB), pB, *typeB);
+    return math::FmaOp::create(b, loc, a, bv, acc).getResult();
+  }, 16);
+}
+
+LogicalResult Emulator::exchangeAndSum(Operation *op, ValueRange operands, ValueRange c,
+                                       function_ref<Value(int64_t c, Value acc)> sum,
+                                       int64_t steps) {
   SmallVector<Value> registers;
-  for (Value v : llvm::concat<Value>(op.getOperandA(), op.getOperandB())) {
+  for (Value v : operands) {
     FailureOr<Value> word = wordOf(v);
     if (failed(word))
-      return op.emitError("kiln-spirv-emulate-warp-matrices: an mma.sync operand made by ")
+      return op->emitError("kiln-spirv-emulate-warp-matrices: an operand of '")
+             << op->getName() << "' made by "
              << (v.getDefiningOp() ? v.getDefiningOp()->getName().getStringRef() : "an argument");
     registers.push_back(*word);
   }
@@ -410,44 +505,20 @@ LogicalResult Emulator::emulateMma(NVVM::MmaOp op) {
   for (auto [slot, word] : llvm::enumerate(registers))
     store(word, slot);
   barrier();
-  bool integer = *typeA == NVVM::MMATypes::s8 || *typeA == NVVM::MMATypes::u8;
-  AffineExpr g, t, kk;
-  bindSymbols(b.getContext(), g, t, kk);
-  auto apply = [&](AffineExpr e, Value step) {
-    return affine::makeComposedAffineApply(
-               b, loc, e, {OpFoldResult(group), OpFoldResult(quad), OpFoldResult(step)})
-        .getResult();
-  };
   SmallVector<Value> d;
-  for (int64_t c = 0; c < 4; ++c) {
-    // Row g + 8 (c / 2), column 2t + c % 2: sum over the K steps of A's
-    // value there (lane 4g + (s % K/2) / P, register c / 2 + 2 (s / K/2))
-    // times B's (lane 4 (2t + c % 2) + (s % K/2) / P, register 4 + s / K/2).
-    auto loop = scf::ForOp::create(b, loc, index(0), index(k), index(1),
-                                   ValueRange{op.getOperandC()[c]});
+  for (int64_t e = 0; e < 4; ++e) {
+    auto loop = scf::ForOp::create(b, loc, index(0), index(steps), index(1), ValueRange{c[e]});
     OpBuilder::InsertionGuard inLoop(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value s = loop.getInductionVar(), acc = loop.getRegionIterArg(0);
-    int64_t half = k / 2;
-    Value laneA = apply(g * 4 + (kk % half).floorDiv(perRegister), s);
-    Value regA = apply(kk.floorDiv(half) * 2 + c / 2, s);
-    Value laneB = apply((t * 2 + c % 2) * 4 + (kk % half).floorDiv(perRegister), s);
-    Value regB = apply(kk.floorDiv(half) + 4, s);
-    Value p = toI32(apply(kk % perRegister, s));
-    Value a = valueOf(load(laneA, regA), p, *typeA);
-    Value bv = valueOf(load(laneB, regB), p, *typeB);
-    Value sum = integer ? arith::AddIOp::create(b, loc, acc, arith::MulIOp::create(b, loc, a, bv))
-                              .getResult()
-                        : math::FmaOp::create(b, loc, a, bv, acc).getResult();
-    scf::YieldOp::create(b, loc, sum);
+    scf::YieldOp::create(b, loc, sum(e, loop.getRegionIterArg(0)));
     d.push_back(loop.getResult(0));
   }
   barrier();
   for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
     auto extract = dyn_cast<LLVM::ExtractValueOp>(user);
     if (!extract || extract.getPosition().size() != 1 || extract.getPosition()[0] >= 4)
-      return op.emitError("kiln-spirv-emulate-warp-matrices: an mma.sync whose sums are read "
-                          "other than one at a time");
+      return op->emitError("kiln-spirv-emulate-warp-matrices: '")
+             << op->getName() << "' whose sums are read other than one at a time";
     extract.getResult().replaceAllUsesWith(d[extract.getPosition()[0]]);
     replace(extract);
   }
@@ -466,6 +537,8 @@ LogicalResult Emulator::run() {
       replace(op);
     else if (auto mma = dyn_cast<NVVM::MmaOp>(op))
       result = emulateMma(mma);
+    else if (auto sparse = dyn_cast<NVVM::MmaSpOp>(op))
+      result = emulateSparseMma(sparse);
     else if (auto view = dyn_cast<memref::ViewOp>(op))
       result = separateView(view);
     else if (auto address = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(op)) {

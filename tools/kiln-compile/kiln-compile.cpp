@@ -878,8 +878,9 @@ int main(int argc, char **argv) {
     return error("--cuda-wgmma needs --target=cuda-sm90a (wgmma is sm_90a's)");
   if (cudaWgmmaOverlap.getNumOccurrences() && !cudaWgmma)
     return error("--cuda-wgmma-overlap needs --cuda-wgmma");
-  if (cudaMmaSp && !mlir::kiln::isCudaTarget(targetTriple))
-    return error("--cuda-mma-sp needs --target=cuda (or cuda-sm80, cuda-sm90a)");
+  if (cudaMmaSp && !(gpu && gpu->has(mlir::kiln::MmaKind::MmaSync)))
+    return error("--cuda-mma-sp needs --target=cuda (or cuda-sm80, cuda-sm90a; "
+                 "vulkan-lavapipe-sm80 emulates it)");
   if (mlir::kiln::isCudaTarget(targetTriple)) {
     cudaKit = mlir::kiln::findCudaToolkit(cudaToolkit);
     if (cudaKit.empty())

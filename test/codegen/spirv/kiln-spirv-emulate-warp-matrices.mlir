@@ -5,7 +5,7 @@
 // workgroup buffer between barriers, no NVVM, NVGPU or LLVM op left.
 // CHECK-LABEL: func.func @mma_f16
 // CHECK: gpu.launch
-// CHECK: %[[EXCHANGE:.*]] = memref.alloc() : memref<1x32x8xi32, #gpu.address_space<workgroup>>
+// CHECK: %[[EXCHANGE:.*]] = memref.alloc() : memref<1x32x9xi32, #gpu.address_space<workgroup>>
 // The copy: 8 values, one at a time.
 // CHECK-COUNT-8: memref.store {{.*}} : memref<16x16xf16, #gpu.address_space<workgroup>>
 // The ldmatrix: each lane's two indices, a barrier, each lane's 8 values
@@ -87,6 +87,27 @@ func.func @mma_f64(%x: f64) {
         {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
          shape = #nvvm.shape<m = 8, n = 8, k = 4>}
         : (f64, f64, f64) -> !llvm.struct<(f64, f64)>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// mma.sp's sparsity selector must be known: it names the lanes that hold
+// the metadata.
+func.func @sparse_selector(%v: vector<2xf16>, %e: i32, %selector: i32) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %zero = arith.constant 0.0 : f32
+    // expected-error @+1 {{kiln-spirv-emulate-warp-matrices: an mma.sp other than m16n8k32 of f16 or bf16 with a constant sparsity selector}}
+    %d = nvvm.mma.sp.sync A[%v, %v, %v, %v] B[%v, %v, %v, %v] C[%zero, %zero, %zero, %zero]
+        sparseMetadata[%e] selector[%selector]
+        {multiplicandAPtxType = #nvvm.mma_type<f16>, multiplicandBPtxType = #nvvm.mma_type<f16>,
+         shape = #nvvm.shape<m = 16, n = 8, k = 32>}
+        : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
     gpu.terminator
   }
   return
