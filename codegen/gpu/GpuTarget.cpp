@@ -26,6 +26,9 @@ static const GpuTarget kTargets[] = {
     // CUDA would put in the chunks' place (the emulation separates them).
     {"vulkan-lavapipe-sm80", GpuApi::Vulkan, 32, 16 * 1024, 16 * 1024, 1024, {1024, 1024, 1024}, 16, kSm80,
      true, false, false, true},
+    // The same with sm_90a's wgmma (--cuda-wgmma), emulated too.
+    {"vulkan-lavapipe-sm90a", GpuApi::Vulkan, 32, 16 * 1024, 16 * 1024, 1024, {1024, 1024, 1024}, 16, kSm90a,
+     true, false, false, true},
     {"vulkan-nvidia", GpuApi::Vulkan, 32, 48 * 1024, 48 * 1024, 1024, {1024, 1024, 64}, 16, kNvidiaVulkan,
      true, false, false, false},
     {"cuda", GpuApi::Cuda, 32, 48 * 1024, 163 * 1024, 1024, {1024, 1024, 64}, 16, kSm80, true, true, true, true},

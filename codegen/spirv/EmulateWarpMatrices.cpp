@@ -156,6 +156,13 @@ private:
   void emulateTf32(NVVM::ConvertFloatToTF32Op op);
   LogicalResult emulateMma(NVVM::MmaOp op);
   LogicalResult emulateSparseMma(NVVM::MmaSpOp op);
+  LogicalResult emulateWgmma(NVVM::WgmmaMmaAsyncOp op);
+  /// The value `op`'s operand X (`descriptor`) reads at element (mn, k),
+  /// as f32: `buffer` (16-bit values) at the descriptor's offset.
+  Value descriptorValue(Value buffer, Value descriptor, bool kMajor, Value mn, Value k,
+                        NVVM::WGMMATypes type);
+  /// The pointers taken of the launch's buffers, replaced by 0 at the end.
+  SmallVector<memref::ExtractAlignedPointerAsIndexOp> addresses;
   /// Stores `registers` (the operands' words, from slot 0), meets, builds
   /// D's 4 values by `sum(c, acc)` (the loop body of result c) and meets;
   /// then replaces `op`'s extractvalues by them.
@@ -488,6 +495,139 @@ LogicalResult Emulator::emulateSparseMma(NVVM::MmaSpOp op) {
   }, 16);
 }
 
+/// The buffer whose address `descriptor` was made from: the one
+/// memref.extract_aligned_pointer_as_index among the ops it is computed by.
+Value bufferOfDescriptor(Value descriptor) {
+  SmallVector<Value> work{descriptor};
+  DenseSet<Value> seen;
+  Value buffer;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || !seen.insert(v).second)
+      continue;
+    if (auto address = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(def)) {
+      if (buffer && buffer != address.getSource())
+        return Value();
+      buffer = address.getSource();
+      continue;
+    }
+    llvm::append_range(work, def->getOperands());
+  }
+  return buffer;
+}
+
+Value Emulator::descriptorValue(Value buffer, Value descriptor, bool kMajor, Value mn, Value k,
+                                NVVM::WGMMATypes type) {
+  // A 64-bit descriptor (PTX ISA 8.0, Matrix Descriptor Format; layout
+  // type 0, no swizzle): start address >> 4 in bits 0-13, the leading
+  // byte offset >> 4 (between core matrices adjacent along k) in 16-29,
+  // the stride byte offset >> 4 (along M or N) in 32-45. A core matrix is
+  // 8 lines of 16 bytes: along k where the operand is K-major, along M
+  // or N where it is MN-major (transposed).
+  Type i64 = b.getI64Type();
+  auto field = [&](int64_t shift) {
+    Value shifted = arith::ShRUIOp::create(
+        b, loc, descriptor, arith::ConstantIntOp::create(b, loc, i64, shift));
+    Value units = arith::AndIOp::create(b, loc, shifted,
+                                        arith::ConstantIntOp::create(b, loc, i64, 0x3FFF));
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), units).getResult();
+  };
+  Value start = field(0), leading = field(16), stride = field(32);
+  AffineExpr x, kk, st, lb, sb;
+  bindSymbols(b.getContext(), x, kk, st, lb, sb);
+  AffineExpr line = kMajor ? x % 8 : kk % 8, run = kMajor ? kk % 8 : x % 8;
+  AffineExpr bytes = st * 16 + kk.floorDiv(8) * lb * 16 + x.floorDiv(8) * sb * 16 + line * 16 +
+                     run * 2;
+  Value at = affine::makeComposedAffineApply(
+      b, loc, bytes.floorDiv(2), {OpFoldResult(mn), OpFoldResult(k), OpFoldResult(start),
+                                  OpFoldResult(leading), OpFoldResult(stride)});
+  Value value = memref::LoadOp::create(b, loc, buffer, ValueRange{at});
+  if (type == NVVM::WGMMATypes::bf16) {
+    Value bits = arith::BitcastOp::create(b, loc, b.getI16Type(), value);
+    Value wide = arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), bits),
+                                       i32(16));
+    return arith::BitcastOp::create(b, loc, b.getF32Type(), wide);
+  }
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+}
+
+LogicalResult Emulator::emulateWgmma(NVVM::WgmmaMmaAsyncOp op) {
+  NVVM::MMAShapeAttr shape = op.getShape();
+  bool halves = op.getTypeA() == op.getTypeB() &&
+                (op.getTypeA() == NVVM::WGMMATypes::f16 ||
+                 op.getTypeA() == NVVM::WGMMATypes::bf16);
+  auto structType = dyn_cast<LLVM::LLVMStructType>(op.getInouts().getType());
+  Value bufferA = bufferOfDescriptor(op.getDescriptorA());
+  Value bufferB = bufferOfDescriptor(op.getDescriptorB());
+  if (!halves || op.getTypeD() != NVVM::WGMMATypes::f32 || shape.getM() != 64 ||
+      shape.getK() != 16 || !structType ||
+      (int64_t)structType.getBody().size() != shape.getN() / 2 ||
+      op.getScaleD() != NVVM::WGMMAScaleOut::one || op.getScaleA() != NVVM::WGMMAScaleIn::one ||
+      op.getScaleB() != NVVM::WGMMAScaleIn::one)
+    return op.emitError("kiln-spirv-emulate-warp-matrices: a wgmma other than m64nNk16 of f16 "
+                        "or bf16 summed in f32, accumulating, unscaled");
+  if (!bufferA || !bufferB)
+    return op.emitError("kiln-spirv-emulate-warp-matrices: a wgmma descriptor not made from "
+                        "one buffer's address");
+  // The sums it adds to: the inserts that built its accumulator.
+  int64_t regs = shape.getN() / 2;
+  SmallVector<Value> c(regs);
+  Value acc = op.getInouts();
+  while (auto insert = acc.getDefiningOp<LLVM::InsertValueOp>()) {
+    if (insert.getPosition().size() == 1 && !c[insert.getPosition()[0]])
+      c[insert.getPosition()[0]] = insert.getValue();
+    replace(insert);
+    acc = insert.getContainer();
+  }
+  if (auto poison = acc.getDefiningOp<LLVM::PoisonOp>())
+    replace(poison);
+  if (llvm::is_contained(c, Value()))
+    return op.emitError("kiln-spirv-emulate-warp-matrices: a wgmma whose accumulator is not "
+                        "built value by value");
+
+  // Thread t of the warpgroup (warp w = (t / 32) % 4, g, q) holds in
+  // register d D[16 w + g + 8 ((d % 4) / 2)][8 (d / 4) + 2 q + d % 2]; both
+  // operands come from shared memory, so each thread sums its own.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op);
+  Value warpInGroup = affine::makeComposedAffineApply(b, loc, getAffineSymbolExpr(0, b.getContext()) % 4,
+                                                      {OpFoldResult(warp)});
+  AffineExpr w, g, q;
+  bindSymbols(b.getContext(), w, g, q);
+  SmallVector<Value> d;
+  for (int64_t r = 0; r < regs; ++r) {
+    auto at = [&](AffineExpr e) {
+      return affine::makeComposedAffineApply(
+                 b, loc, e, {OpFoldResult(warpInGroup), OpFoldResult(group), OpFoldResult(quad)})
+          .getResult();
+    };
+    Value row = at(w * 16 + g + 8 * ((r % 4) / 2));
+    Value col = at(q * 2 + 8 * (r / 4) + r % 2);
+    auto loop = scf::ForOp::create(b, loc, index(0), index(16), index(1), ValueRange{c[r]});
+    OpBuilder::InsertionGuard inLoop(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value k = loop.getInductionVar();
+    Value a = descriptorValue(bufferA, op.getDescriptorA(), op.getLayoutA() == NVVM::MMALayout::row,
+                              row, k, op.getTypeA());
+    Value bv = descriptorValue(bufferB, op.getDescriptorB(),
+                               op.getLayoutB() == NVVM::MMALayout::col, col, k, op.getTypeB());
+    scf::YieldOp::create(b, loc,
+                         math::FmaOp::create(b, loc, a, bv, loop.getRegionIterArg(0)).getResult());
+    d.push_back(loop.getResult(0));
+  }
+  for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
+    auto extract = dyn_cast<LLVM::ExtractValueOp>(user);
+    if (!extract || extract.getPosition().size() != 1 || extract.getPosition()[0] >= regs)
+      return op.emitError("kiln-spirv-emulate-warp-matrices: a wgmma whose sums are read other "
+                          "than one at a time");
+    extract.getResult().replaceAllUsesWith(d[extract.getPosition()[0]]);
+    replace(extract);
+  }
+  replace(op);
+  return success();
+}
+
 LogicalResult Emulator::exchangeAndSum(Operation *op, ValueRange operands, ValueRange c,
                                        function_ref<Value(int64_t c, Value acc)> sum,
                                        int64_t steps) {
@@ -541,17 +681,27 @@ LogicalResult Emulator::run() {
       result = emulateSparseMma(sparse);
     else if (auto view = dyn_cast<memref::ViewOp>(op))
       result = separateView(view);
-    else if (auto address = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(op)) {
-      // Where a view starts, for the choice between cp.async and copies of
-      // one element: a Vulkan buffer binding starts on 16 bytes (its
-      // offset alignment is), so the view's offset decides it.
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(address);
-      address.getResult().replaceAllUsesWith(index(0));
-      replace(address);
-    }
+    else if (auto wgmma = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op))
+      result = emulateWgmma(wgmma);
+    else if (isa<NVVM::FenceProxyOp, NVVM::WgmmaFenceAlignedOp, NVVM::WgmmaGroupSyncAlignedOp,
+                 NVVM::WgmmaWaitGroupSyncOp>(op))
+      replace(op); // the emulated wgmma are done when issued
+    else if (auto address = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(op))
+      addresses.push_back(address);
     if (failed(result))
       return failure();
+  }
+  // Where a buffer starts in the shared window (wgmma's descriptors,
+  // after they found their buffers), or where a view starts, for the
+  // choice between cp.async and copies of one element: 0. A descriptor
+  // then holds its offset in its buffer, and a Vulkan buffer binding
+  // starts on 16 bytes (its offset alignment is), so a view's offset
+  // decides the other.
+  for (memref::ExtractAlignedPointerAsIndexOp address : addresses) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(address);
+    address.getResult().replaceAllUsesWith(index(0));
+    replace(address);
   }
   // Users before what they use: a replaced op's users are replaced too.
   for (bool erased = true; erased;) {

@@ -86,8 +86,9 @@ cl::opt<std::string> targetTriple("target",
                                            "aarch64-linux-gnu, vulkan (kernels on a Vulkan "
                                            "GPU, tiled for any device; vulkan-nvidia and "
                                            "vulkan-lavapipe tile for those; "
-                                           "vulkan-lavapipe-sm80 runs CUDA's tensor-core "
-                                           "kernels on lavapipe, emulated, to test them), "
+                                           "vulkan-lavapipe-sm80 and -sm90a run CUDA's "
+                                           "tensor-core kernels on lavapipe, emulated, to "
+                                           "test them), "
                                            "cuda (NVIDIA "
                                            "GPUs: sm_80 and sm_90a cubins plus PTX; cuda-sm80 "
                                            "and cuda-sm90a tile for those), or metal (arm64 "
@@ -108,7 +109,8 @@ cl::opt<bool> cudaWgmma(
     "cuda-wgmma",
     cl::desc("For --target=cuda-sm90a: 16-bit matmuls by wgmma (warpgroups of 4 warps, both "
              "operands from shared memory) instead of mma.sync; such kernels run on sm_90a "
-             "(H100, H200) alone; not yet run on a GPU"),
+             "(H100, H200) alone; not yet run on a GPU (numerics checked by "
+             "--target=vulkan-lavapipe-sm90a, which emulates it)"),
     cl::cat(category));
 cl::opt<bool> cudaWgmmaOverlap(
     "cuda-wgmma-overlap",
@@ -119,7 +121,8 @@ cl::opt<bool> cudaMmaSp(
     "cuda-mma-sp",
     cl::desc("For --target=cuda: 16-bit matmuls and convolutions whose constant weights "
              "have at most 2 nonzeros in every 4 steps of k (--prune-pattern=2:4) by "
-             "mma.sp, the weights laid out compressed at compile time; not yet run on a GPU"),
+             "mma.sp, the weights laid out compressed at compile time; not yet run on a GPU "
+             "(numerics checked by --target=vulkan-lavapipe-sm80, which emulates it)"),
     cl::cat(category));
 cl::opt<bool> splitK(
     "split-k",
@@ -874,8 +877,9 @@ int main(int argc, char **argv) {
   std::string cudaKit;
   if (cudaWideTiles && !mlir::kiln::isCudaTarget(targetTriple))
     return error("--cuda-wide-tiles needs --target=cuda (or cuda-sm80, cuda-sm90a)");
-  if (cudaWgmma && targetTriple != "cuda-sm90a")
-    return error("--cuda-wgmma needs --target=cuda-sm90a (wgmma is sm_90a's)");
+  if (cudaWgmma && !(gpu && gpu->has(mlir::kiln::MmaKind::Wgmma)))
+    return error("--cuda-wgmma needs --target=cuda-sm90a (wgmma is sm_90a's; "
+                 "vulkan-lavapipe-sm90a emulates it)");
   if (cudaWgmmaOverlap.getNumOccurrences() && !cudaWgmma)
     return error("--cuda-wgmma-overlap needs --cuda-wgmma");
   if (cudaMmaSp && !(gpu && gpu->has(mlir::kiln::MmaKind::MmaSync)))

@@ -6,7 +6,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-gpu-distribute=target=cuda --canonicalize --cse | FileCheck %s --check-prefix=CUDA
 // RUN: kiln-opt %s --split-input-file "--kiln-gpu-distribute=target=cuda wide-tensor-tiles=true" --canonicalize --cse | FileCheck %s --check-prefix=WIDE
 // RUN: kiln-opt %s --split-input-file "--kiln-gpu-distribute=target=vulkan-nvidia wide-tensor-tiles=true" --canonicalize --cse | FileCheck %s --check-prefix=CUDA
-// TARGET: error: unknown GPU target 'vulkan-mystery' (expected one of vulkan, vulkan-lavapipe, vulkan-lavapipe-sm80, vulkan-nvidia, cuda, cuda-sm80, cuda-sm90a, metal)
+// TARGET: error: unknown GPU target 'vulkan-mystery' (expected one of vulkan, vulkan-lavapipe, vulkan-lavapipe-sm80, vulkan-lavapipe-sm90a, vulkan-nvidia, cuda, cuda-sm80, cuda-sm90a, metal)
 
 // A matmul is a root: workgroups of 64x32 results (vulkan: 128 threads as
 // 16 rows by 8 columns of 4x4 results) over the whole K, its zero fill fused

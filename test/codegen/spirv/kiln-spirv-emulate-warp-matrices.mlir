@@ -112,3 +112,29 @@ func.func @sparse_selector(%v: vector<2xf16>, %e: i32, %selector: i32) {
   }
   return
 }
+
+// -----
+
+// A wgmma reads its operands through descriptors of buffers' addresses;
+// the emulation needs to know which buffer.
+func.func @wgmma_descriptor(%descA: i64, %descB: i64, %x: f32) {
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %p = llvm.mlir.poison : !llvm.struct<(f32, f32, f32, f32)>
+    %a0 = llvm.insertvalue %x, %p[0] : !llvm.struct<(f32, f32, f32, f32)>
+    %a1 = llvm.insertvalue %x, %a0[1] : !llvm.struct<(f32, f32, f32, f32)>
+    %a2 = llvm.insertvalue %x, %a1[2] : !llvm.struct<(f32, f32, f32, f32)>
+    %acc = llvm.insertvalue %x, %a2[3] : !llvm.struct<(f32, f32, f32, f32)>
+    // expected-error @+1 {{kiln-spirv-emulate-warp-matrices: a wgmma descriptor not made from one buffer's address}}
+    %d = nvvm.wgmma.mma_async %descA, %descB, %acc,
+        #nvvm.shape<m = 64, n = 8, k = 16>,
+        D [<f32>, <one>, <wrapped>],
+        A [<f16>, <one>, <row>],
+        B [<f16>, <one>, <col>]
+        : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+    gpu.terminator
+  }
+  return
+}
