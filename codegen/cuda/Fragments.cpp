@@ -8,7 +8,7 @@
 using namespace mlir;
 using namespace mlir::kiln;
 
-Value mlir::kiln::packRegister(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+Value mlir::kiln::packWord(OpBuilder &b, Location loc, ArrayRef<Value> values) {
   unsigned bits = values[0].getType().getIntOrFloatBitWidth();
   Value word;
   for (auto [e, value] : llvm::enumerate(values)) {
@@ -21,6 +21,11 @@ Value mlir::kiln::packRegister(OpBuilder &b, Location loc, ArrayRef<Value> value
                                 arith::ConstantIntOp::create(b, loc, b.getI32Type(), bits * e));
     word = word ? arith::OrIOp::create(b, loc, word, v).getResult() : v;
   }
+  return word;
+}
+
+Value mlir::kiln::packRegister(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+  Value word = packWord(b, loc, values);
   if (values[0].getType().isF16()) // f16 operands are <2 x half>
     return LLVM::BitcastOp::create(b, loc, VectorType::get({2}, b.getF16Type()), word);
   return word;

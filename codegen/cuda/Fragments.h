@@ -21,8 +21,12 @@
 
 namespace mlir::kiln {
 
-/// Two 16-bit or four 8-bit values as one 32-bit register, the first in
-/// the lowest bits (<2 x half> for f16, as mma takes them; else i32).
+/// Two 16-bit or four 8-bit values as one i32, the first in the lowest
+/// bits.
+Value packWord(OpBuilder &b, Location loc, ArrayRef<Value> values);
+
+/// The same as a 32-bit register as mma takes it: <2 x half> for f16,
+/// else the i32.
 Value packRegister(OpBuilder &b, Location loc, ArrayRef<Value> values);
 
 /// One register of `perRegister` values along k from step `k` on, at row

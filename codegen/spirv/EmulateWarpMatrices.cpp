@@ -35,6 +35,7 @@
 //             2t and 2t + 1 (with .trans: rows 2t and 2t + 1's value g).
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/cuda/Fragments.h"
 #include "codegen/gpu/Tiles.h"
 #include "codegen/spirv/Passes.h"
 
@@ -120,6 +121,8 @@ private:
   Value lane, warp, group, quad;
   /// A register value (vector<2xf16>, i32, ...) to its 32 bits as an i32.
   DenseMap<Value, Value> words;
+  /// The pointers taken of the launch's buffers, replaced by 0 at the end.
+  SmallVector<memref::ExtractAlignedPointerAsIndexOp> addresses;
   /// The ops this pass replaced, erased at the end (null once erased).
   SmallVector<Operation *> replaced;
   void replace(Operation *op) {
@@ -146,8 +149,7 @@ private:
   /// `v`'s bits (an i32 or a 32-bit vector register) as an i32, emulating
   /// the op that made it where it is an ldmatrix, a vector load or a cvt.
   FailureOr<Value> wordOf(Value v);
-  /// The 16-bit values `low` and `high` as one i32, `low` in its low bits.
-  Value pack(ArrayRef<Value> values);
+  Value pack(ArrayRef<Value> values) { return packWord(b, loc, values); }
 
   LogicalResult emulateCopy(nvgpu::DeviceAsyncCopyOp copy);
   LogicalResult separateView(memref::ViewOp view);
@@ -161,37 +163,23 @@ private:
   /// as f32: `buffer` (16-bit values) at the descriptor's offset.
   Value descriptorValue(Value buffer, Value descriptor, bool kMajor, Value mn, Value k,
                         NVVM::WGMMATypes type);
-  /// The pointers taken of the launch's buffers, replaced by 0 at the end.
-  SmallVector<memref::ExtractAlignedPointerAsIndexOp> addresses;
   /// Stores `registers` (the operands' words, from slot 0), meets, builds
   /// D's 4 values by `sum(c, acc)` (the loop body of result c) and meets;
   /// then replaces `op`'s extractvalues by them.
   LogicalResult exchangeAndSum(Operation *op, ValueRange operands, ValueRange c,
-                               function_ref<Value(int64_t c, Value acc)> sum, int64_t steps);
+                               function_ref<Value(int64_t c, Value acc, Value s)> sum,
+                               int64_t steps);
+  /// Replaces the extractvalues of `op`'s struct of sums by `d`.
+  LogicalResult replaceSums(Operation *op, ArrayRef<Value> d);
   /// `e` of the lane's group g, quad t and a loop's step s (symbols 0-2).
   Value apply(AffineExpr e, Value s) {
     return affine::makeComposedAffineApply(
                b, loc, e, {OpFoldResult(group), OpFoldResult(quad), OpFoldResult(s)})
         .getResult();
   }
-  /// Value `p` (an index) of the P in `word`, as f32 (floats) or i32.
+  /// Value `p` (an i32) of the P in `word`, as f32 (floats) or i32.
   Value valueOf(Value word, Value p, NVVM::MMATypes type);
 };
-
-Value Emulator::pack(ArrayRef<Value> values) {
-  unsigned bits = values[0].getType().getIntOrFloatBitWidth();
-  Value word;
-  for (auto [e, value] : llvm::enumerate(values)) {
-    Value v = value;
-    if (!isa<IntegerType>(v.getType()))
-      v = arith::BitcastOp::create(b, loc, b.getIntegerType(bits), v);
-    v = arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
-    if (e > 0)
-      v = arith::ShLIOp::create(b, loc, v, i32(bits * e));
-    word = word ? arith::OrIOp::create(b, loc, word, v).getResult() : v;
-  }
-  return word;
-}
 
 FailureOr<Value> Emulator::wordOf(Value v) {
   if (Value word = words.lookup(v))
@@ -426,8 +414,7 @@ LogicalResult Emulator::emulateMma(NVVM::MmaOp op) {
   // times B's (lane 4 (2t + c % 2) + (s % K/2) / P, register 4 + s / K/2).
   return exchangeAndSum(
       op, llvm::to_vector(llvm::concat<Value>(op.getOperandA(), op.getOperandB())),
-      op.getOperandC(), [&](int64_t c, Value acc) {
-        Value s = acc.getParentBlock()->getArgument(0);
+      op.getOperandC(), [&](int64_t c, Value acc, Value s) {
         Value laneA = apply(g * 4 + (kk % half).floorDiv(perRegister), s);
         Value regA = apply(kk.floorDiv(half) * 2 + c / 2, s);
         Value laneB = apply((t * 2 + c % 2) * 4 + (kk % half).floorDiv(perRegister), s);
@@ -466,10 +453,9 @@ LogicalResult Emulator::emulateSparseMma(NVVM::MmaSpOp op) {
   SmallVector<Value> operands(op.getOperandA());
   llvm::append_range(operands, op.getOperandB());
   operands.push_back(op.getSparseMetadata());
-  return exchangeAndSum(op, operands, op.getOperandC(), [&](int64_t c, Value acc) {
+  return exchangeAndSum(op, operands, op.getOperandC(), [&](int64_t c, Value acc, Value s) {
     // Compressed step cc of row g + 8 (c / 2): its value, and the dense
     // step it stands for, 4 (cc / 2) + its position, of B's column 2t + c % 2.
-    Value s = acc.getParentBlock()->getArgument(0);
     Value laneA = apply(g * 4 + (cc % 8).floorDiv(2), s);
     Value regA = apply(cc.floorDiv(8) * 2 + c / 2, s);
     Value p = toI32(apply(cc % 2, s));
@@ -604,32 +590,23 @@ LogicalResult Emulator::emulateWgmma(NVVM::WgmmaMmaAsyncOp op) {
     };
     Value row = at(w * 16 + g + 8 * ((r % 4) / 2));
     Value col = at(q * 2 + 8 * (r / 4) + r % 2);
-    auto loop = scf::ForOp::create(b, loc, index(0), index(16), index(1), ValueRange{c[r]});
-    OpBuilder::InsertionGuard inLoop(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value k = loop.getInductionVar();
-    Value a = descriptorValue(bufferA, op.getDescriptorA(), op.getLayoutA() == NVVM::MMALayout::row,
-                              row, k, op.getTypeA());
-    Value bv = descriptorValue(bufferB, op.getDescriptorB(),
-                               op.getLayoutB() == NVVM::MMALayout::col, col, k, op.getTypeB());
-    scf::YieldOp::create(b, loc,
-                         math::FmaOp::create(b, loc, a, bv, loop.getRegionIterArg(0)).getResult());
-    d.push_back(loop.getResult(0));
+    Value sum = c[r];
+    for (int64_t step = 0; step < 16; ++step) { // unrolled, as exchangeAndSum's
+      Value a = descriptorValue(bufferA, op.getDescriptorA(),
+                                op.getLayoutA() == NVVM::MMALayout::row, row, index(step),
+                                op.getTypeA());
+      Value bv = descriptorValue(bufferB, op.getDescriptorB(),
+                                 op.getLayoutB() == NVVM::MMALayout::col, col, index(step),
+                                 op.getTypeB());
+      sum = math::FmaOp::create(b, loc, a, bv, sum);
+    }
+    d.push_back(sum);
   }
-  for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
-    auto extract = dyn_cast<LLVM::ExtractValueOp>(user);
-    if (!extract || extract.getPosition().size() != 1 || extract.getPosition()[0] >= regs)
-      return op.emitError("kiln-spirv-emulate-warp-matrices: a wgmma whose sums are read other "
-                          "than one at a time");
-    extract.getResult().replaceAllUsesWith(d[extract.getPosition()[0]]);
-    replace(extract);
-  }
-  replace(op);
-  return success();
+  return replaceSums(op, d);
 }
 
 LogicalResult Emulator::exchangeAndSum(Operation *op, ValueRange operands, ValueRange c,
-                                       function_ref<Value(int64_t c, Value acc)> sum,
+                                       function_ref<Value(int64_t c, Value acc, Value s)> sum,
                                        int64_t steps) {
   SmallVector<Value> registers;
   for (Value v : operands) {
@@ -645,18 +622,22 @@ LogicalResult Emulator::exchangeAndSum(Operation *op, ValueRange operands, Value
   for (auto [slot, word] : llvm::enumerate(registers))
     store(word, slot);
   barrier();
-  SmallVector<Value> d;
-  for (int64_t e = 0; e < 4; ++e) {
-    auto loop = scf::ForOp::create(b, loc, index(0), index(steps), index(1), ValueRange{c[e]});
-    OpBuilder::InsertionGuard inLoop(b);
-    b.setInsertionPointToStart(loop.getBody());
-    scf::YieldOp::create(b, loc, sum(e, loop.getRegionIterArg(0)));
-    d.push_back(loop.getResult(0));
-  }
+  // Unrolled: lavapipe (llvmpipe) ends a shader's loops after 65535
+  // iterations in all, and a loop per sum reached that in a matmul of
+  // 4096 steps (its last chunks' products silently dropped).
+  SmallVector<Value> d(c);
+  for (int64_t e = 0; e < 4; ++e)
+    for (int64_t step = 0; step < steps; ++step)
+      d[e] = sum(e, d[e], index(step));
   barrier();
+  return replaceSums(op, d);
+}
+
+LogicalResult Emulator::replaceSums(Operation *op, ArrayRef<Value> d) {
   for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
     auto extract = dyn_cast<LLVM::ExtractValueOp>(user);
-    if (!extract || extract.getPosition().size() != 1 || extract.getPosition()[0] >= 4)
+    if (!extract || extract.getPosition().size() != 1 ||
+        extract.getPosition()[0] >= (int64_t)d.size())
       return op->emitError("kiln-spirv-emulate-warp-matrices: '")
              << op->getName() << "' whose sums are read other than one at a time";
     extract.getResult().replaceAllUsesWith(d[extract.getPosition()[0]]);

@@ -190,6 +190,13 @@ def matmul_f16():
     return half_matmul(256, 256, 256, TensorProto.FLOAT16), [(256, 256), (256, 256)], np.float16
 
 
+def matmul_f16_long():
+    """32x4096 @ 4096x64 in f16: 128 chunks of k, the reduction long enough
+    that per-sum loops in kiln-spirv-emulate-warp-matrices ran past
+    lavapipe's cap on a shader's loop iterations."""
+    return half_matmul(32, 4096, 64, TensorProto.FLOAT16), [(32, 4096), (4096, 64)], np.float16
+
+
 def matmul_f16_wide():
     """2048x256 @ 256x1024 in f16: enough GPU workgroups for 8x8 results per
     thread (256 of 128x64), so CUDA's tensor cores take it in warps of 32x64
@@ -1284,7 +1291,7 @@ def written_layer_norms():
               outputs, inits, opset=14)
     return m, [(2, 3, 300), (4, 1000), (6, 4, 16)]
 
-BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, gemm_f16_2of4, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv, normalized_rows, written_layer_norms,
+BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_long, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, gemm_f16_2of4, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv, normalized_rows, written_layer_norms,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
