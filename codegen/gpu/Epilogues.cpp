@@ -1,5 +1,6 @@
 //===- Epilogues.cpp - elementwise ops in a reduction's kernel ------------===//
 #include "codegen/gpu/Epilogues.h"
+#include "codegen/gpu/DeviceBuffers.h"
 #include "codegen/common/Epilogues.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -191,7 +192,10 @@ void mlir::kiln::prepareEpilogues(RewriterBase &rewriter, func::FuncOp func) {
 std::optional<kiln::EpilogueCandidate>
 mlir::kiln::epilogueCandidate(linalg::LinalgOp reduction, DominanceInfo &dominance) {
   linalg::GenericOp op = soleElementwiseUser(reduction);
-  if (!op)
+  // An op computed where its readers load it (a rounding to 16 bits that
+  // only a convolution's receptive fields read) has no kernel to fuse the
+  // reduction into.
+  if (!op || op->hasAttr(kComputedOnRead))
     return std::nullopt;
   Value result = reduction->getResult(0);
   EpilogueLatitude latitude{/*broadcasts=*/true, /*otherElementType=*/true};

@@ -140,6 +140,21 @@ def residual_block():
                   weight("w2", 16, 16, 3, 3, scale=0.2), weight("b2", 16)]), [(1, 16, 14, 14)]
 
 
+def pooled_conv():
+    """resnet's stem tail: MaxPool, then a 3x3 Conv that alone reads it. With
+    --precision=f16 on a GPU the pool's result is rounded where the fields
+    are computed (kiln-gpu-round-on-read); the rounding, the pool's sole
+    elementwise user, was made the pool's epilogue and its kernel, and
+    kiln-gpu-compute-on-read then failed: "its output is not a whole buffer
+    of its own"."""
+    n = helper.make_node
+    nodes = [n("MaxPool", ["x"], ["p"], name="pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+               strides=[2, 2]),
+             n("Conv", ["p", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])]
+    return model(nodes, [tensor("x", [1, 16, 28, 28])], [tensor("y", [1, 16, 14, 14])],
+                 [weight("w", 16, 16, 3, 3, scale=0.2)]), [(1, 16, 28, 28)]
+
+
 def conv_stage1():
     """resnet18's first-stage 3x3 convolution (64 to 64 channels, 56x56) on
     16 images, then Relu: receptive fields of 29M elements, which the GPU
@@ -1291,7 +1306,7 @@ def written_layer_norms():
               outputs, inits, opset=14)
     return m, [(2, 3, 300), (4, 1000), (6, 4, 16)]
 
-BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_long, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, gemm_f16_2of4, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv, normalized_rows, written_layer_norms,
+BUILDERS = {f.__name__: f for f in [modern, conv_7x7, split_k, conv_batch, residual_block, pooled_conv, conv_stage1, matmul, matmul_wide, matmul_small, matmul_1024, matmul_f16, matmul_f16_long, matmul_f16_wide, matmul_f16_dynamic, gemm_f16, gemm_f16_2of4, linear, conv_layer, int8_sparse_mlp, sparse_pointwise, sparse_mlp, half_sparse_mlp, prunable_mlp, outlier_mlp, dead_channels, sparse_initializer, unsorted, relu, unsupported, float_mod, dynamic, resize, mlp, amx_shapes, quant_linear, qdq_cnn, conv_integer, qlinear_conv, quantized_matmul, cnn, cnn_b1, cnn_dynamic, mlp_dynamic, dynamic_pad, dynamic_slice, dynamic_flatten, dynamic_resize, recurrent_dynamic, recurrent_lengths, mel_weights, roi_align, crop_and_resize, conv_transpose_3d, dynamic_add, dynamic_add_named, dynamic_rules, embedding_dynamic, transformer, transformer_dynamic, decoder_kv, normalized_rows, written_layer_norms,
                                         import_math, prelu_opset6, import_nn, conv_transpose_taps, import_tensor,
                                         shape_operands, window_operands]}
 
