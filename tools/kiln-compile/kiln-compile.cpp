@@ -826,7 +826,7 @@ int main(int argc, char **argv) {
   // the least demanding level; the rest once per level.
   std::vector<mlir::kiln::CpuLevel> cpuLevels;
   if (StringRef(mcpu).contains(',') || mcpu == "portable") {
-    if (mlir::kiln::lookupGpuTarget(targetTriple))
+    if (gpu)
       return error("--mcpu=" + mcpu + " compiles for several CPUs; --target=" + targetTriple +
                    " is a GPU target");
     auto levels = mlir::kiln::parseCpuLevels(targetTriple, mcpu, targetError);
@@ -844,7 +844,7 @@ int main(int argc, char **argv) {
       targetError);
   if (failed(target))
     return error(targetError);
-  if (profile && mlir::kiln::lookupGpuTarget(targetTriple))
+  if (profile && gpu)
     return error("--profile instruments the kernels of CPU targets; --target=" + targetTriple +
                  " is a GPU target, whose kernels the runtime times as they are (CUDA: "
                  "./model --profile TRACE)");
@@ -856,10 +856,10 @@ int main(int argc, char **argv) {
   if (!packFor.empty() && !packWeights)
     return error("--for only applies to --pack-weights");
   bool externalWeights = weightsMode == "external" || packWeights;
-  if (externalWeights && mlir::kiln::lookupGpuTarget(targetTriple))
+  if (externalWeights && gpu)
     return error("--weights=external and --pack-weights apply to CPU targets; --target=" +
                  targetTriple + " is a GPU target");
-  if (!mlir::kiln::lookupGpuTarget(targetTriple)) {
+  if (!gpu) {
     std::string target = targetTriple.empty() ? "the host" : "--target=" + targetTriple;
     const std::pair<bool, StringRef> gpuOnly[] = {
         {splitK, "--split-k"},
