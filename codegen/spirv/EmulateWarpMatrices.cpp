@@ -1,21 +1,30 @@
 //===- EmulateWarpMatrices.cpp - CUDA's warp instructions on any GPU ------===//
 //
-// The tensor cores' kernels, checked without an NVIDIA GPU. For the target
-// vulkan-lavapipe-sm80, the CUDA passes stage and compute the matmuls as
-// they do for sm_80 (cp.async, ldmatrix, mma.sync); this pass then
-// replaces each of those instructions by what PTX ISA 8.0 says it computes,
-// with the workgroup's threads and memory, so that the kernels' fragment
-// layouts, ldmatrix addresses and copies run on any Vulkan device and
-// their results can be compared with a reference.
+// The tensor cores' kernels, checked without an NVIDIA GPU. For the targets
+// vulkan-lavapipe-sm80 and -sm90a, the CUDA passes stage and compute the
+// matmuls as they do for sm_80 (cp.async, ldmatrix, mma.sync, mma.sp) and
+// sm_90a (wgmma); this pass then replaces each of those instructions by
+// what PTX ISA 8.0 says it computes, with the workgroup's threads and
+// memory, so that the kernels' fragment layouts, ldmatrix addresses,
+// descriptors and copies run on any Vulkan device and their results can
+// be compared with a reference.
 //
 //   cp.async          the copy, at once (its commit and wait: nothing)
 //   ldmatrix          each lane stores its row addresses in workgroup
 //                     memory; each lane loads the values it receives
 //                     from the rows the others gave
-//   mma.sync          each lane stores its A and B registers in workgroup
-//                     memory; each lane sums its 4 results of D = A B + C
-//                     from the others' registers
+//   mma.sync, mma.sp  each lane stores its A and B registers (and mma.sp's
+//                     metadata) in workgroup memory; each lane sums its 4
+//                     results of D = A B + C from the others' registers
+//   wgmma             each thread sums its accumulators from the operands
+//                     in shared memory, read through their descriptors;
+//                     done when issued (its fences and waits: nothing)
 //   cvt.rna.tf32.f32  the rounding, on the bits
+//
+// The sums are unrolled, with no loop of the pass's own: lavapipe
+// (llvmpipe) ends a shader's loops after 65535 iterations in all, and a
+// loop per sum reached that in a reduction of 4096 steps (its last
+// chunks' products silently dropped).
 //
 // A warp is 32 consecutive threads of the workgroup, as on NVIDIA GPUs. An
 // exchange is stores, a barrier, loads and a barrier: the whole workgroup
@@ -49,6 +58,8 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNSPIRVEMULATEWARPMATRICES
@@ -123,12 +134,9 @@ private:
   DenseMap<Value, Value> words;
   /// The pointers taken of the launch's buffers, replaced by 0 at the end.
   SmallVector<memref::ExtractAlignedPointerAsIndexOp> addresses;
-  /// The ops this pass replaced, erased at the end (null once erased).
-  SmallVector<Operation *> replaced;
-  void replace(Operation *op) {
-    if (!llvm::is_contained(replaced, op))
-      replaced.push_back(op);
-  }
+  /// The ops this pass replaced, erased at the end.
+  llvm::SetVector<Operation *> replaced;
+  void replace(Operation *op) { replaced.insert(op); }
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); }
@@ -149,7 +157,6 @@ private:
   /// `v`'s bits (an i32 or a 32-bit vector register) as an i32, emulating
   /// the op that made it where it is an ldmatrix, a vector load or a cvt.
   FailureOr<Value> wordOf(Value v);
-  Value pack(ArrayRef<Value> values) { return packWord(b, loc, values); }
 
   LogicalResult emulateCopy(nvgpu::DeviceAsyncCopyOp copy);
   LogicalResult separateView(memref::ViewOp view);
@@ -159,19 +166,26 @@ private:
   LogicalResult emulateMma(NVVM::MmaOp op);
   LogicalResult emulateSparseMma(NVVM::MmaSpOp op);
   LogicalResult emulateWgmma(NVVM::WgmmaMmaAsyncOp op);
-  /// The value `op`'s operand X (`descriptor`) reads at element (mn, k),
-  /// as f32: `buffer` (16-bit values) at the descriptor's offset.
-  Value descriptorValue(Value buffer, Value descriptor, bool kMajor, Value mn, Value k,
-                        NVVM::WGMMATypes type);
-  /// Stores `registers` (the operands' words, from slot 0), meets, builds
-  /// D's 4 values by `sum(c, acc)` (the loop body of result c) and meets;
-  /// then replaces `op`'s extractvalues by them.
+  /// A wgmma operand: its buffer and its descriptor's fields, decoded.
+  struct Described {
+    Value buffer;                  ///< 16-bit values
+    Value start, leading, stride;  ///< in 16-byte units
+    bool kMajor;
+    NVVM::WGMMATypes type;
+  };
+  Described describe(Value buffer, Value descriptor, bool kMajor, NVVM::WGMMATypes type);
+  /// The operand's element (mn, k) (k a constant step), as f32.
+  Value elementOf(const Described &x, Value mn, int64_t k);
+  /// Stores the words of `operands` (from slot 0), meets, builds D's 4
+  /// values from `c`, each by `sum(c, acc, s)` for each of `steps` steps s
+  /// (unrolled), and meets; then replaces `op`'s extractvalues by them.
   LogicalResult exchangeAndSum(Operation *op, ValueRange operands, ValueRange c,
                                function_ref<Value(int64_t c, Value acc, Value s)> sum,
                                int64_t steps);
   /// Replaces the extractvalues of `op`'s struct of sums by `d`.
   LogicalResult replaceSums(Operation *op, ArrayRef<Value> d);
-  /// `e` of the lane's group g, quad t and a loop's step s (symbols 0-2).
+  /// `e` of the lane's group g, quad t and a third value s (symbols 0-2):
+  /// a step of k, or the warp in its warpgroup.
   Value apply(AffineExpr e, Value s) {
     return affine::makeComposedAffineApply(
                b, loc, e, {OpFoldResult(group), OpFoldResult(quad), OpFoldResult(s)})
@@ -262,7 +276,7 @@ LogicalResult Emulator::separateView(memref::ViewOp view) {
 }
 
 LogicalResult Emulator::emulateLdmatrix(nvgpu::LdMatrixOp op) {
-  if (llvm::is_contained(replaced, op))
+  if (replaced.contains(op))
     return success();
   SmallVector<Value> indices(op.getIndices());
   if (indices.empty() || (int64_t)indices.size() > kSlots)
@@ -301,7 +315,7 @@ LogicalResult Emulator::emulateLdmatrix(nvgpu::LdMatrixOp op) {
       for (int64_t h = 0; h < 2; ++h)
         pair.push_back(valueAt(rowOf(apply(t * 2 + h + 8 * j)), group));
     }
-    registers.push_back(pack(pair));
+    registers.push_back(packWord(b, loc, pair));
   }
   barrier();
   // The registers by their vector.extract's.
@@ -333,7 +347,7 @@ LogicalResult Emulator::emulateVectorLoad(vector::LoadOp op) {
     at.back() = add(base, e);
     values.push_back(memref::LoadOp::create(b, loc, op.getBase(), at));
   }
-  words[op.getResult()] = pack(values);
+  words[op.getResult()] = packWord(b, loc, values);
   replace(op);
   return success();
 }
@@ -466,16 +480,11 @@ LogicalResult Emulator::emulateSparseMma(NVVM::MmaSpOp op) {
         b, loc, arith::ShRUIOp::create(b, loc, load(laneE, index(8)), bit), i32(3));
     Value step = arith::AddIOp::create(b, loc, toIndex(position),
                                        apply(cc.floorDiv(2) * 4, s));
-    // B's value at `step` of column 2t + c % 2: lane 4 column + (step % 8)
-    // / 2, register 4 + step / 8, value step % 2.
-    Value laneB = affine::makeComposedAffineApply(
-        b, loc, (t * 2 + c % 2) * 4 + (cc % 8).floorDiv(2),
-        {OpFoldResult(group), OpFoldResult(quad), OpFoldResult(step)});
-    Value regB = affine::makeComposedAffineApply(
-        b, loc, cc.floorDiv(8) + 4,
-        {OpFoldResult(group), OpFoldResult(quad), OpFoldResult(step)});
-    Value pB = toI32(affine::makeComposedAffineApply(
-        b, loc, cc % 2, {OpFoldResult(group), OpFoldResult(quad), OpFoldResult(step)}));
+    // B's value at `step` (symbol 2 now) of column 2t + c % 2: lane
+    // 4 column + (step % 8) / 2, register 4 + step / 8, value step % 2.
+    Value laneB = apply((t * 2 + c % 2) * 4 + (cc % 8).floorDiv(2), step);
+    Value regB = apply(cc.floorDiv(8) + 4, step);
+    Value pB = toI32(apply(cc % 2, step));
     Value bv = valueOf(load(laneB, regB), pB, *typeB);
     return math::FmaOp::create(b, loc, a, bv, acc).getResult();
   }, 16);
@@ -503,14 +512,12 @@ Value bufferOfDescriptor(Value descriptor) {
   return buffer;
 }
 
-Value Emulator::descriptorValue(Value buffer, Value descriptor, bool kMajor, Value mn, Value k,
-                                NVVM::WGMMATypes type) {
+Emulator::Described Emulator::describe(Value buffer, Value descriptor, bool kMajor,
+                                        NVVM::WGMMATypes type) {
   // A 64-bit descriptor (PTX ISA 8.0, Matrix Descriptor Format; layout
   // type 0, no swizzle): start address >> 4 in bits 0-13, the leading
   // byte offset >> 4 (between core matrices adjacent along k) in 16-29,
-  // the stride byte offset >> 4 (along M or N) in 32-45. A core matrix is
-  // 8 lines of 16 bytes: along k where the operand is K-major, along M
-  // or N where it is MN-major (transposed).
+  // the stride byte offset >> 4 (along M or N) in 32-45.
   Type i64 = b.getI64Type();
   auto field = [&](int64_t shift) {
     Value shifted = arith::ShRUIOp::create(
@@ -519,17 +526,22 @@ Value Emulator::descriptorValue(Value buffer, Value descriptor, bool kMajor, Val
                                         arith::ConstantIntOp::create(b, loc, i64, 0x3FFF));
     return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), units).getResult();
   };
-  Value start = field(0), leading = field(16), stride = field(32);
-  AffineExpr x, kk, st, lb, sb;
-  bindSymbols(b.getContext(), x, kk, st, lb, sb);
-  AffineExpr line = kMajor ? x % 8 : kk % 8, run = kMajor ? kk % 8 : x % 8;
-  AffineExpr bytes = st * 16 + kk.floorDiv(8) * lb * 16 + x.floorDiv(8) * sb * 16 + line * 16 +
-                     run * 2;
+  return Described{buffer, field(0), field(16), field(32), kMajor, type};
+}
+
+Value Emulator::elementOf(const Described &x, Value mn, int64_t k) {
+  // A core matrix is 8 lines of 16 bytes: along k where the operand is
+  // K-major, along M or N where it is MN-major (transposed).
+  AffineExpr m, st, lb, sb;
+  bindSymbols(b.getContext(), m, st, lb, sb);
+  AffineExpr line = x.kMajor ? m % 8 : getAffineConstantExpr(k % 8, b.getContext());
+  AffineExpr run = x.kMajor ? getAffineConstantExpr(k % 8, b.getContext()) : m % 8;
+  AffineExpr bytes = st * 16 + (k / 8) * lb * 16 + m.floorDiv(8) * sb * 16 + line * 16 + run * 2;
   Value at = affine::makeComposedAffineApply(
-      b, loc, bytes.floorDiv(2), {OpFoldResult(mn), OpFoldResult(k), OpFoldResult(start),
-                                  OpFoldResult(leading), OpFoldResult(stride)});
-  Value value = memref::LoadOp::create(b, loc, buffer, ValueRange{at});
-  if (type == NVVM::WGMMATypes::bf16) {
+      b, loc, bytes.floorDiv(2),
+      {OpFoldResult(mn), OpFoldResult(x.start), OpFoldResult(x.leading), OpFoldResult(x.stride)});
+  Value value = memref::LoadOp::create(b, loc, x.buffer, ValueRange{at});
+  if (x.type == NVVM::WGMMATypes::bf16) {
     Value bits = arith::BitcastOp::create(b, loc, b.getI16Type(), value);
     Value wide = arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), bits),
                                        i32(16));
@@ -577,29 +589,22 @@ LogicalResult Emulator::emulateWgmma(NVVM::WgmmaMmaAsyncOp op) {
   // operands come from shared memory, so each thread sums its own.
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(op);
-  Value warpInGroup = affine::makeComposedAffineApply(b, loc, getAffineSymbolExpr(0, b.getContext()) % 4,
-                                                      {OpFoldResult(warp)});
+  Described a = describe(bufferA, op.getDescriptorA(), op.getLayoutA() == NVVM::MMALayout::row,
+                         op.getTypeA());
+  Described bx = describe(bufferB, op.getDescriptorB(), op.getLayoutB() == NVVM::MMALayout::col,
+                          op.getTypeB());
+  // apply's third symbol here: the warp in its warpgroup.
   AffineExpr w, g, q;
-  bindSymbols(b.getContext(), w, g, q);
+  bindSymbols(b.getContext(), g, q, w);
+  Value warpInGroup = affine::makeComposedAffineApply(
+      b, loc, getAffineSymbolExpr(0, b.getContext()) % 4, {OpFoldResult(warp)});
   SmallVector<Value> d;
   for (int64_t r = 0; r < regs; ++r) {
-    auto at = [&](AffineExpr e) {
-      return affine::makeComposedAffineApply(
-                 b, loc, e, {OpFoldResult(warpInGroup), OpFoldResult(group), OpFoldResult(quad)})
-          .getResult();
-    };
-    Value row = at(w * 16 + g + 8 * ((r % 4) / 2));
-    Value col = at(q * 2 + 8 * (r / 4) + r % 2);
+    Value row = apply(w * 16 + g + 8 * ((r % 4) / 2), warpInGroup);
+    Value col = apply(q * 2 + 8 * (r / 4) + r % 2, warpInGroup);
     Value sum = c[r];
-    for (int64_t step = 0; step < 16; ++step) { // unrolled, as exchangeAndSum's
-      Value a = descriptorValue(bufferA, op.getDescriptorA(),
-                                op.getLayoutA() == NVVM::MMALayout::row, row, index(step),
-                                op.getTypeA());
-      Value bv = descriptorValue(bufferB, op.getDescriptorB(),
-                                 op.getLayoutB() == NVVM::MMALayout::col, col, index(step),
-                                 op.getTypeB());
-      sum = math::FmaOp::create(b, loc, a, bv, sum);
-    }
+    for (int64_t step = 0; step < 16; ++step) // unrolled (see the top of the file)
+      sum = math::FmaOp::create(b, loc, elementOf(a, row, step), elementOf(bx, col, step), sum);
     d.push_back(sum);
   }
   return replaceSums(op, d);
@@ -622,10 +627,7 @@ LogicalResult Emulator::exchangeAndSum(Operation *op, ValueRange operands, Value
   for (auto [slot, word] : llvm::enumerate(registers))
     store(word, slot);
   barrier();
-  // Unrolled: lavapipe (llvmpipe) ends a shader's loops after 65535
-  // iterations in all, and a loop per sum reached that in a matmul of
-  // 4096 steps (its last chunks' products silently dropped).
-  SmallVector<Value> d(c);
+  SmallVector<Value> d(c); // unrolled (see the top of the file)
   for (int64_t e = 0; e < 4; ++e)
     for (int64_t step = 0; step < steps; ++step)
       d[e] = sum(e, d[e], index(step));
@@ -685,19 +687,19 @@ LogicalResult Emulator::run() {
     replace(address);
   }
   // Users before what they use: a replaced op's users are replaced too.
-  for (bool erased = true; erased;) {
-    erased = false;
-    for (Operation *&op : replaced)
-      if (op && op->use_empty()) {
-        op->erase();
-        op = nullptr;
-        erased = true;
-      }
+  SmallVector<Operation *> pending = replaced.takeVector();
+  for (size_t before = 0; before != pending.size();) {
+    before = pending.size();
+    llvm::erase_if(pending, [](Operation *op) {
+      if (!op->use_empty())
+        return false;
+      op->erase();
+      return true;
+    });
   }
-  for (Operation *op : replaced)
-    if (op)
-      return op->emitError("kiln-spirv-emulate-warp-matrices: '")
-             << op->getName() << "' is used by ops it does not emulate";
+  if (!pending.empty())
+    return pending.front()->emitError("kiln-spirv-emulate-warp-matrices: '")
+           << pending.front()->getName() << "' is used by ops it does not emulate";
   WalkResult left = launch.getBody().walk([](Operation *op) {
     if (isa<NVVM::NVVMDialect, nvgpu::NVGPUDialect, LLVM::LLVMDialect>(op->getDialect())) {
       op->emitError("kiln-spirv-emulate-warp-matrices: cannot emulate '")
