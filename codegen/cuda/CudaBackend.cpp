@@ -58,6 +58,16 @@ void mlir::kiln::addTensorCorePasses(OpPassManager &pm, const GpuTarget &gpu,
       {gpu.name, options.precision == Precision::TF32, options.reportPlacement}));
 }
 
+void mlir::kiln::addTensorCoreAttention(OpPassManager &pm, const GpuTarget &gpu,
+                                        const PipelineOptions &options) {
+  if (!gpu.has(MmaKind::MmaSync) ||
+      (options.precision != Precision::F16 && options.precision != Precision::BF16))
+    return;
+  pm.addNestedPass<func::FuncOp>(createKilnCudaAttentionMma(
+      {options.attentionRowsAbove, options.precision == Precision::F16 ? "f16" : "bf16",
+       options.reportPlacement}));
+}
+
 namespace {
 class CudaBackend final : public GpuBackend {
 public:
@@ -66,6 +76,9 @@ public:
   bool widensHalfMatmuls() const override { return true; }
 
 private:
+  void addAttentionPasses(OpPassManager &pm, const PipelineOptions &options) const override {
+    addTensorCoreAttention(pm, gpu, options);
+  }
   void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const override {
     addTensorCorePasses(pm, gpu, options);
   }

@@ -22,6 +22,12 @@ std::string cudaToolkitMissing(llvm::StringRef option);
 /// kernels then emulate them.
 void addTensorCorePasses(OpPassManager &pm, const GpuTarget &gpu, const PipelineOptions &options);
 
+/// With --precision=f16|bf16, the pass that makes `gpu`'s large attention
+/// one kernel on the tensor cores (mma.sync), before
+/// kiln-gpu-attention-rows: CUDA's and vulkan-lavapipe-sm80's.
+void addTensorCoreAttention(OpPassManager &pm, const GpuTarget &gpu,
+                            const PipelineOptions &options);
+
 /// The backend of `--target=cuda*`: kernels through the shared GPU pipeline
 /// to NVVM, PTX and a fatbin of sm_80 and sm_90a cubins plus PTX; host code
 /// for this machine's CPU, `cpu` as --mcpu.

@@ -43,6 +43,46 @@ def KilnCudaCompileKernels : Pass<"kiln-cuda-compile-kernels", "ModuleOp"> {
   let dependentDialects = ["NVVM::NVVMDialect", "LLVM::LLVMDialect", "gpu::GPUDialect"];
 }
 
+def KilnCudaAttentionMma : Pass<"kiln-cuda-attention-mma", "func::FuncOp"> {
+  let summary = "Attention whose scores would be large as one kernel on the tensor cores (mma.sync)";
+  let description = [{
+    Before kiln-gpu-attention-rows, for models whose matmuls run in 16
+    bits (`--precision=f16|bf16`). A kiln.attention whose scores would
+    take more than `max-scores-bytes` (0: every one), of queries and keys
+    multiples of 16, a query head a multiple of 16 and a value head a
+    multiple of 8 (each at most 128), becomes one kernel of flash
+    attention on the tensor cores: an scf.forall over workgroups (a batch
+    entry and a block of 16W query rows, W = 4 warps, or 2 or 1 where the
+    queries are not a multiple of 64 or 32) holding an scf.forall over
+    the block's 32W threads. Warp w holds rows 16w .. 16w + 15 as A
+    fragments of `nvvm.mma.sync` m16n8k16 (`type`: f16 or bf16, f32 sums;
+    query, keys, values and the weights P rounded to it, nearest even).
+    An scf.for over the keys, 32 a step (16 where the keys are not a
+    multiple of 32), carries each lane's running maxima and sums of its
+    two rows and its 4 results per 8 value columns: S = Q K^T by mma,
+    scaled and masked in f32; each row's maximum over the lane's scores,
+    then over its quad (`gpu.shuffle xor` 1 and 2); alpha = exp(m - m'),
+    p = exp(s - m') (with -inf maxima taken as 0); the C fragments of P
+    as the A fragment of the next mma, O = O alpha + P V. After the loop
+    the lanes of a quad add their sums, and each lane inserts its O / l
+    into the block seen as [W, 2, 8, Dv / 8, 4, 2]. Fragment layouts are
+    PTX ISA 8.0's. Other attention is left to kiln-gpu-attention-rows;
+    with `report-placement`, a "placement:" remark says which one each
+    took and, for a large one left, why.
+  }];
+  let dependentDialects = ["NVVM::NVVMDialect", "LLVM::LLVMDialect", "affine::AffineDialect",
+                           "arith::ArithDialect", "gpu::GPUDialect", "math::MathDialect",
+                           "scf::SCFDialect", "tensor::TensorDialect"];
+  let options = [
+    Option<"maxScoresBytes", "max-scores-bytes", "int64_t", "64 << 20",
+           "Make one kernel of attention whose scores would take more bytes than this">,
+    Option<"type", "type", "std::string", "\"f16\"",
+           "The mma's operand type: f16 or bf16">,
+    Option<"reportPlacement", "report-placement", "bool", "false",
+           "Emit a 'placement:' remark per large attention: on the tensor cores, or why not">,
+  ];
+}
+
 def KilnCudaMmaSync : Pass<"kiln-cuda-mma-sync", "func::FuncOp"> {
   let summary = "Compute matmuls staged in shared memory on the tensor cores (mma.sync)";
   let description = [{

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/KilnToLinalg/Builders.h"
 #include "codegen/common/Passes.h"
+#include "codegen/gpu/AttentionRows.h"
 #include "codegen/gpu/Passes.h"
 #include "codegen/gpu/Tiles.h"
 #include "dialects/kiln/KilnDialect.h"
@@ -230,11 +231,7 @@ struct KilnGpuAttentionRowsPass
   }
 
   void rewrite(AttentionOp op) {
-    // N x Lq x Lk floats: the query's rows times the keys.
-    ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
-    int64_t scores = 4 * tensorType(op.getKeyT()).getShape().back();
-    for (int64_t size : q.drop_back())
-      scores *= size;
+    int64_t scores = attentionScoresBytes(op);
     std::string whyNot;
     FailureOr<RowAttention> a = failure();
     if (scores <= maxScoresBytes)
@@ -261,3 +258,11 @@ struct KilnGpuAttentionRowsPass
 };
 
 } // namespace
+
+int64_t mlir::kiln::attentionScoresBytes(AttentionOp op) {
+  ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
+  int64_t scores = 4 * tensorType(op.getKeyT()).getShape().back();
+  for (int64_t size : q.drop_back())
+    scores *= size;
+  return scores;
+}

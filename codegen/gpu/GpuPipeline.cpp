@@ -15,9 +15,10 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &options) const {
-  // Attention whose scores would be large: one kernel, a thread per query
-  // row. The rest unfused: its matmuls and softmax become kernels (the
-  // blocked online softmax is a host loop nest).
+  // Attention whose scores would be large: one kernel, the target's own
+  // or a thread per query row. The rest unfused: its matmuls and softmax
+  // become kernels (the blocked online softmax is a host loop nest).
+  addAttentionPasses(pm, options);
   pm.addNestedPass<func::FuncOp>(
       createKilnGpuAttentionRows({options.attentionRowsAbove, options.reportPlacement}));
   // Softmax and layer norm over long rows: one kernel, a workgroup per row.

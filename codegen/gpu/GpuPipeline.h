@@ -46,6 +46,9 @@ protected:
   /// From the outlined kernels (after kiln-gpu-pack-params) to their code
   /// on their gpu.modules.
   virtual void addKernelCompilation(OpPassManager &pm, const PipelineOptions &options) const = 0;
+  /// Before kiln-gpu-attention-rows: the target's own kernels for attention
+  /// too large to run unfused (tensor cores).
+  virtual void addAttentionPasses(OpPassManager &pm, const PipelineOptions &options) const {}
   /// After kiln-gpu-promote-operands: the target's own instructions for
   /// the staged matmuls (tensor cores).
   virtual void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const {}

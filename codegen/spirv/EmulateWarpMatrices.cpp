@@ -20,6 +20,9 @@
 //                     in shared memory, read through their descriptors;
 //                     done when issued (its fences and waits: nothing)
 //   cvt.rna.tf32.f32  the rounding, on the bits
+//   gpu.shuffle xor   each lane stores its value in workgroup memory and
+//                     loads lane ^ offset's (a warp of 32 threads, which a
+//                     Vulkan subgroup need not be)
 //
 // The sums are unrolled, with no loop of the pass's own: lavapipe
 // (llvmpipe) ends a shader's loops after 65535 iterations in all, and a
@@ -163,6 +166,7 @@ private:
   LogicalResult emulateLdmatrix(nvgpu::LdMatrixOp op);
   LogicalResult emulateVectorLoad(vector::LoadOp op);
   void emulateTf32(NVVM::ConvertFloatToTF32Op op);
+  LogicalResult emulateShuffle(gpu::ShuffleOp op);
   LogicalResult emulateMma(NVVM::MmaOp op);
   LogicalResult emulateSparseMma(NVVM::MmaSpOp op);
   LogicalResult emulateWgmma(NVVM::WgmmaMmaAsyncOp op);
@@ -365,6 +369,30 @@ void Emulator::emulateTf32(NVVM::ConvertFloatToTF32Op op) {
       b, loc, arith::AddIOp::create(b, loc, bits, i32(0x1000)), i32(0xFFFFE000));
   words[op.getRes()] = arith::SelectOp::create(b, loc, finite, rounded, bits);
   replace(op);
+}
+
+LogicalResult Emulator::emulateShuffle(gpu::ShuffleOp op) {
+  Type type = op.getValue().getType();
+  if (op.getMode() != gpu::ShuffleMode::XOR ||
+      getConstantIntValue(op.getWidth()) != kWarp || !op.getValid().use_empty() ||
+      !(type.isF32() || type.isInteger(32)))
+    return op.emitError("kiln-spirv-emulate-warp-matrices: a gpu.shuffle other than an xor of "
+                        "32 bits over a warp of 32, its validity unread");
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op);
+  Value word = op.getValue();
+  if (type.isF32())
+    word = arith::BitcastOp::create(b, loc, b.getI32Type(), word);
+  store(word, 0);
+  barrier();
+  Value from = toIndex(arith::XOrIOp::create(b, loc, toI32(lane), op.getOffset()));
+  Value got = load(from, index(0));
+  barrier();
+  if (type.isF32())
+    got = arith::BitcastOp::create(b, loc, type, got);
+  op.getShuffleResult().replaceAllUsesWith(got);
+  replace(op);
+  return success();
 }
 
 Value Emulator::valueOf(Value word, Value p, NVVM::MMATypes type) {
@@ -662,6 +690,8 @@ LogicalResult Emulator::run() {
       result = emulateMma(mma);
     else if (auto sparse = dyn_cast<NVVM::MmaSpOp>(op))
       result = emulateSparseMma(sparse);
+    else if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op))
+      result = emulateShuffle(shuffle);
     else if (auto view = dyn_cast<memref::ViewOp>(op))
       result = separateView(view);
     else if (auto wgmma = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op))

@@ -35,6 +35,9 @@ public:
   bool widensHalfMatmuls() const override { return gpu.has(MmaKind::MmaSync); }
 
 private:
+  void addAttentionPasses(OpPassManager &pm, const PipelineOptions &options) const override {
+    addTensorCoreAttention(pm, gpu, options);
+  }
   /// vulkan-lavapipe-sm80: CUDA's tensor-core kernels, their warp
   /// instructions then emulated by the workgroup.
   void addMatrixPasses(OpPassManager &pm, const PipelineOptions &options) const override {

@@ -1,0 +1,393 @@
+//===- AttentionMma.cpp - attention as one kernel on the tensor cores -----===//
+//
+// Where kiln-gpu-attention-rows would make a kiln.attention one kernel of a
+// thread per query row on FMA units (scores too large to write out, or
+// --gpu-attention=fused) and the model's matmuls run in 16 bits
+// (--precision=f16|bf16), this pass makes it one kernel on the tensor cores
+// instead: flash attention's loop in mma.sync m16n8k16, before the lowering.
+//
+//   - A workgroup per batch entry and block of 16W query rows, W warps (4,
+//     or 2 or 1 where the queries are not a multiple of 64 or 32). Warp w
+//     owns rows 16w .. 16w + 15 of the block, every thread of it runs every
+//     mma (there is no partial block).
+//   - The warp's query rows are A fragments, rounded to 16 bits once.
+//   - Per step of K keys (32, or 16), the warp computes its 16 x K scores
+//     S = Q K^T by mma, whose C fragments give lane l (group g = l / 4,
+//     t = l % 4) rows g and g + 8, keys 2t and 2t + 1 of each 8; scales and
+//     masks them in f32; takes each row's maximum over the lane's scores,
+//     then over its quad (two xor shuffles), and rescales:
+//       m' = max(m, s), alpha = exp(m - m'), p = exp(s - m'),
+//       l' = l alpha + p,  O' = O alpha + P V.
+//   - P stays in registers: the C fragments of two 16x8 tiles are, value
+//     for value, the A fragment of one 16x16 tile (FlashAttention-2's
+//     observation); rounded to 16 bits, it multiplies V by mma.
+//   - A lane's l is its share of its rows' sums, added over the quad after
+//     the loop; the lane writes its O / l, which on its own is no
+//     rectangle of the output: the block's [16W, Dv] is seen as
+//     [W, 2, 8, Dv / 8, 4, 2] (warp, row half, g; column tile, t, pair),
+//     where lane (w, g, t) writes [w, :, g, :, t, :].
+//
+// Fragment layouts are PTX ISA 8.0's (see MmaSync.cpp). The keys and
+// values are read by each warp from global memory (through L1), not staged
+// in shared memory.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/KilnToLinalg/Builders.h"
+#include "codegen/cuda/Fragments.h"
+#include "codegen/cuda/Passes.h"
+#include "codegen/gpu/AttentionRows.h"
+#include "codegen/gpu/Tiles.h"
+#include "dialects/kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNCUDAATTENTIONMMA
+#include "codegen/cuda/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// A head's values a lane's fragments hold at most (D of the query, Dv of
+/// the sums): registers.
+constexpr int64_t kMaxHead = 128;
+
+/// One attention on the tensor cores; operands as kiln.attention has them:
+/// query [B..., Lq, D], keyT [B..., D, Lk], value [B..., Lk, Dv], mask
+/// [1 or B..., 1 or Lq, Lk].
+struct MmaAttention {
+  Value query, keyT, value, mask;
+  float scale;
+  SmallVector<int64_t> batch;
+  int64_t lq, d, lk, dv;
+  Type half;              ///< f16 or bf16: the operands' type in the mma
+  NVVM::MMATypes ptxType; ///< the same, as PTX names it
+  int64_t warps;          ///< per workgroup, 16 query rows each
+  int64_t keysPerStep;    ///< 32 or 16
+
+  int64_t rows() const { return 16 * warps; }
+  std::string instruction() const {
+    return "mma.sync.m16n8k16, " + stringifyMMATypes(ptxType).str();
+  }
+  Value build(OpBuilder &b, Location loc) const;
+};
+
+/// One thread's code: its lane's index arithmetic and fragments.
+struct AttentionLane {
+  const MmaAttention &a;
+  OpBuilder &b;
+  Location loc;
+  ValueRange at;     ///< the batch entry
+  Value row0;        ///< the warp's first query row
+  Value group, quad; ///< g = lane / 4, t = lane % 4
+
+  Value index(int64_t v) { return indexConst(b, loc, v); }
+  /// origin + scale * v + c.
+  Value plus(Value origin, Value v, int64_t scale, int64_t c) {
+    AffineExpr x, y;
+    bindSymbols(b.getContext(), x, y);
+    return affine::makeComposedAffineApply(b, loc, x + y * scale + c,
+                                           {OpFoldResult(origin), OpFoldResult(v)})
+        .getResult();
+  }
+  /// v + 1.
+  Value after(Value v) {
+    AffineExpr x = getAffineSymbolExpr(0, b.getContext());
+    return affine::makeComposedAffineApply(b, loc, x + 1, {OpFoldResult(v)}).getResult();
+  }
+  /// Row `row`, column `col` of `t` (at the batch entry), as f32.
+  Value element(Value t, Value row, Value col) {
+    SmallVector<Value> indices(at);
+    indices.append({row, col});
+    return tensor::ExtractOp::create(b, loc, t, indices);
+  }
+  /// Two values as a 32-bit register of the mma's 16-bit type.
+  Value pack(Value x, Value y) {
+    return packRegister(b, loc,
+                        {arith::TruncFOp::create(b, loc, a.half, x).getResult(),
+                         arith::TruncFOp::create(b, loc, a.half, y).getResult()});
+  }
+  /// Two values of `t` at (row, col) and (row, col + 1) or, `down`, (row +
+  /// 1, col), as a register.
+  Value packFrom(Value t, Value row, Value col, bool down) {
+    return down ? pack(element(t, row, col), element(t, after(row), col))
+                : pack(element(t, row, col), element(t, row, after(col)));
+  }
+
+  /// The warp's query rows as A fragments, one per 16 of D: register r
+  /// holds row g + 8 (r % 2), columns 2t + 8 (r / 2) and the next.
+  SmallVector<SmallVector<Value>> queryFragments() {
+    SmallVector<SmallVector<Value>> fragments;
+    for (int64_t k = 0; k < a.d; k += 16) {
+      SmallVector<Value> regs;
+      for (int64_t r = 0; r < 4; ++r)
+        regs.push_back(packFrom(a.query, plus(row0, group, 1, 8 * (r % 2)),
+                                plus(index(k + 8 * (r / 2)), quad, 2, 0), /*down=*/false));
+      fragments.push_back(regs);
+    }
+    return fragments;
+  }
+
+  /// D = A B + C for the warp's 16x8 tile; C's and D's 4 values as f32.
+  SmallVector<Value> mma(ArrayRef<Value> regsA, ArrayRef<Value> regsB, ArrayRef<Value> c) {
+    Type f32 = b.getF32Type();
+    Type sums = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    Value d = NVVM::MmaOp::create(
+        b, loc, sums, regsA, regsB, c, {16, 8, 16}, std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{a.ptxType, a.ptxType},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+    SmallVector<Value> values;
+    for (int64_t e = 0; e < 4; ++e)
+      values.push_back(LLVM::ExtractValueOp::create(b, loc, d, e));
+    return values;
+  }
+
+  /// `v` combined with its quad's other three values by `combine`.
+  Value overQuad(Value v, function_ref<Value(Value, Value)> combine) {
+    for (int32_t offset : {1, 2})
+      v = combine(v, gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
+                         .getShuffleResult());
+    return v;
+  }
+
+  /// The scores of keys j0 .. j0 + K - 1 of the warp's rows: a 16x8 tile's
+  /// 4 values per 8 keys, scaled and masked.
+  SmallVector<SmallVector<Value>> scores(ArrayRef<SmallVector<Value>> q, Value j0) {
+    Value zero = scalarConst(b, loc, b.getF32Type(), 0.0);
+    int64_t tiles = a.keysPerStep / 8;
+    SmallVector<SmallVector<Value>> s(tiles, SmallVector<Value>(4, zero));
+    for (int64_t k = 0; k < a.d; k += 16)
+      for (int64_t n = 0; n < tiles; ++n) {
+        // B = K^T: register r holds rows 2t + 8r and the next, column g.
+        Value key = plus(j0, group, 1, 8 * n);
+        SmallVector<Value> regsB;
+        for (int64_t r = 0; r < 2; ++r)
+          regsB.push_back(packFrom(a.keyT, plus(index(k + 8 * r), quad, 2, 0), key, true));
+        s[n] = mma(q[k / 16], regsB, s[n]);
+      }
+    for (int64_t n = 0; n < tiles; ++n)
+      for (int64_t e = 0; e < 4; ++e) {
+        Value &v = s[n][e];
+        if (a.scale != 1.0f)
+          v = arith::MulFOp::create(b, loc, v, scalarConst(b, loc, b.getF32Type(), a.scale));
+        if (a.mask) {
+          SmallVector<Value> indices(at);
+          indices.append({plus(row0, group, 1, 8 * (e / 2)), plus(j0, quad, 2, 8 * n + e % 2)});
+          v = arith::AddFOp::create(b, loc, v, broadcastElement(b, loc, a.mask, indices));
+        }
+      }
+    return s;
+  }
+
+  /// One step of keys j0 on: the carried m and l of rows g and g + 8 (2
+  /// each), then O's 4 values per 8 columns.
+  SmallVector<Value> keyStep(ArrayRef<SmallVector<Value>> q, Value j0, ValueRange carried) {
+    SmallVector<SmallVector<Value>> s = scores(q, j0);
+    auto maximum = [&](Value x, Value y) -> Value {
+      return arith::MaximumFOp::create(b, loc, x, y);
+    };
+    auto add = [&](Value x, Value y) -> Value { return arith::AddFOp::create(b, loc, x, y); };
+    SmallVector<Value> next(carried.take_front(4)), alpha(2), base(2);
+    for (int64_t h = 0; h < 2; ++h) {
+      Value m = carried[h];
+      for (ArrayRef<Value> tile : s)
+        m = maximum(maximum(m, tile[2 * h]), tile[2 * h + 1]);
+      next[h] = overQuad(m, maximum);
+      base[h] = finiteMax(b, loc, next[h]);
+      alpha[h] = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, carried[h], base[h]));
+      next[2 + h] = arith::MulFOp::create(b, loc, carried[2 + h], alpha[h]);
+    }
+    for (SmallVector<Value> &tile : s)
+      for (int64_t e = 0; e < 4; ++e) {
+        Value &p = tile[e];
+        p = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, p, base[e / 2]));
+        next[2 + e / 2] = add(next[2 + e / 2], p);
+      }
+    // O alpha + P V, per 8 columns of the values.
+    for (int64_t c = 0; c < a.dv; c += 8) {
+      SmallVector<Value> o;
+      for (int64_t e = 0; e < 4; ++e)
+        o.push_back(arith::MulFOp::create(b, loc, carried[4 + c / 2 + e], alpha[e / 2]));
+      for (int64_t k = 0; k < a.keysPerStep; k += 16) {
+        ArrayRef<Value> lo = s[k / 8], hi = s[k / 8 + 1];
+        SmallVector<Value> regsP = {pack(lo[0], lo[1]), pack(lo[2], lo[3]), pack(hi[0], hi[1]),
+                                    pack(hi[2], hi[3])};
+        // B = V: register r holds rows (keys) 2t + 8r and the next, column g.
+        Value column = plus(index(c), group, 1, 0);
+        SmallVector<Value> regsV;
+        for (int64_t r = 0; r < 2; ++r)
+          regsV.push_back(packFrom(a.value, plus(j0, quad, 2, k + 8 * r), column, true));
+        o = mma(regsP, regsV, o);
+      }
+      llvm::append_range(next, o);
+    }
+    return next;
+  }
+
+  /// The lane's results, [1, 2, 1, Dv / 8, 1, 2] of the block's view.
+  Value results(ArrayRef<SmallVector<Value>> q) {
+    Type f32 = b.getF32Type();
+    SmallVector<Value> init = {extremeConst(b, loc, f32, /*lowest=*/true),
+                               extremeConst(b, loc, f32, /*lowest=*/true)};
+    init.append(2 + a.dv / 2, scalarConst(b, loc, f32, 0.0));
+    // (The body is built in place: the affine helpers look for the loop
+    // that owns the induction variable.)
+    auto keys = scf::ForOp::create(b, loc, index(0), index(a.lk), index(a.keysPerStep), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(keys.getBody());
+      scf::YieldOp::create(b, loc,
+                           keyStep(q, keys.getInductionVar(), keys.getRegionIterArgs()));
+    }
+    auto add = [&](Value x, Value y) -> Value { return arith::AddFOp::create(b, loc, x, y); };
+    Value sums[2] = {overQuad(keys.getResult(2), add), overQuad(keys.getResult(3), add)};
+    SmallVector<Value> out;
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t c = 0; c < a.dv; c += 8)
+        for (int64_t e = 0; e < 2; ++e)
+          out.push_back(
+              arith::DivFOp::create(b, loc, keys.getResult(4 + c / 2 + 2 * h + e), sums[h]));
+    auto type = RankedTensorType::get({1, 2, 1, a.dv / 8, 1, 2}, f32);
+    return tensor::FromElementsOp::create(b, loc, type, out);
+  }
+};
+
+Value MmaAttention::build(OpBuilder &b, Location loc) const {
+  MLIRContext *ctx = b.getContext();
+  int64_t loops = batch.size() + 1, threads = 32 * warps;
+  Type f32 = b.getF32Type();
+  SmallVector<int64_t> shape(batch);
+  shape.append({lq, dv});
+  SmallVector<OpFoldResult> ones(loops, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> ends = getAsIndexOpFoldResult(ctx, ArrayRef(shape).drop_back());
+  SmallVector<OpFoldResult> steps = ones;
+  steps.back() = b.getIndexAttr(rows());
+  scf::ForallOp workgroups =
+      workgroupForall(b, loc, ends, steps, emptyTensor(b, loc, shape, f32));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(workgroups.getTerminator());
+  SmallVector<Value> ivs = workgroups.getInductionVars();
+  // The block's [16W, Dv] of the output, seen as lanes write it.
+  SmallVector<OpFoldResult> offsets(getAsOpFoldResult(ivs)), sizes = ones, strides = ones;
+  offsets.push_back(b.getIndexAttr(0));
+  sizes.back() = b.getIndexAttr(rows());
+  sizes.push_back(b.getIndexAttr(dv));
+  strides.push_back(b.getIndexAttr(1));
+  auto blockType = RankedTensorType::get({rows(), dv}, f32);
+  Value block = tensor::ExtractSliceOp::create(
+      b, loc, blockType, workgroups.getRegionIterArgs()[0], offsets, sizes, strides);
+  SmallVector<ReassociationIndices> lanesOf = {{0, 1, 2}, {3, 4, 5}};
+  auto lanesType = RankedTensorType::get({warps, 2, 8, dv / 8, 4, 2}, f32);
+  block = tensor::ExpandShapeOp::create(b, loc, lanesType, block, lanesOf);
+  auto lanes = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(threads)}, ValueRange{block},
+      b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPoint(lanes.getTerminator());
+    AffineExpr x, first;
+    bindSymbols(ctx, x, first);
+    Value thread = lanes.getInductionVar(0);
+    auto apply = [&](AffineExpr e, ValueRange operands) {
+      return affine::makeComposedAffineApply(b, loc, e, getAsOpFoldResult(operands)).getResult();
+    };
+    Value warp = apply(x.floorDiv(32), thread);
+    Value group = apply((x % 32).floorDiv(4), thread);
+    Value quad = apply(x % 4, thread);
+    Value row0 = apply(first + x.floorDiv(32) * 16, {thread, ivs.back()});
+    AttentionLane lane{*this, b, loc, ValueRange(ivs).drop_back(), row0, group, quad};
+    Value out = lane.results(lane.queryFragments());
+    Value zero = lane.index(0);
+    SmallVector<OpFoldResult> at = {warp, zero, group, zero, quad, zero};
+    SmallVector<OpFoldResult> outSizes = getAsIndexOpFoldResult(ctx, {1, 2, 1, dv / 8, 1, 2});
+    SmallVector<OpFoldResult> unit(6, b.getIndexAttr(1));
+    b.setInsertionPointToStart(lanes.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(b, loc, out, lanes.getRegionIterArgs()[0], at,
+                                          outSizes, unit);
+  }
+  Value result = tensor::CollapseShapeOp::create(b, loc, blockType, lanes.getResult(0), lanesOf);
+  b.setInsertionPointToStart(workgroups.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(b, loc, result, workgroups.getRegionIterArgs()[0], offsets,
+                                        sizes, strides);
+  return workgroups.getResult(0);
+}
+
+/// `op` on the tensor cores in `half`, or why not.
+FailureOr<MmaAttention> analyze(AttentionOp op, Type half, std::string &whyNot) {
+  ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
+  int64_t rank = q.size();
+  MmaAttention a{op.getQuery(), op.getKeyT(), op.getValue(), op.getMask(),
+                 op.getScale().convertToFloat()};
+  a.batch.assign(q.begin(), q.end() - 2);
+  a.lq = q[rank - 2], a.d = q[rank - 1];
+  a.lk = tensorType(op.getKeyT()).getShape().back();
+  a.dv = tensorType(op.getValue()).getShape().back();
+  a.half = half;
+  a.ptxType = half.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+  if (a.lq % 16 != 0)
+    whyNot = llvm::formatv("{0} queries, not a multiple of 16", a.lq);
+  else if (a.lk % 16 != 0)
+    whyNot = llvm::formatv("{0} keys, not a multiple of 16", a.lk);
+  else if (a.d % 16 != 0 || a.dv % 8 != 0)
+    whyNot = llvm::formatv("heads of {0} + {1} values, not multiples of 16 and 8", a.d, a.dv);
+  else if (a.d > kMaxHead || a.dv > kMaxHead)
+    whyNot = llvm::formatv("heads of {0} + {1} values, more than {2} each (registers)", a.d,
+                           a.dv, kMaxHead);
+  if (!whyNot.empty())
+    return failure();
+  a.warps = a.lq % 64 == 0 ? 4 : a.lq % 32 == 0 ? 2 : 1;
+  a.keysPerStep = a.lk % 32 == 0 ? 32 : 16;
+  return a;
+}
+
+struct KilnCudaAttentionMmaPass
+    : mlir::kiln::impl::KilnCudaAttentionMmaBase<KilnCudaAttentionMmaPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    Type half;
+    if (type == "f16")
+      half = Float16Type::get(&getContext());
+    else if (type == "bf16")
+      half = BFloat16Type::get(&getContext());
+    else {
+      emitError(getOperation().getLoc()) << "kiln-cuda-attention-mma: type '" << type
+                                         << "' is neither f16 nor bf16";
+      return signalPassFailure();
+    }
+    SmallVector<AttentionOp> ops;
+    getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
+    for (AttentionOp op : ops)
+      if (attentionScoresBytes(op) > maxScoresBytes)
+        rewrite(op, half);
+  }
+
+  void rewrite(AttentionOp op, Type half) {
+    std::string whyNot;
+    FailureOr<MmaAttention> a = analyze(op, half, whyNot);
+    if (failed(a)) {
+      if (reportPlacement)
+        op.emitRemark() << "placement: attention not on the tensor cores: " << whyNot;
+      return;
+    }
+    if (reportPlacement)
+      op.emitRemark() << "placement: attention as one kernel on the tensor cores ("
+                      << a->instruction() << "), a warp per 16 query rows over " << a->lk
+                      << " keys, " << a->keysPerStep << " a step, its scores never written out";
+    OpBuilder b(op);
+    op.replaceAllUsesWith(a->build(b, op.getLoc()));
+    op.erase();
+  }
+};
+
+} // namespace
