@@ -21,6 +21,11 @@ with K transposed by a Transpose node, as exported transformers do:
   too-wide   the same as wide with heads of 160.
   odd        batch [2, 3], 50 queries x 100 keys, head size 24, values 40,
              no scale, no mask: blocks that are not whole vectors.
+  mma        2 heads, 96 queries x 80 keys, heads of 16 and values of 24, a
+             mask input per head and query [2, 96, 80] (-inf at random):
+             on the tensor cores, 2 warps a workgroup, 16 keys a step.
+  mma-narrow 48 queries x 64 keys, heads of 48 and values of 8, scaled, no
+             mask: on the tensor cores, 1 warp a workgroup.
 """
 import os
 import sys
@@ -99,6 +104,11 @@ def main():
     elif kind == "mid":
         mask = np.where(np.random.default_rng(1).random([2, 37, 98]) < 0.3, -np.inf, 0)
         build(out, [2], 37, 98, 96, 96, ("Mul", 0.102), mask.astype(np.float32), True)
+    elif kind == "mma":
+        mask = np.where(np.random.default_rng(2).random([2, 96, 80]) < 0.3, -np.inf, 0)
+        build(out, [2], 96, 80, 16, 24, ("Mul", 0.25), mask.astype(np.float32), True)
+    elif kind == "mma-narrow":
+        build(out, [1], 48, 64, 48, 8, ("Mul", 0.144), None, False)
     elif kind == "too-wide":
         build(out, [2], 100, 80, 160, 128, ("Mul", 0.0791), None, False)
     else:

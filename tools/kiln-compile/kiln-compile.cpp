@@ -140,7 +140,8 @@ cl::opt<bool> gpuSynchronousStaging(
 cl::opt<GpuAttention> gpuAttention(
     "gpu-attention",
     cl::desc("For GPU targets: how attention runs (one kernel, a thread per query row over "
-             "all keys, never holding the scores; or unfused, the scores written out between "
+             "all keys, never holding the scores, or on CUDA with --precision=f16|bf16 a warp "
+             "per 16 rows on the tensor cores; or unfused, the scores written out between "
              "two batch matmuls, which run on the tensor cores where the target's matmuls do)"),
     cl::init(GpuAttention::Auto),
     cl::values(clEnumValN(GpuAttention::Auto, "auto",
@@ -229,8 +230,9 @@ cl::opt<std::string> quantize("quantize",
 cl::opt<std::string> precision("precision",
                                cl::desc("Arithmetic of matmuls: f32 (default), bf16 or f16 "
                                         "(matmuls with constant weights: 16-bit operands, "
-                                        "f32 sums) or, on CUDA, tf32 (f32 matmuls on the "
-                                        "tensor cores, operands rounded to tf32, f32 sums)"),
+                                        "f32 sums; on CUDA, attention as one kernel too) or, "
+                                        "on CUDA, tf32 (f32 matmuls on the tensor cores, "
+                                        "operands rounded to tf32, f32 sums)"),
                                cl::init("f32"), cl::cat(category));
 cl::opt<std::string> calibrationData("calibration-data",
                                      cl::desc("With --quantize=int8 or --prune: a directory "

@@ -77,6 +77,60 @@ func.func @partial_warp(%chunk: memref<16x16xf16, #gpu.address_space<workgroup>>
 
 // -----
 
+// A shuffle in a launch of warp instructions (attention's row maxima): the
+// value's bits in the exchange buffer, a barrier, the partner's (lane xor
+// 2) loaded, a barrier.
+// CHECK-LABEL: func.func @shuffle_xor
+// CHECK: %[[EXCHANGE:.*]] = memref.alloc() : memref<2x32x9xi32, #gpu.address_space<workgroup>>
+// CHECK: %[[WORD:.*]] = arith.bitcast %{{.*}} : f32 to i32
+// CHECK: memref.store %[[WORD]], %[[EXCHANGE]][%[[WARP:.*]], %[[LANE:.*]], %c0{{.*}}]
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[MINE:.*]] = arith.index_cast %[[LANE]] : index to i32
+// CHECK-NEXT: %[[PARTNER:.*]] = arith.xori %[[MINE]], %c2_i32
+// CHECK-NEXT: %[[FROM:.*]] = arith.index_cast %[[PARTNER]] : i32 to index
+// CHECK: %[[GOT:.*]] = memref.load %[[EXCHANGE]][%[[WARP]], %[[FROM]], %c0{{.*}}]
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[VALUE:.*]] = arith.bitcast %[[GOT]] : i32 to f32
+// CHECK-NEXT: arith.maximumf %{{.*}}, %[[VALUE]]
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.terminator
+func.func @shuffle_xor(%x: f32, %out: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %c2_i32 = arith.constant 2 : i32
+    %c32_i32 = arith.constant 32 : i32
+    nvvm.cp.async.commit.group
+    %other, %valid = gpu.shuffle xor %x, %c2_i32, %c32_i32 : f32
+    %m = arith.maximumf %x, %other : f32
+    memref.store %m, %out[%tx] : memref<64xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A shuffle other than an xor over the warp.
+func.func @shuffle_down(%x: f32, %out: memref<32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %c1_i32 = arith.constant 1 : i32
+    %c32_i32 = arith.constant 32 : i32
+    nvvm.cp.async.commit.group
+    // expected-error @+1 {{kiln-spirv-emulate-warp-matrices: a gpu.shuffle other than an xor of 32 bits over a warp of 32, its validity unread}}
+    %other, %valid = gpu.shuffle down %x, %c1_i32, %c32_i32 : f32
+    memref.store %other, %out[%tx] : memref<32xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
 // An mma.sync it does not know: f64.
 func.func @mma_f64(%x: f64) {
   %c1 = arith.constant 1 : index

@@ -1,0 +1,91 @@
+// RUN: kiln-opt %s --split-input-file --kiln-cuda-attention-mma=max-scores-bytes=0 --canonicalize --cse | FileCheck %s
+// RUN: kiln-opt %s --split-input-file "--kiln-cuda-attention-mma=max-scores-bytes=0 type=bf16" --canonicalize --cse | FileCheck %s --check-prefix=BF16
+// RUN: kiln-opt %s --split-input-file "--kiln-cuda-attention-mma=max-scores-bytes=0 report-placement=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: kiln-opt %s --split-input-file --kiln-cuda-attention-mma | FileCheck %s --check-prefix=SMALL
+// RUN: not kiln-opt %s --split-input-file --kiln-cuda-attention-mma=type=f32 2>&1 | FileCheck %s --check-prefix=TYPE
+// TYPE: error: kiln-cuda-attention-mma: type 'f32' is neither f16 nor bf16
+
+// 2 heads of 64 queries and 64 keys, heads of 16, values of 8, a mask of
+// one head: a workgroup per head and 64 rows, 4 warps; 32 keys a step.
+// Under the default limit (64 MiB of scores; these take 32 KiB), nothing
+// changes.
+// SMALL-LABEL: func.func @heads
+// SMALL: kiln.attention
+// REPORT: remark: placement: attention as one kernel on the tensor cores (mma.sync.m16n8k16, f16), a warp per 16 query rows over 64 keys, 32 a step, its scores never written out
+// CHECK-LABEL: func.func @heads
+// CHECK-NOT: kiln.attention
+// CHECK: scf.forall (%[[HEAD:.*]], %{{.*}}) = (0, 0) to (2, 64) step (1, 64) shared_outs(%[[OUT:.*]] = %{{.*}})
+// The block's 64 x 8 results as the lanes write them: [warp, row half,
+// group; column tile, quad, pair].
+// CHECK: %[[BLOCK:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1, 2], [3, 4, 5]] output_shape [4, 2, 8, 1, 4, 2] : tensor<64x8xf32> into tensor<4x2x8x1x4x2xf32>
+// CHECK: scf.forall (%[[T:.*]]) in (128) shared_outs(%[[LANES:.*]] = %[[BLOCK]])
+// The query's A fragment (4 registers of two f16), once.
+// CHECK-COUNT-4: llvm.bitcast %{{.*}} : i32 to vector<2xf16>
+// CHECK: %[[KEYS:.*]]:8 = scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32)
+// S = Q K^T: 4 tiles of 8 keys, from zero.
+// CHECK-COUNT-4: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[%cst{{.*}}, %cst{{.*}}, %cst{{.*}}, %cst{{.*}}] {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// Scaled, masked (the mask's one head at 0), each row's maximum over the
+// quad.
+// CHECK: arith.mulf
+// CHECK: tensor.extract %{{.*}}[%c0,
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK: math.exp
+// O = O alpha + P V: P's 4 registers from S, per 16 keys.
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}]
+// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}]
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: scf.yield
+// The lanes' sums of each row added over the quad; O / l.
+// CHECK: gpu.shuffle  xor %[[KEYS]]#2, %c1_i32
+// CHECK: gpu.shuffle  xor %[[KEYS]]#3, %c1_i32
+// CHECK: arith.divf %[[KEYS]]#4
+// CHECK: %[[MINE:.*]] = tensor.from_elements {{.*}} : tensor<1x2x1x1x1x2xf32>
+// CHECK: tensor.parallel_insert_slice %[[MINE]] into %[[LANES]][%{{.*}}, 0, %{{.*}}, 0, %{{.*}}, 0] [1, 2, 1, 1, 1, 2] [1, 1, 1, 1, 1, 1]
+// CHECK: %[[ROWS:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3, 4, 5]] : tensor<4x2x8x1x4x2xf32> into tensor<64x8xf32>
+// CHECK: tensor.parallel_insert_slice %[[ROWS]] into %[[OUT]][%[[HEAD]], 0, 0] [1, 64, 8] [1, 1, 1]
+// bf16 registers are i32s.
+// BF16-LABEL: func.func @heads
+// BF16: arith.truncf %{{.*}} : f32 to bf16
+// BF16: nvvm.mma.sync {{.*}} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+func.func @heads(%q: tensor<2x64x16xf32>, %kt: tensor<2x16x64xf32>, %v: tensor<2x64x8xf32>, %mask: tensor<1x64x64xf32>) -> tensor<2x64x8xf32> {
+  %0 = kiln.attention %q, %kt, %v, %mask {scale = 2.500000e-01 : f32} : (tensor<2x64x16xf32>, tensor<2x16x64xf32>, tensor<2x64x8xf32>, tensor<1x64x64xf32>) -> tensor<2x64x8xf32>
+  return %0 : tensor<2x64x8xf32>
+}
+
+// -----
+
+// 96 queries: 2 warps a workgroup; 48 keys: 16 a step.
+// REPORT: remark: placement: attention as one kernel on the tensor cores (mma.sync.m16n8k16, f16), a warp per 16 query rows over 48 keys, 16 a step, its scores never written out
+// CHECK-LABEL: func.func @two_warps
+// CHECK: scf.forall (%{{.*}}) = (0) to (96) step (32)
+// CHECK: output_shape [2, 2, 8, 3, 4, 2]
+// CHECK: scf.forall (%{{.*}}) in (64)
+// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c16
+func.func @two_warps(%q: tensor<96x32xf32>, %kt: tensor<32x48xf32>, %v: tensor<48x24xf32>) -> tensor<96x24xf32> {
+  %0 = kiln.attention %q, %kt, %v {scale = 1.000000e+00 : f32} : (tensor<96x32xf32>, tensor<32x48xf32>, tensor<48x24xf32>) -> tensor<96x24xf32>
+  return %0 : tensor<96x24xf32>
+}
+
+// -----
+
+// What the tensor cores do not take stays for kiln-gpu-attention-rows,
+// and the report says why.
+// REPORT: remark: placement: attention not on the tensor cores: 50 queries, not a multiple of 16
+// REPORT: remark: placement: attention not on the tensor cores: 40 keys, not a multiple of 16
+// REPORT: remark: placement: attention not on the tensor cores: heads of 24 + 8 values, not multiples of 16 and 8
+// REPORT: remark: placement: attention not on the tensor cores: heads of 144 + 16 values, more than 128 each (registers)
+// CHECK-LABEL: func.func @left
+// CHECK-COUNT-4: kiln.attention
+func.func @left(%q: tensor<50x16xf32>, %kt: tensor<16x64xf32>, %v: tensor<64x8xf32>,
+                %q2: tensor<64x16xf32>, %kt2: tensor<16x40xf32>, %v2: tensor<40x8xf32>,
+                %q3: tensor<64x24xf32>, %kt3: tensor<24x64xf32>,
+                %q4: tensor<64x144xf32>, %kt4: tensor<144x64xf32>, %v4: tensor<64x16xf32>)
+    -> (tensor<50x8xf32>, tensor<64x8xf32>, tensor<64x8xf32>, tensor<64x16xf32>) {
+  %0 = kiln.attention %q, %kt, %v {scale = 1.000000e+00 : f32} : (tensor<50x16xf32>, tensor<16x64xf32>, tensor<64x8xf32>) -> tensor<50x8xf32>
+  %1 = kiln.attention %q2, %kt2, %v2 {scale = 1.000000e+00 : f32} : (tensor<64x16xf32>, tensor<16x40xf32>, tensor<40x8xf32>) -> tensor<64x8xf32>
+  %2 = kiln.attention %q3, %kt3, %v {scale = 1.000000e+00 : f32} : (tensor<64x24xf32>, tensor<24x64xf32>, tensor<64x8xf32>) -> tensor<64x8xf32>
+  %3 = kiln.attention %q4, %kt4, %v4 {scale = 1.000000e+00 : f32} : (tensor<64x144xf32>, tensor<144x64xf32>, tensor<64x16xf32>) -> tensor<64x16xf32>
+  return %0, %1, %2, %3 : tensor<50x8xf32>, tensor<64x8xf32>, tensor<64x8xf32>, tensor<64x16xf32>
+}
