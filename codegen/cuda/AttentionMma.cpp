@@ -29,7 +29,8 @@
 //
 // Fragment layouts are PTX ISA 8.0's (see MmaSync.cpp). The keys and
 // values are read by each warp from global memory (through L1), not staged
-// in shared memory.
+// in shared memory; the keys from K where K^T is its transpose (as
+// exporters write attention), a B register's two values adjacent there.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KilnToLinalg/Builders.h"
@@ -62,18 +63,20 @@ namespace {
 /// the sums): registers.
 constexpr int64_t kMaxHead = 128;
 
-/// One attention on the tensor cores; operands as kiln.attention has them:
-/// query [B..., Lq, D], keyT [B..., D, Lk], value [B..., Lk, Dv], mask
-/// [1 or B..., 1 or Lq, Lk].
+/// One attention on the tensor cores; operands as kiln.attention has them
+/// but the keys (KeysOperand): query [B..., Lq, D], value [B..., Lk, Dv],
+/// mask [1 or B..., 1 or Lq, Lk].
 struct MmaAttention {
-  Value query, keyT, value, mask;
+  Value query;
+  KeysOperand keys;
+  Value value, mask;
   float scale;
-  SmallVector<int64_t> batch;
-  int64_t lq, d, lk, dv;
-  Type half;              ///< f16 or bf16: the operands' type in the mma
-  NVVM::MMATypes ptxType; ///< the same, as PTX names it
-  int64_t warps;          ///< per workgroup, 16 query rows each
-  int64_t keysPerStep;    ///< 32 or 16
+  SmallVector<int64_t> batch = {};
+  int64_t lq = 0, d = 0, lk = 0, dv = 0;
+  Type half = {};                           ///< f16 or bf16: the mma's operand type
+  NVVM::MMATypes ptxType = NVVM::MMATypes::f16; ///< the same, as PTX names it
+  int64_t warps = 0;                        ///< per workgroup, 16 query rows each
+  int64_t keysPerStep = 0;                  ///< 32 or 16
 
   int64_t rows() const { return 16 * warps; }
   std::string instruction() const {
@@ -122,6 +125,10 @@ struct AttentionLane {
   Value packFrom(Value t, Value row, Value col, bool down) {
     return down ? pack(element(t, row, col), element(t, after(row), col))
                 : pack(element(t, row, col), element(t, row, after(col)));
+  }
+  /// K^T's (d, j) and (d + 1, j) as a register.
+  Value packKeys(Value d, Value j) {
+    return pack(a.keys.element(b, loc, at, d, j), a.keys.element(b, loc, at, after(d), j));
   }
 
   /// The warp's query rows as A fragments, one per 16 of D: register r
@@ -172,7 +179,7 @@ struct AttentionLane {
         Value key = plus(j0, group, 1, 8 * n);
         SmallVector<Value> regsB;
         for (int64_t r = 0; r < 2; ++r)
-          regsB.push_back(packFrom(a.keyT, plus(index(k + 8 * r), quad, 2, 0), key, true));
+          regsB.push_back(packKeys(plus(index(k + 8 * r), quad, 2, 0), key));
         s[n] = mma(q[k / 16], regsB, s[n]);
       }
     for (int64_t n = 0; n < tiles; ++n)
@@ -326,7 +333,7 @@ Value MmaAttention::build(OpBuilder &b, Location loc) const {
 FailureOr<MmaAttention> analyze(AttentionOp op, Type half, std::string &whyNot) {
   ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
   int64_t rank = q.size();
-  MmaAttention a{op.getQuery(), op.getKeyT(), op.getValue(), op.getMask(),
+  MmaAttention a{op.getQuery(), KeysOperand::of(op), op.getValue(), op.getMask(),
                  op.getScale().convertToFloat()};
   a.batch.assign(q.begin(), q.end() - 2);
   a.lq = q[rank - 2], a.d = q[rank - 1];
@@ -385,8 +392,10 @@ struct KilnCudaAttentionMmaPass
                       << a->instruction() << "), a warp per 16 query rows over " << a->lk
                       << " keys, " << a->keysPerStep << " a step, its scores never written out";
     OpBuilder b(op);
+    Value keyT = op.getKeyT();
     op.replaceAllUsesWith(a->build(b, op.getLoc()));
     op.erase();
+    a->keys.eraseUnusedTranspose(keyT);
   }
 };
 

@@ -57,7 +57,8 @@ def KilnCudaAttentionMma : Pass<"kiln-cuda-attention-mma", "func::FuncOp"> {
     the block's 32W threads. Warp w holds rows 16w .. 16w + 15 as A
     fragments of `nvvm.mma.sync` m16n8k16 (`type`: f16 or bf16, f32 sums;
     query, keys, values and the weights P rounded to it, nearest even).
-    An scf.for over the keys, 32 a step (16 where the keys are not a
+    The keys are read as kiln-gpu-attention-rows reads them (from K
+    where K^T is its transpose). An scf.for over the keys, 32 a step (16 where the keys are not a
     multiple of 32), carries each lane's running maxima and sums of its
     two rows and its 4 results per 8 value columns: S = Q K^T by mma,
     scaled and masked in f32; each row's maximum over the lane's scores,

@@ -53,14 +53,16 @@ Value element(OpBuilder &b, Location loc, Value t, ValueRange at, Value row, Val
   return tensor::ExtractOp::create(b, loc, t, indices);
 }
 
-/// One attention, its operands as they are: query [B..., Lq, D], keyT
-/// [B..., D, Lk], value [B..., Lk, Dv], mask [1 or B..., 1 or Lq, Lk] (each
+/// One attention, its operands as they are: query [B..., Lq, D], keys
+/// (KeysOperand), value [B..., Lk, Dv], mask [1 or B..., 1 or Lq, Lk] (each
 /// batch dimension of the mask 1 or the batch's).
 struct RowAttention {
-  Value query, keyT, value, mask;
+  Value query;
+  KeysOperand keys;
+  Value value, mask;
   float scale;
-  SmallVector<int64_t> batch; ///< B...
-  int64_t lq, d, lk, dv;
+  SmallVector<int64_t> batch = {}; ///< B...
+  int64_t lq = 0, d = 0, lk = 0, dv = 0;
 
   /// Keys a step of a thread's loop takes: 4 (or 2) independent dot
   /// products in flight instead of one chain of D multiply-adds, and one
@@ -80,17 +82,17 @@ struct RowAttention {
                              ArrayRef<Value> q, ValueRange carried) const {
     auto index = [&](int64_t v) { return indexConst(b, loc, v); };
     Type f32 = b.getF32Type();
-    SmallVector<Value> keys, scores;
+    SmallVector<Value> step, scores; // the step's keys
     for (int64_t k = 0; k < keysPerStep(); ++k) {
-      keys.push_back(k ? arith::AddIOp::create(b, loc, j0, index(k)).getResult() : j0);
+      step.push_back(k ? arith::AddIOp::create(b, loc, j0, index(k)).getResult() : j0);
       scores.push_back(scalarConst(b, loc, f32, 0.0));
     }
     for (int64_t c = 0; c < d; ++c)
-      for (auto [j, s] : llvm::zip(keys, scores))
-        s = math::FmaOp::create(b, loc, q[c], element(b, loc, keyT, at, index(c), j), s);
+      for (auto [j, s] : llvm::zip(step, scores))
+        s = math::FmaOp::create(b, loc, q[c], keys.element(b, loc, at, index(c), j), s);
     Value m = carried[0], l = carried[1];
     Value next = m;
-    for (auto [j, s] : llvm::zip(keys, scores)) {
+    for (auto [j, s] : llvm::zip(step, scores)) {
       if (scale != 1.0f)
         s = arith::MulFOp::create(b, loc, s, scalarConst(b, loc, f32, scale));
       if (mask) {
@@ -111,7 +113,7 @@ struct RowAttention {
     SmallVector<Value> result = {next, sum};
     for (int64_t e = 0; e < dv; ++e) {
       Value acc = arith::MulFOp::create(b, loc, carried[2 + e], alpha);
-      for (auto [j, pj] : llvm::zip(keys, p))
+      for (auto [j, pj] : llvm::zip(step, p))
         acc = math::FmaOp::create(b, loc, pj, element(b, loc, value, at, j, index(e)), acc);
       result.push_back(acc);
     }
@@ -205,7 +207,7 @@ struct RowAttention {
 FailureOr<RowAttention> analyze(AttentionOp op, std::string &whyNot) {
   ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
   int64_t rank = q.size();
-  RowAttention a{op.getQuery(), op.getKeyT(), op.getValue(), op.getMask(),
+  RowAttention a{op.getQuery(), KeysOperand::of(op), op.getValue(), op.getMask(),
                  op.getScale().convertToFloat()};
   a.batch.assign(q.begin(), q.end() - 2);
   a.lq = q[rank - 2], a.d = q[rank - 1];
@@ -252,12 +254,40 @@ struct KilnGpuAttentionRowsPass
                       << a->lk << " keys, its scores never written out (they would take "
                       << formatBytes(scores) << ")";
     OpBuilder b(op);
+    Value keyT = op.getKeyT();
     op.replaceAllUsesWith(a->build(b, op.getLoc()));
     op.erase();
+    a->keys.eraseUnusedTranspose(keyT);
   }
 };
 
 } // namespace
+
+KeysOperand KeysOperand::of(AttentionOp op) {
+  auto transpose = op.getKeyT().getDefiningOp<TransposeOp>();
+  if (!transpose)
+    return {op.getKeyT(), false};
+  ArrayRef<int64_t> perm = transpose.getPerm();
+  int64_t rank = perm.size();
+  for (int64_t i = 0; i < rank; ++i)
+    if (perm[i] != (i < rank - 2 ? i : 2 * rank - 3 - i))
+      return {op.getKeyT(), false};
+  return {transpose.getInput(), true};
+}
+
+Value KeysOperand::element(OpBuilder &b, Location loc, ValueRange at, Value d, Value j) const {
+  SmallVector<Value> indices(at);
+  if (isKeys)
+    indices.append({j, d});
+  else
+    indices.append({d, j});
+  return tensor::ExtractOp::create(b, loc, source, indices);
+}
+
+void KeysOperand::eraseUnusedTranspose(Value keyT) const {
+  if (isKeys && keyT.use_empty())
+    keyT.getDefiningOp()->erase();
+}
 
 int64_t mlir::kiln::attentionScoresBytes(AttentionOp op) {
   ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();

@@ -11,6 +11,23 @@ namespace mlir::kiln {
 /// (`--gpu-attention`), attention is one kernel.
 int64_t attentionScoresBytes(AttentionOp op);
 
+/// An attention's keys as its one-kernel forms read them: K^T [B..., D, Lk]
+/// as the op has it or, where that is a kiln.transpose of K [B..., Lk, D]
+/// swapping the last two dimensions (as exporters write attention), K
+/// itself: no transposed copy is written out, and the D values of a key
+/// are contiguous.
+struct KeysOperand {
+  Value source;
+  bool isKeys; ///< source is K, not K^T
+
+  static KeysOperand of(AttentionOp op);
+  /// K^T's element (d, j) at batch entry `at`.
+  Value element(OpBuilder &b, Location loc, ValueRange at, Value d, Value j) const;
+  /// After the op is replaced: the transpose, if it was read through and
+  /// nothing else reads it.
+  void eraseUnusedTranspose(Value keyT) const;
+};
+
 } // namespace mlir::kiln
 
 #endif

@@ -15,7 +15,9 @@ def KilnGpuAttentionRows : Pass<"kiln-gpu-attention-rows", "func::FuncOp"> {
     scf.forall over workgroups (a batch entry and a block of 64 query rows)
     holding an scf.forall over the block's threads, a thread per row (the
     last block partial). Each thread reads its query row, then walks the
-    keys with flash attention's online softmax, the running maximum m, sum
+    keys (read from K itself where K^T is a kiln.transpose of it that
+    swaps the last two dimensions; the transpose goes if nothing else
+    reads it) with flash attention's online softmax, the running maximum m, sum
     l and weighted values acc carried by an scf.for as scalars:
     s = scale * q.k_j + mask, m' = max(m, s), alpha = exp(m - m'),
     p = exp(s - m'), l' = l alpha + p, acc' = acc alpha + p v_j (with -inf

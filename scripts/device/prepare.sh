@@ -57,7 +57,9 @@
 # -sync); attention over 4096
 # tokens (attention4096, benchmark only: one kernel against
 # --gpu-attention=unfused and PyTorch) and its one-kernel form on a banded
-# mask (attention-rows, numerics); softmax, log-softmax and layer norms
+# mask (attention-rows, numerics), with --precision=f16 or bf16 on the
+# tensor cores (attention4096-bf16, benchmark; attention-mma-f16,
+# numerics, its own tolerance: Q, K, V and P rounded to f16); softmax, log-softmax and layer norms
 # as one kernel of a workgroup per row (rows, numerics); resnet18 and bert2
 # (scripts/bench/models.py) at batch 1 and 32, CUDA only, with torch.json
 # and torch-weights.npz for PyTorch's run of the same graph
@@ -140,9 +142,16 @@ touch "$out/text-direction/bench" "$out/transformer/bench"
 /usr/bin/python3 test/inputs/attention.py long-4096 "$out/attention4096" >/dev/null
 rm -r "$out"/attention4096/*.npy "$out/attention4096/inputs.txt" "$out/attention4096/reference"
 touch "$out/attention4096/bench"
-/usr/bin/python3 test/inputs/attention.py banded "$out/attention-rows" >/dev/null
-for i in 0:q 1:k 2:v; do mv "$out/attention-rows/${i#*:}.npy" "$out/attention-rows/input_${i%%:*}.npy"; done
-rm -r "$out/attention-rows/inputs.txt" "$out/attention-rows/reference"
+cp -r "$out/attention4096" "$out/attention4096-bf16"
+# The same as one kernel on the tensor cores (--precision=f16|bf16:
+# kiln-cuda-attention-mma); its numerics against onnxruntime's f32 within
+# the rounding of Q, K, V and P to f16 (8.3e-4 at most on lavapipe).
+for name in attention-rows attention-mma-f16; do
+  /usr/bin/python3 test/inputs/attention.py banded "$out/$name" >/dev/null
+  for i in 0:q 1:k 2:v; do mv "$out/$name/${i#*:}.npy" "$out/$name/input_${i%%:*}.npy"; done
+  rm -r "$out/$name/inputs.txt" "$out/$name/reference"
+done
+echo "1e-2 2e-3" > "$out/attention-mma-f16/tolerance"
 
 for dir in "$out"/*/; do
   name=$(basename "$dir")
@@ -182,9 +191,12 @@ for dir in "$out"/*/; do
       --cuda-wgmma-overlap=false -o "$dir/cuda-wgmma-serial" ;;
   esac
   [ "$name" = attention-rows ] && flags=(--gpu-attention=fused)
+  [ "$name" = attention-mma-f16 ] && flags=(--gpu-attention=fused --precision=f16)
+  [ "$name" = attention4096-bf16 ] && flags=(--precision=bf16)
   model_targets=("${targets[@]}")
   # The 16-bit GEMMs measure the tensor cores, tf32 is theirs: CUDA only.
-  [[ "$name" = gemm* || "$name" = *-tf32 ]] && model_targets=(cuda)
+  [[ "$name" = gemm* || "$name" = *-tf32 || "$name" = attention-mma-* ||
+     "$name" = attention4096-bf16 ]] && model_targets=(cuda)
   # wgmma is sm_90a's (an H100 or H200); the executable is still `cuda`.
   [[ "$name" = *-wgmma* ]] && model_targets=(cuda-sm90a)
   for target in "${model_targets[@]}"; do
@@ -205,6 +217,8 @@ for dir in "$out"/*/; do
     /usr/bin/python3 scripts/device/torch_graph.py export "$dir/model.onnx" "$dir/graph.json" --weights "$dir/graph.npz"
     /usr/bin/python3 scripts/device/torch_graph.py run --tf32 "$dir/graph.json" "${inputs[@]}" "$dir/expected"
     rm "$dir/graph.json" "$dir/graph.npz"
+  elif [[ "$name" = attention-mma-* ]]; then
+    node test/inputs/ort_run.js "$dir/model.onnx" "$dir/expected" "${inputs[@]}"
   elif [[ "$name" = *-bf16 || "$name" = *-f16 || "$name" = *-int8 ]]; then
     "$kiln" "$dir/model.onnx" "${flags[@]}" -o "$dir/host"
     "$dir/host" "${inputs[@]}" --output-dir "$dir/expected" >/dev/null

@@ -89,3 +89,21 @@ func.func @left(%q: tensor<50x16xf32>, %kt: tensor<16x64xf32>, %v: tensor<64x8xf
   %3 = kiln.attention %q4, %kt4, %v4 {scale = 1.000000e+00 : f32} : (tensor<64x144xf32>, tensor<144x64xf32>, tensor<64x16xf32>) -> tensor<64x16xf32>
   return %0, %1, %2, %3 : tensor<50x8xf32>, tensor<64x8xf32>, tensor<64x8xf32>, tensor<64x16xf32>
 }
+
+// -----
+
+// K^T as a Transpose of K: the B registers of S = Q K^T are pairs of one
+// key's values, read from K; the transpose goes.
+// REPORT: remark: placement: attention as one kernel on the tensor cores (mma.sync.m16n8k16, f16), a warp per 16 query rows over 32 keys
+// CHECK-LABEL: func.func @keys_transposed
+// CHECK-SAME: (%{{[a-z0-9]*}}: tensor<16x16xf32>, %[[K:[a-z0-9]*]]: tensor<32x16xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: tensor.extract %[[K]][%[[KEY:.*]], %{{.*}}] : tensor<32x16xf32>
+// CHECK-NEXT: tensor.extract %[[K]][%[[KEY]], %{{.*}}] : tensor<32x16xf32>
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: kiln.transpose
+func.func @keys_transposed(%q: tensor<16x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x8xf32>) -> tensor<16x8xf32> {
+  %kt = kiln.transpose %k {perm = array<i64: 1, 0>} : tensor<32x16xf32> -> tensor<16x32xf32>
+  %0 = kiln.attention %q, %kt, %v {scale = 1.000000e+00 : f32} : (tensor<16x16xf32>, tensor<16x32xf32>, tensor<32x8xf32>) -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}

@@ -132,3 +132,33 @@ func.func @batch_mask(%q: tensor<2x4x2xf32>, %kt: tensor<2x2x8xf32>, %v: tensor<
   %r = kiln.attention %q, %kt, %v, %mask {scale = 1.000000e+00 : f32} : (tensor<2x4x2xf32>, tensor<2x2x8xf32>, tensor<2x8x2xf32>, tensor<2x1x8xf32>) -> tensor<2x4x2xf32>
   return %r : tensor<2x4x2xf32>
 }
+
+// -----
+
+// K^T as exporters write it, a Transpose of K: the kernel reads K itself,
+// key j's values K[j][0..], and the transpose goes.
+// CHECK-LABEL: func.func @keys_transposed
+// CHECK-SAME: (%{{[a-z0-9]*}}: tensor<2x8x2xf32>, %[[K:[a-z0-9]*]]: tensor<2x8x2xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK:     scf.for %[[J:.*]] = %c0 to %c8 step %c4
+// CHECK:       tensor.extract %[[K]][%{{.*}}, %[[J]], %c0]
+// CHECK-NOT: kiln.transpose
+func.func @keys_transposed(%q: tensor<2x8x2xf32>, %k: tensor<2x8x2xf32>, %v: tensor<2x8x2xf32>) -> tensor<2x8x2xf32> {
+  %kt = kiln.transpose %k {perm = array<i64: 0, 2, 1>} : tensor<2x8x2xf32> -> tensor<2x2x8xf32>
+  // expected-remark @+1 {{placement: attention as one kernel, a thread per query row over 8 keys}}
+  %r = kiln.attention %q, %kt, %v {scale = 1.000000e+00 : f32} : (tensor<2x8x2xf32>, tensor<2x2x8xf32>, tensor<2x8x2xf32>) -> tensor<2x8x2xf32>
+  return %r : tensor<2x8x2xf32>
+}
+
+// -----
+
+// A transpose that moves a batch dimension is read as K^T, written out.
+// CHECK-LABEL: func.func @keys_permuted
+// CHECK: kiln.transpose
+// CHECK: scf.forall
+func.func @keys_permuted(%q: tensor<2x8x2xf32>, %k: tensor<2x2x8xf32>, %v: tensor<2x8x2xf32>) -> tensor<2x8x2xf32> {
+  %kt = kiln.transpose %k {perm = array<i64: 1, 0, 2>} : tensor<2x2x8xf32> -> tensor<2x2x8xf32>
+  // expected-remark @+1 {{placement: attention as one kernel, a thread per query row over 8 keys}}
+  %r = kiln.attention %q, %kt, %v {scale = 1.000000e+00 : f32} : (tensor<2x8x2xf32>, tensor<2x2x8xf32>, tensor<2x8x2xf32>) -> tensor<2x8x2xf32>
+  return %r : tensor<2x8x2xf32>
+}
