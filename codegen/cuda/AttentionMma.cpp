@@ -7,9 +7,12 @@
 // instead: flash attention's loop in mma.sync m16n8k16, before the lowering.
 //
 //   - A workgroup per batch entry and block of 16W query rows, W warps (4,
-//     or 2 or 1 where the queries are not a multiple of 64 or 32). Warp w
+//     or 2 or 1 where the queries are a multiple of 32 or 16 only). Warp w
 //     owns rows 16w .. 16w + 15 of the block, every thread of it runs every
-//     mma (there is no partial block).
+//     mma: sizes that are not whole blocks, steps of keys, k steps of 16 or
+//     tiles of 8 values are padded (a padding query row or value column is
+//     read at the operand's last and never written out, a padding key's
+//     score is -inf, a padding step of D is 0).
 //   - The warp's query rows are A fragments, rounded to 16 bits once.
 //   - Per step of K keys (32, or 16), the warp computes its 16 x K scores
 //     S = Q K^T by mma, whose C fragments give lane l (group g = l / 4,
@@ -77,12 +80,23 @@ struct MmaAttention {
   NVVM::MMATypes ptxType = NVVM::MMATypes::f16; ///< the same, as PTX names it
   int64_t warps = 0;                        ///< per workgroup, 16 query rows each
   int64_t keysPerStep = 0;                  ///< 32 or 16
+  /// Lq, D, Lk and Dv padded to whole blocks, whole k steps of the mma and
+  /// whole tiles: a padding query row or value column is read at the
+  /// operand's last and never written out, a padding key's score is -inf,
+  /// a padding step of D is 0.
+  int64_t lqPadded = 0, dPadded = 0, lkPadded = 0, dvPadded = 0;
 
   int64_t rows() const { return 16 * warps; }
+  bool padded() const { return lqPadded != lq || dPadded != d || lkPadded != lk || dvPadded != dv; }
   std::string instruction() const {
     return "mma.sync.m16n8k16, " + stringifyMMATypes(ptxType).str();
   }
+  /// The kernel; returns [B..., Lq, Dv].
   Value build(OpBuilder &b, Location loc) const;
+
+private:
+  /// The kernel's forall over workgroups; returns [B..., Lq, Dv] padded.
+  Value buildPadded(OpBuilder &b, Location loc) const;
 };
 
 /// One thread's code: its lane's index arithmetic and fragments.
@@ -120,26 +134,43 @@ struct AttentionLane {
                         {arith::TruncFOp::create(b, loc, a.half, x).getResult(),
                          arith::TruncFOp::create(b, loc, a.half, y).getResult()});
   }
-  /// Two values of `t` at (row, col) and (row, col + 1) or, `down`, (row +
-  /// 1, col), as a register.
-  Value packFrom(Value t, Value row, Value col, bool down) {
-    return down ? pack(element(t, row, col), element(t, after(row), col))
-                : pack(element(t, row, col), element(t, row, after(col)));
+  /// `i`, or the last index where it is past `extent` (a padding row or
+  /// column, read at the operand's last).
+  Value clamped(Value i, int64_t extent, int64_t padded) {
+    return padded == extent ? i : arith::MinUIOp::create(b, loc, i, index(extent - 1));
   }
-  /// K^T's (d, j) and (d + 1, j) as a register.
-  Value packKeys(Value d, Value j) {
-    return pack(a.keys.element(b, loc, at, d, j), a.keys.element(b, loc, at, after(d), j));
+  /// `v`, or 0 where `i` is past `extent` (a padding step of D).
+  Value zeroPast(Value v, Value i, int64_t extent, int64_t padded) {
+    if (padded == extent)
+      return v;
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i, index(extent));
+    return arith::SelectOp::create(b, loc, inside, v, scalarConst(b, loc, v.getType(), 0.0));
+  }
+  /// Q[row][col], K^T[d][j] and V[j][col], their padding included.
+  Value queryAt(Value row, Value col) {
+    Value q = element(a.query, clamped(row, a.lq, a.lqPadded), clamped(col, a.d, a.dPadded));
+    return zeroPast(q, col, a.d, a.dPadded);
+  }
+  Value keyAt(Value d, Value j) {
+    Value k = a.keys.element(b, loc, at, clamped(d, a.d, a.dPadded),
+                             clamped(j, a.lk, a.lkPadded));
+    return zeroPast(k, d, a.d, a.dPadded);
+  }
+  Value valueAt(Value j, Value col) {
+    return element(a.value, clamped(j, a.lk, a.lkPadded), clamped(col, a.dv, a.dvPadded));
   }
 
   /// The warp's query rows as A fragments, one per 16 of D: register r
   /// holds row g + 8 (r % 2), columns 2t + 8 (r / 2) and the next.
   SmallVector<SmallVector<Value>> queryFragments() {
     SmallVector<SmallVector<Value>> fragments;
-    for (int64_t k = 0; k < a.d; k += 16) {
+    for (int64_t k = 0; k < a.dPadded; k += 16) {
       SmallVector<Value> regs;
-      for (int64_t r = 0; r < 4; ++r)
-        regs.push_back(packFrom(a.query, plus(row0, group, 1, 8 * (r % 2)),
-                                plus(index(k + 8 * (r / 2)), quad, 2, 0), /*down=*/false));
+      for (int64_t r = 0; r < 4; ++r) {
+        Value row = plus(row0, group, 1, 8 * (r % 2));
+        Value col = plus(index(k + 8 * (r / 2)), quad, 2, 0);
+        regs.push_back(pack(queryAt(row, col), queryAt(row, after(col))));
+      }
       fragments.push_back(regs);
     }
     return fragments;
@@ -173,24 +204,33 @@ struct AttentionLane {
     Value zero = scalarConst(b, loc, b.getF32Type(), 0.0);
     int64_t tiles = a.keysPerStep / 8;
     SmallVector<SmallVector<Value>> s(tiles, SmallVector<Value>(4, zero));
-    for (int64_t k = 0; k < a.d; k += 16)
+    for (int64_t k = 0; k < a.dPadded; k += 16)
       for (int64_t n = 0; n < tiles; ++n) {
         // B = K^T: register r holds rows 2t + 8r and the next, column g.
         Value key = plus(j0, group, 1, 8 * n);
         SmallVector<Value> regsB;
-        for (int64_t r = 0; r < 2; ++r)
-          regsB.push_back(packKeys(plus(index(k + 8 * r), quad, 2, 0), key));
+        for (int64_t r = 0; r < 2; ++r) {
+          Value d = plus(index(k + 8 * r), quad, 2, 0);
+          regsB.push_back(pack(keyAt(d, key), keyAt(after(d), key)));
+        }
         s[n] = mma(q[k / 16], regsB, s[n]);
       }
     for (int64_t n = 0; n < tiles; ++n)
       for (int64_t e = 0; e < 4; ++e) {
         Value &v = s[n][e];
+        Value key = plus(j0, quad, 2, 8 * n + e % 2);
         if (a.scale != 1.0f)
           v = arith::MulFOp::create(b, loc, v, scalarConst(b, loc, b.getF32Type(), a.scale));
         if (a.mask) {
           SmallVector<Value> indices(at);
-          indices.append({plus(row0, group, 1, 8 * (e / 2)), plus(j0, quad, 2, 8 * n + e % 2)});
+          indices.append({clamped(plus(row0, group, 1, 8 * (e / 2)), a.lq, a.lqPadded),
+                          clamped(key, a.lk, a.lkPadded)});
           v = arith::AddFOp::create(b, loc, v, broadcastElement(b, loc, a.mask, indices));
+        }
+        if (a.lkPadded != a.lk) { // a padding key weighs nothing
+          Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, key, index(a.lk));
+          v = arith::SelectOp::create(b, loc, real, v,
+                                      extremeConst(b, loc, b.getF32Type(), /*lowest=*/true));
         }
       }
     return s;
@@ -221,7 +261,7 @@ struct AttentionLane {
         next[2 + e / 2] = add(next[2 + e / 2], p);
       }
     // O alpha + P V, per 8 columns of the values.
-    for (int64_t c = 0; c < a.dv; c += 8) {
+    for (int64_t c = 0; c < a.dvPadded; c += 8) {
       SmallVector<Value> o;
       for (int64_t e = 0; e < 4; ++e)
         o.push_back(arith::MulFOp::create(b, loc, carried[4 + c / 2 + e], alpha[e / 2]));
@@ -232,8 +272,10 @@ struct AttentionLane {
         // B = V: register r holds rows (keys) 2t + 8r and the next, column g.
         Value column = plus(index(c), group, 1, 0);
         SmallVector<Value> regsV;
-        for (int64_t r = 0; r < 2; ++r)
-          regsV.push_back(packFrom(a.value, plus(j0, quad, 2, k + 8 * r), column, true));
+        for (int64_t r = 0; r < 2; ++r) {
+          Value key = plus(j0, quad, 2, k + 8 * r);
+          regsV.push_back(pack(valueAt(key, column), valueAt(after(key), column)));
+        }
         o = mma(regsP, regsV, o);
       }
       llvm::append_range(next, o);
@@ -246,10 +288,10 @@ struct AttentionLane {
     Type f32 = b.getF32Type();
     SmallVector<Value> init = {extremeConst(b, loc, f32, /*lowest=*/true),
                                extremeConst(b, loc, f32, /*lowest=*/true)};
-    init.append(2 + a.dv / 2, scalarConst(b, loc, f32, 0.0));
+    init.append(2 + a.dvPadded / 2, scalarConst(b, loc, f32, 0.0));
     // (The body is built in place: the affine helpers look for the loop
     // that owns the induction variable.)
-    auto keys = scf::ForOp::create(b, loc, index(0), index(a.lk), index(a.keysPerStep), init);
+    auto keys = scf::ForOp::create(b, loc, index(0), index(a.lkPadded), index(a.keysPerStep), init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToEnd(keys.getBody());
@@ -260,21 +302,33 @@ struct AttentionLane {
     Value sums[2] = {overQuad(keys.getResult(2), add), overQuad(keys.getResult(3), add)};
     SmallVector<Value> out;
     for (int64_t h = 0; h < 2; ++h)
-      for (int64_t c = 0; c < a.dv; c += 8)
+      for (int64_t c = 0; c < a.dvPadded; c += 8)
         for (int64_t e = 0; e < 2; ++e)
           out.push_back(
               arith::DivFOp::create(b, loc, keys.getResult(4 + c / 2 + 2 * h + e), sums[h]));
-    auto type = RankedTensorType::get({1, 2, 1, a.dv / 8, 1, 2}, f32);
+    auto type = RankedTensorType::get({1, 2, 1, a.dvPadded / 8, 1, 2}, f32);
     return tensor::FromElementsOp::create(b, loc, type, out);
   }
 };
 
 Value MmaAttention::build(OpBuilder &b, Location loc) const {
+  Value result = buildPadded(b, loc);
+  if (!padded())
+    return result;
+  SmallVector<int64_t> shape(batch);
+  shape.append({lq, dv});
+  int64_t rank = shape.size();
+  return tensor::ExtractSliceOp::create(b, loc, result, SmallVector<OpFoldResult>(rank, b.getIndexAttr(0)),
+                                        getAsIndexOpFoldResult(b.getContext(), shape),
+                                        SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
+}
+
+Value MmaAttention::buildPadded(OpBuilder &b, Location loc) const {
   MLIRContext *ctx = b.getContext();
   int64_t loops = batch.size() + 1, threads = 32 * warps;
   Type f32 = b.getF32Type();
   SmallVector<int64_t> shape(batch);
-  shape.append({lq, dv});
+  shape.append({lqPadded, dvPadded});
   SmallVector<OpFoldResult> ones(loops, b.getIndexAttr(1));
   SmallVector<OpFoldResult> ends = getAsIndexOpFoldResult(ctx, ArrayRef(shape).drop_back());
   SmallVector<OpFoldResult> steps = ones;
@@ -288,13 +342,13 @@ Value MmaAttention::build(OpBuilder &b, Location loc) const {
   SmallVector<OpFoldResult> offsets(getAsOpFoldResult(ivs)), sizes = ones, strides = ones;
   offsets.push_back(b.getIndexAttr(0));
   sizes.back() = b.getIndexAttr(rows());
-  sizes.push_back(b.getIndexAttr(dv));
+  sizes.push_back(b.getIndexAttr(dvPadded));
   strides.push_back(b.getIndexAttr(1));
-  auto blockType = RankedTensorType::get({rows(), dv}, f32);
+  auto blockType = RankedTensorType::get({rows(), dvPadded}, f32);
   Value block = tensor::ExtractSliceOp::create(
       b, loc, blockType, workgroups.getRegionIterArgs()[0], offsets, sizes, strides);
   SmallVector<ReassociationIndices> lanesOf = {{0, 1, 2}, {3, 4, 5}};
-  auto lanesType = RankedTensorType::get({warps, 2, 8, dv / 8, 4, 2}, f32);
+  auto lanesType = RankedTensorType::get({warps, 2, 8, dvPadded / 8, 4, 2}, f32);
   block = tensor::ExpandShapeOp::create(b, loc, lanesType, block, lanesOf);
   auto lanes = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(threads)}, ValueRange{block},
@@ -316,7 +370,7 @@ Value MmaAttention::build(OpBuilder &b, Location loc) const {
     Value out = lane.results(lane.queryFragments());
     Value zero = lane.index(0);
     SmallVector<OpFoldResult> at = {warp, zero, group, zero, quad, zero};
-    SmallVector<OpFoldResult> outSizes = getAsIndexOpFoldResult(ctx, {1, 2, 1, dv / 8, 1, 2});
+    SmallVector<OpFoldResult> outSizes = getAsIndexOpFoldResult(ctx, {1, 2, 1, dvPadded / 8, 1, 2});
     SmallVector<OpFoldResult> unit(6, b.getIndexAttr(1));
     b.setInsertionPointToStart(lanes.getTerminator().getBody());
     tensor::ParallelInsertSliceOp::create(b, loc, out, lanes.getRegionIterArgs()[0], at,
@@ -341,19 +395,22 @@ FailureOr<MmaAttention> analyze(AttentionOp op, Type half, std::string &whyNot) 
   a.dv = tensorType(op.getValue()).getShape().back();
   a.half = half;
   a.ptxType = half.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
-  if (a.lq % 16 != 0)
-    whyNot = llvm::formatv("{0} queries, not a multiple of 16", a.lq);
-  else if (a.lk % 16 != 0)
-    whyNot = llvm::formatv("{0} keys, not a multiple of 16", a.lk);
-  else if (a.d % 16 != 0 || a.dv % 8 != 0)
-    whyNot = llvm::formatv("heads of {0} + {1} values, not multiples of 16 and 8", a.d, a.dv);
-  else if (a.d > kMaxHead || a.dv > kMaxHead)
+  a.dPadded = llvm::alignTo(a.d, 16);
+  a.dvPadded = llvm::alignTo(a.dv, 8);
+  if (a.dPadded > kMaxHead || a.dvPadded > kMaxHead) {
     whyNot = llvm::formatv("heads of {0} + {1} values, more than {2} each (registers)", a.d,
                            a.dv, kMaxHead);
-  if (!whyNot.empty())
     return failure();
-  a.warps = a.lq % 64 == 0 ? 4 : a.lq % 32 == 0 ? 2 : 1;
-  a.keysPerStep = a.lk % 32 == 0 ? 32 : 16;
+  }
+  // Whole blocks of rows and steps of keys where the sizes allow, the
+  // fewest padding rows and keys otherwise.
+  a.warps = a.lq % 64 == 0   ? 4
+            : a.lq % 32 == 0 ? 2
+            : a.lq % 16 == 0 ? 1
+                             : std::min<int64_t>(4, llvm::divideCeil(a.lq, 16));
+  a.keysPerStep = a.lk % 32 == 0 || (a.lk % 16 != 0 && a.lk > 16) ? 32 : 16;
+  a.lqPadded = llvm::alignTo(a.lq, a.rows());
+  a.lkPadded = llvm::alignTo(a.lk, a.keysPerStep);
   return a;
 }
 
@@ -387,15 +444,16 @@ struct KilnCudaAttentionMmaPass
         op.emitRemark() << "placement: attention not on the tensor cores: " << whyNot;
       return;
     }
-    if (reportPlacement)
-      op.emitRemark() << "placement: attention as one kernel on the tensor cores ("
-                      << a->instruction() << "), a warp per 16 query rows over " << a->lk
-                      << " keys, " << a->keysPerStep << " a step, its scores never written out";
-    OpBuilder b(op);
-    Value keyT = op.getKeyT();
-    op.replaceAllUsesWith(a->build(b, op.getLoc()));
-    op.erase();
-    a->keys.eraseUnusedTranspose(keyT);
+    if (reportPlacement) {
+      InFlightDiagnostic remark = op.emitRemark();
+      remark << "placement: attention as one kernel on the tensor cores (" << a->instruction()
+             << "), a warp per 16 query rows over " << a->lk << " keys, " << a->keysPerStep
+             << " a step, its scores never written out";
+      if (a->padded())
+        remark << "; padded to " << a->lqPadded << " queries, " << a->lkPadded
+               << " keys, heads of " << a->dPadded << " + " << a->dvPadded;
+    }
+    replaceAttention(op, a->keys, [&](OpBuilder &b, Location loc) { return a->build(b, loc); });
   }
 };
 

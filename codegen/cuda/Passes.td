@@ -46,30 +46,34 @@ def KilnCudaCompileKernels : Pass<"kiln-cuda-compile-kernels", "ModuleOp"> {
 def KilnCudaAttentionMma : Pass<"kiln-cuda-attention-mma", "func::FuncOp"> {
   let summary = "Attention whose scores would be large as one kernel on the tensor cores (mma.sync)";
   let description = [{
-    Before kiln-gpu-attention-rows, for models whose matmuls run in 16
-    bits (`--precision=f16|bf16`). A kiln.attention whose scores would
-    take more than `max-scores-bytes` (0: every one), of queries and keys
-    multiples of 16, a query head a multiple of 16 and a value head a
-    multiple of 8 (each at most 128), becomes one kernel of flash
-    attention on the tensor cores: an scf.forall over workgroups (a batch
-    entry and a block of 16W query rows, W = 4 warps, or 2 or 1 where the
-    queries are not a multiple of 64 or 32) holding an scf.forall over
-    the block's 32W threads. Warp w holds rows 16w .. 16w + 15 as A
+    Before kiln-gpu-attention-rows, for models whose matmuls run in 16 bits
+    (`--precision=f16|bf16`). A kiln.attention whose scores would take more
+    than `max-scores-bytes` (0: every one), of heads of at most 128 values
+    (the query's and the value's, each padded to 16 and 8), becomes one
+    kernel of flash attention on the tensor cores: an scf.forall over
+    workgroups (a batch entry and a block of 16W query rows, W = 4 warps, or
+    2 or 1 where the queries are a multiple of 32 or 16 only, else the
+    fewest that cover them) holding an scf.forall over the block's 32W
+    threads. Sizes that are not whole blocks, steps of keys, k steps of 16
+    or tiles of 8 values are padded: a padding query row or value column is
+    read at the operand's last (arith.minui) and never written out (the
+    result is a slice of the padded one), a padding key's score is -inf, a
+    padding step of D reads 0. Warp w holds rows 16w .. 16w + 15 as A
     fragments of `nvvm.mma.sync` m16n8k16 (`type`: f16 or bf16, f32 sums;
-    query, keys, values and the weights P rounded to it, nearest even).
-    The keys are read as kiln-gpu-attention-rows reads them (from K
-    where K^T is its transpose). An scf.for over the keys, 32 a step (16 where the keys are not a
-    multiple of 32), carries each lane's running maxima and sums of its
-    two rows and its 4 results per 8 value columns: S = Q K^T by mma,
-    scaled and masked in f32; each row's maximum over the lane's scores,
-    then over its quad (`gpu.shuffle xor` 1 and 2); alpha = exp(m - m'),
-    p = exp(s - m') (with -inf maxima taken as 0); the C fragments of P
-    as the A fragment of the next mma, O = O alpha + P V. After the loop
-    the lanes of a quad add their sums, and each lane inserts its O / l
-    into the block seen as [W, 2, 8, Dv / 8, 4, 2]. Fragment layouts are
-    PTX ISA 8.0's. Other attention is left to kiln-gpu-attention-rows;
-    with `report-placement`, a "placement:" remark says which one each
-    took and, for a large one left, why.
+    query, keys, values and the weights P rounded to it, nearest even). The
+    keys are read as kiln-gpu-attention-rows reads them (from K where K^T is
+    its transpose). An scf.for over the keys, 32 a step (16 where the keys
+    are a multiple of 16 only, or 16 at most), carries each lane's running
+    maxima and sums of its two rows and its 4 results per 8 value columns: S
+    = Q K^T by mma, scaled and masked in f32; each row's maximum over the
+    lane's scores, then over its quad (`gpu.shuffle xor` 1 and 2); alpha =
+    exp(m - m'), p = exp(s - m') (with -inf maxima taken as 0); the C
+    fragments of P as the A fragment of the next mma, O = O alpha + P V.
+    After the loop the lanes of a quad add their sums, and each lane inserts
+    its O / l into the block seen as [W, 2, 8, Dv / 8, 4, 2]. Fragment
+    layouts are PTX ISA 8.0's. Other attention is left to
+    kiln-gpu-attention-rows; with `report-placement`, a "placement:" remark
+    says which one each took and, for a large one left, why.
   }];
   let dependentDialects = ["NVVM::NVVMDialect", "LLVM::LLVMDialect", "affine::AffineDialect",
                            "arith::ArithDialect", "gpu::GPUDialect", "math::MathDialect",

@@ -253,11 +253,7 @@ struct KilnGpuAttentionRowsPass
       op.emitRemark() << "placement: attention as one kernel, a thread per query row over "
                       << a->lk << " keys, its scores never written out (they would take "
                       << formatBytes(scores) << ")";
-    OpBuilder b(op);
-    Value keyT = op.getKeyT();
-    op.replaceAllUsesWith(a->build(b, op.getLoc()));
-    op.erase();
-    a->keys.eraseUnusedTranspose(keyT);
+    replaceAttention(op, a->keys, [&](OpBuilder &b, Location loc) { return a->build(b, loc); });
   }
 };
 
@@ -284,8 +280,13 @@ Value KeysOperand::element(OpBuilder &b, Location loc, ValueRange at, Value d, V
   return tensor::ExtractOp::create(b, loc, source, indices);
 }
 
-void KeysOperand::eraseUnusedTranspose(Value keyT) const {
-  if (isKeys && keyT.use_empty())
+void mlir::kiln::replaceAttention(AttentionOp op, const KeysOperand &keys,
+                                  function_ref<Value(OpBuilder &, Location)> build) {
+  OpBuilder b(op);
+  Value keyT = op.getKeyT();
+  op.replaceAllUsesWith(build(b, op.getLoc()));
+  op.erase();
+  if (keys.isKeys && keyT.use_empty())
     keyT.getDefiningOp()->erase();
 }
 

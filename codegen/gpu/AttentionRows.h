@@ -23,10 +23,12 @@ struct KeysOperand {
   static KeysOperand of(AttentionOp op);
   /// K^T's element (d, j) at batch entry `at`.
   Value element(OpBuilder &b, Location loc, ValueRange at, Value d, Value j) const;
-  /// After the op is replaced: the transpose, if it was read through and
-  /// nothing else reads it.
-  void eraseUnusedTranspose(Value keyT) const;
 };
+
+/// Replaces `op` by the kernel that `build` makes in its place, then
+/// erases the transpose that `keys` read through if nothing else reads it.
+void replaceAttention(AttentionOp op, const KeysOperand &keys,
+                      function_ref<Value(OpBuilder &, Location)> build);
 
 } // namespace mlir::kiln
 

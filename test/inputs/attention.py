@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Attention models written out in ONNX ops, with float64 reference outputs.
 
-usage: attention.py KIND OUT_DIR
+usage: attention.py KIND OUT_DIR [--f16-operands]
 
 Writes OUT_DIR/model.onnx, its inputs as OUT_DIR/<input>.npy (pass them in
 the order of `inputs.txt`) and OUT_DIR/reference/out.npy, computed in
-float64 with a materialized softmax. Every model computes
+float64 with a materialized softmax; with --f16-operands, from Q, K and V
+rounded to float16, as kernels whose matmuls take f16 operands see them
+(--precision=f16 on the tensor cores). Every model computes
   out = Softmax(scale(Q @ K^T) [+ mask]) @ V
 with K transposed by a Transpose node, as exported transformers do:
 
@@ -45,7 +47,7 @@ def reference(q, k, v, scale, mask):
     return (p @ v.astype(np.float64)).astype(np.float32)
 
 
-def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0):
+def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0, f16_operands=False):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal(batch + [lq, d]).astype(np.float32)
     k = rng.standard_normal(batch + [lk, d]).astype(np.float32)
@@ -72,7 +74,8 @@ def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0):
     nodes += [helper.make_node("Softmax", [s], ["p"], axis=-1, name="softmax"),
               helper.make_node("MatMul", ["p", "v"], ["out"], name="pv")]
     info = lambda name, a: helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape))
-    want = reference(q, k, v, scale, mask)
+    rounded = (lambda a: a.astype(np.float16)) if f16_operands else (lambda a: a)
+    want = reference(rounded(q), rounded(k), rounded(v), scale, mask)
     graph = helper.make_graph(nodes, "attention", [info(n, a) for n, a in inputs.items()],
                               [info("out", want)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -87,30 +90,34 @@ def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0):
 
 def main():
     kind, out = sys.argv[1], sys.argv[2]
+    options = sys.argv[3:]
+    if options not in ([], ["--f16-operands"]):
+        sys.exit(f"attention.py: unknown options {options}")
+    f16 = {"f16_operands": options == ["--f16-operands"]}
     if kind.startswith("long-"):
         length = int(kind[len("long-"):])
         mask = np.zeros([1, 1, 1, length], np.float32)
         mask[..., -96:] = -np.inf
-        build(out, [1, 2], length, length, 64, 64, ("Mul", 0.125), mask, True)
+        build(out, [1, 2], length, length, 64, 64, ("Mul", 0.125), mask, True, **f16)
     elif kind == "banded":
         length = 320
         rows, cols = np.indices([length, length])
         mask = np.where(cols < rows, -np.inf, 0).astype(np.float32)
-        build(out, [3], length, length, 32, 32, ("Div", np.sqrt(32)), mask, False)
+        build(out, [3], length, length, 32, 32, ("Div", np.sqrt(32)), mask, False, **f16)
     elif kind == "odd":
-        build(out, [2, 3], 50, 100, 24, 40, None, None, False)
+        build(out, [2, 3], 50, 100, 24, 40, None, None, False, **f16)
     elif kind == "wide":
-        build(out, [2], 100, 80, 128, 128, ("Mul", 0.0884), None, False)
+        build(out, [2], 100, 80, 128, 128, ("Mul", 0.0884), None, False, **f16)
     elif kind == "mid":
         mask = np.where(np.random.default_rng(1).random([2, 37, 98]) < 0.3, -np.inf, 0)
-        build(out, [2], 37, 98, 96, 96, ("Mul", 0.102), mask.astype(np.float32), True)
+        build(out, [2], 37, 98, 96, 96, ("Mul", 0.102), mask.astype(np.float32), True, **f16)
     elif kind == "mma":
         mask = np.where(np.random.default_rng(2).random([2, 96, 80]) < 0.3, -np.inf, 0)
-        build(out, [2], 96, 80, 16, 24, ("Mul", 0.25), mask.astype(np.float32), True)
+        build(out, [2], 96, 80, 16, 24, ("Mul", 0.25), mask.astype(np.float32), True, **f16)
     elif kind == "mma-narrow":
-        build(out, [1], 48, 64, 48, 8, ("Mul", 0.144), None, False)
+        build(out, [1], 48, 64, 48, 8, ("Mul", 0.144), None, False, **f16)
     elif kind == "too-wide":
-        build(out, [2], 100, 80, 160, 128, ("Mul", 0.0791), None, False)
+        build(out, [2], 100, 80, 160, 128, ("Mul", 0.0791), None, False, **f16)
     else:
         sys.exit(f"attention.py: unknown kind '{kind}'")
 
