@@ -7,7 +7,8 @@
 // instead: flash attention's loop in mma.sync m16n8k16, before the lowering.
 //
 //   - A workgroup per batch entry and block of 16W query rows, W warps (4,
-//     or 2 or 1 where the queries are a multiple of 32 or 16 only). Warp w
+//     or 2 or 1 where the queries are a multiple of 32 or 16 only, else the
+//     fewest that cover them, at most 4). Warp w
 //     owns rows 16w .. 16w + 15 of the block, every thread of it runs every
 //     mma: sizes that are not whole blocks, steps of keys, k steps of 16 or
 //     tiles of 8 values are padded (a padding query row or value column is
@@ -76,10 +77,10 @@ struct MmaAttention {
   float scale;
   SmallVector<int64_t> batch = {};
   int64_t lq = 0, d = 0, lk = 0, dv = 0;
-  Type half = {};                           ///< f16 or bf16: the mma's operand type
+  Type half = {};                               ///< f16 or bf16: the mma's operands
   NVVM::MMATypes ptxType = NVVM::MMATypes::f16; ///< the same, as PTX names it
-  int64_t warps = 0;                        ///< per workgroup, 16 query rows each
-  int64_t keysPerStep = 0;                  ///< 32 or 16
+  int64_t warps = 0;                            ///< per workgroup, 16 query rows each
+  int64_t keysPerStep = 0;                      ///< 32 or 16
   /// Lq, D, Lk and Dv padded to whole blocks, whole k steps of the mma and
   /// whole tiles: a padding query row or value column is read at the
   /// operand's last and never written out, a padding key's score is -inf,
@@ -87,7 +88,9 @@ struct MmaAttention {
   int64_t lqPadded = 0, dPadded = 0, lkPadded = 0, dvPadded = 0;
 
   int64_t rows() const { return 16 * warps; }
-  bool padded() const { return lqPadded != lq || dPadded != d || lkPadded != lk || dvPadded != dv; }
+  bool padded() const {
+    return lqPadded != lq || dPadded != d || lkPadded != lk || dvPadded != dv;
+  }
   std::string instruction() const {
     return "mma.sync.m16n8k16, " + stringifyMMATypes(ptxType).str();
   }
@@ -318,9 +321,10 @@ Value MmaAttention::build(OpBuilder &b, Location loc) const {
   SmallVector<int64_t> shape(batch);
   shape.append({lq, dv});
   int64_t rank = shape.size();
-  return tensor::ExtractSliceOp::create(b, loc, result, SmallVector<OpFoldResult>(rank, b.getIndexAttr(0)),
-                                        getAsIndexOpFoldResult(b.getContext(), shape),
-                                        SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
+  return tensor::ExtractSliceOp::create(
+      b, loc, result, SmallVector<OpFoldResult>(rank, b.getIndexAttr(0)),
+      getAsIndexOpFoldResult(b.getContext(), shape),
+      SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
 }
 
 Value MmaAttention::buildPadded(OpBuilder &b, Location loc) const {
