@@ -91,6 +91,8 @@ struct MmaAttention {
   bool padded() const {
     return lqPadded != lq || dPadded != d || lkPadded != lk || dvPadded != dv;
   }
+  /// Whether the kernel's result is larger than the op's (a slice of it).
+  bool resultPadded() const { return lqPadded != lq || dvPadded != dv; }
   std::string instruction() const {
     return "mma.sync.m16n8k16, " + stringifyMMATypes(ptxType).str();
   }
@@ -218,12 +220,14 @@ struct AttentionLane {
         }
         s[n] = mma(q[k / 16], regsB, s[n]);
       }
+    Value scale = scalarConst(b, loc, b.getF32Type(), a.scale);
+    Value none = extremeConst(b, loc, b.getF32Type(), /*lowest=*/true);
     for (int64_t n = 0; n < tiles; ++n)
       for (int64_t e = 0; e < 4; ++e) {
         Value &v = s[n][e];
         Value key = plus(j0, quad, 2, 8 * n + e % 2);
         if (a.scale != 1.0f)
-          v = arith::MulFOp::create(b, loc, v, scalarConst(b, loc, b.getF32Type(), a.scale));
+          v = arith::MulFOp::create(b, loc, v, scale);
         if (a.mask) {
           SmallVector<Value> indices(at);
           indices.append({clamped(plus(row0, group, 1, 8 * (e / 2)), a.lq, a.lqPadded),
@@ -232,8 +236,7 @@ struct AttentionLane {
         }
         if (a.lkPadded != a.lk) { // a padding key weighs nothing
           Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, key, index(a.lk));
-          v = arith::SelectOp::create(b, loc, real, v,
-                                      extremeConst(b, loc, b.getF32Type(), /*lowest=*/true));
+          v = arith::SelectOp::create(b, loc, real, v, none);
         }
       }
     return s;
@@ -257,29 +260,34 @@ struct AttentionLane {
       alpha[h] = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, carried[h], base[h]));
       next[2 + h] = arith::MulFOp::create(b, loc, carried[2 + h], alpha[h]);
     }
+    // The sums take p in f32, P V its 16-bit rounding (as FlashAttention-2).
     for (SmallVector<Value> &tile : s)
       for (int64_t e = 0; e < 4; ++e) {
         Value &p = tile[e];
         p = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, p, base[e / 2]));
         next[2 + e / 2] = add(next[2 + e / 2], p);
       }
+    // P as A fragments, one per 16 keys: two 16x8 tiles' C fragments.
+    SmallVector<SmallVector<Value>> fragmentsP;
+    for (int64_t k = 0; k < a.keysPerStep; k += 16) {
+      ArrayRef<Value> lo = s[k / 8], hi = s[k / 8 + 1];
+      fragmentsP.push_back(
+          {pack(lo[0], lo[1]), pack(lo[2], lo[3]), pack(hi[0], hi[1]), pack(hi[2], hi[3])});
+    }
     // O alpha + P V, per 8 columns of the values.
     for (int64_t c = 0; c < a.dvPadded; c += 8) {
       SmallVector<Value> o;
       for (int64_t e = 0; e < 4; ++e)
         o.push_back(arith::MulFOp::create(b, loc, carried[4 + c / 2 + e], alpha[e / 2]));
+      Value column = plus(index(c), group, 1, 0);
       for (int64_t k = 0; k < a.keysPerStep; k += 16) {
-        ArrayRef<Value> lo = s[k / 8], hi = s[k / 8 + 1];
-        SmallVector<Value> regsP = {pack(lo[0], lo[1]), pack(lo[2], lo[3]), pack(hi[0], hi[1]),
-                                    pack(hi[2], hi[3])};
         // B = V: register r holds rows (keys) 2t + 8r and the next, column g.
-        Value column = plus(index(c), group, 1, 0);
         SmallVector<Value> regsV;
         for (int64_t r = 0; r < 2; ++r) {
           Value key = plus(j0, quad, 2, k + 8 * r);
           regsV.push_back(pack(valueAt(key, column), valueAt(after(key), column)));
         }
-        o = mma(regsP, regsV, o);
+        o = mma(fragmentsP[k / 16], regsV, o);
       }
       llvm::append_range(next, o);
     }
@@ -316,7 +324,7 @@ struct AttentionLane {
 
 Value MmaAttention::build(OpBuilder &b, Location loc) const {
   Value result = buildPadded(b, loc);
-  if (!padded())
+  if (!resultPadded())
     return result;
   SmallVector<int64_t> shape(batch);
   shape.append({lq, dv});
@@ -406,8 +414,8 @@ FailureOr<MmaAttention> analyze(AttentionOp op, Type half, std::string &whyNot) 
                            a.dv, kMaxHead);
     return failure();
   }
-  // Whole blocks of rows and steps of keys where the sizes allow, the
-  // fewest padding rows and keys otherwise.
+  // Whole blocks of rows and steps of keys where the sizes allow; else the
+  // larger blocks (up to 4 warps) and steps, fewer of them.
   a.warps = a.lq % 64 == 0   ? 4
             : a.lq % 32 == 0 ? 2
             : a.lq % 16 == 0 ? 1

@@ -373,11 +373,12 @@ void Emulator::emulateTf32(NVVM::ConvertFloatToTF32Op op) {
 
 LogicalResult Emulator::emulateShuffle(gpu::ShuffleOp op) {
   Type type = op.getValue().getType();
-  if (op.getMode() != gpu::ShuffleMode::XOR ||
+  std::optional<int64_t> offset = getConstantIntValue(op.getOffset());
+  if (op.getMode() != gpu::ShuffleMode::XOR || !offset || *offset < 0 || *offset >= kWarp ||
       getConstantIntValue(op.getWidth()) != kWarp || !op.getValid().use_empty() ||
       !(type.isF32() || type.isInteger(32)))
     return op.emitError("kiln-spirv-emulate-warp-matrices: a gpu.shuffle other than an xor of "
-                        "32 bits over a warp of 32, its validity unread");
+                        "32 bits by a constant under 32 over a warp of 32, its validity unread");
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(op);
   Value word = op.getValue();

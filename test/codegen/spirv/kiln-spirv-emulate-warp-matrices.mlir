@@ -121,7 +121,7 @@ func.func @shuffle_down(%x: f32, %out: memref<32xf32>) {
     %c1_i32 = arith.constant 1 : i32
     %c32_i32 = arith.constant 32 : i32
     nvvm.cp.async.commit.group
-    // expected-error @+1 {{kiln-spirv-emulate-warp-matrices: a gpu.shuffle other than an xor of 32 bits over a warp of 32, its validity unread}}
+    // expected-error @+1 {{kiln-spirv-emulate-warp-matrices: a gpu.shuffle other than an xor of 32 bits by a constant under 32 over a warp of 32, its validity unread}}
     %other, %valid = gpu.shuffle down %x, %c1_i32, %c32_i32 : f32
     memref.store %other, %out[%tx] : memref<32xf32>
     gpu.terminator
