@@ -67,16 +67,8 @@ namespace {
 /// the sums): registers.
 constexpr int64_t kMaxHead = 128;
 
-/// One attention on the tensor cores; operands as kiln.attention has them
-/// but the keys (KeysOperand): query [B..., Lq, D], value [B..., Lk, Dv],
-/// mask [1 or B..., 1 or Lq, Lk].
-struct MmaAttention {
-  Value query;
-  KeysOperand keys;
-  Value value, mask;
-  float scale;
-  SmallVector<int64_t> batch = {};
-  int64_t lq = 0, d = 0, lk = 0, dv = 0;
+/// One attention on the tensor cores.
+struct MmaAttention : AttentionOperands {
   Type half = {};                               ///< f16 or bf16: the mma's operands
   NVVM::MMATypes ptxType = NVVM::MMATypes::f16; ///< the same, as PTX names it
   int64_t warps = 0;                            ///< per workgroup, 16 query rows each
@@ -397,14 +389,7 @@ Value MmaAttention::buildPadded(OpBuilder &b, Location loc) const {
 
 /// `op` on the tensor cores in `half`, or why not.
 FailureOr<MmaAttention> analyze(AttentionOp op, Type half, std::string &whyNot) {
-  ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
-  int64_t rank = q.size();
-  MmaAttention a{op.getQuery(), KeysOperand::of(op), op.getValue(), op.getMask(),
-                 op.getScale().convertToFloat()};
-  a.batch.assign(q.begin(), q.end() - 2);
-  a.lq = q[rank - 2], a.d = q[rank - 1];
-  a.lk = tensorType(op.getKeyT()).getShape().back();
-  a.dv = tensorType(op.getValue()).getShape().back();
+  MmaAttention a{AttentionOperands::of(op)};
   a.half = half;
   a.ptxType = half.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
   a.dPadded = llvm::alignTo(a.d, 16);

@@ -53,17 +53,8 @@ Value element(OpBuilder &b, Location loc, Value t, ValueRange at, Value row, Val
   return tensor::ExtractOp::create(b, loc, t, indices);
 }
 
-/// One attention, its operands as they are: query [B..., Lq, D], keys
-/// (KeysOperand), value [B..., Lk, Dv], mask [1 or B..., 1 or Lq, Lk] (each
-/// batch dimension of the mask 1 or the batch's).
-struct RowAttention {
-  Value query;
-  KeysOperand keys;
-  Value value, mask;
-  float scale;
-  SmallVector<int64_t> batch = {}; ///< B...
-  int64_t lq = 0, d = 0, lk = 0, dv = 0;
-
+/// One attention, a thread per query row.
+struct RowAttention : AttentionOperands {
   /// Keys a step of a thread's loop takes: 4 (or 2) independent dot
   /// products in flight instead of one chain of D multiply-adds, and one
   /// rescaling of the sums per step; fewer where the row's D + Dv values
@@ -205,14 +196,7 @@ struct RowAttention {
 
 /// `op` as a RowAttention, or why a thread cannot hold its row.
 FailureOr<RowAttention> analyze(AttentionOp op, std::string &whyNot) {
-  ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
-  int64_t rank = q.size();
-  RowAttention a{op.getQuery(), KeysOperand::of(op), op.getValue(), op.getMask(),
-                 op.getScale().convertToFloat()};
-  a.batch.assign(q.begin(), q.end() - 2);
-  a.lq = q[rank - 2], a.d = q[rank - 1];
-  a.lk = tensorType(op.getKeyT()).getShape().back();
-  a.dv = tensorType(op.getValue()).getShape().back();
+  RowAttention a{AttentionOperands::of(op)};
   if (a.d + a.dv > kMaxRowValues) {
     whyNot = llvm::formatv("heads of {0} + {1} values, more than a thread holds ({2})", a.d,
                            a.dv, kMaxRowValues);
@@ -278,6 +262,18 @@ Value KeysOperand::element(OpBuilder &b, Location loc, ValueRange at, Value d, V
   else
     indices.append({d, j});
   return tensor::ExtractOp::create(b, loc, source, indices);
+}
+
+AttentionOperands AttentionOperands::of(AttentionOp op) {
+  ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
+  int64_t rank = q.size();
+  AttentionOperands a{op.getQuery(), KeysOperand::of(op), op.getValue(), op.getMask(),
+                      op.getScale().convertToFloat()};
+  a.batch.assign(q.begin(), q.end() - 2);
+  a.lq = q[rank - 2], a.d = q[rank - 1];
+  a.lk = tensorType(op.getKeyT()).getShape().back();
+  a.dv = tensorType(op.getValue()).getShape().back();
+  return a;
 }
 
 void mlir::kiln::replaceAttention(AttentionOp op, const KeysOperand &keys,

@@ -25,6 +25,20 @@ struct KeysOperand {
   Value element(OpBuilder &b, Location loc, ValueRange at, Value d, Value j) const;
 };
 
+/// One attention's operands as its one-kernel forms read them, and their
+/// sizes: query [B..., Lq, D], keys (KeysOperand), value [B..., Lk, Dv],
+/// mask [1 or B..., 1 or Lq, Lk] (each batch dimension 1 or the batch's).
+struct AttentionOperands {
+  Value query;
+  KeysOperand keys;
+  Value value, mask;
+  float scale;
+  SmallVector<int64_t> batch = {}; ///< B...
+  int64_t lq = 0, d = 0, lk = 0, dv = 0;
+
+  static AttentionOperands of(AttentionOp op);
+};
+
 /// Replaces `op` by the kernel that `build` makes in its place, then
 /// erases the transpose that `keys` read through if nothing else reads it.
 void replaceAttention(AttentionOp op, const KeysOperand &keys,
