@@ -15,7 +15,15 @@
 //     read at the operand's last and never written out, a padding key's
 //     score is -inf, a padding step of D is 0).
 //   - The warp's query rows are A fragments, rounded to 16 bits once.
-//   - Per step of K keys (32, or 16), the warp computes its 16 x K scores
+//   - Per step of K keys (32, or 16), the workgroup's threads first copy
+//     the step's keys and values into workgroup memory, rounded to 16 bits
+//     (K [K][D], V [K][Dv], rows 8 values longer so that ldmatrix's row
+//     addresses fall in distinct banks): the keys and values are read
+//     from global memory once per workgroup, not once per warp, adjacent
+//     threads reading adjacent values. After a barrier, the B fragments
+//     come from them by ldmatrix (.trans for V), and a second barrier
+//     ends the step before the next copy.
+//   - Per step, the warp computes its 16 x K scores
 //     S = Q K^T by mma, whose C fragments give lane l (group g = l / 4,
 //     t = l % 4) rows g and g + 8, keys 2t and 2t + 1 of each 8; scales and
 //     masks them in f32; takes each row's maximum over the lane's scores,
@@ -31,10 +39,11 @@
 //     [W, 2, 8, Dv / 8, 4, 2] (warp, row half, g; column tile, t, pair),
 //     where lane (w, g, t) writes [w, :, g, :, t, :].
 //
-// Fragment layouts are PTX ISA 8.0's (see MmaSync.cpp). The keys and
-// values are read by each warp from global memory (through L1), not staged
-// in shared memory; the keys from K where K^T is its transpose (as
-// exporters write attention), a B register's two values adjacent there.
+// Fragment layouts are PTX ISA 8.0's (see MmaSync.cpp). The keys are
+// copied from K where K^T is its transpose (as exporters write attention),
+// else from K^T, adjacent threads reading adjacent keys. The copy is
+// synchronous (global loads, then shared stores; no cp.async, which cannot
+// round f32 to 16 bits), not double-buffered.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KilnToLinalg/Builders.h"
@@ -49,8 +58,11 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::kiln {
@@ -94,43 +106,40 @@ struct MmaAttention : AttentionOperands {
 private:
   /// The kernel's forall over workgroups; returns [B..., Lq, Dv] padded.
   Value buildPadded(OpBuilder &b, Location loc) const;
+  /// A workgroup buffer of a step's keys of `width` values each (K's or
+  /// V's), rows padded by 8 values.
+  Value stagingBuffer(OpBuilder &b, Location loc, int64_t width) const;
+};
+
+/// The workgroup's buffers of a step's keys and values, rounded to 16
+/// bits: K [keys][D] and V [keys][Dv] (padded), each row 8 values longer
+/// so that ldmatrix's 8 row addresses fall in distinct banks.
+struct StagingBuffers {
+  Value keys, values;
 };
 
 /// One thread's code: its lane's index arithmetic and fragments.
 struct AttentionLane {
   const MmaAttention &a;
-  OpBuilder &b;
-  Location loc;
-  ValueRange at;     ///< the batch entry
-  Value row0;        ///< the warp's first query row
-  Value group, quad; ///< g = lane / 4, t = lane % 4
+  Lane &l;
+  ValueRange at;  ///< the batch entry
+  Value thread;   ///< in the workgroup, 0 .. 32W - 1
+  StagingBuffers staged;
+
+  OpBuilder &b = l.b;
+  Location loc = l.loc;
 
   Value index(int64_t v) { return indexConst(b, loc, v); }
-  /// origin + scale * v + c.
-  Value plus(Value origin, Value v, int64_t scale, int64_t c) {
-    AffineExpr x, y;
-    bindSymbols(b.getContext(), x, y);
-    return affine::makeComposedAffineApply(b, loc, x + y * scale + c,
-                                           {OpFoldResult(origin), OpFoldResult(v)})
-        .getResult();
-  }
-  /// v + 1.
-  Value after(Value v) {
-    AffineExpr x = getAffineSymbolExpr(0, b.getContext());
-    return affine::makeComposedAffineApply(b, loc, x + 1, {OpFoldResult(v)}).getResult();
-  }
   /// Row `row`, column `col` of `t` (at the batch entry), as f32.
   Value element(Value t, Value row, Value col) {
     SmallVector<Value> indices(at);
     indices.append({row, col});
     return tensor::ExtractOp::create(b, loc, t, indices);
   }
+  /// `x` rounded to the mma's 16-bit type.
+  Value round(Value x) { return arith::TruncFOp::create(b, loc, a.half, x); }
   /// Two values as a 32-bit register of the mma's 16-bit type.
-  Value pack(Value x, Value y) {
-    return packRegister(b, loc,
-                        {arith::TruncFOp::create(b, loc, a.half, x).getResult(),
-                         arith::TruncFOp::create(b, loc, a.half, y).getResult()});
-  }
+  Value pack(Value x, Value y) { return packRegister(b, loc, {round(x), round(y)}); }
   /// `i`, or the last index where it is past `extent` (a padding row or
   /// column, read at the operand's last).
   Value clamped(Value i, int64_t extent, int64_t padded) {
@@ -157,6 +166,35 @@ struct AttentionLane {
     return element(a.value, clamped(j, a.lk, a.lkPadded), clamped(col, a.dv, a.dvPadded));
   }
 
+  /// Keys j0 .. j0 + K - 1 and their values into the staging buffers,
+  /// rounded. The workgroup's T threads copy a buffer's K x `width`
+  /// values in the order the operand holds them (a key's values, or K^T's
+  /// keys, adjacent): thread t every T-th from its t-th on, adjacent
+  /// threads reading adjacent values.
+  void stage(Value j0) {
+    stage(staged.keys, a.dPadded, !a.keys.isKeys, j0,
+          [&](Value j, Value d) { return keyAt(d, j); });
+    stage(staged.values, a.dvPadded, /*keysAdjacent=*/false, j0,
+          [&](Value j, Value c) { return valueAt(j, c); });
+  }
+  void stage(Value buffer, int64_t width, bool keysAdjacent, Value j0,
+             function_ref<Value(Value, Value)> read) {
+    int64_t threads = kWarp * a.warps, values = a.keysPerStep * width;
+    int64_t inner = keysAdjacent ? a.keysPerStep : width;
+    AffineExpr t = getAffineSymbolExpr(0, b.getContext());
+    auto apply = [&](AffineExpr e) {
+      return affine::makeComposedAffineApply(b, loc, e, {OpFoldResult(thread)}).getResult();
+    };
+    // (The values are a multiple of 128 (16 keys x 8), T at most 128.)
+    for (int64_t i = 0; i < values / threads; ++i) {
+      Value outer = apply((t + threads * i).floorDiv(inner));
+      Value adjacent = apply((t + threads * i) % inner);
+      Value key = keysAdjacent ? adjacent : outer, col = keysAdjacent ? outer : adjacent;
+      memref::StoreOp::create(b, loc, round(read(l.at(j0, key, 1, 0), col)), buffer,
+                              ValueRange{key, col});
+    }
+  }
+
   /// The warp's query rows as A fragments, one per 16 of D: register r
   /// holds row g + 8 (r % 2), columns 2t + 8 (r / 2) and the next.
   SmallVector<SmallVector<Value>> queryFragments() {
@@ -164,9 +202,9 @@ struct AttentionLane {
     for (int64_t k = 0; k < a.dPadded; k += 16) {
       SmallVector<Value> regs;
       for (int64_t r = 0; r < 4; ++r) {
-        Value row = plus(row0, group, 1, 8 * (r % 2));
-        Value col = plus(index(k + 8 * (r / 2)), quad, 2, 0);
-        regs.push_back(pack(queryAt(row, col), queryAt(row, after(col))));
+        Value row = l.at(l.rowOrigin, l.group, 1, 8 * (r % 2));
+        Value col = l.at(index(k + 8 * (r / 2)), l.quad, 2, 0);
+        regs.push_back(pack(queryAt(row, col), queryAt(row, l.plus(col, 1))));
       }
       fragments.push_back(regs);
     }
@@ -201,28 +239,27 @@ struct AttentionLane {
     Value zero = scalarConst(b, loc, b.getF32Type(), 0.0);
     int64_t tiles = a.keysPerStep / 8;
     SmallVector<SmallVector<Value>> s(tiles, SmallVector<Value>(4, zero));
+    // B = K^T, read from the staged K [keys][D] by ldmatrix.x4: matrix j
+    // holds tile n + j / 2's steps 8 (j % 2) on.
     for (int64_t k = 0; k < a.dPadded; k += 16)
-      for (int64_t n = 0; n < tiles; ++n) {
-        // B = K^T: register r holds rows 2t + 8r and the next, column g.
-        Value key = plus(j0, group, 1, 8 * n);
-        SmallVector<Value> regsB;
-        for (int64_t r = 0; r < 2; ++r) {
-          Value d = plus(index(k + 8 * r), quad, 2, 0);
-          regsB.push_back(pack(keyAt(d, key), keyAt(after(d), key)));
-        }
-        s[n] = mma(q[k / 16], regsB, s[n]);
+      for (int64_t n = 0; n < tiles; n += 2) {
+        SmallVector<Value> regs = ldmatrix(
+            l, staged.keys, /*stepDim=*/1, /*atDim=*/0, 4, index(k), index(8 * n),
+            [](AffineExpr j) { return j % 2; }, [](AffineExpr j) { return j.floorDiv(2); });
+        s[n] = mma(q[k / 16], {regs[0], regs[1]}, s[n]);
+        s[n + 1] = mma(q[k / 16], {regs[2], regs[3]}, s[n + 1]);
       }
     Value scale = scalarConst(b, loc, b.getF32Type(), a.scale);
     Value none = extremeConst(b, loc, b.getF32Type(), /*lowest=*/true);
     for (int64_t n = 0; n < tiles; ++n)
       for (int64_t e = 0; e < 4; ++e) {
         Value &v = s[n][e];
-        Value key = plus(j0, quad, 2, 8 * n + e % 2);
+        Value key = l.at(j0, l.quad, 2, 8 * n + e % 2);
         if (a.scale != 1.0f)
           v = arith::MulFOp::create(b, loc, v, scale);
         if (a.mask) {
           SmallVector<Value> indices(at);
-          indices.append({clamped(plus(row0, group, 1, 8 * (e / 2)), a.lq, a.lqPadded),
+          indices.append({clamped(l.at(l.rowOrigin, l.group, 1, 8 * (e / 2)), a.lq, a.lqPadded),
                           clamped(key, a.lk, a.lkPadded)});
           v = arith::AddFOp::create(b, loc, v, broadcastElement(b, loc, a.mask, indices));
         }
@@ -266,23 +303,26 @@ struct AttentionLane {
       fragmentsP.push_back(
           {pack(lo[0], lo[1]), pack(lo[2], lo[3]), pack(hi[0], hi[1]), pack(hi[2], hi[3])});
     }
-    // O alpha + P V, per 8 columns of the values.
-    for (int64_t c = 0; c < a.dvPadded; c += 8) {
-      SmallVector<Value> o;
-      for (int64_t e = 0; e < 4; ++e)
-        o.push_back(arith::MulFOp::create(b, loc, carried[4 + c / 2 + e], alpha[e / 2]));
-      Value column = plus(index(c), group, 1, 0);
+    // O alpha + P V, per 8 columns of the values: B = V, read from the
+    // staged V [keys][Dv] by ldmatrix.trans, 2 tiles of columns at a time
+    // (matrix j holds tile c / 8 + j / 2's keys 8 (j % 2) on).
+    SmallVector<Value> o;
+    for (int64_t e = 0; e < a.dvPadded / 2; ++e)
+      o.push_back(arith::MulFOp::create(b, loc, carried[4 + e], alpha[e % 4 / 2]));
+    for (int64_t c = 0; c < a.dvPadded; c += 16) {
+      int64_t tiles = std::min<int64_t>(2, (a.dvPadded - c) / 8);
       for (int64_t k = 0; k < a.keysPerStep; k += 16) {
-        // B = V: register r holds rows (keys) 2t + 8r and the next, column g.
-        SmallVector<Value> regsV;
-        for (int64_t r = 0; r < 2; ++r) {
-          Value key = plus(j0, quad, 2, k + 8 * r);
-          regsV.push_back(pack(valueAt(key, column), valueAt(after(key), column)));
+        SmallVector<Value> regs = ldmatrix(
+            l, staged.values, /*stepDim=*/0, /*atDim=*/1, 2 * tiles, index(k), index(c),
+            [](AffineExpr j) { return j % 2; }, [](AffineExpr j) { return j.floorDiv(2); });
+        for (int64_t t = 0; t < tiles; ++t) {
+          MutableArrayRef<Value> tile = MutableArrayRef(o).slice(c / 2 + 4 * t, 4);
+          SmallVector<Value> sums = mma(fragmentsP[k / 16], {regs[2 * t], regs[2 * t + 1]}, tile);
+          llvm::copy(sums, tile.begin());
         }
-        o = mma(fragmentsP[k / 16], regsV, o);
       }
-      llvm::append_range(next, o);
     }
+    llvm::append_range(next, o);
     return next;
   }
 
@@ -298,8 +338,12 @@ struct AttentionLane {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToEnd(keys.getBody());
-      scf::YieldOp::create(b, loc,
-                           keyStep(q, keys.getInductionVar(), keys.getRegionIterArgs()));
+      Value j0 = keys.getInductionVar();
+      stage(j0);
+      gpu::BarrierOp::create(b, loc);
+      SmallVector<Value> next = keyStep(q, j0, keys.getRegionIterArgs());
+      gpu::BarrierOp::create(b, loc); // before the next step's keys replace these
+      scf::YieldOp::create(b, loc, next);
     }
     auto add = [&](Value x, Value y) -> Value { return arith::AddFOp::create(b, loc, x, y); };
     Value sums[2] = {overQuad(keys.getResult(2), add), overQuad(keys.getResult(3), add)};
@@ -325,6 +369,14 @@ Value MmaAttention::build(OpBuilder &b, Location loc) const {
       b, loc, result, SmallVector<OpFoldResult>(rank, b.getIndexAttr(0)),
       getAsIndexOpFoldResult(b.getContext(), shape),
       SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
+}
+
+Value MmaAttention::stagingBuffer(OpBuilder &b, Location loc, int64_t width) const {
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto buffer = memref::AllocOp::create(
+      b, loc, MemRefType::get({keysPerStep, width + 8}, half, nullptr, workgroup));
+  buffer.setAlignment(16);
+  return buffer;
 }
 
 Value MmaAttention::buildPadded(OpBuilder &b, Location loc) const {
@@ -354,6 +406,7 @@ Value MmaAttention::buildPadded(OpBuilder &b, Location loc) const {
   SmallVector<ReassociationIndices> lanesOf = {{0, 1, 2}, {3, 4, 5}};
   auto lanesType = RankedTensorType::get({warps, 2, 8, dvPadded / 8, 4, 2}, f32);
   block = tensor::ExpandShapeOp::create(b, loc, lanesType, block, lanesOf);
+  StagingBuffers staged = {stagingBuffer(b, loc, dPadded), stagingBuffer(b, loc, dvPadded)};
   auto lanes = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(threads)}, ValueRange{block},
       b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)}));
@@ -366,14 +419,19 @@ Value MmaAttention::buildPadded(OpBuilder &b, Location loc) const {
     auto apply = [&](AffineExpr e, ValueRange operands) {
       return affine::makeComposedAffineApply(b, loc, e, getAsOpFoldResult(operands)).getResult();
     };
-    Value warp = apply(x.floorDiv(32), thread);
-    Value group = apply((x % 32).floorDiv(4), thread);
-    Value quad = apply(x % 4, thread);
-    Value row0 = apply(first + x.floorDiv(32) * 16, {thread, ivs.back()});
-    AttentionLane lane{*this, b, loc, ValueRange(ivs).drop_back(), row0, group, quad};
+    Value zero = indexConst(b, loc, 0);
+    Lane l{b,
+           loc,
+           apply(x % 32, thread),
+           apply((x % 32).floorDiv(4), thread),
+           apply(x % 4, thread),
+           apply(x.floorDiv(32), thread),
+           apply(first + x.floorDiv(32) * 16, {thread, ivs.back()}),
+           zero,
+           zero};
+    AttentionLane lane{*this, l, ValueRange(ivs).drop_back(), thread, staged};
     Value out = lane.results(lane.queryFragments());
-    Value zero = lane.index(0);
-    SmallVector<OpFoldResult> at = {warp, zero, group, zero, quad, zero};
+    SmallVector<OpFoldResult> at = {l.warp, zero, l.group, zero, l.quad, zero};
     SmallVector<OpFoldResult> outSizes = getAsIndexOpFoldResult(ctx, {1, 2, 1, dvPadded / 8, 1, 2});
     SmallVector<OpFoldResult> unit(6, b.getIndexAttr(1));
     b.setInsertionPointToStart(lanes.getTerminator().getBody());

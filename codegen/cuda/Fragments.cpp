@@ -78,7 +78,15 @@ Value asRegister(OpBuilder &b, Location loc, Value pair) {
 SmallVector<Value> mlir::kiln::ldmatrix(Lane &l, const StagedOperand &operand, int64_t count,
                                         Value step, Value at, BlockFn stepBlock,
                                         BlockFn atBlock) {
-  bool linesAreSteps = operand.linesAreSteps();
+  return ldmatrix(l, operand.chunk(), operand.step, operand.position, count, step, at, stepBlock,
+                  atBlock);
+}
+
+SmallVector<Value> mlir::kiln::ldmatrix(Lane &l, Value buffer, unsigned stepDim, unsigned atDim,
+                                        int64_t count, Value step, Value at, BlockFn stepBlock,
+                                        BlockFn atBlock) {
+  auto type = cast<MemRefType>(buffer.getType());
+  bool linesAreSteps = atDim + 1 == type.getRank();
   Value k = l.at(step, [&](AffineExpr lane) {
     AffineExpr first = stepBlock(lane.floorDiv(8)) * 8;
     return linesAreSteps ? first + lane % 8 : first;
@@ -87,10 +95,12 @@ SmallVector<Value> mlir::kiln::ldmatrix(Lane &l, const StagedOperand &operand, i
     AffineExpr first = atBlock(lane.floorDiv(8)) * 8;
     return linesAreSteps ? first : first + lane % 8;
   });
-  Type element = cast<MemRefType>(operand.chunk().getType()).getElementType();
-  auto matrices = nvgpu::LdMatrixOp::create(l.b, l.loc, VectorType::get({count, 2}, element),
-                                            operand.chunk(), operand.indices(k, x, l.zero),
-                                            /*transpose=*/linesAreSteps, count);
+  SmallVector<Value> indices(type.getRank(), l.zero);
+  indices[stepDim] = k;
+  indices[atDim] = x;
+  auto matrices = nvgpu::LdMatrixOp::create(
+      l.b, l.loc, VectorType::get({count, 2}, type.getElementType()), buffer, indices,
+      /*transpose=*/linesAreSteps, count);
   SmallVector<Value> regs;
   for (int64_t r = 0; r < count; ++r)
     regs.push_back(asRegister(

@@ -54,6 +54,13 @@ using BlockFn = function_ref<AffineExpr(AffineExpr j)>;
 SmallVector<Value> ldmatrix(Lane &l, const StagedOperand &operand, int64_t count, Value step,
                             Value at, BlockFn stepBlock, BlockFn atBlock);
 
+/// The same from a workgroup `buffer` of 16-bit values whose dimension
+/// `stepDim` holds the steps and `atDim` the rows (columns), any other
+/// read at 0; rows 16-byte aligned.
+SmallVector<Value> ldmatrix(Lane &l, Value buffer, unsigned stepDim, unsigned atDim,
+                            int64_t count, Value step, Value at, BlockFn stepBlock,
+                            BlockFn atBlock);
+
 /// Lane's 16x16 fragment (an mma's A of m16n8k16) of rows (columns)
 /// `at` on, steps `step` on, by one ldmatrix.x4: matrix j holds rows
 /// 8 (j % 2) on, steps 8 (j / 2) on, register j.

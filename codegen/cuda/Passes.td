@@ -60,12 +60,17 @@ def KilnCudaAttentionMma : Pass<"kiln-cuda-attention-mma", "func::FuncOp"> {
     result is a slice of the padded one), a padding key's score is -inf, a
     padding step of D reads 0. Warp w holds rows 16w .. 16w + 15 as A
     fragments of `nvvm.mma.sync` m16n8k16 (`type`: f16 or bf16, f32 sums;
-    query, keys, values and the weights P rounded to it, nearest even). The
-    keys are read as kiln-gpu-attention-rows reads them (from K where K^T is
-    its transpose). An scf.for over the keys, 32 a step (16 where the keys
-    are a multiple of 16 only, or 16 at most), carries each lane's running
-    maxima and sums of its two rows and its 4 results per 8 value columns: S
-    = Q K^T by mma, scaled and masked in f32; each row's maximum over the
+    query, keys, values and the weights P rounded to it, nearest even). An
+    scf.for over the keys, 32 a step (16 where the keys are a multiple of
+    16 only, or 16 at most), carries each lane's running maxima and sums of
+    its two rows and its 4 results per 8 value columns. Each step, the
+    block's threads copy its keys and values, rounded, into two workgroup
+    buffers (memref.alloc in #gpu.address_space<workgroup>, [K][D + 8] and
+    [K][Dv + 8], the keys from K where K^T is its transpose, as
+    kiln-gpu-attention-rows reads them); after a gpu.barrier, the B
+    fragments come from them by `nvgpu.ldmatrix` (transposed for V), and a
+    second gpu.barrier ends the step. S = Q K^T by mma, scaled and masked
+    in f32; each row's maximum over the
     lane's scores, then over its quad (`gpu.shuffle xor` 1 and 2); alpha =
     exp(m - m'), p = exp(s - m') (with -inf maxima taken as 0); the C
     fragments of P as the A fragment of the next mma, O = O alpha + P V.
@@ -77,7 +82,8 @@ def KilnCudaAttentionMma : Pass<"kiln-cuda-attention-mma", "func::FuncOp"> {
   }];
   let dependentDialects = ["NVVM::NVVMDialect", "LLVM::LLVMDialect", "affine::AffineDialect",
                            "arith::ArithDialect", "gpu::GPUDialect", "math::MathDialect",
-                           "scf::SCFDialect", "tensor::TensorDialect"];
+                           "memref::MemRefDialect", "nvgpu::NVGPUDialect", "scf::SCFDialect",
+                           "tensor::TensorDialect", "vector::VectorDialect"];
   let options = [
     Option<"maxScoresBytes", "max-scores-bytes", "int64_t", "64 << 20",
            "Make one kernel of attention whose scores would take more bytes than this">,

@@ -44,9 +44,6 @@ struct StagedOperand {
     indices[position] = at;
     return indices;
   }
-  /// Whether the chunk's lines (its last dimension, contiguous) hold the
-  /// rows or columns, a step of k per line; else they hold the steps.
-  bool linesAreSteps() const { return position + 1 == view.getType().getRank(); }
   /// Whether the steps of k run along the chunk's lines (a line is a row
   /// of A, a column of B).
   bool stepsAlongLines() const { return step + 1 == view.getType().getRank(); }

@@ -9,7 +9,8 @@ float64 with a materialized softmax; with --f16-operands, from Q, K and V
 rounded to float16, as kernels whose matmuls take f16 operands see them
 (--precision=f16 on the tensor cores). Every model computes
   out = Softmax(scale(Q @ K^T) [+ mask]) @ V
-with K transposed by a Transpose node, as exported transformers do:
+with K transposed by a Transpose node, as exported transformers do (but
+mma-kt, whose input is K^T):
 
   long-L     1 x 2 heads x L tokens x 64, scaled by Mul(0.125), plus a
              padding mask input [1, 1, 1, L] that hides the last 96 keys
@@ -26,6 +27,9 @@ with K transposed by a Transpose node, as exported transformers do:
   mma        2 heads, 96 queries x 80 keys, heads of 16 and values of 24, a
              mask input per head and query [2, 96, 80] (-inf at random):
              on the tensor cores, 2 warps a workgroup, 16 keys a step.
+  mma-kt     2 heads, 64 queries x 48 keys, heads of 32 and values of 16,
+             scaled, no mask, K^T an input (no Transpose): on the tensor
+             cores, the keys staged from K^T.
   mma-narrow 48 queries x 64 keys, heads of 48 and values of 8, scaled, no
              mask: on the tensor cores, 1 warp a workgroup.
 """
@@ -47,16 +51,22 @@ def reference(q, k, v, scale, mask):
     return (p @ v.astype(np.float64)).astype(np.float32)
 
 
-def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0, f16_operands=False):
+def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0, f16_operands=False,
+          keys_transposed=False):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal(batch + [lq, d]).astype(np.float32)
     k = rng.standard_normal(batch + [lk, d]).astype(np.float32)
     v = rng.standard_normal(batch + [lk, dv]).astype(np.float32)
     rank = len(batch) + 2
     perm = list(range(rank - 2)) + [rank - 1, rank - 2]
-    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=perm, name="key_t"),
-             helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk")]
-    inits, inputs = [], {"q": q, "k": k, "v": v}
+    if keys_transposed:  # the input is K^T
+        nodes = [helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk")]
+        inputs = {"q": q, "kt": np.ascontiguousarray(np.swapaxes(k, -1, -2)), "v": v}
+    else:
+        nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=perm, name="key_t"),
+                 helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk")]
+        inputs = {"q": q, "k": k, "v": v}
+    inits = []
     scale, s = 1.0, "scores"
     if scale_op:
         op, c = scale_op
@@ -114,6 +124,8 @@ def main():
     elif kind == "mma":
         mask = np.where(np.random.default_rng(2).random([2, 96, 80]) < 0.3, -np.inf, 0)
         build(out, [2], 96, 80, 16, 24, ("Mul", 0.25), mask.astype(np.float32), True, **f16)
+    elif kind == "mma-kt":
+        build(out, [2], 64, 48, 32, 16, ("Mul", 0.177), None, False, keys_transposed=True, **f16)
     elif kind == "mma-narrow":
         build(out, [1], 48, 64, 48, 8, ("Mul", 0.144), None, False, **f16)
     elif kind == "too-wide":

@@ -18,12 +18,32 @@
 // The block's 64 x 8 results as the lanes write them: [warp, row half,
 // group; column tile, quad, pair].
 // CHECK: %[[BLOCK:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1, 2], [3, 4, 5]] output_shape [4, 2, 8, 1, 4, 2] : tensor<64x8xf32> into tensor<4x2x8x1x4x2xf32>
+// A step's keys and values staged in the workgroup's buffers, f16, each
+// row 8 values longer: K [32 keys][16 + 8], V [32 keys][8 + 8].
+// CHECK: %[[KS:.*]] = memref.alloc() {alignment = 16 : i64} : memref<32x24xf16, #gpu.address_space<workgroup>>
+// CHECK: %[[VS:.*]] = memref.alloc() {alignment = 16 : i64} : memref<32x16xf16, #gpu.address_space<workgroup>>
 // CHECK: scf.forall (%[[T:.*]]) in (128) shared_outs(%[[LANES:.*]] = %[[BLOCK]])
 // The query's A fragment (4 registers of two f16), once.
 // CHECK-COUNT-4: llvm.bitcast %{{.*}} : i32 to vector<2xf16>
-// CHECK: %[[KEYS:.*]]:8 = scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32)
-// S = Q K^T: 4 tiles of 8 keys, from zero.
-// CHECK-COUNT-4: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[%cst{{.*}}, %cst{{.*}}, %cst{{.*}}, %cst{{.*}}] {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK: %[[KEYS:.*]]:8 = scf.for %[[J0:.*]] = %c0 to %c64 step %c32 iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32)
+// Each of the 128 threads copies 4 of the step's 512 values of K^T (as
+// K^T holds them, adjacent threads adjacent keys) and 2 of V's 256 (a
+// key's values adjacent), rounded; then a barrier.
+// CHECK: %[[KEY:.*]] = affine.apply #{{.*}}()[%[[T]]]
+// CHECK: %[[J:.*]] = affine.apply #{{.*}}()[%[[J0]], %[[T]]]
+// CHECK: %[[VALUE:.*]] = tensor.extract %{{.*}}[%{{.*}}, %[[D:.*]], %[[J]]] : tensor<2x16x64xf32>
+// CHECK: %[[ROUNDED:.*]] = arith.truncf %[[VALUE]] : f32 to f16
+// CHECK: memref.store %[[ROUNDED]], %[[KS]][%[[KEY]], %[[D]]]
+// CHECK-COUNT-3: memref.store %{{.*}}, %[[KS]]
+// CHECK-COUNT-2: memref.store %{{.*}}, %[[VS]]
+// CHECK-NOT: nvgpu.ldmatrix
+// CHECK: gpu.barrier
+// S = Q K^T: 4 tiles of 8 keys, from zero, their B fragments by two
+// ldmatrix.x4 of the staged K.
+// CHECK: nvgpu.ldmatrix %[[KS]][{{.*}}] {numTiles = 4 : i32, transpose = false}
+// CHECK-COUNT-2: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[%cst{{.*}}, %cst{{.*}}, %cst{{.*}}, %cst{{.*}}] {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK: nvgpu.ldmatrix %[[KS]][{{.*}}] {numTiles = 4 : i32, transpose = false}
+// CHECK-COUNT-2: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[%cst{{.*}}, %cst{{.*}}, %cst{{.*}}, %cst{{.*}}] {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // Scaled, masked (the mask's one head at 0), each row's maximum over the
 // quad.
 // CHECK: arith.mulf
@@ -31,12 +51,17 @@
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
 // CHECK: math.exp
-// O = O alpha + P V: P's 4 registers from S, per 16 keys.
+// O = O alpha + P V: P's 4 registers from S, per 16 keys; V's B
+// fragment (one tile of 8 columns) by an ldmatrix.x2.trans of the staged
+// V. A barrier before the next step's keys replace these.
 // CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: nvgpu.ldmatrix %[[VS]][{{.*}}] {numTiles = 2 : i32, transpose = true}
 // CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}]
+// CHECK: nvgpu.ldmatrix %[[VS]][{{.*}}] {numTiles = 2 : i32, transpose = true}
 // CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}]
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: scf.yield
+// CHECK: gpu.barrier
+// CHECK-NEXT: scf.yield
 // The lanes' sums of each row added over the quad; O / l.
 // CHECK: gpu.shuffle  xor %[[KEYS]]#2, %c1_i32
 // CHECK: gpu.shuffle  xor %[[KEYS]]#3, %c1_i32
@@ -82,10 +107,19 @@ func.func @two_warps(%q: tensor<96x32xf32>, %kt: tensor<32x48xf32>, %v: tensor<4
 // CHECK: arith.minui %{{.*}}, %c23
 // CHECK: arith.cmpi ult, %{{.*}}, %c24
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32
+// Staged K^T: padding keys read at key 39, padding head steps 0.
+// CHECK: arith.minui %{{.*}}, %c23
 // CHECK: arith.minui %{{.*}}, %c39
+// CHECK: arith.cmpi ult, %{{.*}}, %c24
+// CHECK: arith.select %{{.*}}, %{{.*}}, %cst
+// CHECK: memref.store %{{.*}} : memref<32x40xf16, #gpu.address_space<workgroup>>
+// Staged V: padding keys read at 39, padding columns at 11.
+// CHECK: arith.minui %{{.*}}, %c39
+// CHECK: arith.minui %{{.*}}, %c11
+// CHECK: memref.store %{{.*}} : memref<32x24xf16, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
 // CHECK: arith.cmpi ult, %{{.*}}, %c40
 // CHECK: arith.select %{{.*}}, %{{.*}}, %cst
-// CHECK: arith.minui %{{.*}}, %c11
 // CHECK: tensor.extract_slice %[[ALL]][0, 0] [50, 12] [1, 1] : tensor<64x16xf32> to tensor<50x12xf32>
 func.func @padded(%q: tensor<50x24xf32>, %kt: tensor<24x40xf32>, %v: tensor<40x12xf32>) -> tensor<50x12xf32> {
   %0 = kiln.attention %q, %kt, %v {scale = 1.000000e+00 : f32} : (tensor<50x24xf32>, tensor<24x40xf32>, tensor<40x12xf32>) -> tensor<50x12xf32>
@@ -106,14 +140,16 @@ func.func @left(%q: tensor<64x144xf32>, %kt: tensor<144x64xf32>, %v: tensor<64x1
 
 // -----
 
-// K^T as a Transpose of K: the B registers of S = Q K^T are pairs of one
-// key's values, read from K; the transpose goes.
+// K^T as a Transpose of K: the keys are staged from K, adjacent threads
+// reading a key's adjacent values; the transpose goes.
 // REPORT: remark: placement: attention as one kernel on the tensor cores (mma.sync.m16n8k16, f16), a warp per 16 query rows over 32 keys
 // CHECK-LABEL: func.func @keys_transposed
 // CHECK-SAME: (%{{[a-z0-9]*}}: tensor<16x16xf32>, %[[K:[a-z0-9]*]]: tensor<32x16xf32>
 // CHECK-NOT: kiln.transpose
-// CHECK: tensor.extract %[[K]][%[[KEY:.*]], %{{.*}}] : tensor<32x16xf32>
-// CHECK-NEXT: tensor.extract %[[K]][%[[KEY]], %{{.*}}] : tensor<32x16xf32>
+// (One step of 32 keys: no loop.)
+// CHECK: %[[VALUE:.*]] = tensor.extract %[[K]][%[[KEY:.*]], %[[D:.*]]] : tensor<32x16xf32>
+// CHECK: %[[ROUNDED:.*]] = arith.truncf %[[VALUE]] : f32 to f16
+// CHECK: memref.store %[[ROUNDED]], %{{.*}}[%[[KEY]], %[[D]]]
 // CHECK: nvvm.mma.sync
 // CHECK-NOT: kiln.transpose
 func.func @keys_transposed(%q: tensor<16x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x8xf32>) -> tensor<16x8xf32> {
