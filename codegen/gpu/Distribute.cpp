@@ -81,6 +81,12 @@ FailureOr<TilingInterface> tileAndFuse(RewriterBase &rewriter, TilingInterface o
   options.setFusionControlFn([replaced, reduction](tensor::ExtractSliceOp slice,
                                                    OpResult producer, bool)
                                  -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+    // A kernel built before the distribution (an scf.forall, such as
+    // attention's) is no producer to fuse: it is not tiled, and the clone
+    // left in the loop, its workgroup buffers and barriers side effects,
+    // would stay.
+    if (!isa<TilingInterface>(producer.getOwner()))
+      return std::nullopt;
     // A reduction (a matmul) is a root of its own: fused into the tiles of
     // its consumer it would be scheduled by the consumer's tile sizes
     // (unless the consumer is its epilogue, tiled by its sizes).

@@ -661,3 +661,45 @@ func.func @matmul_f16_not_wide(%a: tensor<2048x64xf16>, %b: tensor<64x1024xf16>)
   %mm = linalg.matmul ins(%a, %b : tensor<2048x64xf16>, tensor<64x1024xf16>) outs(%f : tensor<2048x1024xf32>) -> tensor<2048x1024xf32>
   return %mm : tensor<2048x1024xf32>
 }
+
+// -----
+
+// A kernel built before the distribution (attention on the tensor cores:
+// an scf.forall whose workgroup buffer and barrier are side effects) is no
+// producer to fuse into its consumer's tiles: no clone of it is left in
+// the consumer's loop (one that the canonicalizer could not erase).
+// CHECK-LABEL: func.func @built_kernel_producer
+// CHECK: scf.forall
+// CHECK: gpu.barrier
+// CHECK: mapping = [#gpu.block<linear_dim_0>]
+// CHECK-NOT: gpu.barrier
+// CHECK: arith.truncf
+// CHECK-NOT: gpu.barrier
+// CHECK: return
+func.func @built_kernel_producer(%x: tensor<64x8xf32>) -> tensor<64x8xf16> {
+  %init = tensor.empty() : tensor<64x8xf32>
+  %kernel = scf.forall (%i) = (0) to (64) step (32) shared_outs(%out = %init) -> (tensor<64x8xf32>) {
+    %buffer = memref.alloc() : memref<32xf32, #gpu.address_space<workgroup>>
+    %rows = tensor.extract_slice %x[%i, 0] [32, 8] [1, 1] : tensor<64x8xf32> to tensor<32x8xf32>
+    %t = scf.forall (%j) in (32) shared_outs(%block = %rows) -> (tensor<32x8xf32>) {
+      %c0 = arith.constant 0 : index
+      %v = tensor.extract %rows[%j, %c0] : tensor<32x8xf32>
+      memref.store %v, %buffer[%j] : memref<32xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %row = tensor.extract_slice %block[%j, 0] [1, 8] [1, 1] : tensor<32x8xf32> to tensor<1x8xf32>
+      scf.forall.in_parallel {
+        tensor.parallel_insert_slice %row into %block[%j, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<32x8xf32>
+      }
+    } {mapping = [#gpu.thread<x>]}
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %t into %out[%i, 0] [32, 8] [1, 1] : tensor<32x8xf32> into tensor<64x8xf32>
+    }
+  } {mapping = [#gpu.block<linear_dim_0>]}
+  %empty = tensor.empty() : tensor<64x8xf16>
+  %rounded = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%kernel : tensor<64x8xf32>) outs(%empty : tensor<64x8xf16>) {
+  ^bb0(%in: f32, %o: f16):
+    %r = arith.truncf %in : f32 to f16
+    linalg.yield %r : f16
+  } -> tensor<64x8xf16>
+  return %rounded : tensor<64x8xf16>
+}
