@@ -5,6 +5,15 @@
 // lowered to an online softmax over blocks of keys that never holds more
 // than a block of scores (see codegen/KilnToLinalg/Attention.cpp).
 //
+// A half model's attention (f16 or bf16 tensors) reaches this pass as
+// kiln-compute-half-in-f32 leaves it: each op computed in f32, its result
+// rounded to 16 bits and widened again for the next (a matmul of 16-bit
+// operands may give f32 itself). The chain is matched through those
+// roundings, and the fused op computes in f32 from Q, K and V widened,
+// rounding only its output: the scores and the softmax are not rounded to
+// 16 bits in between (as onnxruntime's and FlashAttention's fused kernels
+// do not round them).
+//
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "dialects/kiln/KilnDialect.h"
@@ -31,6 +40,35 @@ struct AttentionChain {
 /// `op`'s result feeds only the next op of the chain.
 bool feedsOnlyChain(Operation *op) { return op && op->hasOneUse(); }
 
+bool isHalf(Type t) {
+  Type element = getElementTypeOrSelf(t);
+  return element.isF16() || element.isBF16();
+}
+
+/// `cast`, if it is a kiln.cast from f32 to 16 bits (`toHalf`) or from 16
+/// bits to f32, that only the chain reads.
+CastOp chainCast(Operation *op, bool toHalf) {
+  auto cast = dyn_cast_or_null<CastOp>(op);
+  if (!cast || !feedsOnlyChain(cast))
+    return {};
+  Type from = cast.getInput().getType(), to = cast.getType();
+  bool rounds = getElementTypeOrSelf(from).isF32() && isHalf(to);
+  bool widens = isHalf(from) && getElementTypeOrSelf(to).isF32();
+  return (toHalf ? rounds : widens) ? cast : CastOp();
+}
+
+/// The f32 value that `v` is the 16-bit rounding of, widened back (a half
+/// model's op computed in f32, read by the next), its two casts added to
+/// `ops` (last first); else `v`.
+Value beforeRounding(Value v, SmallVectorImpl<Operation *> &ops) {
+  CastOp widen = chainCast(v.getDefiningOp(), /*toHalf=*/false);
+  CastOp round = widen ? chainCast(widen.getInput().getDefiningOp(), /*toHalf=*/true) : CastOp();
+  if (!round)
+    return v;
+  ops.append({widen, round});
+  return round.getInput();
+}
+
 /// Matches the scores `s` = [scale *] (q @ kt), dividing or multiplying by
 /// a constant; fills the chain's query, key and scale.
 LogicalResult matchScores(Value s, AttentionChain &chain, std::string &why) {
@@ -43,12 +81,15 @@ LogicalResult matchScores(Value s, AttentionChain &chain, std::string &why) {
     if (c && shapeOf(lhs) == shapeOf(s)) {
       chain.scale = isa<DivOp>(op) ? 1.0f / *c : *c;
       chain.ops.push_back(op);
-      op = lhs.getDefiningOp();
+      op = beforeRounding(lhs, chain.ops).getDefiningOp();
     }
   }
   auto matmul = dyn_cast_or_null<MatMulOp>(op);
   if (!matmul) {
-    why = "its input is not a matmul, scaled by a constant and masked at most";
+    // (A rounding that reached here is one that other ops read too.)
+    why = isa_and_nonnull<CastOp>(op)
+              ? "the scores' 16-bit rounding has other users"
+              : "its input is not a matmul, scaled by a constant and masked at most";
     return failure();
   }
   if (!feedsOnlyChain(matmul)) {
@@ -74,7 +115,7 @@ LogicalResult matchMaskedScores(Value x, AttentionChain &chain, std::string &why
     AttentionChain attempt = chain;
     attempt.ops.push_back(add);
     std::string ignored;
-    if (succeeded(matchScores(scores, attempt, ignored))) {
+    if (succeeded(matchScores(beforeRounding(scores, attempt.ops), attempt, ignored))) {
       attempt.mask = mask;
       chain = attempt;
       return success();
@@ -95,8 +136,8 @@ SmallVector<int64_t> maskShapeAtRank(RankedTensorType mask, int64_t rank) {
 LogicalResult checkShapes(const AttentionChain &chain, std::string &why) {
   for (Value v : {chain.query, chain.keyT, chain.value}) {
     auto type = cast<RankedTensorType>(v.getType());
-    if (!type.getElementType().isF32() || !type.hasStaticShape()) {
-      why = "the matmul operands are not f32 tensors of static shape";
+    if (!(type.getElementType().isF32() || isHalf(type)) || !type.hasStaticShape()) {
+      why = "the matmul operands are not f32, f16 or bf16 tensors of static shape";
       return failure();
     }
     if (type.getRank() < 2 || shapeOf(v).size() != shapeOf(chain.query).size() ||
@@ -109,9 +150,9 @@ LogicalResult checkShapes(const AttentionChain &chain, std::string &why) {
     return success();
   auto maskType = cast<RankedTensorType>(chain.mask.getType());
   size_t rank = shapeOf(chain.query).size();
-  if (!maskType.getElementType().isF32() || !maskType.hasStaticShape() ||
+  if (!(maskType.getElementType().isF32() || isHalf(maskType)) || !maskType.hasStaticShape() ||
       maskType.getRank() > (int64_t)rank) {
-    why = "the mask is not an f32 tensor of static shape and at most the scores' rank";
+    why = "the mask is not a float tensor of static shape and at most the scores' rank";
     return failure();
   }
   SmallVector<int64_t> mask = maskShapeAtRank(maskType, rank);
@@ -131,43 +172,65 @@ FailureOr<AttentionChain> matchAttention(SoftmaxOp softmax, std::string &why) {
     why = "it does not run along the last axis";
     return failure();
   }
-  auto output = softmax->hasOneUse() ? dyn_cast<MatMulOp>(*softmax->user_begin()) : MatMulOp();
-  if (!output || output.getLhs() != softmax.getResult()) {
+  // P, or in a half model its rounding (widened again, unless the matmul
+  // takes 16-bit operands).
+  SmallVector<Operation *> weights = {softmax};
+  Value p = softmax.getResult();
+  for (bool toHalf : {true, false})
+    if (CastOp cast = p.hasOneUse() ? chainCast(*p.user_begin(), toHalf) : CastOp()) {
+      weights.insert(weights.begin(), cast);
+      p = cast.getResult();
+    }
+  auto output = p.hasOneUse() ? dyn_cast<MatMulOp>(*p.user_begin()) : MatMulOp();
+  if (!output || output.getLhs() != p || !getElementTypeOrSelf(output.getType()).isF32()) {
     why = "its result is not used only as the left operand of a matmul";
     return failure();
   }
   AttentionChain chain;
-  chain.ops = {output, softmax};
+  chain.ops = {output};
+  llvm::append_range(chain.ops, weights);
   chain.value = output.getRhs();
-  if (failed(matchMaskedScores(softmax.getInput(), chain, why)) || failed(checkShapes(chain, why)))
+  if (failed(matchMaskedScores(beforeRounding(softmax.getInput(), chain.ops), chain, why)) ||
+      failed(checkShapes(chain, why)))
     return failure();
   return chain;
 }
 
-/// Replaces the chain by one kiln.attention; a mask of lower rank is
-/// reshaped to the scores' rank.
+/// `v` as f32: widened where it is a 16-bit tensor.
+Value asF32(OpBuilder &b, Location loc, Value v) {
+  if (!v || !isHalf(v.getType()))
+    return v;
+  auto type = cast<RankedTensorType>(v.getType());
+  return CastOp::create(b, loc, type.clone(b.getF32Type()), v);
+}
+
+/// Replaces the chain by one kiln.attention of f32 operands (16-bit ones
+/// widened); a mask of lower rank is reshaped to the scores' rank.
 void fuse(AttentionChain &chain) {
   auto output = cast<MatMulOp>(chain.ops.front());
   OpBuilder b(output);
   Location loc = output.getLoc();
-  Value mask = chain.mask;
+  Value mask = asF32(b, loc, chain.mask);
   int64_t rank = cast<RankedTensorType>(chain.query.getType()).getRank();
   if (mask && cast<RankedTensorType>(mask.getType()).getRank() < rank) {
     auto maskType = cast<RankedTensorType>(mask.getType());
     mask = ReshapeOp::create(b, loc, maskType.clone(maskShapeAtRank(maskType, rank)), mask);
   }
-  auto attention = AttentionOp::create(b, loc, output.getType(), chain.query, chain.keyT,
-                                       chain.value, mask, b.getF32FloatAttr(chain.scale));
+  auto attention = AttentionOp::create(
+      b, loc, output.getType(), asF32(b, loc, chain.query), asF32(b, loc, chain.keyT),
+      asF32(b, loc, chain.value), mask, b.getF32FloatAttr(chain.scale));
   output.replaceAllUsesWith(attention.getResult());
   for (Operation *op : chain.ops)
     op->erase();
 }
 
-/// "qk (MatMul), scale (Mul), softmax (Softmax), pv (MatMul)", first to last.
+/// "qk (MatMul), scale (Mul), softmax (Softmax), pv (MatMul)", first to
+/// last (not a half model's roundings, which carry their node's name).
 std::string fusedNodes(const AttentionChain &chain) {
   std::string names;
   for (Operation *op : llvm::reverse(chain.ops))
-    names += (names.empty() ? "" : ", ") + describeNode(op);
+    if (!isa<CastOp>(op))
+      names += (names.empty() ? "" : ", ") + describeNode(op);
   return names;
 }
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Attention models written out in ONNX ops, with float64 reference outputs.
 
-usage: attention.py KIND OUT_DIR [--f16-operands]
+usage: attention.py KIND OUT_DIR [--f16-operands | --f16-model]
 
 Writes OUT_DIR/model.onnx, its inputs as OUT_DIR/<input>.npy (pass them in
 the order of `inputs.txt`) and OUT_DIR/reference/out.npy, computed in
 float64 with a materialized softmax; with --f16-operands, from Q, K and V
 rounded to float16, as kernels whose matmuls take f16 operands see them
-(--precision=f16 on the tensor cores). Every model computes
+(--precision=f16 on the tensor cores); with --f16-model, the model itself
+is float16 (its inputs, constants and output, as exporters write half
+models), the reference computed in float64 from its float16 values and
+rounded to float16. Every model computes
   out = Softmax(scale(Q @ K^T) [+ mask]) @ V
 with K transposed by a Transpose node, as exported transformers do (but
 mma-kt, whose input is K^T):
@@ -52,11 +55,15 @@ def reference(q, k, v, scale, mask):
 
 
 def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0, f16_operands=False,
-          keys_transposed=False):
+          keys_transposed=False, f16_model=False):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal(batch + [lq, d]).astype(np.float32)
     k = rng.standard_normal(batch + [lk, d]).astype(np.float32)
     v = rng.standard_normal(batch + [lk, dv]).astype(np.float32)
+    dtype = np.float16 if f16_model else np.float32
+    if f16_model:
+        q, k, v = q.astype(dtype), k.astype(dtype), v.astype(dtype)
+        mask = None if mask is None else mask.astype(dtype)
     rank = len(batch) + 2
     perm = list(range(rank - 2)) + [rank - 1, rank - 2]
     if keys_transposed:  # the input is K^T
@@ -70,8 +77,9 @@ def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0, f16_
     scale, s = 1.0, "scores"
     if scale_op:
         op, c = scale_op
-        scale = c if op == "Mul" else 1.0 / c
-        inits.append(numpy_helper.from_array(np.array(c, np.float32), "scale"))
+        c = dtype(c)
+        scale = float(c) if op == "Mul" else 1.0 / float(c)
+        inits.append(numpy_helper.from_array(np.array(c, dtype), "scale"))
         nodes.append(helper.make_node(op, [s, "scale"], ["scaled"], name="scale"))
         s = "scaled"
     if mask is not None:
@@ -83,9 +91,10 @@ def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0, f16_
         s = "masked"
     nodes += [helper.make_node("Softmax", [s], ["p"], axis=-1, name="softmax"),
               helper.make_node("MatMul", ["p", "v"], ["out"], name="pv")]
-    info = lambda name, a: helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape))
+    elem = TensorProto.FLOAT16 if f16_model else TensorProto.FLOAT
+    info = lambda name, a: helper.make_tensor_value_info(name, elem, list(a.shape))
     rounded = (lambda a: a.astype(np.float16)) if f16_operands else (lambda a: a)
-    want = reference(rounded(q), rounded(k), rounded(v), scale, mask)
+    want = reference(rounded(q), rounded(k), rounded(v), scale, mask).astype(dtype)
     graph = helper.make_graph(nodes, "attention", [info(n, a) for n, a in inputs.items()],
                               [info("out", want)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -101,9 +110,9 @@ def build(out, batch, lq, lk, d, dv, scale_op, mask, mask_is_input, seed=0, f16_
 def main():
     kind, out = sys.argv[1], sys.argv[2]
     options = sys.argv[3:]
-    if options not in ([], ["--f16-operands"]):
+    if options not in ([], ["--f16-operands"], ["--f16-model"]):
         sys.exit(f"attention.py: unknown options {options}")
-    f16 = {"f16_operands": options == ["--f16-operands"]}
+    f16 = {"f16_operands": options == ["--f16-operands"], "f16_model": options == ["--f16-model"]}
     if kind.startswith("long-"):
         length = int(kind[len("long-"):])
         mask = np.zeros([1, 1, 1, length], np.float32)
