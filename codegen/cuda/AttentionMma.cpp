@@ -131,11 +131,7 @@ struct AttentionLane {
 
   Value index(int64_t v) { return indexConst(b, loc, v); }
   /// Row `row`, column `col` of `t` (at the batch entry), as f32.
-  Value element(Value t, Value row, Value col) {
-    SmallVector<Value> indices(at);
-    indices.append({row, col});
-    return tensor::ExtractOp::create(b, loc, t, indices);
-  }
+  Value element(Value t, Value row, Value col) { return elementAsF32(b, loc, t, at, row, col); }
   /// `x` rounded to the mma's 16-bit type.
   Value round(Value x) { return arith::TruncFOp::create(b, loc, a.half, x); }
   /// Two values as a 32-bit register of the mma's 16-bit type.
@@ -261,7 +257,7 @@ struct AttentionLane {
           SmallVector<Value> indices(at);
           indices.append({clamped(l.at(l.rowOrigin, l.group, 1, 8 * (e / 2)), a.lq, a.lqPadded),
                           clamped(key, a.lk, a.lkPadded)});
-          v = arith::AddFOp::create(b, loc, v, broadcastElement(b, loc, a.mask, indices));
+          v = arith::AddFOp::create(b, loc, v, a.maskAt(b, loc, indices));
         }
         if (a.lkPadded != a.lk) { // a padding key weighs nothing
           Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, key, index(a.lk));
@@ -445,10 +441,17 @@ Value MmaAttention::buildPadded(OpBuilder &b, Location loc) const {
   return workgroups.getResult(0);
 }
 
-/// `op` on the tensor cores in `half`, or why not.
+/// `op` on the tensor cores in `half` (null: the 16-bit type its Q, K and
+/// V are), or why not.
 FailureOr<MmaAttention> analyze(AttentionOp op, Type half, std::string &whyNot) {
   MmaAttention a{AttentionOperands::of(op)};
-  a.half = half;
+  a.half = half ? half : a.halfType();
+  if (!a.half) {
+    whyNot = "its Q, K and V are not 16-bit values of one type (--precision=f16 or bf16 "
+             "rounds them)";
+    return failure();
+  }
+  half = a.half;
   a.ptxType = half.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
   a.dPadded = llvm::alignTo(a.d, 16);
   a.dvPadded = llvm::alignTo(a.dv, 8);
@@ -474,14 +477,15 @@ struct KilnCudaAttentionMmaPass
   using Base::Base;
 
   void runOnOperation() override {
-    Type half;
+    Type half; // null: each attention's own
     if (type == "f16")
       half = Float16Type::get(&getContext());
     else if (type == "bf16")
       half = BFloat16Type::get(&getContext());
-    else {
-      emitError(getOperation().getLoc()) << "kiln-cuda-attention-mma: type '" << type
-                                         << "' is neither f16 nor bf16";
+    else if (!type.empty()) {
+      emitError(getOperation().getLoc())
+          << "kiln-cuda-attention-mma: type '" << type
+          << "' is not f16 or bf16 (or empty: the 16-bit type of Q, K and V)";
       return signalPassFailure();
     }
     SmallVector<AttentionOp> ops;
@@ -508,7 +512,7 @@ struct KilnCudaAttentionMmaPass
         remark << "; padded to " << a->lqPadded << " queries, " << a->lkPadded
                << " keys, heads of " << a->dPadded << " + " << a->dvPadded;
     }
-    replaceAttention(op, a->keys, [&](OpBuilder &b, Location loc) { return a->build(b, loc); });
+    replaceAttention(op, [&](OpBuilder &b, Location loc) { return a->build(b, loc); });
   }
 };
 

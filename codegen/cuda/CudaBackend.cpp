@@ -60,12 +60,15 @@ void mlir::kiln::addTensorCorePasses(OpPassManager &pm, const GpuTarget &gpu,
 
 void mlir::kiln::addTensorCoreAttention(OpPassManager &pm, const GpuTarget &gpu,
                                         const PipelineOptions &options) {
-  if (!gpu.has(MmaKind::MmaSync) ||
-      (options.precision != Precision::F16 && options.precision != Precision::BF16))
+  if (!gpu.has(MmaKind::MmaSync))
     return;
-  pm.addNestedPass<func::FuncOp>(createKilnCudaAttentionMma(
-      {options.attentionRowsAbove, options.precision == Precision::F16 ? "f16" : "bf16",
-       options.reportPlacement}));
+  // With --precision, every attention's operands are rounded; without it,
+  // a half model's attention runs in its own 16-bit type, exactly.
+  StringRef type = options.precision == Precision::F16    ? "f16"
+                   : options.precision == Precision::BF16 ? "bf16"
+                                                          : "";
+  pm.addNestedPass<func::FuncOp>(
+      createKilnCudaAttentionMma({options.attentionRowsAbove, type.str(), options.reportPlacement}));
 }
 
 namespace {

@@ -22,9 +22,10 @@ std::string cudaToolkitMissing(llvm::StringRef option);
 /// kernels then emulate them.
 void addTensorCorePasses(OpPassManager &pm, const GpuTarget &gpu, const PipelineOptions &options);
 
-/// With --precision=f16|bf16, the pass that makes `gpu`'s large attention
-/// one kernel on the tensor cores (mma.sync), before
-/// kiln-gpu-attention-rows: CUDA's and vulkan-lavapipe-sm80's.
+/// The pass that makes `gpu`'s large attention one kernel on the tensor
+/// cores (mma.sync), before kiln-gpu-attention-rows: CUDA's and
+/// vulkan-lavapipe-sm80's. With --precision=f16|bf16 every attention's,
+/// else a half model's (its Q, K and V 16-bit already).
 void addTensorCoreAttention(OpPassManager &pm, const GpuTarget &gpu,
                             const PipelineOptions &options);
 

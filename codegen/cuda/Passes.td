@@ -47,8 +47,11 @@ def KilnCudaAttentionMma : Pass<"kiln-cuda-attention-mma", "func::FuncOp"> {
   let summary = "Attention whose scores would be large as one kernel on the tensor cores (mma.sync)";
   let description = [{
     Before kiln-gpu-attention-rows, for models whose matmuls run in 16 bits
-    (`--precision=f16|bf16`). A kiln.attention whose scores would take more
-    than `max-scores-bytes` (0: every one), of heads of at most 128 values
+    (`--precision=f16|bf16`: `type` f16 or bf16) and for half models' own
+    attention (`type` empty: Q, K and V widened from one 16-bit type, read
+    before their widening, exactly). A kiln.attention whose scores would
+    take more than `max-scores-bytes` (0: every one), of heads of at most
+    128 values
     (the query's and the value's, each padded to 16 and 8), becomes one
     kernel of flash attention on the tensor cores: an scf.forall over
     workgroups (a batch entry and a block of 16W query rows, W = 4 warps, or
@@ -87,8 +90,10 @@ def KilnCudaAttentionMma : Pass<"kiln-cuda-attention-mma", "func::FuncOp"> {
   let options = [
     Option<"maxScoresBytes", "max-scores-bytes", "int64_t", "64 << 20",
            "Make one kernel of attention whose scores would take more bytes than this">,
-    Option<"type", "type", "std::string", "\"f16\"",
-           "The mma's operand type: f16 or bf16">,
+    Option<"type", "type", "std::string", "\"\"",
+           "The mma's operand type: f16 or bf16 (Q, K, V and P rounded to it), or "
+           "empty: only attention whose Q, K and V are 16-bit values of one type "
+           "(a half model's), in that type">,
     Option<"reportPlacement", "report-placement", "bool", "false",
            "Emit a 'placement:' remark per large attention: on the tensor cores, or why not">,
   ];

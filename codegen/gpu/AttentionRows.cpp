@@ -46,13 +46,6 @@ constexpr int64_t kRows = 64;
 /// Values of a thread's query row and sums (D + Dv) at most: registers.
 constexpr int64_t kMaxRowValues = 256;
 
-/// Element [at..., row, col] of `t`.
-Value element(OpBuilder &b, Location loc, Value t, ValueRange at, Value row, Value col) {
-  SmallVector<Value> indices(at);
-  indices.append({row, col});
-  return tensor::ExtractOp::create(b, loc, t, indices);
-}
-
 /// One attention, a thread per query row.
 struct RowAttention : AttentionOperands {
   /// Keys a step of a thread's loop takes: 4 (or 2) independent dot
@@ -89,7 +82,7 @@ struct RowAttention : AttentionOperands {
       if (mask) {
         SmallVector<Value> indices(at);
         indices.append({i, j});
-        s = arith::AddFOp::create(b, loc, s, broadcastElement(b, loc, mask, indices));
+        s = arith::AddFOp::create(b, loc, s, maskAt(b, loc, indices));
       }
       next = arith::MaximumFOp::create(b, loc, next, s);
     }
@@ -105,7 +98,7 @@ struct RowAttention : AttentionOperands {
     for (int64_t e = 0; e < dv; ++e) {
       Value acc = arith::MulFOp::create(b, loc, carried[2 + e], alpha);
       for (auto [j, pj] : llvm::zip(step, p))
-        acc = math::FmaOp::create(b, loc, pj, element(b, loc, value, at, j, index(e)), acc);
+        acc = math::FmaOp::create(b, loc, pj, elementAsF32(b, loc, value, at, j, index(e)), acc);
       result.push_back(acc);
     }
     return result;
@@ -117,7 +110,7 @@ struct RowAttention : AttentionOperands {
     Type f32 = b.getF32Type();
     SmallVector<Value> q;
     for (int64_t k = 0; k < d; ++k)
-      q.push_back(element(b, loc, query, at, i, index(k)));
+      q.push_back(elementAsF32(b, loc, query, at, i, index(k)));
     SmallVector<Value> init = {extremeConst(b, loc, f32, /*lowest=*/true),
                                scalarConst(b, loc, f32, 0.0)};
     init.append(dv, scalarConst(b, loc, f32, 0.0));
@@ -237,22 +230,43 @@ struct KilnGpuAttentionRowsPass
       op.emitRemark() << "placement: attention as one kernel, a thread per query row over "
                       << a->lk << " keys, its scores never written out (they would take "
                       << formatBytes(scores) << ")";
-    replaceAttention(op, a->keys, [&](OpBuilder &b, Location loc) { return a->build(b, loc); });
+    replaceAttention(op, [&](OpBuilder &b, Location loc) { return a->build(b, loc); });
   }
 };
 
 } // namespace
 
+/// `x` as f32.
+Value asF32(OpBuilder &b, Location loc, Value x) {
+  return x.getType().isF32() ? x : arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+}
+
+Value mlir::kiln::elementAsF32(OpBuilder &b, Location loc, Value t, ValueRange at, Value row,
+                               Value col) {
+  SmallVector<Value> indices(at);
+  indices.append({row, col});
+  return asF32(b, loc, tensor::ExtractOp::create(b, loc, t, indices));
+}
+
+Value mlir::kiln::beforeWidening(Value v) {
+  auto cast = v ? v.getDefiningOp<CastOp>() : nullptr;
+  if (!cast || !getElementTypeOrSelf(cast.getType()).isF32() ||
+      !isa<Float16Type, BFloat16Type>(getElementTypeOrSelf(cast.getInput().getType())))
+    return v;
+  return cast.getInput();
+}
+
 KeysOperand KeysOperand::of(AttentionOp op) {
-  auto transpose = op.getKeyT().getDefiningOp<TransposeOp>();
+  Value keyT = beforeWidening(op.getKeyT());
+  auto transpose = keyT.getDefiningOp<TransposeOp>();
   if (!transpose)
-    return {op.getKeyT(), false};
+    return {keyT, false};
   ArrayRef<int64_t> perm = transpose.getPerm();
   int64_t rank = perm.size();
   for (int64_t i = 0; i < rank; ++i)
     if (perm[i] != (i < rank - 2 ? i : 2 * rank - 3 - i))
-      return {op.getKeyT(), false};
-  return {transpose.getInput(), true};
+      return {keyT, false};
+  return {beforeWidening(transpose.getInput()), true};
 }
 
 Value KeysOperand::element(OpBuilder &b, Location loc, ValueRange at, Value d, Value j) const {
@@ -261,13 +275,14 @@ Value KeysOperand::element(OpBuilder &b, Location loc, ValueRange at, Value d, V
     indices.append({j, d});
   else
     indices.append({d, j});
-  return tensor::ExtractOp::create(b, loc, source, indices);
+  return asF32(b, loc, tensor::ExtractOp::create(b, loc, source, indices));
 }
 
 AttentionOperands AttentionOperands::of(AttentionOp op) {
   ArrayRef<int64_t> q = tensorType(op.getQuery()).getShape();
   int64_t rank = q.size();
-  AttentionOperands a{op.getQuery(), KeysOperand::of(op), op.getValue(), op.getMask(),
+  AttentionOperands a{beforeWidening(op.getQuery()), KeysOperand::of(op),
+                      beforeWidening(op.getValue()), beforeWidening(op.getMask()),
                       op.getScale().convertToFloat()};
   a.batch.assign(q.begin(), q.end() - 2);
   a.lq = q[rank - 2], a.d = q[rank - 1];
@@ -276,14 +291,38 @@ AttentionOperands AttentionOperands::of(AttentionOp op) {
   return a;
 }
 
-void mlir::kiln::replaceAttention(AttentionOp op, const KeysOperand &keys,
+Value AttentionOperands::maskAt(OpBuilder &b, Location loc, ValueRange indices) const {
+  return asF32(b, loc, broadcastElement(b, loc, mask, indices));
+}
+
+Type AttentionOperands::halfType() const {
+  Type type = getElementTypeOrSelf(query.getType());
+  if (!isa<Float16Type, BFloat16Type>(type) ||
+      getElementTypeOrSelf(keys.source.getType()) != type ||
+      getElementTypeOrSelf(value.getType()) != type)
+    return {};
+  return type;
+}
+
+/// Erases `v`'s producer where it is a widening or a transpose that
+/// nothing reads any more, then its input's.
+static void eraseUnread(Value v) {
+  Operation *op = v ? v.getDefiningOp() : nullptr;
+  if (!isa_and_nonnull<CastOp, TransposeOp>(op) || !op->use_empty())
+    return;
+  Value input = op->getOperand(0);
+  op->erase();
+  eraseUnread(input);
+}
+
+void mlir::kiln::replaceAttention(AttentionOp op,
                                   function_ref<Value(OpBuilder &, Location)> build) {
   OpBuilder b(op);
-  Value keyT = op.getKeyT();
+  SmallVector<Value> operands(op->getOperands());
   op.replaceAllUsesWith(build(b, op.getLoc()));
   op.erase();
-  if (keys.isKeys && keyT.use_empty())
-    keyT.getDefiningOp()->erase();
+  for (Value v : operands)
+    eraseUnread(v);
 }
 
 int64_t mlir::kiln::attentionScoresBytes(AttentionOp op) {

@@ -11,23 +11,32 @@ namespace mlir::kiln {
 /// (`--gpu-attention`), attention is one kernel.
 int64_t attentionScoresBytes(AttentionOp op);
 
+/// Element [at..., row, col] of `t`, as f32 (a 16-bit one widened).
+Value elementAsF32(OpBuilder &b, Location loc, Value t, ValueRange at, Value row, Value col);
+
+/// `v`, or where it is a kiln.cast widening a 16-bit tensor to f32 (a half
+/// model's attention, kiln-fuse-attention), that tensor: the one-kernel
+/// forms read it and widen each element, and no widened copy is written.
+Value beforeWidening(Value v);
+
 /// An attention's keys as its one-kernel forms read them: K^T [B..., D, Lk]
 /// as the op has it or, where that is a kiln.transpose of K [B..., Lk, D]
 /// swapping the last two dimensions (as exporters write attention), K
 /// itself: no transposed copy is written out, and the D values of a key
-/// are contiguous.
+/// are contiguous. Either before its widening (beforeWidening).
 struct KeysOperand {
   Value source;
   bool isKeys; ///< source is K, not K^T
 
   static KeysOperand of(AttentionOp op);
-  /// K^T's element (d, j) at batch entry `at`.
+  /// K^T's element (d, j) at batch entry `at`, as f32.
   Value element(OpBuilder &b, Location loc, ValueRange at, Value d, Value j) const;
 };
 
-/// One attention's operands as its one-kernel forms read them, and their
-/// sizes: query [B..., Lq, D], keys (KeysOperand), value [B..., Lk, Dv],
-/// mask [1 or B..., 1 or Lq, Lk] (each batch dimension 1 or the batch's).
+/// One attention's operands as its one-kernel forms read them (each before
+/// its widening), and their sizes: query [B..., Lq, D], keys
+/// (KeysOperand), value [B..., Lk, Dv], mask [1 or B..., 1 or Lq, Lk] (each
+/// batch dimension 1 or the batch's).
 struct AttentionOperands {
   Value query;
   KeysOperand keys;
@@ -37,12 +46,16 @@ struct AttentionOperands {
   int64_t lq = 0, d = 0, lk = 0, dv = 0;
 
   static AttentionOperands of(AttentionOp op);
+  /// The mask's element at `indices` of the scores, as f32.
+  Value maskAt(OpBuilder &b, Location loc, ValueRange indices) const;
+  /// The 16-bit type that Q, K and V all are, or null.
+  Type halfType() const;
 };
 
 /// Replaces `op` by the kernel that `build` makes in its place, then
-/// erases the transpose that `keys` read through if nothing else reads it.
-void replaceAttention(AttentionOp op, const KeysOperand &keys,
-                      function_ref<Value(OpBuilder &, Location)> build);
+/// erases the widenings and the transpose that the kernel read through if
+/// nothing else reads them.
+void replaceAttention(AttentionOp op, function_ref<Value(OpBuilder &, Location)> build);
 
 } // namespace mlir::kiln
 

@@ -1,9 +1,11 @@
-// RUN: kiln-opt %s --split-input-file --kiln-cuda-attention-mma=max-scores-bytes=0 --canonicalize --cse | FileCheck %s
+// RUN: kiln-opt %s --split-input-file "--kiln-cuda-attention-mma=max-scores-bytes=0 type=f16" --canonicalize --cse | FileCheck %s
 // RUN: kiln-opt %s --split-input-file "--kiln-cuda-attention-mma=max-scores-bytes=0 type=bf16" --canonicalize --cse | FileCheck %s --check-prefix=BF16
-// RUN: kiln-opt %s --split-input-file "--kiln-cuda-attention-mma=max-scores-bytes=0 report-placement=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
-// RUN: kiln-opt %s --split-input-file --kiln-cuda-attention-mma | FileCheck %s --check-prefix=SMALL
+// RUN: kiln-opt %s --split-input-file "--kiln-cuda-attention-mma=max-scores-bytes=0 type=f16 report-placement=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: kiln-opt %s --split-input-file --kiln-cuda-attention-mma=type=f16 | FileCheck %s --check-prefix=SMALL
 // RUN: not kiln-opt %s --split-input-file --kiln-cuda-attention-mma=type=f32 2>&1 | FileCheck %s --check-prefix=TYPE
-// TYPE: error: kiln-cuda-attention-mma: type 'f32' is neither f16 nor bf16
+// RUN: kiln-opt %s --split-input-file --kiln-cuda-attention-mma=max-scores-bytes=0 --canonicalize --cse | FileCheck %s --check-prefix=HALF
+// RUN: kiln-opt %s --split-input-file "--kiln-cuda-attention-mma=max-scores-bytes=0 report-placement=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=HALF-REPORT
+// TYPE: error: kiln-cuda-attention-mma: type 'f32' is not f16 or bf16 (or empty: the 16-bit type of Q, K and V)
 
 // 2 heads of 64 queries and 64 keys, heads of 16, values of 8, a mask of
 // one head: a workgroup per head and 64 rows, 4 warps; 32 keys a step.
@@ -12,6 +14,10 @@
 // SMALL-LABEL: func.func @heads
 // SMALL: kiln.attention
 // REPORT: remark: placement: attention as one kernel on the tensor cores (mma.sync.m16n8k16, f16), a warp per 16 query rows over 64 keys, 32 a step, its scores never written out
+// Without a type (no --precision), f32 operands are left as they are.
+// HALF-REPORT: remark: placement: attention not on the tensor cores: its Q, K and V are not 16-bit values of one type (--precision=f16 or bf16 rounds them)
+// HALF-LABEL: func.func @heads
+// HALF: kiln.attention
 // CHECK-LABEL: func.func @heads
 // CHECK-NOT: kiln.attention
 // CHECK: scf.forall (%[[HEAD:.*]], %{{.*}}) = (0, 0) to (2, 64) step (1, 64) shared_outs(%[[OUT:.*]] = %{{.*}})
@@ -156,4 +162,62 @@ func.func @keys_transposed(%q: tensor<16x16xf32>, %k: tensor<32x16xf32>, %v: ten
   %kt = kiln.transpose %k {perm = array<i64: 1, 0>} : tensor<32x16xf32> -> tensor<16x32xf32>
   %0 = kiln.attention %q, %kt, %v {scale = 1.000000e+00 : f32} : (tensor<16x16xf32>, tensor<16x32xf32>, tensor<32x8xf32>) -> tensor<16x8xf32>
   return %0 : tensor<16x8xf32>
+}
+
+// -----
+
+// A half model's attention (kiln-fuse-attention: Q, K^T and V widened from
+// f16): without a type, in f16. The kernel reads the f16 tensors before
+// their widening (K through its transpose), each value exactly the mma's
+// operand (no rounding, no widening left); the widenings and the transpose
+// go. The result is widened f32, rounded by the model's own cast.
+// HALF-REPORT: remark: placement: attention as one kernel on the tensor cores (mma.sync.m16n8k16, f16), a warp per 16 query rows over 64 keys
+// HALF-LABEL: func.func @half_model
+// HALF-SAME: (%[[Q:.*]]: tensor<2x64x16xf16>, %[[K:.*]]: tensor<2x64x16xf16>, %[[V:.*]]: tensor<2x64x8xf16>)
+// HALF-NOT: kiln.transpose
+// HALF-NOT: kiln.cast %arg
+// HALF-NOT: arith.extf
+// HALF-NOT: arith.truncf %{{.*}} : f32 to f16
+// HALF: tensor.extract %[[Q]][{{.*}}] : tensor<2x64x16xf16>
+// HALF: %[[KEY:.*]] = tensor.extract %[[K]][{{.*}}] : tensor<2x64x16xf16>
+// HALF-NEXT: memref.store %[[KEY]]
+// HALF: %[[VALUE:.*]] = tensor.extract %[[V]][{{.*}}] : tensor<2x64x8xf16>
+// HALF-NEXT: memref.store %[[VALUE]]
+// HALF: nvvm.mma.sync
+// HALF: kiln.cast %{{.*}} : tensor<2x64x8xf32> -> tensor<2x64x8xf16>
+func.func @half_model(%q: tensor<2x64x16xf16>, %k: tensor<2x64x16xf16>, %v: tensor<2x64x8xf16>) -> tensor<2x64x8xf16> {
+  %kt = kiln.transpose %k {perm = array<i64: 0, 2, 1>} : tensor<2x64x16xf16> -> tensor<2x16x64xf16>
+  %q32 = kiln.cast %q : tensor<2x64x16xf16> -> tensor<2x64x16xf32>
+  %kt32 = kiln.cast %kt : tensor<2x16x64xf16> -> tensor<2x16x64xf32>
+  %v32 = kiln.cast %v : tensor<2x64x8xf16> -> tensor<2x64x8xf32>
+  %0 = kiln.attention %q32, %kt32, %v32 {scale = 2.500000e-01 : f32} : (tensor<2x64x16xf32>, tensor<2x16x64xf32>, tensor<2x64x8xf32>) -> tensor<2x64x8xf32>
+  %1 = kiln.cast %0 : tensor<2x64x8xf32> -> tensor<2x64x8xf16>
+  return %1 : tensor<2x64x8xf16>
+}
+
+// -----
+
+// A bf16 model's: in bf16. One of Q, K, V in f32 (or in another 16-bit
+// type) and the attention is left.
+// HALF-REPORT: remark: placement: attention as one kernel on the tensor cores (mma.sync.m16n8k16, bf16)
+// HALF-LABEL: func.func @half_bf16
+// HALF: nvvm.mma.sync {{.*}} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+func.func @half_bf16(%q: tensor<64x16xbf16>, %kt: tensor<16x64xbf16>, %v: tensor<64x8xbf16>) -> tensor<64x8xf32> {
+  %q32 = kiln.cast %q : tensor<64x16xbf16> -> tensor<64x16xf32>
+  %kt32 = kiln.cast %kt : tensor<16x64xbf16> -> tensor<16x64xf32>
+  %v32 = kiln.cast %v : tensor<64x8xbf16> -> tensor<64x8xf32>
+  %0 = kiln.attention %q32, %kt32, %v32 {scale = 1.000000e+00 : f32} : (tensor<64x16xf32>, tensor<16x64xf32>, tensor<64x8xf32>) -> tensor<64x8xf32>
+  return %0 : tensor<64x8xf32>
+}
+
+// -----
+
+// HALF-REPORT: remark: placement: attention not on the tensor cores: its Q, K and V are not 16-bit values of one type
+// HALF-LABEL: func.func @half_mixed
+// HALF: kiln.attention
+func.func @half_mixed(%q: tensor<64x16xf16>, %kt: tensor<16x64xbf16>, %v: tensor<64x8xf32>) -> tensor<64x8xf32> {
+  %q32 = kiln.cast %q : tensor<64x16xf16> -> tensor<64x16xf32>
+  %kt32 = kiln.cast %kt : tensor<16x64xbf16> -> tensor<16x64xf32>
+  %0 = kiln.attention %q32, %kt32, %v {scale = 1.000000e+00 : f32} : (tensor<64x16xf32>, tensor<16x64xf32>, tensor<64x8xf32>) -> tensor<64x8xf32>
+  return %0 : tensor<64x8xf32>
 }

@@ -162,3 +162,33 @@ func.func @keys_permuted(%q: tensor<2x8x2xf32>, %k: tensor<2x2x8xf32>, %v: tenso
   %r = kiln.attention %q, %kt, %v {scale = 1.000000e+00 : f32} : (tensor<2x8x2xf32>, tensor<2x2x8xf32>, tensor<2x8x2xf32>) -> tensor<2x8x2xf32>
   return %r : tensor<2x8x2xf32>
 }
+
+// -----
+
+// A half model's attention (kiln-fuse-attention: Q, K^T, V and the mask
+// widened from f16): the kernel reads the f16 tensors and widens each
+// value (K through its transpose); the widenings and the transpose go.
+// CHECK-LABEL: func.func @half_operands
+// CHECK-SAME: (%[[Q:[a-z0-9]*]]: tensor<2x8x2xf16>, %[[K:[a-z0-9]*]]: tensor<2x8x2xf16>, %[[V:[a-z0-9]*]]: tensor<2x8x2xf16>, %[[MASK:[a-z0-9]*]]: tensor<2x8x8xf16>)
+// CHECK-NOT: kiln.transpose
+// CHECK-NOT: kiln.cast
+// CHECK: %[[QV:.*]] = tensor.extract %[[Q]]
+// CHECK: arith.extf %[[QV]] : f16 to f32
+// CHECK: scf.for
+// CHECK: %[[KV:.*]] = tensor.extract %[[K]]
+// CHECK: arith.extf %[[KV]] : f16 to f32
+// CHECK: %[[MV:.*]] = tensor.extract %[[MASK]]
+// CHECK: arith.extf %[[MV]] : f16 to f32
+// CHECK: %[[VV:.*]] = tensor.extract %[[V]]
+// CHECK: arith.extf %[[VV]] : f16 to f32
+// CHECK-NOT: kiln.cast
+func.func @half_operands(%q: tensor<2x8x2xf16>, %k: tensor<2x8x2xf16>, %v: tensor<2x8x2xf16>, %mask: tensor<2x8x8xf16>) -> tensor<2x8x2xf32> {
+  %kt = kiln.transpose %k {perm = array<i64: 0, 2, 1>} : tensor<2x8x2xf16> -> tensor<2x2x8xf16>
+  %q32 = kiln.cast %q : tensor<2x8x2xf16> -> tensor<2x8x2xf32>
+  %kt32 = kiln.cast %kt : tensor<2x2x8xf16> -> tensor<2x2x8xf32>
+  %v32 = kiln.cast %v : tensor<2x8x2xf16> -> tensor<2x8x2xf32>
+  %mask32 = kiln.cast %mask : tensor<2x8x8xf16> -> tensor<2x8x8xf32>
+  // expected-remark @+1 {{placement: attention as one kernel, a thread per query row over 8 keys}}
+  %r = kiln.attention %q32, %kt32, %v32, %mask32 {scale = 1.000000e+00 : f32} : (tensor<2x8x2xf32>, tensor<2x2x8xf32>, tensor<2x8x2xf32>, tensor<2x8x8xf32>) -> tensor<2x8x2xf32>
+  return %r : tensor<2x8x2xf32>
+}
