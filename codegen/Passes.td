@@ -27,6 +27,11 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "ModuleOp"> {
     Option<"attentionKeyBlock", "attention-key-block", "int64_t", "256",
            "Most keys of one attention block (a divisor of the keys is taken); 0: "
            "no blocks, the whole score matrix">,
+    Option<"attentionHalfMatmuls", "attention-half-matmuls", "bool", "false",
+           "Unfused (a key block of 0), a half model's attention (Q, K^T and V "
+           "widened from one 16-bit type) multiplies the 16-bit values, P "
+           "rounded to them, f32 sums: the matmuls of 16-bit operands that the "
+           "target's tensor cores take">,
   ];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect",
                            "arith::ArithDialect", "math::MathDialect", "scf::SCFDialect",

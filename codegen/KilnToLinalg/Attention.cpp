@@ -188,7 +188,8 @@ struct Attention {
 /// and row reductions themselves (GPUs): s = scale * q kt + mask (a batch
 /// matmul), the softmax's row maximum and sum (reductions over the keys),
 /// out = (exp(s - max) v) / sum (a batch matmul). The scores take N x Lq x
-/// Lk floats.
+/// Lk floats. Where q, kt and v are 16-bit, the matmuls multiply them (and
+/// exp(s - max) rounded to their type), summing in f32.
 Value unfusedAttention(OpBuilder &b, Location loc, const Attention &a, int64_t n) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
@@ -241,8 +242,15 @@ Value unfusedAttention(OpBuilder &b, Location loc, const Attention &a, int64_t n
                       overKeys, [](OpBuilder &nb, Location l, ValueRange x) -> Value {
                         return arith::AddFOp::create(nb, l, x[0], x[1]);
                       });
+  Type half = tensorType(a.value).getElementType();
+  Value weights = p;
+  if (half != f32)
+    weights = generic(p, emptyTensor(b, loc, {n, a.lq, a.lk}, half), {map({bn, r, c}), map({bn, r, c})},
+                      parallel, [&](OpBuilder &nb, Location l, ValueRange x) -> Value {
+                        return arith::TruncFOp::create(nb, l, half, x[0]);
+                      });
   Value weighted = linalg::BatchMatmulOp::create(
-                       b, loc, ValueRange{p, a.value},
+                       b, loc, ValueRange{weights, a.value},
                        ValueRange{zeroFilled(b, loc, {n, a.lq, a.dv}, f32)})
                        .getResult(0);
   return generic(sum, weighted, {map({bn, r}), map({bn, r, c})}, parallel,
@@ -252,9 +260,41 @@ Value unfusedAttention(OpBuilder &b, Location loc, const Attention &a, int64_t n
 }
 
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
-  AttentionLowering(MLIRContext *ctx, int64_t maxQueryBlock, int64_t maxKeyBlock)
-      : OpConversionPattern(ctx), maxQueryBlock(maxQueryBlock), maxKeyBlock(maxKeyBlock) {}
+  AttentionLowering(MLIRContext *ctx, int64_t maxQueryBlock, int64_t maxKeyBlock,
+                    bool halfMatmuls)
+      : OpConversionPattern(ctx), maxQueryBlock(maxQueryBlock), maxKeyBlock(maxKeyBlock),
+        halfMatmuls(halfMatmuls) {}
   int64_t maxQueryBlock, maxKeyBlock; ///< a key block of 0: unfused
+  bool halfMatmuls;                   ///< unfused, a half model's matmuls in 16 bits
+
+  /// The 16-bit tensor that `v` widens to f32 (a kiln.cast as this pass
+  /// lowers it: a linalg.generic of one arith.extf per element), or null.
+  static Value widenedFrom(Value v) {
+    auto generic = v.getDefiningOp<linalg::GenericOp>();
+    if (!generic || generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+        generic.getNumParallelLoops() != generic.getNumLoops() ||
+        !llvm::all_of(generic.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+      return {};
+    Block &body = generic.getRegion().front();
+    auto extend = dyn_cast<arith::ExtFOp>(body.front());
+    if (!extend || extend.getIn() != body.getArgument(0) ||
+        body.getTerminator()->getOperand(0) != extend.getResult())
+      return {};
+    return generic.getDpsInputOperand(0)->get();
+  }
+
+  /// The 16-bit tensors, all of one type, that Q, K^T and V (as converted)
+  /// widen; none otherwise.
+  static std::optional<std::array<Value, 3>> halfOperands(ArrayRef<Value> operands) {
+    std::array<Value, 3> sources;
+    for (auto [source, v] : llvm::zip(sources, operands)) {
+      source = widenedFrom(v);
+      if (!source || tensorType(source).getElementType() !=
+                         tensorType(widenedFrom(operands[0])).getElementType())
+        return std::nullopt;
+    }
+    return sources;
+  }
 
   LogicalResult matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
@@ -275,11 +315,16 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     auto collapsed = [&](Value t, int64_t batch) {
       ArrayRef<int64_t> shape = tensorType(t).getShape();
       return reshapeTo(rewriter, loc, t,
-                       RankedTensorType::get({batch, shape[rank - 2], shape[rank - 1]}, f32));
+                       RankedTensorType::get({batch, shape[rank - 2], shape[rank - 1]},
+                                             tensorType(t).getElementType()));
     };
-    a.query = collapsed(adaptor.getQuery(), n);
-    a.keyT = collapsed(adaptor.getKeyT(), n);
-    a.value = collapsed(adaptor.getValue(), n);
+    std::array<Value, 3> operands = {adaptor.getQuery(), adaptor.getKeyT(), adaptor.getValue()};
+    if (maxKeyBlock == 0 && halfMatmuls)
+      if (std::optional<std::array<Value, 3>> half = halfOperands(operands))
+        operands = *half;
+    a.query = collapsed(operands[0], n);
+    a.keyT = collapsed(operands[1], n);
+    a.value = collapsed(operands[2], n);
     if (Value mask = adaptor.getMask()) {
       ArrayRef<int64_t> shape = tensorType(mask).getShape().drop_back(2);
       bool broadcast = llvm::all_of(shape, [](int64_t s) { return s == 1; });
@@ -308,6 +353,6 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
 } // namespace
 
 void mlir::kiln::populateAttentionLowering(RewritePatternSet &patterns, int64_t queryBlock,
-                                           int64_t keyBlock) {
-  patterns.add<AttentionLowering>(patterns.getContext(), queryBlock, keyBlock);
+                                           int64_t keyBlock, bool halfMatmuls) {
+  patterns.add<AttentionLowering>(patterns.getContext(), queryBlock, keyBlock, halfMatmuls);
 }

@@ -188,9 +188,10 @@ void populateAssertLowering(RewritePatternSet &patterns);
 /// The pattern for kiln.attention (Attention.cpp).
 /// Attention as an online softmax over blocks of at most `queryBlock`
 /// query rows by `keyBlock` keys; with a `keyBlock` of 0, on whole score
-/// matrices (matmuls and row reductions, for GPUs to distribute).
-void populateAttentionLowering(RewritePatternSet &patterns, int64_t queryBlock,
-                               int64_t keyBlock);
+/// matrices (matmuls and row reductions, for GPUs to distribute), a half
+/// model's matmuls of its 16-bit values with `halfMatmuls`.
+void populateAttentionLowering(RewritePatternSet &patterns, int64_t queryBlock, int64_t keyBlock,
+                               bool halfMatmuls);
 /// kiln.conv as linalg named convolutions (widening ones as a
 /// linalg.generic that extends each operand).
 void populateConvLowering(RewritePatternSet &patterns);

@@ -1078,7 +1078,8 @@ struct ConvertKilnToLinalgPass
     populateDataMovementLowerings(patterns);
     populateAssertLowering(patterns);
     populateQuantLowerings(patterns);
-    populateAttentionLowering(patterns, attentionQueryBlock, attentionKeyBlock);
+    populateAttentionLowering(patterns, attentionQueryBlock, attentionKeyBlock,
+                              attentionHalfMatmuls);
     populateConvLowering(patterns);
     populateDataDependentLowerings(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))

@@ -25,6 +25,7 @@ void GpuBackend::addLinalgPasses(OpPassManager &pm, const PipelineOptions &optio
   pm.addNestedPass<func::FuncOp>(createKilnGpuNormalizeRows({128, options.reportPlacement}));
   ConvertKilnToLinalgOptions lowering;
   lowering.attentionKeyBlock = 0;
+  lowering.attentionHalfMatmuls = widensHalfMatmuls();
   pm.addPass(createConvertKilnToLinalg(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createKilnFuseElementwise({options.reportFusion, /*keepContractions=*/true}));
