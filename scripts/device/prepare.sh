@@ -60,7 +60,9 @@
 # mask (attention-rows, numerics), with --precision=f16 or bf16 on the
 # tensor cores (attention4096-bf16, benchmark; attention-mma-f16,
 # numerics against a reference from f16 operands, its own tolerance: P
-# rounded to f16); softmax, log-softmax and layer norms
+# rounded to f16), and a half model's (attention.py --f16-model: no
+# --precision, the kernel reading the f16 tensors; attention4096-f16model,
+# benchmark; attention-mma-f16model, numerics); softmax, log-softmax and layer norms
 # as one kernel of a workgroup per row (rows, numerics); resnet18 and bert2
 # (scripts/bench/models.py) at batch 1 and 32, CUDA only, with torch.json
 # and torch-weights.npz for PyTorch's run of the same graph
@@ -144,6 +146,10 @@ touch "$out/text-direction/bench" "$out/transformer/bench"
 rm -r "$out"/attention4096/*.npy "$out/attention4096/inputs.txt" "$out/attention4096/reference"
 touch "$out/attention4096/bench"
 cp -r "$out/attention4096" "$out/attention4096-bf16"
+/usr/bin/python3 test/inputs/attention.py long-4096 "$out/attention4096-f16model" --f16-model >/dev/null
+rm -r "$out"/attention4096-f16model/*.npy "$out/attention4096-f16model/inputs.txt" \
+  "$out/attention4096-f16model/reference"
+touch "$out/attention4096-f16model/bench"
 /usr/bin/python3 test/inputs/attention.py banded "$out/attention-rows" >/dev/null
 # The same as one kernel on the tensor cores (--precision=f16|bf16:
 # kiln-cuda-attention-mma); its numerics against the float64 reference
@@ -152,7 +158,12 @@ cp -r "$out/attention4096" "$out/attention4096-bf16"
 /usr/bin/python3 test/inputs/attention.py banded "$out/attention-mma-f16" --f16-operands >/dev/null
 mv "$out/attention-mma-f16/reference" "$out/attention-mma-f16/expected"
 echo "1e-3 1e-3" > "$out/attention-mma-f16/tolerance"
-for name in attention-rows attention-mma-f16; do
+# A half model's (f16 in the file, no --precision): its reference rounded
+# to f16 (1e-3 on lavapipe, test/e2e/tensor-core-emulation.test).
+/usr/bin/python3 test/inputs/attention.py banded "$out/attention-mma-f16model" --f16-model >/dev/null
+mv "$out/attention-mma-f16model/reference" "$out/attention-mma-f16model/expected"
+echo "1e-3 1e-3" > "$out/attention-mma-f16model/tolerance"
+for name in attention-rows attention-mma-f16 attention-mma-f16model; do
   for i in 0:q 1:k 2:v; do mv "$out/$name/${i#*:}.npy" "$out/$name/input_${i%%:*}.npy"; done
   rm -rf "$out/$name/inputs.txt" "$out/$name/reference"
 done
@@ -196,11 +207,12 @@ for dir in "$out"/*/; do
   esac
   [ "$name" = attention-rows ] && flags=(--gpu-attention=fused)
   [ "$name" = attention-mma-f16 ] && flags=(--gpu-attention=fused --precision=f16)
+  [ "$name" = attention-mma-f16model ] && flags=(--gpu-attention=fused)
   [ "$name" = attention4096-bf16 ] && flags=(--precision=bf16)
   model_targets=("${targets[@]}")
   # The 16-bit GEMMs measure the tensor cores, tf32 is theirs: CUDA only.
   [[ "$name" = gemm* || "$name" = *-tf32 || "$name" = attention-mma-* ||
-     "$name" = attention4096-bf16 ]] && model_targets=(cuda)
+     "$name" = attention4096-bf16 || "$name" = attention4096-f16model ]] && model_targets=(cuda)
   # wgmma is sm_90a's (an H100 or H200); the executable is still `cuda`.
   [[ "$name" = *-wgmma* ]] && model_targets=(cuda-sm90a)
   for target in "${model_targets[@]}"; do
