@@ -344,12 +344,14 @@ struct AttentionLane {
     auto add = [&](Value x, Value y) -> Value { return arith::AddFOp::create(b, loc, x, y); };
     Value sums[2] = {overQuad(keys.getResult(2), add), overQuad(keys.getResult(3), add)};
     SmallVector<Value> out;
+    Type result = a.resultType();
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t c = 0; c < a.dvPadded; c += 8)
-        for (int64_t e = 0; e < 2; ++e)
-          out.push_back(
-              arith::DivFOp::create(b, loc, keys.getResult(4 + c / 2 + 2 * h + e), sums[h]));
-    auto type = RankedTensorType::get({1, 2, 1, a.dvPadded / 8, 1, 2}, f32);
+        for (int64_t e = 0; e < 2; ++e) {
+          Value o = arith::DivFOp::create(b, loc, keys.getResult(4 + c / 2 + 2 * h + e), sums[h]);
+          out.push_back(result == f32 ? o : arith::TruncFOp::create(b, loc, result, o));
+        }
+    auto type = RankedTensorType::get({1, 2, 1, a.dvPadded / 8, 1, 2}, result);
     return tensor::FromElementsOp::create(b, loc, type, out);
   }
 };
@@ -378,7 +380,7 @@ Value MmaAttention::stagingBuffer(OpBuilder &b, Location loc, int64_t width) con
 Value MmaAttention::buildPadded(OpBuilder &b, Location loc) const {
   MLIRContext *ctx = b.getContext();
   int64_t loops = batch.size() + 1, threads = 32 * warps;
-  Type f32 = b.getF32Type();
+  Type element = resultType();
   SmallVector<int64_t> shape(batch);
   shape.append({lqPadded, dvPadded});
   SmallVector<OpFoldResult> ones(loops, b.getIndexAttr(1));
@@ -386,7 +388,7 @@ Value MmaAttention::buildPadded(OpBuilder &b, Location loc) const {
   SmallVector<OpFoldResult> steps = ones;
   steps.back() = b.getIndexAttr(rows());
   scf::ForallOp workgroups =
-      workgroupForall(b, loc, ends, steps, emptyTensor(b, loc, shape, f32));
+      workgroupForall(b, loc, ends, steps, emptyTensor(b, loc, shape, element));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(workgroups.getTerminator());
   SmallVector<Value> ivs = workgroups.getInductionVars();
@@ -396,11 +398,11 @@ Value MmaAttention::buildPadded(OpBuilder &b, Location loc) const {
   sizes.back() = b.getIndexAttr(rows());
   sizes.push_back(b.getIndexAttr(dvPadded));
   strides.push_back(b.getIndexAttr(1));
-  auto blockType = RankedTensorType::get({rows(), dvPadded}, f32);
+  auto blockType = RankedTensorType::get({rows(), dvPadded}, element);
   Value block = tensor::ExtractSliceOp::create(
       b, loc, blockType, workgroups.getRegionIterArgs()[0], offsets, sizes, strides);
   SmallVector<ReassociationIndices> lanesOf = {{0, 1, 2}, {3, 4, 5}};
-  auto lanesType = RankedTensorType::get({warps, 2, 8, dvPadded / 8, 4, 2}, f32);
+  auto lanesType = RankedTensorType::get({warps, 2, 8, dvPadded / 8, 4, 2}, element);
   block = tensor::ExpandShapeOp::create(b, loc, lanesType, block, lanesOf);
   StagingBuffers staged = {stagingBuffer(b, loc, dPadded), stagingBuffer(b, loc, dvPadded)};
   auto lanes = scf::ForallOp::create(
@@ -512,7 +514,7 @@ struct KilnCudaAttentionMmaPass
         remark << "; padded to " << a->lqPadded << " queries, " << a->lkPadded
                << " keys, heads of " << a->dPadded << " + " << a->dvPadded;
     }
-    replaceAttention(op, [&](OpBuilder &b, Location loc) { return a->build(b, loc); });
+    replaceAttention(op, *a, [&](OpBuilder &b, Location loc) { return a->build(b, loc); });
   }
 };
 

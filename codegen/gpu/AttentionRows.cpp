@@ -123,6 +123,8 @@ struct RowAttention : AttentionOperands {
     SmallVector<Value> indices(batch.size() + 1, index(0));
     for (int64_t e = 0; e < dv; ++e) {
       Value out = arith::DivFOp::create(b, loc, keys.getResult(2 + e), sum);
+      if (rounding)
+        out = arith::TruncFOp::create(b, loc, resultType(), out);
       indices.push_back(index(e));
       row = tensor::InsertOp::create(b, loc, out, row, indices);
       indices.pop_back();
@@ -137,7 +139,7 @@ struct RowAttention : AttentionOperands {
     int64_t rows = std::min(kRows, lq), loops = batch.size() + 1;
     SmallVector<int64_t> shape(batch);
     shape.append({lq, dv});
-    Value init = emptyTensor(b, loc, shape, b.getF32Type());
+    Value init = emptyTensor(b, loc, shape, resultType());
     SmallVector<OpFoldResult> ones(loops, b.getIndexAttr(1));
     SmallVector<OpFoldResult> ends = getAsIndexOpFoldResult(ctx, shape);
     ends.pop_back();
@@ -230,7 +232,7 @@ struct KilnGpuAttentionRowsPass
       op.emitRemark() << "placement: attention as one kernel, a thread per query row over "
                       << a->lk << " keys, its scores never written out (they would take "
                       << formatBytes(scores) << ")";
-    replaceAttention(op, [&](OpBuilder &b, Location loc) { return a->build(b, loc); });
+    replaceAttention(op, *a, [&](OpBuilder &b, Location loc) { return a->build(b, loc); });
   }
 };
 
@@ -288,7 +290,16 @@ AttentionOperands AttentionOperands::of(AttentionOp op) {
   a.lq = q[rank - 2], a.d = q[rank - 1];
   a.lk = tensorType(op.getKeyT()).getShape().back();
   a.dv = tensorType(op.getValue()).getShape().back();
+  if (op->hasOneUse())
+    if (auto cast = dyn_cast<CastOp>(*op->user_begin());
+        cast && isa<Float16Type, BFloat16Type>(getElementTypeOrSelf(cast.getType())))
+      a.rounding = cast;
   return a;
+}
+
+Type AttentionOperands::resultType() const {
+  return rounding ? getElementTypeOrSelf(rounding.getType())
+                  : Type(Float32Type::get(query.getContext()));
 }
 
 Value AttentionOperands::maskAt(OpBuilder &b, Location loc, ValueRange indices) const {
@@ -315,11 +326,17 @@ static void eraseUnread(Value v) {
   eraseUnread(input);
 }
 
-void mlir::kiln::replaceAttention(AttentionOp op,
+void mlir::kiln::replaceAttention(AttentionOp op, const AttentionOperands &a,
                                   function_ref<Value(OpBuilder &, Location)> build) {
   OpBuilder b(op);
   SmallVector<Value> operands(op->getOperands());
-  op.replaceAllUsesWith(build(b, op.getLoc()));
+  Value kernel = build(b, op.getLoc());
+  if (a.rounding) {
+    a.rounding.replaceAllUsesWith(kernel);
+    a.rounding.erase();
+  } else {
+    op.replaceAllUsesWith(kernel);
+  }
   op.erase();
   for (Value v : operands)
     eraseUnread(v);

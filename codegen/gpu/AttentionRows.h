@@ -44,18 +44,25 @@ struct AttentionOperands {
   float scale;
   SmallVector<int64_t> batch = {}; ///< B...
   int64_t lq = 0, d = 0, lk = 0, dv = 0;
+  /// The op's only reader where that rounds the result to 16 bits (a half
+  /// model's output, kiln-fuse-attention): the kernel writes the rounded
+  /// values in its place. Null otherwise.
+  mutable CastOp rounding = {}; // (its accessors are not const)
 
   static AttentionOperands of(AttentionOp op);
+  /// The element type the kernel writes: f32, or the rounding's.
+  Type resultType() const;
   /// The mask's element at `indices` of the scores, as f32.
   Value maskAt(OpBuilder &b, Location loc, ValueRange indices) const;
   /// The 16-bit type that Q, K and V all are, or null.
   Type halfType() const;
 };
 
-/// Replaces `op` by the kernel that `build` makes in its place, then
-/// erases the widenings and the transpose that the kernel read through if
-/// nothing else reads them.
-void replaceAttention(AttentionOp op, function_ref<Value(OpBuilder &, Location)> build);
+/// Replaces `op` (and `a`'s rounding of it) by the kernel that `build`
+/// makes in its place, then erases the widenings and the transpose that
+/// the kernel read through if nothing else reads them.
+void replaceAttention(AttentionOp op, const AttentionOperands &a,
+                      function_ref<Value(OpBuilder &, Location)> build);
 
 } // namespace mlir::kiln
 

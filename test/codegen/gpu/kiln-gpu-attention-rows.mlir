@@ -167,7 +167,8 @@ func.func @keys_permuted(%q: tensor<2x8x2xf32>, %k: tensor<2x2x8xf32>, %v: tenso
 
 // A half model's attention (kiln-fuse-attention: Q, K^T, V and the mask
 // widened from f16): the kernel reads the f16 tensors and widens each
-// value (K through its transpose); the widenings and the transpose go.
+// value (K through its transpose); the widenings and the transpose go,
+// and the rounding of the result: the kernel writes it rounded.
 // CHECK-LABEL: func.func @half_operands
 // CHECK-SAME: (%[[Q:[a-z0-9]*]]: tensor<2x8x2xf16>, %[[K:[a-z0-9]*]]: tensor<2x8x2xf16>, %[[V:[a-z0-9]*]]: tensor<2x8x2xf16>, %[[MASK:[a-z0-9]*]]: tensor<2x8x8xf16>)
 // CHECK-NOT: kiln.transpose
@@ -181,8 +182,12 @@ func.func @keys_permuted(%q: tensor<2x8x2xf32>, %k: tensor<2x2x8xf32>, %v: tenso
 // CHECK: arith.extf %[[MV]] : f16 to f32
 // CHECK: %[[VV:.*]] = tensor.extract %[[V]]
 // CHECK: arith.extf %[[VV]] : f16 to f32
+// CHECK: %[[O:.*]] = arith.divf
+// CHECK: %[[O16:.*]] = arith.truncf %[[O]] : f32 to f16
+// CHECK: tensor.insert %[[O16]]
 // CHECK-NOT: kiln.cast
-func.func @half_operands(%q: tensor<2x8x2xf16>, %k: tensor<2x8x2xf16>, %v: tensor<2x8x2xf16>, %mask: tensor<2x8x8xf16>) -> tensor<2x8x2xf32> {
+// CHECK: return %{{.*}} : tensor<2x8x2xf16>
+func.func @half_operands(%q: tensor<2x8x2xf16>, %k: tensor<2x8x2xf16>, %v: tensor<2x8x2xf16>, %mask: tensor<2x8x8xf16>) -> tensor<2x8x2xf16> {
   %kt = kiln.transpose %k {perm = array<i64: 0, 2, 1>} : tensor<2x8x2xf16> -> tensor<2x2x8xf16>
   %q32 = kiln.cast %q : tensor<2x8x2xf16> -> tensor<2x8x2xf32>
   %kt32 = kiln.cast %kt : tensor<2x2x8xf16> -> tensor<2x2x8xf32>
@@ -190,5 +195,6 @@ func.func @half_operands(%q: tensor<2x8x2xf16>, %k: tensor<2x8x2xf16>, %v: tenso
   %mask32 = kiln.cast %mask : tensor<2x8x8xf16> -> tensor<2x8x8xf32>
   // expected-remark @+1 {{placement: attention as one kernel, a thread per query row over 8 keys}}
   %r = kiln.attention %q32, %kt32, %v32, %mask32 {scale = 1.000000e+00 : f32} : (tensor<2x8x2xf32>, tensor<2x2x8xf32>, tensor<2x8x2xf32>, tensor<2x8x8xf32>) -> tensor<2x8x2xf32>
-  return %r : tensor<2x8x2xf32>
+  %r16 = kiln.cast %r : tensor<2x8x2xf32> -> tensor<2x8x2xf16>
+  return %r16 : tensor<2x8x2xf16>
 }
