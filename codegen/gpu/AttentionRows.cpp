@@ -239,7 +239,7 @@ struct KilnGpuAttentionRowsPass
 } // namespace
 
 /// `x` as f32.
-Value asF32(OpBuilder &b, Location loc, Value x) {
+static Value asF32(OpBuilder &b, Location loc, Value x) {
   return x.getType().isF32() ? x : arith::ExtFOp::create(b, loc, b.getF32Type(), x);
 }
 
@@ -250,7 +250,8 @@ Value mlir::kiln::elementAsF32(OpBuilder &b, Location loc, Value t, ValueRange a
   return asF32(b, loc, tensor::ExtractOp::create(b, loc, t, indices));
 }
 
-Value mlir::kiln::beforeWidening(Value v) {
+/// `v`, or the 16-bit tensor it widens to f32 (a kiln.cast).
+static Value beforeWidening(Value v) {
   auto cast = v ? v.getDefiningOp<CastOp>() : nullptr;
   if (!cast || !getElementTypeOrSelf(cast.getType()).isF32() ||
       !isa<Float16Type, BFloat16Type>(getElementTypeOrSelf(cast.getInput().getType())))

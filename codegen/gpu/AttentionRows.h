@@ -14,16 +14,11 @@ int64_t attentionScoresBytes(AttentionOp op);
 /// Element [at..., row, col] of `t`, as f32 (a 16-bit one widened).
 Value elementAsF32(OpBuilder &b, Location loc, Value t, ValueRange at, Value row, Value col);
 
-/// `v`, or where it is a kiln.cast widening a 16-bit tensor to f32 (a half
-/// model's attention, kiln-fuse-attention), that tensor: the one-kernel
-/// forms read it and widen each element, and no widened copy is written.
-Value beforeWidening(Value v);
-
 /// An attention's keys as its one-kernel forms read them: K^T [B..., D, Lk]
 /// as the op has it or, where that is a kiln.transpose of K [B..., Lk, D]
 /// swapping the last two dimensions (as exporters write attention), K
 /// itself: no transposed copy is written out, and the D values of a key
-/// are contiguous. Either before its widening (beforeWidening).
+/// are contiguous. Either before its widening (AttentionOperands).
 struct KeysOperand {
   Value source;
   bool isKeys; ///< source is K, not K^T
@@ -33,10 +28,12 @@ struct KeysOperand {
   Value element(OpBuilder &b, Location loc, ValueRange at, Value d, Value j) const;
 };
 
-/// One attention's operands as its one-kernel forms read them (each before
-/// its widening), and their sizes: query [B..., Lq, D], keys
-/// (KeysOperand), value [B..., Lk, Dv], mask [1 or B..., 1 or Lq, Lk] (each
-/// batch dimension 1 or the batch's).
+/// One attention's operands as its one-kernel forms read them, and their
+/// sizes: query [B..., Lq, D], keys (KeysOperand), value [B..., Lk, Dv],
+/// mask [1 or B..., 1 or Lq, Lk] (each batch dimension 1 or the batch's).
+/// Where an operand is a kiln.cast widening a 16-bit tensor to f32 (a half
+/// model's attention, kiln-fuse-attention), the kernels read that tensor
+/// and widen each value: no widened copy is written.
 struct AttentionOperands {
   Value query;
   KeysOperand keys;
