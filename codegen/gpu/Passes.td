@@ -17,8 +17,12 @@ def KilnGpuAttentionRows : Pass<"kiln-gpu-attention-rows", "func::FuncOp"> {
     last block partial). Each thread reads its query row, then walks the
     keys (read from K itself where K^T is a kiln.transpose of it that
     swaps the last two dimensions; the transpose goes if nothing else
-    reads it) with flash attention's online softmax, the running maximum m, sum
-    l and weighted values acc carried by an scf.for as scalars:
+    reads it) with flash attention's online softmax, the running maximum
+    m, sum l and weighted values acc carried by an scf.for as scalars. An
+    operand that is a kiln.cast widening a 16-bit tensor (a half model's)
+    is read before the cast, each value widened (arith.extf), and a
+    result whose only reader rounds it to 16 bits is written rounded in
+    that reader's place:
     s = scale * q.k_j + mask, m' = max(m, s), alpha = exp(m - m'),
     p = exp(s - m'), l' = l alpha + p, acc' = acc alpha + p v_j (with -inf
     maxima taken as 0); it writes acc / l. A step of the loop takes 4 keys
