@@ -28,11 +28,6 @@ using namespace mlir::kiln;
 
 namespace {
 
-bool isHalf(Type t) {
-  Type et = getElementTypeOrSelf(t);
-  return et.isF16() || et.isBF16();
-}
-
 /// Whether `op`'s results are exact whatever the precision: it moves,
 /// selects or compares elements, or rounds to integers.
 bool isExact(Operation *op) {
@@ -108,10 +103,10 @@ void computeInF32(Operation *op, WidenedConstants &widened) {
   Location loc = op->getLoc();
   SmallVector<Value> operands;
   for (Value v : op->getOperands())
-    operands.push_back(isHalf(v.getType()) ? toF32(b, loc, v, widened) : v);
+    operands.push_back(isHalfFloat(v.getType()) ? toF32(b, loc, v, widened) : v);
   SmallVector<Type> types;
   for (Type t : op->getResultTypes())
-    types.push_back(isHalf(t) ? withF32(t) : t);
+    types.push_back(isHalfFloat(t) ? withF32(t) : t);
   OperationState state(loc, op->getName(), operands, types, op->getAttrs());
   Operation *wide = b.create(state);
   for (auto [old, result] : llvm::zip(op->getResults(), wide->getResults()))
@@ -124,7 +119,7 @@ void computeInF32(Operation *op, WidenedConstants &widened) {
 /// Whether `op` is a matmul or a Gemm of two 16-bit operands of one type
 /// (a Gemm's C may be of either).
 bool isHalfMatmul(Operation *op) {
-  return isa<MatMulOp, GemmOp>(op) && isHalf(op->getOperand(0).getType()) &&
+  return isa<MatMulOp, GemmOp>(op) && isHalfFloat(op->getOperand(0).getType()) &&
          getElementTypeOrSelf(op->getOperand(0).getType()) ==
              getElementTypeOrSelf(op->getOperand(1).getType());
 }
@@ -150,7 +145,7 @@ void widenResult(Operation *op, WidenedConstants &widened) {
   Value wide = product;
   if (gemm) {
     Value c = gemm.getC();
-    if (c && isHalf(c.getType()))
+    if (c && isHalfFloat(c.getType()))
       c = toF32(b, loc, c, widened);
     ConstantWeightMatmul epilogue{op, gemm.getA(), {}, 0, 0, false,
                                   gemm.getAlpha().convertToFloat(),
@@ -170,9 +165,9 @@ struct KilnComputeHalfInF32Pass
     getOperation().walk([&](Operation *op) {
       if (op->getDialect() == getContext().getLoadedDialect<KilnDialect>() &&
           op->getNumRegions() == 0 && !isExact(op) &&
-          llvm::any_of(op->getResultTypes(), isHalf) &&
+          llvm::any_of(op->getResultTypes(), isHalfFloat) &&
           llvm::all_of(op->getOperandTypes(), [](Type t) {
-            return isHalf(t) || !isa<FloatType>(getElementTypeOrSelf(t));
+            return isHalfFloat(t) || !isa<FloatType>(getElementTypeOrSelf(t));
           }))
         rounding.push_back(op);
     });

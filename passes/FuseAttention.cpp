@@ -40,11 +40,6 @@ struct AttentionChain {
 /// `op`'s result feeds only the next op of the chain.
 bool feedsOnlyChain(Operation *op) { return op && op->hasOneUse(); }
 
-bool isHalf(Type t) {
-  Type element = getElementTypeOrSelf(t);
-  return element.isF16() || element.isBF16();
-}
-
 /// `cast`, if it is a kiln.cast from f32 to 16 bits (`toHalf`) or from 16
 /// bits to f32, that only the chain reads.
 CastOp chainCast(Operation *op, bool toHalf) {
@@ -52,8 +47,8 @@ CastOp chainCast(Operation *op, bool toHalf) {
   if (!cast || !feedsOnlyChain(cast))
     return {};
   Type from = cast.getInput().getType(), to = cast.getType();
-  bool rounds = getElementTypeOrSelf(from).isF32() && isHalf(to);
-  bool widens = isHalf(from) && getElementTypeOrSelf(to).isF32();
+  bool rounds = getElementTypeOrSelf(from).isF32() && isHalfFloat(to);
+  bool widens = isHalfFloat(from) && getElementTypeOrSelf(to).isF32();
   return (toHalf ? rounds : widens) ? cast : CastOp();
 }
 
@@ -136,7 +131,7 @@ SmallVector<int64_t> maskShapeAtRank(RankedTensorType mask, int64_t rank) {
 LogicalResult checkShapes(const AttentionChain &chain, std::string &why) {
   for (Value v : {chain.query, chain.keyT, chain.value}) {
     auto type = cast<RankedTensorType>(v.getType());
-    if (!(type.getElementType().isF32() || isHalf(type)) || !type.hasStaticShape()) {
+    if (!(type.getElementType().isF32() || isHalfFloat(type)) || !type.hasStaticShape()) {
       why = "the matmul operands are not f32, f16 or bf16 tensors of static shape";
       return failure();
     }
@@ -150,7 +145,7 @@ LogicalResult checkShapes(const AttentionChain &chain, std::string &why) {
     return success();
   auto maskType = cast<RankedTensorType>(chain.mask.getType());
   size_t rank = shapeOf(chain.query).size();
-  if (!(maskType.getElementType().isF32() || isHalf(maskType)) || !maskType.hasStaticShape() ||
+  if (!(maskType.getElementType().isF32() || isHalfFloat(maskType)) || !maskType.hasStaticShape() ||
       maskType.getRank() > (int64_t)rank) {
     why = "the mask is not a float tensor of static shape and at most the scores' rank";
     return failure();
@@ -198,7 +193,7 @@ FailureOr<AttentionChain> matchAttention(SoftmaxOp softmax, std::string &why) {
 
 /// `v` as f32: widened where it is a 16-bit tensor.
 Value asF32(OpBuilder &b, Location loc, Value v) {
-  if (!v || !isHalf(v.getType()))
+  if (!v || !isHalfFloat(v.getType()))
     return v;
   auto type = cast<RankedTensorType>(v.getType());
   return CastOp::create(b, loc, type.clone(b.getF32Type()), v);

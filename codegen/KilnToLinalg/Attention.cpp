@@ -245,8 +245,9 @@ Value unfusedAttention(OpBuilder &b, Location loc, const Attention &a, int64_t n
   Type half = tensorType(a.value).getElementType();
   Value weights = p;
   if (half != f32)
-    weights = generic(p, emptyTensor(b, loc, {n, a.lq, a.lk}, half), {map({bn, r, c}), map({bn, r, c})},
-                      parallel, [&](OpBuilder &nb, Location l, ValueRange x) -> Value {
+    weights = generic(p, emptyTensor(b, loc, {n, a.lq, a.lk}, half),
+                      {map({bn, r, c}), map({bn, r, c})}, parallel,
+                      [&](OpBuilder &nb, Location l, ValueRange x) -> Value {
                         return arith::TruncFOp::create(nb, l, half, x[0]);
                       });
   Value weighted = linalg::BatchMatmulOp::create(
@@ -271,14 +272,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
   /// lowers it: a linalg.generic of one arith.extf per element), or null.
   static Value widenedFrom(Value v) {
     auto generic = v.getDefiningOp<linalg::GenericOp>();
-    if (!generic || generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
-        generic.getNumParallelLoops() != generic.getNumLoops() ||
-        !llvm::all_of(generic.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
-      return {};
-    Block &body = generic.getRegion().front();
-    auto extend = dyn_cast<arith::ExtFOp>(body.front());
-    if (!extend || extend.getIn() != body.getArgument(0) ||
-        body.getTerminator()->getOperand(0) != extend.getResult())
+    if (!generic || !isa_and_nonnull<arith::ExtFOp>(elementwiseOpOf(generic)))
       return {};
     return generic.getDpsInputOperand(0)->get();
   }
@@ -290,7 +284,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     for (auto [source, v] : llvm::zip(sources, operands)) {
       source = widenedFrom(v);
       if (!source || tensorType(source).getElementType() !=
-                         tensorType(widenedFrom(operands[0])).getElementType())
+                         tensorType(sources[0]).getElementType())
         return std::nullopt;
     }
     return sources;

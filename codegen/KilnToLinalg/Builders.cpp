@@ -429,6 +429,19 @@ Value broadcastElement(OpBuilder &b, Location loc, Value v, ValueRange indices) 
   return tensor::ExtractOp::create(b, loc, v, at);
 }
 
+Operation *elementwiseOpOf(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumParallelLoops() != op.getNumLoops() ||
+      !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+    return nullptr;
+  Block &body = op.getRegion().front();
+  Operation *first = &body.front();
+  bool alone = first->getNumOperands() == 1 && first->getOperand(0) == body.getArgument(0) &&
+               first->getNumResults() == 1 &&
+               body.getTerminator()->getOperand(0) == first->getResult(0);
+  return alone ? first : nullptr;
+}
+
 Value buildTileLoop(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> lbs,
                     ArrayRef<OpFoldResult> ubs, ArrayRef<OpFoldResult> steps, Value init,
                     function_ref<TileResult(OpBuilder &, Location, ValueRange, Value)> tile) {

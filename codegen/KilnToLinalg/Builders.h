@@ -108,6 +108,11 @@ Value finiteMax(OpBuilder &b, Location loc, Value m);
 /// of size 1 read at 0.
 Value broadcastElement(OpBuilder &b, Location loc, Value v, ValueRange indices);
 
+/// The one op that `op` applies to each element of its one input alone
+/// (an arith.truncf, an arith.extf), where `op` is elementwise: one input,
+/// one output, identity maps, parallel loops. Null otherwise.
+Operation *elementwiseOpOf(linalg::GenericOp op);
+
 /// Materializes `v` broadcast to `shape` (numpy rules); no-op if equal.
 /// `sizes` gives dynamic target sizes that `v` does not have.
 Value broadcastTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,

@@ -453,8 +453,7 @@ FailureOr<MmaAttention> analyze(AttentionOp op, Type half, std::string &whyNot) 
              "rounds them)";
     return failure();
   }
-  half = a.half;
-  a.ptxType = half.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+  a.ptxType = a.half.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
   a.dPadded = llvm::alignTo(a.d, 16);
   a.dvPadded = llvm::alignTo(a.dv, 8);
   if (a.dPadded > kMaxHead || a.dvPadded > kMaxHead) {

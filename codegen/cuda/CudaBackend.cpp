@@ -67,8 +67,8 @@ void mlir::kiln::addTensorCoreAttention(OpPassManager &pm, const GpuTarget &gpu,
   StringRef type = options.precision == Precision::F16    ? "f16"
                    : options.precision == Precision::BF16 ? "bf16"
                                                           : "";
-  pm.addNestedPass<func::FuncOp>(
-      createKilnCudaAttentionMma({options.attentionRowsAbove, type.str(), options.reportPlacement}));
+  pm.addNestedPass<func::FuncOp>(createKilnCudaAttentionMma(
+      {options.attentionRowsAbove, type.str(), options.reportPlacement}));
 }
 
 namespace {

@@ -254,7 +254,7 @@ Value mlir::kiln::elementAsF32(OpBuilder &b, Location loc, Value t, ValueRange a
 static Value beforeWidening(Value v) {
   auto cast = v ? v.getDefiningOp<CastOp>() : nullptr;
   if (!cast || !getElementTypeOrSelf(cast.getType()).isF32() ||
-      !isa<Float16Type, BFloat16Type>(getElementTypeOrSelf(cast.getInput().getType())))
+      !isHalfFloat(cast.getInput().getType()))
     return v;
   return cast.getInput();
 }
@@ -293,7 +293,7 @@ AttentionOperands AttentionOperands::of(AttentionOp op) {
   a.dv = tensorType(op.getValue()).getShape().back();
   if (op->hasOneUse())
     if (auto cast = dyn_cast<CastOp>(*op->user_begin());
-        cast && isa<Float16Type, BFloat16Type>(getElementTypeOrSelf(cast.getType())))
+        cast && isHalfFloat(cast.getType()))
       a.rounding = cast;
   return a;
 }
@@ -309,7 +309,7 @@ Value AttentionOperands::maskAt(OpBuilder &b, Location loc, ValueRange indices) 
 
 Type AttentionOperands::halfType() const {
   Type type = getElementTypeOrSelf(query.getType());
-  if (!isa<Float16Type, BFloat16Type>(type) ||
+  if (!isHalfFloat(type) ||
       getElementTypeOrSelf(keys.source.getType()) != type ||
       getElementTypeOrSelf(value.getType()) != type)
     return {};

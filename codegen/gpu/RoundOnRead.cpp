@@ -7,6 +7,7 @@
 // the copy, the rounding is computed there too, and costs no kernel.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/KilnToLinalg/Builders.h"
 #include "codegen/gpu/DeviceBuffers.h"
 #include "codegen/gpu/Passes.h"
 #include "codegen/gpu/Tiles.h"
@@ -28,14 +29,7 @@ namespace {
 /// Whether `op` rounds each element of its one input to a narrower float
 /// type: identity maps, parallel loops, a body of one truncf.
 bool isRounding(linalg::GenericOp op) {
-  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
-      op.getNumParallelLoops() != op.getNumLoops() ||
-      !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
-    return false;
-  Block &body = op.getRegion().front();
-  auto truncf = dyn_cast<arith::TruncFOp>(body.front());
-  return truncf && truncf.getIn() == body.getArgument(0) &&
-         body.getTerminator()->getOperand(0) == truncf.getResult();
+  return op.hasPureTensorSemantics() && isa_and_nonnull<arith::TruncFOp>(elementwiseOpOf(op));
 }
 
 /// Whether `op` is computed where it is read (receptive fields, a

@@ -126,6 +126,11 @@ std::optional<std::vector<float>> mlir::kiln::f32Elements(ElementsAttr attr) {
   return values;
 }
 
+bool mlir::kiln::isHalfFloat(Type t) {
+  Type element = getElementTypeOrSelf(t);
+  return element.isF16() || element.isBF16();
+}
+
 ArrayRef<int64_t> mlir::kiln::shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }

@@ -82,6 +82,8 @@ std::optional<std::vector<float>> f32Elements(ElementsAttr attr);
 bool hasF32Elements(ElementsAttr attr);
 /// The shape of `v`, a ranked tensor.
 ArrayRef<int64_t> shapeOf(Value v);
+/// Whether `t` (or its elements) is a 16-bit float: f16 or bf16.
+bool isHalfFloat(Type t);
 /// The value of `v` when it is a one-element f32 kiln.constant (an
 /// epsilon, a scale), of any rank.
 std::optional<float> f32Scalar(Value v);
